@@ -1,0 +1,54 @@
+//! The keys one run uses. Every key starts with `fencelab:<run id>:`, so a run can
+//! delete exactly its own keys and never touches anything else on a shared Redis.
+
+/// The full names of a run's keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    pub prefix: String,
+    /// The lock itself: `SET ... NX PX`.
+    pub lock: String,
+    /// The fence counter: `INCR` hands out tokens.
+    pub fence: String,
+    /// The storage: a list of JSON-encoded writes.
+    pub storage: String,
+    /// The highest fencing token the storage has accepted.
+    pub storage_highest: String,
+}
+
+impl Keys {
+    /// Keys for a run with the given id.
+    pub fn for_run(run_id: &str) -> Self {
+        let prefix = format!("fencelab:{run_id}:");
+        Keys {
+            lock: format!("{prefix}lock"),
+            fence: format!("{prefix}fence"),
+            storage: format!("{prefix}storage"),
+            storage_highest: format!("{prefix}storage:highest"),
+            prefix,
+        }
+    }
+
+    /// All keys of the run: what cleanup deletes.
+    pub fn all(&self) -> [&str; 4] {
+        [&self.lock, &self.fence, &self.storage, &self.storage_highest]
+    }
+}
+
+/// A short random run id (8 hex digits), unique enough for concurrent runs on one server.
+pub fn new_run_id() -> String {
+    format!("{:08x}", fastrand::u32(..))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_lives_under_the_run_prefix() {
+        let keys = Keys::for_run("abc");
+        assert_eq!(keys.prefix, "fencelab:abc:");
+        for k in keys.all() {
+            assert!(k.starts_with("fencelab:abc:"), "{k}");
+        }
+    }
+}

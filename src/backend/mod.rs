@@ -1,0 +1,140 @@
+//! Where the lock and the storage live: a real Redis, or the built-in simulator.
+//!
+//! The engine talks to both through the same two small traits, [`LockClient`] and
+//! [`StorageClient`]. Each worker gets its own client (its own connection), exactly
+//! as separate processes would. Both live in one store here because the article's
+//! experiment puts them on one Redis; the traits keep them apart so a later storage
+//! (a SQL table) or lock service (etcd) can replace either side alone.
+
+pub mod keys;
+pub mod redis;
+pub mod scripts;
+pub mod select;
+pub mod server;
+pub mod sim;
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+pub use keys::Keys;
+
+use crate::scenario::{AcquireMode, ReleaseMode};
+
+/// A backend failure, phrased for the person at the terminal.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("cannot reach Redis at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("Redis at {url} refused the credentials: {reason}")]
+    Auth { url: String, reason: String },
+    #[error("lost the connection to Redis: {0}")]
+    Lost(String),
+    #[error("Redis answered something unexpected: {0}")]
+    Protocol(String),
+}
+
+/// A backend: something that hands out per-worker clients for one run.
+pub trait Backend: Send + Sync + 'static {
+    type Client: LockClient + StorageClient;
+
+    /// Open a new, independent connection bound to this run's keys.
+    fn connect(&self, keys: &Keys) -> impl Future<Output = Result<Self::Client, BackendError>> + Send;
+
+    /// What the screen and transcript say about where the run happens (passwords redacted).
+    fn describe(&self) -> String;
+}
+
+/// The answer to an acquire attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireReply {
+    /// The lock is ours; `token` came from the fence counter's `INCR`.
+    Granted { token: u64 },
+    /// Someone holds it. `pttl_ms` is their remaining lease (None: it never expires),
+    /// so a waiter knows exactly when to try again.
+    Busy { pttl_ms: Option<u64> },
+}
+
+/// What Redis itself says at one instant: the observer's raw material.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TruthSample {
+    /// The lock key's value, if the key exists.
+    pub holder_value: Option<String>,
+    /// The key's remaining lease in ms (None: no key, or a key without expiry).
+    pub pttl_ms: Option<u64>,
+    /// The fence counter: the last token handed out.
+    pub fence_counter: u64,
+    /// The highest token the fenced storage has accepted so far.
+    pub storage_highest: u64,
+}
+
+/// One write as the storage keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredWrite {
+    pub worker: String,
+    /// The fencing token the writer held (None: it wrote without ever getting the lock).
+    pub token: Option<u64>,
+    pub value: String,
+}
+
+impl StoredWrite {
+    /// `B(token 2)`: the article's way of listing storage contents.
+    pub fn label(&self) -> String {
+        match self.token {
+            Some(t) => format!("{}(token {t})", self.worker),
+            None => format!("{}(no token)", self.worker),
+        }
+    }
+
+    /// `B:2`: the form expected outcomes are written in.
+    pub fn short(&self) -> String {
+        format!("{}:{}", self.worker, self.token.map_or("-".to_string(), |t| t.to_string()))
+    }
+}
+
+/// The lock service: the article's protocol, one method per command or script.
+pub trait LockClient: Send + 'static {
+    /// `SET lock value NX PX ttl` plus `INCR fence` (atomically or as two commands).
+    /// `ttl_ms == 0` takes a lock that never expires.
+    fn acquire(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: AcquireMode,
+    ) -> impl Future<Output = Result<AcquireReply, BackendError>> + Send;
+
+    /// Give the lock back. Returns whether a key was deleted.
+    fn release(&mut self, value: &str, mode: ReleaseMode) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// Extend the lease to `ttl_ms` if `value` still owns the lock.
+    fn renew(&mut self, value: &str, ttl_ms: u64) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// `GET lock`: the value of whoever holds the lock now.
+    fn holder(&mut self) -> impl Future<Output = Result<Option<String>, BackendError>> + Send;
+
+    /// Read holder, lease, counter and storage high-water mark together.
+    fn observe(&mut self) -> impl Future<Output = Result<TruthSample, BackendError>> + Send;
+
+    /// Delete every key of this run (and nothing else).
+    fn cleanup(&mut self) -> impl Future<Output = Result<(), BackendError>> + Send;
+}
+
+/// The storage the workers write their results to.
+pub trait StorageClient: Send + 'static {
+    /// Append `write`. With `fenced`, reject it when its token is lower than the highest
+    /// token accepted so far. Returns whether it was accepted.
+    fn write(&mut self, write: &StoredWrite, fenced: bool) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// Every accepted write, in the order the storage accepted them.
+    fn read_all(&mut self) -> impl Future<Output = Result<Vec<StoredWrite>, BackendError>> + Send;
+}
+
+/// The worker name encoded at the front of a lock value (`A:9f3c...` -> `A`).
+pub fn holder_name(value: &str) -> &str {
+    value.split(':').next().unwrap_or(value)
+}
+
+/// A fresh random lock value for `worker`: unique per grant, readable in the truth lane.
+pub fn holder_value(worker: &str) -> String {
+    format!("{worker}:{:016x}", fastrand::u64(..))
+}

@@ -1,0 +1,248 @@
+//! The built-in simulator: a model of the few Redis commands the lesson needs.
+//!
+//! It is a model, not a mock: it keeps keys, values and expiry deadlines and applies
+//! Redis's rules (`SET NX PX`, lazy expiry, `INCR`, compare-and-delete, the fenced
+//! write) to them. Its clock is tokio's: run it on a runtime with paused time and
+//! every sleep and every expiry happens in virtual time, so the same scenario gives
+//! the same outcomes on every machine, instantly. The differential test runs each
+//! scenario here and on a real `redis-server` and compares the outcomes.
+//!
+//! Each client method takes the one lock on the database for its whole body, which is
+//! what makes it atomic, like a Lua script on Redis.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::time::{Duration, Instant};
+
+use super::{AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample};
+use crate::scenario::{AcquireMode, ReleaseMode};
+
+/// The simulator. Cloning it shares the same database.
+#[derive(Clone, Default)]
+pub struct SimBackend {
+    db: Arc<Mutex<SimDb>>,
+}
+
+/// A string value with an optional expiry deadline, as Redis keeps it.
+struct Entry {
+    value: String,
+    expires_at: Option<Instant>,
+}
+
+#[derive(Default)]
+struct SimDb {
+    strings: HashMap<String, Entry>,
+    lists: HashMap<String, Vec<String>>,
+}
+
+impl SimDb {
+    /// Redis expires keys lazily on access: a key whose deadline has passed is gone.
+    /// Redis treats a key as expired only once `now > deadline`; so does this.
+    fn live(&mut self, key: &str) -> Option<&mut Entry> {
+        let now = Instant::now();
+        if self.strings.get(key).is_some_and(|e| e.expires_at.is_some_and(|d| now > d)) {
+            self.strings.remove(key);
+        }
+        self.strings.get_mut(key)
+    }
+
+    fn get(&mut self, key: &str) -> Option<String> {
+        self.live(key).map(|e| e.value.clone())
+    }
+
+    /// `SET key value NX [PX ttl]`.
+    fn set_nx(&mut self, key: &str, value: &str, ttl_ms: u64) -> bool {
+        if self.live(key).is_some() {
+            return false;
+        }
+        let expires_at = (ttl_ms > 0).then(|| Instant::now() + Duration::from_millis(ttl_ms));
+        self.strings.insert(key.to_string(), Entry { value: value.to_string(), expires_at });
+        true
+    }
+
+    /// `PTTL key`: -2 no key, -1 no expiry, else ms left.
+    fn pttl(&mut self, key: &str) -> i64 {
+        match self.live(key) {
+            None => -2,
+            Some(Entry { expires_at: None, .. }) => -1,
+            Some(Entry { expires_at: Some(d), .. }) => {
+                d.saturating_duration_since(Instant::now()).as_millis() as i64
+            }
+        }
+    }
+
+    fn incr(&mut self, key: &str) -> u64 {
+        let next = self.get_u64(key) + 1;
+        self.strings.insert(key.to_string(), Entry { value: next.to_string(), expires_at: None });
+        next
+    }
+
+    fn get_u64(&mut self, key: &str) -> u64 {
+        self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    fn del(&mut self, key: &str) -> bool {
+        let existed = self.live(key).is_some() || self.lists.contains_key(key);
+        self.strings.remove(key);
+        self.lists.remove(key);
+        existed
+    }
+}
+
+impl SimBackend {
+    fn db(&self) -> MutexGuard<'_, SimDb> {
+        // A poisoned lock means a panic in another worker; the data is still consistent
+        // because every method finishes its update before it can panic.
+        self.db.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many keys exist (live or not yet lazily expired); tests use it to show
+    /// cleanup leaves nothing behind.
+    pub fn key_count(&self) -> usize {
+        let db = self.db();
+        db.strings.len() + db.lists.len()
+    }
+}
+
+impl Backend for SimBackend {
+    type Client = SimClient;
+
+    async fn connect(&self, keys: &Keys) -> Result<SimClient, BackendError> {
+        Ok(SimClient { sim: self.clone(), keys: keys.clone() })
+    }
+
+    fn describe(&self) -> String {
+        "SIMULATOR (virtual clock, no Redis)".to_string()
+    }
+}
+
+/// One worker's handle on the simulator.
+pub struct SimClient {
+    sim: SimBackend,
+    keys: Keys,
+}
+
+impl LockClient for SimClient {
+    async fn acquire(&mut self, value: &str, ttl_ms: u64, mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+        let k = &self.keys;
+        let granted = self.sim.db().set_nx(&k.lock, value, ttl_ms);
+        if !granted {
+            let pttl = self.sim.db().pttl(&k.lock);
+            return Ok(match pttl {
+                -1 => AcquireReply::Busy { pttl_ms: None },
+                n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
+            });
+        }
+        if mode == AcquireMode::TwoStep {
+            // Two commands, two round trips: let other workers run in between, as the
+            // network would.
+            tokio::task::yield_now().await;
+        }
+        Ok(AcquireReply::Granted { token: self.sim.db().incr(&k.fence) })
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        let mut db = self.sim.db();
+        let lock = &self.keys.lock;
+        Ok(match mode {
+            ReleaseMode::CompareAndDelete => db.get(lock).as_deref() == Some(value) && db.del(lock),
+            ReleaseMode::Del => db.del(lock),
+        })
+    }
+
+    async fn renew(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+        let mut db = self.sim.db();
+        match db.live(&self.keys.lock) {
+            Some(e) if e.value == value => {
+                e.expires_at = Some(Instant::now() + Duration::from_millis(ttl_ms));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
+        Ok(self.sim.db().get(&self.keys.lock))
+    }
+
+    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+        let mut db = self.sim.db();
+        let k = &self.keys;
+        Ok(TruthSample {
+            holder_value: db.get(&k.lock),
+            pttl_ms: u64::try_from(db.pttl(&k.lock)).ok(),
+            fence_counter: db.get_u64(&k.fence),
+            storage_highest: db.get_u64(&k.storage_highest),
+        })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        let mut db = self.sim.db();
+        for key in self.keys.all() {
+            db.del(key);
+        }
+        Ok(())
+    }
+}
+
+impl StorageClient for SimClient {
+    async fn write(&mut self, write: &StoredWrite, fenced: bool) -> Result<bool, BackendError> {
+        let entry = serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
+        let mut db = self.sim.db();
+        let k = &self.keys;
+        if fenced {
+            // The same rule as assets/lua/fenced_write.lua: lower is rejected, equal accepted.
+            let token = write.token.unwrap_or(0);
+            if token < db.get_u64(&k.storage_highest) {
+                return Ok(false);
+            }
+            db.strings.insert(k.storage_highest.clone(), Entry { value: token.to_string(), expires_at: None });
+        }
+        db.lists.entry(k.storage.clone()).or_default().push(entry);
+        Ok(true)
+    }
+
+    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        let db = self.sim.db();
+        db.lists
+            .get(&self.keys.storage)
+            .map(|entries| entries.iter().map(|e| serde_json::from_str(e)).collect::<Result<_, _>>())
+            .transpose()
+            .map(Option::unwrap_or_default)
+            .map_err(|e| BackendError::Protocol(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(sim: &SimBackend) -> SimClient {
+        SimClient { sim: sim.clone(), keys: Keys::for_run("t") }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lease_expires_exactly_after_its_ttl_in_virtual_time() {
+        let sim = SimBackend::default();
+        let (mut a, mut b) = (client(&sim), client(&sim));
+        assert_eq!(a.acquire("A:1", 2000, AcquireMode::Script).await.unwrap(), AcquireReply::Granted { token: 1 });
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        assert_eq!(b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(), AcquireReply::Busy { pttl_ms: Some(500) });
+        tokio::time::advance(Duration::from_millis(501)).await;
+        assert_eq!(b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(), AcquireReply::Granted { token: 2 });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn fenced_write_rejects_lower_token_and_accepts_equal() {
+        let sim = SimBackend::default();
+        let mut c = client(&sim);
+        let w = |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
+        assert!(c.write(&w("B", 2), true).await.unwrap());
+        assert!(c.write(&w("B", 2), true).await.unwrap(), "equal token: same holder writing again");
+        assert!(!c.write(&w("A", 1), true).await.unwrap(), "lower token must be rejected");
+        assert_eq!(c.read_all().await.unwrap().len(), 2);
+        c.cleanup().await.unwrap();
+        assert_eq!(sim.key_count(), 0);
+    }
+}

@@ -1,0 +1,245 @@
+//! The safety checker: reads an event log and reports what went wrong.
+//!
+//! It is a pure function of the log, so it judges a live run, a saved file and a
+//! replay identically. Three kinds of violation:
+//! - **overlapping belief**: two workers believed they held the lock at once. Leases
+//!   make this possible by design; it is harmless only if the storage fences.
+//! - **stale write**: the storage accepted a token lower than one it had already
+//!   accepted: an old holder's write landed after a newer holder's.
+//! - **write by non-holder**: the storage accepted a write from a worker that Redis,
+//!   asked right after the write, did not list as the lock holder.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::log::{Event, EventKind, WorkerEvent};
+use crate::scenario::Expectation;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ViolationKind {
+    OverlappingBelief,
+    StaleWrite,
+    WriteByNonHolder,
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ViolationKind::OverlappingBelief => "overlapping-belief",
+            ViolationKind::StaleWrite => "stale-write",
+            ViolationKind::WriteByNonHolder => "write-by-non-holder",
+        })
+    }
+}
+
+/// One violation: who, when, which tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Violation {
+    OverlappingBelief {
+        first: String,
+        second: String,
+        from_ms: f64,
+        to_ms: f64,
+        /// The event where the overlap began (for jumping to it).
+        seq: u64,
+    },
+    StaleWrite {
+        worker: String,
+        token: u64,
+        after_worker: String,
+        after_token: u64,
+        at_ms: f64,
+        seq: u64,
+    },
+    WriteByNonHolder {
+        worker: String,
+        token: Option<u64>,
+        redis_holder: Option<String>,
+        at_ms: f64,
+        seq: u64,
+    },
+}
+
+impl Violation {
+    pub fn kind(&self) -> ViolationKind {
+        match self {
+            Violation::OverlappingBelief { .. } => ViolationKind::OverlappingBelief,
+            Violation::StaleWrite { .. } => ViolationKind::StaleWrite,
+            Violation::WriteByNonHolder { .. } => ViolationKind::WriteByNonHolder,
+        }
+    }
+
+    /// The log position where it happened.
+    pub fn seq(&self) -> u64 {
+        match self {
+            Violation::OverlappingBelief { seq, .. }
+            | Violation::StaleWrite { seq, .. }
+            | Violation::WriteByNonHolder { seq, .. } => *seq,
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::OverlappingBelief { first, second, from_ms, to_ms, .. } => write!(
+                f,
+                "{first} and {second} both believed they held the lock from {} to {}",
+                secs(*from_ms),
+                secs(*to_ms)
+            ),
+            Violation::StaleWrite { worker, token, after_worker, after_token, at_ms, .. } => write!(
+                f,
+                "stale write accepted at {}: {worker} token {token} after {after_worker} token {after_token}",
+                secs(*at_ms)
+            ),
+            Violation::WriteByNonHolder { worker, token, redis_holder, at_ms, .. } => {
+                let token = token.map_or("no token".to_string(), |t| format!("token {t}"));
+                let holder = redis_holder.as_deref().map_or("nobody".to_string(), |h| h.to_string());
+                write!(f, "write accepted at {} from {worker} ({token}) while Redis listed {holder} as holder", secs(*at_ms))
+            }
+        }
+    }
+}
+
+/// Violations name exact moments: an overlap can last a single millisecond.
+fn secs(ms: f64) -> String {
+    format!("{:.3}s", ms / 1000.0)
+}
+
+/// Every violation in the log, in log order.
+pub fn check(events: &[Event]) -> Vec<Violation> {
+    let mut found = overlapping_beliefs(events);
+    found.extend(bad_writes(events));
+    found.sort_by_key(Violation::seq);
+    found
+}
+
+/// A belief interval: from the event that started it to the one that ended it.
+struct Belief<'a> {
+    worker: &'a str,
+    start: &'a Event,
+    end: Option<&'a Event>,
+}
+
+fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
+    let mut open: BTreeMap<&str, &Event> = BTreeMap::new();
+    let mut beliefs: Vec<Belief> = Vec::new();
+    for e in events {
+        let EventKind::Worker { worker, what } = &e.kind else { continue };
+        let ends = match what {
+            WorkerEvent::Acquired { .. } => {
+                open.insert(worker, e);
+                false
+            }
+            WorkerEvent::Checked { still_owner } => !still_owner,
+            WorkerEvent::Wrote { redis_holder, .. } => redis_holder.as_deref() != Some(worker.as_str()),
+            WorkerEvent::Renewed { extended } => !extended,
+            WorkerEvent::Released { .. }
+            | WorkerEvent::Crashed
+            | WorkerEvent::Finished
+            | WorkerEvent::Failed { .. } => true,
+            _ => false,
+        };
+        if ends && let Some(start) = open.remove(worker.as_str()) {
+            beliefs.push(Belief { worker, start, end: Some(e) });
+        }
+    }
+    beliefs.extend(open.into_iter().map(|(worker, start)| Belief { worker, start, end: None }));
+
+    let last = events.last();
+    let mut found = Vec::new();
+    for (i, a) in beliefs.iter().enumerate() {
+        for b in &beliefs[i + 1..] {
+            if a.worker == b.worker {
+                continue;
+            }
+            // Compare by log position: events at the same millisecond still have an order.
+            let start = if a.start.seq > b.start.seq { a.start } else { b.start };
+            let end = match (a.end, b.end) {
+                (Some(x), Some(y)) => Some(if x.seq < y.seq { x } else { y }),
+                (x, y) => x.or(y),
+            };
+            if end.is_none_or(|end| start.seq < end.seq) {
+                let (first, second) = if a.start.seq <= b.start.seq { (a, b) } else { (b, a) };
+                found.push(Violation::OverlappingBelief {
+                    first: first.worker.to_string(),
+                    second: second.worker.to_string(),
+                    from_ms: start.t_ms,
+                    to_ms: end.or(last).map_or(start.t_ms, |e| e.t_ms),
+                    seq: start.seq,
+                });
+            }
+        }
+    }
+    found
+}
+
+fn bad_writes(events: &[Event]) -> Vec<Violation> {
+    let mut highest: Option<(String, u64)> = None;
+    let mut found = Vec::new();
+    for e in events {
+        let EventKind::Worker { worker, what: WorkerEvent::Wrote { token, accepted: true, redis_holder, .. } } = &e.kind
+        else {
+            continue;
+        };
+        if let (Some(token), Some((after_worker, after_token))) = (token, &highest)
+            && token < after_token
+        {
+            found.push(Violation::StaleWrite {
+                worker: worker.clone(),
+                token: *token,
+                after_worker: after_worker.clone(),
+                after_token: *after_token,
+                at_ms: e.t_ms,
+                seq: e.seq,
+            });
+        }
+        if redis_holder.as_deref() != Some(worker.as_str()) {
+            found.push(Violation::WriteByNonHolder {
+                worker: worker.clone(),
+                token: *token,
+                redis_holder: redis_holder.clone(),
+                at_ms: e.t_ms,
+                seq: e.seq,
+            });
+        }
+        if let Some(t) = token
+            && highest.as_ref().is_none_or(|(_, h)| t > h)
+        {
+            highest = Some((worker.clone(), *t));
+        }
+    }
+    found
+}
+
+/// Compare a run with what its scenario expects. Returns each difference, in words.
+pub fn compare(expected: &Expectation, events: &[Event], violations: &[Violation]) -> Vec<String> {
+    let mut diffs = Vec::new();
+    let storage: Vec<String> = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::RunEnded { storage, .. } => Some(storage.iter().map(|w| w.short()).collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if storage != expected.storage {
+        diffs.push(format!("storage holds [{}], expected [{}]", storage.join(", "), expected.storage.join(", ")));
+    }
+    let mut seen: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
+    seen.sort();
+    seen.dedup();
+    let mut want = expected.violations.clone();
+    want.sort();
+    want.dedup();
+    if seen != want {
+        let list = |v: &[ViolationKind]| v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        diffs.push(format!("checker found [{}], expected [{}]", list(&seen), list(&want)));
+    }
+    diffs
+}

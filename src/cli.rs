@@ -1,0 +1,111 @@
+//! Command-line definitions (clap). Parsing only; `commands` does the work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fencelab",
+    version,
+    about = "Distributed locks, leases and fencing tokens, run for real on Redis",
+    long_about = "Workers compete for a lock on a real Redis. Pause one (as a GC pause would), \
+                  watch its lease expire while it still believes it holds the lock, see its stale \
+                  write land, then turn on fencing tokens and watch the storage reject it.\n\n\
+                  Without a subcommand, fencelab runs the gc-pause experiment with fencing off and on."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario headless and print what happened, then the checker's verdict.
+    Run(RunArgs),
+    /// List the built-in scenarios.
+    Scenarios,
+    /// Measure things about a real run (see `fencelab bench --help`).
+    Bench(BenchArgs),
+}
+
+/// Where the lock lives. Without either flag: a private redis-server started for this
+/// run, or, only when none is installed, the simulator.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BackendArgs {
+    /// Use this Redis (redis://, rediss://, unix:// URLs; a password in the URL is never shown).
+    #[arg(long, global = true, env = "REDIS_URL", hide_env_values = true, value_name = "URL", conflicts_with = "sim")]
+    pub redis: Option<String>,
+    /// Use the built-in simulator (virtual clock, no Redis needed, deterministic).
+    #[arg(long, global = true)]
+    pub sim: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// A built-in scenario name (see `fencelab scenarios`) or a path to a scenario .toml file.
+    #[arg(default_value = "gc-pause")]
+    pub scenario: String,
+    /// Whether the storage checks fencing tokens; `both` runs the scenario twice.
+    #[arg(long, value_enum, default_value_t = Fencing::Both)]
+    pub fencing: Fencing,
+    /// Print the event log as JSON lines instead of the transcript.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the event log (JSON lines) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Exit non-zero if the outcome differs from what the scenario expects.
+    #[arg(long)]
+    pub check: bool,
+    /// Speed factor: 0.25 is slow motion (every lease and pause lasts 4x longer in real
+    /// time, on Redis too), 2 is double speed.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
+    pub speed: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Fencing {
+    On,
+    Off,
+    Both,
+}
+
+impl Fencing {
+    /// The fencing modes to run, in order.
+    pub fn modes(self) -> Vec<bool> {
+        match self {
+            Fencing::On => vec![true],
+            Fencing::Off => vec![false],
+            Fencing::Both => vec![false, true],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub what: BenchWhat,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum BenchWhat {
+    /// How soon after A's lease expires does the waiting B get the lock? (gc-pause,
+    /// fencing off, repeated; reports the median.)
+    Handover {
+        /// How many runs.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        runs: u32,
+    },
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number; try 0.5 or 2"))?;
+    if (0.05..=20.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("speed {v} is out of range; use 0.05 (very slow) to 20 (very fast)"))
+    }
+}

@@ -1,0 +1,174 @@
+//! `fencelab run`: run a scenario headless, print the transcript (or JSON lines) as it
+//! happens, then the storage contents and the checker's verdict.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use tokio_util::sync::CancellationToken;
+
+use super::{runtime, scenario_ref};
+use crate::backend::Backend;
+use crate::backend::select::{Chosen, choose};
+use crate::check::{check, compare};
+use crate::cli::{BackendArgs, RunArgs};
+use crate::engine::log::{EventLog, RunOutcome};
+use crate::engine::{RunOptions, prepare};
+use crate::output::jsonl;
+use crate::output::transcript::{Transcript, verdict};
+use crate::scenario::Scenario;
+
+/// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
+const EXIT_INTERRUPTED: u8 = 130;
+
+pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let scenario = scenario_ref::load(&args.scenario)?;
+    let modes = args.fencing.modes();
+    if args.check {
+        for &fencing in &modes {
+            if scenario.expect.for_mode(fencing).is_none() {
+                bail!(
+                    "scenario {:?} states no expected outcome with fencing {}; add [expect.fencing_{}] to use --check",
+                    scenario.name,
+                    on_off(fencing),
+                    on_off(fencing)
+                );
+            }
+        }
+    }
+    let mut save = match &args.save {
+        Some(path) => Some(BufWriter::new(
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
+    // Started here, on the main thread, so the private server lives exactly as long as
+    // this function (see PrivateRedis::start).
+    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim)?;
+    if let Some(notice) = chosen.fallback_notice() {
+        eprintln!("{notice}");
+    }
+    if args.json {
+        eprintln!("backend: {}", chosen.describe());
+    }
+    let runtime = runtime::build(matches!(chosen, Chosen::Sim { .. }))?;
+    let report = match &chosen {
+        Chosen::Redis { backend, .. } => runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save)),
+        Chosen::Sim { backend, .. } => runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save)),
+    }?;
+    if let Some(mut file) = save {
+        file.flush()?;
+    }
+    Ok(report.exit_code())
+}
+
+fn on_off(fencing: bool) -> &'static str {
+    if fencing { "on" } else { "off" }
+}
+
+/// What the runs of one command amounted to.
+#[derive(Default)]
+struct Report {
+    interrupted: bool,
+    failed: bool,
+    check_failed: bool,
+}
+
+impl Report {
+    fn exit_code(&self) -> ExitCode {
+        if self.interrupted {
+            ExitCode::from(EXIT_INTERRUPTED)
+        } else if self.failed || self.check_failed {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+async fn run_modes<B: Backend>(
+    backend: &B,
+    scenario: &Scenario,
+    modes: &[bool],
+    args: &RunArgs,
+    save: &mut Option<BufWriter<File>>,
+) -> anyhow::Result<Report> {
+    let cancel = CancellationToken::new();
+    runtime::cancel_on_signals(cancel.clone());
+    let mut report = Report::default();
+    for (i, &fencing) in modes.iter().enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        if i > 0 && !args.json {
+            say("");
+        }
+        let options = RunOptions { fencing, time_scale: 1.0 / args.speed };
+        let prepared = prepare(backend, scenario, options, &cancel).await?;
+        let log = prepared.log();
+        let printer = tokio::spawn(print_live(log.clone(), args.json));
+        let outcome = prepared.execute().await;
+        // The printer stops by itself at the run's last event.
+        let _ = printer.await;
+
+        let events = log.snapshot();
+        if let Some(file) = save.as_mut() {
+            jsonl::write_all(&events, file)?;
+        }
+        let violations = check(&events);
+        if !args.json {
+            for line in verdict(&violations) {
+                say(&line);
+            }
+        }
+        match outcome {
+            RunOutcome::Completed => {}
+            RunOutcome::Interrupted => {
+                report.interrupted = true;
+                eprintln!("interrupted: the run was stopped and its keys deleted");
+                break;
+            }
+            RunOutcome::Failed { error } => {
+                report.failed = true;
+                eprintln!("error: {error}");
+                break;
+            }
+        }
+        if args.check
+            && let Some(expected) = scenario.expect.for_mode(fencing)
+        {
+            let diffs = compare(expected, &events, &violations);
+            if diffs.is_empty() {
+                eprintln!("check passed (fencing {})", on_off(fencing));
+            } else {
+                report.check_failed = true;
+                eprintln!("check FAILED (fencing {}): {}", on_off(fencing), diffs.join("; "));
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Print each event as it is appended: a transcript line, or a JSON line.
+async fn print_live(log: Arc<EventLog>, json: bool) {
+    let mut transcript = Transcript::default();
+    log.follow(|event| {
+        if json {
+            say(&jsonl::to_line(event));
+        } else {
+            for line in transcript.lines(event) {
+                say(&line);
+            }
+        }
+    })
+    .await;
+}
+
+/// Print a line to stdout. A closed pipe (`fencelab run | head`) is not an error
+/// worth stopping a run for: the run still finishes and deletes its keys.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}

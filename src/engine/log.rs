@@ -1,0 +1,216 @@
+//! The event log: the single source of truth of a run.
+//!
+//! Workers and the observer append; everything a person sees (transcript, JSON lines,
+//! the TUI, the checker) reads. Appending takes the timestamp under the same lock
+//! that orders the events, so log order and time order always agree.
+
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::backend::StoredWrite;
+use crate::scenario::Scenario;
+
+/// Version of the event format, written in the first event of every log.
+pub const LOG_FORMAT_VERSION: u32 = 1;
+
+/// One fact, with when it became true.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the log, from 0.
+    pub seq: u64,
+    /// Scenario milliseconds since the run started (real time divided by the speed
+    /// factor, so slow-motion runs have the same timestamps as normal ones).
+    pub t_ms: f64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The first event: what runs, where, and how.
+    RunStarted {
+        version: u32,
+        run_id: String,
+        scenario: Scenario,
+        fencing: bool,
+        backend: String,
+        /// Real time per scenario time: 2.0 is half speed.
+        time_scale: f64,
+    },
+    /// What a worker did or learned: its belief.
+    Worker { worker: String, what: WorkerEvent },
+    /// What Redis itself holds: the observer's reading.
+    Truth(Truth),
+    /// The last event.
+    RunEnded {
+        /// The storage contents, read back from the store at the end.
+        storage: Vec<StoredWrite>,
+        outcome: RunOutcome,
+    },
+}
+
+/// What a worker believes: each event is something it did, or an answer it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerEvent {
+    Started,
+    /// The lock is taken; the worker sleeps `retry_in_ms` (the holder's remaining
+    /// lease) and tries again. `retry_in_ms` is None when the lease never expires.
+    Waiting { holder: Option<String>, retry_in_ms: Option<f64> },
+    /// The worker gave up waiting.
+    GaveUp,
+    /// The worker now believes it holds the lock, with this fencing token.
+    Acquired { token: u64 },
+    /// Frozen for `ms`: no commands, no chance to notice anything.
+    Paused { ms: u64 },
+    Resumed,
+    Working { ms: u64 },
+    /// "Do I still hold the lock?" answered by Redis.
+    Checked { still_owner: bool },
+    /// A write to the storage and the storage's verdict. `redis_holder` is who Redis
+    /// listed as the lock holder right after the write: the "still own lock?" answer.
+    Wrote { value: String, token: Option<u64>, accepted: bool, redis_holder: Option<String> },
+    /// The release; `deleted` is false when the lock was no longer ours to delete
+    /// (compare-and-delete), or when there was nothing to delete.
+    Released { deleted: bool, unsafe_del: bool },
+    /// A lease extension; `extended` is false when the lock was already lost.
+    Renewed { extended: bool },
+    Crashed,
+    Finished,
+    /// A backend failure ended this worker.
+    Failed { error: String },
+}
+
+/// The observer's reading of Redis at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Truth {
+    /// The worker Redis lists as holder (from the lock value), if any.
+    pub holder: Option<String>,
+    /// Remaining lease in scenario ms (None: no holder, or no expiry).
+    pub ttl_ms: Option<f64>,
+    pub fence_counter: u64,
+    pub storage_highest: u64,
+    /// Set when the previous holder lost the key because its lease ran out (its
+    /// deadline had passed), as opposed to deleting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RunOutcome {
+    Completed,
+    Interrupted,
+    Failed { error: String },
+}
+
+/// The log itself, shared by the engine and every live view.
+pub struct EventLog {
+    events: Mutex<Vec<Event>>,
+    clock: RunClock,
+    /// Carries the number of events, so views can wait for "something new".
+    len: watch::Sender<usize>,
+}
+
+/// Scenario time for one run: real (or virtual) time since start, over the speed factor.
+#[derive(Debug, Clone, Copy)]
+pub struct RunClock {
+    start: Instant,
+    time_scale: f64,
+}
+
+impl RunClock {
+    pub fn start_now(time_scale: f64) -> Self {
+        RunClock { start: Instant::now(), time_scale }
+    }
+
+    /// Scenario milliseconds since start, to the microsecond.
+    pub fn now_ms(&self) -> f64 {
+        let real_ms = self.start.elapsed().as_secs_f64() * 1000.0;
+        (real_ms / self.time_scale * 1000.0).round() / 1000.0
+    }
+
+    /// The real instant at which scenario time `ms` is reached.
+    pub fn instant_at(&self, ms: f64) -> Instant {
+        self.start + self.real(ms)
+    }
+
+    /// The real duration of `ms` scenario milliseconds.
+    pub fn real(&self, ms: f64) -> std::time::Duration {
+        std::time::Duration::from_secs_f64((ms * self.time_scale).max(0.0) / 1000.0)
+    }
+
+    /// Scenario milliseconds for a real duration in ms (a PTTL reply, say).
+    pub fn scenario_ms(&self, real_ms: f64) -> f64 {
+        real_ms / self.time_scale
+    }
+
+    pub fn time_scale(&self) -> f64 {
+        self.time_scale
+    }
+}
+
+impl EventLog {
+    pub fn new(clock: RunClock) -> Self {
+        EventLog { events: Mutex::new(Vec::new()), clock, len: watch::Sender::new(0) }
+    }
+
+    pub fn clock(&self) -> &RunClock {
+        &self.clock
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Event>> {
+        // Appends finish before anything can panic, so a poisoned log is still whole.
+        self.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Append an event stamped with the current scenario time.
+    pub fn append(&self, kind: EventKind) -> Event {
+        let mut events = self.lock();
+        let event = Event { seq: events.len() as u64, t_ms: self.clock.now_ms(), kind };
+        events.push(event.clone());
+        let n = events.len();
+        drop(events);
+        self.len.send_replace(n);
+        event
+    }
+
+    /// A copy of every event so far.
+    pub fn snapshot(&self) -> Vec<Event> {
+        self.lock().clone()
+    }
+
+    /// Events from position `from` on.
+    pub fn since(&self, from: usize) -> Vec<Event> {
+        let events = self.lock();
+        events.get(from..).map(<[Event]>::to_vec).unwrap_or_default()
+    }
+
+    /// Call `f` on every event, past and future, until the run's last event.
+    pub async fn follow(&self, mut f: impl FnMut(&Event)) {
+        let mut grown = self.subscribe();
+        let mut seen = 0;
+        loop {
+            let new = self.since(seen);
+            seen += new.len();
+            for e in &new {
+                f(e);
+                if matches!(e.kind, EventKind::RunEnded { .. }) {
+                    return;
+                }
+            }
+            if grown.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Wakes whenever the log grows.
+    pub fn subscribe(&self) -> watch::Receiver<usize> {
+        self.len.subscribe()
+    }
+}

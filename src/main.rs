@@ -1,0 +1,17 @@
+//! The `fencelab` binary: parse the command line, run the command, report errors in
+//! one line. Everything else lives in the library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = fencelab::cli::Cli::parse();
+    match fencelab::commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
