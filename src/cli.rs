@@ -36,7 +36,14 @@ pub enum Command {
 #[derive(Debug, Clone, Default, Args)]
 pub struct BackendArgs {
     /// Use this Redis (redis://, rediss://, unix:// URLs; a password in the URL is never shown).
-    #[arg(long, global = true, env = "REDIS_URL", hide_env_values = true, value_name = "URL", conflicts_with = "sim")]
+    #[arg(
+        long,
+        global = true,
+        env = "REDIS_URL",
+        hide_env_values = true,
+        value_name = "URL",
+        conflicts_with = "sim"
+    )]
     pub redis: Option<String>,
     /// Use the built-in simulator (virtual clock, no Redis needed, deterministic).
     #[arg(long, global = true)]
@@ -102,10 +109,14 @@ pub enum BenchWhat {
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number; try 0.5 or 2"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number; try 0.5 or 2"))?;
     if (0.05..=20.0).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("speed {v} is out of range; use 0.05 (very slow) to 20 (very fast)"))
+        Err(format!(
+            "speed {v} is out of range; use 0.05 (very slow) to 20 (very fast)"
+        ))
     }
 }

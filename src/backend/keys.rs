@@ -30,7 +30,12 @@ impl Keys {
 
     /// All keys of the run: what cleanup deletes.
     pub fn all(&self) -> [&str; 4] {
-        [&self.lock, &self.fence, &self.storage, &self.storage_highest]
+        [
+            &self.lock,
+            &self.fence,
+            &self.storage,
+            &self.storage_highest,
+        ]
     }
 }
 

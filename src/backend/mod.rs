@@ -39,7 +39,10 @@ pub trait Backend: Send + Sync + 'static {
     type Client: LockClient + StorageClient;
 
     /// Open a new, independent connection bound to this run's keys.
-    fn connect(&self, keys: &Keys) -> impl Future<Output = Result<Self::Client, BackendError>> + Send;
+    fn connect(
+        &self,
+        keys: &Keys,
+    ) -> impl Future<Output = Result<Self::Client, BackendError>> + Send;
 
     /// What the screen and transcript say about where the run happens (passwords redacted).
     fn describe(&self) -> String;
@@ -88,7 +91,11 @@ impl StoredWrite {
 
     /// `B:2`: the form expected outcomes are written in.
     pub fn short(&self) -> String {
-        format!("{}:{}", self.worker, self.token.map_or("-".to_string(), |t| t.to_string()))
+        format!(
+            "{}:{}",
+            self.worker,
+            self.token.map_or("-".to_string(), |t| t.to_string())
+        )
     }
 }
 
@@ -104,10 +111,18 @@ pub trait LockClient: Send + 'static {
     ) -> impl Future<Output = Result<AcquireReply, BackendError>> + Send;
 
     /// Give the lock back. Returns whether a key was deleted.
-    fn release(&mut self, value: &str, mode: ReleaseMode) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    fn release(
+        &mut self,
+        value: &str,
+        mode: ReleaseMode,
+    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
     /// Extend the lease to `ttl_ms` if `value` still owns the lock.
-    fn renew(&mut self, value: &str, ttl_ms: u64) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
     /// `GET lock`: the value of whoever holds the lock now.
     fn holder(&mut self) -> impl Future<Output = Result<Option<String>, BackendError>> + Send;
@@ -123,7 +138,11 @@ pub trait LockClient: Send + 'static {
 pub trait StorageClient: Send + 'static {
     /// Append `write`. With `fenced`, reject it when its token is lower than the highest
     /// token accepted so far. Returns whether it was accepted.
-    fn write(&mut self, write: &StoredWrite, fenced: bool) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    fn write(
+        &mut self,
+        write: &StoredWrite,
+        fenced: bool,
+    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
     /// Every accepted write, in the order the storage accepted them.
     fn read_all(&mut self) -> impl Future<Output = Result<Vec<StoredWrite>, BackendError>> + Send;

@@ -11,7 +11,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, RedisError};
 
 use super::scripts;
-use super::{AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample};
+use super::{
+    AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
+};
 use crate::scenario::{AcquireMode, ReleaseMode};
 
 /// How long to wait for a connection or a reply before calling Redis unreachable.
@@ -32,9 +34,16 @@ impl RedisBackend {
         let shown_url = redact_url(url);
         let client = redis::Client::open(url).map_err(|e| BackendError::Unreachable {
             url: shown_url.clone(),
-            reason: format!("not a usable Redis URL ({})", e.detail().unwrap_or("check the syntax")),
+            reason: format!(
+                "not a usable Redis URL ({})",
+                e.detail().unwrap_or("check the syntax")
+            ),
         })?;
-        Ok(RedisBackend { client, shown_url, label: label.to_string() })
+        Ok(RedisBackend {
+            client,
+            shown_url,
+            label: label.to_string(),
+        })
     }
 
     /// The redacted URL.
@@ -51,13 +60,24 @@ impl RedisBackend {
 fn classify(url: &str, e: RedisError) -> BackendError {
     let text = e.to_string();
     let auth = e.kind() == redis::ErrorKind::AuthenticationFailed
-        || ["WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"]
-            .iter()
-            .any(|m| text.contains(m));
+        || [
+            "WRONGPASS",
+            "NOAUTH",
+            "invalid password",
+            "invalid username-password",
+        ]
+        .iter()
+        .any(|m| text.contains(m));
     if auth {
-        BackendError::Auth { url: url.to_string(), reason: first_line(&text) }
+        BackendError::Auth {
+            url: url.to_string(),
+            reason: first_line(&text),
+        }
     } else {
-        BackendError::Unreachable { url: url.to_string(), reason: first_line(&text) }
+        BackendError::Unreachable {
+            url: url.to_string(),
+            reason: first_line(&text),
+        }
     }
 }
 
@@ -87,8 +107,14 @@ impl Backend for RedisBackend {
             .await
             .map_err(|e| self.classify(e))?;
         // A PING proves the connection (and AUTH) works before the run starts.
-        let _: String = redis::cmd("PING").query_async(&mut con).await.map_err(|e| self.classify(e))?;
-        Ok(RedisClient { con, keys: keys.clone() })
+        let _: String = redis::cmd("PING")
+            .query_async(&mut con)
+            .await
+            .map_err(|e| self.classify(e))?;
+        Ok(RedisClient {
+            con,
+            keys: keys.clone(),
+        })
     }
 
     fn describe(&self) -> String {
@@ -103,7 +129,12 @@ pub struct RedisClient {
 }
 
 impl LockClient for RedisClient {
-    async fn acquire(&mut self, value: &str, ttl_ms: u64, mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+    async fn acquire(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: AcquireMode,
+    ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         match mode {
             AcquireMode::Script => {
@@ -115,7 +146,11 @@ impl LockClient for RedisClient {
                     .invoke_async(&mut self.con)
                     .await
                     .map_err(lost)?;
-                Ok(if granted == 1 { AcquireReply::Granted { token: n as u64 } } else { busy(n) })
+                Ok(if granted == 1 {
+                    AcquireReply::Granted { token: n as u64 }
+                } else {
+                    busy(n)
+                })
             }
             AcquireMode::TwoStep => {
                 let mut set = redis::cmd("SET");
@@ -165,14 +200,15 @@ impl LockClient for RedisClient {
 
     async fn observe(&mut self) -> Result<TruthSample, BackendError> {
         let k = &self.keys;
-        let (holder_value, pttl, fence, highest): (Option<String>, i64, Option<u64>, Option<u64>) = redis::pipe()
-            .get(&k.lock)
-            .pttl(&k.lock)
-            .get(&k.fence)
-            .get(&k.storage_highest)
-            .query_async(&mut self.con)
-            .await
-            .map_err(lost)?;
+        let (holder_value, pttl, fence, highest): (Option<String>, i64, Option<u64>, Option<u64>) =
+            redis::pipe()
+                .get(&k.lock)
+                .pttl(&k.lock)
+                .get(&k.fence)
+                .get(&k.storage_highest)
+                .query_async(&mut self.con)
+                .await
+                .map_err(lost)?;
         Ok(TruthSample {
             holder_value,
             pttl_ms: u64::try_from(pttl).ok(),
@@ -193,13 +229,16 @@ impl LockClient for RedisClient {
 fn busy(pttl: i64) -> AcquireReply {
     match pttl {
         -1 => AcquireReply::Busy { pttl_ms: None },
-        n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
+        n => AcquireReply::Busy {
+            pttl_ms: Some(n.max(0) as u64),
+        },
     }
 }
 
 impl StorageClient for RedisClient {
     async fn write(&mut self, write: &StoredWrite, fenced: bool) -> Result<bool, BackendError> {
-        let entry = serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
+        let entry =
+            serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
         if fenced {
             let (accepted, _highest): (i64, i64) = scripts::FENCED_WRITE
                 .key(&self.keys.storage)
@@ -211,16 +250,27 @@ impl StorageClient for RedisClient {
                 .map_err(lost)?;
             Ok(accepted == 1)
         } else {
-            let _: i64 = self.con.rpush(&self.keys.storage, entry).await.map_err(lost)?;
+            let _: i64 = self
+                .con
+                .rpush(&self.keys.storage, entry)
+                .await
+                .map_err(lost)?;
             Ok(true)
         }
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        let entries: Vec<String> = self.con.lrange(&self.keys.storage, 0, -1).await.map_err(lost)?;
+        let entries: Vec<String> = self
+            .con
+            .lrange(&self.keys.storage, 0, -1)
+            .await
+            .map_err(lost)?;
         entries
             .iter()
-            .map(|e| serde_json::from_str(e).map_err(|err| BackendError::Protocol(format!("storage entry {e:?}: {err}"))))
+            .map(|e| {
+                serde_json::from_str(e)
+                    .map_err(|err| BackendError::Protocol(format!("storage entry {e:?}: {err}")))
+            })
             .collect()
     }
 }
@@ -235,12 +285,18 @@ pub fn redact_url(raw: &str) -> String {
     if url.password().is_some() {
         let _ = url.set_password(Some("***"));
     }
-    let secret_query = url.query_pairs().any(|(k, _)| k == "pass" || k == "password");
+    let secret_query = url
+        .query_pairs()
+        .any(|(k, _)| k == "pass" || k == "password");
     if secret_query {
         let pairs: Vec<(String, String)> = url
             .query_pairs()
             .map(|(k, v)| {
-                let v = if k == "pass" || k == "password" { "***".to_string() } else { v.into_owned() };
+                let v = if k == "pass" || k == "password" {
+                    "***".to_string()
+                } else {
+                    v.into_owned()
+                };
                 (k.into_owned(), v)
             })
             .collect();
@@ -256,9 +312,18 @@ mod tests {
     #[test]
     fn passwords_are_never_shown() {
         for (raw, shown) in [
-            ("redis://:hunter2@localhost:6379/0", "redis://:***@localhost:6379/0"),
-            ("rediss://alice:hunter2@db.example:6380", "rediss://alice:***@db.example:6380"),
-            ("unix:///tmp/r.sock?pass=hunter2&db=1", "unix:///tmp/r.sock?pass=***&db=1"),
+            (
+                "redis://:hunter2@localhost:6379/0",
+                "redis://:***@localhost:6379/0",
+            ),
+            (
+                "rediss://alice:hunter2@db.example:6380",
+                "rediss://alice:***@db.example:6380",
+            ),
+            (
+                "unix:///tmp/r.sock?pass=hunter2&db=1",
+                "unix:///tmp/r.sock?pass=***&db=1",
+            ),
             ("redis://localhost", "redis://localhost"),
             ("not a url :hunter2", "<unparsable URL>"),
         ] {

@@ -45,20 +45,38 @@ impl PrivateRedis {
     /// Call this from a thread that lives as long as the server should: the kernel's
     /// parent-death signal fires when the *thread* that spawned the child exits.
     pub fn start() -> Result<Self, ServerError> {
-        let dir = tempfile::Builder::new().prefix("fencelab-redis-").tempdir().map_err(ServerError::Spawn)?;
+        Self::start_with(&[])
+    }
+
+    /// Start a server with extra `redis-server` arguments (tests use `--requirepass`).
+    pub fn start_with(extra_args: &[&str]) -> Result<Self, ServerError> {
+        let dir = tempfile::Builder::new()
+            .prefix("fencelab-redis-")
+            .tempdir()
+            .map_err(ServerError::Spawn)?;
         let socket = dir.path().join("redis.sock");
         let log = dir.path().join("redis.log");
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", "0", "--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
-            .arg("--unixsocket")
-            .arg(&socket)
-            .arg("--dir")
-            .arg(dir.path())
-            .arg("--logfile")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        cmd.args([
+            "--port",
+            "0",
+            "--unixsocketperm",
+            "700",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--unixsocket")
+        .arg(&socket)
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--logfile")
+        .arg(&log)
+        .args(extra_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
         // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
         // touches no memory of the parent.
         unsafe {
@@ -83,7 +101,10 @@ impl PrivateRedis {
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let output = std::fs::read_to_string(log).unwrap_or_default();
-                return Err(ServerError::Died { status: status.to_string(), output });
+                return Err(ServerError::Died {
+                    status: status.to_string(),
+                    output,
+                });
             }
             if self.socket.exists() && self.ping().is_ok() {
                 return Ok(());
@@ -98,7 +119,12 @@ impl PrivateRedis {
     fn ping(&self) -> redis::RedisResult<()> {
         let client = redis::Client::open(self.url())?;
         let mut con = client.get_connection_with_timeout(Duration::from_millis(500))?;
-        redis::cmd("PING").query::<String>(&mut con).map(|_| ())
+        match redis::cmd("PING").query::<String>(&mut con) {
+            Ok(_) => Ok(()),
+            // Up, but password-protected: that is ready too.
+            Err(e) if e.to_string().contains("NOAUTH") => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// The URL to reach it: `unix:///tmp/fencelab-redis-XXXX/redis.sock`.

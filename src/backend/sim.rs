@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::time::{Duration, Instant};
 
-use super::{AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample};
+use super::{
+    AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
+};
 use crate::scenario::{AcquireMode, ReleaseMode};
 
 /// The simulator. Cloning it shares the same database.
@@ -41,7 +43,11 @@ impl SimDb {
     /// Redis treats a key as expired only once `now > deadline`; so does this.
     fn live(&mut self, key: &str) -> Option<&mut Entry> {
         let now = Instant::now();
-        if self.strings.get(key).is_some_and(|e| e.expires_at.is_some_and(|d| now > d)) {
+        if self
+            .strings
+            .get(key)
+            .is_some_and(|e| e.expires_at.is_some_and(|d| now > d))
+        {
             self.strings.remove(key);
         }
         self.strings.get_mut(key)
@@ -57,7 +63,13 @@ impl SimDb {
             return false;
         }
         let expires_at = (ttl_ms > 0).then(|| Instant::now() + Duration::from_millis(ttl_ms));
-        self.strings.insert(key.to_string(), Entry { value: value.to_string(), expires_at });
+        self.strings.insert(
+            key.to_string(),
+            Entry {
+                value: value.to_string(),
+                expires_at,
+            },
+        );
         true
     }
 
@@ -65,16 +77,25 @@ impl SimDb {
     fn pttl(&mut self, key: &str) -> i64 {
         match self.live(key) {
             None => -2,
-            Some(Entry { expires_at: None, .. }) => -1,
-            Some(Entry { expires_at: Some(d), .. }) => {
-                d.saturating_duration_since(Instant::now()).as_millis() as i64
-            }
+            Some(Entry {
+                expires_at: None, ..
+            }) => -1,
+            Some(Entry {
+                expires_at: Some(d),
+                ..
+            }) => d.saturating_duration_since(Instant::now()).as_millis() as i64,
         }
     }
 
     fn incr(&mut self, key: &str) -> u64 {
         let next = self.get_u64(key) + 1;
-        self.strings.insert(key.to_string(), Entry { value: next.to_string(), expires_at: None });
+        self.strings.insert(
+            key.to_string(),
+            Entry {
+                value: next.to_string(),
+                expires_at: None,
+            },
+        );
         next
     }
 
@@ -109,7 +130,10 @@ impl Backend for SimBackend {
     type Client = SimClient;
 
     async fn connect(&self, keys: &Keys) -> Result<SimClient, BackendError> {
-        Ok(SimClient { sim: self.clone(), keys: keys.clone() })
+        Ok(SimClient {
+            sim: self.clone(),
+            keys: keys.clone(),
+        })
     }
 
     fn describe(&self) -> String {
@@ -124,14 +148,21 @@ pub struct SimClient {
 }
 
 impl LockClient for SimClient {
-    async fn acquire(&mut self, value: &str, ttl_ms: u64, mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+    async fn acquire(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: AcquireMode,
+    ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         let granted = self.sim.db().set_nx(&k.lock, value, ttl_ms);
         if !granted {
             let pttl = self.sim.db().pttl(&k.lock);
             return Ok(match pttl {
                 -1 => AcquireReply::Busy { pttl_ms: None },
-                n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
+                n => AcquireReply::Busy {
+                    pttl_ms: Some(n.max(0) as u64),
+                },
             });
         }
         if mode == AcquireMode::TwoStep {
@@ -139,7 +170,9 @@ impl LockClient for SimClient {
             // network would.
             tokio::task::yield_now().await;
         }
-        Ok(AcquireReply::Granted { token: self.sim.db().incr(&k.fence) })
+        Ok(AcquireReply::Granted {
+            token: self.sim.db().incr(&k.fence),
+        })
     }
 
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
@@ -188,7 +221,8 @@ impl LockClient for SimClient {
 
 impl StorageClient for SimClient {
     async fn write(&mut self, write: &StoredWrite, fenced: bool) -> Result<bool, BackendError> {
-        let entry = serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
+        let entry =
+            serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
         let mut db = self.sim.db();
         let k = &self.keys;
         if fenced {
@@ -197,7 +231,13 @@ impl StorageClient for SimClient {
             if token < db.get_u64(&k.storage_highest) {
                 return Ok(false);
             }
-            db.strings.insert(k.storage_highest.clone(), Entry { value: token.to_string(), expires_at: None });
+            db.strings.insert(
+                k.storage_highest.clone(),
+                Entry {
+                    value: token.to_string(),
+                    expires_at: None,
+                },
+            );
         }
         db.lists.entry(k.storage.clone()).or_default().push(entry);
         Ok(true)
@@ -207,7 +247,12 @@ impl StorageClient for SimClient {
         let db = self.sim.db();
         db.lists
             .get(&self.keys.storage)
-            .map(|entries| entries.iter().map(|e| serde_json::from_str(e)).collect::<Result<_, _>>())
+            .map(|entries| {
+                entries
+                    .iter()
+                    .map(|e| serde_json::from_str(e))
+                    .collect::<Result<_, _>>()
+            })
             .transpose()
             .map(Option::unwrap_or_default)
             .map_err(|e| BackendError::Protocol(e.to_string()))
@@ -219,28 +264,50 @@ mod tests {
     use super::*;
 
     fn client(sim: &SimBackend) -> SimClient {
-        SimClient { sim: sim.clone(), keys: Keys::for_run("t") }
+        SimClient {
+            sim: sim.clone(),
+            keys: Keys::for_run("t"),
+        }
     }
 
     #[tokio::test(start_paused = true)]
     async fn lease_expires_exactly_after_its_ttl_in_virtual_time() {
         let sim = SimBackend::default();
         let (mut a, mut b) = (client(&sim), client(&sim));
-        assert_eq!(a.acquire("A:1", 2000, AcquireMode::Script).await.unwrap(), AcquireReply::Granted { token: 1 });
+        assert_eq!(
+            a.acquire("A:1", 2000, AcquireMode::Script).await.unwrap(),
+            AcquireReply::Granted { token: 1 }
+        );
         tokio::time::advance(Duration::from_millis(1500)).await;
-        assert_eq!(b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(), AcquireReply::Busy { pttl_ms: Some(500) });
+        assert_eq!(
+            b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(),
+            AcquireReply::Busy { pttl_ms: Some(500) }
+        );
         tokio::time::advance(Duration::from_millis(501)).await;
-        assert_eq!(b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(), AcquireReply::Granted { token: 2 });
+        assert_eq!(
+            b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(),
+            AcquireReply::Granted { token: 2 }
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn fenced_write_rejects_lower_token_and_accepts_equal() {
         let sim = SimBackend::default();
         let mut c = client(&sim);
-        let w = |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
+        let w = |who: &str, t| StoredWrite {
+            worker: who.into(),
+            token: Some(t),
+            value: String::new(),
+        };
         assert!(c.write(&w("B", 2), true).await.unwrap());
-        assert!(c.write(&w("B", 2), true).await.unwrap(), "equal token: same holder writing again");
-        assert!(!c.write(&w("A", 1), true).await.unwrap(), "lower token must be rejected");
+        assert!(
+            c.write(&w("B", 2), true).await.unwrap(),
+            "equal token: same holder writing again"
+        );
+        assert!(
+            !c.write(&w("A", 1), true).await.unwrap(),
+            "lower token must be rejected"
+        );
         assert_eq!(c.read_all().await.unwrap().len(), 2);
         c.cleanup().await.unwrap();
         assert_eq!(sim.key_count(), 0);

@@ -24,7 +24,9 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
 fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = builtin("gc-pause").context("gc-pause is built in")??;
     let chosen = choose(backend_args.redis.as_deref(), backend_args.sim)?;
-    println!("hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs");
+    println!(
+        "hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs"
+    );
     println!("backend: {}", chosen.describe());
     let rt = runtime::build(matches!(chosen, Chosen::Sim { .. }))?;
     let delays = match &chosen {
@@ -44,7 +46,11 @@ fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn measure<B: Backend>(backend: &B, scenario: &Scenario, runs: u32) -> anyhow::Result<Vec<f64>> {
+async fn measure<B: Backend>(
+    backend: &B,
+    scenario: &Scenario,
+    runs: u32,
+) -> anyhow::Result<Vec<f64>> {
     let cancel = CancellationToken::new();
     runtime::cancel_on_signals(cancel.clone());
     let mut delays = Vec::new();
@@ -66,7 +72,10 @@ async fn measure<B: Backend>(backend: &B, scenario: &Scenario, runs: u32) -> any
 pub fn handover_delay(events: &[Event], ttl_ms: f64) -> Option<f64> {
     let granted = |who: &str| {
         events.iter().find_map(|e| match &e.kind {
-            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == who => Some(e.t_ms),
+            EventKind::Worker {
+                worker,
+                what: WorkerEvent::Acquired { .. },
+            } if worker == who => Some(e.t_ms),
             _ => None,
         })
     };
@@ -76,5 +85,9 @@ pub fn handover_delay(events: &[Event], ttl_ms: f64) -> Option<f64> {
 /// The median of sorted values.
 pub fn median(sorted: &[f64]) -> f64 {
     let n = sorted.len();
-    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
 }

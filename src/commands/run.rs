@@ -39,9 +39,11 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         }
     }
     let mut save = match &args.save {
-        Some(path) => Some(BufWriter::new(
-            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
-        )),
+        Some(path) => {
+            Some(BufWriter::new(File::create(path).with_context(|| {
+                format!("cannot create {}", path.display())
+            })?))
+        }
         None => None,
     };
     // Started here, on the main thread, so the private server lives exactly as long as
@@ -55,8 +57,12 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     }
     let runtime = runtime::build(matches!(chosen, Chosen::Sim { .. }))?;
     let report = match &chosen {
-        Chosen::Redis { backend, .. } => runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save)),
-        Chosen::Sim { backend, .. } => runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save)),
+        Chosen::Redis { backend, .. } => {
+            runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save))
+        }
+        Chosen::Sim { backend, .. } => {
+            runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save))
+        }
     }?;
     if let Some(mut file) = save {
         file.flush()?;
@@ -105,7 +111,10 @@ async fn run_modes<B: Backend>(
         if i > 0 && !args.json {
             say("");
         }
-        let options = RunOptions { fencing, time_scale: 1.0 / args.speed };
+        let options = RunOptions {
+            fencing,
+            time_scale: 1.0 / args.speed,
+        };
         let prepared = prepare(backend, scenario, options, &cancel).await?;
         let log = prepared.log();
         let printer = tokio::spawn(print_live(log.clone(), args.json));
@@ -144,7 +153,11 @@ async fn run_modes<B: Backend>(
                 eprintln!("check passed (fencing {})", on_off(fencing));
             } else {
                 report.check_failed = true;
-                eprintln!("check FAILED (fencing {}): {}", on_off(fencing), diffs.join("; "));
+                eprintln!(
+                    "check FAILED (fencing {}): {}",
+                    on_off(fencing),
+                    diffs.join("; ")
+                );
             }
         }
     }

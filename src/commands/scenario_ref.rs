@@ -19,6 +19,7 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
             builtin_names().join(", ")
         );
     }
-    let src = std::fs::read_to_string(path).with_context(|| format!("cannot read scenario file {}", path.display()))?;
+    let src = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read scenario file {}", path.display()))?;
     Ok(parse_scenario(&src, &path.display().to_string())?)
 }

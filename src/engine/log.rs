@@ -60,29 +60,52 @@ pub enum WorkerEvent {
     Started,
     /// The lock is taken; the worker sleeps `retry_in_ms` (the holder's remaining
     /// lease) and tries again. `retry_in_ms` is None when the lease never expires.
-    Waiting { holder: Option<String>, retry_in_ms: Option<f64> },
+    Waiting {
+        holder: Option<String>,
+        retry_in_ms: Option<f64>,
+    },
     /// The worker gave up waiting.
     GaveUp,
     /// The worker now believes it holds the lock, with this fencing token.
-    Acquired { token: u64 },
+    Acquired {
+        token: u64,
+    },
     /// Frozen for `ms`: no commands, no chance to notice anything.
-    Paused { ms: u64 },
+    Paused {
+        ms: u64,
+    },
     Resumed,
-    Working { ms: u64 },
+    Working {
+        ms: u64,
+    },
     /// "Do I still hold the lock?" answered by Redis.
-    Checked { still_owner: bool },
+    Checked {
+        still_owner: bool,
+    },
     /// A write to the storage and the storage's verdict. `redis_holder` is who Redis
     /// listed as the lock holder right after the write: the "still own lock?" answer.
-    Wrote { value: String, token: Option<u64>, accepted: bool, redis_holder: Option<String> },
+    Wrote {
+        value: String,
+        token: Option<u64>,
+        accepted: bool,
+        redis_holder: Option<String>,
+    },
     /// The release; `deleted` is false when the lock was no longer ours to delete
     /// (compare-and-delete), or when there was nothing to delete.
-    Released { deleted: bool, unsafe_del: bool },
+    Released {
+        deleted: bool,
+        unsafe_del: bool,
+    },
     /// A lease extension; `extended` is false when the lock was already lost.
-    Renewed { extended: bool },
+    Renewed {
+        extended: bool,
+    },
     Crashed,
     Finished,
     /// A backend failure ended this worker.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 /// The observer's reading of Redis at one moment.
@@ -125,7 +148,10 @@ pub struct RunClock {
 
 impl RunClock {
     pub fn start_now(time_scale: f64) -> Self {
-        RunClock { start: Instant::now(), time_scale }
+        RunClock {
+            start: Instant::now(),
+            time_scale,
+        }
     }
 
     /// Scenario milliseconds since start, to the microsecond.
@@ -156,7 +182,11 @@ impl RunClock {
 
 impl EventLog {
     pub fn new(clock: RunClock) -> Self {
-        EventLog { events: Mutex::new(Vec::new()), clock, len: watch::Sender::new(0) }
+        EventLog {
+            events: Mutex::new(Vec::new()),
+            clock,
+            len: watch::Sender::new(0),
+        }
     }
 
     pub fn clock(&self) -> &RunClock {
@@ -171,7 +201,11 @@ impl EventLog {
     /// Append an event stamped with the current scenario time.
     pub fn append(&self, kind: EventKind) -> Event {
         let mut events = self.lock();
-        let event = Event { seq: events.len() as u64, t_ms: self.clock.now_ms(), kind };
+        let event = Event {
+            seq: events.len() as u64,
+            t_ms: self.clock.now_ms(),
+            kind,
+        };
         events.push(event.clone());
         let n = events.len();
         drop(events);
@@ -187,7 +221,10 @@ impl EventLog {
     /// Events from position `from` on.
     pub fn since(&self, from: usize) -> Vec<Event> {
         let events = self.lock();
-        events.get(from..).map(<[Event]>::to_vec).unwrap_or_default()
+        events
+            .get(from..)
+            .map(<[Event]>::to_vec)
+            .unwrap_or_default()
     }
 
     /// Call `f` on every event, past and future, until the run's last event.

@@ -34,7 +34,10 @@ pub struct RunOptions {
 
 impl RunOptions {
     pub fn new(fencing: bool) -> Self {
-        RunOptions { fencing, time_scale: 1.0 }
+        RunOptions {
+            fencing,
+            time_scale: 1.0,
+        }
     }
 }
 
@@ -85,9 +88,23 @@ pub async fn prepare<B: Backend>(
         .workers
         .iter()
         .zip(clients)
-        .map(|(spec, client)| Worker::new(spec.clone(), client, settings.clone(), log.clone(), cancel.clone()))
+        .map(|(spec, client)| {
+            Worker::new(
+                spec.clone(),
+                client,
+                settings.clone(),
+                log.clone(),
+                cancel.clone(),
+            )
+        })
         .collect();
-    Ok(PreparedRun { observer: Observer::new(observer_client, log.clone()), log, workers, control, cancel })
+    Ok(PreparedRun {
+        observer: Observer::new(observer_client, log.clone()),
+        log,
+        workers,
+        control,
+        cancel,
+    })
 }
 
 impl<C: LockClient + StorageClient> PreparedRun<C> {
@@ -99,7 +116,13 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
     /// Run to the end (or until `cancel`), then read the storage back and clean up.
     /// The outcome is also the last event of the log.
     pub async fn execute(self) -> RunOutcome {
-        let PreparedRun { log, workers, observer, mut control, cancel } = self;
+        let PreparedRun {
+            log,
+            workers,
+            observer,
+            mut control,
+            cancel,
+        } = self;
         let stop_observer = CancellationToken::new();
         let observer = tokio::spawn(observer.run(stop_observer.clone()));
 
@@ -138,7 +161,10 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             None if cancel.is_cancelled() => RunOutcome::Interrupted,
             None => RunOutcome::Completed,
         };
-        log.append(EventKind::RunEnded { storage, outcome: outcome.clone() });
+        log.append(EventKind::RunEnded {
+            storage,
+            outcome: outcome.clone(),
+        });
         outcome
     }
 }

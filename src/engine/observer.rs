@@ -29,7 +29,12 @@ pub struct Observer<C> {
 
 impl<C: LockClient> Observer<C> {
     pub fn new(client: C, log: Arc<EventLog>) -> Self {
-        Observer { client, log, last: None, last_deadline: None }
+        Observer {
+            client,
+            log,
+            last: None,
+            last_deadline: None,
+        }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
@@ -64,10 +69,11 @@ impl<C: LockClient> Observer<C> {
             (Some(d), Some(prev)) => (d - prev).abs() > DEADLINE_SLACK_MS,
             (d, prev) => d.is_some() != prev.is_some(),
         };
-        let changed = truth.expired.is_some() || self.last.as_ref().is_none_or(|last| {
-            (&last.holder, last.fence_counter, last.storage_highest)
-                != (&truth.holder, truth.fence_counter, truth.storage_highest)
-        });
+        let changed = truth.expired.is_some()
+            || self.last.as_ref().is_none_or(|last| {
+                (&last.holder, last.fence_counter, last.storage_highest)
+                    != (&truth.holder, truth.fence_counter, truth.storage_highest)
+            });
         if changed || moved {
             self.log.append(EventKind::Truth(truth.clone()));
             self.last = Some(truth);
@@ -76,7 +82,9 @@ impl<C: LockClient> Observer<C> {
         let idle = Instant::now() + clock.real(IDLE_READ_MS);
         // Read again just after the lease is due to run out (Redis expires a key once
         // its deadline has passed), so the truth lane shows the expiry when it happens.
-        let at_expiry = sample.pttl_ms.map(|ms| Instant::now() + Duration::from_millis(ms + 1));
+        let at_expiry = sample
+            .pttl_ms
+            .map(|ms| Instant::now() + Duration::from_millis(ms + 1));
         Ok(at_expiry.map_or(idle, |t| t.min(idle)))
     }
 }
@@ -84,7 +92,10 @@ impl<C: LockClient> Observer<C> {
 /// Convert a raw sample to scenario units; `per_real_ms` is scenario ms per real ms.
 fn to_truth(sample: &TruthSample, per_real_ms: f64) -> Truth {
     Truth {
-        holder: sample.holder_value.as_deref().map(|v| holder_name(v).to_string()),
+        holder: sample
+            .holder_value
+            .as_deref()
+            .map(|v| holder_name(v).to_string()),
         ttl_ms: sample.pttl_ms.map(|ms| ms as f64 * per_real_ms),
         fence_counter: sample.fence_counter,
         storage_highest: sample.storage_highest,

@@ -10,7 +10,9 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, WorkerEvent};
-use crate::backend::{AcquireReply, BackendError, LockClient, StorageClient, StoredWrite, holder_name, holder_value};
+use crate::backend::{
+    AcquireReply, BackendError, LockClient, StorageClient, StoredWrite, holder_name, holder_value,
+};
 use crate::scenario::{AcquireMode, ReleaseMode, Step, WorkerSpec};
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
@@ -44,8 +46,22 @@ enum Flow {
 }
 
 impl<C: LockClient + StorageClient> Worker<C> {
-    pub fn new(spec: WorkerSpec, client: C, settings: WorkerSettings, log: Arc<EventLog>, cancel: CancellationToken) -> Self {
-        Worker { spec, client, settings, log, cancel, value: None, token: None }
+    pub fn new(
+        spec: WorkerSpec,
+        client: C,
+        settings: WorkerSettings,
+        log: Arc<EventLog>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Worker {
+            spec,
+            client,
+            settings,
+            log,
+            cancel,
+            value: None,
+            token: None,
+        }
     }
 
     /// Run the script to its end. A backend error is recorded and returned.
@@ -61,7 +77,9 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Stop) => return Ok(()),
                 Err(e) => {
-                    self.emit(WorkerEvent::Failed { error: e.to_string() });
+                    self.emit(WorkerEvent::Failed {
+                        error: e.to_string(),
+                    });
                     return Err(e);
                 }
             }
@@ -92,16 +110,32 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 self.emit(WorkerEvent::Checked { still_owner });
             }
             Step::Write { value } => {
-                let write = StoredWrite { worker: self.spec.name.clone(), token: self.token, value: value.clone() };
+                let write = StoredWrite {
+                    worker: self.spec.name.clone(),
+                    token: self.token,
+                    value: value.clone(),
+                };
                 let accepted = self.client.write(&write, self.settings.fencing).await?;
-                let redis_holder = self.client.holder().await?.map(|v| holder_name(&v).to_string());
-                self.emit(WorkerEvent::Wrote { value: value.clone(), token: self.token, accepted, redis_holder });
+                let redis_holder = self
+                    .client
+                    .holder()
+                    .await?
+                    .map(|v| holder_name(&v).to_string());
+                self.emit(WorkerEvent::Wrote {
+                    value: value.clone(),
+                    token: self.token,
+                    accepted,
+                    redis_holder,
+                });
             }
             Step::Release => {
                 let value = self.value.take().unwrap_or_default();
                 let deleted = self.client.release(&value, self.settings.release).await?;
                 let unsafe_del = self.settings.release == ReleaseMode::Del;
-                self.emit(WorkerEvent::Released { deleted, unsafe_del });
+                self.emit(WorkerEvent::Released {
+                    deleted,
+                    unsafe_del,
+                });
             }
             Step::Renew => {
                 let value = self.value.clone().unwrap_or_default();
@@ -126,7 +160,11 @@ impl<C: LockClient + StorageClient> Worker<C> {
         let value = holder_value(&self.spec.name);
         let mut announced: Option<Option<String>> = None;
         loop {
-            match self.client.acquire(&value, self.real_ttl(), self.settings.acquire).await? {
+            match self
+                .client
+                .acquire(&value, self.real_ttl(), self.settings.acquire)
+                .await?
+            {
                 AcquireReply::Granted { token } => {
                     self.value = Some(value);
                     self.token = Some(token);
@@ -139,10 +177,17 @@ impl<C: LockClient + StorageClient> Worker<C> {
                         Some(ms) => std::time::Duration::from_millis(ms + 1),
                         None => clock.real(NO_TTL_RETRY_MS),
                     };
-                    let holder = self.client.holder().await?.map(|v| holder_name(&v).to_string());
+                    let holder = self
+                        .client
+                        .holder()
+                        .await?
+                        .map(|v| holder_name(&v).to_string());
                     if announced.as_ref() != Some(&holder) {
                         let retry_in_ms = pttl_ms.map(|ms| clock.scenario_ms(ms as f64));
-                        self.emit(WorkerEvent::Waiting { holder: holder.clone(), retry_in_ms });
+                        self.emit(WorkerEvent::Waiting {
+                            holder: holder.clone(),
+                            retry_in_ms,
+                        });
                         announced = Some(holder);
                     }
                     let mut retry_at = asked + wait;
@@ -168,7 +213,11 @@ impl<C: LockClient + StorageClient> Worker<C> {
     /// The lease handed to Redis, in real ms: slow motion stretches it.
     fn real_ttl(&self) -> u64 {
         let ttl = self.settings.ttl_ms;
-        if ttl == 0 { 0 } else { (self.log.clock().real(ttl as f64).as_millis() as u64).max(1) }
+        if ttl == 0 {
+            0
+        } else {
+            (self.log.clock().real(ttl as f64).as_millis() as u64).max(1)
+        }
     }
 
     fn sleep_scenario(&self, ms: f64) -> impl Future<Output = bool> + Send + 'static {
@@ -187,6 +236,9 @@ impl<C: LockClient + StorageClient> Worker<C> {
     }
 
     fn emit(&self, what: WorkerEvent) {
-        self.log.append(EventKind::Worker { worker: self.spec.name.clone(), what });
+        self.log.append(EventKind::Worker {
+            worker: self.spec.name.clone(),
+            what,
+        });
     }
 }

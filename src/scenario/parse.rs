@@ -18,7 +18,11 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.message
+        )
     }
 }
 
@@ -39,13 +43,19 @@ pub fn parse_scenario(src: &str, file: &str) -> Result<Scenario, ScenarioError> 
 /// (and which occurrence of it), plus the message.
 fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
     if s.workers.is_empty() {
-        return Err((s.name.clone(), 0, "a scenario needs at least one [[workers]] entry".into()));
+        return Err((
+            s.name.clone(),
+            0,
+            "a scenario needs at least one [[workers]] entry".into(),
+        ));
     }
     let mut seen: Vec<&str> = Vec::new();
     for w in &s.workers {
         let valid = !w.name.is_empty()
             && w.name.len() <= 12
-            && w.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            && w.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !valid {
             return Err((
                 w.name.clone(),
@@ -57,24 +67,42 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
             ));
         }
         if seen.contains(&w.name.as_str()) {
-            return Err((w.name.clone(), 1, format!("worker {:?} is defined twice", w.name)));
+            return Err((
+                w.name.clone(),
+                1,
+                format!("worker {:?} is defined twice", w.name),
+            ));
         }
         seen.push(&w.name);
     }
-    for expectation in [&s.expect.fencing_off, &s.expect.fencing_on].into_iter().flatten() {
+    for expectation in [&s.expect.fencing_off, &s.expect.fencing_on]
+        .into_iter()
+        .flatten()
+    {
         for entry in &expectation.storage {
             let Some((who, token)) = entry.split_once(':') else {
-                return Err((entry.clone(), 0, format!("storage entry {entry:?}: expected WORKER:TOKEN, e.g. \"B:2\"")));
+                return Err((
+                    entry.clone(),
+                    0,
+                    format!("storage entry {entry:?}: expected WORKER:TOKEN, e.g. \"B:2\""),
+                ));
             };
             if !seen.contains(&who) {
                 return Err((
                     entry.clone(),
                     0,
-                    format!("storage entry {entry:?} names unknown worker {who:?}; workers are {}", seen.join(", ")),
+                    format!(
+                        "storage entry {entry:?} names unknown worker {who:?}; workers are {}",
+                        seen.join(", ")
+                    ),
                 ));
             }
             if token.parse::<u64>().is_err() {
-                return Err((entry.clone(), 0, format!("storage entry {entry:?}: the token must be a whole number")));
+                return Err((
+                    entry.clone(),
+                    0,
+                    format!("storage entry {entry:?}: the token must be a whole number"),
+                ));
             }
         }
     }
@@ -91,7 +119,12 @@ fn error_at(src: &str, file: &str, offset: usize, message: String) -> ScenarioEr
     let before = &src[..offset.min(src.len())];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    ScenarioError { file: file.to_string(), line, column, message }
+    ScenarioError {
+        file: file.to_string(),
+        line,
+        column,
+        message,
+    }
 }
 
 #[cfg(test)]
@@ -120,7 +153,10 @@ steps = [{ do = "acquire" }]
         let err = parse_scenario(&src, "t.toml").unwrap_err();
         assert_eq!((err.line, err.file.as_str()), (7, "t.toml"));
         assert!(err.message.contains("aquire"), "{err}");
-        assert!(err.message.contains("acquire"), "should list the expected steps: {err}");
+        assert!(
+            err.message.contains("acquire"),
+            "should list the expected steps: {err}"
+        );
     }
 
     #[test]

@@ -1,0 +1,153 @@
+//! Bad input and bad servers give a clear one-line error and a non-zero exit, never
+//! a panic or a hang; passwords never appear in output or saved files.
+
+mod support;
+
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn run(args: &[&str]) -> Output {
+    support::bin()
+        .args(args)
+        .env_remove("REDIS_URL")
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_clean_error(out: &Output, code: i32, needle: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert!(err.contains(needle), "expected {needle:?} in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn unreachable_redis_is_one_clear_line() {
+    let out = run(&["run", "--redis", "redis://127.0.0.1:1"]);
+    assert_clean_error(&out, 1, "cannot reach Redis at redis://127.0.0.1:1");
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn a_wrong_password_is_reported_without_showing_it() {
+    let server =
+        fencelab::backend::server::PrivateRedis::start_with(&["--requirepass", "right-secret"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("{}?pass=wrong-secret", server.url());
+    let out = run(&["run", "--redis", &url]);
+    assert_clean_error(&out, 1, "refused the credentials");
+    assert!(!stderr(&out).contains("wrong-secret"));
+}
+
+#[test]
+fn the_right_password_works_and_is_never_shown_or_saved() {
+    let server =
+        fencelab::backend::server::PrivateRedis::start_with(&["--requirepass", "right-secret"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.jsonl");
+    let url = format!("{}?pass=right-secret", server.url());
+    let out = support::bin()
+        .args(["run", "--fencing", "on", "--save", saved.to_str().unwrap()])
+        .env("REDIS_URL", &url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("pass=***"),
+        "the backend line should show the redacted URL: {stdout}"
+    );
+    let file = std::fs::read_to_string(&saved).unwrap();
+    for text in [stdout.as_ref(), stderr(&out).as_str(), file.as_str()] {
+        assert!(!text.contains("right-secret"), "password leaked: {text}");
+    }
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    assert_clean_error(
+        &run(&["run", "--fencing", "maybe"]),
+        2,
+        "possible values: on, off, both",
+    );
+    assert_clean_error(&run(&["run", "--speed", "0"]), 2, "out of range");
+    assert_clean_error(
+        &run(&["run", "--sim", "--redis", "redis://x"]),
+        2,
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn an_unknown_scenario_lists_the_built_in_ones() {
+    assert_clean_error(
+        &run(&["run", "gc-pauze", "--sim"]),
+        1,
+        "no scenario named \"gc-pauze\"; built-in scenarios: gc-pause",
+    );
+}
+
+#[test]
+fn a_malformed_scenario_file_names_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "name = \"x\"\ntitle = \"X\"\nttl_ms = 100\n[[workers]]\nname = \"A\"\nsteps = [{ do = \"jump\" }]\n")
+        .unwrap();
+    let out = run(&["run", path.to_str().unwrap(), "--sim"]);
+    assert_clean_error(&out, 1, &format!("{}:6:", path.display()));
+    assert!(stderr(&out).contains("jump"), "{}", stderr(&out));
+}
+
+#[test]
+fn check_fails_when_the_outcome_differs_from_the_expectation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wrong.toml");
+    let src = include_str!("../assets/scenarios/gc-pause.toml")
+        .replace("storage = [\"B:2\"]", "storage = [\"A:1\"]");
+    std::fs::write(&path, src).unwrap();
+    let out = run(&["run", path.to_str().unwrap(), "--sim", "--check"]);
+    assert_clean_error(
+        &out,
+        1,
+        "check FAILED (fencing on): storage holds [B:2], expected [A:1]",
+    );
+    assert!(stderr(&out).contains("check passed (fencing off)"));
+}
+
+#[test]
+fn redis_dying_mid_run_ends_the_run_with_an_error_not_a_hang() {
+    let server = support::redis();
+    let mut child = support::bin()
+        .args([
+            "run",
+            "gc-pause",
+            "--fencing",
+            "off",
+            "--redis",
+            &server.url(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800)); // A is paused, B is waiting
+    drop(server);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the program hung after Redis died"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error: lost the connection to Redis"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

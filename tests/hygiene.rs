@@ -1,0 +1,190 @@
+//! A run touches only its own keys, leaves none behind, and leaves no process.
+
+mod support;
+
+use std::process::{Child, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_run_leaves_other_keys_untouched_and_its_own_keys_deleted() {
+    let server = support::redis();
+    let mut con = support::sync_con(&server);
+    let _: () = redis::cmd("SET")
+        .arg("user:precious")
+        .arg("keep me")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg("fencelabish")
+        .arg("not ours either")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+
+    let out = support::bin()
+        .args(["run", "gc-pause", "--redis", &server.url()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let value: String = redis::cmd("GET")
+        .arg("user:precious")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(value, "keep me");
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["fencelabish", "user:precious"],
+        "the run left keys behind or removed others"
+    );
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut con)
+        .unwrap();
+    for forbidden in [
+        "cmdstat_flushdb",
+        "cmdstat_flushall",
+        "cmdstat_keys",
+        "cmdstat_scan",
+    ] {
+        // This test called KEYS once itself, after the run; the program never may.
+        if forbidden == "cmdstat_keys" {
+            let calls = stats
+                .lines()
+                .find(|l| l.starts_with("cmdstat_keys:"))
+                .map(calls_of)
+                .unwrap_or(0);
+            assert_eq!(calls, 1, "only this test may call KEYS: {stats}");
+        } else {
+            assert!(
+                !stats.contains(forbidden),
+                "the program called {forbidden}: {stats}"
+            );
+        }
+    }
+}
+
+fn calls_of(line: &str) -> u64 {
+    line.split("calls=")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Children of `pid`, from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // Fields after the command name (which is in parentheses): state, ppid, ...
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// Alive means: exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat[stat.rfind(')').unwrap() + 2..].starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+fn start_run() -> (Child, u32) {
+    let child = support::bin()
+        .args(["run", "gc-pause", "--fencing", "off"])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let server = wait_for("the private redis-server", || {
+        children(pid).into_iter().next()
+    });
+    (child, server)
+}
+
+#[test]
+fn the_private_server_stops_when_the_program_is_interrupted_or_terminated() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 130)] {
+        let (mut child, server) = start_run();
+        let cmdline =
+            std::fs::read_to_string(format!("/proc/{server}/cmdline")).unwrap_or_default();
+        assert!(cmdline.contains("redis-server"), "{cmdline}");
+        // redis-server rewrites its title, but it runs inside its temp dir (`--dir`).
+        let dir = wait_for("redis-server to enter its dir", || {
+            std::fs::read_link(format!("/proc/{server}/cwd"))
+                .ok()
+                .filter(|d| d.starts_with(std::env::temp_dir()))
+        });
+        sleep(Duration::from_millis(300));
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = wait_for("the program to exit", || child.try_wait().unwrap());
+        assert_eq!(status.code(), Some(code), "signal {signal}");
+        assert!(
+            !alive(server),
+            "redis-server {server} outlived the program (signal {signal})"
+        );
+        assert!(!dir.exists(), "temp dir {} left behind", dir.display());
+    }
+}
+
+#[test]
+fn the_private_server_dies_even_when_the_program_is_killed() {
+    let (mut child, server) = start_run();
+    child.kill().unwrap(); // SIGKILL: no unwinding, no Drop; the kernel must do it.
+    child.wait().unwrap();
+    wait_for("redis-server to die with its parent", || {
+        (!alive(server)).then_some(())
+    });
+}
+
+#[test]
+fn a_finished_run_leaves_no_process() {
+    let (mut child, server) = start_run();
+    let status = wait_for("the run to finish", || child.try_wait().unwrap());
+    assert!(status.success());
+    assert!(!alive(server));
+}
+
+#[test]
+fn tests_own_private_servers_stop_on_drop() {
+    let server = support::redis();
+    let (pid, dir) = (server.pid(), server.dir().to_path_buf());
+    assert!(alive(pid));
+    drop(server);
+    assert!(!alive(pid));
+    assert!(!dir.exists());
+}

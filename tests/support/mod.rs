@@ -1,0 +1,105 @@
+//! Helpers shared by the integration tests: private servers, runs, outcome digests.
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use fencelab::backend::Backend;
+use fencelab::backend::server::PrivateRedis;
+use fencelab::engine::log::{Event, EventKind, WorkerEvent};
+use fencelab::engine::{RunOptions, run};
+use fencelab::scenario::{Scenario, parse_scenario};
+use tokio_util::sync::CancellationToken;
+
+/// A private redis-server for one test. Fails loudly, naming the install command,
+/// when redis-server is missing: a test that needs Redis never skips silently.
+pub fn redis() -> PrivateRedis {
+    PrivateRedis::start().unwrap_or_else(|e| panic!("this test needs a real redis-server: {e}"))
+}
+
+/// A plain synchronous connection for assertions about the server's contents.
+pub fn sync_con(server: &PrivateRedis) -> redis::Connection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+/// Run a scenario to the end and return its events.
+pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: bool) -> Vec<Event> {
+    let log = run(
+        backend,
+        scenario,
+        RunOptions::new(fencing),
+        &CancellationToken::new(),
+    )
+    .await
+    .expect("the run starts");
+    log.snapshot()
+}
+
+/// Every scenario the differential test covers: the built-ins and tests/scenarios/*.toml.
+pub fn all_scenarios() -> Vec<Scenario> {
+    let mut all: Vec<Scenario> = fencelab::scenario::builtin_names()
+        .into_iter()
+        .map(|n| fencelab::scenario::builtin(n).unwrap().unwrap())
+        .collect();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        let src = std::fs::read_to_string(&f).unwrap();
+        all.push(parse_scenario(&src, &f.display().to_string()).unwrap_or_else(|e| panic!("{e}")));
+    }
+    all
+}
+
+/// What each worker got, in order: tokens, verdicts, answers. Waiting is left out,
+/// since how many times a waiter retries depends on timing, not on the outcome.
+pub fn outcomes(events: &[Event]) -> BTreeMap<String, Vec<String>> {
+    let mut per_worker: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in events {
+        let EventKind::Worker { worker, what } = &e.kind else {
+            continue;
+        };
+        let text = match what {
+            WorkerEvent::Waiting { .. } => continue,
+            WorkerEvent::Acquired { token } => format!("acquired token {token}"),
+            WorkerEvent::Wrote {
+                token,
+                accepted,
+                redis_holder,
+                ..
+            } => {
+                format!("wrote token {token:?} accepted={accepted} holder={redis_holder:?}")
+            }
+            WorkerEvent::Released { deleted, .. } => format!("released deleted={deleted}"),
+            WorkerEvent::Checked { still_owner } => format!("checked still_owner={still_owner}"),
+            WorkerEvent::Renewed { extended } => format!("renewed extended={extended}"),
+            other => format!("{other:?}"),
+        };
+        per_worker.entry(worker.clone()).or_default().push(text);
+    }
+    per_worker
+}
+
+/// The storage contents at the end, as `WORKER:TOKEN`.
+pub fn storage(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunEnded { storage, .. } => {
+                Some(storage.iter().map(|w| w.short()).collect())
+            }
+            _ => None,
+        })
+        .expect("the log ends with run_ended")
+}
+
+/// The fencelab binary built for these tests.
+pub fn bin() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_fencelab"))
+}
