@@ -185,7 +185,7 @@ steps = [{ do = "acquire" }]
     fn expectation_naming_unknown_worker_is_rejected() {
         let src = format!("{MINIMAL}[expect.fencing_on]\nstorage = [\"Z:1\"]\n");
         let err = parse_scenario(&src, "t.toml").unwrap_err();
-        assert_eq!(err.line, 10, "{err}");
+        assert_eq!((err.line, err.column), (9, 12), "{err}");
         assert!(err.message.contains("unknown worker \"Z\""), "{err}");
     }
 }
