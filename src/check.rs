@@ -86,41 +86,23 @@ impl Violation {
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Violation::OverlappingBelief {
-                first,
-                second,
-                from_ms,
-                to_ms,
-                ..
-            } => write!(
+            Violation::OverlappingBelief { first, second, from_ms, to_ms, .. } => write!(
                 f,
                 "{first} and {second} both believed they held the lock from {} to {}",
                 secs(*from_ms),
                 secs(*to_ms)
             ),
-            Violation::StaleWrite {
-                worker,
-                token,
-                after_worker,
-                after_token,
-                at_ms,
-                ..
-            } => write!(
-                f,
-                "stale write accepted at {}: {worker} token {token} after {after_worker} token {after_token}",
-                secs(*at_ms)
-            ),
-            Violation::WriteByNonHolder {
-                worker,
-                token,
-                redis_holder,
-                at_ms,
-                ..
-            } => {
+            Violation::StaleWrite { worker, token, after_worker, after_token, at_ms, .. } => {
+                write!(
+                    f,
+                    "stale write accepted at {}: {worker} token {token} after {after_worker} token {after_token}",
+                    secs(*at_ms)
+                )
+            }
+            Violation::WriteByNonHolder { worker, token, redis_holder, at_ms, .. } => {
                 let token = token.map_or("no token".to_string(), |t| format!("token {t}"));
-                let holder = redis_holder
-                    .as_deref()
-                    .map_or("nobody".to_string(), |h| h.to_string());
+                let holder =
+                    redis_holder.as_deref().map_or("nobody".to_string(), |h| h.to_string());
                 write!(
                     f,
                     "write accepted at {} from {worker} ({token}) while Redis listed {holder} as holder",
@@ -175,18 +157,10 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             _ => false,
         };
         if ends && let Some(start) = open.remove(worker.as_str()) {
-            beliefs.push(Belief {
-                worker,
-                start,
-                end: Some(e),
-            });
+            beliefs.push(Belief { worker, start, end: Some(e) });
         }
     }
-    beliefs.extend(open.into_iter().map(|(worker, start)| Belief {
-        worker,
-        start,
-        end: None,
-    }));
+    beliefs.extend(open.into_iter().map(|(worker, start)| Belief { worker, start, end: None }));
 
     let last = events.last();
     let mut found = Vec::new();
@@ -196,21 +170,13 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 continue;
             }
             // Compare by log position: events at the same millisecond still have an order.
-            let start = if a.start.seq > b.start.seq {
-                a.start
-            } else {
-                b.start
-            };
+            let start = if a.start.seq > b.start.seq { a.start } else { b.start };
             let end = match (a.end, b.end) {
                 (Some(x), Some(y)) => Some(if x.seq < y.seq { x } else { y }),
                 (x, y) => x.or(y),
             };
             if end.is_none_or(|end| start.seq < end.seq) {
-                let (first, second) = if a.start.seq <= b.start.seq {
-                    (a, b)
-                } else {
-                    (b, a)
-                };
+                let (first, second) = if a.start.seq <= b.start.seq { (a, b) } else { (b, a) };
                 found.push(Violation::OverlappingBelief {
                     first: first.worker.to_string(),
                     second: second.worker.to_string(),
@@ -230,13 +196,7 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
     for e in events {
         let EventKind::Worker {
             worker,
-            what:
-                WorkerEvent::Wrote {
-                    token,
-                    accepted: true,
-                    redis_holder,
-                    ..
-                },
+            what: WorkerEvent::Wrote { token, accepted: true, redis_holder, .. },
         } = &e.kind
         else {
             continue;
@@ -298,17 +258,9 @@ pub fn compare(expected: &Expectation, events: &[Event], violations: &[Violation
     want.sort();
     want.dedup();
     if seen != want {
-        let list = |v: &[ViolationKind]| {
-            v.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        diffs.push(format!(
-            "checker found [{}], expected [{}]",
-            list(&seen),
-            list(&want)
-        ));
+        let list =
+            |v: &[ViolationKind]| v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        diffs.push(format!("checker found [{}], expected [{}]", list(&seen), list(&want)));
     }
     diffs
 }

@@ -7,11 +7,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn run(args: &[&str]) -> Output {
-    support::bin()
-        .args(args)
-        .env_remove("REDIS_URL")
-        .output()
-        .unwrap()
+    support::bin().args(args).env_remove("REDIS_URL").output().unwrap()
 }
 
 fn stderr(out: &Output) -> String {
@@ -58,10 +54,7 @@ fn the_right_password_works_and_is_never_shown_or_saved() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("pass=***"),
-        "the backend line should show the redacted URL: {stdout}"
-    );
+    assert!(stdout.contains("pass=***"), "the backend line should show the redacted URL: {stdout}");
     let file = std::fs::read_to_string(&saved).unwrap();
     for text in [stdout.as_ref(), stderr(&out).as_str(), file.as_str()] {
         assert!(!text.contains("right-secret"), "password leaked: {text}");
@@ -70,17 +63,9 @@ fn the_right_password_works_and_is_never_shown_or_saved() {
 
 #[test]
 fn bad_flags_are_usage_errors() {
-    assert_clean_error(
-        &run(&["run", "--fencing", "maybe"]),
-        2,
-        "possible values: on, off, both",
-    );
+    assert_clean_error(&run(&["run", "--fencing", "maybe"]), 2, "possible values: on, off, both");
     assert_clean_error(&run(&["run", "--speed", "0"]), 2, "out of range");
-    assert_clean_error(
-        &run(&["run", "--sim", "--redis", "redis://x"]),
-        2,
-        "cannot be used with",
-    );
+    assert_clean_error(&run(&["run", "--sim", "--redis", "redis://x"]), 2, "cannot be used with");
 }
 
 #[test]
@@ -111,11 +96,7 @@ fn check_fails_when_the_outcome_differs_from_the_expectation() {
         .replace("storage = [\"B:2\"]", "storage = [\"A:1\"]");
     std::fs::write(&path, src).unwrap();
     let out = run(&["run", path.to_str().unwrap(), "--sim", "--check"]);
-    assert_clean_error(
-        &out,
-        1,
-        "check FAILED (fencing on): storage holds [B:2], expected [A:1]",
-    );
+    assert_clean_error(&out, 1, "check FAILED (fencing on): storage holds [B:2], expected [A:1]");
     assert!(stderr(&out).contains("check passed (fencing off)"));
 }
 
@@ -123,14 +104,7 @@ fn check_fails_when_the_outcome_differs_from_the_expectation() {
 fn redis_dying_mid_run_ends_the_run_with_an_error_not_a_hang() {
     let server = support::redis();
     let mut child = support::bin()
-        .args([
-            "run",
-            "gc-pause",
-            "--fencing",
-            "off",
-            "--redis",
-            &server.url(),
-        ])
+        .args(["run", "gc-pause", "--fencing", "off", "--redis", &server.url()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -139,10 +113,7 @@ fn redis_dying_mid_run_ends_the_run_with_an_error_not_a_hang() {
     drop(server);
     let deadline = Instant::now() + Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the program hung after Redis died"
-        );
+        assert!(Instant::now() < deadline, "the program hung after Redis died");
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = child.wait_with_output().unwrap();

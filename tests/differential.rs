@@ -17,11 +17,7 @@ fn sim_events(
         .start_paused(true)
         .build()
         .unwrap();
-    rt.block_on(support::run_events(
-        &SimBackend::default(),
-        scenario,
-        fencing,
-    ))
+    rt.block_on(support::run_events(&SimBackend::default(), scenario, fencing))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,27 +32,18 @@ async fn every_scenario_has_the_same_outcomes_on_the_simulator_and_on_redis() {
             };
             let real = support::run_events(&redis, &scenario, fencing).await;
             let scenario2 = scenario.clone();
-            let sim = tokio::task::spawn_blocking(move || sim_events(&scenario2, fencing))
-                .await
-                .unwrap();
+            let sim =
+                tokio::task::spawn_blocking(move || sim_events(&scenario2, fencing)).await.unwrap();
             let what = format!("{} with fencing {fencing}", scenario.name);
             assert_eq!(
                 support::outcomes(&sim),
                 support::outcomes(&real),
                 "{what}: outcomes differ"
             );
-            assert_eq!(
-                support::storage(&sim),
-                support::storage(&real),
-                "{what}: storage differs"
-            );
+            assert_eq!(support::storage(&sim), support::storage(&real), "{what}: storage differs");
             for (backend, events) in [("simulator", &sim), ("redis", &real)] {
                 let diffs = compare(expected, events, &check(events));
-                assert!(
-                    diffs.is_empty(),
-                    "{what} on {backend}: {}",
-                    diffs.join("; ")
-                );
+                assert!(diffs.is_empty(), "{what} on {backend}: {}", diffs.join("; "));
             }
             compared += 1;
         }
@@ -70,17 +57,8 @@ fn the_simulator_is_deterministic() {
         let a = sim_events(&scenario, false);
         let b = sim_events(&scenario, false);
         let strip = |events: &[fencelab::engine::log::Event]| {
-            events
-                .iter()
-                .skip(1)
-                .map(|e| (e.t_ms, format!("{:?}", e.kind)))
-                .collect::<Vec<_>>()
+            events.iter().skip(1).map(|e| (e.t_ms, format!("{:?}", e.kind))).collect::<Vec<_>>()
         };
-        assert_eq!(
-            strip(&a),
-            strip(&b),
-            "{} differs between two simulator runs",
-            scenario.name
-        );
+        assert_eq!(strip(&a), strip(&b), "{} differs between two simulator runs", scenario.name);
     }
 }

@@ -48,15 +48,8 @@ async fn with_fencing_the_storage_rejects_the_stale_token() {
 #[test]
 fn the_headless_command_prints_the_articles_transcript() {
     let server = support::redis();
-    let out = support::bin()
-        .args(["run", "gc-pause", "--redis", &server.url()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = support::bin().args(["run", "gc-pause", "--redis", &server.url()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let expected_in_order = [
         "=== fencing tokens: off ===",
@@ -85,23 +78,10 @@ fn the_headless_command_prints_the_articles_transcript() {
 fn check_passes_on_real_redis_and_json_streams_the_log() {
     let server = support::redis();
     let out = support::bin()
-        .args([
-            "run",
-            "gc-pause",
-            "--fencing",
-            "on",
-            "--check",
-            "--json",
-            "--redis",
-            &server.url(),
-        ])
+        .args(["run", "gc-pause", "--fencing", "on", "--check", "--json", "--redis", &server.url()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()

@@ -10,35 +10,15 @@ use std::time::{Duration, Instant};
 fn a_run_leaves_other_keys_untouched_and_its_own_keys_deleted() {
     let server = support::redis();
     let mut con = support::sync_con(&server);
-    let _: () = redis::cmd("SET")
-        .arg("user:precious")
-        .arg("keep me")
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("RPUSH")
-        .arg("fencelabish")
-        .arg("not ours either")
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut con)
-        .unwrap();
+    let _: () = redis::cmd("SET").arg("user:precious").arg("keep me").query(&mut con).unwrap();
+    let _: () =
+        redis::cmd("RPUSH").arg("fencelabish").arg("not ours either").query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut con).unwrap();
 
-    let out = support::bin()
-        .args(["run", "gc-pause", "--redis", &server.url()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = support::bin().args(["run", "gc-pause", "--redis", &server.url()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let value: String = redis::cmd("GET")
-        .arg("user:precious")
-        .query(&mut con)
-        .unwrap();
+    let value: String = redis::cmd("GET").arg("user:precious").query(&mut con).unwrap();
     assert_eq!(value, "keep me");
     let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
     keys.sort();
@@ -47,29 +27,15 @@ fn a_run_leaves_other_keys_untouched_and_its_own_keys_deleted() {
         ["fencelabish", "user:precious"],
         "the run left keys behind or removed others"
     );
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut con)
-        .unwrap();
-    for forbidden in [
-        "cmdstat_flushdb",
-        "cmdstat_flushall",
-        "cmdstat_keys",
-        "cmdstat_scan",
-    ] {
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut con).unwrap();
+    for forbidden in ["cmdstat_flushdb", "cmdstat_flushall", "cmdstat_keys", "cmdstat_scan"] {
         // This test called KEYS once itself, after the run; the program never may.
         if forbidden == "cmdstat_keys" {
-            let calls = stats
-                .lines()
-                .find(|l| l.starts_with("cmdstat_keys:"))
-                .map(calls_of)
-                .unwrap_or(0);
+            let calls =
+                stats.lines().find(|l| l.starts_with("cmdstat_keys:")).map(calls_of).unwrap_or(0);
             assert_eq!(calls, 1, "only this test may call KEYS: {stats}");
         } else {
-            assert!(
-                !stats.contains(forbidden),
-                "the program called {forbidden}: {stats}"
-            );
+            assert!(!stats.contains(forbidden), "the program called {forbidden}: {stats}");
         }
     }
 }
@@ -130,9 +96,7 @@ fn start_run() -> (Child, u32) {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let server = wait_for("the private redis-server", || {
-        children(pid).into_iter().next()
-    });
+    let server = wait_for("the private redis-server", || children(pid).into_iter().next());
     (child, server)
 }
 
@@ -153,10 +117,7 @@ fn the_private_server_stops_when_the_program_is_interrupted_or_terminated() {
         unsafe { libc::kill(child.id() as i32, signal) };
         let status = wait_for("the program to exit", || child.try_wait().unwrap());
         assert_eq!(status.code(), Some(code), "signal {signal}");
-        assert!(
-            !alive(server),
-            "redis-server {server} outlived the program (signal {signal})"
-        );
+        assert!(!alive(server), "redis-server {server} outlived the program (signal {signal})");
         assert!(!dir.exists(), "temp dir {} left behind", dir.display());
     }
 }
@@ -166,9 +127,7 @@ fn the_private_server_dies_even_when_the_program_is_killed() {
     let (mut child, server) = start_run();
     child.kill().unwrap(); // SIGKILL: no unwinding, no Drop; the kernel must do it.
     child.wait().unwrap();
-    wait_for("redis-server to die with its parent", || {
-        (!alive(server)).then_some(())
-    });
+    wait_for("redis-server to die with its parent", || (!alive(server)).then_some(()));
 }
 
 #[test]

@@ -13,48 +13,32 @@ use proptest::strategy::ValueTree;
 fn worker(name: String) -> impl Strategy<Value = WorkerSpec> {
     (0u64..1500, 0u64..3000, 0u64..1500, any::<bool>()).prop_map(
         move |(start_ms, pause1, pause2, renew)| {
-            let mut steps = vec![
-                Step::Acquire { give_up_ms: None },
-                Step::Pause { ms: pause1 },
-            ];
+            let mut steps = vec![Step::Acquire { give_up_ms: None }, Step::Pause { ms: pause1 }];
             if renew {
                 steps.push(Step::Renew);
             }
             steps.extend([
-                Step::Write {
-                    value: "first".into(),
-                },
+                Step::Write { value: "first".into() },
                 Step::Pause { ms: pause2 },
-                Step::Write {
-                    value: "second".into(),
-                },
+                Step::Write { value: "second".into() },
                 Step::Release,
             ]);
-            WorkerSpec {
-                name: name.clone(),
-                start_ms,
-                steps,
-            }
+            WorkerSpec { name: name.clone(), start_ms, steps }
         },
     )
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
     (2usize..=4, 100u64..2000, any::<bool>()).prop_flat_map(|(n, ttl_ms, two_step)| {
-        let workers: Vec<_> = (0..n)
-            .map(|i| worker(((b'A' + i as u8) as char).to_string()))
-            .collect();
+        let workers: Vec<_> =
+            (0..n).map(|i| worker(((b'A' + i as u8) as char).to_string())).collect();
         workers.prop_map(move |workers| Scenario {
             name: "random".into(),
             title: "random schedule".into(),
             summary: String::new(),
             ttl_ms,
             fencing: false,
-            acquire: if two_step {
-                AcquireMode::TwoStep
-            } else {
-                AcquireMode::Script
-            },
+            acquire: if two_step { AcquireMode::TwoStep } else { AcquireMode::Script },
             release: ReleaseMode::CompareAndDelete,
             workers,
             expect: Expect::default(),
@@ -68,11 +52,7 @@ fn run_sim(scenario: &Scenario, fencing: bool) -> Vec<Event> {
         .start_paused(true)
         .build()
         .unwrap();
-    rt.block_on(support::run_events(
-        &SimBackend::default(),
-        scenario,
-        fencing,
-    ))
+    rt.block_on(support::run_events(&SimBackend::default(), scenario, fencing))
 }
 
 /// Storage tokens in the order the storage holds them, read from the run's end.

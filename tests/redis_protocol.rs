@@ -19,11 +19,7 @@ async fn clients(server: &fencelab::backend::server::PrivateRedis, n: usize) -> 
 }
 
 fn write(worker: &str, token: u64) -> StoredWrite {
-    StoredWrite {
-        worker: worker.into(),
-        token: Some(token),
-        value: format!("from {worker}"),
-    }
+    StoredWrite { worker: worker.into(), token: Some(token), value: format!("from {worker}") }
 }
 
 #[tokio::test]
@@ -64,32 +60,17 @@ async fn a_lock_without_ttl_reports_no_expiry_to_waiters() {
 async fn compare_and_delete_refuses_a_non_owner_but_plain_del_does_not() {
     let server = support::redis();
     let mut c = clients(&server, 2).await;
-    c[0].acquire("A:1", 5000, AcquireMode::Script)
-        .await
-        .unwrap();
-    assert!(
-        !c[1]
-            .release("B:1", ReleaseMode::CompareAndDelete)
-            .await
-            .unwrap()
-    );
-    assert_eq!(
-        c[1].holder().await.unwrap().as_deref(),
-        Some("A:1"),
-        "A's lock must survive"
-    );
+    c[0].acquire("A:1", 5000, AcquireMode::Script).await.unwrap();
+    assert!(!c[1].release("B:1", ReleaseMode::CompareAndDelete).await.unwrap());
+    assert_eq!(c[1].holder().await.unwrap().as_deref(), Some("A:1"), "A's lock must survive");
     assert!(
         c[1].release("B:1", ReleaseMode::Del).await.unwrap(),
         "plain DEL deletes anyone's lock"
     );
     assert_eq!(c[1].holder().await.unwrap(), None);
-    c[0].acquire("A:2", 5000, AcquireMode::Script)
-        .await
-        .unwrap();
+    c[0].acquire("A:2", 5000, AcquireMode::Script).await.unwrap();
     assert!(
-        c[0].release("A:2", ReleaseMode::CompareAndDelete)
-            .await
-            .unwrap(),
+        c[0].release("A:2", ReleaseMode::CompareAndDelete).await.unwrap(),
         "the owner may release"
     );
 }
@@ -114,20 +95,12 @@ async fn every_grant_gets_a_higher_token() {
     let mut tokens = Vec::new();
     for i in 0..5 {
         let value = format!("A:{i}");
-        let mode = if i % 2 == 0 {
-            AcquireMode::Script
-        } else {
-            AcquireMode::TwoStep
-        };
+        let mode = if i % 2 == 0 { AcquireMode::Script } else { AcquireMode::TwoStep };
         match c[0].acquire(&value, 5000, mode).await.unwrap() {
             AcquireReply::Granted { token } => tokens.push(token),
             other => panic!("expected a grant, got {other:?}"),
         }
-        assert!(
-            c[0].release(&value, ReleaseMode::CompareAndDelete)
-                .await
-                .unwrap()
-        );
+        assert!(c[0].release(&value, ReleaseMode::CompareAndDelete).await.unwrap());
     }
     assert_eq!(tokens, vec![1, 2, 3, 4, 5]);
 }
@@ -136,16 +109,11 @@ async fn every_grant_gets_a_higher_token() {
 async fn renew_extends_only_the_owners_lease() {
     let server = support::redis();
     let mut c = clients(&server, 2).await;
-    c[0].acquire("A:1", 1000, AcquireMode::Script)
-        .await
-        .unwrap();
+    c[0].acquire("A:1", 1000, AcquireMode::Script).await.unwrap();
     assert!(!c[1].renew("B:1", 60_000).await.unwrap());
     assert!(c[0].renew("A:1", 60_000).await.unwrap());
     let pttl = c[1].observe().await.unwrap().pttl_ms.unwrap();
-    assert!(
-        pttl > 50_000,
-        "the owner's renewal must extend the lease, pttl {pttl}"
-    );
+    assert!(pttl > 50_000, "the owner's renewal must extend the lease, pttl {pttl}");
 }
 
 #[tokio::test]
@@ -153,22 +121,11 @@ async fn fenced_write_rejects_a_lower_token_and_accepts_an_equal_one() {
     let server = support::redis();
     let mut c = clients(&server, 1).await;
     assert!(c[0].write(&write("B", 2), true).await.unwrap());
-    assert!(
-        c[0].write(&write("B", 2), true).await.unwrap(),
-        "the current holder may write twice"
-    );
-    assert!(
-        !c[0].write(&write("A", 1), true).await.unwrap(),
-        "a lower token is stale"
-    );
+    assert!(c[0].write(&write("B", 2), true).await.unwrap(), "the current holder may write twice");
+    assert!(!c[0].write(&write("A", 1), true).await.unwrap(), "a lower token is stale");
     assert!(c[0].write(&write("C", 3), true).await.unwrap());
-    let shorts: Vec<String> = c[0]
-        .read_all()
-        .await
-        .unwrap()
-        .iter()
-        .map(StoredWrite::short)
-        .collect();
+    let shorts: Vec<String> =
+        c[0].read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:2", "B:2", "C:3"]);
     assert_eq!(c[0].observe().await.unwrap().storage_highest, 3);
 }
@@ -179,13 +136,8 @@ async fn unfenced_storage_accepts_any_token() {
     let mut c = clients(&server, 1).await;
     assert!(c[0].write(&write("B", 2), false).await.unwrap());
     assert!(c[0].write(&write("A", 1), false).await.unwrap());
-    let shorts: Vec<String> = c[0]
-        .read_all()
-        .await
-        .unwrap()
-        .iter()
-        .map(StoredWrite::short)
-        .collect();
+    let shorts: Vec<String> =
+        c[0].read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:2", "A:1"]);
 }
 
@@ -193,24 +145,12 @@ async fn unfenced_storage_accepts_any_token() {
 async fn the_lua_that_runs_is_the_file_in_assets() {
     let server = support::redis();
     let mut c = clients(&server, 1).await;
-    c[0].acquire("A:1", 1000, AcquireMode::Script)
-        .await
-        .unwrap();
-    let on_disk = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/assets/lua/acquire.lua"
-    ))
-    .unwrap();
+    c[0].acquire("A:1", 1000, AcquireMode::Script).await.unwrap();
+    let on_disk =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/lua/acquire.lua"))
+            .unwrap();
     let sha = redis::Script::new(&on_disk).get_hash().to_string();
     let mut con = support::sync_con(&server);
-    let loaded: Vec<bool> = redis::cmd("SCRIPT")
-        .arg("EXISTS")
-        .arg(&sha)
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(
-        loaded,
-        [true],
-        "Redis ran a script other than assets/lua/acquire.lua"
-    );
+    let loaded: Vec<bool> = redis::cmd("SCRIPT").arg("EXISTS").arg(&sha).query(&mut con).unwrap();
+    assert_eq!(loaded, [true], "Redis ran a script other than assets/lua/acquire.lua");
 }

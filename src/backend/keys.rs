@@ -30,18 +30,13 @@ impl Keys {
 
     /// All keys of the run: what cleanup deletes.
     pub fn all(&self) -> [&str; 4] {
-        [
-            &self.lock,
-            &self.fence,
-            &self.storage,
-            &self.storage_highest,
-        ]
+        [&self.lock, &self.fence, &self.storage, &self.storage_highest]
     }
 }
 
 /// A short random run id (8 hex digits), unique enough for concurrent runs on one server.
-pub fn new_run_id() -> String {
-    format!("{:08x}", fastrand::u32(..))
+pub fn new_run_id(rng: &mut fastrand::Rng) -> String {
+    format!("{:08x}", rng.u32(..))
 }
 
 #[cfg(test)]

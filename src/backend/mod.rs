@@ -12,6 +12,7 @@ pub mod scripts;
 pub mod select;
 pub mod server;
 pub mod sim;
+pub mod wire;
 
 use std::future::Future;
 
@@ -46,6 +47,11 @@ pub trait Backend: Send + Sync + 'static {
 
     /// What the screen and transcript say about where the run happens (passwords redacted).
     fn describe(&self) -> String;
+
+    /// True for the simulator: runs repeat exactly, so they get a fixed seed.
+    fn deterministic(&self) -> bool {
+        false
+    }
 }
 
 /// The answer to an acquire attempt.
@@ -91,16 +97,15 @@ impl StoredWrite {
 
     /// `B:2`: the form expected outcomes are written in.
     pub fn short(&self) -> String {
-        format!(
-            "{}:{}",
-            self.worker,
-            self.token.map_or("-".to_string(), |t| t.to_string())
-        )
+        format!("{}:{}", self.worker, self.token.map_or("-".to_string(), |t| t.to_string()))
     }
 }
 
 /// The lock service: the article's protocol, one method per command or script.
 pub trait LockClient: Send + 'static {
+    /// The run's keys this client is bound to.
+    fn keys(&self) -> &Keys;
+
     /// `SET lock value NX PX ttl` plus `INCR fence` (atomically or as two commands).
     /// `ttl_ms == 0` takes a lock that never expires.
     fn acquire(
@@ -154,6 +159,6 @@ pub fn holder_name(value: &str) -> &str {
 }
 
 /// A fresh random lock value for `worker`: unique per grant, readable in the truth lane.
-pub fn holder_value(worker: &str) -> String {
-    format!("{worker}:{:016x}", fastrand::u64(..))
+pub fn holder_value(worker: &str, rng: &mut fastrand::Rng) -> String {
+    format!("{worker}:{:016x}", rng.u64(..))
 }

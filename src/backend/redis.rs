@@ -39,11 +39,7 @@ impl RedisBackend {
                 e.detail().unwrap_or("check the syntax")
             ),
         })?;
-        Ok(RedisBackend {
-            client,
-            shown_url,
-            label: label.to_string(),
-        })
+        Ok(RedisBackend { client, shown_url, label: label.to_string() })
     }
 
     /// The redacted URL.
@@ -60,24 +56,13 @@ impl RedisBackend {
 fn classify(url: &str, e: RedisError) -> BackendError {
     let text = e.to_string();
     let auth = e.kind() == redis::ErrorKind::AuthenticationFailed
-        || [
-            "WRONGPASS",
-            "NOAUTH",
-            "invalid password",
-            "invalid username-password",
-        ]
-        .iter()
-        .any(|m| text.contains(m));
+        || ["WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"]
+            .iter()
+            .any(|m| text.contains(m));
     if auth {
-        BackendError::Auth {
-            url: url.to_string(),
-            reason: first_line(&text),
-        }
+        BackendError::Auth { url: url.to_string(), reason: first_line(&text) }
     } else {
-        BackendError::Unreachable {
-            url: url.to_string(),
-            reason: first_line(&text),
-        }
+        BackendError::Unreachable { url: url.to_string(), reason: first_line(&text) }
     }
 }
 
@@ -107,14 +92,9 @@ impl Backend for RedisBackend {
             .await
             .map_err(|e| self.classify(e))?;
         // A PING proves the connection (and AUTH) works before the run starts.
-        let _: String = redis::cmd("PING")
-            .query_async(&mut con)
-            .await
-            .map_err(|e| self.classify(e))?;
-        Ok(RedisClient {
-            con,
-            keys: keys.clone(),
-        })
+        let _: String =
+            redis::cmd("PING").query_async(&mut con).await.map_err(|e| self.classify(e))?;
+        Ok(RedisClient { con, keys: keys.clone() })
     }
 
     fn describe(&self) -> String {
@@ -129,6 +109,10 @@ pub struct RedisClient {
 }
 
 impl LockClient for RedisClient {
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
     async fn acquire(
         &mut self,
         value: &str,
@@ -146,11 +130,7 @@ impl LockClient for RedisClient {
                     .invoke_async(&mut self.con)
                     .await
                     .map_err(lost)?;
-                Ok(if granted == 1 {
-                    AcquireReply::Granted { token: n as u64 }
-                } else {
-                    busy(n)
-                })
+                Ok(if granted == 1 { AcquireReply::Granted { token: n as u64 } } else { busy(n) })
             }
             AcquireMode::TwoStep => {
                 let mut set = redis::cmd("SET");
@@ -229,9 +209,7 @@ impl LockClient for RedisClient {
 fn busy(pttl: i64) -> AcquireReply {
     match pttl {
         -1 => AcquireReply::Busy { pttl_ms: None },
-        n => AcquireReply::Busy {
-            pttl_ms: Some(n.max(0) as u64),
-        },
+        n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
     }
 }
 
@@ -250,21 +228,14 @@ impl StorageClient for RedisClient {
                 .map_err(lost)?;
             Ok(accepted == 1)
         } else {
-            let _: i64 = self
-                .con
-                .rpush(&self.keys.storage, entry)
-                .await
-                .map_err(lost)?;
+            let _: i64 = self.con.rpush(&self.keys.storage, entry).await.map_err(lost)?;
             Ok(true)
         }
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        let entries: Vec<String> = self
-            .con
-            .lrange(&self.keys.storage, 0, -1)
-            .await
-            .map_err(lost)?;
+        let entries: Vec<String> =
+            self.con.lrange(&self.keys.storage, 0, -1).await.map_err(lost)?;
         entries
             .iter()
             .map(|e| {
@@ -285,18 +256,13 @@ pub fn redact_url(raw: &str) -> String {
     if url.password().is_some() {
         let _ = url.set_password(Some("***"));
     }
-    let secret_query = url
-        .query_pairs()
-        .any(|(k, _)| k == "pass" || k == "password");
+    let secret_query = url.query_pairs().any(|(k, _)| k == "pass" || k == "password");
     if secret_query {
         let pairs: Vec<(String, String)> = url
             .query_pairs()
             .map(|(k, v)| {
-                let v = if k == "pass" || k == "password" {
-                    "***".to_string()
-                } else {
-                    v.into_owned()
-                };
+                let v =
+                    if k == "pass" || k == "password" { "***".to_string() } else { v.into_owned() };
                 (k.into_owned(), v)
             })
             .collect();
@@ -312,18 +278,9 @@ mod tests {
     #[test]
     fn passwords_are_never_shown() {
         for (raw, shown) in [
-            (
-                "redis://:hunter2@localhost:6379/0",
-                "redis://:***@localhost:6379/0",
-            ),
-            (
-                "rediss://alice:hunter2@db.example:6380",
-                "rediss://alice:***@db.example:6380",
-            ),
-            (
-                "unix:///tmp/r.sock?pass=hunter2&db=1",
-                "unix:///tmp/r.sock?pass=***&db=1",
-            ),
+            ("redis://:hunter2@localhost:6379/0", "redis://:***@localhost:6379/0"),
+            ("rediss://alice:hunter2@db.example:6380", "rediss://alice:***@db.example:6380"),
+            ("unix:///tmp/r.sock?pass=hunter2&db=1", "unix:///tmp/r.sock?pass=***&db=1"),
             ("redis://localhost", "redis://localhost"),
             ("not a url :hunter2", "<unparsable URL>"),
         ] {

@@ -10,14 +10,8 @@ use super::sim::SimBackend;
 // There is one value of this per program run, so the size difference is irrelevant.
 #[allow(clippy::large_enum_variant)]
 pub enum Chosen {
-    Redis {
-        backend: RedisBackend,
-        _server: Option<PrivateRedis>,
-    },
-    Sim {
-        backend: SimBackend,
-        why: SimReason,
-    },
+    Redis { backend: RedisBackend, _server: Option<PrivateRedis> },
+    Sim { backend: SimBackend, why: SimReason },
 }
 
 /// Why the simulator runs: asked for, or the only thing available.
@@ -40,10 +34,7 @@ impl Chosen {
     /// A warning to print when the simulator runs only because Redis is missing.
     pub fn fallback_notice(&self) -> Option<String> {
         match self {
-            Chosen::Sim {
-                why: SimReason::NoRedisServer,
-                ..
-            } => Some(format!(
+            Chosen::Sim { why: SimReason::NoRedisServer, .. } => Some(format!(
                 "note: redis-server is not installed, so this run uses the built-in SIMULATOR. \
                  For a real Redis: {} (or pass --redis URL).",
                 super::server::INSTALL_HINT
@@ -57,29 +48,19 @@ impl Chosen {
 /// `redis-server`; else, only when none is installed, the simulator.
 pub fn choose(redis_url: Option<&str>, sim: bool) -> Result<Chosen, SelectError> {
     if sim {
-        return Ok(Chosen::Sim {
-            backend: SimBackend::default(),
-            why: SimReason::Requested,
-        });
+        return Ok(Chosen::Sim { backend: SimBackend::default(), why: SimReason::Requested });
     }
     if let Some(url) = redis_url {
-        return Ok(Chosen::Redis {
-            backend: RedisBackend::open(url, "Redis")?,
-            _server: None,
-        });
+        return Ok(Chosen::Redis { backend: RedisBackend::open(url, "Redis")?, _server: None });
     }
     match PrivateRedis::start() {
         Ok(server) => {
             let backend = RedisBackend::open(&server.url(), "private redis-server")?;
-            Ok(Chosen::Redis {
-                backend,
-                _server: Some(server),
-            })
+            Ok(Chosen::Redis { backend, _server: Some(server) })
         }
-        Err(ServerError::NotInstalled) => Ok(Chosen::Sim {
-            backend: SimBackend::default(),
-            why: SimReason::NoRedisServer,
-        }),
+        Err(ServerError::NotInstalled) => {
+            Ok(Chosen::Sim { backend: SimBackend::default(), why: SimReason::NoRedisServer })
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -57,26 +57,17 @@ impl PrivateRedis {
         let socket = dir.path().join("redis.sock");
         let log = dir.path().join("redis.log");
         let mut cmd = Command::new("redis-server");
-        cmd.args([
-            "--port",
-            "0",
-            "--unixsocketperm",
-            "700",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--unixsocket")
-        .arg(&socket)
-        .arg("--dir")
-        .arg(dir.path())
-        .arg("--logfile")
-        .arg(&log)
-        .args(extra_args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        cmd.args(["--port", "0", "--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
+            .arg("--unixsocket")
+            .arg(&socket)
+            .arg("--dir")
+            .arg(dir.path())
+            .arg("--logfile")
+            .arg(&log)
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
         // touches no memory of the parent.
         unsafe {
@@ -101,10 +92,7 @@ impl PrivateRedis {
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let output = std::fs::read_to_string(log).unwrap_or_default();
-                return Err(ServerError::Died {
-                    status: status.to_string(),
-                    output,
-                });
+                return Err(ServerError::Died { status: status.to_string(), output });
             }
             if self.socket.exists() && self.ping().is_ok() {
                 return Ok(());

@@ -43,11 +43,7 @@ impl SimDb {
     /// Redis treats a key as expired only once `now > deadline`; so does this.
     fn live(&mut self, key: &str) -> Option<&mut Entry> {
         let now = Instant::now();
-        if self
-            .strings
-            .get(key)
-            .is_some_and(|e| e.expires_at.is_some_and(|d| now > d))
-        {
+        if self.strings.get(key).is_some_and(|e| e.expires_at.is_some_and(|d| now > d)) {
             self.strings.remove(key);
         }
         self.strings.get_mut(key)
@@ -63,13 +59,7 @@ impl SimDb {
             return false;
         }
         let expires_at = (ttl_ms > 0).then(|| Instant::now() + Duration::from_millis(ttl_ms));
-        self.strings.insert(
-            key.to_string(),
-            Entry {
-                value: value.to_string(),
-                expires_at,
-            },
-        );
+        self.strings.insert(key.to_string(), Entry { value: value.to_string(), expires_at });
         true
     }
 
@@ -77,25 +67,16 @@ impl SimDb {
     fn pttl(&mut self, key: &str) -> i64 {
         match self.live(key) {
             None => -2,
-            Some(Entry {
-                expires_at: None, ..
-            }) => -1,
-            Some(Entry {
-                expires_at: Some(d),
-                ..
-            }) => d.saturating_duration_since(Instant::now()).as_millis() as i64,
+            Some(Entry { expires_at: None, .. }) => -1,
+            Some(Entry { expires_at: Some(d), .. }) => {
+                d.saturating_duration_since(Instant::now()).as_millis() as i64
+            }
         }
     }
 
     fn incr(&mut self, key: &str) -> u64 {
         let next = self.get_u64(key) + 1;
-        self.strings.insert(
-            key.to_string(),
-            Entry {
-                value: next.to_string(),
-                expires_at: None,
-            },
-        );
+        self.strings.insert(key.to_string(), Entry { value: next.to_string(), expires_at: None });
         next
     }
 
@@ -130,14 +111,15 @@ impl Backend for SimBackend {
     type Client = SimClient;
 
     async fn connect(&self, keys: &Keys) -> Result<SimClient, BackendError> {
-        Ok(SimClient {
-            sim: self.clone(),
-            keys: keys.clone(),
-        })
+        Ok(SimClient { sim: self.clone(), keys: keys.clone() })
     }
 
     fn describe(&self) -> String {
         "SIMULATOR (virtual clock, no Redis)".to_string()
+    }
+
+    fn deterministic(&self) -> bool {
+        true
     }
 }
 
@@ -148,6 +130,10 @@ pub struct SimClient {
 }
 
 impl LockClient for SimClient {
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
     async fn acquire(
         &mut self,
         value: &str,
@@ -160,9 +146,7 @@ impl LockClient for SimClient {
             let pttl = self.sim.db().pttl(&k.lock);
             return Ok(match pttl {
                 -1 => AcquireReply::Busy { pttl_ms: None },
-                n => AcquireReply::Busy {
-                    pttl_ms: Some(n.max(0) as u64),
-                },
+                n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
             });
         }
         if mode == AcquireMode::TwoStep {
@@ -170,9 +154,7 @@ impl LockClient for SimClient {
             // network would.
             tokio::task::yield_now().await;
         }
-        Ok(AcquireReply::Granted {
-            token: self.sim.db().incr(&k.fence),
-        })
+        Ok(AcquireReply::Granted { token: self.sim.db().incr(&k.fence) })
     }
 
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
@@ -233,10 +215,7 @@ impl StorageClient for SimClient {
             }
             db.strings.insert(
                 k.storage_highest.clone(),
-                Entry {
-                    value: token.to_string(),
-                    expires_at: None,
-                },
+                Entry { value: token.to_string(), expires_at: None },
             );
         }
         db.lists.entry(k.storage.clone()).or_default().push(entry);
@@ -248,10 +227,7 @@ impl StorageClient for SimClient {
         db.lists
             .get(&self.keys.storage)
             .map(|entries| {
-                entries
-                    .iter()
-                    .map(|e| serde_json::from_str(e))
-                    .collect::<Result<_, _>>()
+                entries.iter().map(|e| serde_json::from_str(e)).collect::<Result<_, _>>()
             })
             .transpose()
             .map(Option::unwrap_or_default)
@@ -264,10 +240,7 @@ mod tests {
     use super::*;
 
     fn client(sim: &SimBackend) -> SimClient {
-        SimClient {
-            sim: sim.clone(),
-            keys: Keys::for_run("t"),
-        }
+        SimClient { sim: sim.clone(), keys: Keys::for_run("t") }
     }
 
     #[tokio::test(start_paused = true)]
@@ -294,20 +267,11 @@ mod tests {
     async fn fenced_write_rejects_lower_token_and_accepts_equal() {
         let sim = SimBackend::default();
         let mut c = client(&sim);
-        let w = |who: &str, t| StoredWrite {
-            worker: who.into(),
-            token: Some(t),
-            value: String::new(),
-        };
+        let w =
+            |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
         assert!(c.write(&w("B", 2), true).await.unwrap());
-        assert!(
-            c.write(&w("B", 2), true).await.unwrap(),
-            "equal token: same holder writing again"
-        );
-        assert!(
-            !c.write(&w("A", 1), true).await.unwrap(),
-            "lower token must be rejected"
-        );
+        assert!(c.write(&w("B", 2), true).await.unwrap(), "equal token: same holder writing again");
+        assert!(!c.write(&w("A", 1), true).await.unwrap(), "lower token must be rejected");
         assert_eq!(c.read_all().await.unwrap().len(), 2);
         c.cleanup().await.unwrap();
         assert_eq!(sim.key_count(), 0);

@@ -72,10 +72,9 @@ async fn measure<B: Backend>(
 pub fn handover_delay(events: &[Event], ttl_ms: f64) -> Option<f64> {
     let granted = |who: &str| {
         events.iter().find_map(|e| match &e.kind {
-            EventKind::Worker {
-                worker,
-                what: WorkerEvent::Acquired { .. },
-            } if worker == who => Some(e.t_ms),
+            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == who => {
+                Some(e.t_ms)
+            }
             _ => None,
         })
     };
@@ -85,9 +84,5 @@ pub fn handover_delay(events: &[Event], ttl_ms: f64) -> Option<f64> {
 /// The median of sorted values.
 pub fn median(sorted: &[f64]) -> f64 {
     let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
+    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
 }

@@ -39,11 +39,9 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         }
     }
     let mut save = match &args.save {
-        Some(path) => {
-            Some(BufWriter::new(File::create(path).with_context(|| {
-                format!("cannot create {}", path.display())
-            })?))
-        }
+        Some(path) => Some(BufWriter::new(
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
         None => None,
     };
     // Started here, on the main thread, so the private server lives exactly as long as
@@ -112,6 +110,7 @@ async fn run_modes<B: Backend>(
             say("");
         }
         let options = RunOptions {
+            seed: backend.deterministic().then_some(0),
             fencing,
             time_scale: 1.0 / args.speed,
         };
@@ -153,11 +152,7 @@ async fn run_modes<B: Backend>(
                 eprintln!("check passed (fencing {})", on_off(fencing));
             } else {
                 report.check_failed = true;
-                eprintln!(
-                    "check FAILED (fencing {}): {}",
-                    on_off(fencing),
-                    diffs.join("; ")
-                );
+                eprintln!("check FAILED (fencing {}): {}", on_off(fencing), diffs.join("; "));
             }
         }
     }

@@ -8,15 +8,9 @@ use tokio_util::sync::CancellationToken;
 /// to the next timer whenever every task is waiting, so runs are instant and exact.
 pub fn build(simulated: bool) -> std::io::Result<Runtime> {
     if simulated {
-        Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
+        Builder::new_current_thread().enable_all().start_paused(true).build()
     } else {
-        Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
+        Builder::new_multi_thread().worker_threads(2).enable_all().build()
     }
 }
 

@@ -45,6 +45,10 @@ pub enum EventKind {
     Worker { worker: String, what: WorkerEvent },
     /// What Redis itself holds: the observer's reading.
     Truth(Truth),
+    /// One call a worker made, as the commands sent and the reply, for the inspector.
+    Command { worker: String, command: String, reply: String, latency_ms: f64 },
+    /// Fencing was switched during the run; it applies to later writes.
+    FencingChanged { on: bool },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.
@@ -70,9 +74,11 @@ pub enum WorkerEvent {
     Acquired {
         token: u64,
     },
-    /// Frozen for `ms`: no commands, no chance to notice anything.
+    /// Frozen for `ms` (None: until resumed): no commands, no chance to notice
+    /// anything. `by_user` when someone pressed a key rather than the script pausing.
     Paused {
-        ms: u64,
+        ms: Option<u64>,
+        by_user: bool,
     },
     Resumed,
     Working {
@@ -148,10 +154,7 @@ pub struct RunClock {
 
 impl RunClock {
     pub fn start_now(time_scale: f64) -> Self {
-        RunClock {
-            start: Instant::now(),
-            time_scale,
-        }
+        RunClock { start: Instant::now(), time_scale }
     }
 
     /// Scenario milliseconds since start, to the microsecond.
@@ -182,11 +185,7 @@ impl RunClock {
 
 impl EventLog {
     pub fn new(clock: RunClock) -> Self {
-        EventLog {
-            events: Mutex::new(Vec::new()),
-            clock,
-            len: watch::Sender::new(0),
-        }
+        EventLog { events: Mutex::new(Vec::new()), clock, len: watch::Sender::new(0) }
     }
 
     pub fn clock(&self) -> &RunClock {
@@ -201,11 +200,7 @@ impl EventLog {
     /// Append an event stamped with the current scenario time.
     pub fn append(&self, kind: EventKind) -> Event {
         let mut events = self.lock();
-        let event = Event {
-            seq: events.len() as u64,
-            t_ms: self.clock.now_ms(),
-            kind,
-        };
+        let event = Event { seq: events.len() as u64, t_ms: self.clock.now_ms(), kind };
         events.push(event.clone());
         let n = events.len();
         drop(events);
@@ -221,10 +216,7 @@ impl EventLog {
     /// Events from position `from` on.
     pub fn since(&self, from: usize) -> Vec<Event> {
         let events = self.lock();
-        events
-            .get(from..)
-            .map(<[Event]>::to_vec)
-            .unwrap_or_default()
+        events.get(from..).map(<[Event]>::to_vec).unwrap_or_default()
     }
 
     /// Call `f` on every event, past and future, until the run's last event.

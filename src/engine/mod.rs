@@ -10,7 +10,11 @@ pub mod log;
 mod observer;
 mod worker;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::mpsc;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +24,7 @@ use crate::backend::{Backend, BackendError, Keys, LockClient, StorageClient};
 use crate::scenario::Scenario;
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
+pub use worker::WorkerCommand;
 use worker::{Worker, WorkerSettings};
 
 /// How a run is configured beyond its scenario.
@@ -30,14 +35,14 @@ pub struct RunOptions {
     /// Real time per scenario time (2.0 = half speed). Every duration handed to Redis
     /// is multiplied by it, so real expiry stays in step with scenario time.
     pub time_scale: f64,
+    /// Seed for run ids and lock values. The simulator gets one so that its runs
+    /// repeat exactly; real Redis runs leave it `None` (truly random values).
+    pub seed: Option<u64>,
 }
 
 impl RunOptions {
     pub fn new(fencing: bool) -> Self {
-        RunOptions {
-            fencing,
-            time_scale: 1.0,
-        }
+        RunOptions { fencing, time_scale: 1.0, seed: None }
     }
 }
 
@@ -46,10 +51,47 @@ pub struct PreparedRun<C> {
     log: Arc<EventLog>,
     workers: Vec<Worker<C>>,
     observer: Observer<C>,
-    control: C,
+    /// A connection of its own for reading the storage back and deleting the keys.
+    bookkeeper: C,
     /// A child of the caller's token: a failure stops this run's workers without
     /// cancelling anything else the caller runs with the same token.
     cancel: CancellationToken,
+    handle: RunControl,
+}
+
+/// A handle for changing a run while it runs: pause or crash a worker, switch
+/// fencing, stop the run. Cheap to clone; every change is also recorded in the log.
+#[derive(Clone)]
+pub struct RunControl {
+    workers: BTreeMap<String, mpsc::UnboundedSender<WorkerCommand>>,
+    fencing: Arc<AtomicBool>,
+    log: Arc<EventLog>,
+    cancel: CancellationToken,
+}
+
+impl RunControl {
+    /// Send a command to a worker. Ignored if the worker has already finished.
+    pub fn send(&self, worker: &str, command: WorkerCommand) {
+        if let Some(tx) = self.workers.get(worker) {
+            let _ = tx.send(command);
+        }
+    }
+
+    /// Switch fencing for all later writes of this run.
+    pub fn set_fencing(&self, on: bool) {
+        if self.fencing.swap(on, Ordering::SeqCst) != on {
+            self.log.append(EventKind::FencingChanged { on });
+        }
+    }
+
+    pub fn fencing(&self) -> bool {
+        self.fencing.load(Ordering::SeqCst)
+    }
+
+    /// Stop the run early; it still reads the storage and deletes its keys.
+    pub fn stop(&self) {
+        self.cancel.cancel();
+    }
 }
 
 /// Connect everything a run needs. Fails before the run starts if the backend does.
@@ -60,14 +102,15 @@ pub async fn prepare<B: Backend>(
     cancel: &CancellationToken,
 ) -> Result<PreparedRun<B::Client>, BackendError> {
     let cancel = cancel.child_token();
-    let run_id = new_run_id();
+    let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
+    let run_id = new_run_id(&mut rng);
     let keys = Keys::for_run(&run_id);
     let mut clients = Vec::with_capacity(scenario.workers.len());
     for _ in &scenario.workers {
         clients.push(backend.connect(&keys).await?);
     }
     let observer_client = backend.connect(&keys).await?;
-    let control = backend.connect(&keys).await?;
+    let bookkeeper = backend.connect(&keys).await?;
 
     let log = Arc::new(EventLog::new(RunClock::start_now(options.time_scale)));
     log.append(EventKind::RunStarted {
@@ -78,32 +121,36 @@ pub async fn prepare<B: Backend>(
         backend: backend.describe(),
         time_scale: options.time_scale,
     });
+    let fencing = Arc::new(AtomicBool::new(options.fencing));
     let settings = WorkerSettings {
         ttl_ms: scenario.ttl_ms,
         acquire: scenario.acquire,
         release: scenario.release,
-        fencing: options.fencing,
+        fencing: fencing.clone(),
     };
-    let workers = scenario
-        .workers
-        .iter()
-        .zip(clients)
-        .map(|(spec, client)| {
-            Worker::new(
-                spec.clone(),
-                client,
-                settings.clone(),
-                log.clone(),
-                cancel.clone(),
-            )
-        })
-        .collect();
+    let mut senders = BTreeMap::new();
+    let mut workers = Vec::new();
+    for (spec, client) in scenario.workers.iter().zip(clients) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        senders.insert(spec.name.clone(), tx);
+        workers.push(Worker::new(
+            spec.clone(),
+            client,
+            settings.clone(),
+            log.clone(),
+            cancel.clone(),
+            rx,
+            fastrand::Rng::with_seed(rng.u64(..)),
+        ));
+    }
+    let handle = RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
     Ok(PreparedRun {
         observer: Observer::new(observer_client, log.clone()),
         log,
         workers,
-        control,
+        bookkeeper,
         cancel,
+        handle,
     })
 }
 
@@ -113,6 +160,11 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
         self.log.clone()
     }
 
+    /// The handle for changing this run while it runs.
+    pub fn control(&self) -> RunControl {
+        self.handle.clone()
+    }
+
     /// Run to the end (or until `cancel`), then read the storage back and clean up.
     /// The outcome is also the last event of the log.
     pub async fn execute(self) -> RunOutcome {
@@ -120,8 +172,10 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             log,
             workers,
             observer,
-            mut control,
+            mut bookkeeper,
             cancel,
+            // Held until the end so the workers' command channels stay open.
+            handle: _handle,
         } = self;
         let stop_observer = CancellationToken::new();
         let observer = tokio::spawn(observer.run(stop_observer.clone()));
@@ -146,14 +200,14 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             failure.get_or_insert(e.to_string());
         }
 
-        let storage = match control.read_all().await {
+        let storage = match bookkeeper.read_all().await {
             Ok(s) => s,
             Err(e) => {
                 failure.get_or_insert(e.to_string());
                 Vec::new()
             }
         };
-        if let Err(e) = control.cleanup().await {
+        if let Err(e) = bookkeeper.cleanup().await {
             failure.get_or_insert(format!("could not delete this run's keys: {e}"));
         }
         let outcome = match failure {
@@ -161,10 +215,7 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             None if cancel.is_cancelled() => RunOutcome::Interrupted,
             None => RunOutcome::Completed,
         };
-        log.append(EventKind::RunEnded {
-            storage,
-            outcome: outcome.clone(),
-        });
+        log.append(EventKind::RunEnded { storage, outcome: outcome.clone() });
         outcome
     }
 }

@@ -29,12 +29,7 @@ pub struct Observer<C> {
 
 impl<C: LockClient> Observer<C> {
     pub fn new(client: C, log: Arc<EventLog>) -> Self {
-        Observer {
-            client,
-            log,
-            last: None,
-            last_deadline: None,
-        }
+        Observer { client, log, last: None, last_deadline: None }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
@@ -82,9 +77,7 @@ impl<C: LockClient> Observer<C> {
         let idle = Instant::now() + clock.real(IDLE_READ_MS);
         // Read again just after the lease is due to run out (Redis expires a key once
         // its deadline has passed), so the truth lane shows the expiry when it happens.
-        let at_expiry = sample
-            .pttl_ms
-            .map(|ms| Instant::now() + Duration::from_millis(ms + 1));
+        let at_expiry = sample.pttl_ms.map(|ms| Instant::now() + Duration::from_millis(ms + 1));
         Ok(at_expiry.map_or(idle, |t| t.min(idle)))
     }
 }
@@ -92,10 +85,7 @@ impl<C: LockClient> Observer<C> {
 /// Convert a raw sample to scenario units; `per_real_ms` is scenario ms per real ms.
 fn to_truth(sample: &TruthSample, per_real_ms: f64) -> Truth {
     Truth {
-        holder: sample
-            .holder_value
-            .as_deref()
-            .map(|v| holder_name(v).to_string()),
+        holder: sample.holder_value.as_deref().map(|v| holder_name(v).to_string()),
         ttl_ms: sample.pttl_ms.map(|ms| ms as f64 * per_real_ms),
         fence_counter: sample.fence_counter,
         storage_highest: sample.storage_highest,

@@ -3,15 +3,23 @@
 //! A worker only ever knows what its own commands told it. It records that as
 //! [`WorkerEvent`]s: its belief. While paused it issues no command at all, which is
 //! the point: nothing can tell it that its lease ran out.
+//!
+//! A person can reach into a running worker through [`WorkerCommand`]s (the TUI's
+//! pause and crash keys). A command takes effect at the worker's next wait or step
+//! boundary; a Redis round trip already under way finishes first, as it would in a
+//! real process frozen by a GC.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, WorkerEvent};
 use crate::backend::{
     AcquireReply, BackendError, LockClient, StorageClient, StoredWrite, holder_name, holder_value,
+    wire,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, Step, WorkerSpec};
 
@@ -24,22 +32,39 @@ pub struct WorkerSettings {
     pub ttl_ms: u64,
     pub acquire: AcquireMode,
     pub release: ReleaseMode,
-    pub fencing: bool,
+    /// Read at each write, so switching fencing during a run applies to later writes.
+    pub fencing: Arc<AtomicBool>,
+}
+
+/// Something a person asks a running worker to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerCommand {
+    /// Freeze for `ms` scenario milliseconds, or until [`WorkerCommand::Resume`].
+    Pause {
+        ms: Option<u64>,
+    },
+    Resume,
+    /// Die on the spot, without releasing the lock.
+    Crash,
 }
 
 pub struct Worker<C> {
-    pub spec: WorkerSpec,
-    pub client: C,
-    pub settings: WorkerSettings,
-    pub log: Arc<EventLog>,
-    pub cancel: CancellationToken,
+    spec: WorkerSpec,
+    client: C,
+    settings: WorkerSettings,
+    log: Arc<EventLog>,
+    cancel: CancellationToken,
+    commands: mpsc::UnboundedReceiver<WorkerCommand>,
     /// The random value of the current grant: how this worker recognises its lock.
     value: Option<String>,
     /// The fencing token of the last grant.
     token: Option<u64>,
+    /// Makes lock values; seeded on the simulator so its runs repeat exactly.
+    rng: fastrand::Rng,
 }
 
-/// Did the step sequence run to its end, or stop early?
+/// Whether the worker goes on with its script.
+#[derive(Debug, PartialEq, Eq)]
 enum Flow {
     Continue,
     Stop,
@@ -52,34 +77,30 @@ impl<C: LockClient + StorageClient> Worker<C> {
         settings: WorkerSettings,
         log: Arc<EventLog>,
         cancel: CancellationToken,
+        commands: mpsc::UnboundedReceiver<WorkerCommand>,
+        rng: fastrand::Rng,
     ) -> Self {
-        Worker {
-            spec,
-            client,
-            settings,
-            log,
-            cancel,
-            value: None,
-            token: None,
-        }
+        Worker { spec, client, settings, log, cancel, commands, value: None, token: None, rng }
     }
 
     /// Run the script to its end. A backend error is recorded and returned.
     pub async fn run(mut self) -> Result<(), BackendError> {
         let start = self.log.clock().instant_at(self.spec.start_ms as f64);
-        if !self.sleep_until(start).await {
+        if self.sleep_until(start).await == Flow::Stop {
             return Ok(());
         }
         self.emit(WorkerEvent::Started);
         let steps = std::mem::take(&mut self.spec.steps);
         for step in &steps {
-            match self.step(step).await {
+            let flow = match self.take_pending_commands().await {
+                Flow::Stop => Ok(Flow::Stop),
+                Flow::Continue => self.step(step).await,
+            };
+            match flow {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Stop) => return Ok(()),
                 Err(e) => {
-                    self.emit(WorkerEvent::Failed {
-                        error: e.to_string(),
-                    });
+                    self.emit(WorkerEvent::Failed { error: e.to_string() });
                     return Err(e);
                 }
             }
@@ -92,20 +113,18 @@ impl<C: LockClient + StorageClient> Worker<C> {
         match step {
             Step::Acquire { give_up_ms } => return self.acquire(*give_up_ms).await,
             Step::Pause { ms } => {
-                self.emit(WorkerEvent::Paused { ms: *ms });
-                if !self.sleep_scenario(*ms as f64).await {
+                self.emit(WorkerEvent::Paused { ms: Some(*ms), by_user: false });
+                if self.sleep_scenario(*ms as f64).await == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
                 self.emit(WorkerEvent::Resumed);
             }
             Step::Work { ms } => {
                 self.emit(WorkerEvent::Working { ms: *ms });
-                if !self.sleep_scenario(*ms as f64).await {
-                    return Ok(Flow::Stop);
-                }
+                return Ok(self.sleep_scenario(*ms as f64).await);
             }
             Step::Check => {
-                let holder = self.client.holder().await?;
+                let holder = self.get_holder().await?;
                 let still_owner = holder.is_some() && holder == self.value;
                 self.emit(WorkerEvent::Checked { still_owner });
             }
@@ -115,12 +134,14 @@ impl<C: LockClient + StorageClient> Worker<C> {
                     token: self.token,
                     value: value.clone(),
                 };
-                let accepted = self.client.write(&write, self.settings.fencing).await?;
-                let redis_holder = self
-                    .client
-                    .holder()
-                    .await?
-                    .map(|v| holder_name(&v).to_string());
+                let fenced = self.settings.fencing.load(Ordering::SeqCst);
+                let started = Instant::now();
+                let accepted = self.client.write(&write, fenced).await?;
+                self.command(
+                    started,
+                    wire::write(self.client.keys(), self.token, fenced, accepted),
+                );
+                let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
                 self.emit(WorkerEvent::Wrote {
                     value: value.clone(),
                     token: self.token,
@@ -130,16 +151,19 @@ impl<C: LockClient + StorageClient> Worker<C> {
             }
             Step::Release => {
                 let value = self.value.take().unwrap_or_default();
-                let deleted = self.client.release(&value, self.settings.release).await?;
-                let unsafe_del = self.settings.release == ReleaseMode::Del;
-                self.emit(WorkerEvent::Released {
-                    deleted,
-                    unsafe_del,
-                });
+                let mode = self.settings.release;
+                let started = Instant::now();
+                let deleted = self.client.release(&value, mode).await?;
+                self.command(started, wire::release(self.client.keys(), &value, mode, deleted));
+                let unsafe_del = mode == ReleaseMode::Del;
+                self.emit(WorkerEvent::Released { deleted, unsafe_del });
             }
             Step::Renew => {
                 let value = self.value.clone().unwrap_or_default();
-                let extended = self.client.renew(&value, self.real_ttl()).await?;
+                let ttl = self.real_ttl();
+                let started = Instant::now();
+                let extended = self.client.renew(&value, ttl).await?;
+                self.command(started, wire::renew(self.client.keys(), &value, ttl, extended));
                 self.emit(WorkerEvent::Renewed { extended });
             }
             Step::Crash => {
@@ -157,88 +181,161 @@ impl<C: LockClient + StorageClient> Worker<C> {
     async fn acquire(&mut self, give_up_ms: Option<u64>) -> Result<Flow, BackendError> {
         let clock = *self.log.clock();
         let give_up_at = give_up_ms.map(|ms| Instant::now() + clock.real(ms as f64));
-        let value = holder_value(&self.spec.name);
+        let value = holder_value(&self.spec.name, &mut self.rng);
         let mut announced: Option<Option<String>> = None;
         loop {
-            match self
-                .client
-                .acquire(&value, self.real_ttl(), self.settings.acquire)
-                .await?
-            {
+            let (ttl, mode) = (self.real_ttl(), self.settings.acquire);
+            let started = Instant::now();
+            let reply = self.client.acquire(&value, ttl, mode).await?;
+            self.command(started, wire::acquire(self.client.keys(), &value, ttl, mode, &reply));
+            let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {
                     self.value = Some(value);
                     self.token = Some(token);
                     self.emit(WorkerEvent::Acquired { token });
                     return Ok(Flow::Continue);
                 }
-                AcquireReply::Busy { pttl_ms } => {
-                    let asked = Instant::now();
-                    let wait = match pttl_ms {
-                        Some(ms) => std::time::Duration::from_millis(ms + 1),
-                        None => clock.real(NO_TTL_RETRY_MS),
-                    };
-                    let holder = self
-                        .client
-                        .holder()
-                        .await?
-                        .map(|v| holder_name(&v).to_string());
-                    if announced.as_ref() != Some(&holder) {
-                        let retry_in_ms = pttl_ms.map(|ms| clock.scenario_ms(ms as f64));
-                        self.emit(WorkerEvent::Waiting {
-                            holder: holder.clone(),
-                            retry_in_ms,
-                        });
-                        announced = Some(holder);
-                    }
-                    let mut retry_at = asked + wait;
-                    if let Some(limit) = give_up_at {
-                        if Instant::now() >= limit {
-                            self.emit(WorkerEvent::GaveUp);
-                            return Ok(Flow::Stop);
-                        }
-                        retry_at = retry_at.min(limit);
-                    }
-                    if !self.sleep_until(retry_at).await {
-                        return Ok(Flow::Stop);
-                    }
-                    // Let every task woken at this same instant run first, the observer
-                    // in particular, so the log shows the expiry before the new grant
-                    // (on the simulator they wake at exactly the same virtual moment).
-                    tokio::task::yield_now().await;
-                }
+                AcquireReply::Busy { pttl_ms } => pttl_ms,
+            };
+            let asked = Instant::now();
+            let wait = match pttl_ms {
+                Some(ms) => std::time::Duration::from_millis(ms + 1),
+                None => clock.real(NO_TTL_RETRY_MS),
+            };
+            let holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
+            if announced.as_ref() != Some(&holder) {
+                let retry_in_ms = pttl_ms.map(|ms| clock.scenario_ms(ms as f64));
+                self.emit(WorkerEvent::Waiting { holder: holder.clone(), retry_in_ms });
+                announced = Some(holder);
             }
+            let mut retry_at = asked + wait;
+            if let Some(limit) = give_up_at {
+                if Instant::now() >= limit {
+                    self.emit(WorkerEvent::GaveUp);
+                    return Ok(Flow::Stop);
+                }
+                retry_at = retry_at.min(limit);
+            }
+            if self.sleep_until(retry_at).await == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+            // Let every task woken at this same instant run first, the observer in
+            // particular, so the log shows the expiry before the new grant (on the
+            // simulator they wake at exactly the same virtual moment).
+            tokio::task::yield_now().await;
         }
+    }
+
+    /// `GET lock`, recorded for the inspector.
+    async fn get_holder(&mut self) -> Result<Option<String>, BackendError> {
+        let started = Instant::now();
+        let holder = self.client.holder().await?;
+        self.command(started, wire::get_lock(self.client.keys(), holder.as_deref()));
+        Ok(holder)
     }
 
     /// The lease handed to Redis, in real ms: slow motion stretches it.
     fn real_ttl(&self) -> u64 {
         let ttl = self.settings.ttl_ms;
-        if ttl == 0 {
-            0
-        } else {
-            (self.log.clock().real(ttl as f64).as_millis() as u64).max(1)
-        }
+        if ttl == 0 { 0 } else { (self.log.clock().real(ttl as f64).as_millis() as u64).max(1) }
     }
 
-    fn sleep_scenario(&self, ms: f64) -> impl Future<Output = bool> + Send + 'static {
-        self.sleep_until(Instant::now() + self.log.clock().real(ms))
+    async fn sleep_scenario(&mut self, ms: f64) -> Flow {
+        let at = Instant::now() + self.log.clock().real(ms);
+        self.sleep_until(at).await
     }
 
-    /// Sleep unless the run is cancelled first; resolves to false when cancelled.
-    fn sleep_until(&self, at: Instant) -> impl Future<Output = bool> + Send + 'static {
-        let cancel = self.cancel.clone();
-        async move {
-            tokio::select! {
-                () = sleep_until(at) => true,
-                () = cancel.cancelled() => false,
+    /// Sleep until `at`, obeying commands meanwhile: a pause freezes the worker (and
+    /// the sleep continues afterwards if `at` is still ahead), a crash or the run's
+    /// cancellation stops it.
+    async fn sleep_until(&mut self, at: Instant) -> Flow {
+        loop {
+            let command = tokio::select! {
+                () = sleep_until(at) => return Flow::Continue,
+                () = self.cancel.cancelled() => return Flow::Stop,
+                command = self.commands.recv() => command,
+            };
+            match command {
+                Some(command) => {
+                    if self.obey(command).await == Flow::Stop {
+                        return Flow::Stop;
+                    }
+                }
+                // Nobody can send commands any more: just finish the sleep.
+                None => return self.sleep_plain(at).await,
             }
         }
     }
 
-    fn emit(&self, what: WorkerEvent) {
-        self.log.append(EventKind::Worker {
+    async fn sleep_plain(&mut self, at: Instant) -> Flow {
+        tokio::select! {
+            () = sleep_until(at) => Flow::Continue,
+            () = self.cancel.cancelled() => Flow::Stop,
+        }
+    }
+
+    /// Obey commands that arrived while the worker was busy with Redis.
+    async fn take_pending_commands(&mut self) -> Flow {
+        while let Ok(command) = self.commands.try_recv() {
+            if self.obey(command).await == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    async fn obey(&mut self, command: WorkerCommand) -> Flow {
+        match command {
+            WorkerCommand::Crash => {
+                self.emit(WorkerEvent::Crashed);
+                Flow::Stop
+            }
+            WorkerCommand::Resume => Flow::Continue,
+            WorkerCommand::Pause { ms } => {
+                self.emit(WorkerEvent::Paused { ms, by_user: true });
+                let until = ms.map(|ms| Instant::now() + self.log.clock().real(ms as f64));
+                loop {
+                    let next = tokio::select! {
+                        () = sleep_until_opt(until) => break,
+                        () = self.cancel.cancelled() => return Flow::Stop,
+                        next = self.commands.recv() => next,
+                    };
+                    match next {
+                        // A closed channel means nobody can resume us: resume now.
+                        Some(WorkerCommand::Resume) | None => break,
+                        Some(WorkerCommand::Crash) => {
+                            self.emit(WorkerEvent::Crashed);
+                            return Flow::Stop;
+                        }
+                        // Already paused: a second pause changes nothing.
+                        Some(WorkerCommand::Pause { .. }) => {}
+                    }
+                }
+                self.emit(WorkerEvent::Resumed);
+                Flow::Continue
+            }
+        }
+    }
+
+    fn command(&self, started: Instant, (command, reply): (String, String)) {
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.log.append(EventKind::Command {
             worker: self.spec.name.clone(),
-            what,
+            command,
+            reply,
+            latency_ms: (latency_ms * 1000.0).round() / 1000.0,
         });
+    }
+
+    fn emit(&self, what: WorkerEvent) {
+        self.log.append(EventKind::Worker { worker: self.spec.name.clone(), what });
+    }
+}
+
+/// Sleep until `at`, or forever when there is no `at`.
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

@@ -29,18 +29,9 @@ impl Transcript {
     pub fn lines(&mut self, e: &Event) -> Vec<String> {
         let at = format!("{:.1}s", e.t_ms / 1000.0);
         match &e.kind {
-            EventKind::RunStarted {
-                fencing,
-                scenario,
-                backend,
-                time_scale,
-                ..
-            } => {
+            EventKind::RunStarted { fencing, scenario, backend, time_scale, .. } => {
                 let mut lines = vec![
-                    format!(
-                        "=== fencing tokens: {} ===",
-                        if *fencing { "on" } else { "off" }
-                    ),
+                    format!("=== fencing tokens: {} ===", if *fencing { "on" } else { "off" }),
                     format!("# {} ({}) on {backend}", scenario.title, scenario.name),
                 ];
                 if *time_scale != 1.0 {
@@ -73,6 +64,10 @@ impl Transcript {
                 } else {
                     vec![format!("~ {at} redis: {old}'s lease expired{after}")]
                 }
+            }
+            EventKind::Command { .. } => Vec::new(),
+            EventKind::FencingChanged { on } => {
+                vec![format!("= {at} fencing turned {}", if *on { "on" } else { "off" })]
             }
             EventKind::RunEnded { storage, outcome } => {
                 let items: Vec<String> =
@@ -107,13 +102,8 @@ impl Transcript {
 fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
     Some(match what {
         WorkerEvent::Started | WorkerEvent::Finished => return None,
-        WorkerEvent::Waiting {
-            holder,
-            retry_in_ms,
-        } => {
-            let who = holder
-                .as_deref()
-                .map_or("someone".to_string(), str::to_string);
+        WorkerEvent::Waiting { holder, retry_in_ms } => {
+            let who = holder.as_deref().map_or("someone".to_string(), str::to_string);
             match retry_in_ms {
                 Some(ms) => format!(
                     "lock is taken ({who} holds it); retrying when its lease ends in {:.1}s",
@@ -124,21 +114,19 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
         }
         WorkerEvent::GaveUp => "gave up waiting for the lock".to_string(),
         WorkerEvent::Acquired { token } => format!("got lock, fencing token {token}"),
-        WorkerEvent::Paused { ms } => format!(
-            "paused (GC / slow disk / VM steal) for {:.1}s",
-            *ms as f64 / 1000.0
-        ),
+        WorkerEvent::Paused { ms, by_user } => {
+            let how_long = ms.map_or("until resumed".to_string(), |ms| {
+                format!("for {:.1}s", ms as f64 / 1000.0)
+            });
+            let who = if *by_user { " by you" } else { "" };
+            format!("paused{who} (GC / slow disk / VM steal) {how_long}")
+        }
         WorkerEvent::Resumed => "resumed, unaware that time has passed".to_string(),
         WorkerEvent::Working { ms } => format!("working for {:.1}s", *ms as f64 / 1000.0),
         WorkerEvent::Checked { still_owner } => {
             format!("checked: still own lock? {}", yes_no(*still_owner))
         }
-        WorkerEvent::Wrote {
-            token,
-            accepted,
-            redis_holder,
-            ..
-        } => {
+        WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
             let token_text = token.map_or("no token".to_string(), |t| format!("token {t}"));
             let verdict = if *accepted {
                 "ACCEPTED".to_string()
@@ -150,25 +138,16 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
                 yes_no(redis_holder.as_deref() == Some(worker))
             )
         }
-        WorkerEvent::Released {
-            deleted: true,
-            unsafe_del: false,
-        } => "released the lock".to_string(),
-        WorkerEvent::Released {
-            deleted: false,
-            unsafe_del: false,
-        } => "release refused: the lock is no longer mine (compare-and-delete)".to_string(),
-        WorkerEvent::Released {
-            deleted,
-            unsafe_del: true,
-        } => {
+        WorkerEvent::Released { deleted: true, unsafe_del: false } => {
+            "released the lock".to_string()
+        }
+        WorkerEvent::Released { deleted: false, unsafe_del: false } => {
+            "release refused: the lock is no longer mine (compare-and-delete)".to_string()
+        }
+        WorkerEvent::Released { deleted, unsafe_del: true } => {
             format!(
                 "plain DEL of the lock key ({})",
-                if *deleted {
-                    "a key was deleted"
-                } else {
-                    "no key"
-                }
+                if *deleted { "a key was deleted" } else { "no key" }
             )
         }
         WorkerEvent::Renewed { extended: true } => "renewed the lease".to_string(),
@@ -186,26 +165,19 @@ fn yes_no(b: bool) -> &'static str {
 
 /// The checker's verdict in a few lines, unsafe writes first.
 pub fn verdict(violations: &[Violation]) -> Vec<String> {
-    let stale: Vec<&Violation> = violations
-        .iter()
-        .filter(|v| v.kind() == ViolationKind::StaleWrite)
-        .collect();
+    let stale: Vec<&Violation> =
+        violations.iter().filter(|v| v.kind() == ViolationKind::StaleWrite).collect();
     let mut lines = vec![match stale.as_slice() {
         [] => "checker: no stale write accepted".to_string(),
         [one] => format!("checker: 1 stale write accepted ({})", stale_brief(one)),
         many => format!(
             "checker: {} stale writes accepted ({})",
             many.len(),
-            many.iter()
-                .map(|v| stale_brief(v))
-                .collect::<Vec<_>>()
-                .join("; ")
+            many.iter().map(|v| stale_brief(v)).collect::<Vec<_>>().join("; ")
         ),
     }];
     lines.extend(violations.iter().map(|v| format!("  ! {v}")));
-    if violations
-        .iter()
-        .all(|v| v.kind() == ViolationKind::OverlappingBelief)
+    if violations.iter().all(|v| v.kind() == ViolationKind::OverlappingBelief)
         && !violations.is_empty()
     {
         lines.push("  (harmless here: no write from an outdated holder was accepted)".to_string());
@@ -215,13 +187,7 @@ pub fn verdict(violations: &[Violation]) -> Vec<String> {
 
 fn stale_brief(v: &Violation) -> String {
     match v {
-        Violation::StaleWrite {
-            worker,
-            token,
-            after_worker,
-            after_token,
-            ..
-        } => {
+        Violation::StaleWrite { worker, token, after_worker, after_token, .. } => {
             format!("{worker} token {token} after {after_worker} token {after_token}")
         }
         other => other.to_string(),

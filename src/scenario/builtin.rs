@@ -16,8 +16,5 @@ pub fn builtin_names() -> Vec<&'static str> {
 
 /// The built-in scenario called `name`, parsed. `None` when there is no such scenario.
 pub fn builtin(name: &str) -> Option<Result<Scenario, ScenarioError>> {
-    BUILTIN
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, file, src)| parse_scenario(src, file))
+    BUILTIN.iter().find(|(n, _, _)| *n == name).map(|(_, file, src)| parse_scenario(src, file))
 }

@@ -116,11 +116,7 @@ pub struct Expect {
 impl Expect {
     /// The expectation for the given fencing mode, if the scenario states one.
     pub fn for_mode(&self, fencing: bool) -> Option<&Expectation> {
-        if fencing {
-            self.fencing_on.as_ref()
-        } else {
-            self.fencing_off.as_ref()
-        }
+        if fencing { self.fencing_on.as_ref() } else { self.fencing_off.as_ref() }
     }
 }
 

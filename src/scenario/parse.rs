@@ -18,11 +18,7 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.file, self.line, self.column, self.message
-        )
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
     }
 }
 
@@ -43,42 +39,26 @@ pub fn parse_scenario(src: &str, file: &str) -> Result<Scenario, ScenarioError> 
 /// (and which occurrence of it), plus the message.
 fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
     if s.workers.is_empty() {
-        return Err((
-            s.name.clone(),
-            0,
-            "a scenario needs at least one [[workers]] entry".into(),
-        ));
+        return Err((s.name.clone(), 0, "a scenario needs at least one [[workers]] entry".into()));
     }
     let mut seen: Vec<&str> = Vec::new();
     for w in &s.workers {
         let valid = !w.name.is_empty()
             && w.name.len() <= 12
-            && w.name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            && w.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !valid {
             return Err((
                 w.name.clone(),
                 0,
-                format!(
-                    "worker name {:?}: expected 1 to 12 letters, digits, '-' or '_'",
-                    w.name
-                ),
+                format!("worker name {:?}: expected 1 to 12 letters, digits, '-' or '_'", w.name),
             ));
         }
         if seen.contains(&w.name.as_str()) {
-            return Err((
-                w.name.clone(),
-                1,
-                format!("worker {:?} is defined twice", w.name),
-            ));
+            return Err((w.name.clone(), 1, format!("worker {:?} is defined twice", w.name)));
         }
         seen.push(&w.name);
     }
-    for expectation in [&s.expect.fencing_off, &s.expect.fencing_on]
-        .into_iter()
-        .flatten()
-    {
+    for expectation in [&s.expect.fencing_off, &s.expect.fencing_on].into_iter().flatten() {
         for entry in &expectation.storage {
             let Some((who, token)) = entry.split_once(':') else {
                 return Err((
@@ -119,12 +99,7 @@ fn error_at(src: &str, file: &str, offset: usize, message: String) -> ScenarioEr
     let before = &src[..offset.min(src.len())];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    ScenarioError {
-        file: file.to_string(),
-        line,
-        column,
-        message,
-    }
+    ScenarioError { file: file.to_string(), line, column, message }
 }
 
 #[cfg(test)]
@@ -153,10 +128,7 @@ steps = [{ do = "acquire" }]
         let err = parse_scenario(&src, "t.toml").unwrap_err();
         assert_eq!((err.line, err.file.as_str()), (7, "t.toml"));
         assert!(err.message.contains("aquire"), "{err}");
-        assert!(
-            err.message.contains("acquire"),
-            "should list the expected steps: {err}"
-        );
+        assert!(err.message.contains("acquire"), "should list the expected steps: {err}");
     }
 
     #[test]

@@ -19,22 +19,15 @@ pub fn redis() -> PrivateRedis {
 
 /// A plain synchronous connection for assertions about the server's contents.
 pub fn sync_con(server: &PrivateRedis) -> redis::Connection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap()
+    redis::Client::open(server.url()).unwrap().get_connection().unwrap()
 }
 
 /// Run a scenario to the end and return its events.
 pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: bool) -> Vec<Event> {
-    let log = run(
-        backend,
-        scenario,
-        RunOptions::new(fencing),
-        &CancellationToken::new(),
-    )
-    .await
-    .expect("the run starts");
+    let options =
+        RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(fencing) };
+    let log =
+        run(backend, scenario, options, &CancellationToken::new()).await.expect("the run starts");
     log.snapshot()
 }
 
@@ -45,10 +38,7 @@ pub fn all_scenarios() -> Vec<Scenario> {
         .map(|n| fencelab::scenario::builtin(n).unwrap().unwrap())
         .collect();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     for f in files {
         let src = std::fs::read_to_string(&f).unwrap();
@@ -68,12 +58,7 @@ pub fn outcomes(events: &[Event]) -> BTreeMap<String, Vec<String>> {
         let text = match what {
             WorkerEvent::Waiting { .. } => continue,
             WorkerEvent::Acquired { token } => format!("acquired token {token}"),
-            WorkerEvent::Wrote {
-                token,
-                accepted,
-                redis_holder,
-                ..
-            } => {
+            WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
                 format!("wrote token {token:?} accepted={accepted} holder={redis_holder:?}")
             }
             WorkerEvent::Released { deleted, .. } => format!("released deleted={deleted}"),

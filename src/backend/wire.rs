@@ -1,0 +1,86 @@
+//! The commands each client call sends, spelled out for the commands inspector.
+//!
+//! Both backends speak the same protocol, so the text is derived from the call, not
+//! captured from a socket: the simulator shows the commands Redis would have received.
+
+use super::scripts;
+use super::{AcquireReply, Keys};
+use crate::scenario::{AcquireMode, ReleaseMode};
+
+/// `EVALSHA 1a2b3c4d (acquire.lua)`: the script's hash, shortened, and its file.
+fn evalsha(script: &redis::Script, file: &str) -> String {
+    format!("EVALSHA {} ({file})", &script.get_hash()[..8])
+}
+
+pub fn acquire(
+    keys: &Keys,
+    value: &str,
+    ttl_ms: u64,
+    mode: AcquireMode,
+    reply: &AcquireReply,
+) -> (String, String) {
+    let px = if ttl_ms > 0 { format!(" PX {ttl_ms}") } else { String::new() };
+    match (mode, reply) {
+        (AcquireMode::Script, AcquireReply::Granted { token }) => {
+            (script_acquire(keys, value, ttl_ms), format!("[1, {token}]"))
+        }
+        (AcquireMode::Script, AcquireReply::Busy { pttl_ms }) => {
+            (script_acquire(keys, value, ttl_ms), format!("[0, {}]", pttl_text(*pttl_ms)))
+        }
+        (AcquireMode::TwoStep, AcquireReply::Granted { token }) => (
+            format!("SET {} {value} NX{px}; INCR {}", keys.lock, keys.fence),
+            format!("OK; {token}"),
+        ),
+        (AcquireMode::TwoStep, AcquireReply::Busy { pttl_ms }) => (
+            format!("SET {} {value} NX{px}; PTTL {}", keys.lock, keys.lock),
+            format!("(nil); {}", pttl_text(*pttl_ms)),
+        ),
+    }
+}
+
+fn script_acquire(keys: &Keys, value: &str, ttl_ms: u64) -> String {
+    format!(
+        "{} 2 {} {} {value} {ttl_ms}",
+        evalsha(&scripts::ACQUIRE, "acquire.lua"),
+        keys.lock,
+        keys.fence
+    )
+}
+
+fn pttl_text(pttl_ms: Option<u64>) -> String {
+    pttl_ms.map_or("-1".to_string(), |ms| ms.to_string())
+}
+
+pub fn release(keys: &Keys, value: &str, mode: ReleaseMode, deleted: bool) -> (String, String) {
+    let cmd = match mode {
+        ReleaseMode::CompareAndDelete => {
+            format!("{} 1 {} {value}", evalsha(&scripts::RELEASE, "release.lua"), keys.lock)
+        }
+        ReleaseMode::Del => format!("DEL {}", keys.lock),
+    };
+    (cmd, u8::from(deleted).to_string())
+}
+
+pub fn renew(keys: &Keys, value: &str, ttl_ms: u64, extended: bool) -> (String, String) {
+    let cmd = format!("{} 1 {} {value} {ttl_ms}", evalsha(&scripts::RENEW, "renew.lua"), keys.lock);
+    (cmd, u8::from(extended).to_string())
+}
+
+pub fn get_lock(keys: &Keys, holder: Option<&str>) -> (String, String) {
+    (format!("GET {}", keys.lock), holder.map_or("(nil)".to_string(), |h| format!("\"{h}\"")))
+}
+
+pub fn write(keys: &Keys, token: Option<u64>, fenced: bool, accepted: bool) -> (String, String) {
+    if fenced {
+        let cmd = format!(
+            "{} 2 {} {} {} <entry>",
+            evalsha(&scripts::FENCED_WRITE, "fenced_write.lua"),
+            keys.storage,
+            keys.storage_highest,
+            token.unwrap_or(0)
+        );
+        (cmd, if accepted { "[1, …] accepted" } else { "[0, …] rejected" }.to_string())
+    } else {
+        (format!("RPUSH {} <entry>", keys.storage), "(integer) appended".to_string())
+    }
+}
