@@ -12,7 +12,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     long_about = "Workers compete for a lock on a real Redis. Pause one (as a GC pause would), \
                   watch its lease expire while it still believes it holds the lock, see its stale \
                   write land, then turn on fencing tokens and watch the storage reject it.\n\n\
-                  Without a subcommand, fencelab runs the gc-pause experiment with fencing off and on."
+                  Without a subcommand, fencelab opens the interactive playground; \
+                  `fencelab run gc-pause` prints the experiment as text."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -23,6 +24,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open the interactive playground (the default when no command is given).
+    Play(PlayArgs),
     /// Run a scenario headless and print what happened, then the checker's verdict.
     Run(RunArgs),
     /// List the built-in scenarios.
@@ -71,6 +74,28 @@ pub struct RunArgs {
     /// time, on Redis too), 2 is double speed.
     #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
     pub speed: f64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PlayArgs {
+    /// A built-in scenario name or a path to a scenario .toml file.
+    #[arg(default_value = "playground")]
+    pub scenario: String,
+    /// Start with fencing tokens checked by the storage (toggle with `f`).
+    #[arg(long)]
+    pub fencing: bool,
+    /// Speed factor (0.25 = slow motion; `[` and `]` change it).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
+    pub speed: f64,
+    /// High-contrast theme for projectors (toggle with `m`).
+    #[arg(long)]
+    pub presenter: bool,
+}
+
+impl Default for PlayArgs {
+    fn default() -> Self {
+        PlayArgs { scenario: "playground".into(), fencing: false, speed: 1.0, presenter: false }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

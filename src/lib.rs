@@ -11,3 +11,4 @@ pub mod commands;
 pub mod engine;
 pub mod output;
 pub mod scenario;
+pub mod tui;

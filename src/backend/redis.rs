@@ -20,6 +20,7 @@ use crate::scenario::{AcquireMode, ReleaseMode};
 const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A Redis server, reached by URL.
+#[derive(Clone)]
 pub struct RedisBackend {
     client: redis::Client,
     /// The URL with any password replaced by `***`: the only form ever shown or saved.

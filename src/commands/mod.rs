@@ -2,12 +2,12 @@
 
 pub mod bench;
 pub mod run;
-mod runtime;
+pub mod runtime;
 pub mod scenario_ref;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command, Fencing, RunArgs};
+use crate::cli::{BackendArgs, Cli, Command, PlayArgs};
 use crate::scenario::builtin_names;
 
 /// Run what the command line asks for.
@@ -23,16 +23,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
-        None => {
-            let args = RunArgs {
-                scenario: "gc-pause".into(),
-                fencing: Fencing::Both,
-                json: false,
-                save: None,
-                check: false,
-                speed: 1.0,
-            };
-            run::run(&args, &cli.backend)
-        }
+        Some(Command::Play(args)) => play(&args, &cli.backend),
+        None => play(&PlayArgs::default(), &cli.backend),
     }
+}
+
+fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let options = crate::tui::Options {
+        scenario: scenario_ref::load(&args.scenario)?,
+        fencing: args.fencing,
+        speed: args.speed,
+        presenter: args.presenter,
+    };
+    crate::tui::play(options, backend.redis.as_deref(), backend.sim)
 }

@@ -8,6 +8,7 @@
 
 pub mod log;
 mod observer;
+pub mod pacer;
 mod worker;
 
 use std::collections::BTreeMap;

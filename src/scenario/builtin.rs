@@ -3,11 +3,18 @@
 use super::{Scenario, ScenarioError, parse_scenario};
 
 /// (name, file name for error messages, TOML source)
-const BUILTIN: &[(&str, &str, &str)] = &[(
-    "gc-pause",
-    "assets/scenarios/gc-pause.toml",
-    include_str!("../../assets/scenarios/gc-pause.toml"),
-)];
+const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "gc-pause",
+        "assets/scenarios/gc-pause.toml",
+        include_str!("../../assets/scenarios/gc-pause.toml"),
+    ),
+    (
+        "playground",
+        "assets/scenarios/playground.toml",
+        include_str!("../../assets/scenarios/playground.toml"),
+    ),
+];
 
 /// Names of the built-in scenarios, in the order they are listed.
 pub fn builtin_names() -> Vec<&'static str> {

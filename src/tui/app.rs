@@ -1,0 +1,319 @@
+//! The TUI's state, and how actions change it.
+//!
+//! `App::update` is pure state: it returns [`Effect`]s (start a run, tell a worker
+//! to pause, ...) for the event loop to carry out, so every key can be tested
+//! without a terminal, a runtime or a Redis.
+
+use ratatui::layout::{Position, Rect};
+
+use super::keys::Action;
+use super::model::{Belief, RunModel};
+use super::render;
+use super::theme::Theme;
+use crate::engine::WorkerCommand;
+use crate::scenario::{Scenario, Step, WorkerSpec};
+
+/// Speed factors the `[` and `]` keys step through.
+const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
+/// Changes to the lease and pause length happen in these steps (ms).
+const STEP_MS: u64 = 500;
+const MAX_WORKERS: usize = 8;
+/// The default pause length: longer than the playground's lease, so a pause makes
+/// the lease expire.
+pub const DEFAULT_PAUSE_MS: u64 = 4000;
+
+/// What the event loop must do after an action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Stop the current run (if any) and start a new one with the app's settings.
+    StartRun,
+    Worker(String, WorkerCommand),
+    SetFencing(bool),
+    Pace(PaceChange),
+}
+
+/// A change to the simulator's clock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PaceChange {
+    Speed(f64),
+    Playing(bool),
+    Step(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Help,
+}
+
+pub struct App {
+    /// The playground's settings; edits apply from the next run.
+    pub scenario: Scenario,
+    /// Fencing for the live run's later writes and for the next run.
+    pub fencing: bool,
+    pub speed: f64,
+    pub pause_ms: u64,
+    pub simulated: bool,
+    pub backend_label: String,
+    /// The current run.
+    pub run: RunModel,
+    /// In compare mode, the earlier run, drawn above the current one.
+    pub previous: Option<RunModel>,
+    /// Scenario time the current run has reached (set by the event loop).
+    pub now_ms: f64,
+    pub sim_playing: bool,
+    pub selected: usize,
+    pub overlay: Overlay,
+    pub inspector: bool,
+    /// A frozen moment being inspected (None: follow "now").
+    pub moment: Option<f64>,
+    /// How much time the timeline shows, in scenario ms.
+    pub window_ms: f64,
+    pub theme: Theme,
+    /// A one-line message about the last change ("lease 3.5 s from the next run").
+    pub status: Option<String>,
+    /// A failure to show in the error panel; the UI stays up.
+    pub error: Option<String>,
+    pub quit: bool,
+}
+
+impl App {
+    pub fn new(scenario: Scenario, fencing: bool, speed: f64, simulated: bool, backend: String, theme: Theme) -> Self {
+        App {
+            scenario,
+            fencing,
+            speed,
+            pause_ms: DEFAULT_PAUSE_MS,
+            simulated,
+            backend_label: backend,
+            run: RunModel::default(),
+            previous: None,
+            now_ms: 0.0,
+            sim_playing: true,
+            selected: 0,
+            overlay: Overlay::None,
+            inspector: false,
+            moment: None,
+            window_ms: 6000.0,
+            theme,
+            status: None,
+            error: None,
+            quit: false,
+        }
+    }
+
+    /// The run is still going.
+    pub fn live(&self) -> bool {
+        !self.run.lanes.is_empty() && self.run.ended.is_none()
+    }
+
+    /// Begin showing a new run (the loop calls this when it starts one).
+    pub fn begin_run(&mut self) {
+        self.run = RunModel::default();
+        self.now_ms = 0.0;
+        self.moment = None;
+        self.error = None;
+        self.sim_playing = true;
+    }
+
+    /// The time the screen shows: the frozen moment, or now.
+    pub fn view_ms(&self) -> f64 {
+        self.moment.unwrap_or(self.now_ms)
+    }
+
+    pub fn update(&mut self, action: Action) -> Vec<Effect> {
+        self.status = None;
+        match action {
+            Action::Quit => self.quit = true,
+            Action::Help => {
+                self.overlay = if self.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
+            }
+            Action::Back => {
+                if self.overlay != Overlay::None {
+                    self.overlay = Overlay::None;
+                } else if self.error.is_some() {
+                    self.error = None;
+                } else {
+                    self.moment = None;
+                }
+            }
+            Action::SelectPrev => self.selected = self.selected.saturating_sub(1),
+            Action::SelectNext => {
+                self.selected = (self.selected + 1).min(self.run.lanes.len().saturating_sub(1));
+            }
+            Action::PauseWorker(i) => {
+                if i >= self.run.lanes.len() {
+                    self.status = Some(format!("there is no worker {}", i + 1));
+                    return Vec::new();
+                }
+                self.selected = i;
+                return self.command_selected(WorkerCommand::Pause { ms: Some(self.pause_ms) });
+            }
+            Action::PauseSelected => {
+                return self.command_selected(WorkerCommand::Pause { ms: Some(self.pause_ms) });
+            }
+            Action::HoldSelected => {
+                let held = matches!(
+                    self.run.lanes.get(self.selected).map(|l| l.now()),
+                    Some(Belief::Paused { by_user: true, .. })
+                );
+                let command = if held { WorkerCommand::Resume } else { WorkerCommand::Pause { ms: None } };
+                return self.command_selected(command);
+            }
+            Action::CrashSelected => return self.command_selected(WorkerCommand::Crash),
+            Action::ToggleFencing => {
+                self.fencing = !self.fencing;
+                let on = if self.fencing { "ON" } else { "OFF" };
+                self.status = Some(if self.live() {
+                    format!("fencing {on}: applies to this run's later writes, and to reruns")
+                } else {
+                    format!("fencing {on} for the next run: press r to restart")
+                });
+                return vec![Effect::SetFencing(self.fencing)];
+            }
+            Action::Restart => {
+                self.previous = None;
+                return vec![Effect::StartRun];
+            }
+            Action::Compare => {
+                if self.run.lanes.is_empty() {
+                    return Vec::new();
+                }
+                self.fencing = !self.run.fencing_at_start;
+                self.previous = Some(self.run.clone());
+                return vec![Effect::StartRun];
+            }
+            Action::ToggleInspector => self.inspector = !self.inspector,
+            Action::SpeedDown | Action::SpeedUp => return self.change_speed(action == Action::SpeedUp),
+            Action::TtlDown | Action::TtlUp => {
+                let ttl = step(self.scenario.ttl_ms, action == Action::TtlUp);
+                self.scenario.ttl_ms = ttl;
+                self.status = Some(format!("lease (TTL) {} from the next run: press r to restart", secs(ttl)));
+            }
+            Action::PauseLengthDown | Action::PauseLengthUp => {
+                self.pause_ms = step(self.pause_ms, action == Action::PauseLengthUp);
+                self.status = Some(format!("pause length {}", secs(self.pause_ms)));
+            }
+            Action::AddWorker => self.add_worker(),
+            Action::RemoveWorker => {
+                if self.scenario.workers.len() > 1 {
+                    let gone = self.scenario.workers.pop().map(|w| w.name).unwrap_or_default();
+                    self.status = Some(format!("worker {gone} removed from the next run: press r to restart"));
+                }
+            }
+            Action::SimPlayPause => {
+                if !self.simulated {
+                    self.status = Some("time can only be stopped on the simulator (fencelab --sim)".into());
+                    return Vec::new();
+                }
+                self.sim_playing = !self.sim_playing;
+                return vec![Effect::Pace(PaceChange::Playing(self.sim_playing))];
+            }
+            Action::SimStep => {
+                if self.simulated && !self.sim_playing {
+                    return vec![Effect::Pace(PaceChange::Step(100.0))];
+                }
+                self.status = Some("stop time first (s), then step with . (simulator only)".into());
+            }
+            Action::MomentBack | Action::MomentForward => {
+                let delta = self.window_ms / 60.0;
+                let from = self.view_ms();
+                let to = if action == Action::MomentBack { from - delta } else { from + delta };
+                self.moment = Some(to.clamp(0.0, self.now_ms));
+            }
+            Action::ZoomIn => self.window_ms = (self.window_ms / 1.5).max(1000.0),
+            Action::ZoomOut => self.window_ms = (self.window_ms * 1.5).min(120_000.0),
+            Action::NextViolation => self.next_violation(),
+            Action::CycleTheme => self.theme = self.theme.next(),
+        }
+        Vec::new()
+    }
+
+    /// A mouse click at a screen position: clicking a lane selects its worker.
+    pub fn click(&mut self, screen: Rect, at: Position) {
+        let hit = render::lane_rows(screen, self).into_iter().find(|row| row.area.contains(at));
+        if let Some(row) = hit.filter(|row| row.current) {
+            self.selected = row.lane;
+        }
+    }
+
+    fn command_selected(&mut self, command: WorkerCommand) -> Vec<Effect> {
+        let Some(lane) = self.run.lanes.get(self.selected) else { return Vec::new() };
+        if !self.live() {
+            self.status = Some("the run has ended: press r to restart it".into());
+            return Vec::new();
+        }
+        let name = lane.name.clone();
+        self.status = Some(match command {
+            WorkerCommand::Pause { ms: Some(ms) } => format!("{name} paused for {} (a GC pause)", secs(ms)),
+            WorkerCommand::Pause { ms: None } => format!("{name} paused until you press space again"),
+            WorkerCommand::Resume => format!("{name} resumed"),
+            WorkerCommand::Crash => format!("{name} crashed: its lock stays until the lease expires"),
+        });
+        vec![Effect::Worker(name, command)]
+    }
+
+    fn change_speed(&mut self, faster: bool) -> Vec<Effect> {
+        let i = SPEEDS.iter().position(|s| *s >= self.speed).unwrap_or(3);
+        let i = if faster { (i + 1).min(SPEEDS.len() - 1) } else { i.saturating_sub(1) };
+        self.speed = SPEEDS[i];
+        if self.simulated {
+            self.status = Some(format!("speed {}x", self.speed));
+            vec![Effect::Pace(PaceChange::Speed(self.speed))]
+        } else {
+            self.status = Some(format!(
+                "speed {}x from the next run (leases on Redis are set when taken): press r",
+                self.speed
+            ));
+            Vec::new()
+        }
+    }
+
+    fn add_worker(&mut self) {
+        if self.scenario.workers.len() >= MAX_WORKERS {
+            self.status = Some(format!("at most {MAX_WORKERS} workers"));
+            return;
+        }
+        let name = (b'A'..=b'Z')
+            .map(|c| (c as char).to_string())
+            .find(|n| self.scenario.workers.iter().all(|w| &w.name != n))
+            .unwrap_or_else(|| "W".into());
+        let start_ms = self.scenario.workers.iter().map(|w| w.start_ms).max().unwrap_or(0) + 300;
+        self.scenario.workers.push(WorkerSpec {
+            name: name.clone(),
+            start_ms,
+            steps: vec![
+                Step::Acquire { give_up_ms: None },
+                Step::Write { value: format!("report from {name}") },
+                Step::Release,
+            ],
+        });
+        self.status = Some(format!("worker {name} added to the next run: press r to restart"));
+    }
+
+    fn next_violation(&mut self) {
+        let after = self.moment.unwrap_or(-1.0);
+        let times: Vec<f64> = self.run.violations.iter().map(violation_time).collect();
+        match times.iter().find(|t| **t > after + 0.0005).or(times.first()) {
+            Some(t) => self.moment = Some(*t),
+            None => self.status = Some("no safety violation in this run".into()),
+        }
+    }
+}
+
+/// When a violation happened.
+pub fn violation_time(v: &crate::check::Violation) -> f64 {
+    use crate::check::Violation as V;
+    match v {
+        V::OverlappingBelief { from_ms, .. } => *from_ms,
+        V::StaleWrite { at_ms, .. } | V::WriteByNonHolder { at_ms, .. } => *at_ms,
+    }
+}
+
+fn step(ms: u64, up: bool) -> u64 {
+    if up { ms + STEP_MS } else { ms.saturating_sub(STEP_MS).max(STEP_MS) }
+}
+
+pub fn secs(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}

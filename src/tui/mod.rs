@@ -1,0 +1,171 @@
+//! The interactive playground: live workers on a timeline, belief against truth.
+//!
+//! The event loop sleeps until something happens: a key or mouse event, new events
+//! in the run's log, a signal, or (only while a run is live, to animate time) a
+//! frame tick. It redraws after each of those and at no other time, so an idle
+//! screen costs next to no CPU.
+
+pub mod app;
+pub mod keys;
+pub mod model;
+pub mod render;
+mod runner;
+mod terminal;
+pub mod theme;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseButton, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::backend::select::{Chosen, choose};
+use crate::scenario::Scenario;
+use app::{App, Effect};
+use runner::{Backend, Runner};
+use theme::Theme;
+
+/// About 30 frames a second while a run is live.
+const FRAME: Duration = Duration::from_millis(33);
+
+/// What the playground starts with.
+pub struct Options {
+    pub scenario: Scenario,
+    pub fencing: bool,
+    pub speed: f64,
+    pub presenter: bool,
+}
+
+/// Open the playground; returns when the user quits.
+pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Result<ExitCode> {
+    if !std::io::stdout().is_terminal() {
+        bail!(
+            "stdout is not a terminal, so the interactive playground cannot open; \
+             for plain output run `fencelab run gc-pause` (add --json for JSON lines)"
+        );
+    }
+    // On the main thread, so a private redis-server lives exactly as long as we do.
+    let chosen = choose(redis_url, sim)?;
+    let notice = chosen.fallback_notice();
+    let label = chosen.describe();
+    let (backend, simulated) = match chosen {
+        Chosen::Redis { ref backend, .. } => (Backend::Redis(backend.clone()), false),
+        Chosen::Sim { ref backend, .. } => (Backend::Sim(backend.clone()), true),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let mut app = App::new(options.scenario, options.fencing, options.speed, simulated, label, Theme::initial(options.presenter));
+    app.status = notice;
+    let result = runtime.block_on(event_loop(&mut app, Runner::new(backend)));
+    drop(chosen);
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+async fn event_loop(app: &mut App, mut runner: Runner) -> anyhow::Result<()> {
+    let (mut terminal, _guard) = terminal::enter()?;
+    let mut input = spawn_input_reader();
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut frames = tokio::time::interval(FRAME);
+    frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+    start_run(app, &mut runner).await;
+    let mut grown = runner.log().map(|l| l.subscribe());
+    loop {
+        sync(app, &runner);
+        let mut screen = Rect::default();
+        terminal.draw(|frame| {
+            screen = frame.area();
+            render::draw(frame, app);
+        })?;
+        let effects = tokio::select! {
+            Some(ev) = input.recv() => handle_input(app, ev, screen),
+            () = log_grew(&mut grown) => Vec::new(),
+            _ = frames.tick(), if app.live() => Vec::new(),
+            _ = term.recv() => { app.quit = true; Vec::new() }
+            _ = int.recv() => { app.quit = true; Vec::new() }
+            _ = hup.recv() => { app.quit = true; Vec::new() }
+        };
+        for effect in effects {
+            if effect == Effect::StartRun {
+                start_run(app, &mut runner).await;
+                grown = runner.log().map(|l| l.subscribe());
+            } else {
+                runner.apply(&effect);
+            }
+        }
+        if app.quit {
+            break;
+        }
+    }
+    runner.shutdown().await;
+    Ok(())
+}
+
+async fn start_run(app: &mut App, runner: &mut Runner) {
+    app.begin_run();
+    if let Err(e) = runner.start(&app.scenario, app.fencing, app.speed).await {
+        app.error = Some(e.to_string());
+    }
+}
+
+/// Bring the app up to date with the run: new events and the current time.
+fn sync(app: &mut App, runner: &Runner) {
+    if let Some(log) = runner.log() {
+        let new = log.since(app.run.seen());
+        if !new.is_empty() {
+            app.run.ingest(&new);
+            if let Some((_, crate::engine::log::RunOutcome::Failed { error })) = &app.run.ended
+                && app.error.is_none()
+            {
+                app.error = Some(error.clone());
+            }
+        }
+    }
+    app.now_ms = match &app.run.ended {
+        Some((t, _)) => *t,
+        None => runner.now_ms(),
+    };
+}
+
+async fn log_grew(grown: &mut Option<tokio::sync::watch::Receiver<usize>>) {
+    match grown {
+        Some(rx) => {
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn handle_input(app: &mut App, ev: Event, screen: Rect) -> Vec<Effect> {
+    match ev {
+        Event::Key(key) if key.kind != KeyEventKind::Release => {
+            keys::action_for(key).map(|a| app.update(a)).unwrap_or_default()
+        }
+        Event::Mouse(m) if m.kind == MouseEventKind::Down(MouseButton::Left) => {
+            app.click(screen, Position::new(m.column, m.row));
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Terminal input arrives on a thread of its own that blocks in `read`, so waiting
+/// for a key costs nothing.
+fn spawn_input_reader() -> mpsc::UnboundedReceiver<Event> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        while let Ok(ev) = event::read() {
+            if tx.send(ev).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}

@@ -1,0 +1,303 @@
+//! What the screen draws, derived from one run's event log.
+//!
+//! The model consumes events one at a time (as they arrive live, or all at once
+//! from a finished log) and keeps them in shapes that are cheap to draw: per-lane
+//! spans of belief, the truth as spans of holders, the writes in order. Rendering
+//! then never walks the raw log.
+
+use crate::check::{Violation, check};
+use crate::engine::log::{Event, EventKind, RunOutcome, Truth, WorkerEvent};
+
+/// What a worker believes at some moment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Belief {
+    /// Not started yet, or between steps without the lock.
+    Idle,
+    /// Waiting for the lock to be free.
+    Waiting,
+    /// Believes it holds the lock with this token (working or about to write).
+    Holding { token: u64 },
+    /// Frozen. `token` is the lock it still believes it holds, if any; `until` the
+    /// scenario time it will wake (None: until resumed).
+    Paused { token: Option<u64>, until: Option<f64>, by_user: bool },
+    /// Gave the lock back, or learned it had lost it, and went on.
+    Released,
+    Crashed,
+    /// Gave up waiting, finished, or failed: the lane ends.
+    Done,
+}
+
+impl Belief {
+    /// The token the worker believes it holds, if it believes it holds the lock.
+    pub fn held_token(&self) -> Option<u64> {
+        match *self {
+            Belief::Holding { token } => Some(token),
+            Belief::Paused { token, .. } => token,
+            _ => None,
+        }
+    }
+}
+
+/// One stretch of time in one belief.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span<T> {
+    pub from_ms: f64,
+    pub value: T,
+}
+
+/// A worker's lane.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    pub name: String,
+    pub spans: Vec<Span<Belief>>,
+    /// Token of the worker's last grant (kept after release, for the tokens panel).
+    pub last_token: Option<u64>,
+}
+
+impl Lane {
+    pub fn now(&self) -> Belief {
+        self.spans.last().map_or(Belief::Idle, |s| s.value)
+    }
+
+    fn set(&mut self, t: f64, value: Belief) {
+        match self.spans.last_mut() {
+            Some(last) if last.from_ms == t => last.value = value,
+            _ => self.spans.push(Span { from_ms: t, value }),
+        }
+    }
+}
+
+/// A write as the storage panel and the timeline show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteMark {
+    pub t_ms: f64,
+    pub worker: String,
+    pub token: Option<u64>,
+    pub accepted: bool,
+    /// Accepted although a higher token had been accepted before: the stale write.
+    pub stale: bool,
+}
+
+/// One call a worker made, for the commands inspector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandRow {
+    pub t_ms: f64,
+    pub worker: String,
+    pub command: String,
+    pub reply: String,
+    pub latency_ms: f64,
+}
+
+/// Something worth a line on the lane: a grant, a pause, a crash.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    pub t_ms: f64,
+    pub lane: usize,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunModel {
+    pub scenario_name: String,
+    pub scenario_title: String,
+    pub backend: String,
+    pub ttl_ms: u64,
+    pub fencing_at_start: bool,
+    pub fencing: bool,
+    pub lanes: Vec<Lane>,
+    /// Who Redis lists as holder, from each truth reading that changed it.
+    pub truth: Vec<Span<Option<String>>>,
+    /// The latest truth reading and when it was taken.
+    pub last_truth: Option<(f64, Truth)>,
+    pub writes: Vec<WriteMark>,
+    pub commands: Vec<CommandRow>,
+    pub marks: Vec<Mark>,
+    pub violations: Vec<Violation>,
+    pub ended: Option<(f64, RunOutcome)>,
+    /// Time of the latest event.
+    pub last_ms: f64,
+    events: Vec<Event>,
+    highest_accepted: Option<u64>,
+}
+
+impl RunModel {
+    /// A model of a complete (or partial) log.
+    pub fn from_events(events: &[Event]) -> Self {
+        let mut m = RunModel::default();
+        m.ingest(events);
+        m
+    }
+
+    /// How many events the model has seen (the next `since` index for a live log).
+    pub fn seen(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Take in new events, in log order.
+    pub fn ingest(&mut self, new: &[Event]) {
+        let mut wrote = false;
+        for e in new {
+            self.apply(e);
+            wrote |= matches!(&e.kind, EventKind::Worker { what, .. } if is_belief_change(what));
+        }
+        self.events.extend_from_slice(new);
+        if wrote {
+            // The checker is a pure function of the whole log: re-run it when a fact it
+            // judges arrived, not on every event.
+            self.violations = check(&self.events);
+        }
+    }
+
+    fn lane_index(&mut self, worker: &str) -> usize {
+        if let Some(i) = self.lanes.iter().position(|l| l.name == worker) {
+            return i;
+        }
+        self.lanes.push(Lane { name: worker.to_string(), spans: Vec::new(), last_token: None });
+        self.lanes.len() - 1
+    }
+
+    fn mark(&mut self, t_ms: f64, lane: usize, label: String) {
+        self.marks.push(Mark { t_ms, lane, label });
+    }
+
+    fn apply(&mut self, e: &Event) {
+        let t = e.t_ms;
+        self.last_ms = self.last_ms.max(t);
+        match &e.kind {
+            EventKind::RunStarted { scenario, fencing, backend, .. } => {
+                self.scenario_name = scenario.name.clone();
+                self.scenario_title = scenario.title.clone();
+                self.backend = backend.clone();
+                self.ttl_ms = scenario.ttl_ms;
+                self.fencing_at_start = *fencing;
+                self.fencing = *fencing;
+                for w in &scenario.workers {
+                    let i = self.lane_index(&w.name);
+                    self.lanes[i].set(0.0, Belief::Idle);
+                }
+            }
+            EventKind::Worker { worker, what } => self.apply_worker(t, worker, what),
+            EventKind::Truth(truth) => {
+                if self.truth.last().is_none_or(|s| s.value != truth.holder) {
+                    self.truth.push(Span { from_ms: t, value: truth.holder.clone() });
+                }
+                self.last_truth = Some((t, truth.clone()));
+            }
+            EventKind::Command { worker, command, reply, latency_ms } => {
+                self.commands.push(CommandRow {
+                    t_ms: t,
+                    worker: worker.clone(),
+                    command: command.clone(),
+                    reply: reply.clone(),
+                    latency_ms: *latency_ms,
+                });
+            }
+            EventKind::FencingChanged { on } => self.fencing = *on,
+            EventKind::RunEnded { outcome, .. } => self.ended = Some((t, outcome.clone())),
+        }
+    }
+
+    fn apply_worker(&mut self, t: f64, worker: &str, what: &WorkerEvent) {
+        let i = self.lane_index(worker);
+        let held = self.lanes[i].now().held_token();
+        let next = match what {
+            WorkerEvent::Started | WorkerEvent::Resumed | WorkerEvent::Working { .. } => {
+                held.map_or(Belief::Idle, |token| Belief::Holding { token })
+            }
+            WorkerEvent::Waiting { .. } => Belief::Waiting,
+            WorkerEvent::Acquired { token } => {
+                self.lanes[i].last_token = Some(*token);
+                self.mark(t, i, format!("got {token}"));
+                Belief::Holding { token: *token }
+            }
+            WorkerEvent::Paused { ms, by_user } => {
+                self.mark(t, i, "⏸".to_string());
+                Belief::Paused { token: held, until: ms.map(|ms| t + ms as f64), by_user: *by_user }
+            }
+            WorkerEvent::Checked { still_owner } => {
+                if *still_owner {
+                    return;
+                }
+                Belief::Released
+            }
+            WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
+                let stale = *accepted
+                    && token.zip(self.highest_accepted).is_some_and(|(t, high)| t < high);
+                if *accepted && let Some(tok) = token {
+                    self.highest_accepted = Some(self.highest_accepted.map_or(*tok, |h| h.max(*tok)));
+                }
+                let glyph = if *accepted { "✔" } else { "✘" };
+                let tok = token.map_or("-".to_string(), |t| t.to_string());
+                self.mark(t, i, format!("{glyph}w{tok}"));
+                self.writes.push(WriteMark {
+                    t_ms: t,
+                    worker: worker.to_string(),
+                    token: *token,
+                    accepted: *accepted,
+                    stale,
+                });
+                if redis_holder.as_deref() == Some(worker) {
+                    return;
+                }
+                Belief::Released
+            }
+            WorkerEvent::Released { .. } => Belief::Released,
+            WorkerEvent::Renewed { extended } => {
+                if *extended {
+                    return;
+                }
+                Belief::Released
+            }
+            WorkerEvent::Crashed => {
+                self.mark(t, i, "✖crash".to_string());
+                Belief::Crashed
+            }
+            WorkerEvent::GaveUp | WorkerEvent::Finished | WorkerEvent::Failed { .. } => {
+                if self.lanes[i].now() == Belief::Crashed {
+                    return;
+                }
+                Belief::Done
+            }
+        };
+        self.lanes[i].set(t, next);
+    }
+
+    /// Who Redis listed as holder at `t`.
+    pub fn holder_at(&self, t: f64) -> Option<&str> {
+        let i = self.truth.partition_point(|s| s.from_ms <= t);
+        i.checked_sub(1).and_then(|i| self.truth[i].value.as_deref())
+    }
+
+    /// The remaining lease at `t` according to the latest truth reading (for the
+    /// draining TTL bar), with the holder.
+    pub fn lease_at(&self, t: f64) -> Option<(&str, f64)> {
+        let (read_at, truth) = self.last_truth.as_ref()?;
+        let holder = truth.holder.as_deref()?;
+        let left = truth.ttl_ms? - (t - read_at);
+        Some((holder, left.max(0.0)))
+    }
+
+    /// The highest token the storage accepted so far.
+    pub fn highest_accepted(&self) -> Option<u64> {
+        self.highest_accepted
+    }
+
+    /// The fence counter as Redis last reported it.
+    pub fn fence_counter(&self) -> u64 {
+        self.last_truth.as_ref().map_or(0, |(_, t)| t.fence_counter)
+    }
+}
+
+fn is_belief_change(what: &WorkerEvent) -> bool {
+    !matches!(what, WorkerEvent::Waiting { .. } | WorkerEvent::Started)
+}
+
+/// The belief in effect at `t` within sorted `spans`.
+pub fn at<T: Copy>(spans: &[Span<T>], t: f64) -> Option<T> {
+    let i = spans.partition_point(|s| s.from_ms <= t);
+    i.checked_sub(1).map(|i| spans[i].value)
+}

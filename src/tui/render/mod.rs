@@ -1,0 +1,92 @@
+//! Drawing the screen from `&App`. Rendering reads state and never blocks.
+//!
+//! ```text
+//! ┌ header: backend · run state · time · speed · FENCING badge ──────────────────┐
+//! ┌ Timeline ─────────────────────────────────────────┐┌ Tokens ────────────────┐
+//! │ axis                                              ││ fence counter, holders │
+//! │ A  ━━━━━━━▓▓▓▓▓▓  belief lane (2 rows per worker) │└────────────────────────┘
+//! │ B  ┄┄┄┄┄┄┄┄━━━━                                   │┌ Storage ───────────────┐
+//! │ Redis AAAAAAA·BBBB  truth lane                    ││ writes, newest last    │
+//! │ lease ██████░░░ 1.2 s left                        ││                        │
+//! └───────────────────────────────────────────────────┘└────────────────────────┘
+//!  hint / status / inspected moment (one line)
+//! ┌ Safety monitor (or Commands inspector) ─────────────────────────────────────┐
+//! └─────────────────────────────────────────────────────────────────────────────┘
+//!  footer: the main keys
+//! ```
+
+mod overlay;
+mod panels;
+mod timeline;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+
+use super::app::{App, Overlay};
+
+pub use timeline::{LaneRow, lane_rows};
+
+/// Below this the screen cannot show a useful timeline; we say so instead.
+pub const MIN_WIDTH: u16 = 80;
+pub const MIN_HEIGHT: u16 = 24;
+const SIDEBAR_WIDTH: u16 = 44;
+const TOKENS_HEIGHT: u16 = 9;
+const MONITOR_HEIGHT: u16 = 6;
+const INSPECTOR_HEIGHT: u16 = 12;
+
+/// The panels' places on a screen of a given size.
+pub struct Areas {
+    pub header: Rect,
+    pub timeline: Rect,
+    pub tokens: Rect,
+    pub storage: Rect,
+    pub hint: Rect,
+    pub bottom: Rect,
+    pub footer: Rect,
+}
+
+pub fn areas(screen: Rect, app: &App) -> Areas {
+    let bottom_height = if app.inspector { INSPECTOR_HEIGHT } else { MONITOR_HEIGHT };
+    let [header, body, hint, bottom, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(8),
+        Constraint::Length(1),
+        Constraint::Length(bottom_height),
+        Constraint::Length(1),
+    ])
+    .areas(screen);
+    let [timeline, sidebar] =
+        Layout::horizontal([Constraint::Min(30), Constraint::Length(SIDEBAR_WIDTH)]).areas(body);
+    let [tokens, storage] =
+        Layout::vertical([Constraint::Length(TOKENS_HEIGHT), Constraint::Min(3)]).areas(sidebar);
+    Areas { header, timeline, tokens, storage, hint, bottom, footer }
+}
+
+/// Draw everything.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let screen = frame.area();
+    let buf = frame.buffer_mut();
+    if screen.width < MIN_WIDTH || screen.height < MIN_HEIGHT {
+        overlay::too_small(screen, buf, &app.theme);
+        return;
+    }
+    buf.set_style(screen, app.theme.base);
+    let a = areas(screen, app);
+    panels::header(a.header, buf, app);
+    timeline::render(a.timeline, buf, app);
+    panels::tokens(a.tokens, buf, app);
+    panels::storage(a.storage, buf, app);
+    panels::hint(a.hint, buf, app);
+    if app.inspector {
+        panels::inspector(a.bottom, buf, app);
+    } else {
+        panels::monitor(a.bottom, buf, app);
+    }
+    panels::footer(a.footer, buf, app);
+    if let Some(error) = &app.error {
+        overlay::error(screen, buf, &app.theme, error);
+    }
+    if app.overlay == Overlay::Help {
+        overlay::help(screen, buf, &app.theme);
+    }
+}

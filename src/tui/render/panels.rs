@@ -1,0 +1,194 @@
+//! The smaller panels: header, tokens, storage, hint line, safety monitor, commands
+//! inspector and footer.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+
+use super::super::app::{App, violation_time};
+use super::super::keys::BINDINGS;
+use super::super::model::{Belief, at};
+use crate::engine::log::RunOutcome;
+
+fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.border)
+        .title(title)
+        .title_style(app.theme.title)
+}
+
+/// Keep the last lines that fit in `area` (newest at the bottom).
+fn tail<T>(items: &[T], area: Rect) -> &[T] {
+    let room = area.height.saturating_sub(2) as usize;
+    &items[items.len().saturating_sub(room)..]
+}
+
+pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let run = &app.run;
+    let state = match (&run.ended, app.moment) {
+        (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
+        (Some((_, RunOutcome::Failed { .. })), _) => format!("✖ FAILED at {:.1} s", app.now_ms / 1000.0),
+        (Some(_), _) => format!("■ ENDED {:.1} s", app.now_ms / 1000.0),
+        (None, _) if run.lanes.is_empty() => "… starting".to_string(),
+        (None, _) if app.simulated && !app.sim_playing => format!("⏸ TIME STOPPED {:.1} s", app.now_ms / 1000.0),
+        (None, _) => format!("▶ LIVE {:.1} s", app.now_ms / 1000.0),
+    };
+    let backend_style = if app.simulated { t.simulator } else { t.backend };
+    let fencing = if app.fencing { " FENCING ON ✔ " } else { " FENCING OFF ✘ " };
+    let fencing_style = if app.fencing { t.fencing_on } else { t.fencing_off };
+    let line = Line::from(vec![
+        Span::styled(" fencelab ", t.title),
+        Span::styled(format!("· {} · ", app.scenario.title), t.dim),
+        Span::styled(app.backend_label.clone(), backend_style),
+        Span::styled(" · ", t.dim),
+        Span::styled(state, t.title),
+        Span::styled(format!(" · speed {}x · ", app.speed), t.dim),
+        Span::styled(fencing, fencing_style),
+    ]);
+    Paragraph::new(line).style(t.base).render(area, buf);
+}
+
+pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let run = &app.run;
+    let view = app.view_ms();
+    let highest = run.highest_accepted().map_or("none yet".to_string(), |h| h.to_string());
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("fence counter (Redis INCR) ", t.dim),
+            Span::styled(run.fence_counter().to_string(), t.title),
+        ]),
+        Line::from(vec![
+            Span::styled("highest token accepted     ", t.dim),
+            Span::styled(highest, t.title),
+            Span::styled(if app.fencing { "  (checked)" } else { "  (not checked)" }, t.dim),
+        ]),
+    ];
+    for l in &run.lanes {
+        let belief = at(&l.spans, view).unwrap_or(Belief::Idle);
+        let token = l.last_token.map_or("-".to_string(), |tk| tk.to_string());
+        let (what, style) = match belief.held_token() {
+            Some(_) if run.holder_at(view) != Some(l.name.as_str()) => ("believes it holds the lock ⚠", t.danger),
+            Some(_) => ("holds the lock", t.holding),
+            None => ("", t.dim),
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:<3} token {token:<3} ", l.name), t.base),
+            Span::styled(what, style),
+        ]));
+    }
+    Paragraph::new(lines).block(block(" Tokens ", app)).render(area, buf);
+}
+
+pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let writes = &app.run.writes;
+    let shown = tail(writes, area);
+    let first = writes.len() - shown.len();
+    let lines: Vec<Line> = shown
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let token = w.token.map_or("-".to_string(), |tk| tk.to_string());
+            let (verdict, style) = match (w.accepted, w.stale) {
+                (true, true) => ("✔ ACCEPTED ⚠ STALE", t.danger),
+                (true, false) => ("✔ accepted", t.accepted),
+                (false, _) => ("✘ REJECTED (stale token)", t.rejected),
+            };
+            Line::from(vec![
+                Span::styled(format!("{:>3}. {:<3} token {token:<3} ", first + i + 1, w.worker), t.base),
+                Span::styled(verdict, style),
+            ])
+        })
+        .collect();
+    let lines = if lines.is_empty() { vec![Line::styled("no writes yet", t.dim)] } else { lines };
+    Paragraph::new(lines).block(block(" Storage (newest last) ", app)).render(area, buf);
+}
+
+/// One line under the timeline: the inspected moment, the last status message, or
+/// a hint for what to try next.
+pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let run = &app.run;
+    let (text, style) = if let Some(m) = app.moment {
+        let mut parts = vec![format!("at {:.3} s:", m / 1000.0)];
+        for l in &run.lanes {
+            let b = at(&l.spans, m).unwrap_or(Belief::Idle);
+            parts.push(format!("{} {}", l.name, describe(b)));
+        }
+        parts.push(format!("· Redis: {}", run.holder_at(m).unwrap_or("nobody")));
+        (parts.join("  "), t.title)
+    } else if let Some(status) = &app.status {
+        (status.clone(), t.title)
+    } else if run.ended.is_some() {
+        let next = if app.previous.is_none() { "c to rerun with fencing flipped, " } else { "" };
+        (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
+    } else {
+        ("Press 1 to pause A mid-lease (like a GC pause), f to switch fencing, ? for help.".to_string(), t.dim)
+    };
+    Paragraph::new(Line::styled(format!(" {text}"), style)).render(area, buf);
+}
+
+fn describe(b: Belief) -> String {
+    match b {
+        Belief::Idle => "idle".into(),
+        Belief::Waiting => "waiting".into(),
+        Belief::Holding { token } => format!("holds tok {token}"),
+        Belief::Paused { token: Some(tk), .. } => format!("paused holding tok {tk}"),
+        Belief::Paused { .. } => "paused".into(),
+        Belief::Released => "released".into(),
+        Belief::Crashed => "crashed".into(),
+        Belief::Done => "done".into(),
+    }
+}
+
+pub fn monitor(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let violations = &app.run.violations;
+    let lines: Vec<Line> = if violations.is_empty() {
+        vec![Line::styled("✓ no safety violation so far", t.accepted)]
+    } else {
+        tail(violations, area)
+            .iter()
+            .map(|v| {
+                let style = if v.kind() == crate::check::ViolationKind::OverlappingBelief { t.paused } else { t.danger };
+                Line::styled(format!("⚠ {:>7.3} s  {v}", violation_time(v) / 1000.0), style)
+            })
+            .collect()
+    };
+    let title = format!(" Safety monitor · {} found · n: jump to next ", violations.len());
+    Paragraph::new(lines).block(block(&title, app)).render(area, buf);
+}
+
+pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let rows = tail(&app.run.commands, area);
+    let lines: Vec<Line> = rows
+        .iter()
+        .map(|c| {
+            Line::from(vec![
+                Span::styled(format!("{:>7.3} s {:<3}", c.t_ms / 1000.0, c.worker), t.dim),
+                Span::styled(c.command.clone(), t.base),
+                Span::styled(format!(" → {}", c.reply), t.title),
+                Span::styled(format!("  {:.2} ms", c.latency_ms), t.dim),
+            ])
+        })
+        .collect();
+    Paragraph::new(lines).block(block(" Commands sent to Redis (i to close) ", app)).render(area, buf);
+}
+
+pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let mut spans = vec![Span::raw(" ")];
+    for b in BINDINGS {
+        if let Some(what) = b.footer {
+            spans.push(Span::styled(b.label, t.key));
+            spans.push(Span::styled(format!(" {what}  "), t.dim));
+        }
+    }
+    Paragraph::new(Line::from(spans)).style(Style::default()).render(area, buf);
+}

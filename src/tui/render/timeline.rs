@@ -1,0 +1,330 @@
+//! The timeline: one belief lane per worker, the Redis truth lane, the lease bar.
+//!
+//! Time runs left to right with "now" at the right edge while a run is live (the
+//! window fills from the left first). Each column stands for a slice of time; a
+//! lane's glyph there is the worker's belief at that moment, and a danger glyph
+//! where the worker believes it holds the lock but Redis lists someone else.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::widgets::{Block, Borders, Widget};
+
+use super::super::app::App;
+use super::super::model::{Belief, RunModel, at};
+use super::super::theme::Theme;
+
+/// Width of the label column on the left of each lane.
+const GUTTER: u16 = 15;
+
+/// One timeline row and what it shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Row {
+    Axis,
+    /// "run 1 (fencing off)" above each run in compare mode.
+    Title { previous: bool },
+    Belief { previous: bool, lane: usize },
+    Marks { previous: bool, lane: usize },
+    Truth { previous: bool },
+    Lease,
+}
+
+/// A worker lane's place on screen (both of its rows), for mouse hit-testing.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneRow {
+    pub area: Rect,
+    pub lane: usize,
+    /// In the current run (not the compared one above it).
+    pub current: bool,
+}
+
+fn rows(app: &App) -> Vec<Row> {
+    let mut rows = vec![Row::Axis];
+    let runs = app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]);
+    for (previous, run) in runs {
+        if app.previous.is_some() {
+            rows.push(Row::Title { previous });
+        }
+        for lane in 0..run.lanes.len() {
+            rows.push(Row::Belief { previous, lane });
+            rows.push(Row::Marks { previous, lane });
+        }
+        rows.push(Row::Truth { previous });
+    }
+    rows.push(Row::Lease);
+    rows
+}
+
+fn inner(area: Rect) -> Rect {
+    Block::default().borders(Borders::ALL).inner(area)
+}
+
+/// Where each lane of the current screen is.
+pub fn lane_rows(screen: Rect, app: &App) -> Vec<LaneRow> {
+    let area = inner(super::areas(screen, app).timeline);
+    let mut out = Vec::new();
+    for (i, row) in rows(app).into_iter().enumerate() {
+        let y = area.y + i as u16;
+        if let Row::Belief { previous, lane } = row
+            && y + 1 < area.bottom()
+        {
+            out.push(LaneRow { area: Rect::new(area.x, y, area.width, 2), lane, current: !previous });
+        }
+    }
+    out
+}
+
+/// The visible time window [start, end) in scenario ms.
+fn window(app: &App) -> (f64, f64) {
+    let w = app.window_ms;
+    let end = match app.moment {
+        // Keep the inspected moment in view, within what has happened.
+        Some(m) => (m + w / 2.0).clamp(w, app.now_ms.max(w)),
+        None => app.now_ms.max(w),
+    };
+    (end - w, end)
+}
+
+pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
+    let theme = &app.theme;
+    let title = match app.moment {
+        Some(m) => format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back to live ", m / 1000.0),
+        None => " Timeline · now at the right edge ".to_string(),
+    };
+    Block::default().borders(Borders::ALL).border_style(theme.border).title(title).title_style(theme.title).render(area, buf);
+    let area = inner(area);
+    if area.width <= GUTTER + 2 || area.height == 0 {
+        return;
+    }
+    let plot = Rect::new(area.x + GUTTER, area.y, area.width - GUTTER, area.height);
+    let (start, end) = window(app);
+    let ms_per_col = (end - start) / plot.width as f64;
+    let ctx = Ctx { buf, theme, plot, start, ms_per_col, app };
+    let mut ctx = ctx;
+    for (i, row) in rows(app).into_iter().enumerate() {
+        let y = area.y + i as u16;
+        if y >= area.bottom() {
+            break;
+        }
+        ctx.row(area.x, y, row);
+    }
+}
+
+struct Ctx<'a> {
+    buf: &'a mut Buffer,
+    theme: &'a Theme,
+    plot: Rect,
+    start: f64,
+    ms_per_col: f64,
+    app: &'a App,
+}
+
+impl<'a> Ctx<'a> {
+    fn run(&self, previous: bool) -> &'a RunModel {
+        let app: &'a App = self.app;
+        match (&app.previous, previous) {
+            (Some(p), true) => p,
+            _ => &app.run,
+        }
+    }
+
+    /// The last moment a run has reached: its end, or now.
+    fn reached(&self, previous: bool) -> f64 {
+        let run = self.run(previous);
+        match (&run.ended, previous) {
+            (Some((t, _)), _) => *t,
+            (None, true) => run.last_ms,
+            (None, false) => self.app.now_ms,
+        }
+    }
+
+    /// The middle of column `c`, in scenario ms.
+    fn time_of(&self, c: u16) -> f64 {
+        self.start + (c as f64 + 0.5) * self.ms_per_col
+    }
+
+    fn column_of(&self, t: f64) -> Option<u16> {
+        let c = ((t - self.start) / self.ms_per_col).floor();
+        (c >= 0.0 && c < self.plot.width as f64).then_some(c as u16)
+    }
+
+    fn row(&mut self, x: u16, y: u16, row: Row) {
+        match row {
+            Row::Axis => self.axis(x, y),
+            Row::Title { previous } => {
+                let run = self.run(previous);
+                let which = if previous { "earlier run" } else { "this run" };
+                let fencing = if run.fencing_at_start { "fencing ON" } else { "fencing OFF" };
+                let text = format!("── {which}: {fencing} ──");
+                self.buf.set_stringn(x, y, text, (self.plot.right() - x) as usize, self.theme.title);
+            }
+            Row::Belief { previous, lane } => self.belief(x, y, previous, lane),
+            Row::Marks { previous, lane } => self.marks(x, y, previous, lane),
+            Row::Truth { previous } => self.truth(x, y, previous),
+            Row::Lease => self.lease(x, y),
+        }
+    }
+
+    fn axis(&mut self, x: u16, y: u16) {
+        self.buf.set_string(x, y, "time", self.theme.dim);
+        let span = self.ms_per_col * self.plot.width as f64;
+        let tick = [500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 30_000.0]
+            .into_iter()
+            .find(|t| span / t <= 12.0)
+            .unwrap_or(60_000.0);
+        let mut t = (self.start / tick).ceil() * tick;
+        while let Some(c) = self.column_of(t) {
+            let label = if tick < 1000.0 { format!("│{:.1}s", t / 1000.0) } else { format!("│{:.0}s", t / 1000.0) };
+            let room = (self.plot.right() - (self.plot.x + c)) as usize;
+            self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.dim);
+            t += tick;
+        }
+        if let Some(m) = self.app.moment
+            && let Some(c) = self.column_of(m)
+        {
+            self.buf.set_string(self.plot.x + c, y, "▼", self.theme.title);
+        }
+    }
+
+    fn belief(&mut self, x: u16, y: u16, previous: bool, lane: usize) {
+        let run = self.run(previous);
+        let Some(l) = run.lanes.get(lane) else { return };
+        let selected = !previous && lane == self.app.selected;
+        let label_style = if selected { self.theme.selected } else { self.theme.title };
+        let marker = if selected { "▶" } else { " " };
+        let label = format!("{marker}{} {}", lane + 1, l.name);
+        self.buf.set_stringn(x, y, format!("{label:<width$}", width = GUTTER as usize - 1), GUTTER as usize - 1, label_style);
+        let reached = self.reached(previous);
+        for c in 0..self.plot.width {
+            let t = self.time_of(c);
+            if t > reached {
+                break;
+            }
+            let belief = at(&l.spans, t).unwrap_or(Belief::Idle);
+            let (glyph, style) = self.cell(belief, run.holder_at(t), &l.name);
+            self.buf.set_string(self.plot.x + c, y, glyph, style);
+        }
+        self.cursor(y);
+    }
+
+    /// The glyph for a belief, given who Redis says holds the lock then.
+    fn cell(&self, belief: Belief, redis_holder: Option<&str>, me: &str) -> (&'static str, Style) {
+        let t = self.theme;
+        let danger = belief.held_token().is_some() && redis_holder != Some(me);
+        match belief {
+            Belief::Idle | Belief::Released | Belief::Done => (" ", t.base),
+            Belief::Waiting => ("┄", t.waiting),
+            Belief::Holding { .. } if danger => ("▓", t.danger),
+            Belief::Holding { .. } => ("━", t.holding),
+            Belief::Paused { .. } if danger => ("▒", t.danger),
+            Belief::Paused { .. } => ("░", t.paused),
+            Belief::Crashed => (" ", t.base),
+        }
+    }
+
+    /// Labels under a lane: grants, pauses, writes with their verdicts, crashes;
+    /// and in the gutter, what the worker believes at the viewed moment.
+    fn marks(&mut self, x: u16, y: u16, previous: bool, lane: usize) {
+        let run = self.run(previous);
+        let Some(l) = run.lanes.get(lane) else { return };
+        let view = if previous { self.reached(true) } else { self.app.view_ms() };
+        let belief = at(&l.spans, view).unwrap_or(Belief::Idle);
+        let (text, style) = self.state_text(belief, run.holder_at(view), &l.name, view);
+        self.buf.set_stringn(x + 1, y, text, GUTTER as usize - 2, style);
+        let reached = self.reached(previous);
+        for mark in run.marks.iter().filter(|m| m.lane == lane && m.t_ms <= reached) {
+            let Some(c) = self.column_of(mark.t_ms) else { continue };
+            let style = if mark.label.starts_with('✔') {
+                self.theme.accepted
+            } else if mark.label.starts_with('✘') || mark.label.starts_with('✖') {
+                self.theme.rejected
+            } else {
+                self.theme.dim
+            };
+            let room = (self.plot.right() - (self.plot.x + c)) as usize;
+            self.buf.set_stringn(self.plot.x + c, y, &mark.label, room, style);
+        }
+        for w in run.writes.iter().filter(|w| w.stale && w.worker == l.name && w.t_ms <= reached) {
+            if let Some(c) = self.column_of(w.t_ms) {
+                let room = (self.plot.right() - (self.plot.x + c)) as usize;
+                let label = format!("✔w{} STALE", w.token.unwrap_or(0));
+                self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.danger);
+            }
+        }
+        self.cursor(y);
+    }
+
+    fn state_text(&self, belief: Belief, holder: Option<&str>, me: &str, view: f64) -> (String, Style) {
+        let t = self.theme;
+        let danger = belief.held_token().is_some() && holder != Some(me);
+        match belief {
+            _ if danger => (format!("⚠ thinks tok {}", belief.held_token().unwrap_or(0)), t.danger),
+            Belief::Idle => ("idle".into(), t.dim),
+            Belief::Waiting => ("waiting".into(), t.waiting),
+            Belief::Holding { token } => (format!("holds tok {token}"), t.holding),
+            Belief::Paused { until: Some(until), .. } => {
+                (format!("⏸ {:.1}s left", ((until - view) / 1000.0).max(0.0)), t.paused)
+            }
+            Belief::Paused { until: None, .. } => ("⏸ held".into(), t.paused),
+            Belief::Released => ("released".into(), t.dim),
+            Belief::Crashed => ("✖ crashed".into(), t.rejected),
+            Belief::Done => ("done".into(), t.dim),
+        }
+    }
+
+    fn truth(&mut self, x: u16, y: u16, previous: bool) {
+        let run = self.run(previous);
+        self.buf.set_string(x, y, " Redis holder", self.theme.title);
+        let reached = self.reached(previous);
+        for c in 0..self.plot.width {
+            let t = self.time_of(c);
+            if t > reached {
+                break;
+            }
+            let (glyph, style) = match run.holder_at(t) {
+                Some(h) => {
+                    let i = run.lanes.iter().position(|l| l.name == h).unwrap_or(0);
+                    (h.chars().next().unwrap_or('?').to_string(), self.theme.worker(i).add_modifier(Modifier::BOLD))
+                }
+                None => ("·".to_string(), self.theme.dim),
+            };
+            self.buf.set_string(self.plot.x + c, y, glyph, style);
+        }
+        self.cursor(y);
+    }
+
+    /// The current lease draining: who holds it and how much is left.
+    fn lease(&mut self, x: u16, y: u16) {
+        let run = &self.app.run;
+        self.buf.set_string(x, y, " lease (TTL)", self.theme.title);
+        let view = self.app.view_ms();
+        let bar_width = (self.plot.width / 2).max(10) as usize;
+        let text = match run.lease_at(view) {
+            Some((holder, left)) if run.ttl_ms > 0 => {
+                let filled = ((left / run.ttl_ms as f64) * bar_width as f64).round() as usize;
+                let bar = format!("{}{}", "█".repeat(filled.min(bar_width)), "░".repeat(bar_width - filled.min(bar_width)));
+                let i = run.lanes.iter().position(|l| l.name == holder).unwrap_or(0);
+                self.buf.set_string(self.plot.x, y, &bar, self.theme.worker(i));
+                format!(" {:.1} s left of {:.1} s, held by {holder} in Redis", left / 1000.0, run.ttl_ms as f64 / 1000.0)
+            }
+            Some((holder, _)) => format!("{holder} holds it with no expiry"),
+            None => "nobody holds the lock in Redis".to_string(),
+        };
+        let bar_x = if text.starts_with(' ') { self.plot.x + bar_width as u16 } else { self.plot.x };
+        let room = (self.plot.right().saturating_sub(bar_x)) as usize;
+        self.buf.set_stringn(bar_x, y, text, room, self.theme.base);
+    }
+
+    /// The inspected moment as a highlighted column.
+    fn cursor(&mut self, y: u16) {
+        if let Some(m) = self.app.moment
+            && let Some(c) = self.column_of(m)
+            && let Some(cell) = self.buf.cell_mut((self.plot.x + c, y))
+        {
+            cell.modifier.insert(Modifier::REVERSED);
+            if cell.symbol() == " " {
+                cell.set_symbol("│");
+            }
+        }
+    }
+}
