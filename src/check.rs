@@ -43,7 +43,8 @@ pub enum Violation {
         first: String,
         second: String,
         from_ms: f64,
-        to_ms: f64,
+        /// None while both still believe it (a run still going).
+        to_ms: Option<f64>,
         /// The event where the overlap began (for jumping to it).
         seq: u64,
     },
@@ -86,11 +87,16 @@ impl Violation {
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Violation::OverlappingBelief { first, second, from_ms, to_ms, .. } => write!(
+            Violation::OverlappingBelief { first, second, from_ms, to_ms: Some(to), .. } => write!(
                 f,
                 "{first} and {second} both believed they held the lock from {} to {}",
                 secs(*from_ms),
-                secs(*to_ms)
+                secs(*to)
+            ),
+            Violation::OverlappingBelief { first, second, from_ms, to_ms: None, .. } => write!(
+                f,
+                "{first} and {second} both believe they hold the lock, since {}",
+                secs(*from_ms)
             ),
             Violation::StaleWrite { worker, token, after_worker, after_token, at_ms, .. } => {
                 write!(
@@ -162,7 +168,6 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     }
     beliefs.extend(open.into_iter().map(|(worker, start)| Belief { worker, start, end: None }));
 
-    let last = events.last();
     let mut found = Vec::new();
     for (i, a) in beliefs.iter().enumerate() {
         for b in &beliefs[i + 1..] {
@@ -181,7 +186,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                     first: first.worker.to_string(),
                     second: second.worker.to_string(),
                     from_ms: start.t_ms,
-                    to_ms: end.or(last).map_or(start.t_ms, |e| e.t_ms),
+                    to_ms: end.map(|e| e.t_ms),
                     seq: start.seq,
                 });
             }

@@ -317,3 +317,88 @@ fn step(ms: u64, up: bool) -> u64 {
 pub fn secs(ms: u64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::log::{Event, EventKind, WorkerEvent};
+    use crate::scenario::builtin;
+
+    fn app() -> App {
+        let scenario = builtin("playground").unwrap().unwrap();
+        let mut app = App::new(scenario.clone(), false, 1.0, false, "test".into(), Theme::DEFAULT);
+        let started = EventKind::RunStarted {
+            version: 1,
+            run_id: "t".into(),
+            scenario,
+            fencing: false,
+            backend: "test".into(),
+            time_scale: 1.0,
+        };
+        app.run.ingest(&[Event { seq: 0, t_ms: 0.0, kind: started }]);
+        app
+    }
+
+    fn event(seq: u64, worker: &str, what: WorkerEvent) -> Event {
+        Event { seq, t_ms: seq as f64, kind: EventKind::Worker { worker: worker.into(), what } }
+    }
+
+    #[test]
+    fn number_keys_pause_that_worker_for_the_pause_length() {
+        let mut app = app();
+        let effects = app.update(Action::PauseWorker(1));
+        assert_eq!(effects, [Effect::Worker("B".into(), WorkerCommand::Pause { ms: Some(DEFAULT_PAUSE_MS) })]);
+        assert_eq!(app.selected, 1);
+        assert!(app.update(Action::PauseWorker(5)).is_empty(), "there is no worker 6");
+    }
+
+    #[test]
+    fn space_pauses_until_resumed_then_resumes() {
+        let mut app = app();
+        assert_eq!(app.update(Action::HoldSelected), [Effect::Worker("A".into(), WorkerCommand::Pause { ms: None })]);
+        app.run.ingest(&[event(1, "A", WorkerEvent::Paused { ms: None, by_user: true })]);
+        assert_eq!(app.update(Action::HoldSelected), [Effect::Worker("A".into(), WorkerCommand::Resume)]);
+    }
+
+    #[test]
+    fn fencing_applies_live_and_compare_reruns_with_it_flipped() {
+        let mut app = app();
+        assert_eq!(app.update(Action::ToggleFencing), [Effect::SetFencing(true)]);
+        app.fencing = false;
+        assert_eq!(app.update(Action::Compare), [Effect::StartRun]);
+        assert!(app.fencing, "the rerun flips the first run's fencing");
+        assert!(app.previous.is_some());
+        assert_eq!(app.update(Action::Restart), [Effect::StartRun]);
+        assert!(app.previous.is_none());
+    }
+
+    #[test]
+    fn worker_keys_do_nothing_once_the_run_has_ended() {
+        let mut app = app();
+        let ended = EventKind::RunEnded { storage: vec![], outcome: crate::engine::log::RunOutcome::Completed };
+        app.run.ingest(&[Event { seq: 1, t_ms: 5.0, kind: ended }]);
+        assert!(app.update(Action::CrashSelected).is_empty());
+        assert!(app.status.as_deref().unwrap_or("").contains("press r"));
+    }
+
+    #[test]
+    fn playground_edits_wait_for_the_next_run() {
+        let mut app = app();
+        app.update(Action::TtlUp);
+        app.update(Action::AddWorker);
+        app.update(Action::PauseLengthDown);
+        assert_eq!(app.scenario.ttl_ms, 3500);
+        assert_eq!(app.scenario.workers.last().unwrap().name, "C");
+        assert_eq!(app.pause_ms, DEFAULT_PAUSE_MS - 500);
+        assert_eq!(app.run.lanes.len(), 2, "the running run keeps its workers");
+    }
+
+    #[test]
+    fn speed_is_live_on_the_simulator_only() {
+        let mut app = app();
+        assert!(app.update(Action::SpeedDown).is_empty());
+        assert_eq!(app.speed, 0.5);
+        app.simulated = true;
+        assert_eq!(app.update(Action::SpeedUp), [Effect::Pace(PaceChange::Speed(1.0))]);
+    }
+}

@@ -118,7 +118,12 @@ fn sync(app: &mut App, runner: &Runner) {
     if let Some(log) = runner.log() {
         let new = log.since(app.run.seen());
         if !new.is_empty() {
+            let was_live = app.run.ended.is_none();
             app.run.ingest(&new);
+            if was_live && app.run.ended.is_some() {
+                // The run is over: make room for the "what next" hint.
+                app.status = None;
+            }
             if let Some((_, crate::engine::log::RunOutcome::Failed { error })) = &app.run.ended
                 && app.error.is_none()
             {

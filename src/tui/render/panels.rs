@@ -56,17 +56,18 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let run = &app.run;
     let view = app.view_ms();
-    let highest = run.highest_accepted().map_or("none yet".to_string(), |h| h.to_string());
+    let accepts = match (app.fencing, run.highest_accepted()) {
+        (true, Some(h)) => format!("tokens ≥ {h} only"),
+        (true, None) => "any token, then only higher".to_string(),
+        (false, _) => "any token (no check)".to_string(),
+    };
     let mut lines = vec![
         Line::from(vec![
-            Span::styled("fence counter (Redis INCR) ", t.dim),
+            Span::styled("fence counter  ", t.dim),
             Span::styled(run.fence_counter().to_string(), t.title),
+            Span::styled(" (Redis INCR)", t.dim),
         ]),
-        Line::from(vec![
-            Span::styled("highest token accepted     ", t.dim),
-            Span::styled(highest, t.title),
-            Span::styled(if app.fencing { "  (checked)" } else { "  (not checked)" }, t.dim),
-        ]),
+        Line::from(vec![Span::styled("storage takes  ", t.dim), Span::styled(accepts, t.title)]),
     ];
     for l in &run.lanes {
         let belief = at(&l.spans, view).unwrap_or(Belief::Idle);
@@ -97,7 +98,7 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
             let (verdict, style) = match (w.accepted, w.stale) {
                 (true, true) => ("✔ ACCEPTED ⚠ STALE", t.danger),
                 (true, false) => ("✔ accepted", t.accepted),
-                (false, _) => ("✘ REJECTED (stale token)", t.rejected),
+                (false, _) => ("✘ REJECTED (stale)", t.rejected),
             };
             Line::from(vec![
                 Span::styled(format!("{:>3}. {:<3} token {token:<3} ", first + i + 1, w.worker), t.base),
@@ -122,6 +123,8 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         }
         parts.push(format!("· Redis: {}", run.holder_at(m).unwrap_or("nobody")));
         (parts.join("  "), t.title)
+    } else if let Some(text) = situation(app) {
+        (text, t.danger)
     } else if let Some(status) = &app.status {
         (status.clone(), t.title)
     } else if run.ended.is_some() {
@@ -131,6 +134,29 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         ("Press 1 to pause A mid-lease (like a GC pause), f to switch fencing, ? for help.".to_string(), t.dim)
     };
     Paragraph::new(Line::styled(format!(" {text}"), style)).render(area, buf);
+}
+
+/// What is going on right now that a learner should notice, if anything.
+fn situation(app: &App) -> Option<String> {
+    let run = &app.run;
+    if run.ended.is_some() {
+        return None;
+    }
+    let now = app.now_ms;
+    let holder = run.holder_at(now);
+    for l in &run.lanes {
+        let b = at(&l.spans, now).unwrap_or(Belief::Idle);
+        if b.held_token().is_some() && holder != Some(l.name.as_str()) {
+            let redis = holder.map_or("nobody holds it".to_string(), |h| format!("{h} holds it"));
+            return Some(format!(
+                "⚠ {} still believes it holds the lock, but Redis says {redis}: its next write is stale.",
+                l.name
+            ));
+        }
+    }
+    run.lanes.iter().find(|l| matches!(l.now(), Belief::Paused { .. })).map(|l| {
+        format!("{} is paused: it sends nothing, so it cannot notice its lease running out.", l.name)
+    })
 }
 
 fn describe(b: Belief) -> String {

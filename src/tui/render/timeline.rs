@@ -15,7 +15,11 @@ use super::super::model::{Belief, RunModel, at};
 use super::super::theme::Theme;
 
 /// Width of the label column on the left of each lane.
-const GUTTER: u16 = 15;
+const GUTTER: u16 = 16;
+/// Rows per lane: at least the bar and its labels; more (a thicker bar, easier to
+/// see on a projector) when the screen has room.
+const MIN_LANE_ROWS: usize = 2;
+const MAX_LANE_ROWS: usize = 4;
 
 /// One timeline row and what it shows.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,15 +42,22 @@ pub struct LaneRow {
     pub current: bool,
 }
 
-fn rows(app: &App) -> Vec<Row> {
+/// The rows of a timeline `height` rows tall.
+fn rows(app: &App, height: u16) -> Vec<Row> {
+    let runs: Vec<(bool, &RunModel)> =
+        app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
+    let lanes: usize = runs.iter().map(|(_, r)| r.lanes.len()).sum();
+    let titles = if app.previous.is_some() { runs.len() } else { 0 };
+    let fixed = 2 + titles + runs.len(); // axis, lease, titles, truth lanes
+    let per_lane = (height as usize).saturating_sub(fixed).checked_div(lanes).unwrap_or(0);
+    let per_lane = per_lane.clamp(MIN_LANE_ROWS, MAX_LANE_ROWS);
     let mut rows = vec![Row::Axis];
-    let runs = app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]);
     for (previous, run) in runs {
         if app.previous.is_some() {
             rows.push(Row::Title { previous });
         }
         for lane in 0..run.lanes.len() {
-            rows.push(Row::Belief { previous, lane });
+            rows.extend(std::iter::repeat_n(Row::Belief { previous, lane }, per_lane - 1));
             rows.push(Row::Marks { previous, lane });
         }
         rows.push(Row::Truth { previous });
@@ -62,13 +73,17 @@ fn inner(area: Rect) -> Rect {
 /// Where each lane of the current screen is.
 pub fn lane_rows(screen: Rect, app: &App) -> Vec<LaneRow> {
     let area = inner(super::areas(screen, app).timeline);
-    let mut out = Vec::new();
-    for (i, row) in rows(app).into_iter().enumerate() {
+    let mut out: Vec<LaneRow> = Vec::new();
+    for (i, row) in rows(app, area.height).into_iter().enumerate() {
         let y = area.y + i as u16;
-        if let Row::Belief { previous, lane } = row
-            && y + 1 < area.bottom()
-        {
-            out.push(LaneRow { area: Rect::new(area.x, y, area.width, 2), lane, current: !previous });
+        if y >= area.bottom() {
+            break;
+        }
+        if let Row::Belief { previous, lane } | Row::Marks { previous, lane } = row {
+            match out.last_mut() {
+                Some(last) if last.lane == lane && last.current == !previous => last.area.height += 1,
+                _ => out.push(LaneRow { area: Rect::new(area.x, y, area.width, 1), lane, current: !previous }),
+            }
         }
     }
     out
@@ -101,12 +116,16 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
     let ms_per_col = (end - start) / plot.width as f64;
     let ctx = Ctx { buf, theme, plot, start, ms_per_col, app };
     let mut ctx = ctx;
-    for (i, row) in rows(app).into_iter().enumerate() {
+    let mut previous_row = None;
+    for (i, row) in rows(app, area.height).into_iter().enumerate() {
         let y = area.y + i as u16;
         if y >= area.bottom() {
             break;
         }
-        ctx.row(area.x, y, row);
+        // Only the first row of a thick lane carries the label.
+        let first = previous_row != Some(row);
+        ctx.row(area.x, y, row, first);
+        previous_row = Some(row);
     }
 }
 
@@ -148,7 +167,7 @@ impl<'a> Ctx<'a> {
         (c >= 0.0 && c < self.plot.width as f64).then_some(c as u16)
     }
 
-    fn row(&mut self, x: u16, y: u16, row: Row) {
+    fn row(&mut self, x: u16, y: u16, row: Row, first: bool) {
         match row {
             Row::Axis => self.axis(x, y),
             Row::Title { previous } => {
@@ -158,7 +177,7 @@ impl<'a> Ctx<'a> {
                 let text = format!("── {which}: {fencing} ──");
                 self.buf.set_stringn(x, y, text, (self.plot.right() - x) as usize, self.theme.title);
             }
-            Row::Belief { previous, lane } => self.belief(x, y, previous, lane),
+            Row::Belief { previous, lane } => self.belief(x, y, previous, lane, first),
             Row::Marks { previous, lane } => self.marks(x, y, previous, lane),
             Row::Truth { previous } => self.truth(x, y, previous),
             Row::Lease => self.lease(x, y),
@@ -167,10 +186,10 @@ impl<'a> Ctx<'a> {
 
     fn axis(&mut self, x: u16, y: u16) {
         self.buf.set_string(x, y, "time", self.theme.dim);
-        let span = self.ms_per_col * self.plot.width as f64;
+        // The finest tick whose labels do not run into each other.
         let tick = [500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 30_000.0]
             .into_iter()
-            .find(|t| span / t <= 12.0)
+            .find(|t| t / self.ms_per_col >= 8.0)
             .unwrap_or(60_000.0);
         let mut t = (self.start / tick).ceil() * tick;
         while let Some(c) = self.column_of(t) {
@@ -186,13 +205,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn belief(&mut self, x: u16, y: u16, previous: bool, lane: usize) {
+    fn belief(&mut self, x: u16, y: u16, previous: bool, lane: usize, first: bool) {
         let run = self.run(previous);
         let Some(l) = run.lanes.get(lane) else { return };
         let selected = !previous && lane == self.app.selected;
         let label_style = if selected { self.theme.selected } else { self.theme.title };
         let marker = if selected { "▶" } else { " " };
-        let label = format!("{marker}{} {}", lane + 1, l.name);
+        let label = if first { format!("{marker}{} {}", lane + 1, l.name) } else { String::new() };
         self.buf.set_stringn(x, y, format!("{label:<width$}", width = GUTTER as usize - 1), GUTTER as usize - 1, label_style);
         let reached = self.reached(previous);
         for c in 0..self.plot.width {
@@ -258,7 +277,7 @@ impl<'a> Ctx<'a> {
         let t = self.theme;
         let danger = belief.held_token().is_some() && holder != Some(me);
         match belief {
-            _ if danger => (format!("⚠ thinks tok {}", belief.held_token().unwrap_or(0)), t.danger),
+            _ if danger => (format!("⚠ thinks tok{}", belief.held_token().unwrap_or(0)), t.danger),
             Belief::Idle => ("idle".into(), t.dim),
             Belief::Waiting => ("waiting".into(), t.waiting),
             Belief::Holding { token } => (format!("holds tok {token}"), t.holding),

@@ -1,0 +1,195 @@
+//! Whole screens of the TUI, drawn from simulator runs on a virtual clock, so every
+//! frame is exactly reproducible. Plus style checks where colour carries meaning.
+
+use fencelab::backend::sim::SimBackend;
+use fencelab::engine::log::Event;
+use fencelab::engine::{RunOptions, WorkerCommand, prepare};
+use fencelab::scenario::builtin;
+use fencelab::tui::app::{App, Overlay};
+use fencelab::tui::keys::Action;
+use fencelab::tui::render::draw;
+use fencelab::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Position;
+use tokio_util::sync::CancellationToken;
+
+const WIDTH: u16 = 120;
+const HEIGHT: u16 = 36;
+
+/// The playground on the simulator; with `pause_a_at`, A is paused for 4 s at that
+/// moment, exactly as pressing `1` does.
+fn playground_log(fencing: bool, pause_a_at: Option<f64>) -> Vec<Event> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+    rt.block_on(async {
+        let scenario = builtin("playground").unwrap().unwrap();
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
+        let prepared = prepare(&SimBackend::default(), &scenario, options, &CancellationToken::new()).await.unwrap();
+        let (log, control) = (prepared.log(), prepared.control());
+        if let Some(at) = pause_a_at {
+            let clock = *log.clock();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(clock.instant_at(at)).await;
+                control.send("A", WorkerCommand::Pause { ms: Some(4000) });
+            });
+        }
+        prepared.execute().await;
+        log.snapshot()
+    })
+}
+
+/// The app as it would look at scenario time `t_ms` of that run.
+fn app_at(events: &[Event], t_ms: f64, fencing: bool) -> App {
+    let scenario = builtin("playground").unwrap().unwrap();
+    let label = "SIMULATOR (virtual clock, no Redis)".to_string();
+    let mut app = App::new(scenario, fencing, 1.0, true, label, Theme::DEFAULT);
+    let upto: Vec<Event> = events.iter().filter(|e| e.t_ms <= t_ms).cloned().collect();
+    app.run.ingest(&upto);
+    app.now_ms = app.run.ended.as_ref().map_or(t_ms, |(t, _)| *t);
+    app
+}
+
+fn screen(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| draw(f, app)).unwrap();
+    terminal
+}
+
+fn text(buf: &Buffer) -> String {
+    let area = buf.area;
+    (0..area.height)
+        .map(|y| (0..area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The position of the first cell of `needle` on screen.
+fn find(buf: &Buffer, needle: &str) -> Position {
+    let lines = text(buf);
+    for (y, line) in lines.lines().enumerate() {
+        if let Some(byte) = line.find(needle) {
+            return Position::new(line[..byte].chars().count() as u16, y as u16);
+        }
+    }
+    panic!("{needle:?} not on screen:\n{lines}");
+}
+
+#[test]
+fn start_of_the_playground() {
+    let events = playground_log(false, None);
+    insta::assert_snapshot!(screen(&app_at(&events, 600.0, false), WIDTH, HEIGHT).backend());
+}
+
+#[test]
+fn a_paused_while_b_holds_the_lock() {
+    let events = playground_log(false, Some(1000.0));
+    insta::assert_snapshot!(screen(&app_at(&events, 3600.0, false), WIDTH, HEIGHT).backend());
+}
+
+#[test]
+fn the_danger_zone_after_b_has_written() {
+    let events = playground_log(false, Some(1000.0));
+    insta::assert_snapshot!(screen(&app_at(&events, 4600.0, false), WIDTH, HEIGHT).backend());
+}
+
+#[test]
+fn stale_write_accepted_with_fencing_off() {
+    let events = playground_log(false, Some(1000.0));
+    let app = app_at(&events, 10_000.0, false);
+    let term = screen(&app, WIDTH, HEIGHT);
+    assert!(text(term.backend().buffer()).contains("ACCEPTED ⚠ STALE"));
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn stale_write_rejected_with_fencing_on() {
+    let events = playground_log(true, Some(1000.0));
+    let app = app_at(&events, 10_000.0, true);
+    let term = screen(&app, WIDTH, HEIGHT);
+    assert!(text(term.backend().buffer()).contains("✘ REJECTED (stale)"));
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn help_overlay() {
+    let events = playground_log(false, None);
+    let mut app = app_at(&events, 600.0, false);
+    app.update(Action::Help);
+    assert_eq!(app.overlay, Overlay::Help);
+    insta::assert_snapshot!(screen(&app, WIDTH, 40).backend());
+}
+
+#[test]
+fn too_small_terminal() {
+    let events = playground_log(false, None);
+    insta::assert_snapshot!(screen(&app_at(&events, 600.0, false), 60, 20).backend());
+}
+
+#[test]
+fn compare_shows_both_runs_one_above_the_other() {
+    let off = playground_log(false, Some(1000.0));
+    let on = playground_log(true, Some(1000.0));
+    let mut app = app_at(&off, 10_000.0, false);
+    app.previous = Some(app.run.clone());
+    app.run = app_at(&on, 10_000.0, true).run;
+    app.fencing = true;
+    let term = screen(&app, WIDTH, HEIGHT);
+    let shown = text(term.backend().buffer());
+    let above = shown.find("earlier run: fencing OFF").expect("earlier run title");
+    let below = shown.find("this run: fencing ON").expect("this run title");
+    assert!(above < below);
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn danger_zone_and_verdicts_are_coloured_and_have_their_own_glyphs() {
+    let events = playground_log(false, Some(1000.0));
+    let app = app_at(&events, 10_000.0, false);
+    let term = screen(&app, WIDTH, HEIGHT);
+    let buf = term.backend().buffer();
+    let theme = Theme::DEFAULT;
+    // A paused past its lease: the danger glyph in the danger colour.
+    let danger = find(buf, "▒");
+    assert_eq!(buf[danger].fg, theme.danger.fg.unwrap());
+    // The stale write in the storage panel, and the fencing badge.
+    let stale = find(buf, "✔ ACCEPTED ⚠ STALE");
+    assert_eq!(buf[stale].fg, theme.danger.fg.unwrap());
+    let badge = find(buf, "FENCING OFF");
+    assert_eq!(buf[badge].bg, theme.fencing_off.bg.unwrap());
+    let accepted = find(buf, "✔ accepted");
+    assert_eq!(buf[accepted].fg, theme.accepted.fg.unwrap());
+
+    let on = playground_log(true, Some(1000.0));
+    let app = app_at(&on, 10_000.0, true);
+    let term = screen(&app, WIDTH, HEIGHT);
+    let buf = term.backend().buffer();
+    let rejected = find(buf, "✘ REJECTED");
+    assert_eq!(buf[rejected].fg, theme.rejected.fg.unwrap());
+    assert_eq!(buf[find(buf, "FENCING ON")].bg, theme.fencing_on.bg.unwrap());
+}
+
+#[test]
+fn no_color_theme_uses_no_colour_at_all() {
+    let events = playground_log(false, Some(1000.0));
+    let mut app = app_at(&events, 10_000.0, false);
+    app.theme = Theme::NO_COLOR;
+    let term = screen(&app, WIDTH, HEIGHT);
+    let buf = term.backend().buffer();
+    for cell in buf.content() {
+        assert_eq!((cell.fg, cell.bg), (ratatui::style::Color::Reset, ratatui::style::Color::Reset));
+    }
+    // Meaning survives through glyphs.
+    let shown = text(buf);
+    assert!(shown.contains("▒") && shown.contains("STALE"));
+}
+
+#[test]
+fn clicking_a_lane_selects_its_worker() {
+    let events = playground_log(false, None);
+    let mut app = app_at(&events, 600.0, false);
+    let term = screen(&app, WIDTH, HEIGHT);
+    let b = find(term.backend().buffer(), "2 B");
+    app.click(term.backend().buffer().area, b);
+    assert_eq!(app.selected, 1);
+}
