@@ -1,0 +1,131 @@
+//! The real binary in a real terminal (tmux) against a private real Redis: pause A,
+//! watch the stale write land, switch fencing, rerun, watch it rejected, quit, and
+//! find the terminal restored.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// A tmux server of this test's own (tests run in parallel).
+    fn start(width: u16, height: u16) -> Tmux {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("fencelab-e2e-{}-{n}", std::process::id());
+        let tmux = Tmux { socket };
+        let status = tmux
+            .cmd(&["new-session", "-d", "-s", "e2e", "-x", &width.to_string(), "-y", &height.to_string()])
+            .args(["env", "PS1=$ ", "bash", "--norc", "--noprofile"])
+            .status()
+            .unwrap_or_else(|e| panic!("this test needs tmux (apt-get install -y tmux): {e}"));
+        assert!(status.success());
+        tmux
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]).args(args);
+        c
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status().unwrap().success());
+    }
+
+    fn pane(&self) -> String {
+        let out = self.cmd(&["capture-pane", "-p", "-t", "e2e"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, needle: &str, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let pane = self.pane();
+            if pane.contains(needle) {
+                return pane;
+            }
+            assert!(Instant::now() < deadline, "{needle:?} did not appear; the pane shows:\n{pane}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn display(&self, format: &str) -> String {
+        let out = self.cmd(&["display", "-p", "-t", "e2e", format]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).status();
+    }
+}
+
+#[test]
+fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
+    let server = support::redis();
+    let tmux = Tmux::start(160, 48);
+    let command = format!("{} --redis {}", env!("CARGO_BIN_EXE_fencelab"), server.url());
+    tmux.keys(&[&command, "Enter"]);
+    let pane = tmux.wait_for("LIVE", 20);
+    assert!(pane.contains("private") || pane.contains("Redis unix://"), "the header names the backend:\n{pane}");
+    assert!(pane.contains("FENCING OFF"));
+
+    tmux.keys(&["1"]); // pause A mid-lease
+    let pane = tmux.wait_for("STALE", 20);
+    assert!(pane.contains("B   token 2   ✔ accepted"), "storage panel:\n{pane}");
+    assert!(pane.contains("A   token 1   ✔ ACCEPTED ⚠ STALE"), "storage panel:\n{pane}");
+
+    tmux.keys(&["f"]);
+    tmux.wait_for("FENCING ON", 5);
+    tmux.keys(&["r"]);
+    tmux.wait_for("LIVE", 10);
+    tmux.keys(&["1"]);
+    let pane = tmux.wait_for("REJECTED", 20);
+    assert!(pane.contains("A   token 1   ✘ REJECTED (stale)"), "storage panel:\n{pane}");
+    assert!(!pane.contains("STALE"), "no stale write with fencing on:\n{pane}");
+
+    tmux.keys(&["q"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tmux.display("#{alternate_on}") != "0" {
+        assert!(Instant::now() < deadline, "the alternate screen was not left:\n{}", tmux.pane());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux.keys(&["clear; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo; echo $((40+2))-finished", "Enter"]);
+    // The marker is computed, so the echoed command line itself cannot match it.
+    let pane = tmux.wait_for("42-finished", 10);
+    let settings: Vec<&str> = pane.lines().map(str::trim).filter(|l| l.ends_with("icanon") || l.ends_with("echo")).collect();
+    assert!(settings.contains(&"icanon") && settings.contains(&"echo"), "terminal not restored: {settings:?}\n{pane}");
+
+    let mut con = support::sync_con(&server);
+    let keys: usize = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(keys, 0, "the runs left keys behind");
+}
+
+#[test]
+fn redis_dying_mid_run_shows_an_error_panel_and_the_ui_stays_alive() {
+    let server = support::redis();
+    let tmux = Tmux::start(120, 36);
+    let command = format!("{} --redis {}", env!("CARGO_BIN_EXE_fencelab"), server.url());
+    tmux.keys(&[&command, "Enter"]);
+    tmux.wait_for("LIVE", 20);
+    drop(server); // Redis dies while A works and B waits
+    let pane = tmux.wait_for("Error", 20);
+    assert!(pane.contains("lost the connection to Redis"), "{pane}");
+    tmux.keys(&["Escape", "?"]);
+    tmux.wait_for("Help", 5);
+    tmux.keys(&["q"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tmux.display("#{alternate_on}") != "0" {
+        assert!(Instant::now() < deadline, "did not quit:\n{}", tmux.pane());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!tmux.pane().contains("panicked"));
+}
