@@ -11,10 +11,14 @@ use fencelab::engine::{RunControl, RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::builtin;
 use tokio_util::sync::CancellationToken;
 
+/// What to do to a run, and at which scenario ms.
+type Script = Vec<(f64, fn(&RunControl))>;
+
 /// Run the playground, doing `script` (at scenario ms, to the run) meanwhile.
-async fn playground<B: Backend>(backend: &B, script: Vec<(f64, fn(&RunControl))>) -> Vec<Event> {
+async fn playground<B: Backend>(backend: &B, script: Script) -> Vec<Event> {
     let scenario = builtin("playground").unwrap().unwrap();
-    let options = RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(false) };
+    let options =
+        RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(false) };
     let prepared = prepare(backend, &scenario, options, &CancellationToken::new()).await.unwrap();
     let (log, control) = (prepared.log(), prepared.control());
     let clock = *log.clock();
@@ -28,8 +32,12 @@ async fn playground<B: Backend>(backend: &B, script: Vec<(f64, fn(&RunControl))>
     log.snapshot()
 }
 
-fn on_sim(script: Vec<(f64, fn(&RunControl))>) -> Vec<Event> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+fn on_sim(script: Script) -> Vec<Event> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
     rt.block_on(playground(&SimBackend::default(), script))
 }
 

@@ -19,7 +19,16 @@ impl Tmux {
         let socket = format!("fencelab-e2e-{}-{n}", std::process::id());
         let tmux = Tmux { socket };
         let status = tmux
-            .cmd(&["new-session", "-d", "-s", "e2e", "-x", &width.to_string(), "-y", &height.to_string()])
+            .cmd(&[
+                "new-session",
+                "-d",
+                "-s",
+                "e2e",
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+            ])
             .args(["env", "PS1=$ ", "bash", "--norc", "--noprofile"])
             .status()
             .unwrap_or_else(|e| panic!("this test needs tmux (apt-get install -y tmux): {e}"));
@@ -51,7 +60,10 @@ impl Tmux {
             if pane.contains(needle) {
                 return pane;
             }
-            assert!(Instant::now() < deadline, "{needle:?} did not appear; the pane shows:\n{pane}");
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} did not appear; the pane shows:\n{pane}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -75,7 +87,10 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     let command = format!("{} --redis {}", env!("CARGO_BIN_EXE_fencelab"), server.url());
     tmux.keys(&[&command, "Enter"]);
     let pane = tmux.wait_for("LIVE", 20);
-    assert!(pane.contains("private") || pane.contains("Redis unix://"), "the header names the backend:\n{pane}");
+    assert!(
+        pane.contains("private") || pane.contains("Redis unix://"),
+        "the header names the backend:\n{pane}"
+    );
     assert!(pane.contains("FENCING OFF"));
 
     tmux.keys(&["1"]); // pause A mid-lease
@@ -101,8 +116,15 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     tmux.keys(&["clear; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo; echo $((40+2))-finished", "Enter"]);
     // The marker is computed, so the echoed command line itself cannot match it.
     let pane = tmux.wait_for("42-finished", 10);
-    let settings: Vec<&str> = pane.lines().map(str::trim).filter(|l| l.ends_with("icanon") || l.ends_with("echo")).collect();
-    assert!(settings.contains(&"icanon") && settings.contains(&"echo"), "terminal not restored: {settings:?}\n{pane}");
+    let settings: Vec<&str> = pane
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.ends_with("icanon") || l.ends_with("echo"))
+        .collect();
+    assert!(
+        settings.contains(&"icanon") && settings.contains(&"echo"),
+        "terminal not restored: {settings:?}\n{pane}"
+    );
 
     let mut con = support::sync_con(&server);
     let keys: usize = redis::cmd("DBSIZE").query(&mut con).unwrap();

@@ -21,11 +21,18 @@ const HEIGHT: u16 = 36;
 /// The playground on the simulator; with `pause_a_at`, A is paused for 4 s at that
 /// moment, exactly as pressing `1` does.
 fn playground_log(fencing: bool, pause_a_at: Option<f64>) -> Vec<Event> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
     rt.block_on(async {
         let scenario = builtin("playground").unwrap().unwrap();
         let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
-        let prepared = prepare(&SimBackend::default(), &scenario, options, &CancellationToken::new()).await.unwrap();
+        let prepared =
+            prepare(&SimBackend::default(), &scenario, options, &CancellationToken::new())
+                .await
+                .unwrap();
         let (log, control) = (prepared.log(), prepared.control());
         if let Some(at) = pause_a_at {
             let clock = *log.clock();
@@ -177,7 +184,10 @@ fn no_color_theme_uses_no_colour_at_all() {
     let term = screen(&app, WIDTH, HEIGHT);
     let buf = term.backend().buffer();
     for cell in buf.content() {
-        assert_eq!((cell.fg, cell.bg), (ratatui::style::Color::Reset, ratatui::style::Color::Reset));
+        assert_eq!(
+            (cell.fg, cell.bg),
+            (ratatui::style::Color::Reset, ratatui::style::Color::Reset)
+        );
     }
     // Meaning survives through glyphs.
     let shown = text(buf);

@@ -138,7 +138,11 @@ impl Pacer {
             } else {
                 Duration::from_secs(3600)
             };
-            s = self.changed.wait_timeout(s, wait).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
+            s = self
+                .changed
+                .wait_timeout(s, wait)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
         }
     }
 }

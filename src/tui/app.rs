@@ -78,7 +78,14 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(scenario: Scenario, fencing: bool, speed: f64, simulated: bool, backend: String, theme: Theme) -> Self {
+    pub fn new(
+        scenario: Scenario,
+        fencing: bool,
+        speed: f64,
+        simulated: bool,
+        backend: String,
+        theme: Theme,
+    ) -> Self {
         App {
             scenario,
             fencing,
@@ -126,7 +133,8 @@ impl App {
         match action {
             Action::Quit => self.quit = true,
             Action::Help => {
-                self.overlay = if self.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
+                self.overlay =
+                    if self.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
             }
             Action::Back => {
                 if self.overlay != Overlay::None {
@@ -157,7 +165,8 @@ impl App {
                     self.run.lanes.get(self.selected).map(|l| l.now()),
                     Some(Belief::Paused { by_user: true, .. })
                 );
-                let command = if held { WorkerCommand::Resume } else { WorkerCommand::Pause { ms: None } };
+                let command =
+                    if held { WorkerCommand::Resume } else { WorkerCommand::Pause { ms: None } };
                 return self.command_selected(command);
             }
             Action::CrashSelected => return self.command_selected(WorkerCommand::Crash),
@@ -184,11 +193,16 @@ impl App {
                 return vec![Effect::StartRun];
             }
             Action::ToggleInspector => self.inspector = !self.inspector,
-            Action::SpeedDown | Action::SpeedUp => return self.change_speed(action == Action::SpeedUp),
+            Action::SpeedDown | Action::SpeedUp => {
+                return self.change_speed(action == Action::SpeedUp);
+            }
             Action::TtlDown | Action::TtlUp => {
                 let ttl = step(self.scenario.ttl_ms, action == Action::TtlUp);
                 self.scenario.ttl_ms = ttl;
-                self.status = Some(format!("lease (TTL) {} from the next run: press r to restart", secs(ttl)));
+                self.status = Some(format!(
+                    "lease (TTL) {} from the next run: press r to restart",
+                    secs(ttl)
+                ));
             }
             Action::PauseLengthDown | Action::PauseLengthUp => {
                 self.pause_ms = step(self.pause_ms, action == Action::PauseLengthUp);
@@ -198,12 +212,15 @@ impl App {
             Action::RemoveWorker => {
                 if self.scenario.workers.len() > 1 {
                     let gone = self.scenario.workers.pop().map(|w| w.name).unwrap_or_default();
-                    self.status = Some(format!("worker {gone} removed from the next run: press r to restart"));
+                    self.status = Some(format!(
+                        "worker {gone} removed from the next run: press r to restart"
+                    ));
                 }
             }
             Action::SimPlayPause => {
                 if !self.simulated {
-                    self.status = Some("time can only be stopped on the simulator (fencelab --sim)".into());
+                    self.status =
+                        Some("time can only be stopped on the simulator (fencelab --sim)".into());
                     return Vec::new();
                 }
                 self.sim_playing = !self.sim_playing;
@@ -245,10 +262,16 @@ impl App {
         }
         let name = lane.name.clone();
         self.status = Some(match command {
-            WorkerCommand::Pause { ms: Some(ms) } => format!("{name} paused for {} (a GC pause)", secs(ms)),
-            WorkerCommand::Pause { ms: None } => format!("{name} paused until you press space again"),
+            WorkerCommand::Pause { ms: Some(ms) } => {
+                format!("{name} paused for {} (a GC pause)", secs(ms))
+            }
+            WorkerCommand::Pause { ms: None } => {
+                format!("{name} paused until you press space again")
+            }
             WorkerCommand::Resume => format!("{name} resumed"),
-            WorkerCommand::Crash => format!("{name} crashed: its lock stays until the lease expires"),
+            WorkerCommand::Crash => {
+                format!("{name} crashed: its lock stays until the lease expires")
+            }
         });
         vec![Effect::Worker(name, command)]
     }
@@ -347,7 +370,10 @@ mod tests {
     fn number_keys_pause_that_worker_for_the_pause_length() {
         let mut app = app();
         let effects = app.update(Action::PauseWorker(1));
-        assert_eq!(effects, [Effect::Worker("B".into(), WorkerCommand::Pause { ms: Some(DEFAULT_PAUSE_MS) })]);
+        assert_eq!(
+            effects,
+            [Effect::Worker("B".into(), WorkerCommand::Pause { ms: Some(DEFAULT_PAUSE_MS) })]
+        );
         assert_eq!(app.selected, 1);
         assert!(app.update(Action::PauseWorker(5)).is_empty(), "there is no worker 6");
     }
@@ -355,9 +381,15 @@ mod tests {
     #[test]
     fn space_pauses_until_resumed_then_resumes() {
         let mut app = app();
-        assert_eq!(app.update(Action::HoldSelected), [Effect::Worker("A".into(), WorkerCommand::Pause { ms: None })]);
+        assert_eq!(
+            app.update(Action::HoldSelected),
+            [Effect::Worker("A".into(), WorkerCommand::Pause { ms: None })]
+        );
         app.run.ingest(&[event(1, "A", WorkerEvent::Paused { ms: None, by_user: true })]);
-        assert_eq!(app.update(Action::HoldSelected), [Effect::Worker("A".into(), WorkerCommand::Resume)]);
+        assert_eq!(
+            app.update(Action::HoldSelected),
+            [Effect::Worker("A".into(), WorkerCommand::Resume)]
+        );
     }
 
     #[test]
@@ -375,7 +407,10 @@ mod tests {
     #[test]
     fn worker_keys_do_nothing_once_the_run_has_ended() {
         let mut app = app();
-        let ended = EventKind::RunEnded { storage: vec![], outcome: crate::engine::log::RunOutcome::Completed };
+        let ended = EventKind::RunEnded {
+            storage: vec![],
+            outcome: crate::engine::log::RunOutcome::Completed,
+        };
         app.run.ingest(&[Event { seq: 1, t_ms: 5.0, kind: ended }]);
         assert!(app.update(Action::CrashSelected).is_empty());
         assert!(app.status.as_deref().unwrap_or("").contains("press r"));

@@ -53,11 +53,19 @@ pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Res
     let notice = chosen.fallback_notice();
     let label = chosen.describe();
     let (backend, simulated) = match chosen {
-        Chosen::Redis { ref backend, .. } => (Backend::Redis(backend.clone()), false),
+        Chosen::Redis { ref backend, .. } => (Backend::Redis(Box::new(backend.clone())), false),
         Chosen::Sim { ref backend, .. } => (Backend::Sim(backend.clone()), true),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let mut app = App::new(options.scenario, options.fencing, options.speed, simulated, label, Theme::initial(options.presenter));
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let mut app = App::new(
+        options.scenario,
+        options.fencing,
+        options.speed,
+        simulated,
+        label,
+        Theme::initial(options.presenter),
+    );
     app.status = notice;
     let result = runtime.block_on(event_loop(&mut app, Runner::new(backend)));
     drop(chosen);

@@ -16,10 +16,16 @@ pub enum Belief {
     /// Waiting for the lock to be free.
     Waiting,
     /// Believes it holds the lock with this token (working or about to write).
-    Holding { token: u64 },
+    Holding {
+        token: u64,
+    },
     /// Frozen. `token` is the lock it still believes it holds, if any; `until` the
     /// scenario time it will wake (None: until resumed).
-    Paused { token: Option<u64>, until: Option<f64>, by_user: bool },
+    Paused {
+        token: Option<u64>,
+        until: Option<f64>,
+        by_user: bool,
+    },
     /// Gave the lock back, or learned it had lost it, and went on.
     Released,
     Crashed,
@@ -225,10 +231,11 @@ impl RunModel {
                 Belief::Released
             }
             WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
-                let stale = *accepted
-                    && token.zip(self.highest_accepted).is_some_and(|(t, high)| t < high);
+                let stale =
+                    *accepted && token.zip(self.highest_accepted).is_some_and(|(t, high)| t < high);
                 if *accepted && let Some(tok) = token {
-                    self.highest_accepted = Some(self.highest_accepted.map_or(*tok, |h| h.max(*tok)));
+                    self.highest_accepted =
+                        Some(self.highest_accepted.map_or(*tok, |h| h.max(*tok)));
                 }
                 let glyph = if *accepted { "✔" } else { "✘" };
                 let tok = token.map_or("-".to_string(), |t| t.to_string());

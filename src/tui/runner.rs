@@ -23,7 +23,7 @@ use crate::scenario::Scenario;
 const CLEANUP_WAIT: Duration = Duration::from_secs(3);
 
 pub enum Backend {
-    Redis(RedisBackend),
+    Redis(Box<RedisBackend>),
     Sim(SimBackend),
 }
 
@@ -61,13 +61,18 @@ impl Runner {
     }
 
     /// Stop the current run (if any) and start a new one.
-    pub async fn start(&mut self, scenario: &Scenario, fencing: bool, speed: f64) -> Result<(), BackendError> {
+    pub async fn start(
+        &mut self,
+        scenario: &Scenario,
+        fencing: bool,
+        speed: f64,
+    ) -> Result<(), BackendError> {
         self.stop();
         let cancel = CancellationToken::new();
         self.live = Some(match &self.backend {
             Backend::Redis(backend) => {
                 let options = RunOptions { fencing, time_scale: 1.0 / speed, seed: None };
-                let prepared = prepare(backend, scenario, options, &cancel).await?;
+                let prepared = prepare(backend.as_ref(), scenario, options, &cancel).await?;
                 let (log, control) = (prepared.log(), prepared.control());
                 let task = tokio::spawn(async move {
                     prepared.execute().await;
@@ -118,7 +123,12 @@ impl Runner {
 }
 
 /// A simulator run on its own thread, paced for watching.
-fn start_sim(backend: SimBackend, scenario: Scenario, fencing: bool, speed: f64) -> Result<Live, BackendError> {
+fn start_sim(
+    backend: SimBackend,
+    scenario: Scenario,
+    fencing: bool,
+    speed: f64,
+) -> Result<Live, BackendError> {
     let pacer = Arc::new(Pacer::new(speed));
     let (tx, rx) = std::sync::mpsc::channel();
     let thread_pacer = pacer.clone();
@@ -128,7 +138,9 @@ fn start_sim(backend: SimBackend, scenario: Scenario, fencing: bool, speed: f64)
             let runtime = match crate::commands::runtime::build(true) {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ = tx.send(Err(BackendError::Protocol(format!("cannot start the simulator: {e}"))));
+                    let _ = tx.send(Err(BackendError::Protocol(format!(
+                        "cannot start the simulator: {e}"
+                    ))));
                     return;
                 }
             };

@@ -10,8 +10,12 @@ use super::super::theme::Theme;
 use super::{MIN_HEIGHT, MIN_WIDTH};
 
 fn centered(screen: Rect, width: u16, height: u16) -> Rect {
-    let [row] = Layout::vertical([Constraint::Length(height.min(screen.height))]).flex(Flex::Center).areas(screen);
-    let [area] = Layout::horizontal([Constraint::Length(width.min(screen.width))]).flex(Flex::Center).areas(row);
+    let [row] = Layout::vertical([Constraint::Length(height.min(screen.height))])
+        .flex(Flex::Center)
+        .areas(screen);
+    let [area] = Layout::horizontal([Constraint::Length(width.min(screen.width))])
+        .flex(Flex::Center)
+        .areas(row);
     area
 }
 
@@ -29,20 +33,34 @@ pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme) {
     let area = centered(screen, 92, (BINDINGS.len() + LEGEND.len() + 9) as u16);
     Clear.render(area, buf);
     let mut lines = vec![
-        Line::styled("Each lane shows what a worker BELIEVES; the Redis lane shows the TRUTH.", theme.title),
+        Line::styled(
+            "Each lane shows what a worker BELIEVES; the Redis lane shows the TRUTH.",
+            theme.title,
+        ),
         Line::styled("Pause a worker past its lease and watch the two disagree.", theme.dim),
         Line::raw(""),
     ];
     for b in BINDINGS {
-        lines.push(Line::from(vec![Span::styled(format!("{:>7}  ", b.label), theme.key), Span::styled(b.help, theme.base)]));
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:>7}  ", b.label), theme.key),
+            Span::styled(b.help, theme.base),
+        ]));
     }
     lines.push(Line::raw(""));
     for (glyph, meaning) in LEGEND {
-        lines.push(Line::from(vec![Span::styled(format!("{glyph:>7}  "), theme.title), Span::styled(*meaning, theme.base)]));
+        lines.push(Line::from(vec![
+            Span::styled(format!("{glyph:>7}  "), theme.title),
+            Span::styled(*meaning, theme.base),
+        ]));
     }
     Paragraph::new(lines)
         .style(theme.base)
-        .block(Block::default().borders(Borders::ALL).border_style(theme.title).title(" Help · Esc or ? to close "))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.title)
+                .title(" Help · Esc or ? to close "),
+        )
         .render(area, buf);
 }
 
@@ -67,7 +85,10 @@ pub fn too_small(screen: Rect, buf: &mut Buffer, theme: &Theme) {
     Clear.render(screen, buf);
     let text = vec![
         Line::styled("Terminal too small", theme.error),
-        Line::raw(format!("fencelab needs {MIN_WIDTH}x{MIN_HEIGHT}; this one is {}x{}.", screen.width, screen.height)),
+        Line::raw(format!(
+            "fencelab needs {MIN_WIDTH}x{MIN_HEIGHT}; this one is {}x{}.",
+            screen.width, screen.height
+        )),
         Line::raw("Enlarge the window or reduce the font size. q quits."),
     ];
     Paragraph::new(text).wrap(Wrap { trim: true }).style(theme.base).render(screen, buf);

@@ -31,10 +31,14 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let run = &app.run;
     let state = match (&run.ended, app.moment) {
         (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
-        (Some((_, RunOutcome::Failed { .. })), _) => format!("✖ FAILED at {:.1} s", app.now_ms / 1000.0),
+        (Some((_, RunOutcome::Failed { .. })), _) => {
+            format!("✖ FAILED at {:.1} s", app.now_ms / 1000.0)
+        }
         (Some(_), _) => format!("■ ENDED {:.1} s", app.now_ms / 1000.0),
         (None, _) if run.lanes.is_empty() => "… starting".to_string(),
-        (None, _) if app.simulated && !app.sim_playing => format!("⏸ TIME STOPPED {:.1} s", app.now_ms / 1000.0),
+        (None, _) if app.simulated && !app.sim_playing => {
+            format!("⏸ TIME STOPPED {:.1} s", app.now_ms / 1000.0)
+        }
         (None, _) => format!("▶ LIVE {:.1} s", app.now_ms / 1000.0),
     };
     let backend_style = if app.simulated { t.simulator } else { t.backend };
@@ -73,7 +77,9 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
         let belief = at(&l.spans, view).unwrap_or(Belief::Idle);
         let token = l.last_token.map_or("-".to_string(), |tk| tk.to_string());
         let (what, style) = match belief.held_token() {
-            Some(_) if run.holder_at(view) != Some(l.name.as_str()) => ("believes it holds the lock ⚠", t.danger),
+            Some(_) if run.holder_at(view) != Some(l.name.as_str()) => {
+                ("believes it holds the lock ⚠", t.danger)
+            }
             Some(_) => ("holds the lock", t.holding),
             None => ("", t.dim),
         };
@@ -101,7 +107,10 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
                 (false, _) => ("✘ REJECTED (stale)", t.rejected),
             };
             Line::from(vec![
-                Span::styled(format!("{:>3}. {:<3} token {token:<3} ", first + i + 1, w.worker), t.base),
+                Span::styled(
+                    format!("{:>3}. {:<3} token {token:<3} ", first + i + 1, w.worker),
+                    t.base,
+                ),
                 Span::styled(verdict, style),
             ])
         })
@@ -131,7 +140,11 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         let next = if app.previous.is_none() { "c to rerun with fencing flipped, " } else { "" };
         (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
     } else {
-        ("Press 1 to pause A mid-lease (like a GC pause), f to switch fencing, ? for help.".to_string(), t.dim)
+        (
+            "Press 1 to pause A mid-lease (like a GC pause), f to switch fencing, ? for help."
+                .to_string(),
+            t.dim,
+        )
     };
     Paragraph::new(Line::styled(format!(" {text}"), style)).render(area, buf);
 }
@@ -155,7 +168,10 @@ fn situation(app: &App) -> Option<String> {
         }
     }
     run.lanes.iter().find(|l| matches!(l.now(), Belief::Paused { .. })).map(|l| {
-        format!("{} is paused: it sends nothing, so it cannot notice its lease running out.", l.name)
+        format!(
+            "{} is paused: it sends nothing, so it cannot notice its lease running out.",
+            l.name
+        )
     })
 }
 
@@ -181,7 +197,11 @@ pub fn monitor(area: Rect, buf: &mut Buffer, app: &App) {
         tail(violations, area)
             .iter()
             .map(|v| {
-                let style = if v.kind() == crate::check::ViolationKind::OverlappingBelief { t.paused } else { t.danger };
+                let style = if v.kind() == crate::check::ViolationKind::OverlappingBelief {
+                    t.paused
+                } else {
+                    t.danger
+                };
                 Line::styled(format!("⚠ {:>7.3} s  {v}", violation_time(v) / 1000.0), style)
             })
             .collect()
@@ -204,7 +224,9 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
             ])
         })
         .collect();
-    Paragraph::new(lines).block(block(" Commands sent to Redis (i to close) ", app)).render(area, buf);
+    Paragraph::new(lines)
+        .block(block(" Commands sent to Redis (i to close) ", app))
+        .render(area, buf);
 }
 
 pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {

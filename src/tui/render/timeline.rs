@@ -26,10 +26,20 @@ const MAX_LANE_ROWS: usize = 4;
 enum Row {
     Axis,
     /// "run 1 (fencing off)" above each run in compare mode.
-    Title { previous: bool },
-    Belief { previous: bool, lane: usize },
-    Marks { previous: bool, lane: usize },
-    Truth { previous: bool },
+    Title {
+        previous: bool,
+    },
+    Belief {
+        previous: bool,
+        lane: usize,
+    },
+    Marks {
+        previous: bool,
+        lane: usize,
+    },
+    Truth {
+        previous: bool,
+    },
     Lease,
 }
 
@@ -81,8 +91,14 @@ pub fn lane_rows(screen: Rect, app: &App) -> Vec<LaneRow> {
         }
         if let Row::Belief { previous, lane } | Row::Marks { previous, lane } = row {
             match out.last_mut() {
-                Some(last) if last.lane == lane && last.current == !previous => last.area.height += 1,
-                _ => out.push(LaneRow { area: Rect::new(area.x, y, area.width, 1), lane, current: !previous }),
+                Some(last) if last.lane == lane && last.current != previous => {
+                    last.area.height += 1
+                }
+                _ => out.push(LaneRow {
+                    area: Rect::new(area.x, y, area.width, 1),
+                    lane,
+                    current: !previous,
+                }),
             }
         }
     }
@@ -103,10 +119,17 @@ fn window(app: &App) -> (f64, f64) {
 pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
     let theme = &app.theme;
     let title = match app.moment {
-        Some(m) => format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back to live ", m / 1000.0),
+        Some(m) => {
+            format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back to live ", m / 1000.0)
+        }
         None => " Timeline · now at the right edge ".to_string(),
     };
-    Block::default().borders(Borders::ALL).border_style(theme.border).title(title).title_style(theme.title).render(area, buf);
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border)
+        .title(title)
+        .title_style(theme.title)
+        .render(area, buf);
     let area = inner(area);
     if area.width <= GUTTER + 2 || area.height == 0 {
         return;
@@ -175,7 +198,13 @@ impl<'a> Ctx<'a> {
                 let which = if previous { "earlier run" } else { "this run" };
                 let fencing = if run.fencing_at_start { "fencing ON" } else { "fencing OFF" };
                 let text = format!("── {which}: {fencing} ──");
-                self.buf.set_stringn(x, y, text, (self.plot.right() - x) as usize, self.theme.title);
+                self.buf.set_stringn(
+                    x,
+                    y,
+                    text,
+                    (self.plot.right() - x) as usize,
+                    self.theme.title,
+                );
             }
             Row::Belief { previous, lane } => self.belief(x, y, previous, lane, first),
             Row::Marks { previous, lane } => self.marks(x, y, previous, lane),
@@ -193,7 +222,11 @@ impl<'a> Ctx<'a> {
             .unwrap_or(60_000.0);
         let mut t = (self.start / tick).ceil() * tick;
         while let Some(c) = self.column_of(t) {
-            let label = if tick < 1000.0 { format!("│{:.1}s", t / 1000.0) } else { format!("│{:.0}s", t / 1000.0) };
+            let label = if tick < 1000.0 {
+                format!("│{:.1}s", t / 1000.0)
+            } else {
+                format!("│{:.0}s", t / 1000.0)
+            };
             let room = (self.plot.right() - (self.plot.x + c)) as usize;
             self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.dim);
             t += tick;
@@ -212,7 +245,13 @@ impl<'a> Ctx<'a> {
         let label_style = if selected { self.theme.selected } else { self.theme.title };
         let marker = if selected { "▶" } else { " " };
         let label = if first { format!("{marker}{} {}", lane + 1, l.name) } else { String::new() };
-        self.buf.set_stringn(x, y, format!("{label:<width$}", width = GUTTER as usize - 1), GUTTER as usize - 1, label_style);
+        self.buf.set_stringn(
+            x,
+            y,
+            format!("{label:<width$}", width = GUTTER as usize - 1),
+            GUTTER as usize - 1,
+            label_style,
+        );
         let reached = self.reached(previous);
         for c in 0..self.plot.width {
             let t = self.time_of(c);
@@ -221,7 +260,7 @@ impl<'a> Ctx<'a> {
             }
             let belief = at(&l.spans, t).unwrap_or(Belief::Idle);
             let (glyph, style) = self.cell(belief, run.holder_at(t), &l.name);
-            self.buf.set_string(self.plot.x + c, y, glyph, style);
+            self.put(c, y, glyph, style);
         }
         self.cursor(y);
     }
@@ -251,8 +290,12 @@ impl<'a> Ctx<'a> {
         let (text, style) = self.state_text(belief, run.holder_at(view), &l.name, view);
         self.buf.set_stringn(x + 1, y, text, GUTTER as usize - 2, style);
         let reached = self.reached(previous);
-        for mark in run.marks.iter().filter(|m| m.lane == lane && m.t_ms <= reached) {
-            let Some(c) = self.column_of(mark.t_ms) else { continue };
+        // Right to left, each label cut where the next one starts: the same picture as
+        // drawing them all in time order, at the cost of the visible cells only.
+        let mut limit = self.plot.width;
+        let marks = self.visible(&run.marks, |m| m.t_ms);
+        for mark in marks.iter().rev().filter(|m| m.lane == lane && m.t_ms <= reached) {
+            let Some(c) = self.column_of(mark.t_ms).filter(|c| *c < limit) else { continue };
             let style = if mark.label.starts_with('✔') {
                 self.theme.accepted
             } else if mark.label.starts_with('✘') || mark.label.starts_with('✖') {
@@ -260,10 +303,11 @@ impl<'a> Ctx<'a> {
             } else {
                 self.theme.dim
             };
-            let room = (self.plot.right() - (self.plot.x + c)) as usize;
-            self.buf.set_stringn(self.plot.x + c, y, &mark.label, room, style);
+            self.buf.set_stringn(self.plot.x + c, y, &mark.label, (limit - c) as usize, style);
+            limit = c;
         }
-        for w in run.writes.iter().filter(|w| w.stale && w.worker == l.name && w.t_ms <= reached) {
+        let writes = self.visible(&run.writes, |w| w.t_ms);
+        for w in writes.iter().filter(|w| w.stale && w.worker == l.name && w.t_ms <= reached) {
             if let Some(c) = self.column_of(w.t_ms) {
                 let room = (self.plot.right() - (self.plot.x + c)) as usize;
                 let label = format!("✔w{} STALE", w.token.unwrap_or(0));
@@ -273,7 +317,13 @@ impl<'a> Ctx<'a> {
         self.cursor(y);
     }
 
-    fn state_text(&self, belief: Belief, holder: Option<&str>, me: &str, view: f64) -> (String, Style) {
+    fn state_text(
+        &self,
+        belief: Belief,
+        holder: Option<&str>,
+        me: &str,
+        view: f64,
+    ) -> (String, Style) {
         let t = self.theme;
         let danger = belief.held_token().is_some() && holder != Some(me);
         match belief {
@@ -303,11 +353,13 @@ impl<'a> Ctx<'a> {
             let (glyph, style) = match run.holder_at(t) {
                 Some(h) => {
                     let i = run.lanes.iter().position(|l| l.name == h).unwrap_or(0);
-                    (h.chars().next().unwrap_or('?').to_string(), self.theme.worker(i).add_modifier(Modifier::BOLD))
+                    let initial =
+                        h.get(..h.chars().next().map_or(0, char::len_utf8)).unwrap_or("?");
+                    (initial, self.theme.worker(i).add_modifier(Modifier::BOLD))
                 }
-                None => ("·".to_string(), self.theme.dim),
+                None => ("·", self.theme.dim),
             };
-            self.buf.set_string(self.plot.x + c, y, glyph, style);
+            self.put(c, y, glyph, style);
         }
         self.cursor(y);
     }
@@ -321,17 +373,42 @@ impl<'a> Ctx<'a> {
         let text = match run.lease_at(view) {
             Some((holder, left)) if run.ttl_ms > 0 => {
                 let filled = ((left / run.ttl_ms as f64) * bar_width as f64).round() as usize;
-                let bar = format!("{}{}", "█".repeat(filled.min(bar_width)), "░".repeat(bar_width - filled.min(bar_width)));
+                let bar = format!(
+                    "{}{}",
+                    "█".repeat(filled.min(bar_width)),
+                    "░".repeat(bar_width - filled.min(bar_width))
+                );
                 let i = run.lanes.iter().position(|l| l.name == holder).unwrap_or(0);
                 self.buf.set_string(self.plot.x, y, &bar, self.theme.worker(i));
-                format!(" {:.1} s left of {:.1} s, held by {holder} in Redis", left / 1000.0, run.ttl_ms as f64 / 1000.0)
+                format!(
+                    " {:.1} s left of {:.1} s, held by {holder} in Redis",
+                    left / 1000.0,
+                    run.ttl_ms as f64 / 1000.0
+                )
             }
             Some((holder, _)) => format!("{holder} holds it with no expiry"),
             None => "nobody holds the lock in Redis".to_string(),
         };
-        let bar_x = if text.starts_with(' ') { self.plot.x + bar_width as u16 } else { self.plot.x };
+        let bar_x =
+            if text.starts_with(' ') { self.plot.x + bar_width as u16 } else { self.plot.x };
         let room = (self.plot.right().saturating_sub(bar_x)) as usize;
         self.buf.set_stringn(bar_x, y, text, room, self.theme.base);
+    }
+
+    /// One glyph in plot column `c`: straight into the cell, which is much cheaper
+    /// than `set_string` when done for every column of every lane.
+    fn put(&mut self, c: u16, y: u16, glyph: &str, style: Style) {
+        if let Some(cell) = self.buf.cell_mut((self.plot.x + c, y)) {
+            cell.set_symbol(glyph).set_style(style);
+        }
+    }
+
+    /// The items (sorted by time) that fall in the visible window.
+    fn visible<'t, T>(&self, items: &'t [T], time: impl Fn(&T) -> f64) -> &'t [T] {
+        let end = self.start + self.ms_per_col * self.plot.width as f64;
+        let from = items.partition_point(|i| time(i) < self.start);
+        let to = items.partition_point(|i| time(i) <= end);
+        &items[from..to.max(from)]
     }
 
     /// The inspected moment as a highlighted column.
