@@ -122,3 +122,10 @@ fn redis_dying_mid_run_ends_the_run_with_an_error_not_a_hang() {
     assert!(err.contains("error: lost the connection to Redis"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn without_a_terminal_the_playground_points_to_the_headless_command() {
+    let out = run(&["--sim"]);
+    assert_clean_error(&out, 1, "stdout is not a terminal");
+    assert!(stderr(&out).contains("fencelab run gc-pause"), "{}", stderr(&out));
+}

@@ -221,7 +221,7 @@ impl RunModel {
                 Belief::Holding { token: *token }
             }
             WorkerEvent::Paused { ms, by_user } => {
-                self.mark(t, i, "⏸".to_string());
+                self.mark(t, i, "‖".to_string());
                 Belief::Paused { token: held, until: ms.map(|ms| t + ms as f64), by_user: *by_user }
             }
             WorkerEvent::Checked { still_owner } => {

@@ -4,8 +4,8 @@
 //! ┌ header: backend · run state · time · speed · FENCING badge ──────────────────┐
 //! ┌ Timeline ─────────────────────────────────────────┐┌ Tokens ────────────────┐
 //! │ axis                                              ││ fence counter, holders │
-//! │ A  ━━━━━━━▓▓▓▓▓▓  belief lane (2 rows per worker) │└────────────────────────┘
-//! │ B  ┄┄┄┄┄┄┄┄━━━━                                   │┌ Storage ───────────────┐
+//! │ A  ███████▓▓▓▓▓▓  belief lane (2 rows per worker) │└────────────────────────┘
+//! │ B  ┄┄┄┄┄┄┄┄████                                   │┌ Storage ───────────────┐
 //! │ Redis AAAAAAA·BBBB  truth lane                    ││ writes, newest last    │
 //! │ lease ██████░░░ 1.2 s left                        ││                        │
 //! └───────────────────────────────────────────────────┘└────────────────────────┘

@@ -21,9 +21,9 @@ fn centered(screen: Rect, width: u16, height: u16) -> Rect {
 
 /// The glyphs and what they mean: colour never carries meaning alone.
 const LEGEND: &[(&str, &str)] = &[
-    ("━", "holds the lock (its belief, and Redis agrees)"),
+    ("█", "holds the lock (its belief, and Redis agrees)"),
     ("▓ ▒", "DANGER: believes it holds the lock, Redis says otherwise (▒ while paused)"),
-    ("░", "paused (GC / slow disk / VM steal): issues no command"),
+    ("░ ‖", "paused (GC / slow disk / VM steal): issues no command"),
     ("┄", "waiting for the lock"),
     ("✔w2 ✘w1", "write accepted / rejected, with the writer's token"),
     ("A·B", "Redis holder lane: who holds the key in Redis (· nobody)"),

@@ -37,7 +37,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         (Some(_), _) => format!("■ ENDED {:.1} s", app.now_ms / 1000.0),
         (None, _) if run.lanes.is_empty() => "… starting".to_string(),
         (None, _) if app.simulated && !app.sim_playing => {
-            format!("⏸ TIME STOPPED {:.1} s", app.now_ms / 1000.0)
+            format!("‖ TIME STOPPED {:.1} s", app.now_ms / 1000.0)
         }
         (None, _) => format!("▶ LIVE {:.1} s", app.now_ms / 1000.0),
     };

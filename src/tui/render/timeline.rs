@@ -273,7 +273,7 @@ impl<'a> Ctx<'a> {
             Belief::Idle | Belief::Released | Belief::Done => (" ", t.base),
             Belief::Waiting => ("┄", t.waiting),
             Belief::Holding { .. } if danger => ("▓", t.danger),
-            Belief::Holding { .. } => ("━", t.holding),
+            Belief::Holding { .. } => ("█", t.holding),
             Belief::Paused { .. } if danger => ("▒", t.danger),
             Belief::Paused { .. } => ("░", t.paused),
             Belief::Crashed => (" ", t.base),
@@ -332,9 +332,9 @@ impl<'a> Ctx<'a> {
             Belief::Waiting => ("waiting".into(), t.waiting),
             Belief::Holding { token } => (format!("holds tok {token}"), t.holding),
             Belief::Paused { until: Some(until), .. } => {
-                (format!("⏸ {:.1}s left", ((until - view) / 1000.0).max(0.0)), t.paused)
+                (format!("‖ {:.1}s left", ((until - view) / 1000.0).max(0.0)), t.paused)
             }
-            Belief::Paused { until: None, .. } => ("⏸ held".into(), t.paused),
+            Belief::Paused { until: None, .. } => ("‖ held".into(), t.paused),
             Belief::Released => ("released".into(), t.dim),
             Belief::Crashed => ("✖ crashed".into(), t.rejected),
             Belief::Done => ("done".into(), t.dim),
