@@ -151,3 +151,28 @@ fn redis_dying_mid_run_shows_an_error_panel_and_the_ui_stays_alive() {
     }
     assert!(!tmux.pane().contains("panicked"));
 }
+
+#[test]
+fn ctrl_c_and_sigterm_both_restore_the_terminal() {
+    for how in ["ctrl-c", "sigterm"] {
+        let tmux = Tmux::start(120, 36);
+        tmux.keys(&[&format!("{} --sim", env!("CARGO_BIN_EXE_fencelab")), "Enter"]);
+        tmux.wait_for("LIVE", 20);
+        if how == "ctrl-c" {
+            tmux.keys(&["C-c"]);
+        } else {
+            let shell: u32 = tmux.display("#{pane_pid}").parse().unwrap();
+            let child = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+            let pid: i32 = child.split_whitespace().next().expect("fencelab runs in the shell").parse().unwrap();
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while tmux.display("#{alternate_on}") != "0" {
+            assert!(Instant::now() < deadline, "{how}: the alternate screen was not left:\n{}", tmux.pane());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        tmux.keys(&["clear; stty -a | tr ' ;' '\\n\\n' | grep -x -e -icanon -e icanon; echo $((40+2))-finished", "Enter"]);
+        let pane = tmux.wait_for("42-finished", 10);
+        assert!(pane.lines().any(|l| l.trim() == "icanon"), "{how}: raw mode left on:\n{pane}");
+    }
+}

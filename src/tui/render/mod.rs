@@ -30,7 +30,7 @@ pub use timeline::{LaneRow, lane_rows};
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 const SIDEBAR_WIDTH: u16 = 44;
-const TOKENS_HEIGHT: u16 = 9;
+const TOKENS_HEIGHT: u16 = 10;
 const MONITOR_HEIGHT: u16 = 6;
 const INSPECTOR_HEIGHT: u16 = 12;
 

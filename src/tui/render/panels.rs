@@ -71,6 +71,11 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
             Span::styled(run.fence_counter().to_string(), t.title),
             Span::styled(" (Redis INCR)", t.dim),
         ]),
+        Line::from(vec![
+            Span::styled("storage max    ", t.dim),
+            Span::styled(run.highest_accepted().map_or("-".to_string(), |h| h.to_string()), t.title),
+            Span::styled(" (highest token it accepted)", t.dim),
+        ]),
         Line::from(vec![Span::styled("storage takes  ", t.dim), Span::styled(accepts, t.title)]),
     ];
     for l in &run.lanes {
