@@ -158,6 +158,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             WorkerEvent::Renewed { extended } => !extended,
             WorkerEvent::Released { .. }
             | WorkerEvent::Crashed
+            | WorkerEvent::StoppedWork
             | WorkerEvent::Finished
             | WorkerEvent::Failed { .. } => true,
             _ => false,

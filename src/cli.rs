@@ -58,9 +58,10 @@ pub struct RunArgs {
     /// A built-in scenario name (see `fencelab scenarios`) or a path to a scenario .toml file.
     #[arg(default_value = "gc-pause")]
     pub scenario: String,
-    /// Whether the storage checks fencing tokens; `both` runs the scenario twice.
-    #[arg(long, value_enum, default_value_t = Fencing::Both)]
-    pub fencing: Fencing,
+    /// Whether the storage checks fencing tokens; `both` (the default) runs the
+    /// scenario twice. Lessons with variants run their own variants instead.
+    #[arg(long, value_enum)]
+    pub fencing: Option<Fencing>,
     /// Print the event log as JSON lines instead of the transcript.
     #[arg(long)]
     pub json: bool,

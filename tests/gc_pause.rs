@@ -90,5 +90,5 @@ fn check_passes_on_real_redis_and_json_streams_the_log() {
     assert_eq!(lines.first().unwrap()["type"], "run_started");
     assert_eq!(lines.first().unwrap()["version"], 1);
     assert_eq!(lines.last().unwrap()["type"], "run_ended");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("check passed (fencing on)"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("check passed (fencing tokens: on)"));
 }

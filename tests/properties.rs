@@ -6,7 +6,7 @@ mod support;
 use fencelab::backend::sim::SimBackend;
 use fencelab::check::{ViolationKind, check};
 use fencelab::engine::log::{Event, EventKind};
-use fencelab::scenario::{AcquireMode, Expect, ReleaseMode, Scenario, Step, WorkerSpec};
+use fencelab::scenario::{AcquireMode, Expect, Scenario, Step, WorkerSpec};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 
@@ -15,7 +15,7 @@ fn worker(name: String) -> impl Strategy<Value = WorkerSpec> {
         move |(start_ms, pause1, pause2, renew)| {
             let mut steps = vec![Step::Acquire { give_up_ms: None }, Step::Pause { ms: pause1 }];
             if renew {
-                steps.push(Step::Renew);
+                steps.push(Step::Renew { stop_if_lost: false });
             }
             steps.extend([
                 Step::Write { value: "first".into() },
@@ -32,16 +32,14 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     (2usize..=4, 100u64..2000, any::<bool>()).prop_flat_map(|(n, ttl_ms, two_step)| {
         let workers: Vec<_> =
             (0..n).map(|i| worker(((b'A' + i as u8) as char).to_string())).collect();
-        workers.prop_map(move |workers| Scenario {
-            name: "random".into(),
-            title: "random schedule".into(),
-            summary: String::new(),
-            ttl_ms,
-            fencing: false,
-            acquire: if two_step { AcquireMode::TwoStep } else { AcquireMode::Script },
-            release: ReleaseMode::CompareAndDelete,
-            workers,
-            expect: Expect::default(),
+        workers.prop_map(move |workers| {
+            let mut s = fencelab::scenario::builtin("gc-pause").unwrap().unwrap();
+            s.name = "random".into();
+            s.ttl_ms = ttl_ms;
+            s.acquire = if two_step { AcquireMode::TwoStep } else { AcquireMode::Script };
+            s.workers = workers;
+            s.expect = Expect::default();
+            s
         })
     })
 }

@@ -5,8 +5,10 @@ mod support;
 use std::time::Duration;
 
 use fencelab::backend::redis::{RedisBackend, RedisClient};
-use fencelab::backend::{AcquireReply, Backend, Keys, LockClient, StorageClient, StoredWrite};
-use fencelab::scenario::{AcquireMode, ReleaseMode};
+use fencelab::backend::{
+    AcquireReply, Backend, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
+};
+use fencelab::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 async fn clients(server: &fencelab::backend::server::PrivateRedis, n: usize) -> Vec<RedisClient> {
     let backend = RedisBackend::open(&server.url(), "test").unwrap();
@@ -110,8 +112,8 @@ async fn renew_extends_only_the_owners_lease() {
     let server = support::redis();
     let mut c = clients(&server, 2).await;
     c[0].acquire("A:1", 1000, AcquireMode::Script).await.unwrap();
-    assert!(!c[1].renew("B:1", 60_000).await.unwrap());
-    assert!(c[0].renew("A:1", 60_000).await.unwrap());
+    assert!(!c[1].renew("B:1", 60_000, RenewMode::IfOwner).await.unwrap());
+    assert!(c[0].renew("A:1", 60_000, RenewMode::IfOwner).await.unwrap());
     let pttl = c[1].observe().await.unwrap().pttl_ms.unwrap();
     assert!(pttl > 50_000, "the owner's renewal must extend the lease, pttl {pttl}");
 }
@@ -120,10 +122,16 @@ async fn renew_extends_only_the_owners_lease() {
 async fn fenced_write_rejects_a_lower_token_and_accepts_an_equal_one() {
     let server = support::redis();
     let mut c = clients(&server, 1).await;
-    assert!(c[0].write(&write("B", 2), true).await.unwrap());
-    assert!(c[0].write(&write("B", 2), true).await.unwrap(), "the current holder may write twice");
-    assert!(!c[0].write(&write("A", 1), true).await.unwrap(), "a lower token is stale");
-    assert!(c[0].write(&write("C", 3), true).await.unwrap());
+    assert!(c[0].write(&write("B", 2), WriteCheck::Fencing).await.unwrap());
+    assert!(
+        c[0].write(&write("B", 2), WriteCheck::Fencing).await.unwrap(),
+        "the current holder may write twice"
+    );
+    assert!(
+        !c[0].write(&write("A", 1), WriteCheck::Fencing).await.unwrap(),
+        "a lower token is stale"
+    );
+    assert!(c[0].write(&write("C", 3), WriteCheck::Fencing).await.unwrap());
     let shorts: Vec<String> =
         c[0].read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:2", "B:2", "C:3"]);
@@ -134,8 +142,8 @@ async fn fenced_write_rejects_a_lower_token_and_accepts_an_equal_one() {
 async fn unfenced_storage_accepts_any_token() {
     let server = support::redis();
     let mut c = clients(&server, 1).await;
-    assert!(c[0].write(&write("B", 2), false).await.unwrap());
-    assert!(c[0].write(&write("A", 1), false).await.unwrap());
+    assert!(c[0].write(&write("B", 2), WriteCheck::None).await.unwrap());
+    assert!(c[0].write(&write("A", 1), WriteCheck::None).await.unwrap());
     let shorts: Vec<String> =
         c[0].read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:2", "A:1"]);

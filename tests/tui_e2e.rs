@@ -162,13 +162,23 @@ fn ctrl_c_and_sigterm_both_restore_the_terminal() {
             tmux.keys(&["C-c"]);
         } else {
             let shell: u32 = tmux.display("#{pane_pid}").parse().unwrap();
-            let child = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
-            let pid: i32 = child.split_whitespace().next().expect("fencelab runs in the shell").parse().unwrap();
+            let child =
+                std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+            let pid: i32 = child
+                .split_whitespace()
+                .next()
+                .expect("fencelab runs in the shell")
+                .parse()
+                .unwrap();
             unsafe { libc::kill(pid, libc::SIGTERM) };
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while tmux.display("#{alternate_on}") != "0" {
-            assert!(Instant::now() < deadline, "{how}: the alternate screen was not left:\n{}", tmux.pane());
+            assert!(
+                Instant::now() < deadline,
+                "{how}: the alternate screen was not left:\n{}",
+                tmux.pane()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         tmux.keys(&["clear; stty -a | tr ' ;' '\\n\\n' | grep -x -e -icanon -e icanon; echo $((40+2))-finished", "Enter"]);

@@ -13,6 +13,8 @@ pub struct Keys {
     pub storage: String,
     /// The highest fencing token the storage has accepted.
     pub storage_highest: String,
+    /// The idempotency keys the storage has applied (a set).
+    pub storage_applied: String,
 }
 
 impl Keys {
@@ -24,13 +26,14 @@ impl Keys {
             fence: format!("{prefix}fence"),
             storage: format!("{prefix}storage"),
             storage_highest: format!("{prefix}storage:highest"),
+            storage_applied: format!("{prefix}storage:applied"),
             prefix,
         }
     }
 
     /// All keys of the run: what cleanup deletes.
-    pub fn all(&self) -> [&str; 4] {
-        [&self.lock, &self.fence, &self.storage, &self.storage_highest]
+    pub fn all(&self) -> [&str; 5] {
+        [&self.lock, &self.fence, &self.storage, &self.storage_highest, &self.storage_applied]
     }
 }
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use keys::Keys;
 
-use crate::scenario::{AcquireMode, ReleaseMode};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 /// A backend failure, phrased for the person at the terminal.
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +101,18 @@ impl StoredWrite {
     }
 }
 
+/// What the storage checks before it applies a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteCheck {
+    /// Nothing: every write is appended.
+    None,
+    /// Fencing tokens: a token lower than the highest accepted so far is rejected.
+    Fencing,
+    /// Idempotency keys (the write's value): a key applied before is not applied again.
+    /// For a storage, like a payment gateway, that cannot check tokens.
+    IdempotencyKey,
+}
+
 /// The lock service: the article's protocol, one method per command or script.
 pub trait LockClient: Send + 'static {
     /// The run's keys this client is bound to.
@@ -122,11 +134,13 @@ pub trait LockClient: Send + 'static {
         mode: ReleaseMode,
     ) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
-    /// Extend the lease to `ttl_ms` if `value` still owns the lock.
+    /// Extend the lease to `ttl_ms`: if `value` still owns the lock, or (`RenewMode::Set`)
+    /// blindly, taking the lock back from whoever holds it.
     fn renew(
         &mut self,
         value: &str,
         ttl_ms: u64,
+        mode: RenewMode,
     ) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
     /// `GET lock`: the value of whoever holds the lock now.
@@ -141,12 +155,11 @@ pub trait LockClient: Send + 'static {
 
 /// The storage the workers write their results to.
 pub trait StorageClient: Send + 'static {
-    /// Append `write`. With `fenced`, reject it when its token is lower than the highest
-    /// token accepted so far. Returns whether it was accepted.
+    /// Append `write`, after the given check. Returns whether it was accepted.
     fn write(
         &mut self,
         write: &StoredWrite,
-        fenced: bool,
+        check: WriteCheck,
     ) -> impl Future<Output = Result<bool, BackendError>> + Send;
 
     /// Every accepted write, in the order the storage accepted them.

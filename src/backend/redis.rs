@@ -13,8 +13,9 @@ use redis::{AsyncCommands, RedisError};
 use super::scripts;
 use super::{
     AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
+    WriteCheck,
 };
-use crate::scenario::{AcquireMode, ReleaseMode};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 /// How long to wait for a connection or a reply before calling Redis unreachable.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -164,7 +165,23 @@ impl LockClient for RedisClient {
         Ok(deleted == 1)
     }
 
-    async fn renew(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
+        if mode == RenewMode::Set {
+            let _: () = redis::cmd("SET")
+                .arg(&self.keys.lock)
+                .arg(value)
+                .arg("PX")
+                .arg(ttl_ms.max(1))
+                .query_async(&mut self.con)
+                .await
+                .map_err(lost)?;
+            return Ok(true);
+        }
         let extended: i64 = scripts::RENEW
             .key(&self.keys.lock)
             .arg(value)
@@ -215,23 +232,40 @@ fn busy(pttl: i64) -> AcquireReply {
 }
 
 impl StorageClient for RedisClient {
-    async fn write(&mut self, write: &StoredWrite, fenced: bool) -> Result<bool, BackendError> {
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<bool, BackendError> {
         let entry =
             serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
-        if fenced {
-            let (accepted, _highest): (i64, i64) = scripts::FENCED_WRITE
-                .key(&self.keys.storage)
-                .key(&self.keys.storage_highest)
-                .arg(write.token.unwrap_or(0))
+        let k = &self.keys;
+        let accepted: i64 = match check {
+            WriteCheck::None => {
+                let _: i64 = self.con.rpush(&k.storage, entry).await.map_err(lost)?;
+                1
+            }
+            WriteCheck::Fencing => {
+                let (accepted, _highest): (i64, i64) = scripts::FENCED_WRITE
+                    .key(&k.storage)
+                    .key(&k.storage_highest)
+                    .arg(write.token.unwrap_or(0))
+                    .arg(entry)
+                    .invoke_async(&mut self.con)
+                    .await
+                    .map_err(lost)?;
+                accepted
+            }
+            WriteCheck::IdempotencyKey => scripts::IDEMPOTENT_WRITE
+                .key(&k.storage)
+                .key(&k.storage_applied)
+                .arg(&write.value)
                 .arg(entry)
                 .invoke_async(&mut self.con)
                 .await
-                .map_err(lost)?;
-            Ok(accepted == 1)
-        } else {
-            let _: i64 = self.con.rpush(&self.keys.storage, entry).await.map_err(lost)?;
-            Ok(true)
-        }
+                .map_err(lost)?,
+        };
+        Ok(accepted == 1)
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {

@@ -17,8 +17,9 @@ use tokio::time::{Duration, Instant};
 
 use super::{
     AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
+    WriteCheck,
 };
-use crate::scenario::{AcquireMode, ReleaseMode};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 /// The simulator. Cloning it shares the same database.
 #[derive(Clone, Default)]
@@ -166,8 +167,19 @@ impl LockClient for SimClient {
         })
     }
 
-    async fn renew(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
         let mut db = self.sim.db();
+        if mode == RenewMode::Set {
+            let expires_at = Some(Instant::now() + Duration::from_millis(ttl_ms.max(1)));
+            db.strings
+                .insert(self.keys.lock.clone(), Entry { value: value.to_string(), expires_at });
+            return Ok(true);
+        }
         match db.live(&self.keys.lock) {
             Some(e) if e.value == value => {
                 e.expires_at = Some(Instant::now() + Duration::from_millis(ttl_ms));
@@ -202,21 +214,34 @@ impl LockClient for SimClient {
 }
 
 impl StorageClient for SimClient {
-    async fn write(&mut self, write: &StoredWrite, fenced: bool) -> Result<bool, BackendError> {
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<bool, BackendError> {
         let entry =
             serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
         let mut db = self.sim.db();
         let k = &self.keys;
-        if fenced {
-            // The same rule as assets/lua/fenced_write.lua: lower is rejected, equal accepted.
-            let token = write.token.unwrap_or(0);
-            if token < db.get_u64(&k.storage_highest) {
-                return Ok(false);
+        match check {
+            WriteCheck::None => {}
+            WriteCheck::Fencing => {
+                // The same rule as assets/lua/fenced_write.lua: lower is rejected, equal accepted.
+                let token = write.token.unwrap_or(0);
+                if token < db.get_u64(&k.storage_highest) {
+                    return Ok(false);
+                }
+                let value = Entry { value: token.to_string(), expires_at: None };
+                db.strings.insert(k.storage_highest.clone(), value);
             }
-            db.strings.insert(
-                k.storage_highest.clone(),
-                Entry { value: token.to_string(), expires_at: None },
-            );
+            WriteCheck::IdempotencyKey => {
+                // As assets/lua/idempotent_write.lua: a key applied before is a repeat.
+                let applied = db.lists.entry(k.storage_applied.clone()).or_default();
+                if applied.contains(&write.value) {
+                    return Ok(false);
+                }
+                applied.push(write.value.clone());
+            }
         }
         db.lists.entry(k.storage.clone()).or_default().push(entry);
         Ok(true)
@@ -269,9 +294,15 @@ mod tests {
         let mut c = client(&sim);
         let w =
             |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
-        assert!(c.write(&w("B", 2), true).await.unwrap());
-        assert!(c.write(&w("B", 2), true).await.unwrap(), "equal token: same holder writing again");
-        assert!(!c.write(&w("A", 1), true).await.unwrap(), "lower token must be rejected");
+        assert!(c.write(&w("B", 2), WriteCheck::Fencing).await.unwrap());
+        assert!(
+            c.write(&w("B", 2), WriteCheck::Fencing).await.unwrap(),
+            "equal token: same holder writing again"
+        );
+        assert!(
+            !c.write(&w("A", 1), WriteCheck::Fencing).await.unwrap(),
+            "lower token must be rejected"
+        );
         assert_eq!(c.read_all().await.unwrap().len(), 2);
         c.cleanup().await.unwrap();
         assert_eq!(sim.key_count(), 0);

@@ -4,8 +4,8 @@
 //! captured from a socket: the simulator shows the commands Redis would have received.
 
 use super::scripts;
-use super::{AcquireReply, Keys};
-use crate::scenario::{AcquireMode, ReleaseMode};
+use super::{AcquireReply, Keys, WriteCheck};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 /// `EVALSHA 1a2b3c4d (acquire.lua)`: the script's hash, shortened, and its file.
 fn evalsha(script: &redis::Script, file: &str) -> String {
@@ -61,26 +61,57 @@ pub fn release(keys: &Keys, value: &str, mode: ReleaseMode, deleted: bool) -> (S
     (cmd, u8::from(deleted).to_string())
 }
 
-pub fn renew(keys: &Keys, value: &str, ttl_ms: u64, extended: bool) -> (String, String) {
-    let cmd = format!("{} 1 {} {value} {ttl_ms}", evalsha(&scripts::RENEW, "renew.lua"), keys.lock);
-    (cmd, u8::from(extended).to_string())
+pub fn renew(
+    keys: &Keys,
+    value: &str,
+    ttl_ms: u64,
+    mode: RenewMode,
+    extended: bool,
+) -> (String, String) {
+    match mode {
+        RenewMode::IfOwner => {
+            let cmd = format!(
+                "{} 1 {} {value} {ttl_ms}",
+                evalsha(&scripts::RENEW, "renew.lua"),
+                keys.lock
+            );
+            (cmd, u8::from(extended).to_string())
+        }
+        RenewMode::Set => (format!("SET {} {value} PX {ttl_ms}", keys.lock), "OK".to_string()),
+    }
 }
 
 pub fn get_lock(keys: &Keys, holder: Option<&str>) -> (String, String) {
     (format!("GET {}", keys.lock), holder.map_or("(nil)".to_string(), |h| format!("\"{h}\"")))
 }
 
-pub fn write(keys: &Keys, token: Option<u64>, fenced: bool, accepted: bool) -> (String, String) {
-    if fenced {
-        let cmd = format!(
-            "{} 2 {} {} {} <entry>",
-            evalsha(&scripts::FENCED_WRITE, "fenced_write.lua"),
-            keys.storage,
-            keys.storage_highest,
-            token.unwrap_or(0)
-        );
-        (cmd, if accepted { "[1, …] accepted" } else { "[0, …] rejected" }.to_string())
-    } else {
-        (format!("RPUSH {} <entry>", keys.storage), "(integer) appended".to_string())
+pub fn write(
+    keys: &Keys,
+    token: Option<u64>,
+    check: WriteCheck,
+    accepted: bool,
+) -> (String, String) {
+    let verdict = if accepted { "1 (applied)" } else { "0 (refused)" };
+    match check {
+        WriteCheck::None => {
+            (format!("RPUSH {} <entry>", keys.storage), "(integer) appended".to_string())
+        }
+        WriteCheck::Fencing => {
+            let script = evalsha(&scripts::FENCED_WRITE, "fenced_write.lua");
+            let cmd = format!(
+                "{script} 2 {} {} {} <entry>",
+                keys.storage,
+                keys.storage_highest,
+                token.unwrap_or(0)
+            );
+            (cmd, verdict.to_string())
+        }
+        WriteCheck::IdempotencyKey => {
+            let script = evalsha(&scripts::IDEMPOTENT_WRITE, "idempotent_write.lua");
+            (
+                format!("{script} 2 {} {} <key> <entry>", keys.storage, keys.storage_applied),
+                verdict.to_string(),
+            )
+        }
     }
 }

@@ -13,30 +13,34 @@ use super::{runtime, scenario_ref};
 use crate::backend::Backend;
 use crate::backend::select::{Chosen, choose};
 use crate::check::{check, compare};
-use crate::cli::{BackendArgs, RunArgs};
+use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
 use crate::engine::{RunOptions, prepare};
 use crate::output::jsonl;
 use crate::output::transcript::{Transcript, verdict};
-use crate::scenario::Scenario;
+use crate::scenario::PlannedRun;
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
 const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = scenario_ref::load(&args.scenario)?;
-    let modes = args.fencing.modes();
-    if args.check {
-        for &fencing in &modes {
-            if scenario.expect.for_mode(fencing).is_none() {
-                bail!(
-                    "scenario {:?} states no expected outcome with fencing {}; add [expect.fencing_{}] to use --check",
-                    scenario.name,
-                    on_off(fencing),
-                    on_off(fencing)
-                );
-            }
-        }
+    if args.fencing.is_some() && !scenario.variants.is_empty() {
+        bail!(
+            "{:?} defines its own runs ({}); --fencing does not apply to it",
+            scenario.name,
+            scenario.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let runs = scenario.planned_runs(&args.fencing.unwrap_or(Fencing::Both).modes());
+    if args.check
+        && let Some(run) = runs.iter().find(|r| r.expect.is_none())
+    {
+        bail!(
+            "{:?} states no expected outcome for the run {:?}; add one to use --check",
+            scenario.name,
+            run.label
+        );
     }
     let mut save = match &args.save {
         Some(path) => Some(BufWriter::new(
@@ -55,21 +59,13 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     }
     let runtime = runtime::build(matches!(chosen, Chosen::Sim { .. }))?;
     let report = match &chosen {
-        Chosen::Redis { backend, .. } => {
-            runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save))
-        }
-        Chosen::Sim { backend, .. } => {
-            runtime.block_on(run_modes(backend, &scenario, &modes, args, &mut save))
-        }
+        Chosen::Redis { backend, .. } => runtime.block_on(run_all(backend, &runs, args, &mut save)),
+        Chosen::Sim { backend, .. } => runtime.block_on(run_all(backend, &runs, args, &mut save)),
     }?;
     if let Some(mut file) = save {
         file.flush()?;
     }
     Ok(report.exit_code())
-}
-
-fn on_off(fencing: bool) -> &'static str {
-    if fencing { "on" } else { "off" }
 }
 
 /// What the runs of one command amounted to.
@@ -92,17 +88,16 @@ impl Report {
     }
 }
 
-async fn run_modes<B: Backend>(
+async fn run_all<B: Backend>(
     backend: &B,
-    scenario: &Scenario,
-    modes: &[bool],
+    runs: &[PlannedRun],
     args: &RunArgs,
     save: &mut Option<BufWriter<File>>,
 ) -> anyhow::Result<Report> {
     let cancel = CancellationToken::new();
     runtime::cancel_on_signals(cancel.clone());
     let mut report = Report::default();
-    for (i, &fencing) in modes.iter().enumerate() {
+    for (i, planned) in runs.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
         }
@@ -110,11 +105,12 @@ async fn run_modes<B: Backend>(
             say("");
         }
         let options = RunOptions {
-            seed: backend.deterministic().then_some(0),
-            fencing,
+            seed: backend.deterministic().then_some(planned.scenario.seed_or_default()),
             time_scale: 1.0 / args.speed,
+            label: planned.label.clone(),
+            ..RunOptions::new(planned.fencing)
         };
-        let prepared = prepare(backend, scenario, options, &cancel).await?;
+        let prepared = prepare(backend, &planned.scenario, options, &cancel).await?;
         let log = prepared.log();
         let printer = tokio::spawn(print_live(log.clone(), args.json));
         let outcome = prepared.execute().await;
@@ -145,14 +141,14 @@ async fn run_modes<B: Backend>(
             }
         }
         if args.check
-            && let Some(expected) = scenario.expect.for_mode(fencing)
+            && let Some(expected) = &planned.expect
         {
             let diffs = compare(expected, &events, &violations);
             if diffs.is_empty() {
-                eprintln!("check passed (fencing {})", on_off(fencing));
+                eprintln!("check passed ({})", planned.label);
             } else {
                 report.check_failed = true;
-                eprintln!("check FAILED (fencing {}): {}", on_off(fencing), diffs.join("; "));
+                eprintln!("check FAILED ({}): {}", planned.label, diffs.join("; "));
             }
         }
     }

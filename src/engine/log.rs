@@ -37,6 +37,9 @@ pub enum EventKind {
         run_id: String,
         scenario: Scenario,
         fencing: bool,
+        /// What the run is called ("fencing tokens: off", a lesson's variant).
+        #[serde(default)]
+        label: String,
         backend: String,
         /// Real time per scenario time: 2.0 is half speed.
         time_scale: f64,
@@ -107,6 +110,8 @@ pub enum WorkerEvent {
         extended: bool,
     },
     Crashed,
+    /// Learned it had lost the lock and stopped its work there (the safe reaction).
+    StoppedWork,
     Finished,
     /// A backend failure ended this worker.
     Failed {

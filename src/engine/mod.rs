@@ -29,7 +29,7 @@ pub use worker::WorkerCommand;
 use worker::{Worker, WorkerSettings};
 
 /// How a run is configured beyond its scenario.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunOptions {
     /// Whether the storage checks fencing tokens.
     pub fencing: bool,
@@ -39,11 +39,14 @@ pub struct RunOptions {
     /// Seed for run ids and lock values. The simulator gets one so that its runs
     /// repeat exactly; real Redis runs leave it `None` (truly random values).
     pub seed: Option<u64>,
+    /// What the run is called in headers ("fencing tokens: off", a lesson's variant).
+    pub label: String,
 }
 
 impl RunOptions {
     pub fn new(fencing: bool) -> Self {
-        RunOptions { fencing, time_scale: 1.0, seed: None }
+        let label = format!("fencing tokens: {}", if fencing { "on" } else { "off" });
+        RunOptions { fencing, time_scale: 1.0, seed: None, label }
     }
 }
 
@@ -119,6 +122,7 @@ pub async fn prepare<B: Backend>(
         run_id,
         scenario: scenario.clone(),
         fencing: options.fencing,
+        label: options.label.clone(),
         backend: backend.describe(),
         time_scale: options.time_scale,
     });
@@ -128,6 +132,8 @@ pub async fn prepare<B: Backend>(
         acquire: scenario.acquire,
         release: scenario.release,
         fencing: fencing.clone(),
+        renew: scenario.renew,
+        idempotency: scenario.idempotency,
     };
     let mut senders = BTreeMap::new();
     let mut workers = Vec::new();

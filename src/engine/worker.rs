@@ -18,10 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, WorkerEvent};
 use crate::backend::{
-    AcquireReply, BackendError, LockClient, StorageClient, StoredWrite, holder_name, holder_value,
-    wire,
+    AcquireReply, BackendError, LockClient, StorageClient, StoredWrite, WriteCheck, holder_name,
+    holder_value, wire,
 };
-use crate::scenario::{AcquireMode, ReleaseMode, Step, WorkerSpec};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Step, WorkerSpec};
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
 const NO_TTL_RETRY_MS: f64 = 100.0;
@@ -34,6 +34,9 @@ pub struct WorkerSettings {
     pub release: ReleaseMode,
     /// Read at each write, so switching fencing during a run applies to later writes.
     pub fencing: Arc<AtomicBool>,
+    pub renew: RenewMode,
+    /// The storage dedups by idempotency key instead of checking tokens.
+    pub idempotency: bool,
 }
 
 /// Something a person asks a running worker to do.
@@ -123,10 +126,11 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 self.emit(WorkerEvent::Working { ms: *ms });
                 return Ok(self.sleep_scenario(*ms as f64).await);
             }
-            Step::Check => {
+            Step::Check { stop_if_lost } => {
                 let holder = self.get_holder().await?;
                 let still_owner = holder.is_some() && holder == self.value;
                 self.emit(WorkerEvent::Checked { still_owner });
+                return Ok(self.stop_if(*stop_if_lost && !still_owner));
             }
             Step::Write { value } => {
                 let write = StoredWrite {
@@ -134,13 +138,16 @@ impl<C: LockClient + StorageClient> Worker<C> {
                     token: self.token,
                     value: value.clone(),
                 };
-                let fenced = self.settings.fencing.load(Ordering::SeqCst);
+                let check = if self.settings.idempotency {
+                    WriteCheck::IdempotencyKey
+                } else if self.settings.fencing.load(Ordering::SeqCst) {
+                    WriteCheck::Fencing
+                } else {
+                    WriteCheck::None
+                };
                 let started = Instant::now();
-                let accepted = self.client.write(&write, fenced).await?;
-                self.command(
-                    started,
-                    wire::write(self.client.keys(), self.token, fenced, accepted),
-                );
+                let accepted = self.client.write(&write, check).await?;
+                self.command(started, wire::write(self.client.keys(), self.token, check, accepted));
                 let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
                 self.emit(WorkerEvent::Wrote {
                     value: value.clone(),
@@ -158,13 +165,14 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 let unsafe_del = mode == ReleaseMode::Del;
                 self.emit(WorkerEvent::Released { deleted, unsafe_del });
             }
-            Step::Renew => {
+            Step::Renew { stop_if_lost } => {
                 let value = self.value.clone().unwrap_or_default();
-                let ttl = self.real_ttl();
+                let (ttl, mode) = (self.real_ttl(), self.settings.renew);
                 let started = Instant::now();
-                let extended = self.client.renew(&value, ttl).await?;
-                self.command(started, wire::renew(self.client.keys(), &value, ttl, extended));
+                let extended = self.client.renew(&value, ttl, mode).await?;
+                self.command(started, wire::renew(self.client.keys(), &value, ttl, mode, extended));
                 self.emit(WorkerEvent::Renewed { extended });
+                return Ok(self.stop_if(*stop_if_lost && !extended));
             }
             Step::Crash => {
                 self.emit(WorkerEvent::Crashed);
@@ -223,6 +231,17 @@ impl<C: LockClient + StorageClient> Worker<C> {
             // particular, so the log shows the expiry before the new grant (on the
             // simulator they wake at exactly the same virtual moment).
             tokio::task::yield_now().await;
+        }
+    }
+
+    /// Stop the work here when the worker has learned it lost the lock and its
+    /// script says to stop then (the safe reaction).
+    fn stop_if(&self, lost: bool) -> Flow {
+        if lost {
+            self.emit(WorkerEvent::StoppedWork);
+            Flow::Stop
+        } else {
+            Flow::Continue
         }
     }
 

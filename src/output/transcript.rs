@@ -29,9 +29,9 @@ impl Transcript {
     pub fn lines(&mut self, e: &Event) -> Vec<String> {
         let at = format!("{:.1}s", e.t_ms / 1000.0);
         match &e.kind {
-            EventKind::RunStarted { fencing, scenario, backend, time_scale, .. } => {
+            EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
                 let mut lines = vec![
-                    format!("=== fencing tokens: {} ===", if *fencing { "on" } else { "off" }),
+                    format!("=== {label} ==="),
                     format!("# {} ({}) on {backend}", scenario.title, scenario.name),
                 ];
                 if *time_scale != 1.0 {
@@ -155,6 +155,7 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
             "renewal refused: the lock is no longer mine".to_string()
         }
         WorkerEvent::Crashed => "crashed without releasing the lock".to_string(),
+        WorkerEvent::StoppedWork => "lost the lock, so it stops its work here".to_string(),
         WorkerEvent::Failed { error } => format!("FAILED: {error}"),
     })
 }

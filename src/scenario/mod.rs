@@ -38,10 +38,77 @@ pub struct Scenario {
     /// How a worker gives the lock back.
     #[serde(default)]
     pub release: ReleaseMode,
+    /// How a worker extends its lease.
+    #[serde(default)]
+    pub renew: RenewMode,
+    /// The storage applies each idempotency key (a write's value) once: a storage that
+    /// cannot check tokens, like a payment gateway.
+    #[serde(default)]
+    pub idempotency: bool,
     pub workers: Vec<WorkerSpec>,
     /// What a correct run of this scenario shows, per fencing mode; `--check` compares.
     #[serde(default)]
     pub expect: Expect,
+    /// Other versions of the scenario to run and compare (no TTL / a TTL, plain DEL /
+    /// compare-and-delete, ...). When present, they replace the fencing off/on pair.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
+    /// Lessons: questions asked before the answer is shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+    /// Lessons: the speed the TUI starts at (slow motion helps the first time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    /// Seed for the simulator's random values (lock values, sweep pauses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Lessons: many seeded simulator runs with random pauses at several lease lengths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+/// One version of a scenario: what it changes, and what it must show.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    /// A short label ("no lease", "with a 2 s lease").
+    pub name: String,
+    pub ttl_ms: Option<u64>,
+    pub fencing: Option<bool>,
+    pub release: Option<ReleaseMode>,
+    pub renew: Option<RenewMode>,
+    pub idempotency: Option<bool>,
+    pub expect: Option<Expectation>,
+}
+
+/// A multiple-choice question shown at a moment of a lesson's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// Scenario time at which the question is asked (the run waits for the answer).
+    pub at_ms: u64,
+    pub question: String,
+    pub choices: Vec<String>,
+    /// The right choice, counting from 1.
+    pub answer: usize,
+    /// Shown after the learner answers.
+    pub explain: String,
+}
+
+/// Repeat the scenario on the simulator with a random pause of the first worker, at
+/// several lease lengths, and count how often a stale write lands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub lease_ms: Vec<u64>,
+    /// Runs per lease length.
+    pub runs: u32,
+    /// The pause of the first `pause` step is drawn from 0..=this.
+    pub max_pause_ms: u64,
+    pub seed: u64,
+    /// How many runs per lease length to repeat on real Redis as a sample.
+    #[serde(default)]
+    pub redis_sample: u32,
 }
 
 /// One worker: a name (also the lane label) and its script.
@@ -71,14 +138,22 @@ pub enum Step {
     Pause { ms: u64 },
     /// Do useful work for `ms`. Unlike a pause this is expected and visible.
     Work { ms: u64 },
-    /// Ask Redis "do I still hold the lock?" (`GET` == my value).
-    Check,
+    /// Ask Redis "do I still hold the lock?" (`GET` == my value). With
+    /// `stop_if_lost`, a worker that learns it lost the lock stops its work there.
+    Check {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        stop_if_lost: bool,
+    },
     /// Write `value` to the storage, with the fencing token from the last grant.
     Write { value: String },
     /// Give the lock back (compare-and-delete, or plain `DEL` if the scenario says so).
     Release,
-    /// Extend the lease to the full TTL again, only if still the owner.
-    Renew,
+    /// Extend the lease to the full TTL again (only if still the owner, unless the
+    /// scenario's `renew = "set"`). With `stop_if_lost`, a failed renewal stops the work.
+    Renew {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        stop_if_lost: bool,
+    },
     /// Die without releasing anything: the lock stays until its lease expires.
     Crash,
 }
@@ -103,6 +178,17 @@ pub enum ReleaseMode {
     CompareAndDelete,
     /// Plain `DEL`: deletes whoever's lock is there now. Unsafe, kept for the lesson.
     Del,
+}
+
+/// How a lease is extended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenewMode {
+    /// Extend only while the key still holds my value (the safe Lua script).
+    #[default]
+    IfOwner,
+    /// `SET lock myvalue PX ttl`: silently takes the lock back even after losing it.
+    Set,
 }
 
 /// The expected outcome of a scenario in each fencing mode.
@@ -131,9 +217,56 @@ pub struct Expectation {
     pub violations: Vec<ViolationKind>,
 }
 
+/// One run a scenario asks for: a label, the scenario as it runs, its fencing, and
+/// what it must show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedRun {
+    pub label: String,
+    pub scenario: Scenario,
+    pub fencing: bool,
+    pub expect: Option<Expectation>,
+}
+
 impl Scenario {
+    /// The seed simulator runs of this scenario use.
+    pub fn seed_or_default(&self) -> u64 {
+        self.seed.unwrap_or(0)
+    }
+
     /// The worker names in lane order.
     pub fn worker_names(&self) -> Vec<String> {
         self.workers.iter().map(|w| w.name.clone()).collect()
+    }
+
+    /// The runs this scenario stands for: its variants, or else one run per fencing
+    /// mode asked for.
+    pub fn planned_runs(&self, fencing_modes: &[bool]) -> Vec<PlannedRun> {
+        if self.variants.is_empty() {
+            return fencing_modes
+                .iter()
+                .map(|&fencing| PlannedRun {
+                    label: format!("fencing tokens: {}", if fencing { "on" } else { "off" }),
+                    scenario: self.clone(),
+                    fencing,
+                    expect: self.expect.for_mode(fencing).cloned(),
+                })
+                .collect();
+        }
+        self.variants.iter().map(|v| self.with_variant(v)).collect()
+    }
+
+    fn with_variant(&self, v: &Variant) -> PlannedRun {
+        let mut s = self.clone();
+        s.ttl_ms = v.ttl_ms.unwrap_or(s.ttl_ms);
+        s.fencing = v.fencing.unwrap_or(s.fencing);
+        s.release = v.release.unwrap_or(s.release);
+        s.renew = v.renew.unwrap_or(s.renew);
+        s.idempotency = v.idempotency.unwrap_or(s.idempotency);
+        PlannedRun {
+            label: v.name.clone(),
+            fencing: s.fencing,
+            expect: v.expect.clone(),
+            scenario: s,
+        }
     }
 }

@@ -355,6 +355,7 @@ mod tests {
             run_id: "t".into(),
             scenario,
             fencing: false,
+            label: "fencing tokens: off".into(),
             backend: "test".into(),
             time_scale: 1.0,
         };

@@ -263,7 +263,10 @@ impl RunModel {
                 self.mark(t, i, "✖crash".to_string());
                 Belief::Crashed
             }
-            WorkerEvent::GaveUp | WorkerEvent::Finished | WorkerEvent::Failed { .. } => {
+            WorkerEvent::GaveUp
+            | WorkerEvent::StoppedWork
+            | WorkerEvent::Finished
+            | WorkerEvent::Failed { .. } => {
                 if self.lanes[i].now() == Belief::Crashed {
                     return;
                 }

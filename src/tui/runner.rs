@@ -71,7 +71,7 @@ impl Runner {
         let cancel = CancellationToken::new();
         self.live = Some(match &self.backend {
             Backend::Redis(backend) => {
-                let options = RunOptions { fencing, time_scale: 1.0 / speed, seed: None };
+                let options = RunOptions { time_scale: 1.0 / speed, ..RunOptions::new(fencing) };
                 let prepared = prepare(backend.as_ref(), scenario, options, &cancel).await?;
                 let (log, control) = (prepared.log(), prepared.control());
                 let task = tokio::spawn(async move {
@@ -145,7 +145,7 @@ fn start_sim(
                 }
             };
             runtime.block_on(async move {
-                let options = RunOptions { fencing, time_scale: 1.0, seed: Some(0) };
+                let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
                 match prepare(&backend, &scenario, options, &CancellationToken::new()).await {
                     Ok(prepared) => {
                         let log = prepared.log();

@@ -73,7 +73,10 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
         ]),
         Line::from(vec![
             Span::styled("storage max    ", t.dim),
-            Span::styled(run.highest_accepted().map_or("-".to_string(), |h| h.to_string()), t.title),
+            Span::styled(
+                run.highest_accepted().map_or("-".to_string(), |h| h.to_string()),
+                t.title,
+            ),
             Span::styled(" (highest token it accepted)", t.dim),
         ]),
         Line::from(vec![Span::styled("storage takes  ", t.dim), Span::styled(accepts, t.title)]),

@@ -1,0 +1,13 @@
+-- idempotent_write.lua: a storage that knows nothing of fencing tokens, but remembers
+-- idempotency keys (as a payment gateway does): a second write with the same key is
+-- recognised as a repeat and not applied again.
+--
+-- KEYS[1] = the storage list, KEYS[2] = the set of idempotency keys already applied
+-- ARGV[1] = the write's idempotency key (derived from the job), ARGV[2] = the entry
+--
+-- Returns 1 when applied, 0 when the key had been applied before.
+if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
