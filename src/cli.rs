@@ -30,6 +30,11 @@ pub enum Command {
     Run(RunArgs),
     /// List the built-in scenarios.
     Scenarios,
+    /// List the lessons of the course, in order.
+    Lessons,
+    /// Open a lesson (a name from `fencelab lessons`, or a lesson .toml file) in the TUI:
+    /// narration beside the timeline, questions along the way, free play at the end.
+    Lesson(PlayArgs),
     /// Measure things about a real run (see `fencelab bench --help`).
     Bench(BenchArgs),
 }

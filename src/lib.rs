@@ -9,6 +9,7 @@ pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod engine;
+pub mod lesson;
 pub mod output;
 pub mod scenario;
 pub mod tui;

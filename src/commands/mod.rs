@@ -16,23 +16,33 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Run(args)) => run::run(&args, &cli.backend),
         Some(Command::Scenarios) => {
             for name in builtin_names() {
-                if let Some(Ok(s)) = crate::scenario::builtin(name) {
-                    println!("{name:<12} {}", s.summary);
+                if let Some(Ok(s)) = crate::scenario::builtin(&name) {
+                    println!("{name:<26} {}", s.summary);
                 }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Lessons) => {
+            println!("The course: each lesson runs on a real Redis. Open one with `fencelab lesson NAME`.\n");
+            for (i, l) in crate::lesson::course()?.iter().enumerate() {
+                println!("{:>2}. {:<26} {}", i + 1, l.scenario.name, l.scenario.title);
+                println!("    {:<26} {}", "", l.scenario.summary);
             }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Play(args)) => play(&args, &cli.backend),
+        Some(Command::Lesson(args)) => play(&args, &cli.backend),
         None => play(&PlayArgs::default(), &cli.backend),
     }
 }
 
 fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let lesson = scenario_ref::load(&args.scenario)?;
     let options = crate::tui::Options {
-        scenario: scenario_ref::load(&args.scenario)?,
+        speed: if args.speed == 1.0 { lesson.scenario.speed.unwrap_or(1.0) } else { args.speed },
+        lesson,
         fencing: args.fencing,
-        speed: args.speed,
         presenter: args.presenter,
     };
     crate::tui::play(options, backend.redis.as_deref(), backend.sim)

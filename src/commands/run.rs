@@ -24,7 +24,7 @@ use crate::scenario::PlannedRun;
 const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
-    let scenario = scenario_ref::load(&args.scenario)?;
+    let scenario = scenario_ref::load(&args.scenario)?.scenario;
     if args.fencing.is_some() && !scenario.variants.is_empty() {
         bail!(
             "{:?} defines its own runs ({}); --fencing does not apply to it",

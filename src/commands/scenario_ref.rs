@@ -1,15 +1,20 @@
-//! Resolving the SCENARIO argument: a built-in name or a path to a TOML file.
+//! Resolving a SCENARIO argument: a lesson or built-in name, or a path to a TOML file.
 
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
-use crate::scenario::{Scenario, builtin, builtin_names, parse_scenario};
+use crate::lesson::{self, Lesson};
+use crate::scenario::{builtin, builtin_names};
 
-/// Load the scenario a user named.
-pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
+/// Load what a user named: a course lesson (with its narration), another built-in
+/// scenario, or a file (with the narration beside it, if there is one).
+pub fn load(name_or_path: &str) -> anyhow::Result<Lesson> {
+    if let Some(found) = lesson::find(name_or_path) {
+        return Ok(found?);
+    }
     if let Some(parsed) = builtin(name_or_path) {
-        return Ok(parsed?);
+        return Ok(Lesson { scenario: parsed?, steps: Vec::new() });
     }
     let path = Path::new(name_or_path);
     let looks_like_path = name_or_path.ends_with(".toml") || name_or_path.contains('/');
@@ -19,7 +24,5 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
             builtin_names().join(", ")
         );
     }
-    let src = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read scenario file {}", path.display()))?;
-    Ok(parse_scenario(&src, &path.display().to_string())?)
+    lesson::load_file(path)
 }

@@ -1,27 +1,51 @@
-//! Scenarios compiled into the binary, so `fencelab run gc-pause` works anywhere.
+//! Scenarios compiled into the binary, so `fencelab run gc-pause` works anywhere: the
+//! TUI's playground, and every lesson of the course in `lessons/`.
 
 use super::{Scenario, ScenarioError, parse_scenario};
 
-/// (name, file name for error messages, TOML source)
-const BUILTIN: &[(&str, &str, &str)] = &[
-    (
-        "gc-pause",
-        "assets/scenarios/gc-pause.toml",
-        include_str!("../../assets/scenarios/gc-pause.toml"),
-    ),
-    (
-        "playground",
-        "assets/scenarios/playground.toml",
-        include_str!("../../assets/scenarios/playground.toml"),
-    ),
+macro_rules! lesson {
+    ($stem:literal) => {
+        (
+            $stem,
+            include_str!(concat!("../../lessons/", $stem, ".toml")),
+            include_str!(concat!("../../lessons/", $stem, ".md")),
+        )
+    };
+}
+
+/// (file stem, TOML, Markdown narration) of each lesson, in course order.
+pub(crate) const COURSE: &[(&str, &str, &str)] = &[
+    lesson!("01-locks-expire"),
+    lesson!("02-unsafe-release"),
+    lesson!("03-gc-pause"),
+    lesson!("04-check-then-write"),
+    lesson!("05-longer-leases"),
+    lesson!("06-fencing"),
+    lesson!("07-stalled-renewal"),
+    lesson!("08-silent-reacquire"),
+    lesson!("09-payment-gateway"),
+    lesson!("10-efficiency-or-correctness"),
 ];
 
-/// Names of the built-in scenarios, in the order they are listed.
-pub fn builtin_names() -> Vec<&'static str> {
-    BUILTIN.iter().map(|(name, _, _)| *name).collect()
+const PLAYGROUND: (&str, &str) =
+    ("assets/scenarios/playground.toml", include_str!("../../assets/scenarios/playground.toml"));
+
+/// Every built-in scenario as (file name for errors, TOML source).
+fn sources() -> impl Iterator<Item = (String, &'static str)> {
+    std::iter::once((PLAYGROUND.0.to_string(), PLAYGROUND.1))
+        .chain(COURSE.iter().map(|(stem, toml, _)| (format!("lessons/{stem}.toml"), *toml)))
+}
+
+/// Names of the built-in scenarios, the playground first, then the course in order.
+pub fn builtin_names() -> Vec<String> {
+    sources().filter_map(|(file, src)| parse_scenario(src, &file).ok()).map(|s| s.name).collect()
 }
 
 /// The built-in scenario called `name`, parsed. `None` when there is no such scenario.
 pub fn builtin(name: &str) -> Option<Result<Scenario, ScenarioError>> {
-    BUILTIN.iter().find(|(n, _, _)| *n == name).map(|(_, file, src)| parse_scenario(src, file))
+    sources().find_map(|(file, src)| match parse_scenario(src, &file) {
+        Ok(s) if s.name == name => Some(Ok(s)),
+        Ok(_) => None,
+        Err(e) => Some(Err(e)),
+    })
 }

@@ -5,7 +5,7 @@
 //! strict (`deny_unknown_fields`) and every error names the file, line and column,
 //! because instructors write these by hand.
 
-mod builtin;
+pub(crate) mod builtin;
 mod parse;
 
 pub use builtin::{builtin, builtin_names};
@@ -78,6 +78,8 @@ pub struct Variant {
     pub release: Option<ReleaseMode>,
     pub renew: Option<RenewMode>,
     pub idempotency: Option<bool>,
+    /// Different scripts for the workers (a fixed version of the code, say).
+    pub workers: Option<Vec<WorkerSpec>>,
     pub expect: Option<Expectation>,
 }
 
@@ -262,6 +264,9 @@ impl Scenario {
         s.release = v.release.unwrap_or(s.release);
         s.renew = v.renew.unwrap_or(s.renew);
         s.idempotency = v.idempotency.unwrap_or(s.idempotency);
+        if let Some(workers) = &v.workers {
+            s.workers = workers.clone();
+        }
         PlannedRun {
             label: v.name.clone(),
             fencing: s.fencing,

@@ -11,7 +11,8 @@ use super::model::{Belief, RunModel};
 use super::render;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
-use crate::scenario::{Scenario, Step, WorkerSpec};
+use super::lesson::LessonState;
+use crate::scenario::{PlannedRun, Scenario, Step, WorkerSpec};
 
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
@@ -75,6 +76,12 @@ pub struct App {
     /// A failure to show in the error panel; the UI stays up.
     pub error: Option<String>,
     pub quit: bool,
+    /// Lesson mode: the narration and its questions.
+    pub lesson: Option<LessonState>,
+    /// The scenario's own runs to compare (its variants), if it has any.
+    pub variants: Vec<PlannedRun>,
+    /// Which variant runs now.
+    pub variant: usize,
 }
 
 impl App {
@@ -86,6 +93,7 @@ impl App {
         backend: String,
         theme: Theme,
     ) -> Self {
+        let scenario_copy = scenario.clone();
         App {
             scenario,
             fencing,
@@ -106,7 +114,65 @@ impl App {
             status: None,
             error: None,
             quit: false,
+            lesson: None,
+            variants: scenario_variants(&scenario_copy),
+            variant: 0,
         }
+        .with_first_variant()
+    }
+
+    /// A scenario with variants starts with the first one's fencing.
+    fn with_first_variant(mut self) -> Self {
+        if let Some(first) = self.variants.first() {
+            self.fencing = first.fencing;
+        }
+        self
+    }
+
+    /// Show this lesson's narration and questions beside the timeline.
+    pub fn with_lesson(mut self, lesson: LessonState) -> Self {
+        self.lesson = Some(lesson);
+        self
+    }
+
+    /// The scenario and fencing the next run uses.
+    pub fn next_run(&self) -> (Scenario, bool) {
+        match self.variants.get(self.variant) {
+            Some(v) => (v.scenario.clone(), self.fencing),
+            None => (self.scenario.clone(), self.fencing),
+        }
+    }
+
+    /// Let the lesson move on to what the run has reached; it may hold the run.
+    pub fn lesson_tick(&mut self) -> Vec<Effect> {
+        let now = self.now_ms;
+        let Some(at) = self.lesson.as_mut().and_then(|l| l.advance(now)) else { return Vec::new() };
+        if self.simulated {
+            self.sim_playing = false;
+            vec![Effect::Pace(PaceChange::Playing(false))]
+        } else {
+            // Redis time cannot stop: freeze the view at the step while the run goes on.
+            self.moment = Some(at);
+            Vec::new()
+        }
+    }
+
+    fn continue_lesson(&mut self) -> Vec<Effect> {
+        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
+        if lesson.hold.is_none() {
+            return Vec::new();
+        }
+        if !lesson.release() {
+            let n = lesson.open_checkpoint().map_or(0, |(_, c)| c.choices.len());
+            self.status = Some(format!("answer first: press 1 to {n}"));
+            return Vec::new();
+        }
+        self.moment = None;
+        if self.simulated && !self.sim_playing {
+            self.sim_playing = true;
+            return vec![Effect::Pace(PaceChange::Playing(true))];
+        }
+        Vec::new()
     }
 
     /// The run is still going.
@@ -116,6 +182,9 @@ impl App {
 
     /// Begin showing a new run (the loop calls this when it starts one).
     pub fn begin_run(&mut self) {
+        if let Some(lesson) = self.lesson.as_mut() {
+            lesson.restart();
+        }
         self.run = RunModel::default();
         self.now_ms = 0.0;
         self.moment = None;
@@ -150,6 +219,12 @@ impl App {
                 self.selected = (self.selected + 1).min(self.run.lanes.len().saturating_sub(1));
             }
             Action::PauseWorker(i) => {
+                if let Some(lesson) = self.lesson.as_mut()
+                    && lesson.open_checkpoint().is_some()
+                {
+                    lesson.answer(i + 1);
+                    return Vec::new();
+                }
                 if i >= self.run.lanes.len() {
                     self.status = Some(format!("there is no worker {}", i + 1));
                     return Vec::new();
@@ -188,7 +263,12 @@ impl App {
                 if self.run.lanes.is_empty() {
                     return Vec::new();
                 }
-                self.fencing = !self.run.fencing_at_start;
+                if self.variants.is_empty() {
+                    self.fencing = !self.run.fencing_at_start;
+                } else {
+                    self.variant = (self.variant + 1) % self.variants.len();
+                    self.fencing = self.variants[self.variant].fencing;
+                }
                 self.previous = Some(self.run.clone());
                 return vec![Effect::StartRun];
             }
@@ -242,6 +322,7 @@ impl App {
             Action::ZoomOut => self.window_ms = (self.window_ms * 1.5).min(120_000.0),
             Action::NextViolation => self.next_violation(),
             Action::CycleTheme => self.theme = self.theme.next(),
+            Action::Continue => return self.continue_lesson(),
         }
         Vec::new()
     }
@@ -322,6 +403,11 @@ impl App {
             None => self.status = Some("no safety violation in this run".into()),
         }
     }
+}
+
+/// The runs a scenario defines for comparing (none: compare flips fencing).
+fn scenario_variants(scenario: &Scenario) -> Vec<PlannedRun> {
+    if scenario.variants.is_empty() { Vec::new() } else { scenario.planned_runs(&[]) }
 }
 
 /// When a violation happened.

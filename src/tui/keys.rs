@@ -41,6 +41,8 @@ pub enum Action {
     ZoomOut,
     NextViolation,
     CycleTheme,
+    /// Lessons: go on past a step that waits, or a question once answered.
+    Continue,
 }
 
 /// One row of the table.
@@ -57,6 +59,7 @@ pub struct Binding {
 pub const BINDINGS: &[Binding] = &[
     b("q", &[KeyCode::Char('q')], Action::Quit, "quit (also Ctrl-C)", Some("quit")),
     b("?", &[KeyCode::Char('?')], Action::Help, "this help", Some("help")),
+    b("Enter", &[KeyCode::Enter], Action::Continue, "lessons: continue (answer questions with 1-9)", None),
     b(
         "↑ ↓",
         &[KeyCode::Up, KeyCode::Down],

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod keys;
+pub mod lesson;
 pub mod model;
 pub mod render;
 mod runner;
@@ -24,7 +25,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::backend::select::{Chosen, choose};
-use crate::scenario::Scenario;
+use crate::lesson::Lesson;
 use app::{App, Effect};
 use runner::{Backend, Runner};
 use theme::Theme;
@@ -34,7 +35,8 @@ const FRAME: Duration = Duration::from_millis(33);
 
 /// What the playground starts with.
 pub struct Options {
-    pub scenario: Scenario,
+    /// The scenario, with narration when it is a lesson.
+    pub lesson: Lesson,
     pub fencing: bool,
     pub speed: f64,
     pub presenter: bool,
@@ -58,14 +60,23 @@ pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Res
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let mut app = App::new(
-        options.scenario,
-        options.fencing,
-        options.speed,
-        simulated,
-        label,
-        Theme::initial(options.presenter),
-    );
+    let Lesson { scenario, steps } = options.lesson;
+    let narrated = !steps.is_empty() || !scenario.checkpoints.is_empty();
+    let table = match &scenario.sweep {
+        Some(sweep) => {
+            let runs = sweep.runs as usize * sweep.lease_ms.len();
+            eprintln!("running the lesson's {runs} simulated runs first...");
+            crate::lesson::sweep::table(&crate::lesson::sweep::on_simulator(&scenario, sweep)?)
+        }
+        None => Vec::new(),
+    };
+    let checkpoints = scenario.checkpoints.clone();
+    let fencing = options.fencing || scenario.fencing;
+    let theme = Theme::initial(options.presenter);
+    let mut app = App::new(scenario, fencing, options.speed, simulated, label, theme);
+    if narrated {
+        app = app.with_lesson(lesson::LessonState::new(steps, checkpoints, table));
+    }
     app.status = notice;
     let result = runtime.block_on(event_loop(&mut app, Runner::new(backend)));
     drop(chosen);
@@ -85,6 +96,9 @@ async fn event_loop(app: &mut App, mut runner: Runner) -> anyhow::Result<()> {
     let mut grown = runner.log().map(|l| l.subscribe());
     loop {
         sync(app, &runner);
+        for effect in app.lesson_tick() {
+            runner.apply(&effect);
+        }
         let mut screen = Rect::default();
         terminal.draw(|frame| {
             screen = frame.area();
@@ -116,7 +130,8 @@ async fn event_loop(app: &mut App, mut runner: Runner) -> anyhow::Result<()> {
 
 async fn start_run(app: &mut App, runner: &mut Runner) {
     app.begin_run();
-    if let Err(e) = runner.start(&app.scenario, app.fencing, app.speed).await {
+    let (scenario, fencing) = app.next_run();
+    if let Err(e) = runner.start(&scenario, fencing, app.speed).await {
         app.error = Some(e.to_string());
     }
 }

@@ -30,6 +30,9 @@ pub use timeline::{LaneRow, lane_rows};
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 const SIDEBAR_WIDTH: u16 = 44;
+/// Lessons need room for prose beside the timeline.
+const LESSON_SIDEBAR_WIDTH: u16 = 60;
+const LESSON_STORAGE_HEIGHT: u16 = 8;
 const TOKENS_HEIGHT: u16 = 10;
 const MONITOR_HEIGHT: u16 = 6;
 const INSPECTOR_HEIGHT: u16 = 12;
@@ -38,6 +41,7 @@ const INSPECTOR_HEIGHT: u16 = 12;
 pub struct Areas {
     pub header: Rect,
     pub timeline: Rect,
+    /// The tokens panel, or in a lesson the narration.
     pub tokens: Rect,
     pub storage: Rect,
     pub hint: Rect,
@@ -55,10 +59,16 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
         Constraint::Length(1),
     ])
     .areas(screen);
+    let lesson = app.lesson.is_some();
+    let width = if lesson { LESSON_SIDEBAR_WIDTH.min(screen.width / 2) } else { SIDEBAR_WIDTH };
     let [timeline, sidebar] =
-        Layout::horizontal([Constraint::Min(30), Constraint::Length(SIDEBAR_WIDTH)]).areas(body);
-    let [tokens, storage] =
-        Layout::vertical([Constraint::Length(TOKENS_HEIGHT), Constraint::Min(3)]).areas(sidebar);
+        Layout::horizontal([Constraint::Min(30), Constraint::Length(width)]).areas(body);
+    let split = if lesson {
+        [Constraint::Min(6), Constraint::Length(LESSON_STORAGE_HEIGHT)]
+    } else {
+        [Constraint::Length(TOKENS_HEIGHT), Constraint::Min(3)]
+    };
+    let [tokens, storage] = Layout::vertical(split).areas(sidebar);
     Areas { header, timeline, tokens, storage, hint, bottom, footer }
 }
 
@@ -74,7 +84,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let a = areas(screen, app);
     panels::header(a.header, buf, app);
     timeline::render(a.timeline, buf, app);
-    panels::tokens(a.tokens, buf, app);
+    if app.lesson.is_some() {
+        panels::narration(a.tokens, buf, app);
+    } else {
+        panels::tokens(a.tokens, buf, app);
+    }
     panels::storage(a.storage, buf, app);
     panels::hint(a.hint, buf, app);
     if app.inspector {

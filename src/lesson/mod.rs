@@ -1,0 +1,64 @@
+//! Lessons: a scenario (TOML) plus its narration (Markdown), in course order.
+//!
+//! A lesson file is an ordinary scenario file that may also hold `[[checkpoints]]`,
+//! `[[variants]]`, a `speed` and a `[sweep]`; next to it, a Markdown file of the same
+//! name holds the narration. The course in `lessons/` is compiled into the binary, so
+//! `fencelab lessons` works anywhere; a path to a lesson file works too.
+//! `lessons/README.md` documents the format for instructors.
+
+mod narration;
+pub mod sweep;
+
+use std::path::Path;
+
+pub use narration::{NarrationStep, parse_narration};
+
+use crate::scenario::{Scenario, ScenarioError, parse_scenario};
+
+/// A lesson ready to run.
+#[derive(Debug, Clone)]
+pub struct Lesson {
+    pub scenario: Scenario,
+    pub steps: Vec<NarrationStep>,
+}
+
+use crate::scenario::builtin::COURSE;
+
+/// Every lesson of the course, parsed, in order.
+pub fn course() -> Result<Vec<Lesson>, ScenarioError> {
+    COURSE.iter().map(|(stem, toml, md)| parse_lesson(stem, toml, md)).collect()
+}
+
+/// The file stems of the course (tests check every file in `lessons/` is listed).
+pub fn course_files() -> Vec<&'static str> {
+    COURSE.iter().map(|(stem, _, _)| *stem).collect()
+}
+
+/// The course lesson called `name` (its scenario name, e.g. `gc-pause`).
+pub fn find(name: &str) -> Option<Result<Lesson, ScenarioError>> {
+    COURSE.iter().find_map(|(stem, toml, md)| match parse_lesson(stem, toml, md) {
+        Ok(l) if l.scenario.name == name => Some(Ok(l)),
+        Ok(_) => None,
+        Err(e) => Some(Err(e)),
+    })
+}
+
+fn parse_lesson(stem: &str, toml: &str, md: &str) -> Result<Lesson, ScenarioError> {
+    let scenario = parse_scenario(toml, &format!("lessons/{stem}.toml"))?;
+    let steps = parse_narration(md, &format!("lessons/{stem}.md"), &scenario.title)?;
+    Ok(Lesson { scenario, steps })
+}
+
+/// A lesson from files: `path` is the TOML; the narration is the `.md` beside it
+/// (a scenario file without one is a lesson without narration).
+pub fn load_file(path: &Path) -> anyhow::Result<Lesson> {
+    use anyhow::Context;
+    let toml = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let scenario = parse_scenario(&toml, &path.display().to_string())?;
+    let md_path = path.with_extension("md");
+    let steps = match std::fs::read_to_string(&md_path) {
+        Ok(md) => parse_narration(&md, &md_path.display().to_string(), &scenario.title)?,
+        Err(_) => Vec::new(),
+    };
+    Ok(Lesson { scenario, steps })
+}
