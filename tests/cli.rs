@@ -96,7 +96,11 @@ fn check_fails_when_the_outcome_differs_from_the_expectation() {
         .replace("storage = [\"B:2\"]", "storage = [\"A:1\"]");
     std::fs::write(&path, src).unwrap();
     let out = run(&["run", path.to_str().unwrap(), "--sim", "--check"]);
-    assert_clean_error(&out, 1, "check FAILED (fencing tokens: on): storage holds [B:2], expected [A:1]");
+    assert_clean_error(
+        &out,
+        1,
+        "check FAILED (fencing tokens: on): storage holds [B:2], expected [A:1]",
+    );
     assert!(stderr(&out).contains("check passed (fencing tokens: off)"));
 }
 

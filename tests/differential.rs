@@ -1,64 +1,85 @@
-//! The simulator is a model of Redis, so every scenario must come out the same on
+//! The simulator is a model of Redis, so every run of every scenario (the built-ins,
+//! every lesson and its variants, tests/scenarios/*.toml) must come out the same on
 //! both: who got which token, which writes were accepted, what the storage holds.
-//! And each run must match its scenario's expected outcome.
+//! And each must show its expected outcome on both: this is `--check` for the whole
+//! course, on the simulator and on a real redis-server.
 
 mod support;
+
+use std::sync::Arc;
 
 use fencelab::backend::redis::RedisBackend;
 use fencelab::backend::sim::SimBackend;
 use fencelab::check::{check, compare};
+use fencelab::engine::log::Event;
+use fencelab::scenario::PlannedRun;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
-fn sim_events(
-    scenario: &fencelab::scenario::Scenario,
-    fencing: bool,
-) -> Vec<fencelab::engine::log::Event> {
+/// Real runs at once on the one private server: enough to keep the suite quick,
+/// few enough that timing stays far inside every scenario's margins.
+const PARALLEL_REAL_RUNS: usize = 6;
+
+fn sim_events(planned: &PlannedRun) -> Vec<Event> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .unwrap();
-    rt.block_on(support::run_events(&SimBackend::default(), scenario, fencing))
+    rt.block_on(support::run_events(&SimBackend::default(), &planned.scenario, planned.fencing))
+}
+
+fn all_runs() -> Vec<PlannedRun> {
+    support::all_scenarios().iter().flat_map(|s| s.planned_runs(&s.expect.modes())).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_scenario_has_the_same_outcomes_on_the_simulator_and_on_redis() {
+async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_expected_ones() {
     let server = support::redis();
-    let redis = RedisBackend::open(&server.url(), "test").unwrap();
+    let redis = Arc::new(RedisBackend::open(&server.url(), "test").unwrap());
+    let limit = Arc::new(Semaphore::new(PARALLEL_REAL_RUNS));
+    let mut tasks = JoinSet::new();
+    for planned in all_runs() {
+        let (redis, limit) = (redis.clone(), limit.clone());
+        tasks.spawn(async move {
+            let _permit = limit.acquire().await.unwrap();
+            let real =
+                support::run_events(redis.as_ref(), &planned.scenario, planned.fencing).await;
+            (planned, real)
+        });
+    }
     let mut compared = 0;
-    for scenario in support::all_scenarios() {
-        for fencing in [false, true] {
-            let Some(expected) = scenario.expect.for_mode(fencing) else {
-                continue;
-            };
-            let real = support::run_events(&redis, &scenario, fencing).await;
-            let scenario2 = scenario.clone();
-            let sim =
-                tokio::task::spawn_blocking(move || sim_events(&scenario2, fencing)).await.unwrap();
-            let what = format!("{} with fencing {fencing}", scenario.name);
-            assert_eq!(
-                support::outcomes(&sim),
-                support::outcomes(&real),
-                "{what}: outcomes differ"
-            );
-            assert_eq!(support::storage(&sim), support::storage(&real), "{what}: storage differs");
+    while let Some(joined) = tasks.join_next().await {
+        let (planned, real) = joined.unwrap();
+        let p = planned.clone();
+        let sim = tokio::task::spawn_blocking(move || sim_events(&p)).await.unwrap();
+        let what = format!("{} / {}", planned.scenario.name, planned.label);
+        assert_eq!(support::outcomes(&sim), support::outcomes(&real), "{what}: outcomes differ");
+        assert_eq!(support::storage(&sim), support::storage(&real), "{what}: storage differs");
+        if let Some(expected) = &planned.expect {
             for (backend, events) in [("simulator", &sim), ("redis", &real)] {
                 let diffs = compare(expected, events, &check(events));
                 assert!(diffs.is_empty(), "{what} on {backend}: {}", diffs.join("; "));
             }
-            compared += 1;
         }
+        compared += 1;
     }
-    assert!(compared >= 8, "only {compared} scenario runs were compared");
+    assert!(compared >= 25, "only {compared} runs were compared");
 }
 
 #[test]
 fn the_simulator_is_deterministic() {
-    for scenario in support::all_scenarios() {
-        let a = sim_events(&scenario, false);
-        let b = sim_events(&scenario, false);
-        let strip = |events: &[fencelab::engine::log::Event]| {
-            events.iter().skip(1).map(|e| (e.t_ms, format!("{:?}", e.kind))).collect::<Vec<_>>()
+    for planned in all_runs() {
+        let (a, b) = (sim_events(&planned), sim_events(&planned));
+        let strip = |events: &[Event]| {
+            events.iter().map(|e| (e.t_ms, format!("{:?}", e.kind))).collect::<Vec<_>>()
         };
-        assert_eq!(strip(&a), strip(&b), "{} differs between two simulator runs", scenario.name);
+        assert_eq!(
+            strip(&a),
+            strip(&b),
+            "{} / {} differs between two simulator runs",
+            planned.scenario.name,
+            planned.label
+        );
     }
 }

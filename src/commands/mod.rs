@@ -23,9 +23,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Lessons) => {
-            println!("The course: each lesson runs on a real Redis. Open one with `fencelab lesson NAME`.\n");
+            println!(
+                "The course: each lesson runs on a real Redis. Open one with `fencelab lesson NAME`.\n"
+            );
             for (i, l) in crate::lesson::course()?.iter().enumerate() {
-                println!("{:>2}. {:<26} {}", i + 1, l.scenario.name, l.scenario.title);
+                let title = &l.scenario.title;
+                // Titles carry their number for the TUI header; the list numbers itself.
+                let title = title
+                    .split_once(". ")
+                    .filter(|(n, _)| n.parse::<u32>().is_ok())
+                    .map_or(title.as_str(), |(_, t)| t);
+                println!("{:>2}. {:<26} {title}", i + 1, l.scenario.name);
                 println!("    {:<26} {}", "", l.scenario.summary);
             }
             Ok(ExitCode::SUCCESS)

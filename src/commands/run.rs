@@ -16,9 +16,10 @@ use crate::check::{check, compare};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
 use crate::engine::{RunOptions, prepare};
+use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::transcript::{Transcript, verdict};
-use crate::scenario::PlannedRun;
+use crate::scenario::{PlannedRun, Scenario, Sweep};
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -32,7 +33,8 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
             scenario.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
-    let runs = scenario.planned_runs(&args.fencing.unwrap_or(Fencing::Both).modes());
+    let modes = args.fencing.map_or_else(|| scenario.expect.modes(), Fencing::modes);
+    let runs = scenario.planned_runs(&modes);
     if args.check
         && let Some(run) = runs.iter().find(|r| r.expect.is_none())
     {
@@ -58,12 +60,26 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         eprintln!("backend: {}", chosen.describe());
     }
     let runtime = runtime::build(matches!(chosen, Chosen::Sim { .. }))?;
-    let report = match &chosen {
+    let mut report = match &chosen {
         Chosen::Redis { backend, .. } => runtime.block_on(run_all(backend, &runs, args, &mut save)),
         Chosen::Sim { backend, .. } => runtime.block_on(run_all(backend, &runs, args, &mut save)),
     }?;
     if let Some(mut file) = save {
         file.flush()?;
+    }
+    if let Some(sweep) = &scenario.sweep
+        && !report.interrupted
+        && !report.failed
+    {
+        let ok = match &chosen {
+            Chosen::Redis { backend, .. } => {
+                runtime.block_on(sweep_report(backend, &scenario, sweep, args.check))
+            }
+            Chosen::Sim { backend, .. } => {
+                runtime.block_on(sweep_report(backend, &scenario, sweep, args.check))
+            }
+        }?;
+        report.check_failed |= !ok;
     }
     Ok(report.exit_code())
 }
@@ -153,6 +169,58 @@ async fn run_all<B: Backend>(
         }
     }
     Ok(report)
+}
+
+/// The lesson's sweep: many simulated runs per lease length, a sample of them on the
+/// real backend. Returns false when `check` finds the lesson's claim not shown.
+async fn sweep_report<B: Backend + Clone>(
+    backend: &B,
+    scenario: &Scenario,
+    sweep: &Sweep,
+    check: bool,
+) -> anyhow::Result<bool> {
+    let (s, sw) = (scenario.clone(), sweep.clone());
+    let rows = tokio::task::spawn_blocking(move || sweep::on_simulator(&s, &sw)).await??;
+    say("");
+    say(&format!(
+        "=== {} runs per lease length on the simulator, pauses up to {:.1} s ===",
+        sweep.runs,
+        sweep.max_pause_ms as f64 / 1000.0
+    ));
+    for line in sweep::table(&rows) {
+        say(&line);
+    }
+    let mut problems = sweep::rarer_never_zero(&rows);
+    if !backend.deterministic() && sweep.redis_sample > 0 {
+        let sample = sweep::sample(backend, scenario, sweep).await?;
+        let s = scenario.clone();
+        let runs = sample.clone();
+        let predicted =
+            tokio::task::spawn_blocking(move || sweep::on_simulator_for(&s, &runs)).await??;
+        let agree =
+            sample.iter().zip(&predicted).filter(|((_, _, real), sim)| real == *sim).count();
+        say(&format!(
+            "sample on {}: {} runs, {agree} with the same outcome as on the simulator",
+            backend.describe(),
+            sample.len()
+        ));
+        if agree != sample.len() {
+            problems.push(format!(
+                "{} of {} sample runs differ from the simulator",
+                sample.len() - agree,
+                sample.len()
+            ));
+        }
+    }
+    if !check {
+        return Ok(true);
+    }
+    if problems.is_empty() {
+        eprintln!("check passed (sweep: rarer with longer leases, never zero)");
+    } else {
+        eprintln!("check FAILED (sweep): {}", problems.join("; "));
+    }
+    Ok(problems.is_empty())
 }
 
 /// Print each event as it is appended: a transcript line, or a JSON line.

@@ -53,7 +53,8 @@ fn parse_lesson(stem: &str, toml: &str, md: &str) -> Result<Lesson, ScenarioErro
 /// (a scenario file without one is a lesson without narration).
 pub fn load_file(path: &Path) -> anyhow::Result<Lesson> {
     use anyhow::Context;
-    let toml = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let toml =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let scenario = parse_scenario(&toml, &path.display().to_string())?;
     let md_path = path.with_extension("md");
     let steps = match std::fs::read_to_string(&md_path) {

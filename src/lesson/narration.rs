@@ -22,8 +22,17 @@ pub struct NarrationStep {
 }
 
 /// Parse narration Markdown. `file` is only used in error messages.
-pub fn parse_narration(src: &str, file: &str, intro_title: &str) -> Result<Vec<NarrationStep>, ScenarioError> {
-    let mut steps = vec![NarrationStep { title: intro_title.to_string(), at_ms: 0, wait: false, body: String::new() }];
+pub fn parse_narration(
+    src: &str,
+    file: &str,
+    intro_title: &str,
+) -> Result<Vec<NarrationStep>, ScenarioError> {
+    let mut steps = vec![NarrationStep {
+        title: intro_title.to_string(),
+        at_ms: 0,
+        wait: false,
+        body: String::new(),
+    }];
     for (n, line) in src.lines().enumerate() {
         let Some(heading) = line.strip_prefix("## ") else {
             let body = &mut steps.last_mut().expect("there is always a step").body;
@@ -31,7 +40,12 @@ pub fn parse_narration(src: &str, file: &str, intro_title: &str) -> Result<Vec<N
             body.push('\n');
             continue;
         };
-        let err = |column: usize, message: String| ScenarioError { file: file.to_string(), line: n + 1, column, message };
+        let err = |column: usize, message: String| ScenarioError {
+            file: file.to_string(),
+            line: n + 1,
+            column,
+            message,
+        };
         let previous = steps.last().map_or(0, |s| s.at_ms);
         let (title, at_ms, wait) = match heading.rfind(" {") {
             Some(open) if heading.ends_with('}') => {
@@ -44,10 +58,16 @@ pub fn parse_narration(src: &str, file: &str, intro_title: &str) -> Result<Vec<N
                         wait = true;
                     } else if let Some(t) = attr.strip_prefix("at=") {
                         at_ms = parse_time(t).ok_or_else(|| {
-                            err(column, format!("{t:?} is not a time; expected e.g. at=2.5s or at=2500ms"))
+                            err(
+                                column,
+                                format!("{t:?} is not a time; expected e.g. at=2.5s or at=2500ms"),
+                            )
                         })?;
                     } else {
-                        return Err(err(column, format!("unknown attribute {attr:?}; expected at=TIME or wait")));
+                        return Err(err(
+                            column,
+                            format!("unknown attribute {attr:?}; expected at=TIME or wait"),
+                        ));
                     }
                     column += attr.len() + 1;
                 }
@@ -56,7 +76,10 @@ pub fn parse_narration(src: &str, file: &str, intro_title: &str) -> Result<Vec<N
             _ => (heading.trim(), previous, false),
         };
         if at_ms < previous {
-            return Err(err(4, format!("this step is at {at_ms} ms, before the previous step ({previous} ms)")));
+            return Err(err(
+                4,
+                format!("this step is at {at_ms} ms, before the previous step ({previous} ms)"),
+            ));
         }
         steps.push(NarrationStep { title: title.to_string(), at_ms, wait, body: String::new() });
     }
@@ -88,8 +111,17 @@ mod tests {
     fn headings_split_steps_and_carry_times() {
         let md = "Intro.\n\n## First {at=1.5s wait}\nOne.\n## Second\nTwo.\n## Third {at=3000ms}\n";
         let steps = parse_narration(md, "l.md", "Title").unwrap();
-        let summary: Vec<(&str, u64, bool)> = steps.iter().map(|s| (s.title.as_str(), s.at_ms, s.wait)).collect();
-        assert_eq!(summary, [("Title", 0, false), ("First", 1500, true), ("Second", 1500, false), ("Third", 3000, false)]);
+        let summary: Vec<(&str, u64, bool)> =
+            steps.iter().map(|s| (s.title.as_str(), s.at_ms, s.wait)).collect();
+        assert_eq!(
+            summary,
+            [
+                ("Title", 0, false),
+                ("First", 1500, true),
+                ("Second", 1500, false),
+                ("Third", 3000, false)
+            ]
+        );
         assert_eq!(steps[1].body, "One.");
     }
 

@@ -32,7 +32,9 @@ impl SweepRow {
 /// pauses, drawn from the sweep's seed so every machine gets the same list.
 pub fn pauses(sweep: &Sweep) -> Vec<u64> {
     let mut rng = fastrand::Rng::with_seed(sweep.seed);
-    (0..sweep.runs).map(|_| (sweep.max_pause_ms as f64 * rng.f64().powi(3)).round() as u64).collect()
+    (0..sweep.runs)
+        .map(|_| (sweep.max_pause_ms as f64 * rng.f64().powi(3)).round() as u64)
+        .collect()
 }
 
 /// The scenario with this lease and the first pause step set to `pause_ms`.
@@ -41,8 +43,11 @@ pub fn variant(scenario: &Scenario, lease_ms: u64, pause_ms: u64) -> Scenario {
     s.ttl_ms = lease_ms;
     s.variants.clear();
     s.sweep = None;
-    if let Some(Step::Pause { ms }) =
-        s.workers.iter_mut().flat_map(|w| w.steps.iter_mut()).find(|st| matches!(st, Step::Pause { .. }))
+    if let Some(Step::Pause { ms }) = s
+        .workers
+        .iter_mut()
+        .flat_map(|w| w.steps.iter_mut())
+        .find(|st| matches!(st, Step::Pause { .. }))
     {
         *ms = pause_ms;
     }
@@ -50,7 +55,8 @@ pub fn variant(scenario: &Scenario, lease_ms: u64, pause_ms: u64) -> Scenario {
 }
 
 async fn stale_write_landed<B: Backend>(backend: &B, scenario: &Scenario) -> anyhow::Result<bool> {
-    let options = RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(false) };
+    let options =
+        RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(false) };
     let log = run(backend, scenario, options, &CancellationToken::new()).await?;
     Ok(check(&log.snapshot()).iter().any(|v| v.kind() == ViolationKind::StaleWrite))
 }
@@ -65,7 +71,8 @@ pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<Sw
         for &lease_ms in &sweep.lease_ms {
             let mut stale = 0;
             for &pause in &pauses {
-                stale += u32::from(stale_write_landed(&sim, &variant(scenario, lease_ms, pause)).await?);
+                stale +=
+                    u32::from(stale_write_landed(&sim, &variant(scenario, lease_ms, pause)).await?);
             }
             rows.push(SweepRow { lease_ms, runs: sweep.runs, stale });
         }
@@ -75,13 +82,19 @@ pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<Sw
 
 /// The first `redis_sample` runs of each lease length, all at once on `backend`;
 /// returns for each run (lease, pause) whether a stale write landed.
-pub async fn sample<B: Backend + Clone>(backend: &B, scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<(u64, u64, bool)>> {
+pub async fn sample<B: Backend + Clone>(
+    backend: &B,
+    scenario: &Scenario,
+    sweep: &Sweep,
+) -> anyhow::Result<Vec<(u64, u64, bool)>> {
     let pauses = pauses(sweep);
     let mut tasks = JoinSet::new();
     for &lease_ms in &sweep.lease_ms {
         for &pause in pauses.iter().take(sweep.redis_sample as usize) {
             let (backend, s) = (backend.clone(), variant(scenario, lease_ms, pause));
-            tasks.spawn(async move { stale_write_landed(&backend, &s).await.map(|stale| (lease_ms, pause, stale)) });
+            tasks.spawn(async move {
+                stale_write_landed(&backend, &s).await.map(|stale| (lease_ms, pause, stale))
+            });
         }
     }
     let mut out = Vec::new();
@@ -93,12 +106,18 @@ pub async fn sample<B: Backend + Clone>(backend: &B, scenario: &Scenario, sweep:
 }
 
 /// The simulator's verdict for the same (lease, pause) runs.
-pub fn on_simulator_for(scenario: &Scenario, runs: &[(u64, u64, bool)]) -> anyhow::Result<Vec<bool>> {
+pub fn on_simulator_for(
+    scenario: &Scenario,
+    runs: &[(u64, u64, bool)],
+) -> anyhow::Result<Vec<bool>> {
     let rt = crate::commands::runtime::build(true)?;
     rt.block_on(async {
         let mut out = Vec::new();
         for &(lease, pause, _) in runs {
-            out.push(stale_write_landed(&SimBackend::default(), &variant(scenario, lease, pause)).await?);
+            out.push(
+                stale_write_landed(&SimBackend::default(), &variant(scenario, lease, pause))
+                    .await?,
+            );
         }
         Ok(out)
     })
@@ -116,7 +135,11 @@ pub fn rarer_never_zero(rows: &[SweepRow]) -> Vec<String> {
             ));
         }
     }
-    problems.extend(rows.iter().filter(|r| r.stale == 0).map(|r| format!("no stale write at all with a {} ms lease", r.lease_ms)));
+    problems.extend(
+        rows.iter()
+            .filter(|r| r.stale == 0)
+            .map(|r| format!("no stale write at all with a {} ms lease", r.lease_ms)),
+    );
     problems
 }
 
@@ -125,7 +148,13 @@ pub fn table(rows: &[SweepRow]) -> Vec<String> {
     let mut lines = vec!["lease    stale writes landed".to_string()];
     for r in rows {
         let bar = "█".repeat((r.rate() * 40.0).round() as usize);
-        lines.push(format!("{:>5.1} s  {:>3}/{:<3} {:>5.1}%  {bar}", r.lease_ms as f64 / 1000.0, r.stale, r.runs, r.rate() * 100.0));
+        lines.push(format!(
+            "{:>5.1} s  {:>3}/{:<3} {:>5.1}%  {bar}",
+            r.lease_ms as f64 / 1000.0,
+            r.stale,
+            r.runs,
+            r.rate() * 100.0
+        ));
     }
     lines
 }

@@ -202,6 +202,15 @@ pub struct Expect {
 }
 
 impl Expect {
+    /// The fencing modes with a stated expectation (both when none is stated).
+    pub fn modes(&self) -> Vec<bool> {
+        let stated: Vec<bool> = [(false, &self.fencing_off), (true, &self.fencing_on)]
+            .into_iter()
+            .filter_map(|(mode, e)| e.as_ref().map(|_| mode))
+            .collect();
+        if stated.is_empty() { vec![false, true] } else { stated }
+    }
+
     /// The expectation for the given fencing mode, if the scenario states one.
     pub fn for_mode(&self, fencing: bool) -> Option<&Expectation> {
         if fencing { self.fencing_on.as_ref() } else { self.fencing_off.as_ref() }

@@ -7,11 +7,11 @@
 use ratatui::layout::{Position, Rect};
 
 use super::keys::Action;
+use super::lesson::LessonState;
 use super::model::{Belief, RunModel};
 use super::render;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
-use super::lesson::LessonState;
 use crate::scenario::{PlannedRun, Scenario, Step, WorkerSpec};
 
 /// Speed factors the `[` and `]` keys step through.

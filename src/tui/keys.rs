@@ -59,7 +59,13 @@ pub struct Binding {
 pub const BINDINGS: &[Binding] = &[
     b("q", &[KeyCode::Char('q')], Action::Quit, "quit (also Ctrl-C)", Some("quit")),
     b("?", &[KeyCode::Char('?')], Action::Help, "this help", Some("help")),
-    b("Enter", &[KeyCode::Enter], Action::Continue, "lessons: continue (answer questions with 1-9)", None),
+    b(
+        "Enter",
+        &[KeyCode::Enter],
+        Action::Continue,
+        "lessons: continue (answer questions with 1-9)",
+        None,
+    ),
     b(
         "↑ ↓",
         &[KeyCode::Up, KeyCode::Down],

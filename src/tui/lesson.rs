@@ -32,7 +32,11 @@ pub struct LessonState {
 }
 
 impl LessonState {
-    pub fn new(steps: Vec<NarrationStep>, checkpoints: Vec<Checkpoint>, table: Vec<String>) -> Self {
+    pub fn new(
+        steps: Vec<NarrationStep>,
+        checkpoints: Vec<Checkpoint>,
+        table: Vec<String>,
+    ) -> Self {
         let answers = vec![None; checkpoints.len()];
         LessonState { steps, checkpoints, reached: 0, asked: 0, answers, hold: None, table }
     }
@@ -90,7 +94,9 @@ impl LessonState {
     /// Record an answer (1-based choice) to the open checkpoint. True when taken.
     pub fn answer(&mut self, choice: usize) -> bool {
         match self.open_checkpoint() {
-            Some((i, c)) if self.answers[i].is_none() && (1..=c.choices.len()).contains(&choice) => {
+            Some((i, c))
+                if self.answers[i].is_none() && (1..=c.choices.len()).contains(&choice) =>
+            {
                 self.answers[i] = Some(choice);
                 true
             }
@@ -116,7 +122,9 @@ impl LessonState {
 
     /// Every step reached and every question answered.
     pub fn finished(&self) -> bool {
-        self.reached == self.steps.len() && self.hold.is_none() && self.asked == self.checkpoints.len()
+        self.reached == self.steps.len()
+            && self.hold.is_none()
+            && self.asked == self.checkpoints.len()
     }
 }
 
@@ -129,12 +137,22 @@ mod tests {
     }
 
     fn question(at_ms: u64) -> Checkpoint {
-        Checkpoint { at_ms, question: "?".into(), choices: vec!["a".into(), "b".into()], answer: 2, explain: "".into() }
+        Checkpoint {
+            at_ms,
+            question: "?".into(),
+            choices: vec!["a".into(), "b".into()],
+            answer: 2,
+            explain: "".into(),
+        }
     }
 
     #[test]
     fn steps_appear_as_the_run_reaches_them_and_wait_where_told() {
-        let mut l = LessonState::new(vec![step(0, false), step(1000, true), step(2000, false)], vec![], vec![]);
+        let mut l = LessonState::new(
+            vec![step(0, false), step(1000, true), step(2000, false)],
+            vec![],
+            vec![],
+        );
         assert_eq!(l.advance(10.0), None);
         assert_eq!(l.current().unwrap().at_ms, 0);
         assert_eq!(l.advance(1005.0), Some(1000.0));

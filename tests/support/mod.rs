@@ -35,7 +35,7 @@ pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: b
 pub fn all_scenarios() -> Vec<Scenario> {
     let mut all: Vec<Scenario> = fencelab::scenario::builtin_names()
         .into_iter()
-        .map(|n| fencelab::scenario::builtin(n).unwrap().unwrap())
+        .map(|n| fencelab::scenario::builtin(&n).unwrap().unwrap())
         .collect();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();

@@ -163,7 +163,9 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
             lines.push(Line::styled(format!("  {}) {choice}", n + 1), style));
         }
         match lesson.answers[i] {
-            None => lines.push(Line::styled(format!("Predict: press 1 to {}.", c.choices.len()), t.dim)),
+            None => {
+                lines.push(Line::styled(format!("Predict: press 1 to {}.", c.choices.len()), t.dim))
+            }
             Some(a) => {
                 let verdict = if a == c.answer { "✔ Right." } else { "✘ Not quite." };
                 lines.push(Line::styled(format!("{verdict} {}", c.explain), t.title));
