@@ -34,7 +34,7 @@ pub enum Command {
     Lessons,
     /// Open a lesson (a name from `fencelab lessons`, or a lesson .toml file) in the TUI:
     /// narration beside the timeline, questions along the way, free play at the end.
-    Lesson(PlayArgs),
+    Lesson(LessonArgs),
     /// Measure things about a real run (see `fencelab bench --help`).
     Bench(BenchArgs),
 }
@@ -96,6 +96,22 @@ pub struct PlayArgs {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LessonArgs {
+    /// The lesson's name (see `fencelab lessons`) or a path to a lesson .toml file.
+    pub lesson: String,
+    /// High-contrast theme for projectors (toggle with `m`).
+    #[arg(long)]
+    pub presenter: bool,
+}
+
+impl From<&LessonArgs> for PlayArgs {
+    /// A lesson is the playground with narration, at the lesson's own speed.
+    fn from(args: &LessonArgs) -> Self {
+        PlayArgs { scenario: args.lesson.clone(), presenter: args.presenter, ..PlayArgs::default() }
+    }
 }
 
 impl Default for PlayArgs {

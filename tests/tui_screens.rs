@@ -203,3 +203,50 @@ fn clicking_a_lane_selects_its_worker() {
     app.click(term.backend().buffer().area, b);
     assert_eq!(app.selected, 1);
 }
+
+#[test]
+fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
+    use fencelab::tui::lesson::LessonState;
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let events = rt.block_on(async {
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
+        fencelab::engine::run(
+            &SimBackend::default(),
+            &lesson.scenario,
+            options,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap()
+        .snapshot()
+    });
+    let label = "SIMULATOR (virtual clock, no Redis)".to_string();
+    let state = LessonState::new(lesson.steps.clone(), lesson.scenario.checkpoints.clone(), vec![]);
+    let mut app = App::new(lesson.scenario.clone(), false, 0.5, true, label, Theme::DEFAULT)
+        .with_lesson(state);
+    let at = 2100.0;
+    app.run.ingest(&events.iter().filter(|e| e.t_ms <= at).cloned().collect::<Vec<_>>());
+    app.now_ms = at;
+    // The lesson reaches its steps up to 2.0 s (continuing past the one that waits),
+    // then asks its question at 2.1 s.
+    while app.lesson_tick().is_empty() && app.lesson.as_ref().unwrap().hold.is_none() {}
+    while app.lesson.as_ref().unwrap().open_checkpoint().is_none() {
+        app.update(Action::Continue);
+        app.lesson_tick();
+    }
+    let term = screen(&app, WIDTH, HEIGHT);
+    let shown = text(term.backend().buffer());
+    assert!(shown.contains("Whose write ends up last"), "{shown}");
+    assert!(shown.contains("Predict: press 1 to 3."));
+    insta::assert_snapshot!(term.backend());
+
+    // Answering reveals; a number key answers instead of pausing a worker.
+    assert!(app.update(Action::PauseWorker(1)).is_empty());
+    let term = screen(&app, WIDTH, HEIGHT);
+    assert!(text(term.backend().buffer()).contains("✔ Right."));
+}

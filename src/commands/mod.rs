@@ -40,7 +40,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Play(args)) => play(&args, &cli.backend),
-        Some(Command::Lesson(args)) => play(&args, &cli.backend),
+        Some(Command::Lesson(args)) => play(&PlayArgs::from(&args), &cli.backend),
         None => play(&PlayArgs::default(), &cli.backend),
     }
 }

@@ -35,7 +35,7 @@ pub enum EventKind {
     RunStarted {
         version: u32,
         run_id: String,
-        scenario: Scenario,
+        scenario: Box<Scenario>,
         fencing: bool,
         /// What the run is called ("fencing tokens: off", a lesson's variant).
         #[serde(default)]

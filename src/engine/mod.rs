@@ -120,7 +120,7 @@ pub async fn prepare<B: Backend>(
     log.append(EventKind::RunStarted {
         version: LOG_FORMAT_VERSION,
         run_id,
-        scenario: scenario.clone(),
+        scenario: Box::new(scenario.clone()),
         fencing: options.fencing,
         label: options.label.clone(),
         backend: backend.describe(),

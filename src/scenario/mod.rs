@@ -1,6 +1,6 @@
 //! Scenarios: who the workers are and what each one does, as data.
 //!
-//! A scenario is plain TOML (see `assets/scenarios/gc-pause.toml`), so the built-in
+//! A scenario is plain TOML (see `lessons/03-gc-pause.toml`), so the built-in
 //! ones, lesson files and test cases all share one format and one parser. Parsing is
 //! strict (`deny_unknown_fields`) and every error names the file, line and column,
 //! because instructors write these by hand.

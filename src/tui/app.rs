@@ -439,7 +439,7 @@ mod tests {
         let started = EventKind::RunStarted {
             version: 1,
             run_id: "t".into(),
-            scenario,
+            scenario: Box::new(scenario),
             fencing: false,
             label: "fencing tokens: off".into(),
             backend: "test".into(),

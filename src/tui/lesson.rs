@@ -58,24 +58,30 @@ impl LessonState {
         while self.answers.get(self.asked).is_some_and(Option::is_some) {
             self.asked += 1;
         }
-        if let Some(c) = self.checkpoints.get(self.asked)
-            && c.at_ms as f64 <= now_ms
-            && self.answers[self.asked].is_none()
-        {
-            self.hold = Some(Hold::Checkpoint(self.asked));
-            return Some(c.at_ms as f64);
-        }
-        while let Some(step) = self.steps.get(self.reached) {
-            if step.at_ms as f64 > now_ms {
-                break;
+        // Steps and questions in time order (a step first when both fall together).
+        loop {
+            let step =
+                self.steps.get(self.reached).map(|s| s.at_ms).filter(|t| *t as f64 <= now_ms);
+            let question =
+                self.checkpoints.get(self.asked).map(|c| c.at_ms).filter(|t| *t as f64 <= now_ms);
+            let take_step = match (step, question) {
+                (Some(s), Some(q)) => s <= q,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return None,
+            };
+            if take_step {
+                self.reached += 1;
+                let step = &self.steps[self.reached - 1];
+                if step.wait {
+                    self.hold = Some(Hold::Step(self.reached - 1));
+                    return Some(step.at_ms as f64);
+                }
+            } else {
+                self.hold = Some(Hold::Checkpoint(self.asked));
+                return question.map(|q| q as f64);
             }
-            self.reached += 1;
-            if step.wait {
-                self.hold = Some(Hold::Step(self.reached - 1));
-                return Some(step.at_ms as f64);
-            }
         }
-        None
     }
 
     /// The step on screen.
