@@ -58,7 +58,12 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
         }
         seen.push(&w.name);
     }
-    for expectation in [&s.expect.fencing_off, &s.expect.fencing_on].into_iter().flatten() {
+    let variant_expectations = s.variants.iter().filter_map(|v| v.expect.as_ref());
+    for expectation in [&s.expect.fencing_off, &s.expect.fencing_on]
+        .into_iter()
+        .flatten()
+        .chain(variant_expectations)
+    {
         for entry in &expectation.storage {
             let Some((who, token)) = entry.split_once(':') else {
                 return Err((
@@ -84,6 +89,29 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
                     format!("storage entry {entry:?}: the token must be a whole number"),
                 ));
             }
+        }
+    }
+    for v in &s.variants {
+        for w in v.workers.iter().flatten() {
+            if !seen.contains(&w.name.as_str()) {
+                return Err((
+                    w.name.clone(),
+                    0,
+                    format!(
+                        "variant {:?} has worker {:?}, which the scenario does not define",
+                        v.name, w.name
+                    ),
+                ));
+            }
+        }
+    }
+    for c in &s.checkpoints {
+        if !(1..=c.choices.len()).contains(&c.answer) {
+            return Err((
+                c.question.clone(),
+                0,
+                format!("answer = {} but there are {} choices", c.answer, c.choices.len()),
+            ));
         }
     }
     Ok(())
@@ -151,6 +179,16 @@ steps = [{ do = "acquire" }]
         let err = parse_scenario(&src, "t.toml").unwrap_err();
         assert_eq!(err.line, 9, "{err}");
         assert!(err.message.contains("defined twice"), "{err}");
+    }
+
+    #[test]
+    fn a_checkpoint_whose_answer_is_not_a_choice_is_rejected() {
+        let src = format!(
+            "{MINIMAL}[[checkpoints]]\nat_ms = 5\nquestion = \"Who?\"\nchoices = [\"A\", \"B\"]\nanswer = 3\nexplain = \"\"\n"
+        );
+        let err = parse_scenario(&src, "t.toml").unwrap_err();
+        assert_eq!(err.line, 10, "{err}");
+        assert!(err.message.contains("answer = 3 but there are 2 choices"), "{err}");
     }
 
     #[test]
