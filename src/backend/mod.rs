@@ -64,6 +64,17 @@ pub enum AcquireReply {
     Busy { pttl_ms: Option<u64> },
 }
 
+impl AcquireReply {
+    /// "Busy", from a PTTL reply: -1 means the lease never expires, -2 "no such key"
+    /// (it expired between SET and PTTL: retry at once).
+    pub fn from_pttl(pttl: i64) -> Self {
+        match pttl {
+            -1 => AcquireReply::Busy { pttl_ms: None },
+            n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
+        }
+    }
+}
+
 /// What Redis itself says at one instant: the observer's raw material.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TruthSample {

@@ -132,7 +132,11 @@ impl LockClient for RedisClient {
                     .invoke_async(&mut self.con)
                     .await
                     .map_err(lost)?;
-                Ok(if granted == 1 { AcquireReply::Granted { token: n as u64 } } else { busy(n) })
+                Ok(if granted == 1 {
+                    AcquireReply::Granted { token: n as u64 }
+                } else {
+                    AcquireReply::from_pttl(n)
+                })
             }
             AcquireMode::TwoStep => {
                 let mut set = redis::cmd("SET");
@@ -146,7 +150,7 @@ impl LockClient for RedisClient {
                     Ok(AcquireReply::Granted { token })
                 } else {
                     let pttl: i64 = self.con.pttl(&k.lock).await.map_err(lost)?;
-                    Ok(busy(pttl))
+                    Ok(AcquireReply::from_pttl(pttl))
                 }
             }
         }
@@ -219,15 +223,6 @@ impl LockClient for RedisClient {
         // Exactly the run's own keys, by name: no KEYS or SCAN over the user's data.
         let _: i64 = self.con.del(&self.keys.all()[..]).await.map_err(lost)?;
         Ok(())
-    }
-}
-
-/// `{0, pttl}` from the acquire script, or a PTTL reply: -1 means "never expires",
-/// -2 "no such key" (it expired between SET and PTTL: retry at once).
-fn busy(pttl: i64) -> AcquireReply {
-    match pttl {
-        -1 => AcquireReply::Busy { pttl_ms: None },
-        n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
     }
 }
 

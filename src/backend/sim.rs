@@ -144,11 +144,7 @@ impl LockClient for SimClient {
         let k = &self.keys;
         let granted = self.sim.db().set_nx(&k.lock, value, ttl_ms);
         if !granted {
-            let pttl = self.sim.db().pttl(&k.lock);
-            return Ok(match pttl {
-                -1 => AcquireReply::Busy { pttl_ms: None },
-                n => AcquireReply::Busy { pttl_ms: Some(n.max(0) as u64) },
-            });
+            return Ok(AcquireReply::from_pttl(self.sim.db().pttl(&k.lock)));
         }
         if mode == AcquireMode::TwoStep {
             // Two commands, two round trips: let other workers run in between, as the
