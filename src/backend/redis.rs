@@ -44,11 +44,6 @@ impl RedisBackend {
         Ok(RedisBackend { client, shown_url, label: label.to_string() })
     }
 
-    /// The redacted URL.
-    pub fn shown_url(&self) -> &str {
-        &self.shown_url
-    }
-
     fn classify(&self, e: RedisError) -> BackendError {
         classify(&self.shown_url, e)
     }

@@ -182,10 +182,6 @@ impl RunClock {
     pub fn scenario_ms(&self, real_ms: f64) -> f64 {
         real_ms / self.time_scale
     }
-
-    pub fn time_scale(&self) -> f64 {
-        self.time_scale
-    }
 }
 
 impl EventLog {

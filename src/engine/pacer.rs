@@ -81,14 +81,6 @@ impl Pacer {
         self.lock().reached
     }
 
-    pub fn playing(&self) -> bool {
-        self.lock().playing
-    }
-
-    pub fn speed(&self) -> f64 {
-        self.lock().speed
-    }
-
     pub fn set_speed(&self, speed: f64) {
         let mut s = self.lock();
         s.reanchor();

@@ -244,11 +244,6 @@ impl Scenario {
         self.seed.unwrap_or(0)
     }
 
-    /// The worker names in lane order.
-    pub fn worker_names(&self) -> Vec<String> {
-        self.workers.iter().map(|w| w.name.clone()).collect()
-    }
-
     /// The runs this scenario stands for: its variants, or else one run per fencing
     /// mode asked for.
     pub fn planned_runs(&self, fencing_modes: &[bool]) -> Vec<PlannedRun> {
