@@ -143,8 +143,8 @@ fn compare_shows_both_runs_one_above_the_other() {
     app.fencing = true;
     let term = screen(&app, WIDTH, HEIGHT);
     let shown = text(term.backend().buffer());
-    let above = shown.find("earlier run: fencing OFF").expect("earlier run title");
-    let below = shown.find("this run: fencing ON").expect("this run title");
+    let above = shown.find("earlier run: fencing tokens: off").expect("earlier run title");
+    let below = shown.find("this run: fencing tokens: on").expect("this run title");
     assert!(above < below);
     insta::assert_snapshot!(term.backend());
 }

@@ -35,7 +35,7 @@ t send-keys -t shot 1        # pause A mid-lease, as a GC pause would
 wait_for "STALE"
 shoot assets/playground-stale-write.png
 t send-keys -t shot c        # rerun with fencing flipped (on)
-wait_for "this run: fencing ON"
+wait_for "this run: fencing tokens: on"
 sleep 0.6
 t send-keys -t shot 1
 wait_for "REJECTED"

@@ -109,6 +109,8 @@ pub struct RunModel {
     pub backend: String,
     pub ttl_ms: u64,
     pub fencing_at_start: bool,
+    /// What the run is called ("fencing tokens: off", a lesson's variant).
+    pub label: String,
     pub fencing: bool,
     pub lanes: Vec<Lane>,
     /// Who Redis lists as holder, from each truth reading that changed it.
@@ -174,7 +176,8 @@ impl RunModel {
         let t = e.t_ms;
         self.last_ms = self.last_ms.max(t);
         match &e.kind {
-            EventKind::RunStarted { scenario, fencing, backend, .. } => {
+            EventKind::RunStarted { scenario, fencing, backend, label, .. } => {
+                self.label = label.clone();
                 self.scenario_name = scenario.name.clone();
                 self.scenario_title = scenario.title.clone();
                 self.backend = backend.clone();

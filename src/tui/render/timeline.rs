@@ -196,8 +196,7 @@ impl<'a> Ctx<'a> {
             Row::Title { previous } => {
                 let run = self.run(previous);
                 let which = if previous { "earlier run" } else { "this run" };
-                let fencing = if run.fencing_at_start { "fencing ON" } else { "fencing OFF" };
-                let text = format!("── {which}: {fencing} ──");
+                let text = format!("── {which}: {} ──", run.label);
                 self.buf.set_stringn(
                     x,
                     y,
