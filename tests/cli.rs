@@ -73,7 +73,7 @@ fn an_unknown_scenario_lists_the_built_in_ones() {
     assert_clean_error(
         &run(&["run", "gc-pauze", "--sim"]),
         1,
-        "no scenario named \"gc-pauze\"; built-in scenarios: gc-pause",
+        "no scenario named \"gc-pauze\"; built-in scenarios: playground, locks-expire",
     );
 }
 
