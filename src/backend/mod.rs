@@ -8,6 +8,7 @@
 
 pub mod keys;
 pub mod redis;
+pub mod redlock;
 pub mod scripts;
 pub mod select;
 pub mod server;
@@ -86,6 +87,18 @@ pub struct TruthSample {
     pub fence_counter: u64,
     /// The highest token the fenced storage has accepted so far.
     pub storage_highest: u64,
+    /// Redlock: each node's lock value (None: no key, or the node is down).
+    pub nodes: Vec<Option<String>>,
+}
+
+/// Something that happens to a lock server during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The server dies (SIGKILL): its keys are gone, it answers nothing.
+    Kill,
+    /// The server comes back, empty (it kept nothing on disk).
+    Restart,
 }
 
 /// One write as the storage keeps it.
@@ -162,6 +175,17 @@ pub trait LockClient: Send + 'static {
 
     /// Delete every key of this run (and nothing else).
     fn cleanup(&mut self) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// Kill or restart lock server `node` (0-based). Only lock services made of
+    /// several servers (Redlock) support it.
+    fn fault(
+        &mut self,
+        node: usize,
+        kind: FaultKind,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send {
+        let _ = (node, kind);
+        async { Err(BackendError::Protocol("this lock service has no servers to fail".into())) }
+    }
 }
 
 /// The storage the workers write their results to.
@@ -172,6 +196,10 @@ pub trait StorageClient: Send + 'static {
         write: &StoredWrite,
         check: WriteCheck,
     ) -> impl Future<Output = Result<bool, BackendError>> + Send;
+
+    /// The next fencing token from a counter the storage keeps: for lock services
+    /// that hand out none themselves (Redlock).
+    fn next_token(&mut self) -> impl Future<Output = Result<u64, BackendError>> + Send;
 
     /// Every accepted write, in the order the storage accepted them.
     fn read_all(&mut self) -> impl Future<Output = Result<Vec<StoredWrite>, BackendError>> + Send;

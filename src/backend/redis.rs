@@ -211,6 +211,7 @@ impl LockClient for RedisClient {
             pttl_ms: u64::try_from(pttl).ok(),
             fence_counter: fence.unwrap_or(0),
             storage_highest: highest.unwrap_or(0),
+            nodes: Vec::new(),
         })
     }
 
@@ -218,6 +219,22 @@ impl LockClient for RedisClient {
         // Exactly the run's own keys, by name: no KEYS or SCAN over the user's data.
         let _: i64 = self.con.del(&self.keys.all()[..]).await.map_err(lost)?;
         Ok(())
+    }
+}
+
+impl super::redlock::LockNode for RedisClient {
+    async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+        let mut set = redis::cmd("SET");
+        set.arg(&self.keys.lock).arg(value).arg("NX");
+        if ttl_ms > 0 {
+            set.arg("PX").arg(ttl_ms);
+        }
+        let ok: Option<String> = set.query_async(&mut self.con).await.map_err(lost)?;
+        Ok(ok.is_some())
+    }
+
+    async fn pttl(&mut self) -> Result<i64, BackendError> {
+        self.con.pttl(&self.keys.lock).await.map_err(lost)
     }
 }
 
@@ -256,6 +273,10 @@ impl StorageClient for RedisClient {
                 .map_err(lost)?,
         };
         Ok(accepted == 1)
+    }
+
+    async fn next_token(&mut self) -> Result<u64, BackendError> {
+        self.con.incr(&self.keys.fence, 1).await.map_err(lost)
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {

@@ -37,6 +37,39 @@ pub struct PrivateRedis {
     socket: PathBuf,
     /// Held for its `Drop`: removes the socket and log when the server is gone.
     dir: tempfile::TempDir,
+    /// Kept for restarts.
+    extra_args: Vec<String>,
+}
+
+/// Spawn `redis-server` on a unix socket in `dir`, keeping nothing on disk, tied to
+/// this process's life.
+fn spawn(dir: &Path, socket: &Path, extra_args: &[String]) -> Result<Child, ServerError> {
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", "0", "--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
+        .arg("--unixsocket")
+        .arg(socket)
+        .arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"))
+        .args(extra_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
+    // touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => ServerError::NotInstalled,
+        _ => ServerError::Spawn(e),
+    })
 }
 
 impl PrivateRedis {
@@ -55,43 +88,32 @@ impl PrivateRedis {
             .tempdir()
             .map_err(ServerError::Spawn)?;
         let socket = dir.path().join("redis.sock");
-        let log = dir.path().join("redis.log");
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", "0", "--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
-            .arg("--unixsocket")
-            .arg(&socket)
-            .arg("--dir")
-            .arg(dir.path())
-            .arg("--logfile")
-            .arg(&log)
-            .args(extra_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
-        // touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => ServerError::NotInstalled,
-            _ => ServerError::Spawn(e),
-        })?;
-        let mut server = PrivateRedis { child, socket, dir };
-        server.wait_until_ready(&log)?;
+        let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
+        let child = spawn(dir.path(), &socket, &extra_args)?;
+        let mut server = PrivateRedis { child, socket, dir, extra_args };
+        server.wait_until_ready()?;
         Ok(server)
     }
 
-    fn wait_until_ready(&mut self, log: &Path) -> Result<(), ServerError> {
+    /// Kill the server (SIGKILL): its keys are gone; the socket stays where it was.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Start the server again, empty, on the same socket (after [`Self::kill`]).
+    pub fn restart(&mut self) -> Result<(), ServerError> {
+        self.kill();
+        self.child = spawn(self.dir.path(), &self.socket, &self.extra_args)?;
+        self.wait_until_ready()
+    }
+
+    fn wait_until_ready(&mut self) -> Result<(), ServerError> {
+        let log = self.dir.path().join("redis.log");
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                let output = std::fs::read_to_string(log).unwrap_or_default();
+                let output = std::fs::read_to_string(&log).unwrap_or_default();
                 return Err(ServerError::Died { status: status.to_string(), output });
             }
             if self.socket.exists() && self.ping().is_ok() {

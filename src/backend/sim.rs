@@ -100,6 +100,13 @@ impl SimBackend {
         self.db.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Forget everything, as a server restarted without persistence would.
+    pub fn wipe(&self) {
+        let mut db = self.db();
+        db.strings.clear();
+        db.lists.clear();
+    }
+
     /// How many keys exist (live or not yet lazily expired); tests use it to show
     /// cleanup leaves nothing behind.
     pub fn key_count(&self) -> usize {
@@ -197,6 +204,7 @@ impl LockClient for SimClient {
             pttl_ms: u64::try_from(db.pttl(&k.lock)).ok(),
             fence_counter: db.get_u64(&k.fence),
             storage_highest: db.get_u64(&k.storage_highest),
+            nodes: Vec::new(),
         })
     }
 
@@ -206,6 +214,16 @@ impl LockClient for SimClient {
             db.del(key);
         }
         Ok(())
+    }
+}
+
+impl super::redlock::LockNode for SimClient {
+    async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+        Ok(self.sim.db().set_nx(&self.keys.lock, value, ttl_ms))
+    }
+
+    async fn pttl(&mut self) -> Result<i64, BackendError> {
+        Ok(self.sim.db().pttl(&self.keys.lock))
     }
 }
 
@@ -241,6 +259,10 @@ impl StorageClient for SimClient {
         }
         db.lists.entry(k.storage.clone()).or_default().push(entry);
         Ok(true)
+    }
+
+    async fn next_token(&mut self) -> Result<u64, BackendError> {
+        Ok(self.sim.db().incr(&self.keys.fence))
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {

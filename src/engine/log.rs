@@ -52,6 +52,8 @@ pub enum EventKind {
     Command { worker: String, command: String, reply: String, latency_ms: f64 },
     /// Fencing was switched during the run; it applies to later writes.
     FencingChanged { on: bool },
+    /// A lock server failed (Redlock), as the scenario said. `node` counts from 1.
+    Fault { node: usize, kind: crate::backend::FaultKind },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.
@@ -128,6 +130,9 @@ pub struct Truth {
     pub ttl_ms: Option<f64>,
     pub fence_counter: u64,
     pub storage_highest: u64,
+    /// Redlock: who each node lists (None: nobody, or the node is down).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<Option<String>>,
     /// Set when the previous holder lost the key because its lease ran out (its
     /// deadline had passed), as opposed to deleting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -66,8 +66,8 @@ impl<C: LockClient> Observer<C> {
         };
         let changed = truth.expired.is_some()
             || self.last.as_ref().is_none_or(|last| {
-                (&last.holder, last.fence_counter, last.storage_highest)
-                    != (&truth.holder, truth.fence_counter, truth.storage_highest)
+                (&last.holder, last.fence_counter, last.storage_highest, &last.nodes)
+                    != (&truth.holder, truth.fence_counter, truth.storage_highest, &truth.nodes)
             });
         if changed || moved {
             self.log.append(EventKind::Truth(truth.clone()));
@@ -89,6 +89,7 @@ fn to_truth(sample: &TruthSample, per_real_ms: f64) -> Truth {
         ttl_ms: sample.pttl_ms.map(|ms| ms as f64 * per_real_ms),
         fence_counter: sample.fence_counter,
         storage_highest: sample.storage_highest,
+        nodes: sample.nodes.iter().map(|v| v.as_deref().map(|v| holder_name(v).to_string())).collect(),
         expired: None,
     }
 }

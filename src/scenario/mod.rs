@@ -53,6 +53,13 @@ pub struct Scenario {
     /// compare-and-delete, ...). When present, they replace the fencing off/on pair.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<Variant>,
+    /// Redlock: the lock lives on this many independent Redis servers (a majority
+    /// must grant it). None: one Redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redlock_nodes: Option<usize>,
+    /// Lock servers dying or restarting during the run (Redlock only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
     /// Lessons: questions asked before the answer is shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
@@ -65,6 +72,17 @@ pub struct Scenario {
     /// Lessons: many seeded simulator runs with random pauses at several lease lengths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+}
+
+/// A lock server failing at a moment of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub at_ms: u64,
+    /// Which server, counting from 1.
+    pub node: usize,
+    #[serde(rename = "do")]
+    pub kind: crate::backend::FaultKind,
 }
 
 /// One version of a scenario: what it changes, and what it must show.

@@ -115,6 +115,8 @@ pub struct RunModel {
     pub lanes: Vec<Lane>,
     /// Who Redis lists as holder, from each truth reading that changed it.
     pub truth: Vec<Span<Option<String>>>,
+    /// Redlock: per node, who it lists (`Some(None)`: nobody) or `None` while down.
+    pub nodes: Vec<Vec<Span<Option<Option<String>>>>>,
     /// The latest truth reading and when it was taken.
     pub last_truth: Option<(f64, Truth)>,
     pub writes: Vec<WriteMark>,
@@ -195,6 +197,9 @@ impl RunModel {
                     self.truth.push(Span { from_ms: t, value: truth.holder.clone() });
                 }
                 self.last_truth = Some((t, truth.clone()));
+                for (i, holder) in truth.nodes.iter().enumerate() {
+                    self.set_node(t, i, |now| now.map(|_| holder.clone()));
+                }
             }
             EventKind::Command { worker, command, reply, latency_ms } => {
                 self.commands.push(CommandRow {
@@ -206,6 +211,10 @@ impl RunModel {
                 });
             }
             EventKind::FencingChanged { on } => self.fencing = *on,
+            EventKind::Fault { node, kind } => {
+                let up = *kind == crate::backend::FaultKind::Restart;
+                self.set_node(t, node.saturating_sub(1), |_| up.then_some(None));
+            }
             EventKind::RunEnded { outcome, .. } => self.ended = Some((t, outcome.clone())),
         }
     }
@@ -277,6 +286,24 @@ impl RunModel {
             }
         };
         self.lanes[i].set(t, next);
+    }
+
+    /// Change node `i`'s state at `t` (its current state in, its new state out).
+    fn set_node(
+        &mut self,
+        t: f64,
+        i: usize,
+        next: impl FnOnce(Option<Option<String>>) -> Option<Option<String>>,
+    ) {
+        if self.nodes.len() <= i {
+            self.nodes.resize_with(i + 1, || vec![Span { from_ms: 0.0, value: Some(None) }]);
+        }
+        let spans = &mut self.nodes[i];
+        let now = spans.last().map_or(Some(None), |s| s.value.clone());
+        let value = next(now.clone());
+        if value != now {
+            spans.push(Span { from_ms: t, value });
+        }
     }
 
     /// Who Redis listed as holder at `t`.

@@ -1,0 +1,371 @@
+//! Redlock: one lock on N independent Redis servers; a client holds it when a
+//! majority granted it, for the lease minus the time the asking took minus a drift
+//! allowance.
+//!
+//! The algorithm is written once, over [`LockNode`]s, and runs on real private
+//! `redis-server`s ([`RedisNodes`]) or on simulated ones ([`SimNodes`]), so the
+//! differential test compares the two like any other scenario. Redlock hands out no
+//! fencing token; as the article notes, the storage would have to supply one, so
+//! here tokens come from a counter the storage keeps ([`StorageClient::next_token`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::{Instant, timeout};
+
+use super::redis::{RedisBackend, RedisClient};
+use super::server::{PrivateRedis, ServerError};
+use super::sim::{SimBackend, SimClient};
+use super::{
+    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, StoredWrite,
+    TruthSample, WriteCheck,
+};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+
+/// How long one node may take to answer before it counts as a "no". Short, as the
+/// algorithm asks, so a dead node cannot eat the lease.
+const NODE_TIMEOUT: Duration = Duration::from_millis(50);
+/// How long to wait before trying again when no node has a key to wait for (nodes
+/// down, or a split vote), in ms.
+const RETRY_WITHOUT_LEASE_MS: u64 = 50;
+
+/// One Redis server as Redlock uses it: the single-server lock commands, plus a
+/// plain `SET NX PX` (Redlock takes no token per server) and `PTTL`.
+pub trait LockNode: LockClient {
+    fn set_nx(&mut self, value: &str, ttl_ms: u64) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    fn pttl(&mut self) -> impl Future<Output = Result<i64, BackendError>> + Send;
+}
+
+/// The servers of a Redlock: how to reach each, and how to make one fail.
+pub trait NodeSet: Send + Sync + 'static {
+    type Node: LockNode;
+    fn count(&self) -> usize;
+    fn connect(&self, node: usize, keys: &Keys) -> impl Future<Output = Result<Self::Node, BackendError>> + Send;
+    fn fault(&self, node: usize, kind: FaultKind) -> impl Future<Output = Result<(), BackendError>> + Send;
+    fn describe(&self) -> String;
+}
+
+/// Redlock over `nodes`, with the storage on a server of its own.
+pub struct RedlockBackend<N, S> {
+    nodes: Arc<N>,
+    storage: S,
+}
+
+impl<N: NodeSet, S: Backend> RedlockBackend<N, S> {
+    pub fn new(nodes: N, storage: S) -> Self {
+        RedlockBackend { nodes: Arc::new(nodes), storage }
+    }
+}
+
+impl<N: NodeSet, S: Backend> Backend for RedlockBackend<N, S> {
+    type Client = RedlockClient<N, S::Client>;
+
+    async fn connect(&self, keys: &Keys) -> Result<Self::Client, BackendError> {
+        let mut nodes = Vec::with_capacity(self.nodes.count());
+        for i in 0..self.nodes.count() {
+            nodes.push(self.nodes.connect(i, keys).await?);
+        }
+        let storage = self.storage.connect(keys).await?;
+        Ok(RedlockClient { nodes, set: self.nodes.clone(), storage, keys: keys.clone() })
+    }
+
+    fn describe(&self) -> String {
+        self.nodes.describe()
+    }
+
+    fn deterministic(&self) -> bool {
+        self.storage.deterministic()
+    }
+}
+
+/// One worker's connections: one per node, one to the storage.
+pub struct RedlockClient<N: NodeSet, S> {
+    nodes: Vec<N::Node>,
+    set: Arc<N>,
+    storage: S,
+    keys: Keys,
+}
+
+impl<N: NodeSet, S> RedlockClient<N, S> {
+    fn quorum(&self) -> usize {
+        self.nodes.len() / 2 + 1
+    }
+
+    /// The value a majority of nodes holds, if any.
+    async fn majority_value(&mut self) -> Option<String> {
+        let quorum = self.quorum();
+        let mut values: Vec<String> = Vec::new();
+        for node in &mut self.nodes {
+            if let Ok(Ok(Some(v))) = timeout(NODE_TIMEOUT, node.holder()).await {
+                values.push(v);
+            }
+        }
+        values.iter().find(|v| values.iter().filter(|w| w == v).count() >= quorum).cloned()
+    }
+}
+
+impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, S> {
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// Ask every node in turn; a majority within the lease (minus the time it took
+    /// and a drift allowance of 1% + 2 ms) is a grant. Otherwise give back what was
+    /// granted and report the longest remaining lease among the nodes.
+    async fn acquire(&mut self, value: &str, ttl_ms: u64, _mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+        let started = Instant::now();
+        let mut votes = Vec::new();
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            if let Ok(Ok(true)) = timeout(NODE_TIMEOUT, node.set_nx(value, ttl_ms)).await {
+                votes.push(i);
+            }
+        }
+        let elapsed = started.elapsed().as_millis() as i64;
+        let validity = ttl_ms as i64 - elapsed - (ttl_ms as i64 / 100 + 2);
+        if votes.len() >= self.quorum() && (ttl_ms == 0 || validity > 0) {
+            return Ok(AcquireReply::Granted { token: self.storage.next_token().await? });
+        }
+        let mut longest: Option<i64> = None;
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            if votes.contains(&i) {
+                let _ = timeout(NODE_TIMEOUT, node.release(value, ReleaseMode::CompareAndDelete)).await;
+            } else if let Ok(Ok(pttl)) = timeout(NODE_TIMEOUT, node.pttl()).await {
+                longest = Some(longest.map_or(pttl, |l| if pttl == -1 || l == -1 { -1 } else { l.max(pttl) }));
+            }
+        }
+        Ok(match longest {
+            Some(pttl) if pttl > 0 || pttl == -1 => AcquireReply::from_pttl(pttl),
+            _ => AcquireReply::Busy { pttl_ms: Some(RETRY_WITHOUT_LEASE_MS) },
+        })
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        let mut any = false;
+        for node in &mut self.nodes {
+            any |= matches!(timeout(NODE_TIMEOUT, node.release(value, mode)).await, Ok(Ok(true)));
+        }
+        Ok(any)
+    }
+
+    async fn renew(&mut self, value: &str, ttl_ms: u64, mode: RenewMode) -> Result<bool, BackendError> {
+        let mut votes = 0;
+        for node in &mut self.nodes {
+            votes += usize::from(matches!(timeout(NODE_TIMEOUT, node.renew(value, ttl_ms, mode)).await, Ok(Ok(true))));
+        }
+        Ok(votes >= self.quorum())
+    }
+
+    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
+        Ok(self.majority_value().await)
+    }
+
+    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        let mut pttls = Vec::with_capacity(self.nodes.len());
+        for node in &mut self.nodes {
+            nodes.push(timeout(NODE_TIMEOUT, node.holder()).await.ok().and_then(Result::ok).flatten());
+            pttls.push(timeout(NODE_TIMEOUT, node.pttl()).await.ok().and_then(Result::ok).unwrap_or(-2));
+        }
+        let quorum = self.quorum();
+        let holder = nodes.iter().flatten().find(|v| nodes.iter().flatten().filter(|w| w == v).count() >= quorum).cloned();
+        // The majority's lease ends when its quorum-th longest key expires.
+        let pttl_ms = holder.as_ref().and_then(|h| {
+            let mut left: Vec<i64> =
+                nodes.iter().zip(&pttls).filter(|(v, _)| v.as_ref() == Some(h)).map(|(_, p)| *p).collect();
+            left.sort_unstable_by(|a, b| b.cmp(a));
+            left.get(quorum - 1).and_then(|p| u64::try_from(*p).ok())
+        });
+        let from_storage = self.storage.observe().await?;
+        Ok(TruthSample {
+            holder_value: holder,
+            pttl_ms,
+            fence_counter: from_storage.fence_counter,
+            storage_highest: from_storage.storage_highest,
+            nodes,
+        })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        for node in &mut self.nodes {
+            // A node that is down has nothing left to delete.
+            let _ = timeout(NODE_TIMEOUT, node.cleanup()).await;
+        }
+        self.storage.cleanup().await
+    }
+
+    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        self.set.fault(node, kind).await
+    }
+}
+
+impl<N: NodeSet, S: StorageClient> StorageClient for RedlockClient<N, S> {
+    async fn write(&mut self, write: &StoredWrite, check: WriteCheck) -> Result<bool, BackendError> {
+        self.storage.write(write, check).await
+    }
+
+    async fn next_token(&mut self) -> Result<u64, BackendError> {
+        self.storage.next_token().await
+    }
+
+    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        self.storage.read_all().await
+    }
+}
+
+/// Real private `redis-server`s, one per node.
+pub struct RedisNodes {
+    servers: Mutex<Vec<PrivateRedis>>,
+    backends: Vec<RedisBackend>,
+}
+
+impl RedisNodes {
+    /// Start `count` private servers; returns them with how long starting took.
+    pub fn start(count: usize) -> Result<(Self, Duration), ServerError> {
+        let started = std::time::Instant::now();
+        let servers = (0..count).map(|_| PrivateRedis::start()).collect::<Result<Vec<_>, _>>()?;
+        let backends = servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| RedisBackend::open(&s.url(), &format!("node {}", i + 1)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ServerError::Spawn(std::io::Error::other(e.to_string())))?;
+        Ok((RedisNodes { servers: Mutex::new(servers), backends }, started.elapsed()))
+    }
+}
+
+impl NodeSet for RedisNodes {
+    type Node = RedisClient;
+
+    fn count(&self) -> usize {
+        self.backends.len()
+    }
+
+    async fn connect(&self, node: usize, keys: &Keys) -> Result<RedisClient, BackendError> {
+        self.backends[node].connect(keys).await
+    }
+
+    async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        // Restarting waits (a few ms) for the server to answer; let the other tasks
+        // of this runtime move to another thread meanwhile.
+        tokio::task::block_in_place(|| {
+            let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+            let server = servers.get_mut(node).ok_or_else(|| BackendError::Protocol(format!("no node {}", node + 1)))?;
+            match kind {
+                FaultKind::Kill => {
+                    server.kill();
+                    Ok(())
+                }
+                FaultKind::Restart => server.restart().map_err(|e| BackendError::Protocol(e.to_string())),
+            }
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("Redlock over {} private redis-servers", self.backends.len())
+    }
+}
+
+/// Simulated nodes: one simulator database each, and whether it is up.
+pub struct SimNodes {
+    nodes: Vec<SimBackend>,
+    up: Vec<Arc<AtomicBool>>,
+}
+
+impl SimNodes {
+    pub fn new(count: usize) -> Self {
+        SimNodes {
+            nodes: (0..count).map(|_| SimBackend::default()).collect(),
+            up: (0..count).map(|_| Arc::new(AtomicBool::new(true))).collect(),
+        }
+    }
+}
+
+impl NodeSet for SimNodes {
+    type Node = SimNode;
+
+    fn count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    async fn connect(&self, node: usize, keys: &Keys) -> Result<SimNode, BackendError> {
+        Ok(SimNode { client: self.nodes[node].connect(keys).await?, up: self.up[node].clone() })
+    }
+
+    async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        let up = kind == FaultKind::Restart;
+        if !up {
+            self.nodes[node].wipe();
+        }
+        self.up[node].store(up, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("SIMULATOR: Redlock over {} simulated nodes", self.nodes.len())
+    }
+}
+
+/// A connection to a simulated node: like the real one, it fails while the node is down.
+pub struct SimNode {
+    client: SimClient,
+    up: Arc<AtomicBool>,
+}
+
+impl SimNode {
+    fn check_up(&self) -> Result<(), BackendError> {
+        if self.up.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(BackendError::Lost("the node is down".into()))
+        }
+    }
+}
+
+impl LockClient for SimNode {
+    fn keys(&self) -> &Keys {
+        self.client.keys()
+    }
+
+    async fn acquire(&mut self, value: &str, ttl_ms: u64, mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+        self.check_up()?;
+        self.client.acquire(value, ttl_ms, mode).await
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        self.check_up()?;
+        self.client.release(value, mode).await
+    }
+
+    async fn renew(&mut self, value: &str, ttl_ms: u64, mode: RenewMode) -> Result<bool, BackendError> {
+        self.check_up()?;
+        self.client.renew(value, ttl_ms, mode).await
+    }
+
+    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
+        self.check_up()?;
+        self.client.holder().await
+    }
+
+    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+        self.check_up()?;
+        self.client.observe().await
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        self.check_up()?;
+        self.client.cleanup().await
+    }
+}
+
+impl LockNode for SimNode {
+    async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+        self.check_up()?;
+        self.client.set_nx(value, ttl_ms).await
+    }
+
+    async fn pttl(&mut self) -> Result<i64, BackendError> {
+        self.check_up()?;
+        self.client.pttl().await
+    }
+}
