@@ -9,7 +9,6 @@ mod support;
 use std::sync::Arc;
 
 use fencelab::backend::redis::RedisBackend;
-use fencelab::backend::sim::SimBackend;
 use fencelab::check::{check, compare};
 use fencelab::engine::log::Event;
 use fencelab::scenario::PlannedRun;
@@ -21,12 +20,7 @@ use tokio::task::JoinSet;
 const PARALLEL_REAL_RUNS: usize = 6;
 
 fn sim_events(planned: &PlannedRun) -> Vec<Event> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    rt.block_on(support::run_events(&SimBackend::default(), &planned.scenario, planned.fencing))
+    support::sim_run(&planned.scenario, planned.fencing)
 }
 
 fn all_runs() -> Vec<PlannedRun> {
@@ -43,8 +37,13 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
         let (redis, limit) = (redis.clone(), limit.clone());
         tasks.spawn(async move {
             let _permit = limit.acquire().await.unwrap();
-            let real =
-                support::run_events(redis.as_ref(), &planned.scenario, planned.fencing).await;
+            let real = if planned.scenario.redlock_nodes.is_some() {
+                // A Redlock gets private servers of its own: one per node, one for storage.
+                let chosen = support::chosen_for(&planned.scenario, false);
+                fencelab::with_backend!(&chosen, b => support::run_events(b, &planned.scenario, planned.fencing).await)
+            } else {
+                support::run_events(redis.as_ref(), &planned.scenario, planned.fencing).await
+            };
             (planned, real)
         });
     }
@@ -54,7 +53,12 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
         let p = planned.clone();
         let sim = tokio::task::spawn_blocking(move || sim_events(&p)).await.unwrap();
         let what = format!("{} / {}", planned.scenario.name, planned.label);
-        assert_eq!(support::outcomes(&sim), support::outcomes(&real), "{what}: outcomes differ");
+        assert_eq!(
+            support::outcomes(&sim),
+            support::outcomes(&real),
+            "{what}: outcomes differ; the Redis run:\n{}",
+            support::digest(&real)
+        );
         assert_eq!(support::storage(&sim), support::storage(&real), "{what}: storage differs");
         if let Some(expected) = &planned.expect {
             for (backend, events) in [("simulator", &sim), ("redis", &real)] {

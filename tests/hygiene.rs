@@ -147,3 +147,39 @@ fn tests_own_private_servers_stop_on_drop() {
     assert!(!alive(pid));
     assert!(!dir.exists());
 }
+
+#[test]
+fn a_redlock_run_stops_every_node_it_started() {
+    let child = support::bin()
+        .args(["run", "redlock-node-dies"])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Five lock nodes and the storage's server.
+    let servers = wait_for("six private redis-servers", || {
+        let c = children(pid);
+        (c.len() == 6).then_some(c)
+    });
+    let mut child = child;
+    let status = wait_for("the run to finish", || child.try_wait().unwrap());
+    assert!(status.success());
+    for s in servers {
+        assert!(!alive(s), "redis-server {s} outlived the Redlock run");
+    }
+}
+
+#[test]
+fn redlock_scenarios_refuse_a_shared_redis_url() {
+    let out = support::bin()
+        .args(["run", "redlock-pause", "--redis", "redis://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Redlock scenarios start their own private redis-servers")
+    );
+}

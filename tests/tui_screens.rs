@@ -250,3 +250,31 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
     let term = screen(&app, WIDTH, HEIGHT);
     assert!(text(term.backend().buffer()).contains("✔ Right."));
 }
+
+#[test]
+fn redlock_shows_one_truth_lane_per_node_and_marks_down_nodes() {
+    let lesson = fencelab::lesson::find("redlock-restart").unwrap().unwrap();
+    let chosen =
+        fencelab::backend::select::choose(None, true, lesson.scenario.redlock_nodes).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let events = fencelab::with_backend!(&chosen, b => rt.block_on(async {
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
+        fencelab::engine::run(b, &lesson.scenario, options, &CancellationToken::new()).await.unwrap().snapshot()
+    }));
+    let label = chosen.describe();
+    let mut app = App::new(lesson.scenario.clone(), false, 1.0, true, label, Theme::DEFAULT);
+    app.run.ingest(&events);
+    app.now_ms = app.run.ended.as_ref().unwrap().0;
+    let term = screen(&app, WIDTH, HEIGHT);
+    let shown = text(term.backend().buffer());
+    for n in 1..=5 {
+        assert!(shown.contains(&format!("node {n}")), "no lane for node {n}:\n{shown}");
+    }
+    let down = find(term.backend().buffer(), "✖");
+    assert_eq!(term.backend().buffer()[down].fg, Theme::DEFAULT.rejected.fg.unwrap());
+    insta::assert_snapshot!(term.backend());
+}

@@ -8,7 +8,7 @@
 //! fencing token; as the article notes, the storage would have to supply one, so
 //! here tokens come from a counter the storage keeps ([`StorageClient::next_token`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,10 +30,21 @@ const NODE_TIMEOUT: Duration = Duration::from_millis(50);
 /// down, or a split vote), in ms.
 const RETRY_WITHOUT_LEASE_MS: u64 = 50;
 
+/// Call one node, with the node timeout.
+macro_rules! on_node {
+    ($node:expr, $call:ident ( $($arg:expr),* )) => {
+        timeout(NODE_TIMEOUT, $node.$call($($arg),*)).await
+    };
+}
+
 /// One Redis server as Redlock uses it: the single-server lock commands, plus a
 /// plain `SET NX PX` (Redlock takes no token per server) and `PTTL`.
 pub trait LockNode: LockClient {
-    fn set_nx(&mut self, value: &str, ttl_ms: u64) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    fn set_nx(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
     fn pttl(&mut self) -> impl Future<Output = Result<i64, BackendError>> + Send;
 }
 
@@ -41,15 +52,62 @@ pub trait LockNode: LockClient {
 pub trait NodeSet: Send + Sync + 'static {
     type Node: LockNode;
     fn count(&self) -> usize;
-    fn connect(&self, node: usize, keys: &Keys) -> impl Future<Output = Result<Self::Node, BackendError>> + Send;
-    fn fault(&self, node: usize, kind: FaultKind) -> impl Future<Output = Result<(), BackendError>> + Send;
+    fn connect(
+        &self,
+        node: usize,
+        keys: &Keys,
+    ) -> impl Future<Output = Result<Self::Node, BackendError>> + Send;
+    fn fault(
+        &self,
+        node: usize,
+        kind: FaultKind,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
     fn describe(&self) -> String;
+    /// Whether the node is up, and how many times it has been restarted.
+    fn health(&self, node: usize) -> (bool, u64);
+}
+
+/// Up/down and restart count of each node, shared by everyone talking to the nodes.
+///
+/// A client cannot know that a server is down; but a request to a dead server can only
+/// fail, so clients skip down nodes at once instead of letting a reconnecting
+/// connection queue the request and deliver it after a restart. After a restart,
+/// clients open a fresh connection.
+struct Health {
+    up: Vec<AtomicBool>,
+    restarts: Vec<AtomicU64>,
+}
+
+impl Health {
+    fn new(count: usize) -> Self {
+        Health {
+            up: (0..count).map(|_| AtomicBool::new(true)).collect(),
+            restarts: (0..count).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn get(&self, node: usize) -> (bool, u64) {
+        (self.up[node].load(Ordering::SeqCst), self.restarts[node].load(Ordering::SeqCst))
+    }
+
+    fn record(&self, node: usize, kind: FaultKind) {
+        if kind == FaultKind::Restart {
+            self.restarts[node].fetch_add(1, Ordering::SeqCst);
+        }
+        self.up[node].store(kind == FaultKind::Restart, Ordering::SeqCst);
+    }
 }
 
 /// Redlock over `nodes`, with the storage on a server of its own.
 pub struct RedlockBackend<N, S> {
     nodes: Arc<N>,
     storage: S,
+}
+
+impl<N, S: Clone> Clone for RedlockBackend<N, S> {
+    fn clone(&self) -> Self {
+        RedlockBackend { nodes: self.nodes.clone(), storage: self.storage.clone() }
+    }
 }
 
 impl<N: NodeSet, S: Backend> RedlockBackend<N, S> {
@@ -67,7 +125,8 @@ impl<N: NodeSet, S: Backend> Backend for RedlockBackend<N, S> {
             nodes.push(self.nodes.connect(i, keys).await?);
         }
         let storage = self.storage.connect(keys).await?;
-        Ok(RedlockClient { nodes, set: self.nodes.clone(), storage, keys: keys.clone() })
+        let seen = (0..nodes.len()).map(|i| self.nodes.health(i).1).collect();
+        Ok(RedlockClient { nodes, seen, set: self.nodes.clone(), storage, keys: keys.clone() })
     }
 
     fn describe(&self) -> String {
@@ -82,6 +141,8 @@ impl<N: NodeSet, S: Backend> Backend for RedlockBackend<N, S> {
 /// One worker's connections: one per node, one to the storage.
 pub struct RedlockClient<N: NodeSet, S> {
     nodes: Vec<N::Node>,
+    /// The restart count of each node when its connection was opened.
+    seen: Vec<u64>,
     set: Arc<N>,
     storage: S,
     keys: Keys,
@@ -92,12 +153,33 @@ impl<N: NodeSet, S> RedlockClient<N, S> {
         self.nodes.len() / 2 + 1
     }
 
+    /// The nodes that are up, reconnecting to any that restarted since we last looked.
+    async fn live_nodes(&mut self) -> Vec<usize> {
+        let mut live = Vec::new();
+        for i in 0..self.nodes.len() {
+            let (up, restarts) = self.set.health(i);
+            if up && restarts != self.seen[i] {
+                match self.set.connect(i, &self.keys).await {
+                    Ok(fresh) => {
+                        self.nodes[i] = fresh;
+                        self.seen[i] = restarts;
+                    }
+                    Err(_) => continue,
+                }
+            }
+            if up {
+                live.push(i);
+            }
+        }
+        live
+    }
+
     /// The value a majority of nodes holds, if any.
     async fn majority_value(&mut self) -> Option<String> {
         let quorum = self.quorum();
         let mut values: Vec<String> = Vec::new();
-        for node in &mut self.nodes {
-            if let Ok(Ok(Some(v))) = timeout(NODE_TIMEOUT, node.holder()).await {
+        for i in self.live_nodes().await {
+            if let Ok(Ok(Some(v))) = on_node!(self.nodes[i], holder()) {
                 values.push(v);
             }
         }
@@ -113,11 +195,17 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
     /// Ask every node in turn; a majority within the lease (minus the time it took
     /// and a drift allowance of 1% + 2 ms) is a grant. Otherwise give back what was
     /// granted and report the longest remaining lease among the nodes.
-    async fn acquire(&mut self, value: &str, ttl_ms: u64, _mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+    async fn acquire(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        _mode: AcquireMode,
+    ) -> Result<AcquireReply, BackendError> {
         let started = Instant::now();
         let mut votes = Vec::new();
-        for (i, node) in self.nodes.iter_mut().enumerate() {
-            if let Ok(Ok(true)) = timeout(NODE_TIMEOUT, node.set_nx(value, ttl_ms)).await {
+        let live = self.live_nodes().await;
+        for &i in &live {
+            if let Ok(Ok(true)) = on_node!(self.nodes[i], set_nx(value, ttl_ms)) {
                 votes.push(i);
             }
         }
@@ -127,11 +215,14 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
             return Ok(AcquireReply::Granted { token: self.storage.next_token().await? });
         }
         let mut longest: Option<i64> = None;
-        for (i, node) in self.nodes.iter_mut().enumerate() {
+        for &i in &live {
+            let node = &mut self.nodes[i];
             if votes.contains(&i) {
-                let _ = timeout(NODE_TIMEOUT, node.release(value, ReleaseMode::CompareAndDelete)).await;
-            } else if let Ok(Ok(pttl)) = timeout(NODE_TIMEOUT, node.pttl()).await {
-                longest = Some(longest.map_or(pttl, |l| if pttl == -1 || l == -1 { -1 } else { l.max(pttl) }));
+                let _ = on_node!(node, release(value, ReleaseMode::CompareAndDelete));
+            } else if let Ok(Ok(pttl)) = on_node!(node, pttl()) {
+                longest = Some(
+                    longest.map_or(pttl, |l| if pttl == -1 || l == -1 { -1 } else { l.max(pttl) }),
+                );
             }
         }
         Ok(match longest {
@@ -142,16 +233,24 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
 
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
         let mut any = false;
-        for node in &mut self.nodes {
-            any |= matches!(timeout(NODE_TIMEOUT, node.release(value, mode)).await, Ok(Ok(true)));
+        for i in self.live_nodes().await {
+            let node = &mut self.nodes[i];
+            any |= matches!(on_node!(node, release(value, mode)), Ok(Ok(true)));
         }
         Ok(any)
     }
 
-    async fn renew(&mut self, value: &str, ttl_ms: u64, mode: RenewMode) -> Result<bool, BackendError> {
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
         let mut votes = 0;
-        for node in &mut self.nodes {
-            votes += usize::from(matches!(timeout(NODE_TIMEOUT, node.renew(value, ttl_ms, mode)).await, Ok(Ok(true))));
+        for i in self.live_nodes().await {
+            let node = &mut self.nodes[i];
+            votes +=
+                usize::from(matches!(on_node!(node, renew(value, ttl_ms, mode)), Ok(Ok(true))));
         }
         Ok(votes >= self.quorum())
     }
@@ -161,18 +260,27 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
     }
 
     async fn observe(&mut self) -> Result<TruthSample, BackendError> {
-        let mut nodes = Vec::with_capacity(self.nodes.len());
-        let mut pttls = Vec::with_capacity(self.nodes.len());
-        for node in &mut self.nodes {
-            nodes.push(timeout(NODE_TIMEOUT, node.holder()).await.ok().and_then(Result::ok).flatten());
-            pttls.push(timeout(NODE_TIMEOUT, node.pttl()).await.ok().and_then(Result::ok).unwrap_or(-2));
+        let mut nodes = vec![None; self.nodes.len()];
+        let mut pttls = vec![-2; self.nodes.len()];
+        for i in self.live_nodes().await {
+            let node = &mut self.nodes[i];
+            nodes[i] = on_node!(node, holder()).ok().and_then(Result::ok).flatten();
+            pttls[i] = on_node!(node, pttl()).ok().and_then(Result::ok).unwrap_or(-2);
         }
         let quorum = self.quorum();
-        let holder = nodes.iter().flatten().find(|v| nodes.iter().flatten().filter(|w| w == v).count() >= quorum).cloned();
+        let holder = nodes
+            .iter()
+            .flatten()
+            .find(|v| nodes.iter().flatten().filter(|w| w == v).count() >= quorum)
+            .cloned();
         // The majority's lease ends when its quorum-th longest key expires.
         let pttl_ms = holder.as_ref().and_then(|h| {
-            let mut left: Vec<i64> =
-                nodes.iter().zip(&pttls).filter(|(v, _)| v.as_ref() == Some(h)).map(|(_, p)| *p).collect();
+            let mut left: Vec<i64> = nodes
+                .iter()
+                .zip(&pttls)
+                .filter(|(v, _)| v.as_ref() == Some(h))
+                .map(|(_, p)| *p)
+                .collect();
             left.sort_unstable_by(|a, b| b.cmp(a));
             left.get(quorum - 1).and_then(|p| u64::try_from(*p).ok())
         });
@@ -187,9 +295,9 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
-        for node in &mut self.nodes {
-            // A node that is down has nothing left to delete.
-            let _ = timeout(NODE_TIMEOUT, node.cleanup()).await;
+        // A node that is down has nothing left to delete.
+        for i in self.live_nodes().await {
+            let _ = on_node!(self.nodes[i], cleanup());
         }
         self.storage.cleanup().await
     }
@@ -200,7 +308,11 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
 }
 
 impl<N: NodeSet, S: StorageClient> StorageClient for RedlockClient<N, S> {
-    async fn write(&mut self, write: &StoredWrite, check: WriteCheck) -> Result<bool, BackendError> {
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<bool, BackendError> {
         self.storage.write(write, check).await
     }
 
@@ -217,6 +329,7 @@ impl<N: NodeSet, S: StorageClient> StorageClient for RedlockClient<N, S> {
 pub struct RedisNodes {
     servers: Mutex<Vec<PrivateRedis>>,
     backends: Vec<RedisBackend>,
+    health: Health,
 }
 
 impl RedisNodes {
@@ -230,7 +343,9 @@ impl RedisNodes {
             .map(|(i, s)| RedisBackend::open(&s.url(), &format!("node {}", i + 1)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ServerError::Spawn(std::io::Error::other(e.to_string())))?;
-        Ok((RedisNodes { servers: Mutex::new(servers), backends }, started.elapsed()))
+        let nodes =
+            RedisNodes { servers: Mutex::new(servers), backends, health: Health::new(count) };
+        Ok((nodes, started.elapsed()))
     }
 }
 
@@ -250,122 +365,69 @@ impl NodeSet for RedisNodes {
         // of this runtime move to another thread meanwhile.
         tokio::task::block_in_place(|| {
             let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-            let server = servers.get_mut(node).ok_or_else(|| BackendError::Protocol(format!("no node {}", node + 1)))?;
+            let server = servers
+                .get_mut(node)
+                .ok_or_else(|| BackendError::Protocol(format!("there is no node {}", node + 1)))?;
             match kind {
-                FaultKind::Kill => {
-                    server.kill();
-                    Ok(())
+                FaultKind::Kill => server.kill(),
+                FaultKind::Restart => {
+                    server.restart().map_err(|e| BackendError::Protocol(e.to_string()))?
                 }
-                FaultKind::Restart => server.restart().map_err(|e| BackendError::Protocol(e.to_string())),
             }
+            self.health.record(node, kind);
+            Ok(())
         })
     }
 
     fn describe(&self) -> String {
         format!("Redlock over {} private redis-servers", self.backends.len())
     }
+
+    fn health(&self, node: usize) -> (bool, u64) {
+        self.health.get(node)
+    }
 }
 
-/// Simulated nodes: one simulator database each, and whether it is up.
+/// Simulated nodes: one simulator database each.
 pub struct SimNodes {
     nodes: Vec<SimBackend>,
-    up: Vec<Arc<AtomicBool>>,
+    health: Health,
 }
 
 impl SimNodes {
     pub fn new(count: usize) -> Self {
         SimNodes {
             nodes: (0..count).map(|_| SimBackend::default()).collect(),
-            up: (0..count).map(|_| Arc::new(AtomicBool::new(true))).collect(),
+            health: Health::new(count),
         }
     }
 }
 
 impl NodeSet for SimNodes {
-    type Node = SimNode;
+    type Node = SimClient;
 
     fn count(&self) -> usize {
         self.nodes.len()
     }
 
-    async fn connect(&self, node: usize, keys: &Keys) -> Result<SimNode, BackendError> {
-        Ok(SimNode { client: self.nodes[node].connect(keys).await?, up: self.up[node].clone() })
+    async fn connect(&self, node: usize, keys: &Keys) -> Result<SimClient, BackendError> {
+        self.nodes[node].connect(keys).await
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        let up = kind == FaultKind::Restart;
-        if !up {
+        if kind == FaultKind::Kill {
+            // Nothing is kept on disk: a killed node comes back empty.
             self.nodes[node].wipe();
         }
-        self.up[node].store(up, Ordering::SeqCst);
+        self.health.record(node, kind);
         Ok(())
     }
 
     fn describe(&self) -> String {
         format!("SIMULATOR: Redlock over {} simulated nodes", self.nodes.len())
     }
-}
 
-/// A connection to a simulated node: like the real one, it fails while the node is down.
-pub struct SimNode {
-    client: SimClient,
-    up: Arc<AtomicBool>,
-}
-
-impl SimNode {
-    fn check_up(&self) -> Result<(), BackendError> {
-        if self.up.load(Ordering::SeqCst) {
-            Ok(())
-        } else {
-            Err(BackendError::Lost("the node is down".into()))
-        }
-    }
-}
-
-impl LockClient for SimNode {
-    fn keys(&self) -> &Keys {
-        self.client.keys()
-    }
-
-    async fn acquire(&mut self, value: &str, ttl_ms: u64, mode: AcquireMode) -> Result<AcquireReply, BackendError> {
-        self.check_up()?;
-        self.client.acquire(value, ttl_ms, mode).await
-    }
-
-    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        self.check_up()?;
-        self.client.release(value, mode).await
-    }
-
-    async fn renew(&mut self, value: &str, ttl_ms: u64, mode: RenewMode) -> Result<bool, BackendError> {
-        self.check_up()?;
-        self.client.renew(value, ttl_ms, mode).await
-    }
-
-    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        self.check_up()?;
-        self.client.holder().await
-    }
-
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
-        self.check_up()?;
-        self.client.observe().await
-    }
-
-    async fn cleanup(&mut self) -> Result<(), BackendError> {
-        self.check_up()?;
-        self.client.cleanup().await
-    }
-}
-
-impl LockNode for SimNode {
-    async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
-        self.check_up()?;
-        self.client.set_nx(value, ttl_ms).await
-    }
-
-    async fn pttl(&mut self) -> Result<i64, BackendError> {
-        self.check_up()?;
-        self.client.pttl().await
+    fn health(&self, node: usize) -> (bool, u64) {
+        self.health.get(node)
     }
 }

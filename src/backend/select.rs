@@ -1,17 +1,40 @@
-//! Choosing where a run happens: the user's Redis, a private one, or the simulator.
+//! Choosing where a run happens: the user's Redis, a private one, private Redlock
+//! nodes, or the simulator.
 
 use super::BackendError;
 use super::redis::RedisBackend;
+use super::redlock::{RedisNodes, RedlockBackend, SimNodes};
 use super::server::{PrivateRedis, ServerError};
 use super::sim::SimBackend;
 
-/// The backend chosen for this program run. A private server lives inside it and
-/// stops when it is dropped.
+/// Redlock on real private servers: N lock nodes, the storage on a server of its own.
+pub type RealRedlock = RedlockBackend<RedisNodes, RedisBackend>;
+/// Redlock on the simulator.
+pub type SimRedlock = RedlockBackend<SimNodes, SimBackend>;
+
+/// The backend chosen for this program run. Private servers live inside it and stop
+/// when it is dropped.
 // There is one value of this per program run, so the size difference is irrelevant.
 #[allow(clippy::large_enum_variant)]
 pub enum Chosen {
     Redis { backend: RedisBackend, _server: Option<PrivateRedis> },
     Sim { backend: SimBackend, why: SimReason },
+    Redlock { backend: RealRedlock, _storage: PrivateRedis },
+    SimRedlock { backend: SimRedlock, why: SimReason },
+}
+
+/// Run `$body` with `$b` bound to whichever backend was chosen (each arm is the same
+/// generic code, instantiated for that backend's type).
+#[macro_export]
+macro_rules! with_backend {
+    ($chosen:expr, $b:ident => $body:expr) => {
+        match $chosen {
+            $crate::backend::select::Chosen::Redis { backend: $b, .. } => $body,
+            $crate::backend::select::Chosen::Sim { backend: $b, .. } => $body,
+            $crate::backend::select::Chosen::Redlock { backend: $b, .. } => $body,
+            $crate::backend::select::Chosen::SimRedlock { backend: $b, .. } => $body,
+        }
+    };
 }
 
 /// Why the simulator runs: asked for, or the only thing available.
@@ -25,16 +48,19 @@ impl Chosen {
     /// One line for the header: which backend, with passwords redacted.
     pub fn describe(&self) -> String {
         use super::Backend;
-        match self {
-            Chosen::Redis { backend, .. } => backend.describe(),
-            Chosen::Sim { backend, .. } => backend.describe(),
-        }
+        with_backend!(self, b => b.describe())
+    }
+
+    /// Whether it is the simulator (it then runs on a paused clock).
+    pub fn simulated(&self) -> bool {
+        matches!(self, Chosen::Sim { .. } | Chosen::SimRedlock { .. })
     }
 
     /// A warning to print when the simulator runs only because Redis is missing.
     pub fn fallback_notice(&self) -> Option<String> {
         match self {
-            Chosen::Sim { why: SimReason::NoRedisServer, .. } => Some(format!(
+            Chosen::Sim { why: SimReason::NoRedisServer, .. }
+            | Chosen::SimRedlock { why: SimReason::NoRedisServer, .. } => Some(format!(
                 "note: redis-server is not installed, so this run uses the built-in SIMULATOR. \
                  For a real Redis: {} (or pass --redis URL).",
                 super::server::INSTALL_HINT
@@ -45,8 +71,17 @@ impl Chosen {
 }
 
 /// Pick the backend: `--sim`; else `--redis URL` / `REDIS_URL`; else a private
-/// `redis-server`; else, only when none is installed, the simulator.
-pub fn choose(redis_url: Option<&str>, sim: bool) -> Result<Chosen, SelectError> {
+/// `redis-server`; else, only when none is installed, the simulator. A Redlock
+/// scenario (`redlock_nodes`) gets its own private servers, one per node plus one
+/// for the storage.
+pub fn choose(
+    redis_url: Option<&str>,
+    sim: bool,
+    redlock_nodes: Option<usize>,
+) -> Result<Chosen, SelectError> {
+    if let Some(n) = redlock_nodes {
+        return choose_redlock(redis_url, sim, n);
+    }
     if sim {
         return Ok(Chosen::Sim { backend: SimBackend::default(), why: SimReason::Requested });
     }
@@ -65,10 +100,35 @@ pub fn choose(redis_url: Option<&str>, sim: bool) -> Result<Chosen, SelectError>
     }
 }
 
+fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen, SelectError> {
+    let simulated = |why| Chosen::SimRedlock {
+        backend: RedlockBackend::new(SimNodes::new(n), SimBackend::default()),
+        why,
+    };
+    if sim {
+        return Ok(simulated(SimReason::Requested));
+    }
+    if redis_url.is_some() {
+        return Err(SelectError::RedlockNeedsPrivateServers);
+    }
+    let storage = match PrivateRedis::start() {
+        Ok(server) => server,
+        Err(ServerError::NotInstalled) => return Ok(simulated(SimReason::NoRedisServer)),
+        Err(e) => return Err(e.into()),
+    };
+    let (nodes, _took) = RedisNodes::start(n)?;
+    let storage_backend = RedisBackend::open(&storage.url(), "storage")?;
+    Ok(Chosen::Redlock { backend: RedlockBackend::new(nodes, storage_backend), _storage: storage })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error(transparent)]
     Server(#[from] ServerError),
+    #[error(
+        "Redlock scenarios start their own private redis-servers (one per node); run without --redis / REDIS_URL, or with --sim"
+    )]
+    RedlockNeedsPrivateServers,
 }

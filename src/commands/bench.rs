@@ -7,32 +7,57 @@ use tokio_util::sync::CancellationToken;
 
 use super::runtime;
 use crate::backend::Backend;
-use crate::backend::select::{Chosen, choose};
+use crate::backend::select::choose;
 use crate::cli::{BackendArgs, BenchArgs, BenchWhat};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 use crate::engine::{RunOptions, run};
 use crate::scenario::{Scenario, builtin};
+use crate::with_backend;
 
 pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     match args.what {
         BenchWhat::Handover { runs } => handover(runs, backend_args),
+        BenchWhat::Servers { runs } => servers(runs),
     }
+}
+
+/// Start and stop a private redis-server `runs` times; report the median start time
+/// (spawn until it answers PING) and the time to start a five-node Redlock.
+fn servers(runs: u32) -> anyhow::Result<ExitCode> {
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let started = std::time::Instant::now();
+        let server = crate::backend::server::PrivateRedis::start()?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        drop(server);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "private redis-server, {runs} starts: median {:.1} ms (min {:.1}, max {:.1})",
+        median(&times),
+        times[0],
+        times[times.len() - 1]
+    );
+    let (nodes, took) = crate::backend::redlock::RedisNodes::start(5)?;
+    drop(nodes);
+    println!(
+        "five Redlock nodes, started one after another: {:.1} ms",
+        took.as_secs_f64() * 1000.0
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Run gc-pause (fencing off) `runs` times and report how long after A's lease
 /// expired B was granted the lock.
 fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = builtin("gc-pause").context("gc-pause is built in")??;
-    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim)?;
+    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, None)?;
     println!(
         "hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs"
     );
     println!("backend: {}", chosen.describe());
-    let rt = runtime::build(matches!(chosen, Chosen::Sim { .. }))?;
-    let delays = match &chosen {
-        Chosen::Redis { backend, .. } => rt.block_on(measure(backend, &scenario, runs)),
-        Chosen::Sim { backend, .. } => rt.block_on(measure(backend, &scenario, runs)),
-    }?;
+    let rt = runtime::build(chosen.simulated())?;
+    let delays = with_backend!(&chosen, b => rt.block_on(measure(b, &scenario, runs)))?;
     let mut sorted = delays.clone();
     sorted.sort_by(f64::total_cmp);
     let runs_text: Vec<String> = delays.iter().map(|d| format!("{d:.2}")).collect();

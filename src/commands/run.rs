@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{runtime, scenario_ref};
 use crate::backend::Backend;
-use crate::backend::select::{Chosen, choose};
+use crate::backend::select::choose;
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
@@ -20,6 +20,7 @@ use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::transcript::{Transcript, verdict};
 use crate::scenario::{PlannedRun, Scenario, Sweep};
+use crate::with_backend;
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -52,18 +53,16 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     };
     // Started here, on the main thread, so the private server lives exactly as long as
     // this function (see PrivateRedis::start).
-    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim)?;
+    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, scenario.redlock_nodes)?;
     if let Some(notice) = chosen.fallback_notice() {
         eprintln!("{notice}");
     }
     if args.json {
         eprintln!("backend: {}", chosen.describe());
     }
-    let runtime = runtime::build(matches!(chosen, Chosen::Sim { .. }))?;
-    let mut report = match &chosen {
-        Chosen::Redis { backend, .. } => runtime.block_on(run_all(backend, &runs, args, &mut save)),
-        Chosen::Sim { backend, .. } => runtime.block_on(run_all(backend, &runs, args, &mut save)),
-    }?;
+    let runtime = runtime::build(chosen.simulated())?;
+    let mut report =
+        with_backend!(&chosen, b => runtime.block_on(run_all(b, &runs, args, &mut save)))?;
     if let Some(mut file) = save {
         file.flush()?;
     }
@@ -71,14 +70,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         && !report.interrupted
         && !report.failed
     {
-        let ok = match &chosen {
-            Chosen::Redis { backend, .. } => {
-                runtime.block_on(sweep_report(backend, &scenario, sweep, args.check))
-            }
-            Chosen::Sim { backend, .. } => {
-                runtime.block_on(sweep_report(backend, &scenario, sweep, args.check))
-            }
-        }?;
+        let ok = with_backend!(&chosen, b => runtime.block_on(sweep_report(b, &scenario, sweep, args.check)))?;
         report.check_failed |= !ok;
     }
     Ok(report.exit_code())

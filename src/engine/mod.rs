@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::keys::new_run_id;
 use crate::backend::{Backend, BackendError, Keys, LockClient, StorageClient};
-use crate::scenario::Scenario;
+use crate::scenario::{Fault, Scenario};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
 pub use worker::WorkerCommand;
@@ -57,6 +57,8 @@ pub struct PreparedRun<C> {
     observer: Observer<C>,
     /// A connection of its own for reading the storage back and deleting the keys.
     bookkeeper: C,
+    /// Lock servers failing on schedule, with a connection of their own.
+    faults: Option<(Vec<Fault>, C)>,
     /// A child of the caller's token: a failure stops this run's workers without
     /// cancelling anything else the caller runs with the same token.
     cancel: CancellationToken,
@@ -115,6 +117,10 @@ pub async fn prepare<B: Backend>(
     }
     let observer_client = backend.connect(&keys).await?;
     let bookkeeper = backend.connect(&keys).await?;
+    let faults = match scenario.faults.is_empty() {
+        true => None,
+        false => Some((scenario.faults.clone(), backend.connect(&keys).await?)),
+    };
 
     let log = Arc::new(EventLog::new(RunClock::start_now(options.time_scale)));
     log.append(EventKind::RunStarted {
@@ -156,6 +162,7 @@ pub async fn prepare<B: Backend>(
         log,
         workers,
         bookkeeper,
+        faults,
         cancel,
         handle,
     })
@@ -180,12 +187,16 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             workers,
             observer,
             mut bookkeeper,
+            faults,
             cancel,
             // Held until the end so the workers' command channels stay open.
             handle: _handle,
         } = self;
         let stop_observer = CancellationToken::new();
         let observer = tokio::spawn(observer.run(stop_observer.clone()));
+        let faults = faults.map(|(faults, client)| {
+            tokio::spawn(inject(faults, client, log.clone(), cancel.clone()))
+        });
 
         let mut tasks = JoinSet::new();
         for w in workers {
@@ -203,6 +214,12 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             cancel.cancel();
         }
         stop_observer.cancel();
+        if let Some(faults) = faults {
+            faults.abort();
+            if let Ok(Err(e)) = faults.await {
+                failure.get_or_insert(e.to_string());
+            }
+        }
         if let Ok(Err(e)) = observer.await {
             failure.get_or_insert(e.to_string());
         }
@@ -225,6 +242,25 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
         log.append(EventKind::RunEnded { storage, outcome: outcome.clone() });
         outcome
     }
+}
+
+/// Make lock servers fail at the scenario's moments, and record each in the log.
+async fn inject<C: LockClient>(
+    mut faults: Vec<Fault>,
+    mut client: C,
+    log: Arc<EventLog>,
+    cancel: CancellationToken,
+) -> Result<(), BackendError> {
+    faults.sort_by_key(|f| f.at_ms);
+    for f in faults {
+        tokio::select! {
+            () = tokio::time::sleep_until(log.clock().instant_at(f.at_ms as f64)) => {}
+            () = cancel.cancelled() => return Ok(()),
+        }
+        client.fault(f.node.saturating_sub(1), f.kind).await?;
+        log.append(EventKind::Fault { node: f.node, kind: f.kind });
+    }
+    Ok(())
 }
 
 /// Prepare and execute in one call; returns the finished log.

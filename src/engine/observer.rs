@@ -89,7 +89,11 @@ fn to_truth(sample: &TruthSample, per_real_ms: f64) -> Truth {
         ttl_ms: sample.pttl_ms.map(|ms| ms as f64 * per_real_ms),
         fence_counter: sample.fence_counter,
         storage_highest: sample.storage_highest,
-        nodes: sample.nodes.iter().map(|v| v.as_deref().map(|v| holder_name(v).to_string())).collect(),
+        nodes: sample
+            .nodes
+            .iter()
+            .map(|v| v.as_deref().map(|v| holder_name(v).to_string()))
+            .collect(),
         expired: None,
     }
 }

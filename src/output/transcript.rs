@@ -67,7 +67,9 @@ impl Transcript {
             }
             EventKind::Command { .. } => Vec::new(),
             EventKind::Fault { node, kind } => vec![match kind {
-                crate::backend::FaultKind::Kill => format!("! {at} redis node {node}: killed, its keys are gone"),
+                crate::backend::FaultKind::Kill => {
+                    format!("! {at} redis node {node}: killed, its keys are gone")
+                }
                 crate::backend::FaultKind::Restart => {
                     format!("! {at} redis node {node}: restarted, empty (nothing was on disk)")
                 }

@@ -25,6 +25,9 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("08-silent-reacquire"),
     lesson!("09-payment-gateway"),
     lesson!("10-efficiency-or-correctness"),
+    lesson!("11-redlock-node-dies"),
+    lesson!("12-redlock-pause"),
+    lesson!("13-redlock-restart"),
 ];
 
 const PLAYGROUND: (&str, &str) =

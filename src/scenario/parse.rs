@@ -105,6 +105,24 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
             }
         }
     }
+    for f in &s.faults {
+        let nodes = s.redlock_nodes.unwrap_or(0);
+        if !(1..=nodes).contains(&f.node) {
+            let why = if nodes == 0 {
+                "faults need a lock on several servers: set redlock_nodes".to_string()
+            } else {
+                format!("fault at {} ms names node {}; nodes are 1 to {nodes}", f.at_ms, f.node)
+            };
+            return Err(("do".to_string(), 0, why));
+        }
+    }
+    if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
+        return Err((
+            "redlock_nodes".to_string(),
+            0,
+            "redlock_nodes: expected 1 to 9 servers".into(),
+        ));
+    }
     for c in &s.checkpoints {
         if !(1..=c.choices.len()).contains(&c.answer) {
             return Err((
@@ -189,6 +207,19 @@ steps = [{ do = "acquire" }]
         let err = parse_scenario(&src, "t.toml").unwrap_err();
         assert_eq!(err.line, 10, "{err}");
         assert!(err.message.contains("answer = 3 but there are 2 choices"), "{err}");
+    }
+
+    #[test]
+    fn faults_must_name_an_existing_redlock_node() {
+        let fault = "[[faults]]\nat_ms = 5\nnode = 7\ndo = \"kill\"\n";
+        let err =
+            parse_scenario(&format!("redlock_nodes = 5\n{MINIMAL}{fault}"), "t.toml").unwrap_err();
+        assert!(err.message.contains("names node 7; nodes are 1 to 5"), "{err}");
+        let err = parse_scenario(&format!("{MINIMAL}{fault}"), "t.toml").unwrap_err();
+        assert!(err.message.contains("set redlock_nodes"), "{err}");
+        let bad_kind = format!("redlock_nodes = 5\n{MINIMAL}{}", fault.replace("kill", "explode"));
+        let err = parse_scenario(&bad_kind, "t.toml").unwrap_err();
+        assert!(err.message.contains("explode") && err.line == 12, "{err}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use ratatui::layout::{Position, Rect};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::backend::select::{Chosen, choose};
+use crate::backend::select::choose;
 use crate::lesson::Lesson;
 use app::{App, Effect};
 use runner::{Backend, Runner};
@@ -51,13 +51,10 @@ pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Res
         );
     }
     // On the main thread, so a private redis-server lives exactly as long as we do.
-    let chosen = choose(redis_url, sim)?;
+    let chosen = choose(redis_url, sim, options.lesson.scenario.redlock_nodes)?;
     let notice = chosen.fallback_notice();
     let label = chosen.describe();
-    let (backend, simulated) = match chosen {
-        Chosen::Redis { ref backend, .. } => (Backend::Redis(Box::new(backend.clone())), false),
-        Chosen::Sim { ref backend, .. } => (Backend::Sim(backend.clone()), true),
-    };
+    let (backend, simulated) = (Backend::from_chosen(&chosen), chosen.simulated());
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let Lesson { scenario, steps } = options.lesson;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::app::{Effect, PaceChange};
 use crate::backend::BackendError;
 use crate::backend::redis::RedisBackend;
+use crate::backend::select::{Chosen, RealRedlock, SimRedlock};
 use crate::backend::sim::SimBackend;
 use crate::engine::log::EventLog;
 use crate::engine::pacer::{Pacer, govern};
@@ -25,6 +26,20 @@ const CLEANUP_WAIT: Duration = Duration::from_secs(3);
 pub enum Backend {
     Redis(Box<RedisBackend>),
     Sim(SimBackend),
+    Redlock(Box<RealRedlock>),
+    SimRedlock(SimRedlock),
+}
+
+impl Backend {
+    /// The same backend for the TUI (private servers stay owned by the caller).
+    pub fn from_chosen(chosen: &Chosen) -> Self {
+        match chosen {
+            Chosen::Redis { backend, .. } => Backend::Redis(Box::new(backend.clone())),
+            Chosen::Sim { backend, .. } => Backend::Sim(backend.clone()),
+            Chosen::Redlock { backend, .. } => Backend::Redlock(Box::new(backend.clone())),
+            Chosen::SimRedlock { backend, .. } => Backend::SimRedlock(backend.clone()),
+        }
+    }
 }
 
 /// The run being shown.
@@ -68,18 +83,11 @@ impl Runner {
         speed: f64,
     ) -> Result<(), BackendError> {
         self.stop();
-        let cancel = CancellationToken::new();
         self.live = Some(match &self.backend {
-            Backend::Redis(backend) => {
-                let options = RunOptions { time_scale: 1.0 / speed, ..RunOptions::new(fencing) };
-                let prepared = prepare(backend.as_ref(), scenario, options, &cancel).await?;
-                let (log, control) = (prepared.log(), prepared.control());
-                let task = tokio::spawn(async move {
-                    prepared.execute().await;
-                });
-                Live { log, control, pacer: None, task: Some(task) }
-            }
-            Backend::Sim(backend) => start_sim(backend.clone(), scenario.clone(), fencing, speed)?,
+            Backend::Redis(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
+            Backend::Redlock(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
+            Backend::Sim(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
+            Backend::SimRedlock(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
         });
         Ok(())
     }
@@ -122,9 +130,25 @@ impl Runner {
     }
 }
 
+/// A run in real time on this runtime.
+async fn start_real<B: crate::backend::Backend>(
+    backend: &B,
+    scenario: &Scenario,
+    fencing: bool,
+    speed: f64,
+) -> Result<Live, BackendError> {
+    let options = RunOptions { time_scale: 1.0 / speed, ..RunOptions::new(fencing) };
+    let prepared = prepare(backend, scenario, options, &CancellationToken::new()).await?;
+    let (log, control) = (prepared.log(), prepared.control());
+    let task = tokio::spawn(async move {
+        prepared.execute().await;
+    });
+    Ok(Live { log, control, pacer: None, task: Some(task) })
+}
+
 /// A simulator run on its own thread, paced for watching.
-fn start_sim(
-    backend: SimBackend,
+fn start_sim<B: crate::backend::Backend + Clone>(
+    backend: B,
     scenario: Scenario,
     fencing: bool,
     speed: f64,

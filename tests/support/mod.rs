@@ -31,6 +31,24 @@ pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: b
     log.snapshot()
 }
 
+/// The backend a scenario asks for (a Redlock of simulated or private nodes, or a
+/// single Redis), on the simulator or, with `sim == false`, on private servers.
+pub fn chosen_for(scenario: &Scenario, sim: bool) -> fencelab::backend::select::Chosen {
+    fencelab::backend::select::choose(None, sim, scenario.redlock_nodes)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A run on the simulator, on the kind of lock service the scenario asks for.
+pub fn sim_run(scenario: &Scenario, fencing: bool) -> Vec<Event> {
+    let chosen = chosen_for(scenario, true);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    fencelab::with_backend!(&chosen, b => rt.block_on(run_events(b, scenario, fencing)))
+}
+
 /// Every scenario the differential test covers: the built-ins and tests/scenarios/*.toml.
 pub fn all_scenarios() -> Vec<Scenario> {
     let mut all: Vec<Scenario> = fencelab::scenario::builtin_names()
@@ -87,4 +105,14 @@ pub fn storage(events: &[Event]) -> Vec<String> {
 /// The fencelab binary built for these tests.
 pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_fencelab"))
+}
+
+/// A run's events in a few words each, for failure messages.
+pub fn digest(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter(|e| !matches!(e.kind, EventKind::Command { .. }))
+        .map(|e| format!("{:>7.1} {:?}", e.t_ms, e.kind))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -40,6 +40,11 @@ enum Row {
     Truth {
         previous: bool,
     },
+    /// Redlock: one lane per node.
+    Node {
+        previous: bool,
+        node: usize,
+    },
     Lease,
 }
 
@@ -58,7 +63,8 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
         app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
     let lanes: usize = runs.iter().map(|(_, r)| r.lanes.len()).sum();
     let titles = if app.previous.is_some() { runs.len() } else { 0 };
-    let fixed = 2 + titles + runs.len(); // axis, lease, titles, truth lanes
+    let node_lanes: usize = runs.iter().map(|(_, r)| r.nodes.len()).sum();
+    let fixed = 2 + titles + runs.len() + node_lanes; // axis, lease, titles, truth lanes
     let per_lane = (height as usize).saturating_sub(fixed).checked_div(lanes).unwrap_or(0);
     let per_lane = per_lane.clamp(MIN_LANE_ROWS, MAX_LANE_ROWS);
     let mut rows = vec![Row::Axis];
@@ -71,6 +77,7 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
             rows.push(Row::Marks { previous, lane });
         }
         rows.push(Row::Truth { previous });
+        rows.extend((0..run.nodes.len()).map(|node| Row::Node { previous, node }));
     }
     rows.push(Row::Lease);
     rows
@@ -208,6 +215,7 @@ impl<'a> Ctx<'a> {
             Row::Belief { previous, lane } => self.belief(x, y, previous, lane, first),
             Row::Marks { previous, lane } => self.marks(x, y, previous, lane),
             Row::Truth { previous } => self.truth(x, y, previous),
+            Row::Node { previous, node } => self.node(x, y, previous, node),
             Row::Lease => self.lease(x, y),
         }
     }
@@ -357,6 +365,34 @@ impl<'a> Ctx<'a> {
                     (initial, self.theme.worker(i).add_modifier(Modifier::BOLD))
                 }
                 None => ("·", self.theme.dim),
+            };
+            self.put(c, y, glyph, style);
+        }
+        self.cursor(y);
+    }
+
+    /// One Redlock node: who it lists, `·` for nobody, `✖` while it is down.
+    fn node(&mut self, x: u16, y: u16, previous: bool, node: usize) {
+        let run = self.run(previous);
+        let Some(spans) = run.nodes.get(node) else { return };
+        self.buf.set_string(x, y, format!("   node {}", node + 1), self.theme.dim);
+        let reached = self.reached(previous);
+        for c in 0..self.plot.width {
+            let t = self.time_of(c);
+            if t > reached {
+                break;
+            }
+            let i = spans.partition_point(|s| s.from_ms <= t);
+            let state = i.checked_sub(1).map(|i| &spans[i].value);
+            let (glyph, style) = match state {
+                Some(None) => ("✖", self.theme.rejected),
+                Some(Some(Some(h))) => {
+                    let w = run.lanes.iter().position(|l| &l.name == h).unwrap_or(0);
+                    let initial =
+                        h.get(..h.chars().next().map_or(0, char::len_utf8)).unwrap_or("?");
+                    (initial, self.theme.worker(w))
+                }
+                _ => ("·", self.theme.dim),
             };
             self.put(c, y, glyph, style);
         }
