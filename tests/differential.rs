@@ -9,6 +9,7 @@ mod support;
 use std::sync::Arc;
 
 use fencelab::backend::redis::RedisBackend;
+use fencelab::backend::select::{Chosen, Shape};
 use fencelab::check::{check, compare};
 use fencelab::engine::log::Event;
 use fencelab::scenario::PlannedRun;
@@ -32,17 +33,25 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
     let server = support::redis();
     let redis = Arc::new(RedisBackend::open(&server.url(), "test").unwrap());
     let limit = Arc::new(Semaphore::new(PARALLEL_REAL_RUNS));
+    // Redlock and failover runs get private servers of their own. Start them all
+    // before any run begins: starting a server blocks its thread for a few ms, which
+    // must not delay the timers of runs already going.
+    let runs: Vec<(PlannedRun, Option<Arc<Chosen>>)> = all_runs()
+        .into_iter()
+        .map(|planned| {
+            let own = (Shape::of(&planned.scenario) != Shape::Single)
+                .then(|| Arc::new(support::chosen_for(&planned.scenario, false)));
+            (planned, own)
+        })
+        .collect();
     let mut tasks = JoinSet::new();
-    for planned in all_runs() {
+    for (planned, own) in runs {
         let (redis, limit) = (redis.clone(), limit.clone());
         tasks.spawn(async move {
             let _permit = limit.acquire().await.unwrap();
-            let real = if planned.scenario.redlock_nodes.is_some() {
-                // A Redlock gets private servers of its own: one per node, one for storage.
-                let chosen = support::chosen_for(&planned.scenario, false);
-                fencelab::with_backend!(&chosen, b => support::run_events(b, &planned.scenario, planned.fencing).await)
-            } else {
-                support::run_events(redis.as_ref(), &planned.scenario, planned.fencing).await
+            let real = match &own {
+                Some(chosen) => fencelab::with_backend!(chosen.as_ref(), b => support::run_events(b, &planned.scenario, planned.fencing).await),
+                None => support::run_events(redis.as_ref(), &planned.scenario, planned.fencing).await,
             };
             (planned, real)
         });

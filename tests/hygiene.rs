@@ -180,6 +180,6 @@ fn redlock_scenarios_refuse_a_shared_redis_url() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("Redlock scenarios start their own private redis-servers")
+            .contains("Redlock and failover scenarios start their own private redis-servers")
     );
 }

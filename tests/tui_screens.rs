@@ -254,8 +254,12 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
 #[test]
 fn redlock_shows_one_truth_lane_per_node_and_marks_down_nodes() {
     let lesson = fencelab::lesson::find("redlock-restart").unwrap().unwrap();
-    let chosen =
-        fencelab::backend::select::choose(None, true, lesson.scenario.redlock_nodes).unwrap();
+    let chosen = fencelab::backend::select::choose(
+        None,
+        true,
+        fencelab::backend::select::Shape::of(&lesson.scenario),
+    )
+    .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)

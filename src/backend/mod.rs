@@ -6,6 +6,7 @@
 //! experiment puts them on one Redis; the traits keep them apart so a later storage
 //! (a SQL table) or lock service (etcd) can replace either side alone.
 
+pub mod failover;
 pub mod keys;
 pub mod redis;
 pub mod redlock;
@@ -48,6 +49,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// What the screen and transcript say about where the run happens (passwords redacted).
     fn describe(&self) -> String;
+
+    /// Bring every server back to the scenario's starting state (servers a previous
+    /// run killed are restarted, replication is restored). Called before each run.
+    fn reset(&self) -> impl Future<Output = Result<(), BackendError>> + Send {
+        async { Ok(()) }
+    }
 
     /// True for the simulator: runs repeat exactly, so they get a fixed seed.
     fn deterministic(&self) -> bool {
@@ -99,6 +106,12 @@ pub enum FaultKind {
     Kill,
     /// The server comes back, empty (it kept nothing on disk).
     Restart,
+    /// A replica's link to its primary is cut (`REPLICAOF NO ONE` on the replica):
+    /// it keeps what it has and receives nothing more. How a replica falls behind,
+    /// made deterministic.
+    Detach,
+    /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
+    Promote,
 }
 
 /// One write as the storage keeps it.

@@ -91,11 +91,19 @@ impl Health {
     }
 
     fn record(&self, node: usize, kind: FaultKind) {
-        if kind == FaultKind::Restart {
-            self.restarts[node].fetch_add(1, Ordering::SeqCst);
+        match kind {
+            FaultKind::Kill => self.up[node].store(false, Ordering::SeqCst),
+            FaultKind::Restart => {
+                self.restarts[node].fetch_add(1, Ordering::SeqCst);
+                self.up[node].store(true, Ordering::SeqCst);
+            }
+            FaultKind::Detach | FaultKind::Promote => {}
         }
-        self.up[node].store(kind == FaultKind::Restart, Ordering::SeqCst);
     }
+}
+
+fn unsupported(kind: FaultKind) -> BackendError {
+    BackendError::Protocol(format!("Redlock nodes have no replicas: {kind:?} does not apply"))
 }
 
 /// Redlock over `nodes`, with the storage on a server of its own.
@@ -135,6 +143,16 @@ impl<N: NodeSet, S: Backend> Backend for RedlockBackend<N, S> {
 
     fn deterministic(&self) -> bool {
         self.storage.deterministic()
+    }
+
+    /// Restart the nodes a previous run left dead.
+    async fn reset(&self) -> Result<(), BackendError> {
+        for node in 0..self.nodes.count() {
+            if !self.nodes.health(node).0 {
+                self.nodes.fault(node, FaultKind::Restart).await?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -373,6 +391,7 @@ impl NodeSet for RedisNodes {
                 FaultKind::Restart => {
                     server.restart().map_err(|e| BackendError::Protocol(e.to_string()))?
                 }
+                other => return Err(unsupported(other)),
             }
             self.health.record(node, kind);
             Ok(())
@@ -415,6 +434,9 @@ impl NodeSet for SimNodes {
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        if matches!(kind, FaultKind::Detach | FaultKind::Promote) {
+            return Err(unsupported(kind));
+        }
         if kind == FaultKind::Kill {
             // Nothing is kept on disk: a killed node comes back empty.
             self.nodes[node].wipe();

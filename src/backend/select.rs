@@ -2,15 +2,42 @@
 //! nodes, or the simulator.
 
 use super::BackendError;
+use super::failover::{FailoverBackend, RedisPair, SimPair};
 use super::redis::RedisBackend;
 use super::redlock::{RedisNodes, RedlockBackend, SimNodes};
 use super::server::{PrivateRedis, ServerError};
 use super::sim::SimBackend;
+use crate::scenario::Scenario;
 
 /// Redlock on real private servers: N lock nodes, the storage on a server of its own.
 pub type RealRedlock = RedlockBackend<RedisNodes, RedisBackend>;
 /// Redlock on the simulator.
 pub type SimRedlock = RedlockBackend<SimNodes, SimBackend>;
+/// A private primary with a replica; the storage on a server of its own.
+pub type RealFailover = FailoverBackend<RedisPair, RedisBackend>;
+/// The same on the simulator.
+pub type SimFailover = FailoverBackend<SimPair, SimBackend>;
+
+/// What kind of lock service a scenario needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One Redis (the user's, a private one, or the simulator).
+    Single,
+    /// Redlock on this many servers.
+    Redlock(usize),
+    /// A primary with one replica.
+    Replicated,
+}
+
+impl Shape {
+    pub fn of(scenario: &Scenario) -> Self {
+        match (scenario.redlock_nodes, scenario.replica) {
+            (Some(n), _) => Shape::Redlock(n),
+            (None, true) => Shape::Replicated,
+            (None, false) => Shape::Single,
+        }
+    }
+}
 
 /// The backend chosen for this program run. Private servers live inside it and stop
 /// when it is dropped.
@@ -21,6 +48,8 @@ pub enum Chosen {
     Sim { backend: SimBackend, why: SimReason },
     Redlock { backend: RealRedlock, _storage: PrivateRedis },
     SimRedlock { backend: SimRedlock, why: SimReason },
+    Failover { backend: RealFailover, _storage: PrivateRedis },
+    SimFailover { backend: SimFailover, why: SimReason },
 }
 
 /// Run `$body` with `$b` bound to whichever backend was chosen (each arm is the same
@@ -33,6 +62,8 @@ macro_rules! with_backend {
             $crate::backend::select::Chosen::Sim { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::Redlock { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::SimRedlock { backend: $b, .. } => $body,
+            $crate::backend::select::Chosen::Failover { backend: $b, .. } => $body,
+            $crate::backend::select::Chosen::SimFailover { backend: $b, .. } => $body,
         }
     };
 }
@@ -53,14 +84,15 @@ impl Chosen {
 
     /// Whether it is the simulator (it then runs on a paused clock).
     pub fn simulated(&self) -> bool {
-        matches!(self, Chosen::Sim { .. } | Chosen::SimRedlock { .. })
+        matches!(self, Chosen::Sim { .. } | Chosen::SimRedlock { .. } | Chosen::SimFailover { .. })
     }
 
     /// A warning to print when the simulator runs only because Redis is missing.
     pub fn fallback_notice(&self) -> Option<String> {
         match self {
             Chosen::Sim { why: SimReason::NoRedisServer, .. }
-            | Chosen::SimRedlock { why: SimReason::NoRedisServer, .. } => Some(format!(
+            | Chosen::SimRedlock { why: SimReason::NoRedisServer, .. }
+            | Chosen::SimFailover { why: SimReason::NoRedisServer, .. } => Some(format!(
                 "note: redis-server is not installed, so this run uses the built-in SIMULATOR. \
                  For a real Redis: {} (or pass --redis URL).",
                 super::server::INSTALL_HINT
@@ -71,16 +103,14 @@ impl Chosen {
 }
 
 /// Pick the backend: `--sim`; else `--redis URL` / `REDIS_URL`; else a private
-/// `redis-server`; else, only when none is installed, the simulator. A Redlock
-/// scenario (`redlock_nodes`) gets its own private servers, one per node plus one
-/// for the storage.
-pub fn choose(
-    redis_url: Option<&str>,
-    sim: bool,
-    redlock_nodes: Option<usize>,
-) -> Result<Chosen, SelectError> {
-    if let Some(n) = redlock_nodes {
-        return choose_redlock(redis_url, sim, n);
+/// `redis-server`; else, only when none is installed, the simulator. Redlock and
+/// failover scenarios get private servers of their own, one per node plus one for
+/// the storage.
+pub fn choose(redis_url: Option<&str>, sim: bool, shape: Shape) -> Result<Chosen, SelectError> {
+    match shape {
+        Shape::Single => {}
+        Shape::Redlock(n) => return choose_redlock(redis_url, sim, n),
+        Shape::Replicated => return choose_failover(redis_url, sim),
     }
     if sim {
         return Ok(Chosen::Sim { backend: SimBackend::default(), why: SimReason::Requested });
@@ -109,7 +139,7 @@ fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen
         return Ok(simulated(SimReason::Requested));
     }
     if redis_url.is_some() {
-        return Err(SelectError::RedlockNeedsPrivateServers);
+        return Err(SelectError::NeedsPrivateServers);
     }
     let storage = match PrivateRedis::start() {
         Ok(server) => server,
@@ -121,6 +151,27 @@ fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen
     Ok(Chosen::Redlock { backend: RedlockBackend::new(nodes, storage_backend), _storage: storage })
 }
 
+fn choose_failover(redis_url: Option<&str>, sim: bool) -> Result<Chosen, SelectError> {
+    let simulated = |why| Chosen::SimFailover {
+        backend: FailoverBackend::new(SimPair::default(), SimBackend::default()),
+        why,
+    };
+    if sim {
+        return Ok(simulated(SimReason::Requested));
+    }
+    if redis_url.is_some() {
+        return Err(SelectError::NeedsPrivateServers);
+    }
+    let storage = match PrivateRedis::start() {
+        Ok(server) => server,
+        Err(ServerError::NotInstalled) => return Ok(simulated(SimReason::NoRedisServer)),
+        Err(e) => return Err(e.into()),
+    };
+    let pair = RedisPair::start()?;
+    let storage_backend = RedisBackend::open(&storage.url(), "storage")?;
+    Ok(Chosen::Failover { backend: FailoverBackend::new(pair, storage_backend), _storage: storage })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
     #[error(transparent)]
@@ -128,7 +179,7 @@ pub enum SelectError {
     #[error(transparent)]
     Server(#[from] ServerError),
     #[error(
-        "Redlock scenarios start their own private redis-servers (one per node); run without --redis / REDIS_URL, or with --sim"
+        "Redlock and failover scenarios start their own private redis-servers (one per node); run without --redis / REDIS_URL, or with --sim"
     )]
-    RedlockNeedsPrivateServers,
+    NeedsPrivateServers,
 }

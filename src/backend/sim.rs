@@ -28,12 +28,13 @@ pub struct SimBackend {
 }
 
 /// A string value with an optional expiry deadline, as Redis keeps it.
+#[derive(Clone)]
 struct Entry {
     value: String,
     expires_at: Option<Instant>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct SimDb {
     strings: HashMap<String, Entry>,
     lists: HashMap<String, Vec<String>>,
@@ -98,6 +99,12 @@ impl SimBackend {
         // A poisoned lock means a panic in another worker; the data is still consistent
         // because every method finishes its update before it can panic.
         self.db.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Make `replica` an exact copy of this database: what replication achieves.
+    pub fn replicate_to(&self, replica: &SimBackend) {
+        let copy = self.db().clone();
+        *replica.db() = copy;
     }
 
     /// Forget everything, as a server restarted without persistence would.

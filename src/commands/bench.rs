@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::runtime;
 use crate::backend::Backend;
-use crate::backend::select::choose;
+use crate::backend::select::{Shape, choose};
 use crate::cli::{BackendArgs, BenchArgs, BenchWhat};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 use crate::engine::{RunOptions, run};
@@ -51,7 +51,7 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
 /// expired B was granted the lock.
 fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = builtin("gc-pause").context("gc-pause is built in")??;
-    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, None)?;
+    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, Shape::Single)?;
     println!(
         "hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs"
     );

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{runtime, scenario_ref};
 use crate::backend::Backend;
-use crate::backend::select::choose;
+use crate::backend::select::{Shape, choose};
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
@@ -53,7 +53,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     };
     // Started here, on the main thread, so the private server lives exactly as long as
     // this function (see PrivateRedis::start).
-    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, scenario.redlock_nodes)?;
+    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, Shape::of(&scenario))?;
     if let Some(notice) = chosen.fallback_notice() {
         eprintln!("{notice}");
     }

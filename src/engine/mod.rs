@@ -108,6 +108,7 @@ pub async fn prepare<B: Backend>(
     cancel: &CancellationToken,
 ) -> Result<PreparedRun<B::Client>, BackendError> {
     let cancel = cancel.child_token();
+    backend.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let run_id = new_run_id(&mut rng);
     let keys = Keys::for_run(&run_id);

@@ -67,6 +67,14 @@ impl Transcript {
             }
             EventKind::Command { .. } => Vec::new(),
             EventKind::Fault { node, kind } => vec![match kind {
+                crate::backend::FaultKind::Detach => {
+                    format!(
+                        "! {at} redis node {node}: cut off from the primary, it receives nothing more"
+                    )
+                }
+                crate::backend::FaultKind::Promote => {
+                    format!("! {at} redis node {node}: promoted to primary; clients follow it")
+                }
                 crate::backend::FaultKind::Kill => {
                     format!("! {at} redis node {node}: killed, its keys are gone")
                 }

@@ -28,6 +28,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("11-redlock-node-dies"),
     lesson!("12-redlock-pause"),
     lesson!("13-redlock-restart"),
+    lesson!("14-failover"),
 ];
 
 const PLAYGROUND: (&str, &str) =

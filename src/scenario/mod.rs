@@ -57,7 +57,11 @@ pub struct Scenario {
     /// must grant it). None: one Redis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redlock_nodes: Option<usize>,
-    /// Lock servers dying or restarting during the run (Redlock only).
+    /// The lock lives on a primary with one replica (node 1 the primary, node 2 the
+    /// replica); clients follow a promotion.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replica: bool,
+    /// Lock servers dying, restarting, falling behind or being promoted during the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
     /// Lessons: questions asked before the answer is shown.

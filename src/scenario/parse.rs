@@ -106,15 +106,33 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
         }
     }
     for f in &s.faults {
-        let nodes = s.redlock_nodes.unwrap_or(0);
-        if !(1..=nodes).contains(&f.node) {
-            let why = if nodes == 0 {
-                "faults need a lock on several servers: set redlock_nodes".to_string()
-            } else {
-                format!("fault at {} ms names node {}; nodes are 1 to {nodes}", f.at_ms, f.node)
-            };
+        use crate::backend::FaultKind;
+        let nodes = if s.replica { 2 } else { s.redlock_nodes.unwrap_or(0) };
+        let fits = match f.kind {
+            FaultKind::Kill => true,
+            FaultKind::Restart => !s.replica,
+            FaultKind::Detach | FaultKind::Promote => s.replica,
+        };
+        let why = if nodes == 0 {
+            Some("faults need several servers: set redlock_nodes, or replica = true".to_string())
+        } else if !(1..=nodes).contains(&f.node) {
+            Some(format!("fault at {} ms names node {}; nodes are 1 to {nodes}", f.at_ms, f.node))
+        } else if !fits {
+            let shape = if s.replica { "a primary with a replica" } else { "Redlock nodes" };
+            Some(format!("fault at {} ms: {:?} does not apply to {shape}", f.at_ms, f.kind))
+        } else {
+            None
+        };
+        if let Some(why) = why {
             return Err(("do".to_string(), 0, why));
         }
+    }
+    if s.replica && s.redlock_nodes.is_some() {
+        return Err((
+            "replica".to_string(),
+            0,
+            "a scenario is either Redlock or a primary with a replica, not both".into(),
+        ));
     }
     if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
         return Err((

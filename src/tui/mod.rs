@@ -24,7 +24,7 @@ use ratatui::layout::{Position, Rect};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::backend::select::choose;
+use crate::backend::select::{Shape, choose};
 use crate::lesson::Lesson;
 use app::{App, Effect};
 use runner::{Backend, Runner};
@@ -51,7 +51,7 @@ pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Res
         );
     }
     // On the main thread, so a private redis-server lives exactly as long as we do.
-    let chosen = choose(redis_url, sim, options.lesson.scenario.redlock_nodes)?;
+    let chosen = choose(redis_url, sim, Shape::of(&options.lesson.scenario))?;
     let notice = chosen.fallback_notice();
     let label = chosen.describe();
     let (backend, simulated) = (Backend::from_chosen(&chosen), chosen.simulated());

@@ -212,8 +212,11 @@ impl RunModel {
             }
             EventKind::FencingChanged { on } => self.fencing = *on,
             EventKind::Fault { node, kind } => {
-                let up = *kind == crate::backend::FaultKind::Restart;
-                self.set_node(t, node.saturating_sub(1), |_| up.then_some(None));
+                use crate::backend::FaultKind;
+                if matches!(kind, FaultKind::Kill | FaultKind::Restart) {
+                    let up = *kind == FaultKind::Restart;
+                    self.set_node(t, node.saturating_sub(1), |_| up.then_some(None));
+                }
             }
             EventKind::RunEnded { outcome, .. } => self.ended = Some((t, outcome.clone())),
         }

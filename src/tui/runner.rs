@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::app::{Effect, PaceChange};
 use crate::backend::BackendError;
 use crate::backend::redis::RedisBackend;
-use crate::backend::select::{Chosen, RealRedlock, SimRedlock};
+use crate::backend::select::{Chosen, RealFailover, RealRedlock, SimFailover, SimRedlock};
 use crate::backend::sim::SimBackend;
 use crate::engine::log::EventLog;
 use crate::engine::pacer::{Pacer, govern};
@@ -28,6 +28,8 @@ pub enum Backend {
     Sim(SimBackend),
     Redlock(Box<RealRedlock>),
     SimRedlock(SimRedlock),
+    Failover(Box<RealFailover>),
+    SimFailover(SimFailover),
 }
 
 impl Backend {
@@ -38,6 +40,8 @@ impl Backend {
             Chosen::Sim { backend, .. } => Backend::Sim(backend.clone()),
             Chosen::Redlock { backend, .. } => Backend::Redlock(Box::new(backend.clone())),
             Chosen::SimRedlock { backend, .. } => Backend::SimRedlock(backend.clone()),
+            Chosen::Failover { backend, .. } => Backend::Failover(Box::new(backend.clone())),
+            Chosen::SimFailover { backend, .. } => Backend::SimFailover(backend.clone()),
         }
     }
 }
@@ -86,8 +90,10 @@ impl Runner {
         self.live = Some(match &self.backend {
             Backend::Redis(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
             Backend::Redlock(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
+            Backend::Failover(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
             Backend::Sim(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
             Backend::SimRedlock(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
+            Backend::SimFailover(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
         });
         Ok(())
     }

@@ -34,7 +34,7 @@ pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: b
 /// The backend a scenario asks for (a Redlock of simulated or private nodes, or a
 /// single Redis), on the simulator or, with `sim == false`, on private servers.
 pub fn chosen_for(scenario: &Scenario, sim: bool) -> fencelab::backend::select::Chosen {
-    fencelab::backend::select::choose(None, sim, scenario.redlock_nodes)
+    fencelab::backend::select::choose(None, sim, fencelab::backend::select::Shape::of(scenario))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
