@@ -3,8 +3,8 @@
 //! Replication is asynchronous: the primary acknowledges `SET NX PX` before the
 //! replica has it. If the primary dies in that window and the replica is promoted,
 //! the lock is simply gone, and a second client takes it while the first still
-//! believes. A scenario makes the window deterministic by holding the replica back
-//! (`DEBUG SLEEP`) while the first client locks. Clients always talk to the current
+//! believes. A scenario makes the window deterministic by cutting the replica off
+//! (`detach`) before the first client locks. Clients always talk to the current
 //! primary and follow a promotion, as a Sentinel-aware client would.
 //!
 //! As with Redlock, fencing tokens come from the storage's counter: the primary's own
@@ -26,7 +26,7 @@ use super::{
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
-/// How long a node may take to answer the observer (a replica held back answers late).
+/// How long a node may take to answer the observer.
 const NODE_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// A primary and a replica: node 0 starts as the primary.
@@ -279,12 +279,16 @@ impl RedisPair {
             .map_err(ServerError::Spawn)?
             .port()
             .to_string();
-        let debug = ["--enable-debug-command", "yes"];
-        let primary = PrivateRedis::start_with(
-            &[&["--port", &port, "--bind", "127.0.0.1"][..], &debug].concat(),
-        )?;
-        let replica =
-            PrivateRedis::start_with(&[&["--replicaof", "127.0.0.1", &port][..], &debug].concat())?;
+        // No delay before the first sync: the replica is in step within milliseconds.
+        let primary = PrivateRedis::start_with(&[
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--repl-diskless-sync-delay",
+            "0",
+        ])?;
+        let replica = PrivateRedis::start_with(&["--replicaof", "127.0.0.1", &port])?;
         wait_in_sync(&replica.url())?;
         let open = |s: &PrivateRedis, label| {
             RedisBackend::open(&s.url(), label)

@@ -44,6 +44,11 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
         "five Redlock nodes, started one after another: {:.1} ms",
         took.as_secs_f64() * 1000.0
     );
+    let started = std::time::Instant::now();
+    let pair = crate::backend::failover::RedisPair::start()?;
+    let took = started.elapsed().as_secs_f64() * 1000.0;
+    println!("a primary and its replica, until the replica is in sync: {took:.1} ms");
+    drop(pair);
     Ok(ExitCode::SUCCESS)
 }
 
