@@ -21,8 +21,7 @@ use super::redlock::LockNode;
 use super::server::{PrivateRedis, ServerError};
 use super::sim::{SimBackend, SimClient};
 use super::{
-    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, StoredWrite,
-    TruthSample, WriteCheck,
+    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, TruthSample,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -236,23 +235,7 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
     }
 }
 
-impl<P: Pair, S: StorageClient> StorageClient for FailoverClient<P, S> {
-    async fn write(
-        &mut self,
-        write: &StoredWrite,
-        check: WriteCheck,
-    ) -> Result<bool, BackendError> {
-        self.storage.write(write, check).await
-    }
-
-    async fn next_token(&mut self) -> Result<u64, BackendError> {
-        self.storage.next_token().await
-    }
-
-    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        self.storage.read_all().await
-    }
-}
+crate::storage_on_its_own_server!(FailoverClient, Pair);
 
 /// A real primary (on a loopback port, which replication needs) and its replica.
 pub struct RedisPair {

@@ -218,6 +218,35 @@ pub trait StorageClient: Send + 'static {
     fn read_all(&mut self) -> impl Future<Output = Result<Vec<StoredWrite>, BackendError>> + Send;
 }
 
+/// Lock services made of several servers (Redlock, a primary with a replica) keep the
+/// storage on a server of its own; their clients hand every storage call to it.
+#[macro_export]
+macro_rules! storage_on_its_own_server {
+    ($client:ident, $bound:ident) => {
+        impl<N: $bound, S: $crate::backend::StorageClient> $crate::backend::StorageClient
+            for $client<N, S>
+        {
+            async fn write(
+                &mut self,
+                write: &$crate::backend::StoredWrite,
+                check: $crate::backend::WriteCheck,
+            ) -> Result<bool, $crate::backend::BackendError> {
+                self.storage.write(write, check).await
+            }
+
+            async fn next_token(&mut self) -> Result<u64, $crate::backend::BackendError> {
+                self.storage.next_token().await
+            }
+
+            async fn read_all(
+                &mut self,
+            ) -> Result<Vec<$crate::backend::StoredWrite>, $crate::backend::BackendError> {
+                self.storage.read_all().await
+            }
+        }
+    };
+}
+
 /// The worker name encoded at the front of a lock value (`A:9f3c...` -> `A`).
 pub fn holder_name(value: &str) -> &str {
     value.split(':').next().unwrap_or(value)

@@ -18,8 +18,7 @@ use super::redis::{RedisBackend, RedisClient};
 use super::server::{PrivateRedis, ServerError};
 use super::sim::{SimBackend, SimClient};
 use super::{
-    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, StoredWrite,
-    TruthSample, WriteCheck,
+    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, TruthSample,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -325,23 +324,7 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
     }
 }
 
-impl<N: NodeSet, S: StorageClient> StorageClient for RedlockClient<N, S> {
-    async fn write(
-        &mut self,
-        write: &StoredWrite,
-        check: WriteCheck,
-    ) -> Result<bool, BackendError> {
-        self.storage.write(write, check).await
-    }
-
-    async fn next_token(&mut self) -> Result<u64, BackendError> {
-        self.storage.next_token().await
-    }
-
-    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        self.storage.read_all().await
-    }
-}
+crate::storage_on_its_own_server!(RedlockClient, NodeSet);
 
 /// Real private `redis-server`s, one per node.
 pub struct RedisNodes {

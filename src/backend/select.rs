@@ -130,21 +130,32 @@ pub fn choose(redis_url: Option<&str>, sim: bool, shape: Shape) -> Result<Chosen
     }
 }
 
-fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen, SelectError> {
-    let simulated = |why| Chosen::SimRedlock {
-        backend: RedlockBackend::new(SimNodes::new(n), SimBackend::default()),
-        why,
-    };
+/// For lock services that start servers of their own: the storage's private server,
+/// or why to simulate instead.
+fn own_servers(
+    redis_url: Option<&str>,
+    sim: bool,
+) -> Result<Result<PrivateRedis, SimReason>, SelectError> {
     if sim {
-        return Ok(simulated(SimReason::Requested));
+        return Ok(Err(SimReason::Requested));
     }
     if redis_url.is_some() {
         return Err(SelectError::NeedsPrivateServers);
     }
-    let storage = match PrivateRedis::start() {
+    match PrivateRedis::start() {
+        Ok(server) => Ok(Ok(server)),
+        Err(ServerError::NotInstalled) => Ok(Err(SimReason::NoRedisServer)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen, SelectError> {
+    let storage = match own_servers(redis_url, sim)? {
         Ok(server) => server,
-        Err(ServerError::NotInstalled) => return Ok(simulated(SimReason::NoRedisServer)),
-        Err(e) => return Err(e.into()),
+        Err(why) => {
+            let backend = RedlockBackend::new(SimNodes::new(n), SimBackend::default());
+            return Ok(Chosen::SimRedlock { backend, why });
+        }
     };
     let (nodes, _took) = RedisNodes::start(n)?;
     let storage_backend = RedisBackend::open(&storage.url(), "storage")?;
@@ -152,20 +163,12 @@ fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen
 }
 
 fn choose_failover(redis_url: Option<&str>, sim: bool) -> Result<Chosen, SelectError> {
-    let simulated = |why| Chosen::SimFailover {
-        backend: FailoverBackend::new(SimPair::default(), SimBackend::default()),
-        why,
-    };
-    if sim {
-        return Ok(simulated(SimReason::Requested));
-    }
-    if redis_url.is_some() {
-        return Err(SelectError::NeedsPrivateServers);
-    }
-    let storage = match PrivateRedis::start() {
+    let storage = match own_servers(redis_url, sim)? {
         Ok(server) => server,
-        Err(ServerError::NotInstalled) => return Ok(simulated(SimReason::NoRedisServer)),
-        Err(e) => return Err(e.into()),
+        Err(why) => {
+            let backend = FailoverBackend::new(SimPair::default(), SimBackend::default());
+            return Ok(Chosen::SimFailover { backend, why });
+        }
     };
     let pair = RedisPair::start()?;
     let storage_backend = RedisBackend::open(&storage.url(), "storage")?;
