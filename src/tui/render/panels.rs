@@ -77,7 +77,7 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
                 run.highest_accepted().map_or("-".to_string(), |h| h.to_string()),
                 t.title,
             ),
-            Span::styled(" (highest token it accepted)", t.dim),
+            Span::styled(" (highest accepted)", t.dim),
         ]),
         Line::from(vec![Span::styled("storage takes  ", t.dim), Span::styled(accepts, t.title)]),
     ];
