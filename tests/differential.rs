@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 
 /// Real runs at once on the one private server: enough to keep the suite quick,
 /// few enough that timing stays far inside every scenario's margins.
-const PARALLEL_REAL_RUNS: usize = 6;
+const PARALLEL_REAL_RUNS: usize = 4;
 
 fn sim_events(planned: &PlannedRun) -> Vec<Event> {
     support::sim_run(&planned.scenario, planned.fencing)

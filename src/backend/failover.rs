@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout};
 
 use super::redis::{RedisBackend, RedisClient};
 use super::redlock::LockNode;
@@ -24,6 +24,9 @@ use super::{
     AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, TruthSample,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+
+/// How long a worker waits for a new primary while the old one is down.
+const FAILOVER_WAIT: Duration = Duration::from_secs(3);
 
 /// How long a node may take to answer the observer.
 const NODE_TIMEOUT: Duration = Duration::from_millis(50);
@@ -146,17 +149,30 @@ pub struct FailoverClient<P: Pair, S> {
 
 impl<P: Pair, S> FailoverClient<P, S> {
     /// The current primary's connection (a fresh one after a promotion).
-    async fn primary(&mut self) -> Result<&mut P::Node, BackendError> {
-        self.pair.replicate();
-        let (primary, promotions) = self.pair.state().primary();
-        if promotions != self.seen {
-            self.nodes[primary] = self.pair.connect(primary, &self.keys).await?;
-            self.seen = promotions;
+    ///
+    /// While the primary is down, a worker waits for the promotion, as a client that
+    /// asks Sentinel would, up to [`FAILOVER_WAIT`]; the observer (`wait == false`)
+    /// does not wait.
+    async fn primary(&mut self, wait: bool) -> Result<&mut P::Node, BackendError> {
+        let give_up = Instant::now() + FAILOVER_WAIT;
+        loop {
+            self.pair.replicate();
+            let (primary, promotions) = self.pair.state().primary();
+            if promotions != self.seen {
+                self.nodes[primary] = self.pair.connect(primary, &self.keys).await?;
+                self.seen = promotions;
+            }
+            if self.pair.state().up(primary) {
+                return Ok(&mut self.nodes[primary]);
+            }
+            if !wait || Instant::now() >= give_up {
+                return Err(BackendError::Lost(format!(
+                    "the primary (node {}) is down",
+                    primary + 1
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        if !self.pair.state().up(primary) {
-            return Err(BackendError::Lost(format!("the primary (node {}) is down", primary + 1)));
-        }
-        Ok(&mut self.nodes[primary])
     }
 }
 
@@ -171,7 +187,7 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
         ttl_ms: u64,
         _mode: AcquireMode,
     ) -> Result<AcquireReply, BackendError> {
-        let primary = self.primary().await?;
+        let primary = self.primary(true).await?;
         if primary.set_nx(value, ttl_ms).await? {
             return Ok(AcquireReply::Granted { token: self.storage.next_token().await? });
         }
@@ -179,7 +195,7 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
     }
 
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        self.primary().await?.release(value, mode).await
+        self.primary(true).await?.release(value, mode).await
     }
 
     async fn renew(
@@ -188,17 +204,17 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
         ttl_ms: u64,
         mode: RenewMode,
     ) -> Result<bool, BackendError> {
-        self.primary().await?.renew(value, ttl_ms, mode).await
+        self.primary(true).await?.renew(value, ttl_ms, mode).await
     }
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        self.primary().await?.holder().await
+        self.primary(true).await?.holder().await
     }
 
     async fn observe(&mut self) -> Result<TruthSample, BackendError> {
         self.pair.replicate();
         let (primary, _) = self.pair.state().primary();
-        let (holder_value, pttl_ms) = match self.primary().await {
+        let (holder_value, pttl_ms) = match self.primary(false).await {
             Ok(node) => {
                 let holder = node.holder().await?;
                 (holder, u64::try_from(node.pttl().await?).ok())
@@ -224,7 +240,7 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
-        if let Ok(primary) = self.primary().await {
+        if let Ok(primary) = self.primary(false).await {
             primary.cleanup().await?;
         }
         self.storage.cleanup().await
