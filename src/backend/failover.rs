@@ -97,6 +97,11 @@ impl PairState {
     }
 }
 
+/// Faults are kill, detach and promote; a pair's servers come back only by reset.
+fn no_restart() -> BackendError {
+    BackendError::Protocol("the failover pair does not restart nodes".into())
+}
+
 pub struct FailoverBackend<P, S> {
     pair: Arc<P>,
     storage: S,
@@ -347,11 +352,7 @@ impl Pair for RedisPair {
             FaultKind::Detach | FaultKind::Promote => tokio::task::block_in_place(|| {
                 run(&url, redis::cmd("REPLICAOF").arg("NO").arg("ONE"))
             })?,
-            FaultKind::Restart => {
-                return Err(BackendError::Protocol(
-                    "the failover pair does not restart nodes".into(),
-                ));
-            }
+            FaultKind::Restart => return Err(no_restart()),
         }
         self.state.record(node, kind);
         Ok(())
@@ -399,14 +400,10 @@ impl Pair for SimPair {
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
         self.replicate();
         match kind {
-            FaultKind::Detach => self.detached.store(true, Ordering::SeqCst),
+            // After either, nothing replicates to the node any more.
+            FaultKind::Detach | FaultKind::Promote => self.detached.store(true, Ordering::SeqCst),
             FaultKind::Kill => self.nodes[node].wipe(),
-            FaultKind::Promote => self.detached.store(true, Ordering::SeqCst),
-            FaultKind::Restart => {
-                return Err(BackendError::Protocol(
-                    "the failover pair does not restart nodes".into(),
-                ));
-            }
+            FaultKind::Restart => return Err(no_restart()),
         }
         self.state.record(node, kind);
         Ok(())
