@@ -111,7 +111,7 @@ impl fmt::Display for Violation {
                     redis_holder.as_deref().map_or("nobody".to_string(), |h| h.to_string());
                 write!(
                     f,
-                    "write accepted at {} from {worker} ({token}) while Redis listed {holder} as holder",
+                    "write accepted at {} from {worker} ({token}) while {holder} held the lock",
                     secs(*at_ms)
                 )
             }

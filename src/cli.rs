@@ -39,8 +39,9 @@ pub enum Command {
     Bench(BenchArgs),
 }
 
-/// Where the lock lives. Without either flag: a private redis-server started for this
-/// run, or, only when none is installed, the simulator.
+/// Where the lock and the storage live. Without these flags: private servers started
+/// for this run (redis-server, and etcd or PostgreSQL when a scenario asks for them),
+/// or, only when a program is not installed, the simulator.
 #[derive(Debug, Clone, Default, Args)]
 pub struct BackendArgs {
     /// Use this Redis (redis://, rediss://, unix:// URLs; a password in the URL is never shown).
@@ -53,9 +54,34 @@ pub struct BackendArgs {
         conflicts_with = "sim"
     )]
     pub redis: Option<String>,
+    /// Use this etcd for etcd scenarios (http://host:port) instead of a private one.
+    #[arg(long, global = true, env = "FENCELAB_ETCD_URL", value_name = "URL", conflicts_with = "sim")]
+    pub etcd: Option<String>,
+    /// Use this PostgreSQL for scenarios whose storage is PostgreSQL (postgres:// URL; a
+    /// password in it is never shown). fencelab works in a schema of its own per run.
+    #[arg(
+        long,
+        global = true,
+        env = "FENCELAB_POSTGRES_URL",
+        hide_env_values = true,
+        value_name = "URL",
+        conflicts_with = "sim"
+    )]
+    pub postgres: Option<String>,
     /// Use the built-in simulator (virtual clock, no Redis needed, deterministic).
     #[arg(long, global = true)]
     pub sim: bool,
+}
+
+impl BackendArgs {
+    pub fn targets(&self) -> crate::backend::select::Targets<'_> {
+        crate::backend::select::Targets {
+            redis: self.redis.as_deref(),
+            etcd: self.etcd.as_deref(),
+            postgres: self.postgres.as_deref(),
+            sim: self.sim,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -39,7 +39,7 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
     let runs: Vec<(PlannedRun, Option<Arc<Chosen>>)> = all_runs()
         .into_iter()
         .map(|planned| {
-            let own = (Shape::of(&planned.scenario) != Shape::Single)
+            let own = (Shape::of(&planned.scenario) != Shape::SINGLE)
                 .then(|| Arc::new(support::chosen_for(&planned.scenario, false)));
             (planned, own)
         })

@@ -255,8 +255,7 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
 fn redlock_shows_one_truth_lane_per_node_and_marks_down_nodes() {
     let lesson = fencelab::lesson::find("redlock-restart").unwrap().unwrap();
     let chosen = fencelab::backend::select::choose(
-        None,
-        true,
+        &fencelab::backend::select::Targets::SIM,
         fencelab::backend::select::Shape::of(&lesson.scenario),
     )
     .unwrap();

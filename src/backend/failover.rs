@@ -18,7 +18,7 @@ use tokio::time::{Instant, timeout};
 
 use super::redis::{RedisBackend, RedisClient};
 use super::redlock::LockNode;
-use super::server::{PrivateRedis, ServerError};
+use super::server::{PrivateRedis, REDIS, ServerError, free_port};
 use super::sim::{SimBackend, SimClient};
 use super::{
     AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, TruthSample,
@@ -278,11 +278,7 @@ fn run(url: &str, cmd: &mut redis::Cmd) -> Result<(), BackendError> {
 impl RedisPair {
     /// Start the primary and a replica of it, and wait until the replica is in sync.
     pub fn start() -> Result<Self, ServerError> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(ServerError::Spawn)?
-            .port()
-            .to_string();
+        let port = free_port(REDIS)?.to_string();
         // No delay before the first sync: the replica is in step within milliseconds.
         let primary = PrivateRedis::start_with(&[
             "--port",
@@ -296,7 +292,7 @@ impl RedisPair {
         wait_in_sync(&replica.url())?;
         let open = |s: &PrivateRedis, label| {
             RedisBackend::open(&s.url(), label)
-                .map_err(|e| ServerError::Spawn(std::io::Error::other(e.to_string())))
+                .map_err(|e| ServerError::setup(REDIS, e))
         };
         let backends = [open(&primary, "primary")?, open(&replica, "replica")?];
         Ok(RedisPair {
@@ -319,7 +315,7 @@ impl RedisPair {
 /// Wait until the replica reports its link to the primary up.
 fn wait_in_sync(url: &str) -> Result<(), ServerError> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let failed = |e: redis::RedisError| ServerError::Spawn(std::io::Error::other(e.to_string()));
+    let failed = |e: redis::RedisError| ServerError::setup(REDIS, e);
     let mut con = redis::Client::open(url).map_err(failed)?.get_connection().map_err(failed)?;
     loop {
         let info: String = redis::cmd("INFO").arg("replication").query(&mut con).map_err(failed)?;
@@ -327,7 +323,9 @@ fn wait_in_sync(url: &str) -> Result<(), ServerError> {
             return Ok(());
         }
         if std::time::Instant::now() > deadline {
-            return Err(ServerError::Slow(Duration::from_secs(10)));
+            let waited = Duration::from_secs(10);
+            let output = "the replica never reported its link to the primary up".into();
+            return Err(ServerError::Slow { program: REDIS.name, waited, output });
         }
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -6,8 +6,10 @@
 //! experiment puts them on one Redis; the traits keep them apart so a later storage
 //! (a SQL table) or lock service (etcd) can replace either side alone.
 
+pub mod etcd;
 pub mod failover;
 pub mod keys;
+pub mod postgres;
 pub mod redis;
 pub mod redlock;
 pub mod scripts;
@@ -35,6 +37,12 @@ pub enum BackendError {
     Lost(String),
     #[error("Redis answered something unexpected: {0}")]
     Protocol(String),
+    /// etcd or PostgreSQL could not be reached.
+    #[error("cannot reach {service} at {url}: {reason}")]
+    ServiceUnreachable { service: &'static str, url: String, reason: String },
+    /// etcd or PostgreSQL failed a request (or the connection to it).
+    #[error("{service} failed: {message}")]
+    Service { service: &'static str, message: String },
 }
 
 /// A backend: something that hands out per-worker clients for one run.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::time::{Instant, timeout};
 
 use super::redis::{RedisBackend, RedisClient};
-use super::server::{PrivateRedis, ServerError};
+use super::server::{PrivateRedis, REDIS, ServerError};
 use super::sim::{SimBackend, SimClient};
 use super::{
     AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, TruthSample,
@@ -343,7 +343,7 @@ impl RedisNodes {
             .enumerate()
             .map(|(i, s)| RedisBackend::open(&s.url(), &format!("node {}", i + 1)))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ServerError::Spawn(std::io::Error::other(e.to_string())))?;
+            .map_err(|e| ServerError::setup(REDIS, e))?;
         let nodes =
             RedisNodes { servers: Mutex::new(servers), backends, health: Health::new(count) };
         Ok((nodes, started.elapsed()))

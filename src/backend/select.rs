@@ -1,13 +1,15 @@
-//! Choosing where a run happens: the user's Redis, a private one, private Redlock
-//! nodes, or the simulator.
+//! Choosing where a run happens: the user's servers, private ones started for the run,
+//! or the simulator.
 
 use super::BackendError;
+use super::etcd::{EtcdBackend, SimEtcd};
 use super::failover::{FailoverBackend, RedisPair, SimPair};
+use super::postgres::{PgFenced, PgStorage};
 use super::redis::RedisBackend;
 use super::redlock::{RedisNodes, RedlockBackend, SimNodes};
-use super::server::{PrivateRedis, ServerError};
+use super::server::{PrivatePostgres, PrivateRedis, ServerError};
 use super::sim::SimBackend;
-use crate::scenario::Scenario;
+use crate::scenario::{LockService, Scenario, StorageKind};
 
 /// Redlock on real private servers: N lock nodes, the storage on a server of its own.
 pub type RealRedlock = RedlockBackend<RedisNodes, RedisBackend>;
@@ -17,26 +19,65 @@ pub type SimRedlock = RedlockBackend<SimNodes, SimBackend>;
 pub type RealFailover = FailoverBackend<RedisPair, RedisBackend>;
 /// The same on the simulator.
 pub type SimFailover = FailoverBackend<SimPair, SimBackend>;
+/// The etcd lease lock on the simulator.
+pub type SimEtcdLock = EtcdBackend<SimEtcd, SimBackend>;
+/// The etcd lease lock on a real etcd, the storage on Redis.
+#[cfg(feature = "etcd")]
+pub type RealEtcdLock = EtcdBackend<super::etcd::RealEtcd, RedisBackend>;
+/// The etcd lease lock on a real etcd, the storage on PostgreSQL.
+#[cfg(feature = "etcd")]
+pub type RealEtcdPg = EtcdBackend<super::etcd::RealEtcd, PgFenced<RedisBackend>>;
 
 /// What kind of lock service a scenario needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub enum LockShape {
     /// One Redis (the user's, a private one, or the simulator).
     Single,
     /// Redlock on this many servers.
     Redlock(usize),
     /// A primary with one replica.
     Replicated,
+    /// One etcd.
+    Etcd,
+}
+
+/// The lock service and the storage a scenario needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub lock: LockShape,
+    pub storage: StorageKind,
 }
 
 impl Shape {
+    /// One Redis holding both the lock and the storage: the article's experiment.
+    pub const SINGLE: Shape = Shape { lock: LockShape::Single, storage: StorageKind::Redis };
+
     pub fn of(scenario: &Scenario) -> Self {
-        match (scenario.redlock_nodes, scenario.replica) {
-            (Some(n), _) => Shape::Redlock(n),
-            (None, true) => Shape::Replicated,
-            (None, false) => Shape::Single,
-        }
+        let lock = match (scenario.lock, scenario.redlock_nodes, scenario.replica) {
+            (LockService::Etcd, _, _) => LockShape::Etcd,
+            (LockService::Redis, Some(n), _) => LockShape::Redlock(n),
+            (LockService::Redis, None, true) => LockShape::Replicated,
+            (LockService::Redis, None, false) => LockShape::Single,
+        };
+        Shape { lock, storage: scenario.storage }
     }
+}
+
+/// The servers the user named (else private ones are started), or the simulator.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Targets<'a> {
+    pub redis: Option<&'a str>,
+    pub etcd: Option<&'a str>,
+    pub postgres: Option<&'a str>,
+    pub sim: bool,
+}
+
+impl Targets<'_> {
+    /// Everything on the simulator.
+    pub const SIM: Targets<'static> = Targets { redis: None, etcd: None, postgres: None, sim: true };
+    /// Everything on private servers started for the run.
+    pub const PRIVATE: Targets<'static> =
+        Targets { redis: None, etcd: None, postgres: None, sim: false };
 }
 
 /// The backend chosen for this program run. Private servers live inside it and stop
@@ -45,12 +86,24 @@ impl Shape {
 #[allow(clippy::large_enum_variant)]
 pub enum Chosen {
     Redis { backend: RedisBackend, _server: Option<PrivateRedis> },
+    RedisPg { backend: PgFenced<RedisBackend>, _servers: (Option<PrivateRedis>, Option<PrivatePostgres>) },
     Sim { backend: SimBackend, why: SimReason },
     Redlock { backend: RealRedlock, _storage: PrivateRedis },
     SimRedlock { backend: SimRedlock, why: SimReason },
     Failover { backend: RealFailover, _storage: PrivateRedis },
     SimFailover { backend: SimFailover, why: SimReason },
+    SimEtcd { backend: SimEtcdLock, why: SimReason },
+    #[cfg(feature = "etcd")]
+    Etcd { backend: RealEtcdLock, _servers: EtcdServers },
+    #[cfg(feature = "etcd")]
+    EtcdPg { backend: RealEtcdPg, _servers: EtcdServers },
 }
+
+/// The private servers an etcd run may have started: etcd, the storage's Redis, and
+/// PostgreSQL.
+#[cfg(feature = "etcd")]
+pub type EtcdServers =
+    (Option<super::server::PrivateEtcd>, PrivateRedis, Option<PrivatePostgres>);
 
 /// Run `$body` with `$b` bound to whichever backend was chosen (each arm is the same
 /// generic code, instantiated for that backend's type).
@@ -59,11 +112,17 @@ macro_rules! with_backend {
     ($chosen:expr, $b:ident => $body:expr) => {
         match $chosen {
             $crate::backend::select::Chosen::Redis { backend: $b, .. } => $body,
+            $crate::backend::select::Chosen::RedisPg { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::Sim { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::Redlock { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::SimRedlock { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::Failover { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::SimFailover { backend: $b, .. } => $body,
+            $crate::backend::select::Chosen::SimEtcd { backend: $b, .. } => $body,
+            #[cfg(feature = "etcd")]
+            $crate::backend::select::Chosen::Etcd { backend: $b, .. } => $body,
+            #[cfg(feature = "etcd")]
+            $crate::backend::select::Chosen::EtcdPg { backend: $b, .. } => $body,
         }
     };
 }
@@ -72,7 +131,10 @@ macro_rules! with_backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SimReason {
     Requested,
-    NoRedisServer,
+    /// This server program is not installed (the simulator stands in for all of them).
+    NotInstalled(super::server::Program),
+    /// This fencelab was built without the `etcd` feature.
+    NoEtcdSupport,
 }
 
 impl Chosen {
@@ -84,73 +146,112 @@ impl Chosen {
 
     /// Whether it is the simulator (it then runs on a paused clock).
     pub fn simulated(&self) -> bool {
-        matches!(self, Chosen::Sim { .. } | Chosen::SimRedlock { .. } | Chosen::SimFailover { .. })
+        self.sim_reason().is_some()
     }
 
-    /// A warning to print when the simulator runs only because Redis is missing.
-    pub fn fallback_notice(&self) -> Option<String> {
+    fn sim_reason(&self) -> Option<SimReason> {
         match self {
-            Chosen::Sim { why: SimReason::NoRedisServer, .. }
-            | Chosen::SimRedlock { why: SimReason::NoRedisServer, .. }
-            | Chosen::SimFailover { why: SimReason::NoRedisServer, .. } => Some(format!(
-                "note: redis-server is not installed, so this run uses the built-in SIMULATOR. \
-                 For a real Redis: {} (or pass --redis URL).",
-                super::server::INSTALL_HINT
-            )),
+            Chosen::Sim { why, .. }
+            | Chosen::SimRedlock { why, .. }
+            | Chosen::SimFailover { why, .. }
+            | Chosen::SimEtcd { why, .. } => Some(*why),
             _ => None,
         }
     }
+
+    /// A warning to print when the simulator runs only because a server is missing.
+    pub fn fallback_notice(&self) -> Option<String> {
+        let missing = match self.sim_reason()? {
+            SimReason::Requested => return None,
+            SimReason::NotInstalled(program) => format!(
+                "{} is not installed (install it with: apt-get install -y {})",
+                program.name, program.package
+            ),
+            SimReason::NoEtcdSupport => "this fencelab was built without etcd support (build it \
+                with --features etcd; that needs protoc: apt-get install -y protobuf-compiler)"
+                .to_string(),
+        };
+        Some(format!("note: {missing}, so this run uses the built-in SIMULATOR."))
+    }
 }
 
-/// Pick the backend: `--sim`; else `--redis URL` / `REDIS_URL`; else a private
-/// `redis-server`; else, only when none is installed, the simulator. Redlock and
-/// failover scenarios get private servers of their own, one per node plus one for
-/// the storage.
-pub fn choose(redis_url: Option<&str>, sim: bool, shape: Shape) -> Result<Chosen, SelectError> {
-    match shape {
-        Shape::Single => {}
-        Shape::Redlock(n) => return choose_redlock(redis_url, sim, n),
-        Shape::Replicated => return choose_failover(redis_url, sim),
+/// Pick the backend: `--sim`; else the servers the user named; else private servers;
+/// else, only when a server program is not installed, the simulator (with a notice).
+/// Redlock, failover and etcd scenarios get private servers of their own, one per node
+/// plus one for the storage.
+pub fn choose(targets: &Targets, shape: Shape) -> Result<Chosen, SelectError> {
+    match shape.lock {
+        LockShape::Single => choose_single(targets, shape.storage),
+        LockShape::Redlock(n) => choose_redlock(targets, n),
+        LockShape::Replicated => choose_failover(targets),
+        LockShape::Etcd => choose_etcd(targets, shape.storage),
     }
-    if sim {
-        return Ok(Chosen::Sim { backend: SimBackend::default(), why: SimReason::Requested });
-    }
-    if let Some(url) = redis_url {
-        return Ok(Chosen::Redis { backend: RedisBackend::open(url, "Redis")?, _server: None });
-    }
-    match PrivateRedis::start() {
-        Ok(server) => {
-            let backend = RedisBackend::open(&server.url(), "private redis-server")?;
-            Ok(Chosen::Redis { backend, _server: Some(server) })
-        }
-        Err(ServerError::NotInstalled) => {
-            Ok(Chosen::Sim { backend: SimBackend::default(), why: SimReason::NoRedisServer })
-        }
+}
+
+/// Start a private server, or say why the simulator must stand in.
+fn private<T>(start: impl FnOnce() -> Result<T, ServerError>) -> Result<Result<T, SimReason>, SelectError> {
+    match start() {
+        Ok(server) => Ok(Ok(server)),
+        Err(ServerError::NotInstalled(program)) => Ok(Err(SimReason::NotInstalled(program))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The user's Redis, or a private one (None: the user's).
+fn redis_for(targets: &Targets) -> Result<Result<(RedisBackend, Option<PrivateRedis>), SimReason>, SelectError> {
+    if let Some(url) = targets.redis {
+        return Ok(Ok((RedisBackend::open(url, "Redis")?, None)));
+    }
+    Ok(match private(PrivateRedis::start)? {
+        Ok(server) => Ok((RedisBackend::open(&server.url(), "private redis-server")?, Some(server))),
+        Err(why) => Err(why),
+    })
+}
+
+/// The user's PostgreSQL, or a private one.
+fn postgres_for(targets: &Targets) -> Result<Result<(PgStorage, Option<PrivatePostgres>), SimReason>, SelectError> {
+    if let Some(url) = targets.postgres {
+        return Ok(Ok((PgStorage::open(url, None)?, None)));
+    }
+    Ok(match private(PrivatePostgres::start)? {
+        Ok(server) => Ok((PgStorage::open(&server.url(), Some("private PostgreSQL"))?, Some(server))),
+        Err(why) => Err(why),
+    })
+}
+
+fn choose_single(targets: &Targets, storage: StorageKind) -> Result<Chosen, SelectError> {
+    let sim = |why| Ok(Chosen::Sim { backend: SimBackend::default(), why });
+    if targets.sim {
+        return sim(SimReason::Requested);
+    }
+    let (redis, redis_server) = match redis_for(targets)? {
+        Ok(found) => found,
+        Err(why) => return sim(why),
+    };
+    if storage == StorageKind::Redis {
+        return Ok(Chosen::Redis { backend: redis, _server: redis_server });
+    }
+    let (pg, pg_server) = match postgres_for(targets)? {
+        Ok(found) => found,
+        Err(why) => return sim(why),
+    };
+    Ok(Chosen::RedisPg { backend: PgFenced::new(redis, pg), _servers: (redis_server, pg_server) })
 }
 
 /// For lock services that start servers of their own: the storage's private server,
 /// or why to simulate instead.
-fn own_servers(
-    redis_url: Option<&str>,
-    sim: bool,
-) -> Result<Result<PrivateRedis, SimReason>, SelectError> {
-    if sim {
+fn own_servers(targets: &Targets) -> Result<Result<PrivateRedis, SimReason>, SelectError> {
+    if targets.sim {
         return Ok(Err(SimReason::Requested));
     }
-    if redis_url.is_some() {
+    if targets.redis.is_some() {
         return Err(SelectError::NeedsPrivateServers);
     }
-    match PrivateRedis::start() {
-        Ok(server) => Ok(Ok(server)),
-        Err(ServerError::NotInstalled) => Ok(Err(SimReason::NoRedisServer)),
-        Err(e) => Err(e.into()),
-    }
+    private(PrivateRedis::start)
 }
 
-fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen, SelectError> {
-    let storage = match own_servers(redis_url, sim)? {
+fn choose_redlock(targets: &Targets, n: usize) -> Result<Chosen, SelectError> {
+    let storage = match own_servers(targets)? {
         Ok(server) => server,
         Err(why) => {
             let backend = RedlockBackend::new(SimNodes::new(n), SimBackend::default());
@@ -162,8 +263,8 @@ fn choose_redlock(redis_url: Option<&str>, sim: bool, n: usize) -> Result<Chosen
     Ok(Chosen::Redlock { backend: RedlockBackend::new(nodes, storage_backend), _storage: storage })
 }
 
-fn choose_failover(redis_url: Option<&str>, sim: bool) -> Result<Chosen, SelectError> {
-    let storage = match own_servers(redis_url, sim)? {
+fn choose_failover(targets: &Targets) -> Result<Chosen, SelectError> {
+    let storage = match own_servers(targets)? {
         Ok(server) => server,
         Err(why) => {
             let backend = FailoverBackend::new(SimPair::default(), SimBackend::default());
@@ -175,6 +276,46 @@ fn choose_failover(redis_url: Option<&str>, sim: bool) -> Result<Chosen, SelectE
     Ok(Chosen::Failover { backend: FailoverBackend::new(pair, storage_backend), _storage: storage })
 }
 
+fn sim_etcd(why: SimReason) -> Result<Chosen, SelectError> {
+    Ok(Chosen::SimEtcd { backend: EtcdBackend::new(SimEtcd::default(), SimBackend::default()), why })
+}
+
+#[cfg(not(feature = "etcd"))]
+fn choose_etcd(targets: &Targets, _storage: StorageKind) -> Result<Chosen, SelectError> {
+    if targets.etcd.is_some() && !targets.sim {
+        return Err(SelectError::NoEtcdSupport);
+    }
+    sim_etcd(if targets.sim { SimReason::Requested } else { SimReason::NoEtcdSupport })
+}
+
+#[cfg(feature = "etcd")]
+fn choose_etcd(targets: &Targets, storage: StorageKind) -> Result<Chosen, SelectError> {
+    use super::etcd::RealEtcd;
+    use super::server::PrivateEtcd;
+    let storage_server = match own_servers(targets)? {
+        Ok(server) => server,
+        Err(why) => return sim_etcd(why),
+    };
+    let (etcd, etcd_server) = match targets.etcd {
+        Some(url) => (RealEtcd::new(url, "etcd"), None),
+        None => match private(PrivateEtcd::start)? {
+            Ok(server) => (RealEtcd::new(&server.url(), "private etcd"), Some(server)),
+            Err(why) => return sim_etcd(why),
+        },
+    };
+    let redis = RedisBackend::open(&storage_server.url(), "storage")?;
+    if storage == StorageKind::Redis {
+        let backend = EtcdBackend::new(etcd, redis);
+        return Ok(Chosen::Etcd { backend, _servers: (etcd_server, storage_server, None) });
+    }
+    let (pg, pg_server) = match postgres_for(targets)? {
+        Ok(found) => found,
+        Err(why) => return sim_etcd(why),
+    };
+    let backend = EtcdBackend::new(etcd, PgFenced::new(redis, pg));
+    Ok(Chosen::EtcdPg { backend, _servers: (etcd_server, storage_server, pg_server) })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
     #[error(transparent)]
@@ -182,7 +323,11 @@ pub enum SelectError {
     #[error(transparent)]
     Server(#[from] ServerError),
     #[error(
-        "Redlock and failover scenarios start their own private redis-servers (one per node); run without --redis / REDIS_URL, or with --sim"
+        "Redlock, failover and etcd scenarios start their own private redis-servers (one per node, one for the storage); run without --redis / REDIS_URL, or with --sim"
     )]
     NeedsPrivateServers,
+    #[error(
+        "--etcd was given, but this fencelab was built without etcd support: build it with `cargo build --release --features etcd` (needs protoc: apt-get install -y protobuf-compiler)"
+    )]
+    NoEtcdSupport,
 }

@@ -56,7 +56,7 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
 /// expired B was granted the lock.
 fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = builtin("gc-pause").context("gc-pause is built in")??;
-    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, Shape::Single)?;
+    let chosen = choose(&backend_args.targets(), Shape::SINGLE)?;
     println!(
         "hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs"
     );

@@ -53,5 +53,5 @@ fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         fencing: args.fencing,
         presenter: args.presenter,
     };
-    crate::tui::play(options, backend.redis.as_deref(), backend.sim)
+    crate::tui::play(options, &backend.targets())
 }

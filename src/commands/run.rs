@@ -53,7 +53,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     };
     // Started here, on the main thread, so the private server lives exactly as long as
     // this function (see PrivateRedis::start).
-    let chosen = choose(backend_args.redis.as_deref(), backend_args.sim, Shape::of(&scenario))?;
+    let chosen = choose(&backend_args.targets(), Shape::of(&scenario))?;
     if let Some(notice) = chosen.fallback_notice() {
         eprintln!("{notice}");
     }

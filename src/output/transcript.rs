@@ -18,10 +18,17 @@ use crate::check::{Violation, ViolationKind};
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
 
 /// Turns events into transcript lines, remembering what it needs across events.
-#[derive(Default)]
 pub struct Transcript {
     /// Workers that currently believe they hold the lock.
     believers: BTreeSet<String>,
+    /// What the expiry lines say expired the lease ("redis", "etcd").
+    service: &'static str,
+}
+
+impl Default for Transcript {
+    fn default() -> Self {
+        Transcript { believers: BTreeSet::new(), service: "redis" }
+    }
 }
 
 impl Transcript {
@@ -30,6 +37,10 @@ impl Transcript {
         let at = format!("{:.1}s", e.t_ms / 1000.0);
         match &e.kind {
             EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
+                self.service = match scenario.lock {
+                    crate::scenario::LockService::Redis => "redis",
+                    crate::scenario::LockService::Etcd => "etcd",
+                };
                 let mut lines = vec![
                     format!("=== {label} ==="),
                     format!("# {} ({}) on {backend}", scenario.title, scenario.name),
@@ -59,10 +70,11 @@ impl Transcript {
                 };
                 if self.believers.contains(old) {
                     vec![format!(
-                        "~ {at} redis: {old}'s lease expired{after}, but {old} still believes it holds the lock"
+                        "~ {at} {}: {old}'s lease expired{after}, but {old} still believes it holds the lock",
+                        self.service
                     )]
                 } else {
-                    vec![format!("~ {at} redis: {old}'s lease expired{after}")]
+                    vec![format!("~ {at} {}: {old}'s lease expired{after}", self.service)]
                 }
             }
             EventKind::Command { .. } => Vec::new(),

@@ -61,6 +61,14 @@ pub struct Scenario {
     /// replica); clients follow a promotion.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replica: bool,
+    /// Which lock service: Redis (one server, or Redlock / a replica as set above) or
+    /// an etcd lease lock.
+    #[serde(default, skip_serializing_if = "LockService::is_default")]
+    pub lock: LockService,
+    /// Where the workers' writes go: a list on Redis, or a PostgreSQL table that
+    /// checks tokens with a conditional UPDATE.
+    #[serde(default, skip_serializing_if = "StorageKind::is_default")]
+    pub storage: StorageKind,
     /// Lock servers dying, restarting, falling behind or being promoted during the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
@@ -87,6 +95,40 @@ pub struct Fault {
     pub node: usize,
     #[serde(rename = "do")]
     pub kind: crate::backend::FaultKind,
+}
+
+/// The lock services a scenario can ask for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockService {
+    /// Redis: `SET NX PX` on one server (or Redlock, or a primary with a replica).
+    #[default]
+    Redis,
+    /// etcd: a lease, a key created in a transaction, the revision as the token.
+    Etcd,
+}
+
+/// The storages a scenario can write to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StorageKind {
+    /// A list on a Redis server, fenced by a Lua script.
+    #[default]
+    Redis,
+    /// A PostgreSQL table, fenced by `UPDATE ... WHERE fence_token <= $t`.
+    Postgres,
+}
+
+impl LockService {
+    fn is_default(&self) -> bool {
+        *self == LockService::default()
+    }
+}
+
+impl StorageKind {
+    fn is_default(&self) -> bool {
+        *self == StorageKind::default()
+    }
 }
 
 /// One version of a scenario: what it changes, and what it must show.

@@ -134,6 +134,29 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
             "a scenario is either Redlock or a primary with a replica, not both".into(),
         ));
     }
+    let redis_shapes = s.replica || s.redlock_nodes.is_some();
+    if s.lock == super::LockService::Etcd && redis_shapes {
+        return Err((
+            "etcd".to_string(),
+            0,
+            "lock = \"etcd\" is one etcd server: drop redlock_nodes and replica".into(),
+        ));
+    }
+    if s.storage == super::StorageKind::Postgres && redis_shapes {
+        return Err((
+            "postgres".to_string(),
+            0,
+            "storage = \"postgres\" works with one Redis or etcd as the lock, not with Redlock or a replica".into(),
+        ));
+    }
+    let all_ttls = std::iter::once(s.ttl_ms).chain(s.variants.iter().filter_map(|v| v.ttl_ms));
+    if s.lock == super::LockService::Etcd && all_ttls.clone().any(|t| t % 1000 != 0) {
+        return Err((
+            "ttl_ms".to_string(),
+            0,
+            "etcd leases last whole seconds: ttl_ms must be a multiple of 1000".into(),
+        ));
+    }
     if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
         return Err((
             "redlock_nodes".to_string(),

@@ -12,7 +12,7 @@ use super::model::{Belief, RunModel};
 use super::render;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
-use crate::scenario::{PlannedRun, Scenario, Step, WorkerSpec};
+use crate::scenario::{LockService, PlannedRun, Scenario, Step, StorageKind, WorkerSpec};
 
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
@@ -31,7 +31,83 @@ pub enum Effect {
     Worker(String, WorkerCommand),
     SetFencing(bool),
     Pace(PaceChange),
+    /// Move to another lock service or storage (starting its servers), then start a run.
+    SwitchService(Service),
 }
+
+/// The lock service and storage a run uses: what `l` and `w` cycle through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Service {
+    pub lock: LockService,
+    /// Redlock on this many Redis servers (lock = Redis only).
+    pub redlock_nodes: Option<usize>,
+    pub storage: StorageKind,
+}
+
+impl Service {
+    pub fn of(scenario: &Scenario) -> Self {
+        Service {
+            lock: scenario.lock,
+            redlock_nodes: scenario.redlock_nodes,
+            storage: scenario.storage,
+        }
+    }
+
+    /// The scenario on this service. A primary with a replica, and its faults, belong
+    /// to the failover lesson's own script, so switching leaves them behind.
+    pub fn apply(self, scenario: &mut Scenario) {
+        if Service::of(scenario) != self {
+            scenario.replica = false;
+            scenario.faults.clear();
+        }
+        scenario.lock = self.lock;
+        scenario.redlock_nodes = self.redlock_nodes;
+        scenario.storage = self.storage;
+    }
+
+    /// One Redis, then Redlock on five, then etcd. Redlock keeps its storage on Redis.
+    fn next_lock(self) -> Self {
+        match (self.lock, self.redlock_nodes) {
+            (LockService::Redis, None) => Service {
+                lock: LockService::Redis,
+                redlock_nodes: Some(REDLOCK_NODES),
+                storage: StorageKind::Redis,
+            },
+            (LockService::Redis, Some(_)) => {
+                Service { lock: LockService::Etcd, redlock_nodes: None, ..self }
+            }
+            (LockService::Etcd, _) => {
+                Service { lock: LockService::Redis, redlock_nodes: None, ..self }
+            }
+        }
+    }
+
+    /// Redis list <-> PostgreSQL table (not under Redlock, whose storage is its own).
+    fn next_storage(self) -> Option<Self> {
+        let storage = match self.storage {
+            StorageKind::Redis => StorageKind::Postgres,
+            StorageKind::Postgres => StorageKind::Redis,
+        };
+        self.redlock_nodes.is_none().then_some(Service { storage, ..self })
+    }
+
+    /// "etcd lease lock, PostgreSQL storage".
+    pub fn label(self) -> String {
+        let lock = match (self.lock, self.redlock_nodes) {
+            (LockService::Etcd, _) => "etcd lease lock".to_string(),
+            (LockService::Redis, Some(n)) => format!("Redlock on {n} Redis servers"),
+            (LockService::Redis, None) => "one Redis lock".to_string(),
+        };
+        let storage = match self.storage {
+            StorageKind::Redis => "storage a Redis list",
+            StorageKind::Postgres => "storage a PostgreSQL table",
+        };
+        format!("{lock}, {storage}")
+    }
+}
+
+/// How many servers the playground's Redlock has.
+const REDLOCK_NODES: usize = 5;
 
 /// A change to the simulator's clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -323,8 +399,22 @@ impl App {
             Action::NextViolation => self.next_violation(),
             Action::CycleTheme => self.theme = self.theme.next(),
             Action::Continue => return self.continue_lesson(),
+            Action::NextLock => return self.switch(Some(Service::of(&self.scenario).next_lock())),
+            Action::NextStorage => {
+                return self.switch(Service::of(&self.scenario).next_storage());
+            }
         }
         Vec::new()
+    }
+
+    fn switch(&mut self, to: Option<Service>) -> Vec<Effect> {
+        let Some(to) = to else {
+            self.status = Some("Redlock keeps its storage on Redis: press l for another lock".into());
+            return Vec::new();
+        };
+        self.previous = None;
+        self.status = Some(format!("starting {}...", to.label()));
+        vec![Effect::SwitchService(to)]
     }
 
     /// A mouse click at a screen position: clicking a lane selects its worker.

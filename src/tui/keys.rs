@@ -43,6 +43,10 @@ pub enum Action {
     CycleTheme,
     /// Lessons: go on past a step that waits, or a question once answered.
     Continue,
+    /// The next lock service: one Redis, Redlock, etcd.
+    NextLock,
+    /// The next storage: a Redis list, a PostgreSQL table.
+    NextStorage,
 }
 
 /// One row of the table.
@@ -156,6 +160,20 @@ pub const BINDINGS: &[Binding] = &[
         Action::AddWorker,
         "add / remove a worker, for the next run",
         None,
+    ),
+    b(
+        "l",
+        &[KeyCode::Char('l')],
+        Action::NextLock,
+        "lock service: one Redis / Redlock on 5 / etcd (starts its servers)",
+        Some("lock"),
+    ),
+    b(
+        "w",
+        &[KeyCode::Char('w')],
+        Action::NextStorage,
+        "where writes go: a Redis list / a PostgreSQL table",
+        Some("storage"),
     ),
     b("s", &[KeyCode::Char('s')], Action::SimPlayPause, "simulator: stop / start time", None),
     b(

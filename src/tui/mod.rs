@@ -24,10 +24,10 @@ use ratatui::layout::{Position, Rect};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::backend::select::{Shape, choose};
+use crate::backend::select::{Shape, Targets, choose};
 use crate::lesson::Lesson;
-use app::{App, Effect};
-use runner::{Backend, Runner};
+use app::{App, Effect, Service};
+use runner::Runner;
 use theme::Theme;
 
 /// About 30 frames a second while a run is live.
@@ -43,7 +43,7 @@ pub struct Options {
 }
 
 /// Open the playground; returns when the user quits.
-pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Result<ExitCode> {
+pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         bail!(
             "stdout is not a terminal, so the interactive playground cannot open; \
@@ -51,10 +51,9 @@ pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Res
         );
     }
     // On the main thread, so a private redis-server lives exactly as long as we do.
-    let chosen = choose(redis_url, sim, Shape::of(&options.lesson.scenario))?;
+    let chosen = choose(targets, Shape::of(&options.lesson.scenario))?;
     let notice = chosen.fallback_notice();
-    let label = chosen.describe();
-    let (backend, simulated) = (Backend::from_chosen(&chosen), chosen.simulated());
+    let (label, simulated) = (chosen.describe(), chosen.simulated());
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let Lesson { scenario, steps } = options.lesson;
@@ -75,12 +74,12 @@ pub fn play(options: Options, redis_url: Option<&str>, sim: bool) -> anyhow::Res
         app = app.with_lesson(lesson::LessonState::new(steps, checkpoints, table));
     }
     app.status = notice;
-    let result = runtime.block_on(event_loop(&mut app, Runner::new(backend)));
-    drop(chosen);
+    // The runner owns the servers; it is dropped at the end of the loop, on this thread.
+    let result = runtime.block_on(event_loop(&mut app, Runner::new(chosen), targets));
     result.map(|()| ExitCode::SUCCESS)
 }
 
-async fn event_loop(app: &mut App, mut runner: Runner) -> anyhow::Result<()> {
+async fn event_loop(app: &mut App, mut runner: Runner, targets: &Targets<'_>) -> anyhow::Result<()> {
     let (mut terminal, _guard) = terminal::enter()?;
     let mut input = spawn_input_reader();
     let mut term = signal(SignalKind::terminate())?;
@@ -110,7 +109,12 @@ async fn event_loop(app: &mut App, mut runner: Runner) -> anyhow::Result<()> {
             _ = hup.recv() => { app.quit = true; Vec::new() }
         };
         for effect in effects {
-            if effect == Effect::StartRun {
+            if let Effect::SwitchService(to) = effect {
+                // Show "starting ..." before the servers take their time.
+                terminal.draw(|frame| render::draw(frame, app))?;
+                switch_service(app, &mut runner, targets, to).await;
+            }
+            if matches!(effect, Effect::StartRun | Effect::SwitchService(_)) {
                 start_run(app, &mut runner).await;
                 grown = runner.log().map(|l| l.subscribe());
             } else {
@@ -123,6 +127,27 @@ async fn event_loop(app: &mut App, mut runner: Runner) -> anyhow::Result<()> {
     }
     runner.shutdown().await;
     Ok(())
+}
+
+/// Move to the lock service and storage the app's scenario now names, starting their
+/// servers. This blocks the loop while they start (PostgreSQL takes about a second),
+/// on the main thread, which the servers' lives are tied to.
+async fn switch_service(app: &mut App, runner: &mut Runner, targets: &Targets<'_>, to: Service) {
+    let mut scenario = app.scenario.clone();
+    to.apply(&mut scenario);
+    match choose(targets, Shape::of(&scenario)) {
+        Ok(chosen) => {
+            app.scenario = scenario;
+            for variant in &mut app.variants {
+                to.apply(&mut variant.scenario);
+            }
+            app.simulated = chosen.simulated();
+            app.backend_label = chosen.describe();
+            app.status = Some(chosen.fallback_notice().unwrap_or_else(|| to.label()));
+            runner.switch(chosen).await;
+        }
+        Err(e) => app.error = Some(e.to_string()),
+    }
 }
 
 async fn start_run(app: &mut App, runner: &mut Runner) {

@@ -12,9 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::app::{Effect, PaceChange};
 use crate::backend::BackendError;
-use crate::backend::redis::RedisBackend;
-use crate::backend::select::{Chosen, RealFailover, RealRedlock, SimFailover, SimRedlock};
-use crate::backend::sim::SimBackend;
+use crate::backend::select::Chosen;
 use crate::engine::log::EventLog;
 use crate::engine::pacer::{Pacer, govern};
 use crate::engine::{RunControl, RunOptions, prepare};
@@ -22,29 +20,6 @@ use crate::scenario::Scenario;
 
 /// How long quitting waits for a run to delete its keys.
 const CLEANUP_WAIT: Duration = Duration::from_secs(3);
-
-pub enum Backend {
-    Redis(Box<RedisBackend>),
-    Sim(SimBackend),
-    Redlock(Box<RealRedlock>),
-    SimRedlock(SimRedlock),
-    Failover(Box<RealFailover>),
-    SimFailover(SimFailover),
-}
-
-impl Backend {
-    /// The same backend for the TUI (private servers stay owned by the caller).
-    pub fn from_chosen(chosen: &Chosen) -> Self {
-        match chosen {
-            Chosen::Redis { backend, .. } => Backend::Redis(Box::new(backend.clone())),
-            Chosen::Sim { backend, .. } => Backend::Sim(backend.clone()),
-            Chosen::Redlock { backend, .. } => Backend::Redlock(Box::new(backend.clone())),
-            Chosen::SimRedlock { backend, .. } => Backend::SimRedlock(backend.clone()),
-            Chosen::Failover { backend, .. } => Backend::Failover(Box::new(backend.clone())),
-            Chosen::SimFailover { backend, .. } => Backend::SimFailover(backend.clone()),
-        }
-    }
-}
 
 /// The run being shown.
 struct Live {
@@ -56,14 +31,25 @@ struct Live {
     task: Option<JoinHandle<()>>,
 }
 
+/// Runs on the chosen backend. It owns the backend's private servers, so they stop
+/// when the runner is dropped (or replaced by [`Runner::switch`]).
 pub struct Runner {
-    backend: Backend,
+    chosen: Chosen,
     live: Option<Live>,
 }
 
 impl Runner {
-    pub fn new(backend: Backend) -> Self {
-        Runner { backend, live: None }
+    pub fn new(chosen: Chosen) -> Self {
+        Runner { chosen, live: None }
+    }
+
+
+    /// Move to another backend: the current run stops and cleans up first, then the
+    /// old backend's servers stop.
+    pub async fn switch(&mut self, chosen: Chosen) {
+        self.shutdown().await;
+        self.live = None;
+        self.chosen = chosen;
     }
 
     pub fn log(&self) -> Option<&Arc<EventLog>> {
@@ -87,14 +73,12 @@ impl Runner {
         speed: f64,
     ) -> Result<(), BackendError> {
         self.stop();
-        self.live = Some(match &self.backend {
-            Backend::Redis(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
-            Backend::Redlock(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
-            Backend::Failover(b) => start_real(b.as_ref(), scenario, fencing, speed).await?,
-            Backend::Sim(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
-            Backend::SimRedlock(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
-            Backend::SimFailover(b) => start_sim(b.clone(), scenario.clone(), fencing, speed)?,
-        });
+        let simulated = self.chosen.simulated();
+        self.live = Some(crate::with_backend!(&self.chosen, b => if simulated {
+            start_sim(b.clone(), scenario.clone(), fencing, speed)?
+        } else {
+            start_real(b, scenario, fencing, speed).await?
+        }));
         Ok(())
     }
 
@@ -131,7 +115,7 @@ impl Runner {
                     }
                 }
             }
-            Effect::StartRun => {}
+            Effect::StartRun | Effect::SwitchService(_) => {}
         }
     }
 }

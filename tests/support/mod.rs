@@ -34,7 +34,9 @@ pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: b
 /// The backend a scenario asks for (a Redlock of simulated or private nodes, or a
 /// single Redis), on the simulator or, with `sim == false`, on private servers.
 pub fn chosen_for(scenario: &Scenario, sim: bool) -> fencelab::backend::select::Chosen {
-    fencelab::backend::select::choose(None, sim, fencelab::backend::select::Shape::of(scenario))
+    use fencelab::backend::select::{Shape, Targets, choose};
+    let targets = if sim { Targets::SIM } else { Targets::PRIVATE };
+    choose(&targets, Shape::of(scenario))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 

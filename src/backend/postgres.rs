@@ -1,0 +1,273 @@
+//! A storage on PostgreSQL that checks fencing tokens itself, with the article's
+//! statement:
+//!
+//! ```sql
+//! UPDATE record SET ..., fence_token = $t WHERE id = 1 AND fence_token <= $t
+//! ```
+//!
+//! "0 rows updated" means a holder with a newer token has already written. The check
+//! is `<=`, not `<`: an equal token is the current holder writing again, which the
+//! Redis storage (`assets/lua/fenced_write.lua`) and the simulator accept too, so the
+//! same scenario means the same thing on every storage. Each accepted write is also
+//! appended to a history table in the same statement, which is what the storage panel
+//! lists.
+//!
+//! Every table lives in a schema of the run's own (`fencelab_<run id>`), dropped at
+//! the end: nothing else on a user's database is read or written.
+
+use std::sync::Arc;
+
+use tokio_postgres::{Client, NoTls};
+
+use super::redis::redact_url;
+use super::{
+    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, StoredWrite,
+    TruthSample, WriteCheck,
+};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+
+/// Where the SQL storage lives: a connection string (`postgres://...` or
+/// `host=/tmp/... user=...`) and how to name it on screen.
+#[derive(Clone)]
+pub struct PgStorage {
+    config: Arc<tokio_postgres::Config>,
+    label: String,
+}
+
+impl PgStorage {
+    /// `label` is shown instead of the connection string when given (private servers);
+    /// else the URL, with its password redacted.
+    pub fn open(url: &str, label: Option<&str>) -> Result<Self, BackendError> {
+        let config = url.parse::<tokio_postgres::Config>().map_err(|e| {
+            BackendError::ServiceUnreachable { service: "PostgreSQL", url: redact_url(url), reason: e.to_string() }
+        })?;
+        let label = label.map_or_else(|| format!("PostgreSQL at {}", redact_url(url)), str::to_string);
+        Ok(PgStorage { config: Arc::new(config), label })
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.label
+    }
+
+    /// A connection, with the run's schema and tables created if they are not yet.
+    pub async fn connect(&self, keys: &Keys) -> Result<PgClient, BackendError> {
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            let (url, reason) = (self.label.clone(), e.to_string());
+            BackendError::ServiceUnreachable { service: "PostgreSQL", url, reason }
+        })?;
+        tokio::spawn(async move {
+            // The client reports a closed connection on its next call.
+            let _ = connection.await;
+        });
+        let schema = schema_of(keys);
+        client.batch_execute(&setup(&schema)).await.map_err(sql_error)?;
+        Ok(PgClient { client, schema })
+    }
+}
+
+/// `fencelab_<run id>`: the run's key prefix, as an SQL identifier.
+fn schema_of(keys: &Keys) -> String {
+    keys.prefix.trim_end_matches(':').replace(':', "_")
+}
+
+/// Create the run's tables once; concurrent workers wait on an advisory lock so only
+/// the first one creates them.
+fn setup(s: &str) -> String {
+    format!(
+        "BEGIN;
+         SELECT pg_advisory_xact_lock(hashtext('{s}'));
+         CREATE SCHEMA IF NOT EXISTS {s};
+         CREATE TABLE IF NOT EXISTS {s}.record (
+             id int PRIMARY KEY, writer text, value text, fence_token bigint NOT NULL DEFAULT 0);
+         INSERT INTO {s}.record (id) VALUES (1) ON CONFLICT DO NOTHING;
+         CREATE TABLE IF NOT EXISTS {s}.history (
+             seq bigserial PRIMARY KEY, writer text NOT NULL, token bigint, value text NOT NULL);
+         CREATE TABLE IF NOT EXISTS {s}.applied (key text PRIMARY KEY);
+         CREATE SEQUENCE IF NOT EXISTS {s}.fence;
+         COMMIT;"
+    )
+}
+
+fn sql_error(e: tokio_postgres::Error) -> BackendError {
+    // The server's own message ("relation ... does not exist") says more than "db error".
+    let message = e.as_db_error().map_or_else(|| e.to_string(), |db| db.message().to_string());
+    BackendError::Service { service: "PostgreSQL", message }
+}
+
+/// One worker's connection to the SQL storage.
+pub struct PgClient {
+    client: Client,
+    schema: String,
+}
+
+impl PgClient {
+    /// The statement for each check. Each one updates the record and appends to the
+    /// history only when the check passes; 1 row means accepted.
+    fn statement(&self, check: WriteCheck) -> String {
+        let s = &self.schema;
+        let (applied, update) = match check {
+            WriteCheck::None => (
+                String::new(),
+                format!("UPDATE {s}.record SET writer = $1, value = $3 WHERE id = 1 RETURNING 1"),
+            ),
+            WriteCheck::Fencing => (
+                String::new(),
+                format!(
+                    "UPDATE {s}.record SET writer = $1, value = $3, fence_token = coalesce($2::bigint, 0) \
+                     WHERE id = 1 AND fence_token <= coalesce($2::bigint, 0) RETURNING 1"
+                ),
+            ),
+            WriteCheck::IdempotencyKey => (
+                format!(
+                    "key_new AS (INSERT INTO {s}.applied (key) VALUES ($3) \
+                     ON CONFLICT DO NOTHING RETURNING key), "
+                ),
+                format!(
+                    "UPDATE {s}.record SET writer = $1, value = $3 \
+                     WHERE id = 1 AND EXISTS (SELECT 1 FROM key_new) RETURNING 1"
+                ),
+            ),
+        };
+        format!(
+            "WITH {applied}written AS ({update}) \
+             INSERT INTO {s}.history (writer, token, value) SELECT $1, $2::bigint, $3 FROM written"
+        )
+    }
+
+    async fn highest(&self) -> Result<u64, BackendError> {
+        let sql = format!("SELECT fence_token FROM {}.record WHERE id = 1", self.schema);
+        let row = self.client.query_one(&sql, &[]).await.map_err(sql_error)?;
+        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+    }
+
+    async fn drop_schema(&self) -> Result<(), BackendError> {
+        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema);
+        self.client.batch_execute(&sql).await.map_err(sql_error)
+    }
+}
+
+fn as_sql_token(token: Option<u64>) -> Option<i64> {
+    token.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
+}
+
+impl StorageClient for PgClient {
+    async fn write(&mut self, write: &StoredWrite, check: WriteCheck) -> Result<bool, BackendError> {
+        let token = as_sql_token(write.token);
+        let rows = self
+            .client
+            .execute(&self.statement(check), &[&write.worker, &token, &write.value])
+            .await
+            .map_err(sql_error)?;
+        Ok(rows == 1)
+    }
+
+    async fn next_token(&mut self) -> Result<u64, BackendError> {
+        let sql = format!("SELECT nextval('{}.fence')", self.schema);
+        let row = self.client.query_one(&sql, &[]).await.map_err(sql_error)?;
+        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+    }
+
+    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        let sql = format!("SELECT writer, token, value FROM {}.history ORDER BY seq", self.schema);
+        let rows = self.client.query(&sql, &[]).await.map_err(sql_error)?;
+        Ok(rows
+            .iter()
+            .map(|r| StoredWrite {
+                worker: r.get(0),
+                token: r.get::<_, Option<i64>>(1).and_then(|t| u64::try_from(t).ok()),
+                value: r.get(2),
+            })
+            .collect())
+    }
+}
+
+/// A lock service `L` with its storage on PostgreSQL.
+#[derive(Clone)]
+pub struct PgFenced<L> {
+    lock: L,
+    storage: PgStorage,
+}
+
+impl<L: Backend> PgFenced<L> {
+    pub fn new(lock: L, storage: PgStorage) -> Self {
+        PgFenced { lock, storage }
+    }
+}
+
+impl<L: Backend> Backend for PgFenced<L> {
+    type Client = PgFencedClient<L::Client>;
+
+    async fn connect(&self, keys: &Keys) -> Result<Self::Client, BackendError> {
+        Ok(PgFencedClient { lock: self.lock.connect(keys).await?, sql: self.storage.connect(keys).await? })
+    }
+
+    fn describe(&self) -> String {
+        format!("{}, storage: {}", self.lock.describe(), self.storage.describe())
+    }
+
+    fn deterministic(&self) -> bool {
+        self.lock.deterministic()
+    }
+
+    async fn reset(&self) -> Result<(), BackendError> {
+        self.lock.reset().await
+    }
+}
+
+/// A worker's lock connection and its PostgreSQL connection.
+pub struct PgFencedClient<C> {
+    lock: C,
+    sql: PgClient,
+}
+
+impl<C: LockClient> LockClient for PgFencedClient<C> {
+    fn keys(&self) -> &Keys {
+        self.lock.keys()
+    }
+
+    async fn acquire(&mut self, value: &str, ttl_ms: u64, mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+        self.lock.acquire(value, ttl_ms, mode).await
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        self.lock.release(value, mode).await
+    }
+
+    async fn renew(&mut self, value: &str, ttl_ms: u64, mode: RenewMode) -> Result<bool, BackendError> {
+        self.lock.renew(value, ttl_ms, mode).await
+    }
+
+    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
+        self.lock.holder().await
+    }
+
+    /// The lock's view, with the high-water mark read from the SQL record.
+    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+        let mut sample = self.lock.observe().await?;
+        sample.storage_highest = self.sql.highest().await?;
+        Ok(sample)
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        self.sql.drop_schema().await?;
+        self.lock.cleanup().await
+    }
+
+    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        self.lock.fault(node, kind).await
+    }
+}
+
+impl<C: Send + 'static> StorageClient for PgFencedClient<C> {
+    async fn write(&mut self, write: &StoredWrite, check: WriteCheck) -> Result<bool, BackendError> {
+        self.sql.write(write, check).await
+    }
+
+    async fn next_token(&mut self) -> Result<u64, BackendError> {
+        self.sql.next_token().await
+    }
+
+    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        self.sql.read_all().await
+    }
+}

@@ -1,0 +1,173 @@
+//! Private servers, started for one program run (or one test) and stopped with it.
+//!
+//! Every server here lives in a fresh temp dir, listens only on a unix socket there or
+//! on a free loopback port, keeps as little on disk as the program allows, and cannot
+//! outlive us: `Drop` stops it, and the kernel kills it too if this process dies
+//! without unwinding (`PR_SET_PDEATHSIG`), so even `kill -9` leaves no orphan.
+
+#[cfg(feature = "etcd")]
+mod etcd;
+mod postgres;
+mod redis;
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[cfg(feature = "etcd")]
+pub use etcd::PrivateEtcd;
+pub use postgres::PrivatePostgres;
+pub use redis::PrivateRedis;
+
+/// A server program and the Debian package that provides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Program {
+    pub name: &'static str,
+    pub package: &'static str,
+}
+
+pub const REDIS: Program = Program { name: "redis-server", package: "redis-server" };
+pub const ETCD: Program = Program { name: "etcd", package: "etcd-server" };
+pub const POSTGRES: Program = Program { name: "postgres", package: "postgresql" };
+
+/// The command that installs `redis-server`, named wherever it is missing.
+pub const INSTALL_HINT: &str = "apt-get install -y redis-server";
+
+/// How long a fresh server may take to answer.
+pub const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{} is not installed (install it with: apt-get install -y {})", .0.name, .0.package)]
+    NotInstalled(Program),
+    #[error("could not start {program}: {reason}")]
+    Setup { program: &'static str, reason: String },
+    #[error("{program} could not listen on 127.0.0.1:{port}: another program already uses that port")]
+    PortTaken { program: &'static str, port: u16 },
+    #[error("{program} exited during start-up ({status}); its output:\n{output}")]
+    Died { program: &'static str, status: String, output: String },
+    #[error(
+        "{program} did not answer within {waited:?} (is the machine very busy?); its output:\n{output}"
+    )]
+    Slow { program: &'static str, waited: Duration, output: String },
+}
+
+impl ServerError {
+    /// Whether the error means "not installed", so the caller may fall back to the simulator.
+    pub fn not_installed(&self) -> bool {
+        matches!(self, ServerError::NotInstalled(_))
+    }
+
+    pub(crate) fn setup(program: Program, reason: impl std::fmt::Display) -> Self {
+        ServerError::Setup { program: program.name, reason: reason.to_string() }
+    }
+}
+
+/// Spawn `cmd`, its output sent to `log` (or discarded), tied to this process's life.
+///
+/// Call this from a thread that lives as long as the server should: the kernel's
+/// parent-death signal fires when the *thread* that spawned the child exits.
+pub(crate) fn spawn(
+    program: Program,
+    cmd: &mut Command,
+    log: Option<&Path>,
+) -> Result<Child, ServerError> {
+    let (stdout, stderr) = match log {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|e| ServerError::setup(program, e))?;
+            let copy = file.try_clone().map_err(|e| ServerError::setup(program, e))?;
+            (Stdio::from(file), Stdio::from(copy))
+        }
+        None => (Stdio::null(), Stdio::null()),
+    };
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
+    // touches no memory of the parent. It runs after any uid change, which would
+    // otherwise clear the flag.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => ServerError::NotInstalled(program),
+        _ => ServerError::setup(program, e),
+    })
+}
+
+/// Poll `ready` until it says yes, the child dies, or `within` passes. `log` is the
+/// server's log file, quoted in the error (and searched for a taken port).
+pub(crate) fn wait_until_ready(
+    program: Program,
+    child: &mut Child,
+    log: &Path,
+    port: Option<u16>,
+    within: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<(), ServerError> {
+    let deadline = Instant::now() + within;
+    // The end of the log says why; the start is the program's banner.
+    let output = || {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(12)..].join("\n")
+    };
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let output = output();
+            if let Some(port) = port.filter(|_| output.contains("already in use")) {
+                return Err(ServerError::PortTaken { program: program.name, port });
+            }
+            return Err(ServerError::Died { program: program.name, status: status.to_string(), output });
+        }
+        if ready() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ServerError::Slow { program: program.name, waited: within, output: output() });
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port(program: Program) -> Result<u16, ServerError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| ServerError::setup(program, e))
+}
+
+/// A temp dir for one server, named after it.
+pub(crate) fn temp_dir(program: Program) -> Result<tempfile::TempDir, ServerError> {
+    tempfile::Builder::new()
+        .prefix(&format!("fencelab-{}-", program.name))
+        .tempdir()
+        .map_err(|e| ServerError::setup(program, e))
+}
+
+/// Stop a child: ask it to go with `signal`, then kill it if it has not gone within a
+/// second.
+pub(crate) fn stop(child: &mut Child, signal: libc::c_int) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
+        unsafe { libc::kill(pid, signal) };
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
