@@ -55,7 +55,13 @@ pub struct BackendArgs {
     )]
     pub redis: Option<String>,
     /// Use this etcd for etcd scenarios (http://host:port) instead of a private one.
-    #[arg(long, global = true, env = "FENCELAB_ETCD_URL", value_name = "URL", conflicts_with = "sim")]
+    #[arg(
+        long,
+        global = true,
+        env = "FENCELAB_ETCD_URL",
+        value_name = "URL",
+        conflicts_with = "sim"
+    )]
     pub etcd: Option<String>,
     /// Use this PostgreSQL for scenarios whose storage is PostgreSQL (postgres:// URL; a
     /// password in it is never shown). fencelab works in a schema of its own per run.

@@ -4,7 +4,9 @@ mod support;
 
 use std::process::{Child, Stdio};
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use support::{alive, children, wait_for};
 
 #[test]
 fn a_run_leaves_other_keys_untouched_and_its_own_keys_deleted() {
@@ -48,45 +50,6 @@ fn calls_of(line: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Children of `pid`, from /proc.
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // Fields after the command name (which is in parentheses): state, ppid, ...
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
-        if ppid == pid {
-            out.push(child);
-        }
-    }
-    out
-}
-
-/// Alive means: exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat[stat.rfind(')').unwrap() + 2..].starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        sleep(Duration::from_millis(20));
-    }
-}
-
 fn start_run() -> (Child, u32) {
     let child = support::bin()
         .args(["run", "gc-pause", "--fencing", "off"])
@@ -125,9 +88,19 @@ fn the_private_server_stops_when_the_program_is_interrupted_or_terminated() {
 #[test]
 fn the_private_server_dies_even_when_the_program_is_killed() {
     let (mut child, server) = start_run();
+    let dir = wait_for("redis-server to enter its dir", || {
+        std::fs::read_link(format!("/proc/{server}/cwd"))
+            .ok()
+            .filter(|d| d.starts_with(std::env::temp_dir()))
+    });
     child.kill().unwrap(); // SIGKILL: no unwinding, no Drop; the kernel must do it.
     child.wait().unwrap();
     wait_for("redis-server to die with its parent", || (!alive(server)).then_some(()));
+    // Its temp dir could not be removed by the killed program; the next server start
+    // sweeps it away.
+    assert!(dir.exists());
+    drop(support::redis());
+    assert!(!dir.exists(), "{} outlived the next start", dir.display());
 }
 
 #[test]
@@ -180,6 +153,6 @@ fn redlock_scenarios_refuse_a_shared_redis_url() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("Redlock and failover scenarios start their own private redis-servers")
+            .contains("Redlock, failover and etcd scenarios start their own private redis-servers")
     );
 }

@@ -291,8 +291,7 @@ impl RedisPair {
         let replica = PrivateRedis::start_with(&["--replicaof", "127.0.0.1", &port])?;
         wait_in_sync(&replica.url())?;
         let open = |s: &PrivateRedis, label| {
-            RedisBackend::open(&s.url(), label)
-                .map_err(|e| ServerError::setup(REDIS, e))
+            RedisBackend::open(&s.url(), label).map_err(|e| ServerError::setup(REDIS, e))
         };
         let backends = [open(&primary, "primary")?, open(&replica, "replica")?];
         Ok(RedisPair {

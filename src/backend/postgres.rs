@@ -39,9 +39,14 @@ impl PgStorage {
     /// else the URL, with its password redacted.
     pub fn open(url: &str, label: Option<&str>) -> Result<Self, BackendError> {
         let config = url.parse::<tokio_postgres::Config>().map_err(|e| {
-            BackendError::ServiceUnreachable { service: "PostgreSQL", url: redact_url(url), reason: e.to_string() }
+            BackendError::ServiceUnreachable {
+                service: "PostgreSQL",
+                url: redact_url(url),
+                reason: e.to_string(),
+            }
         })?;
-        let label = label.map_or_else(|| format!("PostgreSQL at {}", redact_url(url)), str::to_string);
+        let label =
+            label.map_or_else(|| format!("PostgreSQL at {}", redact_url(url)), str::to_string);
         Ok(PgStorage { config: Arc::new(config), label })
     }
 
@@ -151,7 +156,11 @@ fn as_sql_token(token: Option<u64>) -> Option<i64> {
 }
 
 impl StorageClient for PgClient {
-    async fn write(&mut self, write: &StoredWrite, check: WriteCheck) -> Result<bool, BackendError> {
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<bool, BackendError> {
         let token = as_sql_token(write.token);
         let rows = self
             .client
@@ -198,7 +207,10 @@ impl<L: Backend> Backend for PgFenced<L> {
     type Client = PgFencedClient<L::Client>;
 
     async fn connect(&self, keys: &Keys) -> Result<Self::Client, BackendError> {
-        Ok(PgFencedClient { lock: self.lock.connect(keys).await?, sql: self.storage.connect(keys).await? })
+        Ok(PgFencedClient {
+            lock: self.lock.connect(keys).await?,
+            sql: self.storage.connect(keys).await?,
+        })
     }
 
     fn describe(&self) -> String {
@@ -225,7 +237,12 @@ impl<C: LockClient> LockClient for PgFencedClient<C> {
         self.lock.keys()
     }
 
-    async fn acquire(&mut self, value: &str, ttl_ms: u64, mode: AcquireMode) -> Result<AcquireReply, BackendError> {
+    async fn acquire(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: AcquireMode,
+    ) -> Result<AcquireReply, BackendError> {
         self.lock.acquire(value, ttl_ms, mode).await
     }
 
@@ -233,7 +250,12 @@ impl<C: LockClient> LockClient for PgFencedClient<C> {
         self.lock.release(value, mode).await
     }
 
-    async fn renew(&mut self, value: &str, ttl_ms: u64, mode: RenewMode) -> Result<bool, BackendError> {
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
         self.lock.renew(value, ttl_ms, mode).await
     }
 
@@ -259,7 +281,11 @@ impl<C: LockClient> LockClient for PgFencedClient<C> {
 }
 
 impl<C: Send + 'static> StorageClient for PgFencedClient<C> {
-    async fn write(&mut self, write: &StoredWrite, check: WriteCheck) -> Result<bool, BackendError> {
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<bool, BackendError> {
         self.sql.write(write, check).await
     }
 

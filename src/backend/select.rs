@@ -74,7 +74,8 @@ pub struct Targets<'a> {
 
 impl Targets<'_> {
     /// Everything on the simulator.
-    pub const SIM: Targets<'static> = Targets { redis: None, etcd: None, postgres: None, sim: true };
+    pub const SIM: Targets<'static> =
+        Targets { redis: None, etcd: None, postgres: None, sim: true };
     /// Everything on private servers started for the run.
     pub const PRIVATE: Targets<'static> =
         Targets { redis: None, etcd: None, postgres: None, sim: false };
@@ -85,25 +86,54 @@ impl Targets<'_> {
 // There is one value of this per program run, so the size difference is irrelevant.
 #[allow(clippy::large_enum_variant)]
 pub enum Chosen {
-    Redis { backend: RedisBackend, _server: Option<PrivateRedis> },
-    RedisPg { backend: PgFenced<RedisBackend>, _servers: (Option<PrivateRedis>, Option<PrivatePostgres>) },
-    Sim { backend: SimBackend, why: SimReason },
-    Redlock { backend: RealRedlock, _storage: PrivateRedis },
-    SimRedlock { backend: SimRedlock, why: SimReason },
-    Failover { backend: RealFailover, _storage: PrivateRedis },
-    SimFailover { backend: SimFailover, why: SimReason },
-    SimEtcd { backend: SimEtcdLock, why: SimReason },
+    Redis {
+        backend: RedisBackend,
+        _server: Option<PrivateRedis>,
+    },
+    RedisPg {
+        backend: PgFenced<RedisBackend>,
+        _servers: (Option<PrivateRedis>, Option<PrivatePostgres>),
+    },
+    Sim {
+        backend: SimBackend,
+        why: SimReason,
+    },
+    Redlock {
+        backend: RealRedlock,
+        _storage: PrivateRedis,
+    },
+    SimRedlock {
+        backend: SimRedlock,
+        why: SimReason,
+    },
+    Failover {
+        backend: RealFailover,
+        _storage: PrivateRedis,
+    },
+    SimFailover {
+        backend: SimFailover,
+        why: SimReason,
+    },
+    SimEtcd {
+        backend: SimEtcdLock,
+        why: SimReason,
+    },
     #[cfg(feature = "etcd")]
-    Etcd { backend: RealEtcdLock, _servers: EtcdServers },
+    Etcd {
+        backend: RealEtcdLock,
+        _servers: EtcdServers,
+    },
     #[cfg(feature = "etcd")]
-    EtcdPg { backend: RealEtcdPg, _servers: EtcdServers },
+    EtcdPg {
+        backend: RealEtcdPg,
+        _servers: EtcdServers,
+    },
 }
 
 /// The private servers an etcd run may have started: etcd, the storage's Redis, and
 /// PostgreSQL.
 #[cfg(feature = "etcd")]
-pub type EtcdServers =
-    (Option<super::server::PrivateEtcd>, PrivateRedis, Option<PrivatePostgres>);
+pub type EtcdServers = (Option<super::server::PrivateEtcd>, PrivateRedis, Option<PrivatePostgres>);
 
 /// Run `$body` with `$b` bound to whichever backend was chosen (each arm is the same
 /// generic code, instantiated for that backend's type).
@@ -189,7 +219,9 @@ pub fn choose(targets: &Targets, shape: Shape) -> Result<Chosen, SelectError> {
 }
 
 /// Start a private server, or say why the simulator must stand in.
-fn private<T>(start: impl FnOnce() -> Result<T, ServerError>) -> Result<Result<T, SimReason>, SelectError> {
+fn private<T>(
+    start: impl FnOnce() -> Result<T, ServerError>,
+) -> Result<Result<T, SimReason>, SelectError> {
     match start() {
         Ok(server) => Ok(Ok(server)),
         Err(ServerError::NotInstalled(program)) => Ok(Err(SimReason::NotInstalled(program))),
@@ -198,23 +230,31 @@ fn private<T>(start: impl FnOnce() -> Result<T, ServerError>) -> Result<Result<T
 }
 
 /// The user's Redis, or a private one (None: the user's).
-fn redis_for(targets: &Targets) -> Result<Result<(RedisBackend, Option<PrivateRedis>), SimReason>, SelectError> {
+fn redis_for(
+    targets: &Targets,
+) -> Result<Result<(RedisBackend, Option<PrivateRedis>), SimReason>, SelectError> {
     if let Some(url) = targets.redis {
         return Ok(Ok((RedisBackend::open(url, "Redis")?, None)));
     }
     Ok(match private(PrivateRedis::start)? {
-        Ok(server) => Ok((RedisBackend::open(&server.url(), "private redis-server")?, Some(server))),
+        Ok(server) => {
+            Ok((RedisBackend::open(&server.url(), "private redis-server")?, Some(server)))
+        }
         Err(why) => Err(why),
     })
 }
 
 /// The user's PostgreSQL, or a private one.
-fn postgres_for(targets: &Targets) -> Result<Result<(PgStorage, Option<PrivatePostgres>), SimReason>, SelectError> {
+fn postgres_for(
+    targets: &Targets,
+) -> Result<Result<(PgStorage, Option<PrivatePostgres>), SimReason>, SelectError> {
     if let Some(url) = targets.postgres {
         return Ok(Ok((PgStorage::open(url, None)?, None)));
     }
     Ok(match private(PrivatePostgres::start)? {
-        Ok(server) => Ok((PgStorage::open(&server.url(), Some("private PostgreSQL"))?, Some(server))),
+        Ok(server) => {
+            Ok((PgStorage::open(&server.url(), Some("private PostgreSQL"))?, Some(server)))
+        }
         Err(why) => Err(why),
     })
 }
@@ -277,7 +317,10 @@ fn choose_failover(targets: &Targets) -> Result<Chosen, SelectError> {
 }
 
 fn sim_etcd(why: SimReason) -> Result<Chosen, SelectError> {
-    Ok(Chosen::SimEtcd { backend: EtcdBackend::new(SimEtcd::default(), SimBackend::default()), why })
+    Ok(Chosen::SimEtcd {
+        backend: EtcdBackend::new(SimEtcd::default(), SimBackend::default()),
+        why,
+    })
 }
 
 #[cfg(not(feature = "etcd"))]

@@ -29,6 +29,8 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("12-redlock-pause"),
     lesson!("13-redlock-restart"),
     lesson!("14-failover"),
+    lesson!("15-etcd-lease"),
+    lesson!("16-postgres-fencing"),
 ];
 
 const PLAYGROUND: (&str, &str) =

@@ -409,7 +409,8 @@ impl App {
 
     fn switch(&mut self, to: Option<Service>) -> Vec<Effect> {
         let Some(to) = to else {
-            self.status = Some("Redlock keeps its storage on Redis: press l for another lock".into());
+            self.status =
+                Some("Redlock keeps its storage on Redis: press l for another lock".into());
             return Vec::new();
         };
         self.previous = None;
@@ -612,5 +613,48 @@ mod tests {
         assert_eq!(app.speed, 0.5);
         app.simulated = true;
         assert_eq!(app.update(Action::SpeedUp), [Effect::Pace(PaceChange::Speed(1.0))]);
+    }
+
+    #[test]
+    fn l_cycles_the_lock_service_and_w_the_storage() {
+        let mut app = app();
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let [Effect::SwitchService(to)] = app.update(Action::NextLock)[..] else {
+                panic!("l asks for a switch")
+            };
+            to.apply(&mut app.scenario);
+            seen.push((to.lock, to.redlock_nodes));
+        }
+        assert_eq!(
+            seen,
+            [
+                (LockService::Redis, Some(REDLOCK_NODES)),
+                (LockService::Etcd, None),
+                (LockService::Redis, None)
+            ]
+        );
+        let [Effect::SwitchService(to)] = app.update(Action::NextStorage)[..] else {
+            panic!("w asks for a switch")
+        };
+        assert_eq!(to.storage, StorageKind::Postgres);
+        to.apply(&mut app.scenario);
+        // Redlock keeps its storage on Redis.
+        let [Effect::SwitchService(redlock)] = app.update(Action::NextLock)[..] else { panic!() };
+        assert_eq!(redlock.storage, StorageKind::Redis);
+        redlock.apply(&mut app.scenario);
+        assert_eq!(app.update(Action::NextStorage), []);
+        assert!(app.status.as_deref().unwrap_or_default().contains("Redlock keeps its storage"));
+    }
+
+    #[test]
+    fn switching_the_service_leaves_the_failover_script_behind() {
+        let mut scenario = crate::lesson::find("failover").unwrap().unwrap().scenario;
+        assert!(scenario.replica && !scenario.faults.is_empty());
+        let etcd =
+            Service { lock: LockService::Etcd, redlock_nodes: None, storage: StorageKind::Redis };
+        etcd.apply(&mut scenario);
+        assert!(!scenario.replica && scenario.faults.is_empty());
+        assert_eq!(scenario.lock, LockService::Etcd);
     }
 }

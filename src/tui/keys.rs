@@ -166,14 +166,14 @@ pub const BINDINGS: &[Binding] = &[
         &[KeyCode::Char('l')],
         Action::NextLock,
         "lock service: one Redis / Redlock on 5 / etcd (starts its servers)",
-        Some("lock"),
+        None,
     ),
     b(
         "w",
         &[KeyCode::Char('w')],
         Action::NextStorage,
         "where writes go: a Redis list / a PostgreSQL table",
-        Some("storage"),
+        None,
     ),
     b("s", &[KeyCode::Char('s')], Action::SimPlayPause, "simulator: stop / start time", None),
     b(

@@ -79,7 +79,11 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     result.map(|()| ExitCode::SUCCESS)
 }
 
-async fn event_loop(app: &mut App, mut runner: Runner, targets: &Targets<'_>) -> anyhow::Result<()> {
+async fn event_loop(
+    app: &mut App,
+    mut runner: Runner,
+    targets: &Targets<'_>,
+) -> anyhow::Result<()> {
     let (mut terminal, _guard) = terminal::enter()?;
     let mut input = spawn_input_reader();
     let mut term = signal(SignalKind::terminate())?;

@@ -43,7 +43,6 @@ impl Runner {
         Runner { chosen, live: None }
     }
 
-
     /// Move to another backend: the current run stops and cleans up first, then the
     /// old backend's servers stop.
     pub async fn switch(&mut self, chosen: Chosen) {

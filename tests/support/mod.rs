@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
 
 use fencelab::backend::Backend;
 use fencelab::backend::server::PrivateRedis;
@@ -36,8 +38,7 @@ pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: b
 pub fn chosen_for(scenario: &Scenario, sim: bool) -> fencelab::backend::select::Chosen {
     use fencelab::backend::select::{Shape, Targets, choose};
     let targets = if sim { Targets::SIM } else { Targets::PRIVATE };
-    choose(&targets, Shape::of(scenario))
-        .unwrap_or_else(|e| panic!("{e}"))
+    choose(&targets, Shape::of(scenario)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A run on the simulator, on the kind of lock service the scenario asks for.
@@ -117,4 +118,43 @@ pub fn digest(events: &[Event]) -> String {
         .map(|e| format!("{:>7.1} {:?}", e.t_ms, e.kind))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Children of `pid`, from /proc.
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // Fields after the command name (which is in parentheses): state, ppid, ...
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// Alive means: exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat[stat.rfind(')').unwrap() + 2..].starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        sleep(Duration::from_millis(20));
+    }
 }

@@ -58,8 +58,10 @@ pub trait LeaseKv: Send + 'static {
         value: &str,
         lease: i64,
     ) -> impl Future<Output = Result<i64, BackendError>> + Send;
-    fn get(&mut self, key: &str)
-    -> impl Future<Output = Result<Option<KeyState>, BackendError>> + Send;
+    fn get(
+        &mut self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<KeyState>, BackendError>> + Send;
     /// Delete `key`; with `if_value`, only if it still holds that value (a transaction).
     fn delete(
         &mut self,
@@ -67,7 +69,8 @@ pub trait LeaseKv: Send + 'static {
         if_value: Option<&str>,
     ) -> impl Future<Output = Result<bool, BackendError>> + Send;
     /// One `LeaseKeepAlive` round: whether the lease was still alive.
-    fn keep_alive(&mut self, lease: i64) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    fn keep_alive(&mut self, lease: i64)
+    -> impl Future<Output = Result<bool, BackendError>> + Send;
     fn revoke(&mut self, lease: i64) -> impl Future<Output = Result<(), BackendError>> + Send;
     /// `LeaseTimeToLive` in ms (etcd answers in whole seconds); None: no such lease.
     fn time_to_live_ms(
@@ -208,7 +211,12 @@ impl<K: LeaseKv, S: LockClient + StorageClient> LockClient for EtcdClient<K, S> 
 
     /// Keep the lease alive if the key is still ours; `RenewMode::Set` puts the key
     /// back blindly on a fresh lease, whoever holds it now.
-    async fn renew(&mut self, value: &str, ttl_ms: u64, mode: RenewMode) -> Result<bool, BackendError> {
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
         if matches!(mode, RenewMode::Set) {
             let lease = self.kv.grant(lease_seconds(ttl_ms)).await?;
             self.kv.put(&self.keys.lock, value, lease).await?;

@@ -27,9 +27,10 @@ fn put_options(lease: i64) -> Option<PutOptions> {
 }
 
 fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> Result<i64, BackendError> {
-    header
-        .map(|h| h.revision())
-        .ok_or_else(|| BackendError::Service { service: "etcd", message: "no response header".into() })
+    header.map(|h| h.revision()).ok_or_else(|| BackendError::Service {
+        service: "etcd",
+        message: "no response header".into(),
+    })
 }
 
 impl EtcdCluster for RealEtcd {
@@ -52,7 +53,12 @@ impl LeaseKv for Client {
         Ok(self.lease_grant(ttl_s, None).await.map_err(lost)?.id())
     }
 
-    async fn create(&mut self, key: &str, value: &str, lease: i64) -> Result<Option<i64>, BackendError> {
+    async fn create(
+        &mut self,
+        key: &str,
+        value: &str,
+        lease: i64,
+    ) -> Result<Option<i64>, BackendError> {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value, put_options(lease))]);
@@ -72,7 +78,11 @@ impl LeaseKv for Client {
         let reply = Client::get(self, key, None).await.map_err(lost)?;
         let Some(kv) = reply.kvs().first() else { return Ok(None) };
         let value = kv.value_str().map_err(lost)?;
-        Ok(Some(KeyState { value: value.to_string(), mod_revision: kv.mod_revision(), lease: kv.lease() }))
+        Ok(Some(KeyState {
+            value: value.to_string(),
+            mod_revision: kv.mod_revision(),
+            lease: kv.lease(),
+        }))
     }
 
     async fn delete(&mut self, key: &str, if_value: Option<&str>) -> Result<bool, BackendError> {

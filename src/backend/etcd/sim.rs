@@ -94,7 +94,12 @@ impl LeaseKv for SimEtcd {
         Ok(id)
     }
 
-    async fn create(&mut self, key: &str, value: &str, lease: i64) -> Result<Option<i64>, BackendError> {
+    async fn create(
+        &mut self,
+        key: &str,
+        value: &str,
+        lease: i64,
+    ) -> Result<Option<i64>, BackendError> {
         let mut store = self.now();
         if store.keys.contains_key(key) {
             return Ok(None);
@@ -137,7 +142,8 @@ impl LeaseKv for SimEtcd {
 
     async fn time_to_live_ms(&mut self, lease: i64) -> Result<Option<u64>, BackendError> {
         let store = self.now();
-        let left = store.leases.get(&lease).map(|(d, _)| d.saturating_duration_since(Instant::now()));
+        let left =
+            store.leases.get(&lease).map(|(d, _)| d.saturating_duration_since(Instant::now()));
         Ok(left.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
     }
 

@@ -45,7 +45,9 @@ pub enum ServerError {
     NotInstalled(Program),
     #[error("could not start {program}: {reason}")]
     Setup { program: &'static str, reason: String },
-    #[error("{program} could not listen on 127.0.0.1:{port}: another program already uses that port")]
+    #[error(
+        "{program} could not listen on 127.0.0.1:{port}: another program already uses that port"
+    )]
     PortTaken { program: &'static str, port: u16 },
     #[error("{program} exited during start-up ({status}); its output:\n{output}")]
     Died { program: &'static str, status: String, output: String },
@@ -124,7 +126,11 @@ pub(crate) fn wait_until_ready(
             if let Some(port) = port.filter(|_| output.contains("already in use")) {
                 return Err(ServerError::PortTaken { program: program.name, port });
             }
-            return Err(ServerError::Died { program: program.name, status: status.to_string(), output });
+            return Err(ServerError::Died {
+                program: program.name,
+                status: status.to_string(),
+                output,
+            });
         }
         if ready() {
             return Ok(());
@@ -132,7 +138,11 @@ pub(crate) fn wait_until_ready(
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(ServerError::Slow { program: program.name, waited: within, output: output() });
+            return Err(ServerError::Slow {
+                program: program.name,
+                waited: within,
+                output: output(),
+            });
         }
         thread::sleep(Duration::from_millis(5));
     }
@@ -146,12 +156,45 @@ pub fn free_port(program: Program) -> Result<u16, ServerError> {
         .map_err(|e| ServerError::setup(program, e))
 }
 
-/// A temp dir for one server, named after it.
+/// The file in each server's temp dir that names the fencelab process owning it.
+const OWNER_FILE: &str = "fencelab.pid";
+
+/// A temp dir for one server, named after it and marked with our pid.
+///
+/// A fencelab killed outright (`kill -9`) cannot remove its dirs, though the kernel
+/// stops its servers. So each new dir first sweeps away the dirs of fencelab processes
+/// that are gone: what one run could not clean, the next one does.
 pub(crate) fn temp_dir(program: Program) -> Result<tempfile::TempDir, ServerError> {
-    tempfile::Builder::new()
+    remove_orphaned_dirs();
+    let dir = tempfile::Builder::new()
         .prefix(&format!("fencelab-{}-", program.name))
         .tempdir()
-        .map_err(|e| ServerError::setup(program, e))
+        .map_err(|e| ServerError::setup(program, e))?;
+    std::fs::write(dir.path().join(OWNER_FILE), std::process::id().to_string())
+        .map_err(|e| ServerError::setup(program, e))?;
+    Ok(dir)
+}
+
+/// Remove fencelab server dirs whose owner process no longer exists. Dirs without an
+/// owner file (being created right now, or not ours) are left alone.
+fn remove_orphaned_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours =
+            path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("fencelab-"));
+        let owner = std::fs::read_to_string(path.join(OWNER_FILE)).ok();
+        let owner = owner.and_then(|pid| pid.trim().parse::<libc::pid_t>().ok());
+        if let Some(pid) = owner.filter(|_| ours)
+            && !process_exists(pid)
+        {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+fn process_exists(pid: libc::pid_t) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Stop a child: ask it to go with `signal`, then kill it if it has not gone within a

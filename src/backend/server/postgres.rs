@@ -54,7 +54,10 @@ fn run_as() -> Result<Option<(u32, u32)>, ServerError> {
             return Ok(Some(unsafe { ((*entry).pw_uid, (*entry).pw_gid) }));
         }
     }
-    Err(ServerError::setup(POSTGRES, "running as root, and there is no `postgres` or `nobody` user to run PostgreSQL as"))
+    Err(ServerError::setup(
+        POSTGRES,
+        "running as root, and there is no `postgres` or `nobody` user to run PostgreSQL as",
+    ))
 }
 
 fn as_user(cmd: &mut Command, user: Option<(u32, u32)>) -> &mut Command {
@@ -86,7 +89,11 @@ impl PrivatePostgres {
             .map_err(|e| ServerError::setup(POSTGRES, e))?;
         if !init.status.success() {
             let output = String::from_utf8_lossy(&init.stderr).into_owned();
-            return Err(ServerError::Died { program: "initdb", status: init.status.to_string(), output });
+            return Err(ServerError::Died {
+                program: "initdb",
+                status: init.status.to_string(),
+                output,
+            });
         }
         let log = dir.path().join("postgres.log");
         let mut cmd = Command::new(bin.join("postgres"));
