@@ -51,6 +51,13 @@ pub trait Pair: Send + Sync + 'static {
     fn state(&self) -> &PairState;
     /// Let replication catch up to now (the simulator does it lazily; Redis by itself).
     fn replicate(&self) {}
+    /// `WAIT` on `node`, the current primary's connection of one client.
+    fn wait_replicas(
+        &self,
+        node: &mut Self::Node,
+        replicas: u64,
+        timeout_ms: u64,
+    ) -> impl Future<Output = Result<u64, BackendError>> + Send;
 }
 
 /// Who is primary, and who is up, shared by every client of the pair.
@@ -254,6 +261,12 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
     async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
         self.pair.fault(node, kind).await
     }
+
+    async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {
+        self.primary(true).await?;
+        let (primary, _) = self.pair.state().primary();
+        self.pair.wait_replicas(&mut self.nodes[primary], replicas, timeout_ms).await
+    }
 }
 
 crate::storage_on_its_own_server!(FailoverClient, Pair);
@@ -373,6 +386,15 @@ impl Pair for RedisPair {
         "private redis-server primary + replica".to_string()
     }
 
+    async fn wait_replicas(
+        &self,
+        node: &mut RedisClient,
+        replicas: u64,
+        timeout_ms: u64,
+    ) -> Result<u64, BackendError> {
+        node.wait_replicas(replicas, timeout_ms).await
+    }
+
     fn state(&self) -> &PairState {
         &self.state
     }
@@ -415,6 +437,26 @@ impl Pair for SimPair {
 
     fn describe(&self) -> String {
         "SIMULATOR: primary + replica".to_string()
+    }
+
+    /// A replica that is attached has everything at once; a cut-off one never catches
+    /// up, so `WAIT` runs into its timeout.
+    async fn wait_replicas(
+        &self,
+        _node: &mut SimClient,
+        replicas: u64,
+        timeout_ms: u64,
+    ) -> Result<u64, BackendError> {
+        let (primary, _) = self.state.primary();
+        let replica = 1 - primary;
+        if !self.detached.load(Ordering::SeqCst) && self.state.up(replica) {
+            self.replicate();
+            return Ok(1);
+        }
+        if replicas > 0 {
+            tokio::time::sleep(Duration::from_millis(timeout_ms)).await;
+        }
+        Ok(0)
     }
 
     fn state(&self) -> &PairState {

@@ -197,6 +197,19 @@ pub trait LockClient: Send + 'static {
     /// Delete every key of this run (and nothing else).
     fn cleanup(&mut self) -> impl Future<Output = Result<(), BackendError>> + Send;
 
+    /// `WAIT replicas timeout_ms`: how many replicas acknowledged this client's writes
+    /// within the timeout. Only a lock with replicas supports it.
+    fn wait_replicas(
+        &mut self,
+        replicas: u64,
+        timeout_ms: u64,
+    ) -> impl Future<Output = Result<u64, BackendError>> + Send {
+        let _ = (replicas, timeout_ms);
+        async {
+            Err(BackendError::Protocol("WAIT needs a lock with a replica (replica = true)".into()))
+        }
+    }
+
     /// Kill or restart lock server `node` (0-based). Only lock services made of
     /// several servers (Redlock) support it.
     fn fault(

@@ -355,6 +355,7 @@ fn choose_etcd(targets: &Targets, storage: StorageKind) -> Result<Chosen, Select
         Ok(found) => found,
         Err(why) => return sim_etcd(why),
     };
+    let etcd = etcd.with_note(&format!("storage: {}", pg.describe()));
     let backend = EtcdBackend::new(etcd, PgFenced::new(redis, pg));
     Ok(Chosen::EtcdPg { backend, _servers: (etcd_server, storage_server, pg_server) })
 }

@@ -111,6 +111,11 @@ pub enum WorkerEvent {
     Renewed {
         extended: bool,
     },
+    /// `WAIT`'s answer: how many replicas had the worker's writes within the timeout.
+    Replicated {
+        acked: u64,
+        wanted: u64,
+    },
     Crashed,
     /// Learned it had lost the lock and stopped its work there (the safe reaction).
     StoppedWork,

@@ -174,6 +174,13 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 self.emit(WorkerEvent::Renewed { extended });
                 return Ok(self.stop_if(*stop_if_lost && !extended));
             }
+            Step::WaitReplicas { timeout_ms, stop_if_missing } => {
+                let timeout = self.log.clock().real(*timeout_ms as f64);
+                let timeout = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1);
+                let acked = self.client.wait_replicas(1, timeout).await?;
+                self.emit(WorkerEvent::Replicated { acked, wanted: 1 });
+                return Ok(self.stop_if(*stop_if_missing && acked < 1));
+            }
             Step::Crash => {
                 self.emit(WorkerEvent::Crashed);
                 return Ok(Flow::Stop);

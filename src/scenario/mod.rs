@@ -220,6 +220,14 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         stop_if_lost: bool,
     },
+    /// `WAIT 1 timeout_ms`: wait until the replica has this worker's writes (the lock
+    /// key), or the timeout passes. With `stop_if_missing`, a worker whose lock did not
+    /// reach the replica stops its work there. Only for a lock with a replica.
+    WaitReplicas {
+        timeout_ms: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        stop_if_missing: bool,
+    },
     /// Die without releasing anything: the lock stays until its lease expires.
     Crash,
 }

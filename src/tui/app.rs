@@ -211,6 +211,23 @@ impl App {
         self
     }
 
+    /// What the truth lane and the panels call the lock service ("Redis", "etcd").
+    pub fn service_name(&self) -> &'static str {
+        match self.scenario.lock {
+            LockService::Redis => "Redis",
+            LockService::Etcd => "etcd",
+        }
+    }
+
+    /// Where tokens come from, for the tokens panel.
+    pub fn token_source(&self) -> &'static str {
+        match (self.scenario.lock, self.scenario.redlock_nodes, self.scenario.replica) {
+            (LockService::Etcd, _, _) => "etcd revision",
+            (LockService::Redis, None, false) => "Redis INCR",
+            (LockService::Redis, _, _) => "the storage's counter",
+        }
+    }
+
     /// The scenario and fencing the next run uses.
     pub fn next_run(&self) -> (Scenario, bool) {
         match self.variants.get(self.variant) {

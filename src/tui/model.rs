@@ -267,6 +267,11 @@ impl RunModel {
                 }
                 Belief::Released
             }
+            WorkerEvent::Replicated { acked, wanted } => {
+                // "WAIT 1/1" or "WAIT 0/1" on the lane; the belief does not change.
+                self.mark(t, i, format!("WAIT {acked}/{wanted}"));
+                return;
+            }
             WorkerEvent::Released { .. } => Belief::Released,
             WorkerEvent::Renewed { extended } => {
                 if *extended {

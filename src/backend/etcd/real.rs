@@ -9,11 +9,17 @@ use crate::backend::BackendError;
 pub struct RealEtcd {
     endpoint: String,
     label: String,
+    /// Said after the endpoint in the header (where the storage is).
+    note: Option<String>,
 }
 
 impl RealEtcd {
     pub fn new(endpoint: &str, label: &str) -> Self {
-        RealEtcd { endpoint: endpoint.to_string(), label: label.to_string() }
+        RealEtcd { endpoint: endpoint.to_string(), label: label.to_string(), note: None }
+    }
+
+    pub fn with_note(self, note: &str) -> Self {
+        RealEtcd { note: Some(note.to_string()), ..self }
     }
 }
 
@@ -44,7 +50,8 @@ impl EtcdCluster for RealEtcd {
     }
 
     fn describe(&self) -> String {
-        format!("{} (etcd lease lock) at {}", self.label, self.endpoint)
+        let note = self.note.as_ref().map_or(String::new(), |n| format!(", {n}"));
+        format!("{} (etcd lease lock) at {}{note}", self.label, self.endpoint)
     }
 }
 

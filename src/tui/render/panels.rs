@@ -69,7 +69,7 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
         Line::from(vec![
             Span::styled("fence counter  ", t.dim),
             Span::styled(run.fence_counter().to_string(), t.title),
-            Span::styled(" (Redis INCR)", t.dim),
+            Span::styled(format!(" ({})", app.token_source()), t.dim),
         ]),
         Line::from(vec![
             Span::styled("storage max    ", t.dim),
@@ -224,10 +224,11 @@ fn situation(app: &App) -> Option<String> {
     for l in &run.lanes {
         let b = at(&l.spans, now).unwrap_or(Belief::Idle);
         if b.held_token().is_some() && holder != Some(l.name.as_str()) {
-            let redis = holder.map_or("nobody holds it".to_string(), |h| format!("{h} holds it"));
+            let truth = holder.map_or("nobody holds it".to_string(), |h| format!("{h} holds it"));
             return Some(format!(
-                "⚠ {} still believes it holds the lock, but Redis says {redis}: its next write is stale.",
-                l.name
+                "⚠ {} still believes it holds the lock, but {} says {truth}: its next write is stale.",
+                l.name,
+                app.service_name()
             ));
         }
     }

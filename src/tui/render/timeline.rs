@@ -350,7 +350,8 @@ impl<'a> Ctx<'a> {
 
     fn truth(&mut self, x: u16, y: u16, previous: bool) {
         let run = self.run(previous);
-        self.buf.set_string(x, y, " Redis holder", self.theme.title);
+        let label = format!(" {} holder", self.app.service_name());
+        self.buf.set_string(x, y, label, self.theme.title);
         let reached = self.reached(previous);
         for c in 0..self.plot.width {
             let t = self.time_of(c);
@@ -416,13 +417,14 @@ impl<'a> Ctx<'a> {
                 let i = run.lanes.iter().position(|l| l.name == holder).unwrap_or(0);
                 self.buf.set_string(self.plot.x, y, &bar, self.theme.worker(i));
                 format!(
-                    " {:.1} s left of {:.1} s, held by {holder} in Redis",
+                    " {:.1} s left of {:.1} s, held by {holder} in {}",
                     left / 1000.0,
-                    run.ttl_ms as f64 / 1000.0
+                    run.ttl_ms as f64 / 1000.0,
+                    self.app.service_name()
                 )
             }
             Some((holder, _)) => format!("{holder} holds it with no expiry"),
-            None => "nobody holds the lock in Redis".to_string(),
+            None => format!("nobody holds the lock in {}", self.app.service_name()),
         };
         let bar_x =
             if text.starts_with(' ') { self.plot.x + bar_width as u16 } else { self.plot.x };
