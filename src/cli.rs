@@ -185,7 +185,7 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         runs: u32,
     },
-    /// How long a private redis-server takes to start and answer (median).
+    /// How long each kind of private server takes to start and answer (median).
     Servers {
         /// How many starts.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]

@@ -225,8 +225,17 @@ impl LockClient for RedisClient {
 impl RedisClient {
     /// `WAIT replicas timeout_ms` on this client's own connection, so it counts this
     /// client's writes.
-    pub async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {
-        redis::cmd("WAIT").arg(replicas).arg(timeout_ms).query_async(&mut self.con).await.map_err(lost)
+    pub async fn wait_replicas(
+        &mut self,
+        replicas: u64,
+        timeout_ms: u64,
+    ) -> Result<u64, BackendError> {
+        redis::cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms)
+            .query_async(&mut self.con)
+            .await
+            .map_err(lost)
     }
 }
 

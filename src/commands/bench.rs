@@ -21,23 +21,15 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
     }
 }
 
-/// Start and stop a private redis-server `runs` times; report the median start time
-/// (spawn until it answers PING) and the time to start a five-node Redlock.
+/// Start and stop each kind of private server `runs` times and report the median start
+/// time (spawn until it answers), then the time to start a five-node Redlock and a
+/// primary with its replica.
 fn servers(runs: u32) -> anyhow::Result<ExitCode> {
-    let mut times = Vec::new();
-    for _ in 0..runs {
-        let started = std::time::Instant::now();
-        let server = crate::backend::server::PrivateRedis::start()?;
-        times.push(started.elapsed().as_secs_f64() * 1000.0);
-        drop(server);
-    }
-    times.sort_by(f64::total_cmp);
-    println!(
-        "private redis-server, {runs} starts: median {:.1} ms (min {:.1}, max {:.1})",
-        median(&times),
-        times[0],
-        times[times.len() - 1]
-    );
+    use crate::backend::server::{PrivatePostgres, PrivateRedis};
+    starts("private redis-server", runs, PrivateRedis::start)?;
+    #[cfg(feature = "etcd")]
+    starts("private etcd", runs, crate::backend::server::PrivateEtcd::start)?;
+    starts("private PostgreSQL (initdb + start)", runs, PrivatePostgres::start)?;
     let (nodes, took) = crate::backend::redlock::RedisNodes::start(5)?;
     drop(nodes);
     println!(
@@ -50,6 +42,29 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
     println!("a primary and its replica, until the replica is in sync: {took:.1} ms");
     drop(pair);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Time `runs` starts of one kind of server (each stopped before the next).
+fn starts<T>(
+    what: &str,
+    runs: u32,
+    start: impl Fn() -> Result<T, crate::backend::server::ServerError>,
+) -> anyhow::Result<()> {
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let started = std::time::Instant::now();
+        let server = start()?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        drop(server);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{what}, {runs} starts: median {:.1} ms (min {:.1}, max {:.1})",
+        median(&times),
+        times[0],
+        times[times.len() - 1]
+    );
+    Ok(())
 }
 
 /// Run gc-pause (fencing off) `runs` times and report how long after A's lease

@@ -183,7 +183,9 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
             "renewal refused: the lock is no longer mine".to_string()
         }
         WorkerEvent::Crashed => "crashed without releasing the lock".to_string(),
-        WorkerEvent::StoppedWork => "cannot count on the lock, so it stops its work here".to_string(),
+        WorkerEvent::StoppedWork => {
+            "cannot count on the lock, so it stops its work here".to_string()
+        }
         WorkerEvent::Replicated { acked, wanted } if acked >= wanted => {
             format!("WAIT: {acked} of {wanted} replica has the lock key")
         }
