@@ -50,6 +50,15 @@ fn calls_of(line: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A private server's temp dir (not just any dir under the temp dir: the test itself
+/// may run in one, and a server starts out in its parent's working dir).
+fn is_server_dir(dir: &std::path::Path) -> bool {
+    dir.starts_with(std::env::temp_dir())
+        && dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("fencelab-redis-server-"))
+}
+
 fn start_run() -> (Child, u32) {
     let child = support::bin()
         .args(["run", "gc-pause", "--fencing", "off"])
@@ -72,9 +81,7 @@ fn the_private_server_stops_when_the_program_is_interrupted_or_terminated() {
         assert!(cmdline.contains("redis-server"), "{cmdline}");
         // redis-server rewrites its title, but it runs inside its temp dir (`--dir`).
         let dir = wait_for("redis-server to enter its dir", || {
-            std::fs::read_link(format!("/proc/{server}/cwd"))
-                .ok()
-                .filter(|d| d.starts_with(std::env::temp_dir()))
+            std::fs::read_link(format!("/proc/{server}/cwd")).ok().filter(|d| is_server_dir(d))
         });
         sleep(Duration::from_millis(300));
         unsafe { libc::kill(child.id() as i32, signal) };
@@ -89,9 +96,7 @@ fn the_private_server_stops_when_the_program_is_interrupted_or_terminated() {
 fn the_private_server_dies_even_when_the_program_is_killed() {
     let (mut child, server) = start_run();
     let dir = wait_for("redis-server to enter its dir", || {
-        std::fs::read_link(format!("/proc/{server}/cwd"))
-            .ok()
-            .filter(|d| d.starts_with(std::env::temp_dir()))
+        std::fs::read_link(format!("/proc/{server}/cwd")).ok().filter(|d| is_server_dir(d))
     });
     child.kill().unwrap(); // SIGKILL: no unwinding, no Drop; the kernel must do it.
     child.wait().unwrap();

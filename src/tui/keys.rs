@@ -162,17 +162,10 @@ pub const BINDINGS: &[Binding] = &[
         None,
     ),
     b(
-        "l",
-        &[KeyCode::Char('l')],
+        "l w",
+        &[KeyCode::Char('l'), KeyCode::Char('w')],
         Action::NextLock,
-        "lock service: one Redis / Redlock on 5 / etcd (starts its servers)",
-        None,
-    ),
-    b(
-        "w",
-        &[KeyCode::Char('w')],
-        Action::NextStorage,
-        "where writes go: a Redis list / a PostgreSQL table",
+        "next lock service (Redis, Redlock, etcd) / storage (Redis, PostgreSQL)",
         None,
     ),
     b("s", &[KeyCode::Char('s')], Action::SimPlayPause, "simulator: stop / start time", None),
@@ -243,6 +236,7 @@ fn second_of(action: Action) -> Action {
         Action::TtlDown => Action::TtlUp,
         Action::PauseLengthDown => Action::PauseLengthUp,
         Action::AddWorker => Action::RemoveWorker,
+        Action::NextLock => Action::NextStorage,
         Action::MomentBack => Action::MomentForward,
         Action::ZoomIn => Action::ZoomOut,
         other => other,
@@ -261,6 +255,8 @@ mod tests {
     fn pairs_map_to_opposite_actions() {
         assert_eq!(press(KeyCode::Up), Some(Action::SelectPrev));
         assert_eq!(press(KeyCode::Down), Some(Action::SelectNext));
+        assert_eq!(press(KeyCode::Char('l')), Some(Action::NextLock));
+        assert_eq!(press(KeyCode::Char('w')), Some(Action::NextStorage));
         assert_eq!(press(KeyCode::Char(']')), Some(Action::SpeedUp));
         assert_eq!(press(KeyCode::Char('T')), Some(Action::TtlUp));
     }
