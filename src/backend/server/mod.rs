@@ -33,9 +33,6 @@ pub const REDIS: Program = Program { name: "redis-server", package: "redis-serve
 pub const ETCD: Program = Program { name: "etcd", package: "etcd-server" };
 pub const POSTGRES: Program = Program { name: "postgres", package: "postgresql" };
 
-/// The command that installs `redis-server`, named wherever it is missing.
-pub const INSTALL_HINT: &str = "apt-get install -y redis-server";
-
 /// How long a fresh server may take to answer.
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -58,11 +55,6 @@ pub enum ServerError {
 }
 
 impl ServerError {
-    /// Whether the error means "not installed", so the caller may fall back to the simulator.
-    pub fn not_installed(&self) -> bool {
-        matches!(self, ServerError::NotInstalled(_))
-    }
-
     pub(crate) fn setup(program: Program, reason: impl std::fmt::Display) -> Self {
         ServerError::Setup { program: program.name, reason: reason.to_string() }
     }
