@@ -8,6 +8,9 @@
 //!   accepted: an old holder's write landed after a newer holder's.
 //! - **write by non-holder**: the storage accepted a write from a worker that Redis,
 //!   asked right after the write, did not list as the lock holder.
+//! - **done twice**: something that must happen once happened twice (the last item
+//!   sold twice, one email signed up twice, one job done twice): the lessons where the
+//!   database, not a lock, is meant to keep workers apart.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,6 +26,7 @@ pub enum ViolationKind {
     OverlappingBelief,
     StaleWrite,
     WriteByNonHolder,
+    DoneTwice,
 }
 
 impl fmt::Display for ViolationKind {
@@ -31,6 +35,7 @@ impl fmt::Display for ViolationKind {
             ViolationKind::OverlappingBelief => "overlapping-belief",
             ViolationKind::StaleWrite => "stale-write",
             ViolationKind::WriteByNonHolder => "write-by-non-holder",
+            ViolationKind::DoneTwice => "done-twice",
         })
     }
 }
@@ -63,6 +68,14 @@ pub enum Violation {
         at_ms: f64,
         seq: u64,
     },
+    DoneTwice {
+        /// What happened twice ("sold 1 (stock was 1)").
+        result: String,
+        first: String,
+        second: String,
+        at_ms: f64,
+        seq: u64,
+    },
 }
 
 impl Violation {
@@ -71,6 +84,7 @@ impl Violation {
             Violation::OverlappingBelief { .. } => ViolationKind::OverlappingBelief,
             Violation::StaleWrite { .. } => ViolationKind::StaleWrite,
             Violation::WriteByNonHolder { .. } => ViolationKind::WriteByNonHolder,
+            Violation::DoneTwice { .. } => ViolationKind::DoneTwice,
         }
     }
 
@@ -79,7 +93,8 @@ impl Violation {
         match self {
             Violation::OverlappingBelief { seq, .. }
             | Violation::StaleWrite { seq, .. }
-            | Violation::WriteByNonHolder { seq, .. } => *seq,
+            | Violation::WriteByNonHolder { seq, .. }
+            | Violation::DoneTwice { seq, .. } => *seq,
         }
     }
 }
@@ -115,6 +130,11 @@ impl fmt::Display for Violation {
                     secs(*at_ms)
                 )
             }
+            Violation::DoneTwice { result, first, second, at_ms, .. } => write!(
+                f,
+                "done twice at {}: {second} {result:?}, which {first} had already done",
+                secs(*at_ms)
+            ),
         }
     }
 }
@@ -128,7 +148,34 @@ fn secs(ms: f64) -> String {
 pub fn check(events: &[Event]) -> Vec<Violation> {
     let mut found = overlapping_beliefs(events);
     found.extend(bad_writes(events));
+    found.extend(done_twice(events));
     found.sort_by_key(Violation::seq);
+    found
+}
+
+/// The same SQL result twice: the second time is the violation.
+fn done_twice(events: &[Event]) -> Vec<Violation> {
+    let mut first_by: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut found = Vec::new();
+    for e in events {
+        let EventKind::Worker { worker, what: WorkerEvent::Sql { result: Some(result), .. } } =
+            &e.kind
+        else {
+            continue;
+        };
+        match first_by.get(result.as_str()) {
+            Some(first) => found.push(Violation::DoneTwice {
+                result: result.clone(),
+                first: first.to_string(),
+                second: worker.clone(),
+                at_ms: e.t_ms,
+                seq: e.seq,
+            }),
+            None => {
+                first_by.insert(result, worker);
+            }
+        }
+    }
     found
 }
 

@@ -16,6 +16,7 @@ pub mod scripts;
 pub mod select;
 pub mod server;
 pub mod sim;
+pub mod sql;
 pub mod wire;
 
 use std::future::Future;
@@ -237,6 +238,22 @@ pub trait StorageClient: Send + 'static {
 
     /// Every accepted write, in the order the storage accepted them.
     fn read_all(&mut self) -> impl Future<Output = Result<Vec<StoredWrite>, BackendError>> + Send;
+
+    /// A lesson step on the SQL tables, for `worker`; what it made happen is recorded
+    /// with the writes. Only a database storage (and the simulator's model of one) has
+    /// these tables.
+    fn sql(
+        &mut self,
+        worker: &str,
+        op: &sql::SqlOp,
+    ) -> impl Future<Output = Result<sql::SqlReply, BackendError>> + Send {
+        let _ = (worker, op);
+        async {
+            Err(BackendError::Protocol(
+                "this step needs a database: set storage = \"postgres\" in the scenario".into(),
+            ))
+        }
+    }
 }
 
 /// Lock services made of several servers (Redlock, a primary with a replica) keep the
@@ -263,6 +280,14 @@ macro_rules! storage_on_its_own_server {
                 &mut self,
             ) -> Result<Vec<$crate::backend::StoredWrite>, $crate::backend::BackendError> {
                 self.storage.read_all().await
+            }
+
+            async fn sql(
+                &mut self,
+                worker: &str,
+                op: &$crate::backend::sql::SqlOp,
+            ) -> Result<$crate::backend::sql::SqlReply, $crate::backend::BackendError> {
+                self.storage.sql(worker, op).await
             }
         }
     };

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use tokio_postgres::{Client, NoTls};
 
 use super::redis::redact_url;
+use super::sql::{JOBS, STOCK, SqlOp, SqlReply, did_job, signed_up, sold};
 use super::{
     AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, StoredWrite,
     TruthSample, WriteCheck,
@@ -66,7 +67,7 @@ impl PgStorage {
         });
         let schema = schema_of(keys);
         client.batch_execute(&setup(&schema)).await.map_err(sql_error)?;
-        Ok(PgClient { client, schema })
+        Ok(PgClient { client, schema, in_transaction: false })
     }
 }
 
@@ -89,6 +90,13 @@ fn setup(s: &str) -> String {
              seq bigserial PRIMARY KEY, writer text NOT NULL, token bigint, value text NOT NULL);
          CREATE TABLE IF NOT EXISTS {s}.applied (key text PRIMARY KEY);
          CREATE SEQUENCE IF NOT EXISTS {s}.fence;
+         CREATE TABLE IF NOT EXISTS {s}.items (id int PRIMARY KEY, qty int NOT NULL);
+         INSERT INTO {s}.items VALUES (1, {STOCK}) ON CONFLICT DO NOTHING;
+         CREATE TABLE IF NOT EXISTS {s}.users (email text NOT NULL);
+         CREATE TABLE IF NOT EXISTS {s}.users_unique (email text PRIMARY KEY);
+         CREATE TABLE IF NOT EXISTS {s}.jobs (
+             id int PRIMARY KEY, state text NOT NULL DEFAULT 'queued', done_by text);
+         INSERT INTO {s}.jobs (id) SELECT generate_series(1, {JOBS}) ON CONFLICT DO NOTHING;
          COMMIT;"
     )
 }
@@ -103,6 +111,8 @@ fn sql_error(e: tokio_postgres::Error) -> BackendError {
 pub struct PgClient {
     client: Client,
     schema: String,
+    /// A job claimed `FOR UPDATE SKIP LOCKED` keeps its transaction open until done.
+    in_transaction: bool,
 }
 
 impl PgClient {
@@ -151,6 +161,79 @@ impl PgClient {
     }
 }
 
+impl PgClient {
+    /// The lesson's statement, on the run's own tables.
+    async fn run_sql(
+        &mut self,
+        worker: &str,
+        op: &SqlOp,
+    ) -> Result<SqlReply, tokio_postgres::Error> {
+        let s = &self.schema;
+        let c = &self.client;
+        let read = |rows: u64, value: Option<i64>| SqlReply { rows, value, result: None };
+        Ok(match op {
+            SqlOp::ReadStock => {
+                let row =
+                    c.query_one(&format!("SELECT qty FROM {s}.items WHERE id = 1"), &[]).await?;
+                read(1, Some(i64::from(row.get::<_, i32>(0))))
+            }
+            SqlOp::SetStock { seen } => {
+                let qty = i32::try_from(seen - 1).unwrap_or(0);
+                let rows = c
+                    .execute(&format!("UPDATE {s}.items SET qty = $1 WHERE id = 1"), &[&qty])
+                    .await?;
+                SqlReply { rows, value: None, result: Some(sold(*seen)) }
+            }
+            SqlOp::TakeStock => {
+                let sql = format!(
+                    "UPDATE {s}.items SET qty = qty - 1 WHERE id = 1 AND qty > 0 RETURNING qty + 1"
+                );
+                let before = c.query_opt(&sql, &[]).await?.map(|r| i64::from(r.get::<_, i32>(0)));
+                SqlReply {
+                    rows: u64::from(before.is_some()),
+                    value: None,
+                    result: before.map(sold),
+                }
+            }
+            SqlOp::FindUser { email } => {
+                let sql = format!("SELECT count(*) FROM {s}.users WHERE email = $1");
+                read(1, Some(c.query_one(&sql, &[email]).await?.get::<_, i64>(0)))
+            }
+            SqlOp::AddUser { email, unique } => {
+                let sql = if *unique {
+                    format!(
+                        "INSERT INTO {s}.users_unique (email) VALUES ($1) ON CONFLICT DO NOTHING"
+                    )
+                } else {
+                    format!("INSERT INTO {s}.users (email) VALUES ($1)")
+                };
+                let rows = c.execute(&sql, &[email]).await?;
+                SqlReply { rows, value: None, result: (rows == 1).then(|| signed_up(email)) }
+            }
+            SqlOp::ClaimJob { skip_locked } => {
+                let mut sql =
+                    format!("SELECT id FROM {s}.jobs WHERE state = 'queued' ORDER BY id LIMIT 1");
+                if *skip_locked {
+                    sql.push_str(" FOR UPDATE SKIP LOCKED");
+                    c.batch_execute("BEGIN").await?;
+                }
+                let job = c.query_opt(&sql, &[]).await?.map(|r| i64::from(r.get::<_, i32>(0)));
+                self.in_transaction = *skip_locked && job.is_some();
+                if *skip_locked && job.is_none() {
+                    c.batch_execute("COMMIT").await?;
+                }
+                read(u64::from(job.is_some()), job)
+            }
+            SqlOp::FinishJob { job } => {
+                let sql = format!("UPDATE {s}.jobs SET state = 'done', done_by = $2 WHERE id = $1");
+                let id = i32::try_from(*job).unwrap_or(0);
+                let rows = c.execute(&sql, &[&id, &worker]).await?;
+                SqlReply { rows, value: None, result: Some(did_job(*job)) }
+            }
+        })
+    }
+}
+
 fn as_sql_token(token: Option<u64>) -> Option<i64> {
     token.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
 }
@@ -187,6 +270,20 @@ impl StorageClient for PgClient {
                 value: r.get(2),
             })
             .collect())
+    }
+
+    async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
+        let reply = self.run_sql(worker, op).await.map_err(sql_error)?;
+        if let Some(result) = &reply.result {
+            let sql =
+                format!("INSERT INTO {}.history (writer, value) VALUES ($1, $2)", self.schema);
+            self.client.execute(&sql, &[&worker, result]).await.map_err(sql_error)?;
+        }
+        if matches!(op, SqlOp::FinishJob { .. }) && self.in_transaction {
+            self.client.batch_execute("COMMIT").await.map_err(sql_error)?;
+            self.in_transaction = false;
+        }
+        Ok(reply)
     }
 }
 
@@ -281,6 +378,10 @@ impl<C: LockClient> LockClient for PgFencedClient<C> {
 }
 
 impl<C: Send + 'static> StorageClient for PgFencedClient<C> {
+    async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
+        self.sql.sql(worker, op).await
+    }
+
     async fn write(
         &mut self,
         write: &StoredWrite,

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::time::{Duration, Instant};
 
+use super::sql::{SqlOp, SqlReply};
 use super::{
     AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
     WriteCheck,
@@ -38,6 +39,8 @@ struct Entry {
 struct SimDb {
     strings: HashMap<String, Entry>,
     lists: HashMap<String, Vec<String>>,
+    /// Each run's SQL tables (lessons without a lock), by the run's key prefix.
+    tables: HashMap<String, super::sql::Tables>,
 }
 
 impl SimDb {
@@ -112,6 +115,7 @@ impl SimBackend {
         let mut db = self.db();
         db.strings.clear();
         db.lists.clear();
+        db.tables.clear();
     }
 
     /// How many keys exist (live or not yet lazily expired); tests use it to show
@@ -126,7 +130,8 @@ impl Backend for SimBackend {
     type Client = SimClient;
 
     async fn connect(&self, keys: &Keys) -> Result<SimClient, BackendError> {
-        Ok(SimClient { sim: self.clone(), keys: keys.clone() })
+        let id = NEXT_CLIENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(SimClient { sim: self.clone(), keys: keys.clone(), id })
     }
 
     fn describe(&self) -> String {
@@ -138,10 +143,23 @@ impl Backend for SimBackend {
     }
 }
 
+/// Numbers the simulator's clients, so row locks know their owner.
+static NEXT_CLIENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// One worker's handle on the simulator.
 pub struct SimClient {
     sim: SimBackend,
     keys: Keys,
+    id: u64,
+}
+
+/// A closed connection ends its transaction: the row locks it held are released.
+impl Drop for SimClient {
+    fn drop(&mut self) {
+        if let Some(tables) = self.sim.db().tables.get_mut(&self.keys.prefix) {
+            tables.disconnect(self.id);
+        }
+    }
 }
 
 impl LockClient for SimClient {
@@ -220,6 +238,7 @@ impl LockClient for SimClient {
         for key in self.keys.all() {
             db.del(key);
         }
+        db.tables.remove(&self.keys.prefix);
         Ok(())
     }
 }
@@ -282,6 +301,19 @@ impl StorageClient for SimClient {
             .transpose()
             .map(Option::unwrap_or_default)
             .map_err(|e| BackendError::Protocol(e.to_string()))
+    }
+
+    async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
+        let mut db = self.sim.db();
+        let reply = db.tables.entry(self.keys.prefix.clone()).or_default().apply(self.id, op);
+        if let Some(result) = &reply.result {
+            let write =
+                StoredWrite { worker: worker.to_string(), token: None, value: result.clone() };
+            let entry =
+                serde_json::to_string(&write).map_err(|e| BackendError::Protocol(e.to_string()))?;
+            db.lists.entry(self.keys.storage.clone()).or_default().push(entry);
+        }
+        Ok(reply)
     }
 }
 

@@ -116,6 +116,14 @@ pub enum WorkerEvent {
         acked: u64,
         wanted: u64,
     },
+    /// A lesson statement on the SQL tables (no lock involved): the SQL, rows returned
+    /// or changed, the value read, and what it made happen ("sold 1 (stock was 1)").
+    Sql {
+        statement: String,
+        rows: u64,
+        value: Option<i64>,
+        result: Option<String>,
+    },
     Crashed,
     /// Learned it had lost the lock and stopped its work there (the safe reaction).
     StoppedWork,

@@ -17,6 +17,7 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, WorkerEvent};
+use crate::backend::sql::SqlOp;
 use crate::backend::{
     AcquireReply, BackendError, LockClient, StorageClient, StoredWrite, WriteCheck, holder_name,
     holder_value, wire,
@@ -64,6 +65,10 @@ pub struct Worker<C> {
     token: Option<u64>,
     /// Makes lock values; seeded on the simulator so its runs repeat exactly.
     rng: fastrand::Rng,
+    /// The last value read from the SQL tables (stock left, users found).
+    seen: Option<i64>,
+    /// The job this worker claimed.
+    job: Option<i64>,
 }
 
 /// Whether the worker goes on with its script.
@@ -83,7 +88,19 @@ impl<C: LockClient + StorageClient> Worker<C> {
         commands: mpsc::UnboundedReceiver<WorkerCommand>,
         rng: fastrand::Rng,
     ) -> Self {
-        Worker { spec, client, settings, log, cancel, commands, value: None, token: None, rng }
+        Worker {
+            spec,
+            client,
+            settings,
+            log,
+            cancel,
+            commands,
+            value: None,
+            token: None,
+            rng,
+            seen: None,
+            job: None,
+        }
     }
 
     /// Run the script to its end. A backend error is recorded and returned.
@@ -185,6 +202,35 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 self.emit(WorkerEvent::Crashed);
                 return Ok(Flow::Stop);
             }
+            Step::ReadStock => self.seen = self.sql(SqlOp::ReadStock).await?,
+            Step::WriteStock => match self.seen {
+                Some(seen) if seen > 0 => {
+                    self.sql(SqlOp::SetStock { seen }).await?;
+                }
+                _ => self.skip_sql("no UPDATE: the stock I read was 0"),
+            },
+            Step::Buy => {
+                self.sql(SqlOp::TakeStock).await?;
+            }
+            Step::FindUser { email } => {
+                self.seen = self.sql(SqlOp::FindUser { email: email.clone() }).await?;
+            }
+            Step::AddUser { email, unique } => {
+                if !unique && self.seen.is_some_and(|found| found > 0) {
+                    self.skip_sql("no INSERT: my SELECT found the user");
+                } else {
+                    self.sql(SqlOp::AddUser { email: email.clone(), unique: *unique }).await?;
+                }
+            }
+            Step::ClaimJob { skip_locked } => {
+                self.job = self.sql(SqlOp::ClaimJob { skip_locked: *skip_locked }).await?;
+            }
+            Step::FinishJob => match self.job.take() {
+                Some(job) => {
+                    self.sql(SqlOp::FinishJob { job }).await?;
+                }
+                None => self.skip_sql("no UPDATE: I claimed no job"),
+            },
         }
         Ok(Flow::Continue)
     }
@@ -351,6 +397,24 @@ impl<C: LockClient + StorageClient> Worker<C> {
             reply,
             latency_ms: (latency_ms * 1000.0).round() / 1000.0,
         });
+    }
+
+    /// Run a lesson statement on the SQL tables and log it; returns the value read.
+    async fn sql(&mut self, op: SqlOp) -> Result<Option<i64>, BackendError> {
+        let reply = self.client.sql(&self.spec.name, &op).await?;
+        self.emit(WorkerEvent::Sql {
+            statement: op.statement(),
+            rows: reply.rows,
+            value: reply.value,
+            result: reply.result,
+        });
+        Ok(reply.value)
+    }
+
+    /// A statement the worker's own logic decided not to send.
+    fn skip_sql(&self, why: &str) {
+        let statement = format!("-- {why}");
+        self.emit(WorkerEvent::Sql { statement, rows: 0, value: None, result: None });
     }
 
     fn emit(&self, what: WorkerEvent) {

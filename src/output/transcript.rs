@@ -186,6 +186,15 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
         WorkerEvent::StoppedWork => {
             "cannot count on the lock, so it stops its work here".to_string()
         }
+        WorkerEvent::Sql { statement, rows, value, result } => {
+            let plural = if *rows == 1 { "" } else { "s" };
+            match (value, result) {
+                _ if statement.starts_with("--") => statement.clone(),
+                (_, Some(result)) => format!("{statement} -> {rows} row{plural}: {result}"),
+                (Some(value), None) => format!("{statement} -> {value}"),
+                (None, None) => format!("{statement} -> {rows} row{plural}: nothing happened"),
+            }
+        }
         WorkerEvent::Replicated { acked, wanted } if acked >= wanted => {
             format!("WAIT: {acked} of {wanted} replica has the lock key")
         }
@@ -204,7 +213,9 @@ fn yes_no(b: bool) -> &'static str {
 pub fn verdict(violations: &[Violation]) -> Vec<String> {
     let stale: Vec<&Violation> =
         violations.iter().filter(|v| v.kind() == ViolationKind::StaleWrite).collect();
+    let twice = violations.iter().filter(|v| v.kind() == ViolationKind::DoneTwice).count();
     let mut lines = vec![match stale.as_slice() {
+        [] if twice > 0 => format!("checker: {twice} done twice that must happen once"),
         [] => "checker: no stale write accepted".to_string(),
         [one] => format!("checker: 1 stale write accepted ({})", stale_brief(one)),
         many => format!(

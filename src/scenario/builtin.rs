@@ -31,6 +31,9 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("14-failover"),
     lesson!("15-etcd-lease"),
     lesson!("16-postgres-fencing"),
+    lesson!("17-conditional-update"),
+    lesson!("18-unique-constraint"),
+    lesson!("19-skip-locked"),
 ];
 
 const PLAYGROUND: (&str, &str) =

@@ -228,8 +228,37 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         stop_if_missing: bool,
     },
-    /// Die without releasing anything: the lock stays until its lease expires.
+    /// Die without releasing anything: the lock stays until its lease expires (and a
+    /// database connection closes, so an open transaction rolls back).
     Crash,
+    // The steps below need no lock: the database does the work (storage = "postgres").
+    // The tables start with one item in stock, no users and three queued jobs.
+    /// `SELECT qty FROM items`: remember how many are left.
+    ReadStock,
+    /// `UPDATE items SET qty = <what I read> - 1`, if what I read was above 0: the
+    /// read-then-write that oversells.
+    WriteStock,
+    /// `UPDATE items SET qty = qty - 1 WHERE qty > 0`: one statement, never oversells.
+    Buy,
+    /// `SELECT count(*) FROM users WHERE email = ...`: remember whether it exists.
+    FindUser { email: String },
+    /// Sign `email` up: into a table without a constraint, if my earlier look found no
+    /// such user; or (`unique`) into a table whose primary key is the email, where a
+    /// second insert finds the row and does nothing.
+    AddUser {
+        email: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unique: bool,
+    },
+    /// Take the first queued job: with `skip_locked`, `SELECT ... FOR UPDATE SKIP
+    /// LOCKED` in a transaction kept open until the job is finished (the transaction
+    /// is the lock); without, a plain `SELECT` that two workers can both answer alike.
+    ClaimJob {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        skip_locked: bool,
+    },
+    /// Mark the claimed job done (and commit, when claimed in a transaction).
+    FinishJob,
 }
 
 /// How the lock is taken; the gap between the two forms is itself a lesson.

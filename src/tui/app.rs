@@ -523,7 +523,9 @@ pub fn violation_time(v: &crate::check::Violation) -> f64 {
     use crate::check::Violation as V;
     match v {
         V::OverlappingBelief { from_ms, .. } => *from_ms,
-        V::StaleWrite { at_ms, .. } | V::WriteByNonHolder { at_ms, .. } => *at_ms,
+        V::StaleWrite { at_ms, .. }
+        | V::WriteByNonHolder { at_ms, .. }
+        | V::DoneTwice { at_ms, .. } => *at_ms,
     }
 }
 

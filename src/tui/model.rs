@@ -267,6 +267,17 @@ impl RunModel {
                 }
                 Belief::Released
             }
+            WorkerEvent::Sql { statement, rows, value, .. } => {
+                // As psql reports it: "SELECT 1" for a read, "UPDATE 0" for a write.
+                let verb = statement.split_whitespace().find(|w| *w != "BEGIN;").unwrap_or("");
+                let mark = match value {
+                    _ if verb == "--" => "skip".to_string(),
+                    Some(v) => format!("{verb}→{v}"),
+                    None => format!("{verb} {rows}"),
+                };
+                self.mark(t, i, mark);
+                return;
+            }
             WorkerEvent::Replicated { acked, wanted } => {
                 // "WAIT 1/1" or "WAIT 0/1" on the lane; the belief does not change.
                 self.mark(t, i, format!("WAIT {acked}/{wanted}"));

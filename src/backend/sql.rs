@@ -1,0 +1,165 @@
+//! "You may not need a lock": work the database can make safe by itself. The tables
+//! (one item in stock, users, three queued jobs), the operations the lesson steps use,
+//! and the SQL each one is, shown to the learner word for word on both backends.
+//!
+//! The simulator's model of these tables lives here too ([`Tables`]); PostgreSQL runs
+//! the statements for real (`postgres.rs`).
+
+use std::collections::{BTreeMap, HashMap};
+
+/// Jobs in the queue at the start of a run.
+pub const JOBS: i64 = 3;
+/// Items in stock at the start of a run: the last one.
+pub const STOCK: i64 = 1;
+
+/// One operation on the tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SqlOp {
+    ReadStock,
+    /// The naive write: set the stock to what was read, minus one.
+    SetStock {
+        seen: i64,
+    },
+    /// The conditional update.
+    TakeStock,
+    FindUser {
+        email: String,
+    },
+    AddUser {
+        email: String,
+        unique: bool,
+    },
+    ClaimJob {
+        skip_locked: bool,
+    },
+    FinishJob {
+        job: i64,
+    },
+}
+
+/// What the database answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlReply {
+    /// Rows returned or changed.
+    pub rows: u64,
+    /// The value read (stock left, users found, the job's id), if any.
+    pub value: Option<i64>,
+    /// What happened in the world, when something did ("sold 1 (stock was 1)"); it is
+    /// recorded in the storage, and the same result twice is a violation.
+    pub result: Option<String>,
+}
+
+impl SqlOp {
+    /// The statement as the learner sees it (table names without the run's schema).
+    pub fn statement(&self) -> String {
+        match self {
+            SqlOp::ReadStock => "SELECT qty FROM items WHERE id = 1".into(),
+            SqlOp::SetStock { seen } => format!("UPDATE items SET qty = {} WHERE id = 1", seen - 1),
+            SqlOp::TakeStock => "UPDATE items SET qty = qty - 1 WHERE id = 1 AND qty > 0".into(),
+            SqlOp::FindUser { email } => {
+                format!("SELECT count(*) FROM users WHERE email = '{email}'")
+            }
+            SqlOp::AddUser { email, unique: false } => {
+                format!("INSERT INTO users (email) VALUES ('{email}')")
+            }
+            SqlOp::AddUser { email, unique: true } => format!(
+                "INSERT INTO users_unique (email) VALUES ('{email}') ON CONFLICT DO NOTHING"
+            ),
+            SqlOp::ClaimJob { skip_locked: true } => "BEGIN; SELECT id FROM jobs WHERE state = \
+                'queued' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
+                .into(),
+            SqlOp::ClaimJob { skip_locked: false } => {
+                "SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1".into()
+            }
+            SqlOp::FinishJob { job } => {
+                format!("UPDATE jobs SET state = 'done' WHERE id = {job}")
+            }
+        }
+    }
+}
+
+/// The result recorded for a sale, a sign-up, a finished job.
+pub fn sold(stock_before: i64) -> String {
+    format!("sold 1 (stock was {stock_before})")
+}
+
+pub fn signed_up(email: &str) -> String {
+    format!("signed up {email}")
+}
+
+pub fn did_job(job: i64) -> String {
+    format!("did job {job}")
+}
+
+/// The simulator's tables for one run.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    stock: i64,
+    users: Vec<String>,
+    users_unique: Vec<String>,
+    /// Job id -> done; and who holds each job's row lock (a client id).
+    done: BTreeMap<i64, bool>,
+    locked_by: HashMap<i64, u64>,
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        Tables {
+            stock: STOCK,
+            users: Vec::new(),
+            users_unique: Vec::new(),
+            done: (1..=JOBS).map(|j| (j, false)).collect(),
+            locked_by: HashMap::new(),
+        }
+    }
+}
+
+impl Tables {
+    /// Run `op` for client `client` (row locks belong to a client's open transaction).
+    pub fn apply(&mut self, client: u64, op: &SqlOp) -> SqlReply {
+        let none = |rows| SqlReply { rows, value: None, result: None };
+        match op {
+            SqlOp::ReadStock => SqlReply { rows: 1, value: Some(self.stock), result: None },
+            SqlOp::SetStock { seen } => {
+                self.stock = seen - 1;
+                SqlReply { rows: 1, value: None, result: Some(sold(*seen)) }
+            }
+            SqlOp::TakeStock if self.stock > 0 => {
+                self.stock -= 1;
+                SqlReply { rows: 1, value: None, result: Some(sold(self.stock + 1)) }
+            }
+            SqlOp::TakeStock => none(0),
+            SqlOp::FindUser { email } => {
+                let found = self.users.iter().filter(|u| *u == email).count() as i64;
+                SqlReply { rows: 1, value: Some(found), result: None }
+            }
+            SqlOp::AddUser { email, unique: false } => {
+                self.users.push(email.clone());
+                SqlReply { rows: 1, value: None, result: Some(signed_up(email)) }
+            }
+            SqlOp::AddUser { email, unique: true } if self.users_unique.contains(email) => none(0),
+            SqlOp::AddUser { email, unique: true } => {
+                self.users_unique.push(email.clone());
+                SqlReply { rows: 1, value: None, result: Some(signed_up(email)) }
+            }
+            SqlOp::ClaimJob { skip_locked } => {
+                let free = |j: &i64| !*skip_locked || !self.locked_by.contains_key(j);
+                let job = self.done.iter().find(|(j, done)| !**done && free(j)).map(|(j, _)| *j);
+                if let (Some(j), true) = (job, *skip_locked) {
+                    self.locked_by.insert(j, client);
+                }
+                SqlReply { rows: u64::from(job.is_some()), value: job, result: None }
+            }
+            SqlOp::FinishJob { job } => {
+                self.done.insert(*job, true);
+                self.locked_by.remove(job);
+                SqlReply { rows: 1, value: None, result: Some(did_job(*job)) }
+            }
+        }
+    }
+
+    /// The client's connection closed: its open transaction rolls back, its row locks go.
+    pub fn disconnect(&mut self, client: u64) {
+        self.locked_by.retain(|_, c| *c != client);
+    }
+}
