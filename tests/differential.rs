@@ -53,12 +53,16 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
                 Some(chosen) => fencelab::with_backend!(chosen.as_ref(), b => support::run_events(b, &planned.scenario, planned.fencing).await),
                 None => support::run_events(redis.as_ref(), &planned.scenario, planned.fencing).await,
             };
-            (planned, real)
+            // Stopping servers blocks (PostgreSQL takes a moment to shut down): that
+            // happens after every run, not on a thread other runs' timers need.
+            (planned, real, own)
         });
     }
     let mut compared = 0;
+    let mut finished_servers = Vec::new();
     while let Some(joined) = tasks.join_next().await {
-        let (planned, real) = joined.unwrap();
+        let (planned, real, own) = joined.unwrap();
+        finished_servers.push(own);
         let p = planned.clone();
         let sim = tokio::task::spawn_blocking(move || sim_events(&p)).await.unwrap();
         let what = format!("{} / {}", planned.scenario.name, planned.label);
@@ -78,6 +82,7 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
         compared += 1;
     }
     assert!(compared >= 25, "only {compared} runs were compared");
+    tokio::task::spawn_blocking(move || drop(finished_servers)).await.unwrap();
 }
 
 #[test]

@@ -322,7 +322,7 @@ mod tests {
     use super::*;
 
     fn client(sim: &SimBackend) -> SimClient {
-        SimClient { sim: sim.clone(), keys: Keys::for_run("t") }
+        SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0 }
     }
 
     #[tokio::test(start_paused = true)]

@@ -163,3 +163,39 @@ impl Tables {
         self.locked_by.retain(|_, c| *c != client);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_conditional_update_sells_the_last_item_once() {
+        let mut t = Tables::default();
+        assert_eq!(t.apply(1, &SqlOp::TakeStock).result, Some(sold(1)));
+        assert_eq!(t.apply(2, &SqlOp::TakeStock), SqlReply { rows: 0, value: None, result: None });
+        assert_eq!(t.apply(2, &SqlOp::ReadStock).value, Some(0));
+    }
+
+    #[test]
+    fn skip_locked_skips_a_claimed_job_until_its_holder_disconnects() {
+        let mut t = Tables::default();
+        let claim = SqlOp::ClaimJob { skip_locked: true };
+        assert_eq!(t.apply(1, &claim).value, Some(1));
+        assert_eq!(t.apply(2, &claim).value, Some(2));
+        // A plain SELECT does not see row locks.
+        assert_eq!(t.apply(3, &SqlOp::ClaimJob { skip_locked: false }).value, Some(1));
+        t.disconnect(1);
+        assert_eq!(t.apply(3, &claim).value, Some(1));
+    }
+
+    #[test]
+    fn a_unique_key_refuses_the_second_sign_up_and_a_plain_table_does_not() {
+        let mut t = Tables::default();
+        let email = "ann@example.com".to_string();
+        for unique in [false, true] {
+            let add = SqlOp::AddUser { email: email.clone(), unique };
+            assert_eq!(t.apply(1, &add).rows, 1);
+            assert_eq!(t.apply(2, &add).rows, u64::from(!unique));
+        }
+    }
+}
