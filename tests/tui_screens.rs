@@ -251,12 +251,16 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
     assert!(text(term.backend().buffer()).contains("✔ Right."));
 }
 
-#[test]
-fn redlock_shows_one_truth_lane_per_node_and_marks_down_nodes() {
-    let lesson = fencelab::lesson::find("redlock-restart").unwrap().unwrap();
+/// A lesson's first run on the simulator (on the lock service it asks for), shown at
+/// its end.
+fn lesson_at_its_end(name: &str) -> App {
+    let lesson = fencelab::lesson::find(name).unwrap().unwrap();
+    // With variants, the first; else the scenario as written.
+    let first = lesson.scenario.planned_runs(&[]).into_iter().next();
+    let scenario = first.map_or(lesson.scenario.clone(), |run| run.scenario);
     let chosen = fencelab::backend::select::choose(
         &fencelab::backend::select::Targets::SIM,
-        fencelab::backend::select::Shape::of(&lesson.scenario),
+        fencelab::backend::select::Shape::of(&scenario),
     )
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -266,12 +270,17 @@ fn redlock_shows_one_truth_lane_per_node_and_marks_down_nodes() {
         .unwrap();
     let events = fencelab::with_backend!(&chosen, b => rt.block_on(async {
         let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
-        fencelab::engine::run(b, &lesson.scenario, options, &CancellationToken::new()).await.unwrap().snapshot()
+        fencelab::engine::run(b, &scenario, options, &CancellationToken::new()).await.unwrap().snapshot()
     }));
-    let label = chosen.describe();
-    let mut app = App::new(lesson.scenario.clone(), false, 1.0, true, label, Theme::DEFAULT);
+    let mut app = App::new(scenario, false, 1.0, true, chosen.describe(), Theme::DEFAULT);
     app.run.ingest(&events);
     app.now_ms = app.run.ended.as_ref().unwrap().0;
+    app
+}
+
+#[test]
+fn redlock_shows_one_truth_lane_per_node_and_marks_down_nodes() {
+    let app = lesson_at_its_end("redlock-restart");
     let term = screen(&app, WIDTH, HEIGHT);
     let shown = text(term.backend().buffer());
     for n in 1..=5 {
@@ -279,5 +288,17 @@ fn redlock_shows_one_truth_lane_per_node_and_marks_down_nodes() {
     }
     let down = find(term.backend().buffer(), "✖");
     assert_eq!(term.backend().buffer()[down].fg, Theme::DEFAULT.rejected.fg.unwrap());
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn a_job_done_twice_is_marked_in_the_storage_and_the_monitor() {
+    let app = lesson_at_its_end("skip-locked");
+    let term = screen(&app, WIDTH, HEIGHT);
+    let shown = text(term.backend().buffer());
+    assert!(shown.contains("did job 1 ⚠ DONE TWICE"), "{shown}");
+    let marked = find(term.backend().buffer(), "⚠ DONE TWICE");
+    assert_eq!(term.backend().buffer()[marked].fg, Theme::DEFAULT.danger.fg.unwrap());
+    assert!(shown.contains("done twice at 0.500s: A \"did job 1\", which B had already done"));
     insta::assert_snapshot!(term.backend());
 }

@@ -80,8 +80,11 @@ pub struct WriteMark {
     pub worker: String,
     pub token: Option<u64>,
     pub accepted: bool,
-    /// Accepted although a higher token had been accepted before: the stale write.
+    /// Accepted although a higher token had been accepted before: the stale write; or
+    /// (SQL lessons) the same result recorded before: done twice.
     pub stale: bool,
+    /// SQL lessons: what the statement made happen ("did job 1").
+    pub result: Option<String>,
 }
 
 /// One call a worker made, for the commands inspector.
@@ -261,13 +264,25 @@ impl RunModel {
                     token: *token,
                     accepted: *accepted,
                     stale,
+                    result: None,
                 });
                 if redis_holder.as_deref() == Some(worker) {
                     return;
                 }
                 Belief::Released
             }
-            WorkerEvent::Sql { statement, rows, value, .. } => {
+            WorkerEvent::Sql { statement, rows, value, result } => {
+                if let Some(result) = result {
+                    let twice = self.writes.iter().any(|w| w.result.as_ref() == Some(result));
+                    self.writes.push(WriteMark {
+                        t_ms: t,
+                        worker: worker.to_string(),
+                        token: None,
+                        accepted: true,
+                        stale: twice,
+                        result: Some(result.clone()),
+                    });
+                }
                 // As psql reports it: "SELECT 1" for a read, "UPDATE 0" for a write.
                 let verb = statement.split_whitespace().find(|w| *w != "BEGIN;").unwrap_or("");
                 let mark = match value {

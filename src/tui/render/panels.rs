@@ -101,13 +101,25 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
 
 pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
-    let writes = &app.run.writes;
-    let shown = tail(writes, area);
+    let view = app.view_ms();
+    let writes: Vec<_> = app.run.writes.iter().filter(|w| w.t_ms <= view).cloned().collect();
+    let shown = tail(&writes, area);
     let first = writes.len() - shown.len();
     let lines: Vec<Line> = shown
         .iter()
         .enumerate()
         .map(|(i, w)| {
+            if let Some(result) = &w.result {
+                let (verdict, style) =
+                    if w.stale { ("⚠ DONE TWICE", t.danger) } else { ("✔", t.accepted) };
+                return Line::from(vec![
+                    Span::styled(
+                        format!("{:>3}. {:<3} {result} ", first + i + 1, w.worker),
+                        t.base,
+                    ),
+                    Span::styled(verdict, style),
+                ]);
+            }
             let token = w.token.map_or("-".to_string(), |tk| tk.to_string());
             let (verdict, style) = match (w.accepted, w.stale) {
                 (true, true) => ("✔ ACCEPTED ⚠ STALE", t.danger),
@@ -255,11 +267,14 @@ fn describe(b: Belief) -> String {
 
 pub fn monitor(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
-    let violations = &app.run.violations;
+    // Up to the moment shown: a lesson frozen before a violation does not give it away.
+    let view = app.view_ms();
+    let violations: Vec<_> =
+        app.run.violations.iter().filter(|v| violation_time(v) <= view).cloned().collect();
     let lines: Vec<Line> = if violations.is_empty() {
         vec![Line::styled("✓ no safety violation so far", t.accepted)]
     } else {
-        tail(violations, area)
+        tail(&violations, area)
             .iter()
             .map(|v| {
                 let style = if v.kind() == crate::check::ViolationKind::OverlappingBelief {

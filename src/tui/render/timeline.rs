@@ -317,7 +317,10 @@ impl<'a> Ctx<'a> {
         for w in writes.iter().filter(|w| w.stale && w.worker == l.name && w.t_ms <= reached) {
             if let Some(c) = self.column_of(w.t_ms) {
                 let room = (self.plot.right() - (self.plot.x + c)) as usize;
-                let label = format!("✔w{} STALE", w.token.unwrap_or(0));
+                let label = match &w.result {
+                    Some(_) => "⚠ DONE TWICE".to_string(),
+                    None => format!("✔w{} STALE", w.token.unwrap_or(0)),
+                };
                 self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.danger);
             }
         }
