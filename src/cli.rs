@@ -37,6 +37,24 @@ pub enum Command {
     Lesson(LessonArgs),
     /// Measure things about a real run (see `fencelab bench --help`).
     Bench(BenchArgs),
+    /// Replay a saved run (`--save FILE`) in the TUI: play, pause, step event by event,
+    /// scrub, jump to violations. Needs no Redis.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// A file written by `--save` (JSON lines).
+    pub file: std::path::PathBuf,
+    /// Which run of the file (a file can hold several, e.g. fencing off and on).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub run: u64,
+    /// Speed factor (`[` and `]` change it).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
+    pub speed: f64,
+    /// High-contrast theme for projectors (toggle with `m`).
+    #[arg(long)]
+    pub presenter: bool,
 }
 
 /// Where the lock and the storage live. Without these flags: private servers started
@@ -128,6 +146,9 @@ pub struct PlayArgs {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
+    /// Save every run of the session to this file (JSON lines), for `fencelab replay`.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -137,18 +158,32 @@ pub struct LessonArgs {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
+    /// Save every run of the session to this file (JSON lines), for `fencelab replay`.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<std::path::PathBuf>,
 }
 
 impl From<&LessonArgs> for PlayArgs {
     /// A lesson is the playground with narration, at the lesson's own speed.
     fn from(args: &LessonArgs) -> Self {
-        PlayArgs { scenario: args.lesson.clone(), presenter: args.presenter, ..PlayArgs::default() }
+        PlayArgs {
+            scenario: args.lesson.clone(),
+            presenter: args.presenter,
+            save: args.save.clone(),
+            ..PlayArgs::default()
+        }
     }
 }
 
 impl Default for PlayArgs {
     fn default() -> Self {
-        PlayArgs { scenario: "playground".into(), fencing: false, speed: 1.0, presenter: false }
+        PlayArgs {
+            scenario: "playground".into(),
+            fencing: false,
+            speed: 1.0,
+            presenter: false,
+            save: None,
+        }
     }
 }
 

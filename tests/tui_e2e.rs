@@ -186,3 +186,51 @@ fn ctrl_c_and_sigterm_both_restore_the_terminal() {
         assert!(pane.lines().any(|l| l.trim() == "icanon"), "{how}: raw mode left on:\n{pane}");
     }
 }
+
+#[test]
+fn a_run_saved_from_the_tui_replays_and_jumps_to_its_violations() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.jsonl");
+    // gc-pause's script, without the lesson's narration and questions.
+    let scenario = dir.path().join("pause.toml");
+    std::fs::write(
+        &scenario,
+        r#"name = "pause"
+title = "pause"
+ttl_ms = 2000
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "pause", ms = 3000 }, { do = "write", value = "a" }]
+[[workers]]
+name = "B"
+start_ms = 200
+steps = [{ do = "acquire" }, { do = "write", value = "b" }, { do = "release" }]
+"#,
+    )
+    .unwrap();
+    let bin = support::bin().get_program().to_string_lossy().into_owned();
+    let tmux = Tmux::start(130, 40);
+    let play = format!(
+        "{bin} play {} --sim --save {} ; echo EXITED=$?",
+        scenario.display(),
+        saved.display()
+    );
+    tmux.keys(&[&play, "Enter"]);
+    tmux.wait_for("■ ENDED", 30);
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED=0", 10);
+    let runs = fencelab::output::load::load_runs(&saved).unwrap();
+    assert_eq!(runs.len(), 1, "one run was played");
+
+    let replay = format!("{bin} replay {} ; echo EXITED=$?", saved.display());
+    tmux.keys(&[&replay, "Enter"]);
+    tmux.wait_for("REPLAY", 10);
+    tmux.keys(&["n"]);
+    let pane = tmux.wait_for("‖ REPLAY 2.001 s", 10);
+    assert!(pane.contains("both believed they held the lock"), "{pane}");
+    tmux.keys(&["n"]);
+    let pane = tmux.wait_for("‖ REPLAY 3.000 s", 10);
+    assert!(pane.contains("STALE"), "{pane}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED=0", 10);
+}

@@ -7,7 +7,7 @@ pub mod scenario_ref;
 
 use std::process::ExitCode;
 
-use crate::cli::{BackendArgs, Cli, Command, PlayArgs};
+use crate::cli::{BackendArgs, Cli, Command, PlayArgs, ReplayArgs};
 use crate::scenario::builtin_names;
 
 /// Run what the command line asks for.
@@ -39,6 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
+        Some(Command::Replay(args)) => replay(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),
         Some(Command::Lesson(args)) => play(&PlayArgs::from(&args), &cli.backend),
         None => play(&PlayArgs::default(), &cli.backend),
@@ -52,6 +53,22 @@ fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         lesson,
         fencing: args.fencing,
         presenter: args.presenter,
+        save: args.save.clone(),
     };
     crate::tui::play(options, &backend.targets())
+}
+
+fn replay(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let mut runs = crate::output::load::load_runs(&args.file)?;
+    let count = runs.len();
+    let index = usize::try_from(args.run - 1).unwrap_or(usize::MAX);
+    if index >= count {
+        anyhow::bail!("{} holds {count} run(s); there is no run {}", args.file.display(), args.run);
+    }
+    let options = crate::tui::ReplayOptions {
+        file: args.file.display().to_string(),
+        speed: args.speed,
+        presenter: args.presenter,
+    };
+    crate::tui::replay(runs.swap_remove(index), options)
 }

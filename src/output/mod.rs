@@ -1,4 +1,6 @@
-//! Views of an event log that are not the TUI: the transcript and JSON lines.
+//! Views of an event log that are not the TUI: the transcript and JSON lines; and
+//! reading a saved log back.
 
 pub mod jsonl;
+pub mod load;
 pub mod transcript;

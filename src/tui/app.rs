@@ -158,6 +158,14 @@ pub struct App {
     pub variants: Vec<PlannedRun>,
     /// Which variant runs now.
     pub variant: usize,
+    /// Replaying a saved run (None: live).
+    pub replay: Option<Replaying>,
+}
+
+/// The state of a replay, for the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replaying {
+    pub playing: bool,
 }
 
 impl App {
@@ -193,6 +201,7 @@ impl App {
             lesson: None,
             variants: scenario_variants(&scenario_copy),
             variant: 0,
+            replay: None,
         }
         .with_first_variant()
     }
@@ -416,6 +425,9 @@ impl App {
             Action::NextViolation => self.next_violation(),
             Action::CycleTheme => self.theme = self.theme.next(),
             Action::Continue => return self.continue_lesson(),
+            Action::StepBack => {
+                self.status = Some(", steps back through a replay (fencelab replay FILE)".into());
+            }
             Action::NextLock => return self.switch(Some(Service::of(&self.scenario).next_lock())),
             Action::NextStorage => {
                 return self.switch(Service::of(&self.scenario).next_storage());
@@ -469,7 +481,8 @@ impl App {
         let i = SPEEDS.iter().position(|s| *s >= self.speed).unwrap_or(3);
         let i = if faster { (i + 1).min(SPEEDS.len() - 1) } else { i.saturating_sub(1) };
         self.speed = SPEEDS[i];
-        if self.simulated {
+        // The simulator's clock and a replay's are ours: the speed applies at once.
+        if self.simulated || self.replay.is_some() {
             self.status = Some(format!("speed {}x", self.speed));
             vec![Effect::Pace(PaceChange::Speed(self.speed))]
         } else {

@@ -33,8 +33,10 @@ pub enum Action {
     RemoveWorker,
     /// Simulator only: stop or start virtual time.
     SimPlayPause,
-    /// Simulator only: let virtual time move 100 ms.
+    /// Simulator only: let virtual time move 100 ms (a replay: to the next event).
     SimStep,
+    /// Replays only: back to the previous event.
+    StepBack,
     MomentBack,
     MomentForward,
     ZoomIn,
@@ -173,9 +175,10 @@ pub const BINDINGS: &[Binding] = &[
         ".",
         &[KeyCode::Char('.')],
         Action::SimStep,
-        "simulator: step time by 100 ms (while stopped)",
+        "simulator: step time by 100 ms (while stopped); replay: to the next event",
         None,
     ),
+    b(",", &[KeyCode::Char(',')], Action::StepBack, "replay: back to the previous event", None),
     b(
         "← →",
         &[KeyCode::Left, KeyCode::Right],

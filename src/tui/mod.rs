@@ -10,6 +10,7 @@ pub mod keys;
 pub mod lesson;
 pub mod model;
 pub mod render;
+pub mod replay;
 mod runner;
 mod terminal;
 pub mod theme;
@@ -18,7 +19,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseButton, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 use tokio::signal::unix::{SignalKind, signal};
@@ -40,6 +41,8 @@ pub struct Options {
     pub fencing: bool,
     pub speed: f64,
     pub presenter: bool,
+    /// Where to save every run of the session (JSON lines).
+    pub save: Option<std::path::PathBuf>,
 }
 
 /// Open the playground; returns when the user quits.
@@ -50,6 +53,13 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
              for plain output run `fencelab run gc-pause` (add --json for JSON lines)"
         );
     }
+    let save_file = match &options.save {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
     // On the main thread, so a private redis-server lives exactly as long as we do.
     let chosen = choose(targets, Shape::of(&options.lesson.scenario))?;
     let notice = chosen.fallback_notice();
@@ -75,14 +85,79 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     }
     app.status = notice;
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
-    let result = runtime.block_on(event_loop(&mut app, Runner::new(chosen), targets));
+    let mut saver = Saver { file: save_file };
+    let result = runtime.block_on(event_loop(&mut app, Runner::new(chosen), targets, &mut saver));
     result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Writes each run of the session to the `--save` file as it is replaced, and the last
+/// one at the end.
+struct Saver {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl Saver {
+    fn save(&mut self, runner: &Runner) -> anyhow::Result<()> {
+        if let (Some(file), Some(log)) = (self.file.as_mut(), runner.log()) {
+            crate::output::jsonl::write_all(&log.snapshot(), file)
+                .context("cannot write the --save file")?;
+        }
+        Ok(())
+    }
+}
+
+/// What a replay starts with.
+pub struct ReplayOptions {
+    /// The saved file, named in the header.
+    pub file: String,
+    pub speed: f64,
+    pub presenter: bool,
+}
+
+/// The app for replaying `events` (one run, starting with `run_started`): the
+/// recorded scenario, fencing and backend, and the replay's keys in the status line.
+pub fn replay_app(
+    events: &[crate::engine::log::Event],
+    options: &ReplayOptions,
+) -> anyhow::Result<App> {
+    let Some(crate::engine::log::EventKind::RunStarted { scenario, fencing, backend, .. }) =
+        events.first().map(|e| &e.kind)
+    else {
+        bail!("{}: the run has no run_started event", options.file);
+    };
+    let label = format!("{} · recorded on {backend}", options.file);
+    let theme = Theme::initial(options.presenter);
+    let mut app = App::new((**scenario).clone(), *fencing, options.speed, false, label, theme);
+    app.status = Some(
+        "replay: space play/pause · . , step an event · ← → scrub · n next violation · [ ] speed · r from the start"
+            .into(),
+    );
+    Ok(app)
+}
+
+/// Replay one saved run in the TUI; returns when the user quits.
+pub fn replay(
+    events: Vec<crate::engine::log::Event>,
+    options: ReplayOptions,
+) -> anyhow::Result<ExitCode> {
+    if !std::io::stdout().is_terminal() {
+        bail!(
+            "stdout is not a terminal, so the replay cannot open; \
+             for plain output run `fencelab run` with --json"
+        );
+    }
+    let mut app = replay_app(&events, &options)?;
+    let player = replay::Player::new(events, options.speed);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(replay::run(&mut app, player))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn event_loop(
     app: &mut App,
     mut runner: Runner,
     targets: &Targets<'_>,
+    saver: &mut Saver,
 ) -> anyhow::Result<()> {
     let (mut terminal, _guard) = terminal::enter()?;
     let mut input = spawn_input_reader();
@@ -119,6 +194,7 @@ async fn event_loop(
                 switch_service(app, &mut runner, targets, to).await;
             }
             if matches!(effect, Effect::StartRun | Effect::SwitchService(_)) {
+                saver.save(&runner)?;
                 start_run(app, &mut runner).await;
                 grown = runner.log().map(|l| l.subscribe());
             } else {
@@ -130,7 +206,7 @@ async fn event_loop(
         }
     }
     runner.shutdown().await;
-    Ok(())
+    saver.save(&runner)
 }
 
 /// Move to the lock service and storage the app's scenario now names, starting their

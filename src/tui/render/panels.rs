@@ -31,6 +31,10 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let run = &app.run;
     let state = match (&run.ended, app.moment) {
         (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
+        _ if app.replay.is_some_and(|r| r.playing) => {
+            format!("▶ REPLAY {:.3} s", app.now_ms / 1000.0)
+        }
+        _ if app.replay.is_some() => format!("‖ REPLAY {:.3} s", app.now_ms / 1000.0),
         (Some((_, RunOutcome::Failed { .. })), _) => {
             format!("✖ FAILED at {:.1} s", app.now_ms / 1000.0)
         }

@@ -1,0 +1,63 @@
+//! Reading a saved event log back (`fencelab replay`): JSON lines as `--save` writes
+//! them, one or more runs, each starting with `run_started`. A damaged line, a log from
+//! another format version, or an empty file is an error naming the file and line.
+
+use std::path::Path;
+
+use crate::engine::log::{Event, EventKind, LOG_FORMAT_VERSION};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {file}: {reason}")]
+    Unreadable { file: String, reason: String },
+    #[error("{file} is empty: no events to replay (save a run with --save FILE)")]
+    Empty { file: String },
+    #[error("{file}:{line}:{column}: not a fencelab event ({reason})")]
+    Damaged { file: String, line: usize, column: usize, reason: String },
+    #[error(
+        "{file}:{line}: this log was written in format version {found}; this fencelab reads version {LOG_FORMAT_VERSION}"
+    )]
+    Version { file: String, line: usize, found: u64 },
+    #[error("{file}:{line}: a log starts with a run_started event (is this a fencelab log?)")]
+    NoStart { file: String, line: usize },
+}
+
+/// Every run in the file, each a list of events starting with `run_started`.
+pub fn load_runs(path: &Path) -> Result<Vec<Vec<Event>>, LoadError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LoadError::Unreadable { file: file.clone(), reason: e.to_string() })?;
+    parse_runs(&text, &file)
+}
+
+/// The same, from text already read (`file` names it in errors).
+pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> {
+    let mut runs: Vec<Vec<Event>> = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let number = i + 1;
+        let damaged = |e: serde_json::Error| LoadError::Damaged {
+            file: file.to_string(),
+            line: number,
+            column: e.column().max(1),
+            reason: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
+        };
+        // The version is checked before the shape: a newer format may not parse at all.
+        let raw: serde_json::Value = serde_json::from_str(line).map_err(damaged)?;
+        if raw.get("type").and_then(|t| t.as_str()) == Some("run_started") {
+            let found = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+            if found != u64::from(LOG_FORMAT_VERSION) {
+                return Err(LoadError::Version { file: file.to_string(), line: number, found });
+            }
+        }
+        let event: Event = serde_json::from_value(raw).map_err(damaged)?;
+        match (&event.kind, runs.last_mut()) {
+            (EventKind::RunStarted { .. }, _) => runs.push(vec![event]),
+            (_, Some(run)) => run.push(event),
+            (_, None) => return Err(LoadError::NoStart { file: file.to_string(), line: number }),
+        }
+    }
+    if runs.is_empty() {
+        return Err(LoadError::Empty { file: file.to_string() });
+    }
+    Ok(runs)
+}
