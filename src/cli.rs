@@ -40,6 +40,29 @@ pub enum Command {
     /// Replay a saved run (`--save FILE`) in the TUI: play, pause, step event by event,
     /// scrub, jump to violations. Needs no Redis.
     Replay(ReplayArgs),
+    /// Draw a saved run's timeline as a picture for slides (SVG).
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// A file written by `--save` (JSON lines).
+    pub file: std::path::PathBuf,
+    /// Where to write the SVG.
+    #[arg(long, value_name = "OUT.svg")]
+    pub svg: std::path::PathBuf,
+    /// Which run of the file.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub run: u64,
+    /// Colours for a light slide or a dark one.
+    #[arg(long, value_enum, default_value_t = PictureTheme::Light)]
+    pub theme: PictureTheme,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PictureTheme {
+    Light,
+    Dark,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -7,7 +7,7 @@ pub mod scenario_ref;
 
 use std::process::ExitCode;
 
-use crate::cli::{BackendArgs, Cli, Command, PlayArgs, ReplayArgs};
+use crate::cli::{BackendArgs, Cli, Command, ExportArgs, PictureTheme, PlayArgs, ReplayArgs};
 use crate::scenario::builtin_names;
 
 /// Run what the command line asks for.
@@ -40,6 +40,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Replay(args)) => replay(&args),
+        Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),
         Some(Command::Lesson(args)) => play(&PlayArgs::from(&args), &cli.backend),
         None => play(&PlayArgs::default(), &cli.backend),
@@ -58,17 +59,39 @@ fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     crate::tui::play(options, &backend.targets())
 }
 
-fn replay(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let mut runs = crate::output::load::load_runs(&args.file)?;
+/// Run `number` (from 1) of a saved file.
+fn saved_run(
+    file: &std::path::Path,
+    number: u64,
+) -> anyhow::Result<Vec<crate::engine::log::Event>> {
+    let mut runs = crate::output::load::load_runs(file)?;
     let count = runs.len();
-    let index = usize::try_from(args.run - 1).unwrap_or(usize::MAX);
+    let index = usize::try_from(number - 1).unwrap_or(usize::MAX);
     if index >= count {
-        anyhow::bail!("{} holds {count} run(s); there is no run {}", args.file.display(), args.run);
+        anyhow::bail!("{} holds {count} run(s); there is no run {number}", file.display());
     }
+    Ok(runs.swap_remove(index))
+}
+
+fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    use crate::output::picture::{Palette, timeline_svg};
+    let events = saved_run(&args.file, args.run)?;
+    let palette = match args.theme {
+        PictureTheme::Light => Palette::Light,
+        PictureTheme::Dark => Palette::Dark,
+    };
+    std::fs::write(&args.svg, timeline_svg(&events, palette))
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.svg.display()))?;
+    eprintln!("wrote {}", args.svg.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let events = saved_run(&args.file, args.run)?;
     let options = crate::tui::ReplayOptions {
         file: args.file.display().to_string(),
         speed: args.speed,
         presenter: args.presenter,
     };
-    crate::tui::replay(runs.swap_remove(index), options)
+    crate::tui::replay(events, options)
 }

@@ -3,4 +3,5 @@
 
 pub mod jsonl;
 pub mod load;
+pub mod picture;
 pub mod transcript;
