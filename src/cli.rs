@@ -69,6 +69,10 @@ pub enum PictureTheme {
 pub struct ReplayArgs {
     /// A file written by `--save` (JSON lines).
     pub file: std::path::PathBuf,
+    /// Record the screen to this file (asciicast v2, for `asciinema play`), with the
+    /// keys pressed and lesson steps as markers.
+    #[arg(long, value_name = "FILE.cast")]
+    pub record: Option<std::path::PathBuf>,
     /// Which run of the file (a file can hold several, e.g. fencing off and on).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub run: u64,
@@ -172,6 +176,10 @@ pub struct PlayArgs {
     /// Save every run of the session to this file (JSON lines), for `fencelab replay`.
     #[arg(long, value_name = "FILE")]
     pub save: Option<std::path::PathBuf>,
+    /// Record the screen to this file (asciicast v2, for `asciinema play`), with the
+    /// keys pressed and lesson steps as markers.
+    #[arg(long, value_name = "FILE.cast")]
+    pub record: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -184,6 +192,10 @@ pub struct LessonArgs {
     /// Save every run of the session to this file (JSON lines), for `fencelab replay`.
     #[arg(long, value_name = "FILE")]
     pub save: Option<std::path::PathBuf>,
+    /// Record the screen to this file (asciicast v2, for `asciinema play`), with the
+    /// keys pressed and lesson steps as markers.
+    #[arg(long, value_name = "FILE.cast")]
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl From<&LessonArgs> for PlayArgs {
@@ -193,6 +205,7 @@ impl From<&LessonArgs> for PlayArgs {
             scenario: args.lesson.clone(),
             presenter: args.presenter,
             save: args.save.clone(),
+            record: args.record.clone(),
             ..PlayArgs::default()
         }
     }
@@ -206,6 +219,7 @@ impl Default for PlayArgs {
             speed: 1.0,
             presenter: false,
             save: None,
+            record: None,
         }
     }
 }

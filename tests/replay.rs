@@ -44,7 +44,8 @@ fn a_saved_run_loads_back_event_for_event() {
 fn a_replay_shows_the_same_frames_as_the_live_run_at_the_same_moments() {
     let (file, _) = saved_gc_pause();
     let events = load_runs(file.path()).unwrap().remove(0);
-    let options = ReplayOptions { file: "gc.jsonl".into(), speed: 1.0, presenter: false };
+    let options =
+        ReplayOptions { file: "gc.jsonl".into(), speed: 1.0, presenter: false, record: None };
     let mut replayed = fencelab::tui::replay_app(&events, &options).unwrap();
     let mut player = Player::new(events.clone(), 1.0);
     // Forward, then back: going back rebuilds the view from the start.

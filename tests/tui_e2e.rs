@@ -234,3 +234,43 @@ steps = [{ do = "acquire" }, { do = "write", value = "b" }, { do = "release" }]
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED=0", 10);
 }
+
+#[test]
+fn a_recorded_lesson_is_an_asciicast_that_asciinema_plays() {
+    let dir = tempfile::tempdir().unwrap();
+    let cast = dir.path().join("lesson.cast");
+    let bin = support::bin().get_program().to_string_lossy().into_owned();
+    let tmux = Tmux::start(110, 34);
+    let lesson =
+        format!("{bin} lesson gc-pause --sim --record {} ; echo EXITED=$?", cast.display());
+    tmux.keys(&[&lesson, "Enter"]);
+    tmux.wait_for("A's lease expires", 30);
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED=0", 10);
+
+    let text = std::fs::read_to_string(&cast).unwrap();
+    let mut lines = text.lines();
+    let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(header["version"], 2);
+    assert_eq!((header["width"].as_u64(), header["height"].as_u64()), (Some(110), Some(34)));
+    let events: Vec<(f64, String, String)> =
+        lines.map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
+    assert!(events.windows(2).all(|w| w[0].0 <= w[1].0), "times go forward");
+    assert!(events.iter().any(|(_, kind, data)| kind == "o" && data.contains("GC pause")));
+    assert!(events.iter().any(|(_, kind, data)| kind == "i" && data == "q"), "the q key");
+    assert!(
+        events.iter().any(|(_, kind, data)| kind == "m" && data == "A's lease expires"),
+        "a marker at the lesson step"
+    );
+
+    let played = Command::new("asciinema")
+        .args(["play", "-i", "0.05", "-s", "20"])
+        .arg(&cast)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("this test needs asciinema (apt-get install -y asciinema): {e}")
+        });
+    assert!(played.success());
+}

@@ -14,14 +14,9 @@ sock="fencelab-shots-$$"
 work=$(mktemp -d)
 trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 
-t() { tmux -L "$sock" "$@"; }
-wait_for() { # wait until the pane shows $1
-  for _ in $(seq 200); do
-    t capture-pane -p -t shot | grep -q -- "$1" && return 0
-    sleep 0.1
-  done
-  echo "timed out waiting for: $1" >&2; t capture-pane -p -t shot >&2; exit 1
-}
+pane=shot
+# shellcheck source=assets/tools/tmux.sh
+source assets/tools/tmux.sh
 shoot() { # capture the pane with colours and render it
   t capture-pane -e -p -t shot > "$work/pane.ans"
   python3 assets/tools/ansi_to_png.py "$work/pane.ans" "$1" --cols 160 --rows 48

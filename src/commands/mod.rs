@@ -55,6 +55,7 @@ fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         fencing: args.fencing,
         presenter: args.presenter,
         save: args.save.clone(),
+        record: args.record.clone(),
     };
     crate::tui::play(options, &backend.targets())
 }
@@ -92,6 +93,7 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         file: args.file.display().to_string(),
         speed: args.speed,
         presenter: args.presenter,
+        record: args.record.clone(),
     };
     crate::tui::replay(events, options)
 }

@@ -9,6 +9,7 @@ pub mod app;
 pub mod keys;
 pub mod lesson;
 pub mod model;
+pub mod record;
 pub mod render;
 pub mod replay;
 mod runner;
@@ -43,6 +44,8 @@ pub struct Options {
     pub presenter: bool,
     /// Where to save every run of the session (JSON lines).
     pub save: Option<std::path::PathBuf>,
+    /// Where to record the screen (asciicast v2).
+    pub record: Option<std::path::PathBuf>,
 }
 
 /// Open the playground; returns when the user quits.
@@ -86,7 +89,10 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     app.status = notice;
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
     let mut saver = Saver { file: save_file };
-    let result = runtime.block_on(event_loop(&mut app, Runner::new(chosen), targets, &mut saver));
+    let record = options.record.clone();
+    let runner = Runner::new(chosen);
+    let result =
+        runtime.block_on(event_loop(&mut app, runner, targets, &mut saver, record.as_deref()));
     result.map(|()| ExitCode::SUCCESS)
 }
 
@@ -112,6 +118,8 @@ pub struct ReplayOptions {
     pub file: String,
     pub speed: f64,
     pub presenter: bool,
+    /// Where to record the screen (asciicast v2).
+    pub record: Option<std::path::PathBuf>,
 }
 
 /// The app for replaying `events` (one run, starting with `run_started`): the
@@ -149,7 +157,7 @@ pub fn replay(
     let mut app = replay_app(&events, &options)?;
     let player = replay::Player::new(events, options.speed);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(replay::run(&mut app, player))?;
+    runtime.block_on(replay::run(&mut app, player, options.record.as_deref()))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -158,8 +166,10 @@ async fn event_loop(
     mut runner: Runner,
     targets: &Targets<'_>,
     saver: &mut Saver,
+    record: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let (mut terminal, _guard) = terminal::enter()?;
+    let (mut terminal, _guard, mut recording) = terminal::enter(record)?;
+    let mut step_shown: Option<String> = None;
     let mut input = spawn_input_reader();
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -174,13 +184,22 @@ async fn event_loop(
         for effect in app.lesson_tick() {
             runner.apply(&effect);
         }
+        // Each lesson step is a marker in the recording.
+        let step = app.lesson.as_ref().and_then(|l| l.current()).map(|s| s.title.clone());
+        if step.is_some() && step != step_shown {
+            recording.marker(step.as_deref().unwrap_or_default());
+            step_shown = step;
+        }
         let mut screen = Rect::default();
         terminal.draw(|frame| {
             screen = frame.area();
             render::draw(frame, app);
         })?;
         let effects = tokio::select! {
-            Some(ev) = input.recv() => handle_input(app, ev, screen),
+            Some(ev) = input.recv() => {
+                record_key(&mut recording, &ev);
+                handle_input(app, ev, screen)
+            }
             () = log_grew(&mut grown) => Vec::new(),
             _ = frames.tick(), if app.live() => Vec::new(),
             _ = term.recv() => { app.quit = true; Vec::new() }
@@ -270,6 +289,15 @@ async fn log_grew(grown: &mut Option<tokio::sync::watch::Receiver<usize>>) {
             }
         }
         None => std::future::pending().await,
+    }
+}
+
+/// A key press goes into the recording as input.
+fn record_key(recording: &mut record::Recording, ev: &Event) {
+    if let Event::Key(key) = ev
+        && key.kind != KeyEventKind::Release
+    {
+        recording.input(&record::key_text(key));
     }
 }
 

@@ -98,8 +98,12 @@ impl Player {
 }
 
 /// The replay's event loop: like the live one, with the player as the clock.
-pub async fn run(app: &mut App, mut player: Player) -> anyhow::Result<()> {
-    let (mut terminal, _guard) = terminal::enter()?;
+pub async fn run(
+    app: &mut App,
+    mut player: Player,
+    record: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let (mut terminal, _guard, mut recording) = terminal::enter(record)?;
     let mut input = spawn_input_reader();
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -118,7 +122,10 @@ pub async fn run(app: &mut App, mut player: Player) -> anyhow::Result<()> {
             render::draw(frame, app);
         })?;
         tokio::select! {
-            Some(ev) = input.recv() => handle(app, &mut player, ev, screen),
+            Some(ev) = input.recv() => {
+                super::record_key(&mut recording, &ev);
+                handle(app, &mut player, ev, screen)
+            }
             _ = frames.tick(), if player.playing() => {}
             _ = term.recv() => app.quit = true,
             _ = int.recv() => app.quit = true,
