@@ -1,11 +1,11 @@
 //! A private single-member etcd on two free loopback ports (clients and peers), its
-//! data in a temp dir. It is tuned for a teaching machine, not for production: a
+//! data in a temp dir in memory. It is tuned for a teaching machine, not for production: a
 //! 10 ms heartbeat lets it grant leases as short as one second.
 
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use super::{ETCD, START_TIMEOUT, ServerError, free_port, spawn, stop, temp_dir, wait_until_ready};
+use super::{ETCD, START_TIMEOUT, ServerError, free_port, memory_dir, spawn, stop, wait_until_ready};
 
 pub struct PrivateEtcd {
     child: Child,
@@ -20,7 +20,9 @@ impl PrivateEtcd {
 
     /// Start on a given client port, giving up after `within`.
     pub fn start_on(port: u16, within: Duration) -> Result<Self, ServerError> {
-        let dir = temp_dir(ETCD)?;
+        // etcd syncs its log to disk on every write: in memory, a lease grant takes a
+        // millisecond even while the disk is busy.
+        let dir = memory_dir(ETCD)?;
         let peer = format!("http://127.0.0.1:{}", free_port(ETCD)?);
         let client = format!("http://127.0.0.1:{port}");
         let log = dir.path().join("etcd.log");

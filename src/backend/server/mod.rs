@@ -157,10 +157,23 @@ const OWNER_FILE: &str = "fencelab.pid";
 /// stops its servers. So each new dir first sweeps away the dirs of fencelab processes
 /// that are gone: what one run could not clean, the next one does.
 pub(crate) fn temp_dir(program: Program) -> Result<tempfile::TempDir, ServerError> {
-    remove_orphaned_dirs();
+    temp_dir_in(program, &std::env::temp_dir())
+}
+
+/// Where a server that syncs every write to disk should keep its data: in memory
+/// (`/dev/shm`) when the machine has it, so a busy disk cannot stall a lesson's timing.
+/// Nothing here needs to survive the run.
+pub(crate) fn memory_dir(program: Program) -> Result<tempfile::TempDir, ServerError> {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    temp_dir_in(program, &base)
+}
+
+fn temp_dir_in(program: Program, base: &Path) -> Result<tempfile::TempDir, ServerError> {
+    remove_orphaned_dirs(base);
     let dir = tempfile::Builder::new()
         .prefix(&format!("fencelab-{}-", program.name))
-        .tempdir()
+        .tempdir_in(base)
         .map_err(|e| ServerError::setup(program, e))?;
     std::fs::write(dir.path().join(OWNER_FILE), std::process::id().to_string())
         .map_err(|e| ServerError::setup(program, e))?;
@@ -169,8 +182,8 @@ pub(crate) fn temp_dir(program: Program) -> Result<tempfile::TempDir, ServerErro
 
 /// Remove fencelab server dirs whose owner process no longer exists. Dirs without an
 /// owner file (being created right now, or not ours) are left alone.
-fn remove_orphaned_dirs() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+fn remove_orphaned_dirs(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         let ours =
