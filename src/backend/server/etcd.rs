@@ -5,7 +5,9 @@
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use super::{ETCD, START_TIMEOUT, ServerError, free_port, memory_dir, spawn, stop, wait_until_ready};
+use super::{
+    ETCD, START_TIMEOUT, ServerError, free_port, memory_dir, spawn, stop, wait_until_ready,
+};
 
 pub struct PrivateEtcd {
     child: Child,
