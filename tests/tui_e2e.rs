@@ -93,7 +93,10 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     );
     assert!(pane.contains("FENCING OFF"));
 
-    tmux.keys(&["1"]); // pause A mid-lease
+    // Pause A mid-lease, not at its very start: paused at 0 it would wake at 4 s, the
+    // moment B writes, and the two writes would race.
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["1"]);
     let pane = tmux.wait_for("STALE", 20);
     assert!(pane.contains("B   token 2   ✔ accepted"), "storage panel:\n{pane}");
     assert!(pane.contains("A   token 1   ✔ ACCEPTED ⚠ STALE"), "storage panel:\n{pane}");
@@ -102,6 +105,7 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     tmux.wait_for("FENCING ON", 5);
     tmux.keys(&["r"]);
     tmux.wait_for("LIVE", 10);
+    std::thread::sleep(Duration::from_millis(500));
     tmux.keys(&["1"]);
     let pane = tmux.wait_for("REJECTED", 20);
     assert!(pane.contains("A   token 1   ✘ REJECTED (stale)"), "storage panel:\n{pane}");
