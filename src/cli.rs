@@ -173,13 +173,8 @@ pub struct PlayArgs {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
-    /// Save every run of the session to this file (JSON lines), for `fencelab replay`.
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<std::path::PathBuf>,
-    /// Record the screen to this file (asciicast v2, for `asciinema play`), with the
-    /// keys pressed and lesson steps as markers.
-    #[arg(long, value_name = "FILE.cast")]
-    pub record: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub keep: Keep,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -189,6 +184,13 @@ pub struct LessonArgs {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
+    #[command(flatten)]
+    pub keep: Keep,
+}
+
+/// What a TUI session keeps: its event log and a recording of its screen.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Keep {
     /// Save every run of the session to this file (JSON lines), for `fencelab replay`.
     #[arg(long, value_name = "FILE")]
     pub save: Option<std::path::PathBuf>,
@@ -204,8 +206,7 @@ impl From<&LessonArgs> for PlayArgs {
         PlayArgs {
             scenario: args.lesson.clone(),
             presenter: args.presenter,
-            save: args.save.clone(),
-            record: args.record.clone(),
+            keep: args.keep.clone(),
             ..PlayArgs::default()
         }
     }
@@ -218,8 +219,7 @@ impl Default for PlayArgs {
             fencing: false,
             speed: 1.0,
             presenter: false,
-            save: None,
-            record: None,
+            keep: Keep::default(),
         }
     }
 }

@@ -24,7 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Lessons) => {
             println!(
-                "The course: each lesson runs on a real Redis. Open one with `fencelab lesson NAME`.\n"
+                "The course: each lesson runs on real servers (Redis, etcd, PostgreSQL). Open one with `fencelab lesson NAME`.\n"
             );
             for (i, l) in crate::lesson::course()?.iter().enumerate() {
                 let title = &l.scenario.title;
@@ -54,8 +54,8 @@ fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         lesson,
         fencing: args.fencing,
         presenter: args.presenter,
-        save: args.save.clone(),
-        record: args.record.clone(),
+        save: args.keep.save.clone(),
+        record: args.keep.record.clone(),
     };
     crate::tui::play(options, &backend.targets())
 }
