@@ -134,14 +134,26 @@ impl EtcdHttp {
         // A streaming call (keep-alive) answers one JSON object per message; the first
         // is the answer to our one request.
         let answer = serde_json::Deserializer::from_slice(&body).into_iter::<Value>().next();
+        // The start of what came instead, on one line, for the error.
+        let text = || {
+            let text = String::from_utf8_lossy(&body);
+            text.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(100)
+                .collect::<String>()
+        };
         let answer = match answer {
             Some(Ok(answer)) => answer,
-            _ => {
-                let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-                return Err(self.failed(path, format!("HTTP {status}, not JSON: {text:?}")));
-            }
+            _ => return Err(self.failed(path, format!("HTTP {status}, not JSON: {:?}", text()))),
         };
-        Ok(refusal(&answer).map_or(Ok(answer), Err))
+        match refusal(&answer) {
+            Some(refused) => Ok(Err(refused)),
+            None if status.is_success() => Ok(Ok(answer)),
+            // Not etcd's way of refusing: something else is listening there.
+            None => Err(self.failed(path, format!("HTTP {status}: {:?}", text()))),
+        }
     }
 
     fn unreachable(&self, reason: String) -> BackendError {
