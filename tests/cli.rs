@@ -128,6 +128,46 @@ fn redis_dying_mid_run_ends_the_run_with_an_error_not_a_hang() {
 }
 
 #[test]
+fn unreachable_etcd_is_one_clear_line() {
+    let out = run(&["run", "etcd-lease", "--etcd", "http://127.0.0.1:1"]);
+    assert_clean_error(&out, 1, "cannot reach etcd at http://127.0.0.1:1: ");
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn an_etcd_url_with_a_password_is_refused_without_showing_it() {
+    let out = run(&["run", "etcd-lease", "--etcd", "http://root:hunter2@127.0.0.1:1"]);
+    assert_clean_error(&out, 1, "fencelab does not log in to etcd");
+    assert!(!stderr(&out).contains("hunter2"), "{}", stderr(&out));
+}
+
+/// A server that accepts connections (the kernel completes the handshake for a
+/// listening socket) but never answers: every etcd call has a deadline.
+#[test]
+fn an_etcd_that_never_answers_is_a_clear_error_not_a_hang() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let started = Instant::now();
+    let mut child = support::bin()
+        .args(["run", "etcd-lease", "--etcd", &url])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = started + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the program hung on an etcd that never answers");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let took = started.elapsed();
+    let out = child.wait_with_output().unwrap();
+    assert_clean_error(&out, 1, &format!("cannot reach etcd at {url}: no answer to /v3/"));
+    assert!(took < Duration::from_secs(10), "took {took:?} to give up");
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
 fn without_a_terminal_the_playground_points_to_the_headless_command() {
     let out = run(&["--sim"]);
     assert_clean_error(&out, 1, "stdout is not a terminal");

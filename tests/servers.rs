@@ -52,7 +52,6 @@ fn a_private_postgres_leaves_nothing_behind() {
     leaves_nothing("postgres", server, PrivatePostgres::pid, |s| s.dir().to_path_buf());
 }
 
-#[cfg(feature = "etcd")]
 #[test]
 fn a_private_etcd_leaves_nothing_behind() {
     use fencelab::backend::server::PrivateEtcd;
@@ -74,7 +73,6 @@ fn a_taken_port_is_named_in_the_error() {
     );
 }
 
-#[cfg(feature = "etcd")]
 #[test]
 fn etcd_on_a_taken_port_says_so() {
     use fencelab::backend::server::PrivateEtcd;
@@ -120,11 +118,7 @@ fn a_missing_etcd_names_its_package_and_the_simulator_stands_in() {
     let (stdout, stderr) =
         (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    let notice = if cfg!(feature = "etcd") {
-        "etcd is not installed (install it with: apt-get install -y etcd-server)"
-    } else {
-        "this fencelab was built without etcd support"
-    };
+    let notice = "etcd is not installed (install it with: apt-get install -y etcd-server)";
     assert!(stderr.contains(notice), "{stderr}");
     assert!(stdout.contains("SIMULATOR (etcd lease lock"), "{stdout}");
 }

@@ -22,10 +22,8 @@ pub type SimFailover = FailoverBackend<SimPair, SimBackend>;
 /// The etcd lease lock on the simulator.
 pub type SimEtcdLock = EtcdBackend<SimEtcd, SimBackend>;
 /// The etcd lease lock on a real etcd, the storage on Redis.
-#[cfg(feature = "etcd")]
 pub type RealEtcdLock = EtcdBackend<super::etcd::RealEtcd, RedisBackend>;
 /// The etcd lease lock on a real etcd, the storage on PostgreSQL.
-#[cfg(feature = "etcd")]
 pub type RealEtcdPg = EtcdBackend<super::etcd::RealEtcd, PgFenced<RedisBackend>>;
 
 /// What kind of lock service a scenario needs.
@@ -118,12 +116,10 @@ pub enum Chosen {
         backend: SimEtcdLock,
         why: SimReason,
     },
-    #[cfg(feature = "etcd")]
     Etcd {
         backend: RealEtcdLock,
         _servers: EtcdServers,
     },
-    #[cfg(feature = "etcd")]
     EtcdPg {
         backend: RealEtcdPg,
         _servers: EtcdServers,
@@ -132,7 +128,6 @@ pub enum Chosen {
 
 /// The private servers an etcd run may have started: etcd, the storage's Redis, and
 /// PostgreSQL.
-#[cfg(feature = "etcd")]
 pub type EtcdServers = (Option<super::server::PrivateEtcd>, PrivateRedis, Option<PrivatePostgres>);
 
 /// Run `$body` with `$b` bound to whichever backend was chosen (each arm is the same
@@ -149,9 +144,7 @@ macro_rules! with_backend {
             $crate::backend::select::Chosen::Failover { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::SimFailover { backend: $b, .. } => $body,
             $crate::backend::select::Chosen::SimEtcd { backend: $b, .. } => $body,
-            #[cfg(feature = "etcd")]
             $crate::backend::select::Chosen::Etcd { backend: $b, .. } => $body,
-            #[cfg(feature = "etcd")]
             $crate::backend::select::Chosen::EtcdPg { backend: $b, .. } => $body,
         }
     };
@@ -163,8 +156,6 @@ pub enum SimReason {
     Requested,
     /// This server program is not installed (the simulator stands in for all of them).
     NotInstalled(super::server::Program),
-    /// This fencelab was built without the `etcd` feature.
-    NoEtcdSupport,
 }
 
 impl Chosen {
@@ -197,9 +188,6 @@ impl Chosen {
                 "{} is not installed (install it with: apt-get install -y {})",
                 program.name, program.package
             ),
-            SimReason::NoEtcdSupport => "this fencelab was built without etcd support (build it \
-                with --features etcd; that needs protoc: apt-get install -y protobuf-compiler)"
-                .to_string(),
         };
         Some(format!("note: {missing}, so this run uses the built-in SIMULATOR."))
     }
@@ -323,15 +311,6 @@ fn sim_etcd(why: SimReason) -> Result<Chosen, SelectError> {
     })
 }
 
-#[cfg(not(feature = "etcd"))]
-fn choose_etcd(targets: &Targets, _storage: StorageKind) -> Result<Chosen, SelectError> {
-    if targets.etcd.is_some() && !targets.sim {
-        return Err(SelectError::NoEtcdSupport);
-    }
-    sim_etcd(if targets.sim { SimReason::Requested } else { SimReason::NoEtcdSupport })
-}
-
-#[cfg(feature = "etcd")]
 fn choose_etcd(targets: &Targets, storage: StorageKind) -> Result<Chosen, SelectError> {
     use super::etcd::RealEtcd;
     use super::server::PrivateEtcd;
@@ -370,8 +349,4 @@ pub enum SelectError {
         "Redlock, failover and etcd scenarios start their own private redis-servers (one per node, one for the storage); run without --redis / REDIS_URL, or with --sim"
     )]
     NeedsPrivateServers,
-    #[error(
-        "--etcd was given, but this fencelab was built without etcd support: build it with `cargo build --release --features etcd` (needs protoc: apt-get install -y protobuf-compiler)"
-    )]
-    NoEtcdSupport,
 }

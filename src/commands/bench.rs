@@ -27,7 +27,6 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
 fn servers(runs: u32) -> anyhow::Result<ExitCode> {
     use crate::backend::server::{PrivatePostgres, PrivateRedis};
     starts("private redis-server", runs, PrivateRedis::start)?;
-    #[cfg(feature = "etcd")]
     starts("private etcd", runs, crate::backend::server::PrivateEtcd::start)?;
     starts("private PostgreSQL (initdb + start)", runs, PrivatePostgres::start)?;
     let (nodes, took) = crate::backend::redlock::RedisNodes::start(5)?;

@@ -9,17 +9,15 @@
 //! has been up.
 //!
 //! The lock is written once over [`LeaseKv`], the handful of etcd calls it needs, and
-//! runs on a real etcd (`real.rs`, behind the `etcd` cargo feature, since its gRPC
-//! client needs `protoc` to build) or on a model of one ([`SimEtcd`]).
+//! runs on a real etcd ([`RealEtcd`], through etcd's JSON gateway) or on a model of one
+//! ([`SimEtcd`]).
 
-#[cfg(feature = "etcd")]
 mod real;
 mod sim;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-#[cfg(feature = "etcd")]
 pub use real::RealEtcd;
 pub use sim::SimEtcd;
 

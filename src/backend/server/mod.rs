@@ -5,7 +5,6 @@
 //! outlive us: `Drop` stops it, and the kernel kills it too if this process dies
 //! without unwinding (`PR_SET_PDEATHSIG`), so even `kill -9` leaves no orphan.
 
-#[cfg(feature = "etcd")]
 mod etcd;
 mod postgres;
 mod redis;
@@ -17,7 +16,6 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-#[cfg(feature = "etcd")]
 pub use etcd::PrivateEtcd;
 pub use postgres::PrivatePostgres;
 pub use redis::PrivateRedis;
