@@ -1,0 +1,180 @@
+//! The lesson panel: the steps reached so far (earlier ones dimmed, the newest at the
+//! bottom), the open question and, once answered, whether it was right, in words and
+//! glyphs as well as colour; at the end, the score and what `c` does next.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+
+use super::super::app::App;
+use super::super::lesson::{Hold, LessonState};
+use super::super::theme::Theme;
+use super::markdown::wrapped;
+use crate::scenario::Checkpoint;
+
+pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let Some(lesson) = &app.lesson else { return };
+    let width = area.width.saturating_sub(3) as usize;
+    let lines = panel_lines(app, lesson, width);
+    let height = area.height.saturating_sub(2) as usize;
+    let room = lines.len().saturating_sub(height);
+    lesson.scroll_room.set(room);
+    let top = room - lesson.scroll.min(room);
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
+    let mut title = format!(" Lesson · {} ", app.scenario.title);
+    if top > 0 {
+        title.push_str("· ↑ PgUp ");
+    }
+    if top < room {
+        title.push_str("· ↓ PgDn ");
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border)
+        .title(title)
+        .title_style(t.title);
+    Paragraph::new(shown).block(block).render(area, buf);
+}
+
+/// Everything the panel holds, top to bottom, `width` columns wide.
+fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let bottom = lesson.focus.unwrap_or(lesson.reached.saturating_sub(1));
+    for (i, (step, body)) in lesson.history().enumerate().take(bottom + 1) {
+        if i > 0 {
+            lines.push(Line::raw(""));
+        }
+        let newest = i + 1 == lesson.reached;
+        let (mark, style) = if newest { ("▶ ", t.title) } else { ("· ", t.title.patch(t.dim)) };
+        lines.extend(wrapped(mark, &step.title, width, style));
+        lines.extend(body.lines(width, t, !newest));
+    }
+    if lesson.reached == 0 {
+        lines.push(Line::styled("The run is starting...", t.dim));
+    }
+    if let Some(focus) = lesson.focus {
+        lines.push(Line::raw(""));
+        let of = lesson.reached;
+        let text = format!("reading back: step {} of {of} · > next · < previous", focus + 1);
+        lines.push(Line::styled(text, t.key));
+        return lines;
+    }
+    if lesson.table_shown() {
+        lines.push(Line::raw(""));
+        lines.extend(lesson.table.iter().map(|l| Line::styled(l.clone(), t.title)));
+    }
+    if let Some((i, c)) = lesson.open_checkpoint() {
+        lines.push(Line::raw(""));
+        question(&mut lines, c, lesson.answers[i], width, t);
+    } else {
+        match lesson.hold {
+            Some(Hold::Step(_)) => {
+                lines.push(Line::raw(""));
+                lines.push(Line::styled("Enter: continue", t.key));
+            }
+            Some(Hold::Reading { .. }) => {
+                lines.push(Line::raw(""));
+                lines.push(Line::styled("Enter: go on (the run waits while you read)", t.key));
+            }
+            _ if lesson.finished() && app.run.ended.is_some() => {
+                lines.push(Line::raw(""));
+                end_of_run(&mut lines, app, lesson, width);
+            }
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// The question and its choices; once answered, the verdict, the right answer by
+/// name, and why.
+fn question(
+    lines: &mut Vec<Line<'static>>,
+    c: &Checkpoint,
+    answer: Option<usize>,
+    width: usize,
+    t: &Theme,
+) {
+    lines.extend(wrapped("? ", &c.question, width, t.key));
+    for (n, choice) in c.choices.iter().enumerate() {
+        let n = n + 1;
+        let (mark, style) = match answer {
+            Some(_) if n == c.answer => ("✔", t.accepted),
+            Some(a) if a == n => ("✘", t.rejected),
+            _ => (" ", t.base),
+        };
+        let note = match answer {
+            Some(a) if a == n && n == c.answer => "  ← yours, right",
+            Some(a) if a == n => "  ← yours",
+            Some(_) if n == c.answer => "  ← the answer",
+            _ => "",
+        };
+        lines.extend(wrapped(&format!("{mark} {n}) "), &format!("{choice}{note}"), width, style));
+    }
+    let Some(a) = answer else {
+        let keys = format!("Predict: press 1 to {}.", c.choices.len());
+        lines.push(Line::styled(keys, t.dim));
+        return;
+    };
+    lines.push(Line::raw(""));
+    if a == c.answer {
+        lines.push(Line::styled(format!("✔ Right: {a}."), t.accepted));
+    } else {
+        let right = c.choices.get(c.answer - 1).map_or("", String::as_str);
+        lines.push(Line::styled(format!("✘ Not {a}."), t.rejected));
+        let named = format!("The answer is {}: {right}.", c.answer);
+        lines.extend(wrapped("✔ ", &named, width, t.accepted));
+    }
+    lines.extend(wrapped("", &c.explain, width, t.base));
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Enter: continue", t.key));
+}
+
+/// The run is over and its narration read: the score once every question is
+/// answered, and what to do next.
+fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, width: usize) {
+    let t = &app.theme;
+    if !lesson.checkpoints.is_empty() {
+        let (right, answered) = lesson.score();
+        lines.push(Line::styled(format!("Score: {right} of {answered} predicted"), t.title));
+        for (c, a) in lesson.checkpoints.iter().zip(&lesson.answers) {
+            let (mark, style) =
+                if *a == Some(c.answer) { ("✔", t.accepted) } else { ("✘", t.rejected) };
+            lines.extend(wrapped(&format!("{mark} "), topic(&c.question), width, style));
+        }
+        lines.push(Line::raw(""));
+    }
+    let next = format!("press c for the next run: {}", app.compare_label());
+    lines.extend(wrapped("", &next, width, t.key));
+    lines.push(Line::from(vec![
+        Span::styled("R", t.key),
+        Span::styled(": take the lesson again · every key works (? for help)", t.base),
+    ]));
+}
+
+/// What a question is about, in a line: its last sentence (the question itself).
+fn topic(question: &str) -> &str {
+    let question = question.trim();
+    let start =
+        question.trim_end_matches(['?', '.', '!']).rfind(['.', '?', '!', ':']).map_or(0, |i| i + 1);
+    question[start..].trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topic;
+
+    #[test]
+    fn a_question_is_summed_up_by_its_last_sentence() {
+        assert_eq!(
+            topic(
+                "B has written. When A wakes up at 3 s, it will write too. Whose write ends up last?"
+            ),
+            "Whose write ends up last?"
+        );
+        assert_eq!(topic("How often?"), "How often?");
+    }
+}
