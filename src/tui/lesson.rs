@@ -424,6 +424,21 @@ mod tests {
     }
 
     #[test]
+    fn the_sweep_table_waits_for_its_question_to_be_answered() {
+        let t0 = Instant::now();
+        let narration = Narration {
+            runs: vec![RunNarration { label: "r".into(), steps: vec![step("a", 0, false)] }],
+        };
+        let mut l = LessonState::new(narration, "r", vec![question(500)], vec!["table".into()]);
+        l.advance(600.0, t0);
+        l.release();
+        assert_eq!(l.advance(600.0, t0), Some(500.0));
+        assert!(!l.table_shown(), "the table is the answer: not before the question");
+        l.answer(2);
+        assert!(l.table_shown());
+    }
+
+    #[test]
     fn reading_back_moves_through_the_history() {
         let t0 = Instant::now();
         let mut l =

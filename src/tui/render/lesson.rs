@@ -23,17 +23,18 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     lesson.scroll_room.set(room);
     let top = room - lesson.scroll.min(room);
     let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
-    let mut title = format!(" Lesson · {} ", app.scenario.title);
-    if top > 0 {
-        title.push_str("· ↑ PgUp ");
-    }
-    if top < room {
-        title.push_str("· ↓ PgDn ");
-    }
+    // Where more text is, on the right, where a long lesson title cannot hide it.
+    let more = match (top > 0, top < room) {
+        (true, true) => " ↑↓ PgUp/PgDn ",
+        (true, false) => " ↑ PgUp ",
+        (false, true) => " ↓ PgDn ",
+        (false, false) => "",
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border)
-        .title(title)
+        .title(format!(" Lesson · {} ", app.scenario.title))
+        .title(Line::from(more).right_aligned())
         .title_style(t.title);
     Paragraph::new(shown).block(block).render(area, buf);
 }
