@@ -40,6 +40,8 @@ pub struct LessonState {
     narration: Narration,
     /// The label of the run being shown ("release with a plain DEL").
     pub label: String,
+    /// The lesson's first run: the questions are about it, and asked only in it.
+    first_label: String,
     pub steps: Vec<NarrationStep>,
     /// Each step's text, parsed once for drawing.
     bodies: Vec<Doc>,
@@ -74,6 +76,7 @@ impl LessonState {
         let mut state = LessonState {
             narration,
             label: String::new(),
+            first_label: label.to_string(),
             steps: Vec::new(),
             bodies: Vec::new(),
             checkpoints,
@@ -133,8 +136,11 @@ impl LessonState {
             self.asked += 1;
         }
         let step = self.steps.get(self.reached).map(|s| s.at_ms).filter(|t| *t as f64 <= cursor_ms);
-        let question =
-            self.checkpoints.get(self.asked).map(|c| c.at_ms).filter(|t| *t as f64 <= cursor_ms);
+        let question = (self.label == self.first_label)
+            .then(|| self.checkpoints.get(self.asked))
+            .flatten()
+            .map(|c| c.at_ms)
+            .filter(|t| *t as f64 <= cursor_ms);
         // A question first when both fall together: the step may give its answer away.
         match (step, question) {
             (Some(s), q) if q.is_none_or(|q| s < q) => {
@@ -214,18 +220,18 @@ impl LessonState {
         }
     }
 
-    /// Every step of this run reached and read, and every question answered.
+    /// Every step of this run reached and read, and (in the first run) every
+    /// question answered.
     pub fn finished(&self) -> bool {
         self.reached == self.steps.len()
             && self.hold.is_none()
-            && self.answers.iter().all(Option::is_some)
+            && (self.label != self.first_label || self.answers.iter().all(Option::is_some))
     }
 
-    /// Questions answered right, and questions answered.
+    /// Questions answered right (at the first and only try), of all the questions.
     pub fn score(&self) -> (usize, usize) {
-        let answered = self.answers.iter().flatten().count();
         let right = self.answers.iter().zip(&self.checkpoints);
-        (right.filter(|(a, c)| **a == Some(c.answer)).count(), answered)
+        (right.filter(|(a, c)| **a == Some(c.answer)).count(), self.checkpoints.len())
     }
 
     /// Lesson 5's table of many runs, shown once its question has been answered (it
@@ -406,6 +412,21 @@ mod tests {
             now += Duration::from_secs(30);
         }
         assert_eq!(titles(&l), ["a", "b"]);
+    }
+
+    #[test]
+    fn questions_are_asked_in_the_first_run_only() {
+        let t0 = Instant::now();
+        let mut l = lesson(vec![step("a", 0, false)], vec![question(10)]);
+        l.restart("second");
+        continue_all(&mut l, 100.0, t0);
+        assert_eq!(l.answers, [None], "not asked in another run");
+        assert!(l.finished());
+        l.restart("first");
+        assert_eq!(l.advance(100.0, t0), Some(0.0));
+        l.release();
+        assert_eq!(l.advance(100.0, t0), Some(10.0));
+        assert!(l.open_checkpoint().is_some());
     }
 
     #[test]

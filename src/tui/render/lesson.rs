@@ -139,12 +139,15 @@ fn question(
 fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, width: usize) {
     let t = &app.theme;
     if !lesson.checkpoints.is_empty() {
-        let (right, answered) = lesson.score();
-        lines.push(Line::styled(format!("Score: {right} of {answered} predicted"), t.title));
+        let (right, of) = lesson.score();
+        lines.push(Line::styled(format!("Score: {right} of {of} predicted"), t.title));
         for (c, a) in lesson.checkpoints.iter().zip(&lesson.answers) {
-            let (mark, style) =
-                if *a == Some(c.answer) { ("✔", t.accepted) } else { ("✘", t.rejected) };
-            lines.extend(wrapped(&format!("{mark} "), topic(&c.question), width, style));
+            let (mark, style) = match a {
+                Some(a) if *a == c.answer => ("✔ ", t.accepted),
+                Some(_) => ("✘ ", t.rejected),
+                None => ("· not asked: ", t.dim),
+            };
+            lines.extend(wrapped(mark, topic(&c.question), width, style));
         }
         lines.push(Line::raw(""));
     }
