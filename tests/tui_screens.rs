@@ -454,3 +454,36 @@ fn a_job_done_twice_is_marked_in_the_storage_and_the_monitor() {
     assert!(shown.contains("done twice at 0.500s: A \"did job 1\", which B had already done"));
     insta::assert_snapshot!(term.backend());
 }
+
+/// A step longer than the panel is shown from its title; PgDn reads on, PgUp back.
+#[test]
+fn a_long_step_is_shown_from_its_start_and_scrolls() {
+    let mut lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let body: String = (1..=40).map(|n| format!("- line {n} of a long step\n")).collect();
+    let md = format!("Intro.\n\n## A long step {{at=0.5s}}\n{body}");
+    let labels = fencelab::lesson::run_labels(&lesson.scenario);
+    lesson.narration =
+        fencelab::lesson::parse_narration(&md, "t.md", &lesson.scenario.title, &labels).unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, 0.0, 2);
+    app.now_ms = 600.0;
+    app.lesson_tick();
+    let term = screen(&app, WIDTH, HEIGHT);
+    let panel = panel_text(term.backend().buffer());
+    assert!(panel.contains("▶ A long step"), "{panel}");
+    assert!(!panel.contains("line 40 of"), "{panel}");
+    assert!(text(term.backend().buffer()).contains("PgDn"), "says there is more below");
+
+    for _ in 0..10 {
+        app.update(Action::NarrationDown);
+    }
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("• line 40 of a long step"), "{panel}");
+    assert!(panel.contains("Enter: go on"), "{panel}");
+
+    for _ in 0..20 {
+        app.update(Action::NarrationUp);
+    }
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("Intro."), "back at the top: {panel}");
+}

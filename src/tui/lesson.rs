@@ -57,11 +57,12 @@ pub struct LessonState {
     pub table: Vec<String>,
     /// Reading back: the step drawn at the bottom (None: the newest, and what follows).
     pub focus: Option<usize>,
-    /// Lines scrolled up from the bottom of the panel.
-    pub scroll: usize,
-    /// How far the panel could scroll up when it was last drawn, so scrolling up
-    /// stops at the top (written by the drawing, which alone knows the width).
-    pub scroll_room: Cell<usize>,
+    /// Lines scrolled up (negative: down) from where the panel rests.
+    pub scroll: isize,
+    /// How far the panel could scroll up and down from its resting place when it was
+    /// last drawn, so scrolling stops at the ends (written by the drawing, which alone
+    /// knows the panel's size).
+    pub scroll_room: Cell<(usize, usize)>,
 }
 
 impl LessonState {
@@ -87,7 +88,7 @@ impl LessonState {
             table,
             focus: None,
             scroll: 0,
-            scroll_room: Cell::new(0),
+            scroll_room: Cell::new((0, 0)),
         };
         state.restart(label);
         state
@@ -257,8 +258,9 @@ impl LessonState {
 
     /// Scroll the panel up (`lines` > 0) or down, within its text.
     pub fn scroll_by(&mut self, lines: isize) {
-        let room = self.scroll_room.get();
-        self.scroll = self.scroll.saturating_add_signed(lines).min(room);
+        let (up, down) = self.scroll_room.get();
+        let limit = |n: usize| isize::try_from(n).unwrap_or(isize::MAX);
+        self.scroll = self.scroll.saturating_add(lines).clamp(-limit(down), limit(up));
     }
 }
 
@@ -473,10 +475,12 @@ mod tests {
         l.step_forward();
         l.step_forward();
         assert_eq!(l.focus, None, "back to the newest");
-        l.scroll_room.set(4);
+        l.scroll_room.set((4, 2));
         l.scroll_by(10);
         assert_eq!(l.scroll, 4, "not past the top");
         l.scroll_by(-3);
         assert_eq!(l.scroll, 1);
+        l.scroll_by(-10);
+        assert_eq!(l.scroll, -2, "not past the bottom");
     }
 }

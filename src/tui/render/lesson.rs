@@ -17,14 +17,17 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let Some(lesson) = &app.lesson else { return };
     let width = area.width.saturating_sub(3) as usize;
-    let lines = panel_lines(app, lesson, width);
+    let (lines, read_from) = panel_lines(app, lesson, width);
     let height = area.height.saturating_sub(2) as usize;
-    let room = lines.len().saturating_sub(height);
-    lesson.scroll_room.set(room);
-    let top = room - lesson.scroll.min(room);
+    let last = lines.len().saturating_sub(height);
+    // The panel rests at its bottom, unless that hides the start of the step being
+    // read; an open question's choices always stay on screen.
+    let rest = if lesson.open_checkpoint().is_some() { last } else { last.min(read_from) };
+    lesson.scroll_room.set((rest, last - rest));
+    let top = rest.saturating_add_signed(-lesson.scroll).min(last);
     let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
     // Where more text is, on the right, where a long lesson title cannot hide it.
-    let more = match (top > 0, top < room) {
+    let more = match (top > 0, top < last) {
         (true, true) => " ↑↓ PgUp/PgDn ",
         (true, false) => " ↑ PgUp ",
         (false, true) => " ↓ PgDn ",
@@ -39,15 +42,18 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     Paragraph::new(shown).block(block).render(area, buf);
 }
 
-/// Everything the panel holds, top to bottom, `width` columns wide.
-fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> Vec<Line<'static>> {
+/// Everything the panel holds, top to bottom, `width` columns wide, and the line
+/// where the step being read (the newest, or the one read back to) starts.
+fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> (Vec<Line<'static>>, usize) {
     let t = &app.theme;
     let mut lines: Vec<Line<'static>> = Vec::new();
     let bottom = lesson.focus.unwrap_or(lesson.reached.saturating_sub(1));
+    let mut read_from = 0;
     for (i, (step, body)) in lesson.history().enumerate().take(bottom + 1) {
         if i > 0 {
             lines.push(Line::raw(""));
         }
+        read_from = lines.len();
         let newest = i + 1 == lesson.reached;
         let (mark, style) = if newest { ("▶ ", t.title) } else { ("· ", t.title.patch(t.dim)) };
         lines.extend(wrapped(mark, &step.title, width, style));
@@ -61,7 +67,7 @@ fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> Vec<Line<'stati
         let of = lesson.reached;
         let text = format!("reading back: step {} of {of} · > next · < previous", focus + 1);
         lines.push(Line::styled(text, t.key));
-        return lines;
+        return (lines, read_from);
     }
     if lesson.table_shown() {
         lines.push(Line::raw(""));
@@ -87,7 +93,7 @@ fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> Vec<Line<'stati
             _ => {}
         }
     }
-    lines
+    (lines, read_from)
 }
 
 /// The question and its choices; once answered, the verdict, the right answer by
