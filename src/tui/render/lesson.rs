@@ -168,9 +168,13 @@ fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, w
 /// What a question is about, in a line: its last sentence (the question itself).
 fn topic(question: &str) -> &str {
     let question = question.trim();
-    let start =
-        question.trim_end_matches(['?', '.', '!']).rfind(['.', '?', '!', ':']).map_or(0, |i| i + 1);
-    question[start..].trim()
+    let body = question.trim_end_matches(['?', '.', '!']);
+    let start = [". ", "? ", "! ", ": "]
+        .iter()
+        .filter_map(|end| body.rfind(end).map(|i| i + end.len()))
+        .max()
+        .unwrap_or(0);
+    &question[start..]
 }
 
 #[cfg(test)]
@@ -186,5 +190,6 @@ mod tests {
             "Whose write ends up last?"
         );
         assert_eq!(topic("How often?"), "How often?");
+        assert_eq!(topic("A sleeps 2.5 s. Who writes last?"), "Who writes last?");
     }
 }
