@@ -130,7 +130,8 @@ fn question(
     if a == c.answer {
         lines.push(Line::styled(format!("✔ Right: {a}."), t.accepted));
     } else {
-        let right = c.choices.get(c.answer - 1).map_or("", String::as_str);
+        let right = c.answer.checked_sub(1).and_then(|i| c.choices.get(i));
+        let right = right.map_or("", String::as_str);
         lines.push(Line::styled(format!("✘ Not {a}."), t.rejected));
         let named = format!("The answer is {}: {right}.", c.answer);
         lines.extend(wrapped("✔ ", &named, width, t.accepted));
