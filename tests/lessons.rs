@@ -24,7 +24,7 @@ fn every_lesson_file_is_in_the_course_with_its_narration() {
     let course = lesson::course().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(course.len(), 19);
     for l in &course {
-        assert!(!l.steps.is_empty(), "{} has no narration", l.scenario.name);
+        assert!(!l.first_steps().is_empty(), "{} has no narration", l.scenario.name);
         assert!(!l.scenario.checkpoints.is_empty(), "{} asks no question", l.scenario.name);
         for c in &l.scenario.checkpoints {
             assert!(
@@ -37,34 +37,79 @@ fn every_lesson_file_is_in_the_course_with_its_narration() {
 }
 
 #[test]
-fn every_step_and_question_is_reached_by_the_lessons_first_run() {
+fn every_step_and_question_is_reached_by_its_run() {
     for l in lesson::course().unwrap() {
-        let first = l.scenario.planned_runs(&l.scenario.expect.modes()).remove(0);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        let events = rt.block_on(support::run_events(
-            &fencelab::backend::sim::SimBackend::default(),
-            &first.scenario,
-            first.fencing,
-        ));
-        let end =
-            events.iter().find(|e| matches!(e.kind, EventKind::RunEnded { .. })).unwrap().t_ms;
-        let moments = l
-            .steps
-            .iter()
-            .map(|s| (s.title.clone(), s.at_ms))
-            .chain(l.scenario.checkpoints.iter().map(|c| (c.question.clone(), c.at_ms)));
-        for (what, at) in moments {
-            assert!(
-                at as f64 <= end,
-                "{}: {what:?} at {at} ms comes after the run ends ({end} ms)",
-                l.scenario.name
-            );
+        for (n, run) in l.scenario.planned_runs(&l.scenario.expect.modes()).into_iter().enumerate()
+        {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            let events = rt.block_on(support::run_events(
+                &fencelab::backend::sim::SimBackend::default(),
+                &run.scenario,
+                run.fencing,
+            ));
+            let end =
+                events.iter().find(|e| matches!(e.kind, EventKind::RunEnded { .. })).unwrap().t_ms;
+            // Questions are asked in the lesson's first run.
+            let questions = l.scenario.checkpoints.iter().filter(|_| n == 0);
+            let moments = l
+                .steps_for(&run.label)
+                .iter()
+                .map(|s| (s.title.clone(), s.at_ms))
+                .chain(questions.map(|c| (c.question.clone(), c.at_ms)));
+            for (what, at) in moments {
+                assert!(
+                    at as f64 <= end,
+                    "{} ({}): {what:?} at {at} ms comes after the run ends ({end} ms)",
+                    l.scenario.name,
+                    run.label
+                );
+            }
         }
     }
+}
+
+/// A learner who always picks the same position must not score well: across the
+/// course, no position holds more than half of the right answers.
+#[test]
+fn answer_positions_are_balanced_over_the_course() {
+    let mut by_position = std::collections::BTreeMap::<usize, usize>::new();
+    let mut total = 0;
+    for l in lesson::course().unwrap() {
+        for c in &l.scenario.checkpoints {
+            *by_position.entry(c.answer).or_default() += 1;
+            total += 1;
+        }
+    }
+    for (position, count) in &by_position {
+        assert!(
+            count * 2 <= total,
+            "{count} of {total} answers are choice {position}: {by_position:?}"
+        );
+    }
+}
+
+/// A step just before a question would be cut short by it (and may give the answer
+/// away): the first run's steps keep 300 ms clear of its questions.
+#[test]
+fn no_step_falls_in_the_300_ms_before_a_question() {
+    let mut crowded = Vec::new();
+    for l in lesson::course().unwrap() {
+        for c in &l.scenario.checkpoints {
+            for s in l.first_steps() {
+                if c.at_ms.saturating_sub(300) <= s.at_ms && s.at_ms < c.at_ms {
+                    crowded.push(format!(
+                        "{}: {:?} at {} ms, question at {} ms",
+                        l.scenario.name, s.title, s.at_ms, c.at_ms
+                    ));
+                }
+            }
+        }
+    }
+    assert!(crowded.is_empty(), "steps crowding a question:\n  {}", crowded.join("\n  "));
 }
 
 #[test]
@@ -137,6 +182,24 @@ fn a_lesson_file_with_bad_narration_names_the_markdown_file_and_line() {
     let err = lesson::load_file(&toml).unwrap_err().to_string();
     assert!(err.contains("my-lesson.md:3:"), "{err}");
     assert!(err.contains("unknown attribute \"stop\""), "{err}");
+}
+
+#[test]
+fn a_malformed_run_section_is_reported_with_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("my-lesson.toml");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/lessons/03-gc-pause.toml"), &toml).unwrap();
+    let md = dir.path().join("my-lesson.md");
+    std::fs::write(&md, "Intro.\n\n# run: fencing on\nText.\n").unwrap();
+    let err = lesson::load_file(&toml).unwrap_err().to_string();
+    assert!(err.contains("my-lesson.md:3:8:"), "{err}");
+    assert!(err.contains("\"fencing tokens: off\", \"fencing tokens: on\""), "{err}");
+
+    std::fs::write(&md, "# run: fencing tokens: on\nA.\n\n# run: fencing tokens: on\nB.\n")
+        .unwrap();
+    let err = lesson::load_file(&toml).unwrap_err().to_string();
+    assert!(err.contains("my-lesson.md:4:8:"), "{err}");
+    assert!(err.contains("already given at line 1"), "{err}");
 }
 
 #[test]

@@ -248,6 +248,11 @@ fn a_recorded_lesson_is_an_asciicast_that_asciinema_plays() {
     let lesson =
         format!("{bin} lesson gc-pause --sim --record {} ; echo EXITED=$?", cast.display());
     tmux.keys(&[&lesson, "Enter"]);
+    // The introduction waits for Enter; the next step is held while it is read.
+    tmux.wait_for("Enter: continue", 30);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("The lease drains", 30);
+    tmux.keys(&["Enter"]);
     tmux.wait_for("A's lease expires", 30);
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED=0", 10);

@@ -13,6 +13,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Position;
+use ratatui::style::Color;
 use tokio_util::sync::CancellationToken;
 
 const WIDTH: u16 = 120;
@@ -184,10 +185,7 @@ fn no_color_theme_uses_no_colour_at_all() {
     let term = screen(&app, WIDTH, HEIGHT);
     let buf = term.backend().buffer();
     for cell in buf.content() {
-        assert_eq!(
-            (cell.fg, cell.bg),
-            (ratatui::style::Color::Reset, ratatui::style::Color::Reset)
-        );
+        assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
     }
     // Meaning survives through glyphs.
     let shown = text(buf);
@@ -204,40 +202,89 @@ fn clicking_a_lane_selects_its_worker() {
     assert_eq!(app.selected, 1);
 }
 
-#[test]
-fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
-    use fencelab::tui::lesson::LessonState;
-    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+/// The events of a run of `scenario` on the simulator.
+fn sim_events(scenario: &fencelab::scenario::Scenario, fencing: bool) -> Vec<Event> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .unwrap();
-    let events = rt.block_on(async {
-        let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
-        fencelab::engine::run(
-            &SimBackend::default(),
-            &lesson.scenario,
-            options,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap()
-        .snapshot()
-    });
+    rt.block_on(async {
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
+        fencelab::engine::run(&SimBackend::default(), scenario, options, &CancellationToken::new())
+            .await
+            .unwrap()
+            .snapshot()
+    })
+}
+
+/// A lesson in the TUI, its first run about to start.
+fn lesson_app(lesson: &fencelab::lesson::Lesson, theme: Theme) -> App {
     let label = "SIMULATOR (virtual clock, no Redis)".to_string();
-    let state = LessonState::new(lesson.steps.clone(), lesson.scenario.checkpoints.clone(), vec![]);
-    let mut app = App::new(lesson.scenario.clone(), false, 0.5, true, label, Theme::DEFAULT)
-        .with_lesson(state);
-    let at = 2100.0;
-    app.run.ingest(&events.iter().filter(|e| e.t_ms <= at).cloned().collect::<Vec<_>>());
-    app.now_ms = at;
-    // The lesson reaches its steps up to 2.0 s (continuing past the one that waits),
-    // then asks its question at 2.1 s.
-    while app.lesson_tick().is_empty() && app.lesson.as_ref().unwrap().hold.is_none() {}
-    while app.lesson.as_ref().unwrap().open_checkpoint().is_none() {
-        app.update(Action::Continue);
+    let scenario = lesson.scenario.clone();
+    let mut app = App::new(scenario.clone(), scenario.fencing, 0.5, true, label, theme);
+    let state = fencelab::tui::lesson::LessonState::new(
+        lesson.narration.clone(),
+        &app.run_label(),
+        scenario.checkpoints.clone(),
+        vec![],
+    );
+    app = app.with_lesson(state);
+    app.begin_run();
+    app
+}
+
+/// Run the app's next run on the simulator up to `t_ms` (its end: `f64::INFINITY`),
+/// the learner pressing Enter at every hold and answering `answer` to every question.
+fn play_to(app: &mut App, t_ms: f64, answer: usize) {
+    let (scenario, fencing) = app.next_run();
+    let events = sim_events(&scenario, fencing);
+    let upto: Vec<Event> = events.into_iter().filter(|e| e.t_ms <= t_ms).collect();
+    app.run.ingest(&upto);
+    app.now_ms = app.run.ended.as_ref().map_or(t_ms, |(t, _)| *t);
+    loop {
         app.lesson_tick();
+        let Some(lesson) = app.lesson.as_ref() else { return };
+        if lesson.hold.is_none() {
+            return;
+        }
+        if lesson.open_checkpoint().is_some_and(|(i, _)| lesson.answers[i].is_none()) {
+            app.update(Action::PauseWorker(answer - 1));
+        }
+        app.update(Action::Continue);
+    }
+}
+
+/// The lesson panel's text inside its border (the sidebar beside the timeline).
+fn panel_text(buf: &Buffer) -> String {
+    let top = find(buf, "Lesson ·");
+    let left = top.x - 2;
+    let mut rows = Vec::new();
+    for y in top.y + 1..buf.area.height {
+        if buf[(left, y)].symbol() == "└" {
+            break;
+        }
+        let row: String = (left + 1..buf.area.width - 1).map(|x| buf[(x, y)].symbol()).collect();
+        rows.push(row.trim_end().to_string());
+    }
+    rows.join("\n")
+}
+
+#[test]
+fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    // The lesson reaches its steps up to 2.0 s (continuing past each one), then asks
+    // its question at 2.1 s.
+    let events = sim_events(&lesson.scenario, false);
+    app.run.ingest(&events.iter().filter(|e| e.t_ms <= 2100.0).cloned().collect::<Vec<_>>());
+    app.now_ms = 2100.0;
+    loop {
+        app.lesson_tick();
+        if app.lesson.as_ref().unwrap().open_checkpoint().is_some() {
+            break;
+        }
+        app.update(Action::Continue);
     }
     let term = screen(&app, WIDTH, HEIGHT);
     let shown = text(term.backend().buffer());
@@ -248,7 +295,112 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
     // Answering reveals; a number key answers instead of pausing a worker.
     assert!(app.update(Action::PauseWorker(1)).is_empty());
     let term = screen(&app, WIDTH, HEIGHT);
-    assert!(text(term.backend().buffer()).contains("✔ Right."));
+    assert!(text(term.backend().buffer()).contains("✔ Right: 2."));
+}
+
+#[test]
+fn every_step_reached_stays_in_the_panel_in_order() {
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 2);
+    let lesson_state = app.lesson.as_ref().unwrap();
+    assert!(lesson_state.finished());
+    // The last step has no time of its own: it follows "A wakes up", and both show.
+    let titles: Vec<&str> = lesson_state.history().map(|(s, _)| s.title.as_str()).collect();
+    assert_eq!(titles[titles.len() - 2..], ["A wakes up", "What would stop it?"]);
+    app.lesson.as_mut().unwrap().step_back();
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("A wakes up"), "{panel}");
+    assert!(panel.contains("reading back"), "{panel}");
+}
+
+/// Per-run narration: after `c`, the panel tells the run on screen, not the first one.
+#[test]
+fn after_c_the_panel_shows_the_narration_of_the_run_started() {
+    let mut lesson = fencelab::lesson::find("unsafe-release").unwrap().unwrap();
+    let md = "A releases with a plain DEL.\n\n## DEL {at=1.5s}\nIt deletes B's lock.\n\n\
+              # run: release with compare-and-delete\n\
+              Now the release checks the owner.\n\n## Safe {at=1.5s}\nB's lock survives.\n";
+    let labels = fencelab::lesson::run_labels(&lesson.scenario);
+    lesson.narration =
+        fencelab::lesson::parse_narration(md, "t.md", &lesson.scenario.title, &labels).unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 2);
+    let first = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(first.contains("It deletes B's lock."), "{first}");
+    assert!(first.contains("press c for the next run: release with"), "{first}");
+
+    assert_eq!(app.update(Action::Compare), [fencelab::tui::app::Effect::StartRun]);
+    app.begin_run();
+    play_to(&mut app, f64::INFINITY, 2);
+    let second = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(second.contains("B's lock survives."), "{second}");
+    assert!(second.contains("Now the release checks the owner."), "{second}");
+    assert!(!second.contains("It deletes B's lock"), "the first run's text is gone:\n{second}");
+}
+
+/// A run the narration has no section for says which run it is, nothing more.
+#[test]
+fn a_run_without_its_own_narration_names_itself() {
+    let lesson = fencelab::lesson::find("unsafe-release").unwrap().unwrap();
+    let mut lesson = lesson;
+    let labels = fencelab::lesson::run_labels(&lesson.scenario);
+    lesson.narration =
+        fencelab::lesson::parse_narration("Only the first run.\n", "t.md", "T", &labels).unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 2);
+    app.update(Action::Compare);
+    app.begin_run();
+    play_to(&mut app, 10.0, 2);
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("This run: release with compare-and-delete"), "{panel}");
+    assert!(!panel.contains("Only the first run."), "{panel}");
+}
+
+/// On a monochrome projector (NO_COLOR), a wrong answer still says it is wrong and
+/// which answer is right, in words and glyphs.
+#[test]
+fn a_wrong_answer_names_the_right_one_without_colour() {
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::NO_COLOR);
+    let events = sim_events(&lesson.scenario, false);
+    app.run.ingest(&events.iter().filter(|e| e.t_ms <= 2100.0).cloned().collect::<Vec<_>>());
+    app.now_ms = 2100.0;
+    loop {
+        app.lesson_tick();
+        if app.lesson.as_ref().unwrap().open_checkpoint().is_some() {
+            break;
+        }
+        app.update(Action::Continue);
+    }
+    app.update(Action::PauseWorker(0));
+    let term = screen(&app, WIDTH, HEIGHT);
+    let buf = term.backend().buffer();
+    for cell in buf.content() {
+        assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
+    }
+    let panel = panel_text(buf);
+    assert!(panel.contains("✘ Not 1."), "{panel}");
+    assert!(panel.contains("✔ The answer is 2: A's"), "{panel}");
+    insta::assert_snapshot!(panel);
+}
+
+#[test]
+fn the_end_of_a_lesson_shows_the_score_and_each_question() {
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 1);
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("Score: 0 of 1 predicted"), "{panel}");
+    assert!(panel.contains("✘ Whose write ends up last in storage?"), "{panel}");
+
+    // R takes it again, with fresh questions; this time right.
+    assert_eq!(app.update(Action::Retake), [fencelab::tui::app::Effect::StartRun]);
+    app.begin_run();
+    play_to(&mut app, f64::INFINITY, 2);
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("Score: 1 of 1 predicted"), "{panel}");
+    assert!(panel.contains("✔ Whose write ends up last in storage?"), "{panel}");
 }
 
 /// A lesson's first run on the simulator (on the lock service it asks for), shown at
@@ -301,4 +453,37 @@ fn a_job_done_twice_is_marked_in_the_storage_and_the_monitor() {
     assert_eq!(term.backend().buffer()[marked].fg, Theme::DEFAULT.danger.fg.unwrap());
     assert!(shown.contains("done twice at 0.500s: A \"did job 1\", which B had already done"));
     insta::assert_snapshot!(term.backend());
+}
+
+/// A step longer than the panel is shown from its title; PgDn reads on, PgUp back.
+#[test]
+fn a_long_step_is_shown_from_its_start_and_scrolls() {
+    let mut lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let body: String = (1..=40).map(|n| format!("- line {n} of a long step\n")).collect();
+    let md = format!("Intro.\n\n## A long step {{at=0.5s}}\n{body}");
+    let labels = fencelab::lesson::run_labels(&lesson.scenario);
+    lesson.narration =
+        fencelab::lesson::parse_narration(&md, "t.md", &lesson.scenario.title, &labels).unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, 0.0, 2);
+    app.now_ms = 600.0;
+    app.lesson_tick();
+    let term = screen(&app, WIDTH, HEIGHT);
+    let panel = panel_text(term.backend().buffer());
+    assert!(panel.contains("▶ A long step"), "{panel}");
+    assert!(!panel.contains("line 40 of"), "{panel}");
+    assert!(text(term.backend().buffer()).contains("PgDn"), "says there is more below");
+
+    for _ in 0..10 {
+        app.update(Action::NarrationDown);
+    }
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("• line 40 of a long step"), "{panel}");
+    assert!(panel.contains("Enter: go on"), "{panel}");
+
+    for _ in 0..20 {
+        app.update(Action::NarrationUp);
+    }
+    let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(panel.contains("Intro."), "back at the top: {panel}");
 }

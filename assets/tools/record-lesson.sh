@@ -18,6 +18,10 @@ pane=rec
 source assets/tools/tmux.sh
 
 t new-session -d -s rec -x 120 -y 36 "$bin lesson gc-pause --sim --record $out; sleep 30"
+wait_for "Enter: continue"       # the introduction waits: read, then go on
+sleep 4; t send-keys -t rec Enter
+wait_for "The lease drains"      # held while it is read
+sleep 3; t send-keys -t rec Enter
 wait_for "A's lease expires"     # the lesson holds here: read, then go on
 sleep 2; t send-keys -t rec Enter
 wait_for "Whose write ends up"   # the question: predict

@@ -14,7 +14,7 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Lesson> {
         return Ok(found?);
     }
     if let Some(parsed) = builtin(name_or_path) {
-        return Ok(Lesson { scenario: parsed?, steps: Vec::new() });
+        return Ok(Lesson::unnarrated(parsed?));
     }
     let path = Path::new(name_or_path);
     let looks_like_path = name_or_path.ends_with(".toml") || name_or_path.contains('/');

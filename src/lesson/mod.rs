@@ -2,16 +2,16 @@
 //!
 //! A lesson file is an ordinary scenario file that may also hold `[[checkpoints]]`,
 //! `[[variants]]`, a `speed` and a `[sweep]`; next to it, a Markdown file of the same
-//! name holds the narration. The course in `lessons/` is compiled into the binary, so
-//! `fencelab lessons` works anywhere; a path to a lesson file works too.
-//! `lessons/README.md` documents the format for instructors.
+//! name holds the narration, one section per run. The course in `lessons/` is compiled
+//! into the binary, so `fencelab lessons` works anywhere; a path to a lesson file works
+//! too. `lessons/README.md` documents the format for instructors.
 
 mod narration;
 pub mod sweep;
 
 use std::path::Path;
 
-pub use narration::{NarrationStep, parse_narration};
+pub use narration::{Narration, NarrationStep, RunNarration, parse_narration};
 
 use crate::scenario::{Scenario, ScenarioError, parse_scenario};
 
@@ -19,7 +19,31 @@ use crate::scenario::{Scenario, ScenarioError, parse_scenario};
 #[derive(Debug, Clone)]
 pub struct Lesson {
     pub scenario: Scenario,
-    pub steps: Vec<NarrationStep>,
+    pub narration: Narration,
+}
+
+impl Lesson {
+    /// A scenario without narration (a built-in scenario that is not a lesson).
+    pub fn unnarrated(scenario: Scenario) -> Self {
+        Lesson { scenario, narration: Narration::default() }
+    }
+
+    /// The narration of the run labelled `label` (empty when it has none).
+    pub fn steps_for(&self, label: &str) -> &[NarrationStep] {
+        self.narration.steps_for(label).unwrap_or_default()
+    }
+
+    /// The narration of the lesson's first run, the one the TUI starts with.
+    pub fn first_steps(&self) -> &[NarrationStep] {
+        run_labels(&self.scenario).first().map_or(&[], |label| self.steps_for(label))
+    }
+}
+
+/// The labels of a scenario's runs, the one a lesson starts with first: its variants'
+/// names, or `fencing tokens: off` and `on` (its own fencing first).
+pub fn run_labels(scenario: &Scenario) -> Vec<String> {
+    let fencing = [scenario.fencing, !scenario.fencing];
+    scenario.planned_runs(&fencing).into_iter().map(|run| run.label).collect()
 }
 
 use crate::scenario::builtin::COURSE;
@@ -45,8 +69,12 @@ pub fn find(name: &str) -> Option<Result<Lesson, ScenarioError>> {
 
 fn parse_lesson(stem: &str, toml: &str, md: &str) -> Result<Lesson, ScenarioError> {
     let scenario = parse_scenario(toml, &format!("lessons/{stem}.toml"))?;
-    let steps = parse_narration(md, &format!("lessons/{stem}.md"), &scenario.title)?;
-    Ok(Lesson { scenario, steps })
+    let narration = narrate(&scenario, md, &format!("lessons/{stem}.md"))?;
+    Ok(Lesson { scenario, narration })
+}
+
+fn narrate(scenario: &Scenario, md: &str, file: &str) -> Result<Narration, ScenarioError> {
+    parse_narration(md, file, &scenario.title, &run_labels(scenario))
 }
 
 /// A lesson from files: `path` is the TOML; the narration is the `.md` beside it
@@ -57,9 +85,9 @@ pub fn load_file(path: &Path) -> anyhow::Result<Lesson> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let scenario = parse_scenario(&toml, &path.display().to_string())?;
     let md_path = path.with_extension("md");
-    let steps = match std::fs::read_to_string(&md_path) {
-        Ok(md) => parse_narration(&md, &md_path.display().to_string(), &scenario.title)?,
-        Err(_) => Vec::new(),
+    let narration = match std::fs::read_to_string(&md_path) {
+        Ok(md) => narrate(&scenario, &md, &md_path.display().to_string())?,
+        Err(_) => Narration::default(),
     };
-    Ok(Lesson { scenario, steps })
+    Ok(Lesson { scenario, narration })
 }

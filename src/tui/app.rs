@@ -19,6 +19,8 @@ const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 /// Changes to the lease and pause length happen in these steps (ms).
 const STEP_MS: u64 = 500;
 const MAX_WORKERS: usize = 8;
+/// How many lines PgUp and PgDn scroll the lesson's narration.
+const NARRATION_PAGE: isize = 8;
 /// The default pause length: longer than the playground's lease, so a pause makes
 /// the lease expire.
 pub const DEFAULT_PAUSE_MS: u64 = 4000;
@@ -247,8 +249,15 @@ impl App {
 
     /// Let the lesson move on to what the run has reached; it may hold the run.
     pub fn lesson_tick(&mut self) -> Vec<Effect> {
-        let now = self.now_ms;
-        let Some(at) = self.lesson.as_mut().and_then(|l| l.advance(now)) else { return Vec::new() };
+        // Once the run has ended, the steps left are reached (each still held to read).
+        let cursor = if self.run.ended.is_some() { f64::INFINITY } else { self.now_ms };
+        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
+        let was_held = lesson.hold.is_some();
+        let Some(at) = lesson.advance(cursor, std::time::Instant::now()) else {
+            // A reading time ran out.
+            let released = was_held && lesson.hold.is_none();
+            return if released { self.resume_after_hold() } else { Vec::new() };
+        };
         if self.simulated {
             self.sim_playing = false;
             vec![Effect::Pace(PaceChange::Playing(false))]
@@ -257,6 +266,11 @@ impl App {
             self.moment = Some(at);
             Vec::new()
         }
+    }
+
+    /// When the lesson's hold ends by itself, for the event loop to wake up then.
+    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
+        self.lesson.as_ref().and_then(|l| l.wakeup())
     }
 
     fn continue_lesson(&mut self) -> Vec<Effect> {
@@ -269,10 +283,60 @@ impl App {
             self.status = Some(format!("answer first: press 1 to {n}"));
             return Vec::new();
         }
+        self.resume_after_hold()
+    }
+
+    fn resume_after_hold(&mut self) -> Vec<Effect> {
         self.moment = None;
         if self.simulated && !self.sim_playing {
             self.sim_playing = true;
             return vec![Effect::Pace(PaceChange::Playing(true))];
+        }
+        Vec::new()
+    }
+
+    /// The label of the run about to start or running: its variant's name, or
+    /// "fencing tokens: on" / "off".
+    pub fn run_label(&self) -> String {
+        match self.variants.get(self.variant) {
+            Some(v) => v.label.clone(),
+            None => fencing_label(self.fencing),
+        }
+    }
+
+    /// What `c` runs next: the next variant, or this run with fencing flipped.
+    pub fn compare_label(&self) -> String {
+        if self.variants.is_empty() {
+            let fencing =
+                if self.run.lanes.is_empty() { self.fencing } else { self.run.fencing_at_start };
+            return fencing_label(!fencing);
+        }
+        self.variants[(self.variant + 1) % self.variants.len()].label.clone()
+    }
+
+    /// The lesson's keys: scroll and read back through the narration, take it again.
+    fn lesson_key(&mut self, action: Action) -> Vec<Effect> {
+        let first_fencing = self.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
+        let Some(lesson) = self.lesson.as_mut() else {
+            self.status = Some("that key is for lessons (fencelab lessons)".into());
+            return Vec::new();
+        };
+        match action {
+            Action::NarrationUp => lesson.scroll_by(NARRATION_PAGE),
+            Action::NarrationDown => lesson.scroll_by(-NARRATION_PAGE),
+            Action::NarrationBack => lesson.step_back(),
+            Action::NarrationForward => lesson.step_forward(),
+            _ => {
+                self.variant = 0;
+                self.fencing = first_fencing;
+                self.previous = None;
+                let label = self.run_label();
+                if let Some(lesson) = self.lesson.as_mut() {
+                    lesson.retake(&label);
+                }
+                self.status = Some("the lesson again, from the start".into());
+                return vec![Effect::StartRun];
+            }
         }
         Vec::new()
     }
@@ -284,8 +348,9 @@ impl App {
 
     /// Begin showing a new run (the loop calls this when it starts one).
     pub fn begin_run(&mut self) {
+        let label = self.run_label();
         if let Some(lesson) = self.lesson.as_mut() {
-            lesson.restart();
+            lesson.restart(&label);
         }
         self.run = RunModel::default();
         self.now_ms = 0.0;
@@ -425,6 +490,11 @@ impl App {
             Action::NextViolation => self.next_violation(),
             Action::CycleTheme => self.theme = self.theme.next(),
             Action::Continue => return self.continue_lesson(),
+            Action::NarrationUp
+            | Action::NarrationDown
+            | Action::NarrationBack
+            | Action::NarrationForward
+            | Action::Retake => return self.lesson_key(action),
             Action::StepBack => {
                 self.status = Some(", steps back through a replay (fencelab replay FILE)".into());
             }
@@ -524,6 +594,11 @@ impl App {
             None => self.status = Some("no safety violation in this run".into()),
         }
     }
+}
+
+/// A run without variants is labelled by its fencing, as `Scenario::planned_runs` does.
+fn fencing_label(fencing: bool) -> String {
+    format!("fencing tokens: {}", if fencing { "on" } else { "off" })
 }
 
 /// The runs a scenario defines for comparing (none: compare flips fencing).

@@ -45,6 +45,14 @@ pub enum Action {
     CycleTheme,
     /// Lessons: go on past a step that waits, or a question once answered.
     Continue,
+    /// Lessons: scroll the narration up (back in its history) / down.
+    NarrationUp,
+    NarrationDown,
+    /// Lessons: read the step before / after the one at the bottom of the narration.
+    NarrationBack,
+    NarrationForward,
+    /// Lessons: take the lesson again from its first run, with fresh questions.
+    Retake,
     /// The next lock service: one Redis, Redlock, etcd.
     NextLock,
     /// The next storage: a Redis list, a PostgreSQL table.
@@ -70,6 +78,27 @@ pub const BINDINGS: &[Binding] = &[
         &[KeyCode::Enter],
         Action::Continue,
         "lessons: continue (answer questions with 1-9)",
+        None,
+    ),
+    b(
+        "PgUp/Dn",
+        &[KeyCode::PageUp, KeyCode::PageDown],
+        Action::NarrationUp,
+        "lessons: scroll the narration",
+        None,
+    ),
+    b(
+        "< >",
+        &[KeyCode::Char('<'), KeyCode::Char('>')],
+        Action::NarrationBack,
+        "lessons: read the step before / after",
+        None,
+    ),
+    b(
+        "R",
+        &[KeyCode::Char('R')],
+        Action::Retake,
+        "lessons: take the lesson again, with fresh questions",
         None,
     ),
     b(
@@ -125,7 +154,7 @@ pub const BINDINGS: &[Binding] = &[
         "c",
         &[KeyCode::Char('c')],
         Action::Compare,
-        "rerun with fencing flipped, the two runs one above the other",
+        "rerun: a lesson's next variant, or fencing flipped; one run above the other",
         Some("compare"),
     ),
     b(
@@ -242,6 +271,8 @@ fn second_of(action: Action) -> Action {
         Action::NextLock => Action::NextStorage,
         Action::MomentBack => Action::MomentForward,
         Action::ZoomIn => Action::ZoomOut,
+        Action::NarrationUp => Action::NarrationDown,
+        Action::NarrationBack => Action::NarrationForward,
         other => other,
     }
 }
@@ -262,6 +293,11 @@ mod tests {
         assert_eq!(press(KeyCode::Char('w')), Some(Action::NextStorage));
         assert_eq!(press(KeyCode::Char(']')), Some(Action::SpeedUp));
         assert_eq!(press(KeyCode::Char('T')), Some(Action::TtlUp));
+        assert_eq!(press(KeyCode::PageDown), Some(Action::NarrationDown));
+        assert_eq!(press(KeyCode::Char('<')), Some(Action::NarrationBack));
+        assert_eq!(press(KeyCode::Char('>')), Some(Action::NarrationForward));
+        assert_eq!(press(KeyCode::Char('R')), Some(Action::Retake));
+        assert_eq!(press(KeyCode::Char('r')), Some(Action::Restart));
     }
 
     #[test]

@@ -69,8 +69,8 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     let (label, simulated) = (chosen.describe(), chosen.simulated());
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let Lesson { scenario, steps } = options.lesson;
-    let narrated = !steps.is_empty() || !scenario.checkpoints.is_empty();
+    let Lesson { scenario, narration } = options.lesson;
+    let narrated = !narration.runs.is_empty() || !scenario.checkpoints.is_empty();
     let table = match &scenario.sweep {
         Some(sweep) => {
             let runs = sweep.runs as usize * sweep.lease_ms.len();
@@ -84,7 +84,8 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     let theme = Theme::initial(options.presenter);
     let mut app = App::new(scenario, fencing, options.speed, simulated, label, theme);
     if narrated {
-        app = app.with_lesson(lesson::LessonState::new(steps, checkpoints, table));
+        let label = app.run_label();
+        app = app.with_lesson(lesson::LessonState::new(narration, &label, checkpoints, table));
     }
     app.status = notice;
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
@@ -202,6 +203,7 @@ async fn event_loop(
             }
             () = log_grew(&mut grown) => Vec::new(),
             _ = frames.tick(), if app.live() => Vec::new(),
+            () = wake_at(app.next_wakeup()) => Vec::new(),
             _ = term.recv() => { app.quit = true; Vec::new() }
             _ = int.recv() => { app.quit = true; Vec::new() }
             _ = hup.recv() => { app.quit = true; Vec::new() }
@@ -279,6 +281,14 @@ fn sync(app: &mut App, runner: &Runner) {
         Some((t, _)) => *t,
         None => runner.now_ms(),
     };
+}
+
+/// Sleep until the lesson's reading time runs out (forever when none runs).
+async fn wake_at(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn log_grew(grown: &mut Option<tokio::sync::watch::Receiver<usize>>) {

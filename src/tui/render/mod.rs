@@ -15,6 +15,8 @@
 //!  footer: the main keys
 //! ```
 
+mod lesson;
+pub mod markdown;
 mod overlay;
 mod panels;
 mod timeline;
@@ -85,7 +87,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     panels::header(a.header, buf, app);
     timeline::render(a.timeline, buf, app);
     if app.lesson.is_some() {
-        panels::narration(a.tokens, buf, app);
+        lesson::narration(a.tokens, buf, app);
     } else {
         panels::tokens(a.tokens, buf, app);
     }

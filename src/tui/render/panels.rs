@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::{App, violation_time};
 use super::super::keys::BINDINGS;
@@ -143,62 +143,6 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
     Paragraph::new(lines).block(block(" Storage (newest last) ", app)).render(area, buf);
 }
 
-/// A lesson's narration: the current step, then the open question (and after the
-/// answer, whether it was right and why), then what to press.
-pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
-    let Some(lesson) = &app.lesson else { return };
-    let mut lines: Vec<Line> = Vec::new();
-    match lesson.current() {
-        Some(step) => {
-            lines.push(Line::styled(step.title.clone(), t.title));
-            lines.push(Line::raw(""));
-            // Markdown paragraphs, reflowed to the panel; emphasis marks dropped.
-            for paragraph in step.body.split("\n\n") {
-                let text = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
-                lines.push(Line::styled(text.replace("**", "").replace('`', ""), t.base));
-                lines.push(Line::raw(""));
-            }
-            lines.pop();
-        }
-        None => lines.push(Line::styled("The run is starting...", t.dim)),
-    }
-    if !lesson.table.is_empty() && lesson.reached > 0 {
-        lines.push(Line::raw(""));
-        lines.extend(lesson.table.iter().map(|l| Line::styled(l.clone(), t.title)));
-    }
-    if let Some((i, c)) = lesson.open_checkpoint() {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled(format!("? {}", c.question), t.key));
-        for (n, choice) in c.choices.iter().enumerate() {
-            let style = match lesson.answers[i] {
-                Some(_) if n + 1 == c.answer => t.accepted,
-                Some(a) if a == n + 1 => t.rejected,
-                _ => t.base,
-            };
-            lines.push(Line::styled(format!("  {}) {choice}", n + 1), style));
-        }
-        match lesson.answers[i] {
-            None => {
-                lines.push(Line::styled(format!("Predict: press 1 to {}.", c.choices.len()), t.dim))
-            }
-            Some(a) => {
-                let verdict = if a == c.answer { "✔ Right." } else { "✘ Not quite." };
-                lines.push(Line::styled(format!("{verdict} {}", c.explain), t.title));
-                lines.push(Line::styled("Enter: continue", t.key));
-            }
-        }
-    } else if lesson.hold.is_some() {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("Enter: continue", t.key));
-    } else if lesson.finished() && app.run.ended.is_some() {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("Now try it yourself: every key works (? for help).", t.key));
-    }
-    let title = format!(" Lesson · {} ", app.scenario.title);
-    Paragraph::new(lines).wrap(Wrap { trim: false }).block(block(&title, app)).render(area, buf);
-}
-
 /// One line under the timeline: the inspected moment, the last status message, or
 /// a hint for what to try next.
 pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
@@ -217,7 +161,7 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
     } else if let Some(status) = &app.status {
         (status.clone(), t.title)
     } else if run.ended.is_some() {
-        let next = if app.previous.is_none() { "c to rerun with fencing flipped, " } else { "" };
+        let next = format!("c for the next run ({}), ", app.compare_label());
         (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
     } else {
         (

@@ -1,0 +1,196 @@
+//! The lesson panel: the steps reached so far (earlier ones dimmed, the newest at the
+//! bottom), the open question and, once answered, whether it was right, in words and
+//! glyphs as well as colour; at the end, the score and what `c` does next.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+
+use super::super::app::App;
+use super::super::lesson::{Hold, LessonState};
+use super::super::theme::Theme;
+use super::markdown::wrapped;
+use crate::scenario::Checkpoint;
+
+pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
+    let t = &app.theme;
+    let Some(lesson) = &app.lesson else { return };
+    let width = area.width.saturating_sub(3) as usize;
+    let (lines, read_from) = panel_lines(app, lesson, width);
+    let height = area.height.saturating_sub(2) as usize;
+    let last = lines.len().saturating_sub(height);
+    // The panel rests at its bottom, unless that hides the start of the step being
+    // read; an open question's choices always stay on screen.
+    let rest = if lesson.open_checkpoint().is_some() { last } else { last.min(read_from) };
+    lesson.scroll_room.set((rest, last - rest));
+    let top = rest.saturating_add_signed(-lesson.scroll).min(last);
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
+    // Where more text is, on the right, where a long lesson title cannot hide it.
+    let more = match (top > 0, top < last) {
+        (true, true) => " ↑↓ PgUp/PgDn ",
+        (true, false) => " ↑ PgUp ",
+        (false, true) => " ↓ PgDn ",
+        (false, false) => "",
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border)
+        .title(format!(" Lesson · {} ", app.scenario.title))
+        .title(Line::from(more).right_aligned())
+        .title_style(t.title);
+    Paragraph::new(shown).block(block).render(area, buf);
+}
+
+/// Everything the panel holds, top to bottom, `width` columns wide, and the line
+/// where the step being read (the newest, or the one read back to) starts.
+fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> (Vec<Line<'static>>, usize) {
+    let t = &app.theme;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let bottom = lesson.focus.unwrap_or(lesson.reached.saturating_sub(1));
+    let mut read_from = 0;
+    for (i, (step, body)) in lesson.history().enumerate().take(bottom + 1) {
+        if i > 0 {
+            lines.push(Line::raw(""));
+        }
+        read_from = lines.len();
+        let newest = i + 1 == lesson.reached;
+        let (mark, style) = if newest { ("▶ ", t.title) } else { ("· ", t.title.patch(t.dim)) };
+        lines.extend(wrapped(mark, &step.title, width, style));
+        lines.extend(body.lines(width, t, !newest));
+    }
+    if lesson.reached == 0 {
+        lines.push(Line::styled("The run is starting...", t.dim));
+    }
+    if let Some(focus) = lesson.focus {
+        lines.push(Line::raw(""));
+        let of = lesson.reached;
+        let text = format!("reading back: step {} of {of} · > next · < previous", focus + 1);
+        lines.push(Line::styled(text, t.key));
+        return (lines, read_from);
+    }
+    if lesson.table_shown() {
+        lines.push(Line::raw(""));
+        lines.extend(lesson.table.iter().map(|l| Line::styled(l.clone(), t.title)));
+    }
+    if let Some((i, c)) = lesson.open_checkpoint() {
+        lines.push(Line::raw(""));
+        question(&mut lines, c, lesson.answers[i], width, t);
+    } else {
+        match lesson.hold {
+            Some(Hold::Step(_)) => {
+                lines.push(Line::raw(""));
+                lines.push(Line::styled("Enter: continue", t.key));
+            }
+            Some(Hold::Reading { .. }) => {
+                lines.push(Line::raw(""));
+                lines.push(Line::styled("Enter: go on (the run waits while you read)", t.key));
+            }
+            _ if lesson.finished() && app.run.ended.is_some() => {
+                lines.push(Line::raw(""));
+                end_of_run(&mut lines, app, lesson, width);
+            }
+            _ => {}
+        }
+    }
+    (lines, read_from)
+}
+
+/// The question and its choices; once answered, the verdict, the right answer by
+/// name, and why.
+fn question(
+    lines: &mut Vec<Line<'static>>,
+    c: &Checkpoint,
+    answer: Option<usize>,
+    width: usize,
+    t: &Theme,
+) {
+    lines.extend(wrapped("? ", &c.question, width, t.key));
+    for (n, choice) in c.choices.iter().enumerate() {
+        let n = n + 1;
+        let (mark, style) = match answer {
+            Some(_) if n == c.answer => ("✔", t.accepted),
+            Some(a) if a == n => ("✘", t.rejected),
+            _ => (" ", t.base),
+        };
+        let note = match answer {
+            Some(a) if a == n && n == c.answer => "  ← yours, right",
+            Some(a) if a == n => "  ← yours",
+            Some(_) if n == c.answer => "  ← the answer",
+            _ => "",
+        };
+        lines.extend(wrapped(&format!("{mark} {n}) "), &format!("{choice}{note}"), width, style));
+    }
+    let Some(a) = answer else {
+        let keys = format!("Predict: press 1 to {}.", c.choices.len());
+        lines.push(Line::styled(keys, t.dim));
+        return;
+    };
+    lines.push(Line::raw(""));
+    if a == c.answer {
+        lines.push(Line::styled(format!("✔ Right: {a}."), t.accepted));
+    } else {
+        let right = c.answer.checked_sub(1).and_then(|i| c.choices.get(i));
+        let right = right.map_or("", String::as_str);
+        lines.push(Line::styled(format!("✘ Not {a}."), t.rejected));
+        let named = format!("The answer is {}: {right}.", c.answer);
+        lines.extend(wrapped("✔ ", &named, width, t.accepted));
+    }
+    lines.extend(wrapped("", &c.explain, width, t.base));
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Enter: continue", t.key));
+}
+
+/// The run is over and its narration read: the score once every question is
+/// answered, and what to do next.
+fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, width: usize) {
+    let t = &app.theme;
+    if !lesson.checkpoints.is_empty() {
+        let (right, of) = lesson.score();
+        lines.push(Line::styled(format!("Score: {right} of {of} predicted"), t.title));
+        for (c, a) in lesson.checkpoints.iter().zip(&lesson.answers) {
+            let (mark, style) = match a {
+                Some(a) if *a == c.answer => ("✔ ", t.accepted),
+                Some(_) => ("✘ ", t.rejected),
+                None => ("· not asked: ", t.dim),
+            };
+            lines.extend(wrapped(mark, topic(&c.question), width, style));
+        }
+        lines.push(Line::raw(""));
+    }
+    let next = format!("press c for the next run: {}", app.compare_label());
+    lines.extend(wrapped("", &next, width, t.key));
+    lines.push(Line::from(vec![
+        Span::styled("R", t.key),
+        Span::styled(": take the lesson again · every key works (? for help)", t.base),
+    ]));
+}
+
+/// What a question is about, in a line: its last sentence (the question itself).
+fn topic(question: &str) -> &str {
+    let question = question.trim();
+    let body = question.trim_end_matches(['?', '.', '!']);
+    let start = [". ", "? ", "! ", ": "]
+        .iter()
+        .filter_map(|end| body.rfind(end).map(|i| i + end.len()))
+        .max()
+        .unwrap_or(0);
+    &question[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topic;
+
+    #[test]
+    fn a_question_is_summed_up_by_its_last_sentence() {
+        assert_eq!(
+            topic(
+                "B has written. When A wakes up at 3 s, it will write too. Whose write ends up last?"
+            ),
+            "Whose write ends up last?"
+        );
+        assert_eq!(topic("How often?"), "How often?");
+        assert_eq!(topic("A sleeps 2.5 s. Who writes last?"), "Who writes last?");
+    }
+}
