@@ -293,9 +293,9 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
     insta::assert_snapshot!(term.backend());
 
     // Answering reveals; a number key answers instead of pausing a worker.
-    assert!(app.update(Action::PauseWorker(1)).is_empty());
+    assert!(app.update(Action::PauseWorker(0)).is_empty());
     let term = screen(&app, WIDTH, HEIGHT);
-    assert!(text(term.backend().buffer()).contains("✔ Right: 2."));
+    assert!(text(term.backend().buffer()).contains("✔ Right: 1."));
 }
 
 #[test]
@@ -332,7 +332,7 @@ fn after_c_the_panel_shows_the_narration_of_the_run_started() {
 
     assert_eq!(app.update(Action::Compare), [fencelab::tui::app::Effect::StartRun]);
     app.begin_run();
-    play_to(&mut app, f64::INFINITY, 2);
+    play_to(&mut app, f64::INFINITY, 1);
     let second = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(second.contains("B's lock survives."), "{second}");
     assert!(second.contains("Now the release checks the owner."), "{second}");
@@ -373,15 +373,15 @@ fn a_wrong_answer_names_the_right_one_without_colour() {
         }
         app.update(Action::Continue);
     }
-    app.update(Action::PauseWorker(0));
+    app.update(Action::PauseWorker(1));
     let term = screen(&app, WIDTH, HEIGHT);
     let buf = term.backend().buffer();
     for cell in buf.content() {
         assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
     }
     let panel = panel_text(buf);
-    assert!(panel.contains("✘ Not 1."), "{panel}");
-    assert!(panel.contains("✔ The answer is 2: A's"), "{panel}");
+    assert!(panel.contains("✘ Not 2."), "{panel}");
+    assert!(panel.contains("✔ The answer is 1: A's"), "{panel}");
     insta::assert_snapshot!(panel);
 }
 
@@ -389,7 +389,7 @@ fn a_wrong_answer_names_the_right_one_without_colour() {
 fn the_end_of_a_lesson_shows_the_score_and_each_question() {
     let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
-    play_to(&mut app, f64::INFINITY, 1);
+    play_to(&mut app, f64::INFINITY, 2);
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("Score: 0 of 1 predicted"), "{panel}");
     assert!(panel.contains("✘ Whose write ends up last in storage?"), "{panel}");
@@ -397,7 +397,7 @@ fn the_end_of_a_lesson_shows_the_score_and_each_question() {
     // R takes it again, with fresh questions; this time right.
     assert_eq!(app.update(Action::Retake), [fencelab::tui::app::Effect::StartRun]);
     app.begin_run();
-    play_to(&mut app, f64::INFINITY, 2);
+    play_to(&mut app, f64::INFINITY, 1);
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("Score: 1 of 1 predicted"), "{panel}");
     assert!(panel.contains("✔ Whose write ends up last in storage?"), "{panel}");

@@ -24,12 +24,13 @@ wait_for "The lease drains"      # held while it is read
 sleep 3; t send-keys -t rec Enter
 wait_for "A's lease expires"     # the lesson holds here: read, then go on
 sleep 2; t send-keys -t rec Enter
-wait_for "Whose write ends up"   # the question: predict
+wait_for "Whose write ends up"   # the question: predict (a wrong guess, to show the feedback)
 sleep 2; t send-keys -t rec 2
 sleep 3; t send-keys -t rec Enter
 wait_for "A wakes up"
 sleep 3; t send-keys -t rec Enter
 wait_for "What would stop it"
+sleep 3; t send-keys -t rec Enter
 sleep 8; t send-keys -t rec q
 sleep 1
 echo "wrote $out"

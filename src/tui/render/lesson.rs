@@ -18,7 +18,10 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     let Some(lesson) = &app.lesson else { return };
     let width = area.width.saturating_sub(3) as usize;
     let (lines, read_from) = panel_lines(app, lesson, width);
-    let height = area.height.saturating_sub(2) as usize;
+    // What the learner must press to go on is pinned to the panel's last row, so a
+    // step longer than the panel cannot scroll it out of sight.
+    let prompt = hold_prompt(lesson);
+    let height = area.height.saturating_sub(2 + u16::from(prompt.is_some())) as usize;
     let last = lines.len().saturating_sub(height);
     // The panel rests at its bottom, unless that hides the start of the step being
     // read; an open question's choices always stay on screen.
@@ -39,7 +42,25 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
         .title(format!(" Lesson · {} ", app.scenario.title))
         .title(Line::from(more).right_aligned())
         .title_style(t.title);
-    Paragraph::new(shown).block(block).render(area, buf);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    Paragraph::new(shown).render(inner, buf);
+    if let Some(prompt) = prompt.filter(|_| inner.height > 1) {
+        let row = Rect { y: inner.bottom() - 1, height: 1, ..inner };
+        Paragraph::new(Line::styled(prompt, t.key)).render(row, buf);
+    }
+}
+
+/// The key that ends the hold the lesson is in, if it is held at a step.
+fn hold_prompt(lesson: &LessonState) -> Option<&'static str> {
+    if lesson.focus.is_some() || lesson.open_checkpoint().is_some() {
+        return None;
+    }
+    match lesson.hold {
+        Some(Hold::Step(_)) => Some("Enter: continue"),
+        Some(Hold::Reading { .. }) => Some("Enter: go on (the run waits while you read)"),
+        _ => None,
+    }
 }
 
 /// Everything the panel holds, top to bottom, `width` columns wide, and the line
@@ -77,20 +98,9 @@ fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> (Vec<Line<'stat
         lines.push(Line::raw(""));
         question(&mut lines, c, lesson.answers[i], width, t);
     } else {
-        match lesson.hold {
-            Some(Hold::Step(_)) => {
-                lines.push(Line::raw(""));
-                lines.push(Line::styled("Enter: continue", t.key));
-            }
-            Some(Hold::Reading { .. }) => {
-                lines.push(Line::raw(""));
-                lines.push(Line::styled("Enter: go on (the run waits while you read)", t.key));
-            }
-            _ if lesson.finished() && app.run.ended.is_some() => {
-                lines.push(Line::raw(""));
-                end_of_run(&mut lines, app, lesson, width);
-            }
-            _ => {}
+        if lesson.hold.is_none() && lesson.finished() && app.run.ended.is_some() {
+            lines.push(Line::raw(""));
+            end_of_run(&mut lines, app, lesson, width);
         }
     }
     (lines, read_from)
