@@ -45,11 +45,8 @@ fn every_step_and_question_is_reached_by_the_lessons_first_run() {
             .start_paused(true)
             .build()
             .unwrap();
-        let events = rt.block_on(support::run_events(
-            &fencelab::backend::sim::SimBackend::default(),
-            &first.scenario,
-            first.fencing,
-        ));
+        let events =
+            rt.block_on(support::run_events(&support::sim(), &first.scenario, first.fencing));
         let end =
             events.iter().find(|e| matches!(e.kind, EventKind::RunEnded { .. })).unwrap().t_ms;
         let moments = l

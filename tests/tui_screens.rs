@@ -29,10 +29,9 @@ fn playground_log(fencing: bool, pause_a_at: Option<f64>) -> Vec<Event> {
     rt.block_on(async {
         let scenario = builtin("playground").unwrap().unwrap();
         let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
+        let sim = SimBackend::default();
         let prepared =
-            prepare(&SimBackend::default(), &scenario, options, &CancellationToken::new())
-                .await
-                .unwrap();
+            prepare(&sim, &sim, &scenario, options, &CancellationToken::new()).await.unwrap();
         let (log, control) = (prepared.log(), prepared.control());
         if let Some(at) = pause_a_at {
             let clock = *log.clock();
@@ -215,15 +214,11 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
         .unwrap();
     let events = rt.block_on(async {
         let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
-        fencelab::engine::run(
-            &SimBackend::default(),
-            &lesson.scenario,
-            options,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap()
-        .snapshot()
+        let sim = SimBackend::default();
+        fencelab::engine::run(&sim, &sim, &lesson.scenario, options, &CancellationToken::new())
+            .await
+            .unwrap()
+            .snapshot()
     });
     let label = "SIMULATOR (virtual clock, no Redis)".to_string();
     let state = LessonState::new(lesson.steps.clone(), lesson.scenario.checkpoints.clone(), vec![]);
@@ -258,9 +253,9 @@ fn lesson_at_its_end(name: &str) -> App {
     // With variants, the first; else the scenario as written.
     let first = lesson.scenario.planned_runs(&[]).into_iter().next();
     let scenario = first.map_or(lesson.scenario.clone(), |run| run.scenario);
-    let chosen = fencelab::backend::select::choose(
-        &fencelab::backend::select::Targets::SIM,
-        fencelab::backend::select::Shape::of(&scenario),
+    let deployment = fencelab::backend::deployment::deploy(
+        &fencelab::backend::deployment::Targets::SIM,
+        fencelab::backend::deployment::Shape::of(&scenario),
     )
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -268,11 +263,13 @@ fn lesson_at_its_end(name: &str) -> App {
         .start_paused(true)
         .build()
         .unwrap();
-    let events = fencelab::with_backend!(&chosen, b => rt.block_on(async {
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let events = rt.block_on(async {
         let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
-        fencelab::engine::run(b, &scenario, options, &CancellationToken::new()).await.unwrap().snapshot()
-    }));
-    let mut app = App::new(scenario, false, 1.0, true, chosen.describe(), Theme::DEFAULT);
+        let cancel = CancellationToken::new();
+        fencelab::engine::run(lock, storage, &scenario, options, &cancel).await.unwrap().snapshot()
+    });
+    let mut app = App::new(scenario, false, 1.0, true, deployment.describe(), Theme::DEFAULT);
     app.run.ingest(&events);
     app.now_ms = app.run.ended.as_ref().unwrap().0;
     app

@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use tokio::time::{Instant, timeout};
 
+use super::node::LockNode;
 use super::redis::{RedisBackend, RedisClient};
-use super::redlock::LockNode;
 use super::server::{PrivateRedis, REDIS, ServerError, free_port};
 use super::sim::{SimBackend, SimClient};
 use super::{
-    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, TruthSample,
+    AcquireReply, BackendError, FaultKind, Keys, LockClient, LockService, LockTruth, StorageClient,
+    async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -33,7 +34,7 @@ const NODE_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// A primary and a replica: node 0 starts as the primary.
 pub trait Pair: Send + Sync + 'static {
-    type Node: LockNode;
+    type Node: LockNode + 'static;
     fn connect(
         &self,
         node: usize,
@@ -106,42 +107,31 @@ impl PairState {
 
 /// Faults are kill, detach and promote; a pair's servers come back only by reset.
 fn no_restart() -> BackendError {
-    BackendError::Protocol("the failover pair does not restart nodes".into())
+    BackendError::Unsupported("the failover pair does not restart nodes".into())
 }
 
-pub struct FailoverBackend<P, S> {
+/// The lock on the pair's current primary. Its own counter would be lost in the
+/// failover it teaches, so a grant takes its token from the worker's storage.
+pub struct FailoverBackend<P> {
     pair: Arc<P>,
-    storage: S,
 }
 
-impl<P, S: Clone> Clone for FailoverBackend<P, S> {
-    fn clone(&self) -> Self {
-        FailoverBackend { pair: self.pair.clone(), storage: self.storage.clone() }
+impl<P: Pair> FailoverBackend<P> {
+    pub fn new(pair: P) -> Self {
+        FailoverBackend { pair: Arc::new(pair) }
     }
 }
 
-impl<P: Pair, S: Backend> FailoverBackend<P, S> {
-    pub fn new(pair: P, storage: S) -> Self {
-        FailoverBackend { pair: Arc::new(pair), storage }
-    }
-}
-
-impl<P: Pair, S: Backend> Backend for FailoverBackend<P, S> {
-    type Client = FailoverClient<P, S::Client>;
-
-    async fn connect(&self, keys: &Keys) -> Result<Self::Client, BackendError> {
+#[async_trait]
+impl<P: Pair> LockService for FailoverBackend<P> {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
         let nodes = vec![self.pair.connect(0, keys).await?, self.pair.connect(1, keys).await?];
-        let storage = self.storage.connect(keys).await?;
         let seen = self.pair.state().primary().1;
-        Ok(FailoverClient { nodes, seen, pair: self.pair.clone(), storage, keys: keys.clone() })
+        Ok(Box::new(FailoverClient { nodes, seen, pair: self.pair.clone(), keys: keys.clone() }))
     }
 
     fn describe(&self) -> String {
         self.pair.describe()
-    }
-
-    fn deterministic(&self) -> bool {
-        self.storage.deterministic()
     }
 
     async fn reset(&self) -> Result<(), BackendError> {
@@ -149,17 +139,16 @@ impl<P: Pair, S: Backend> Backend for FailoverBackend<P, S> {
     }
 }
 
-/// One worker's connections: to both nodes (it uses the primary), and to the storage.
-pub struct FailoverClient<P: Pair, S> {
+/// One worker's connections: to both nodes (it uses the primary).
+pub struct FailoverClient<P: Pair> {
     nodes: Vec<P::Node>,
     /// The promotion count when the primary's connection was opened.
     seen: u64,
     pair: Arc<P>,
-    storage: S,
     keys: Keys,
 }
 
-impl<P: Pair, S> FailoverClient<P, S> {
+impl<P: Pair> FailoverClient<P> {
     /// The current primary's connection (a fresh one after a promotion).
     ///
     /// While the primary is down, a worker waits for the promotion, as a client that
@@ -178,30 +167,28 @@ impl<P: Pair, S> FailoverClient<P, S> {
                 return Ok(&mut self.nodes[primary]);
             }
             if !wait || Instant::now() >= give_up {
-                return Err(BackendError::Lost(format!(
-                    "the primary (node {}) is down",
-                    primary + 1
-                )));
+                return Err(BackendError::Lost {
+                    service: "Redis",
+                    message: format!("the primary (node {}) is down", primary + 1),
+                });
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
 
-impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S> {
-    fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
+#[async_trait]
+impl<P: Pair> LockClient for FailoverClient<P> {
     async fn acquire(
         &mut self,
         value: &str,
         ttl_ms: u64,
         _mode: AcquireMode,
+        tokens: &mut dyn StorageClient,
     ) -> Result<AcquireReply, BackendError> {
         let primary = self.primary(true).await?;
         if primary.set_nx(value, ttl_ms).await? {
-            return Ok(AcquireReply::Granted { token: self.storage.next_token().await? });
+            return Ok(AcquireReply::Granted { token: tokens.next_token().await? });
         }
         Ok(AcquireReply::from_pttl(primary.pttl().await?))
     }
@@ -220,15 +207,15 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
     }
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        self.primary(true).await?.holder().await
+        self.primary(true).await?.get().await
     }
 
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         self.pair.replicate();
         let (primary, _) = self.pair.state().primary();
         let (holder_value, pttl_ms) = match self.primary(false).await {
             Ok(node) => {
-                let holder = node.holder().await?;
+                let holder = node.get().await?;
                 (holder, u64::try_from(node.pttl().await?).ok())
             }
             Err(_) => (None, None),
@@ -237,25 +224,18 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
         for (i, node) in self.nodes.iter_mut().enumerate() {
             if self.pair.state().up(i) && i != primary {
                 nodes[i] =
-                    timeout(NODE_TIMEOUT, node.holder()).await.ok().and_then(Result::ok).flatten();
+                    timeout(NODE_TIMEOUT, node.get()).await.ok().and_then(Result::ok).flatten();
             }
         }
         nodes[primary] = holder_value.clone();
-        let from_storage = self.storage.observe().await?;
-        Ok(TruthSample {
-            holder_value,
-            pttl_ms,
-            fence_counter: from_storage.fence_counter,
-            storage_highest: from_storage.storage_highest,
-            nodes,
-        })
+        Ok(LockTruth { holder_value, pttl_ms, counter: None, nodes })
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
         if let Ok(primary) = self.primary(false).await {
             primary.cleanup().await?;
         }
-        self.storage.cleanup().await
+        Ok(())
     }
 
     async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
@@ -269,8 +249,6 @@ impl<P: Pair, S: LockClient + StorageClient> LockClient for FailoverClient<P, S>
     }
 }
 
-crate::storage_on_its_own_server!(FailoverClient, Pair);
-
 /// A real primary (on a loopback port, which replication needs) and its replica.
 pub struct RedisPair {
     servers: Mutex<Vec<PrivateRedis>>,
@@ -283,7 +261,7 @@ pub struct RedisPair {
 /// One command on a fresh synchronous connection (faults are rare and must be done
 /// before the run goes on).
 fn run(url: &str, cmd: &mut redis::Cmd) -> Result<(), BackendError> {
-    let failed = |e: redis::RedisError| BackendError::Protocol(e.to_string());
+    let failed = |e: redis::RedisError| BackendError::redis(e.to_string());
     let mut con = redis::Client::open(url).map_err(failed)?.get_connection().map_err(failed)?;
     cmd.query::<()>(&mut con).map_err(failed)
 }
@@ -320,7 +298,7 @@ impl RedisPair {
         servers
             .get(node)
             .map(PrivateRedis::url)
-            .ok_or_else(|| BackendError::Protocol(format!("no node {}", node + 1)))
+            .ok_or_else(|| BackendError::Unsupported(format!("no node {}", node + 1)))
     }
 }
 
@@ -347,7 +325,7 @@ impl Pair for RedisPair {
     type Node = RedisClient;
 
     async fn connect(&self, node: usize, keys: &Keys) -> Result<RedisClient, BackendError> {
-        self.backends[node].connect(keys).await
+        RedisBackend::connect(&self.backends[node], keys).await
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
@@ -373,10 +351,10 @@ impl Pair for RedisPair {
         tokio::task::block_in_place(|| {
             let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
             if !self.state.up(0) {
-                servers[0].restart().map_err(|e| BackendError::Protocol(e.to_string()))?;
+                servers[0].restart().map_err(|e| BackendError::redis(e.to_string()))?;
             }
             run(&servers[1].url(), redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&self.port))?;
-            wait_in_sync(&servers[1].url()).map_err(|e| BackendError::Protocol(e.to_string()))
+            wait_in_sync(&servers[1].url()).map_err(|e| BackendError::redis(e.to_string()))
         })?;
         self.state.reset();
         Ok(())
@@ -392,7 +370,7 @@ impl Pair for RedisPair {
         replicas: u64,
         timeout_ms: u64,
     ) -> Result<u64, BackendError> {
-        node.wait_replicas(replicas, timeout_ms).await
+        LockNode::wait_replicas(node, replicas, timeout_ms).await
     }
 
     fn state(&self) -> &PairState {
@@ -413,7 +391,7 @@ impl Pair for SimPair {
     type Node = SimClient;
 
     async fn connect(&self, node: usize, keys: &Keys) -> Result<SimClient, BackendError> {
-        self.nodes[node].connect(keys).await
+        Ok(self.nodes[node].client(keys))
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {

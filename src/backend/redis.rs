@@ -1,6 +1,8 @@
 //! The real thing: the lock and the storage on a Redis server.
 //!
-//! Every worker gets its own `ConnectionManager` (its own TCP or unix-socket
+//! One server can be the lock service (`SET NX PX` plus the fence counter), the
+//! storage (a list, fenced by a Lua script), or both, as in the article's experiment.
+//! Every worker gets its own `ConnectionManager` per role (its own TCP or unix-socket
 //! connection), so commands from different workers interleave on the server exactly
 //! as they would from separate processes. The manager is configured to give up fast:
 //! a lesson about failures must show Redis failing, not retry it away silently.
@@ -10,10 +12,11 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, RedisError};
 
+use super::node::LockNode;
 use super::scripts;
 use super::{
-    AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
-    WriteCheck,
+    AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, Storage, StorageClient,
+    StorageTruth, StoredWrite, WriteCheck, async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -35,6 +38,7 @@ impl RedisBackend {
     pub fn open(url: &str, label: &str) -> Result<Self, BackendError> {
         let shown_url = redact_url(url);
         let client = redis::Client::open(url).map_err(|e| BackendError::Unreachable {
+            service: "Redis",
             url: shown_url.clone(),
             reason: format!(
                 "not a usable Redis URL ({})",
@@ -52,23 +56,24 @@ impl RedisBackend {
 /// Turn a connect-time error into one a person can act on.
 fn classify(url: &str, e: RedisError) -> BackendError {
     let text = e.to_string();
+    let service = "Redis";
     let auth = e.kind() == redis::ErrorKind::AuthenticationFailed
         || ["WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"]
             .iter()
             .any(|m| text.contains(m));
     if auth {
-        BackendError::Auth { url: url.to_string(), reason: first_line(&text) }
+        BackendError::Auth { service, url: url.to_string(), reason: first_line(&text) }
     } else {
-        BackendError::Unreachable { url: url.to_string(), reason: first_line(&text) }
+        BackendError::Unreachable { service, url: url.to_string(), reason: first_line(&text) }
     }
 }
 
 /// An error during a run: the connection was there and is now gone or confused.
 fn lost(e: RedisError) -> BackendError {
     if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
-        BackendError::Lost(first_line(&e.to_string()))
+        BackendError::Lost { service: "Redis", message: first_line(&e.to_string()) }
     } else {
-        BackendError::Protocol(first_line(&e.to_string()))
+        BackendError::redis(first_line(&e.to_string()))
     }
 }
 
@@ -76,10 +81,9 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).to_string()
 }
 
-impl Backend for RedisBackend {
-    type Client = RedisClient;
-
-    async fn connect(&self, keys: &Keys) -> Result<RedisClient, BackendError> {
+impl RedisBackend {
+    /// A new connection bound to a run's keys.
+    pub async fn connect(&self, keys: &Keys) -> Result<RedisClient, BackendError> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))
@@ -93,28 +97,41 @@ impl Backend for RedisBackend {
             redis::cmd("PING").query_async(&mut con).await.map_err(|e| self.classify(e))?;
         Ok(RedisClient { con, keys: keys.clone() })
     }
+}
+
+#[async_trait]
+impl LockService for RedisBackend {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        Ok(Box::new(RedisBackend::connect(self, keys).await?))
+    }
 
     fn describe(&self) -> String {
         format!("{} {}", self.label, self.shown_url)
     }
 }
 
-/// One worker's connection to Redis, bound to one run's keys.
+#[async_trait]
+impl Storage for RedisBackend {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        Ok(Box::new(RedisStorageClient(RedisBackend::connect(self, keys).await?)))
+    }
+}
+
+/// One connection to Redis, bound to one run's keys: a worker's lock client, or one
+/// Redlock node.
 pub struct RedisClient {
     con: ConnectionManager,
     keys: Keys,
 }
 
+#[async_trait]
 impl LockClient for RedisClient {
-    fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
     async fn acquire(
         &mut self,
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
+        _tokens: &mut dyn StorageClient,
     ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         match mode {
@@ -195,22 +212,19 @@ impl LockClient for RedisClient {
         self.con.get(&self.keys.lock).await.map_err(lost)
     }
 
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let k = &self.keys;
-        let (holder_value, pttl, fence, highest): (Option<String>, i64, Option<u64>, Option<u64>) =
-            redis::pipe()
-                .get(&k.lock)
-                .pttl(&k.lock)
-                .get(&k.fence)
-                .get(&k.storage_highest)
-                .query_async(&mut self.con)
-                .await
-                .map_err(lost)?;
-        Ok(TruthSample {
+        let (holder_value, pttl, fence): (Option<String>, i64, Option<u64>) = redis::pipe()
+            .get(&k.lock)
+            .pttl(&k.lock)
+            .get(&k.fence)
+            .query_async(&mut self.con)
+            .await
+            .map_err(lost)?;
+        Ok(LockTruth {
             holder_value,
             pttl_ms: u64::try_from(pttl).ok(),
-            fence_counter: fence.unwrap_or(0),
-            storage_highest: highest.unwrap_or(0),
+            counter: Some(fence.unwrap_or(0)),
             nodes: Vec::new(),
         })
     }
@@ -222,24 +236,8 @@ impl LockClient for RedisClient {
     }
 }
 
-impl RedisClient {
-    /// `WAIT replicas timeout_ms` on this client's own connection, so it counts this
-    /// client's writes.
-    pub async fn wait_replicas(
-        &mut self,
-        replicas: u64,
-        timeout_ms: u64,
-    ) -> Result<u64, BackendError> {
-        redis::cmd("WAIT")
-            .arg(replicas)
-            .arg(timeout_ms)
-            .query_async(&mut self.con)
-            .await
-            .map_err(lost)
-    }
-}
-
-impl super::redlock::LockNode for RedisClient {
+#[async_trait]
+impl LockNode for RedisClient {
     async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
         let mut set = redis::cmd("SET");
         set.arg(&self.keys.lock).arg(value).arg("NX");
@@ -253,20 +251,55 @@ impl super::redlock::LockNode for RedisClient {
     async fn pttl(&mut self) -> Result<i64, BackendError> {
         self.con.pttl(&self.keys.lock).await.map_err(lost)
     }
+
+    async fn get(&mut self) -> Result<Option<String>, BackendError> {
+        LockClient::holder(self).await
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        LockClient::release(self, value, mode).await
+    }
+
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
+        LockClient::renew(self, value, ttl_ms, mode).await
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        LockClient::cleanup(self).await
+    }
+
+    /// `WAIT replicas timeout_ms` on this client's own connection, so it counts this
+    /// client's writes.
+    async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {
+        redis::cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms)
+            .query_async(&mut self.con)
+            .await
+            .map_err(lost)
+    }
 }
 
-impl StorageClient for RedisClient {
+/// One worker's connection to the storage on Redis.
+pub struct RedisStorageClient(RedisClient);
+
+#[async_trait]
+impl StorageClient for RedisStorageClient {
     async fn write(
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
     ) -> Result<bool, BackendError> {
-        let entry =
-            serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
-        let k = &self.keys;
+        let entry = serde_json::to_string(write).map_err(|e| BackendError::redis(e.to_string()))?;
+        let k = &self.0.keys;
         let accepted: i64 = match check {
             WriteCheck::None => {
-                let _: i64 = self.con.rpush(&k.storage, entry).await.map_err(lost)?;
+                let _: i64 = self.0.con.rpush(&k.storage, entry).await.map_err(lost)?;
                 1
             }
             WriteCheck::Fencing => {
@@ -275,7 +308,7 @@ impl StorageClient for RedisClient {
                     .key(&k.storage_highest)
                     .arg(write.token.unwrap_or(0))
                     .arg(entry)
-                    .invoke_async(&mut self.con)
+                    .invoke_async(&mut self.0.con)
                     .await
                     .map_err(lost)?;
                 accepted
@@ -285,25 +318,42 @@ impl StorageClient for RedisClient {
                 .key(&k.storage_applied)
                 .arg(&write.value)
                 .arg(entry)
-                .invoke_async(&mut self.con)
+                .invoke_async(&mut self.0.con)
                 .await
                 .map_err(lost)?,
         };
         Ok(accepted == 1)
     }
 
+    async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
+        let k = &self.0.keys;
+        let (highest, fence): (Option<u64>, Option<u64>) = redis::pipe()
+            .get(&k.storage_highest)
+            .get(&k.fence)
+            .query_async(&mut self.0.con)
+            .await
+            .map_err(lost)?;
+        Ok(StorageTruth { highest: highest.unwrap_or(0), counter: fence.unwrap_or(0) })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        // Exactly the run's own keys, by name: no KEYS or SCAN over the user's data.
+        let _: i64 = self.0.con.del(&self.0.keys.all()[..]).await.map_err(lost)?;
+        Ok(())
+    }
+
     async fn next_token(&mut self) -> Result<u64, BackendError> {
-        self.con.incr(&self.keys.fence, 1).await.map_err(lost)
+        self.0.con.incr(&self.0.keys.fence, 1).await.map_err(lost)
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
         let entries: Vec<String> =
-            self.con.lrange(&self.keys.storage, 0, -1).await.map_err(lost)?;
+            self.0.con.lrange(&self.0.keys.storage, 0, -1).await.map_err(lost)?;
         entries
             .iter()
             .map(|e| {
                 serde_json::from_str(e)
-                    .map_err(|err| BackendError::Protocol(format!("storage entry {e:?}: {err}")))
+                    .map_err(|err| BackendError::redis(format!("storage entry {e:?}: {err}")))
             })
             .collect()
     }

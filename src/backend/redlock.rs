@@ -6,7 +6,8 @@
 //! `redis-server`s ([`RedisNodes`]) or on simulated ones ([`SimNodes`]), so the
 //! differential test compares the two like any other scenario. Redlock hands out no
 //! fencing token; as the article notes, the storage would have to supply one, so
-//! here tokens come from a counter the storage keeps ([`StorageClient::next_token`]).
+//! here tokens come from a counter the storage keeps ([`StorageClient::next_token`],
+//! on the worker's storage client, handed to `acquire`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,11 +15,13 @@ use std::time::Duration;
 
 use tokio::time::{Instant, timeout};
 
+use super::node::LockNode;
 use super::redis::{RedisBackend, RedisClient};
 use super::server::{PrivateRedis, REDIS, ServerError};
 use super::sim::{SimBackend, SimClient};
 use super::{
-    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, TruthSample,
+    AcquireReply, BackendError, FaultKind, Keys, LockClient, LockService, LockTruth, StorageClient,
+    async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -36,20 +39,9 @@ macro_rules! on_node {
     };
 }
 
-/// One Redis server as Redlock uses it: the single-server lock commands, plus a
-/// plain `SET NX PX` (Redlock takes no token per server) and `PTTL`.
-pub trait LockNode: LockClient {
-    fn set_nx(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
-    fn pttl(&mut self) -> impl Future<Output = Result<i64, BackendError>> + Send;
-}
-
 /// The servers of a Redlock: how to reach each, and how to make one fail.
 pub trait NodeSet: Send + Sync + 'static {
-    type Node: LockNode;
+    type Node: LockNode + 'static;
     fn count(&self) -> usize;
     fn connect(
         &self,
@@ -102,46 +94,34 @@ impl Health {
 }
 
 fn unsupported(kind: FaultKind) -> BackendError {
-    BackendError::Protocol(format!("Redlock nodes have no replicas: {kind:?} does not apply"))
+    BackendError::Unsupported(format!("Redlock nodes have no replicas: {kind:?} does not apply"))
 }
 
-/// Redlock over `nodes`, with the storage on a server of its own.
-pub struct RedlockBackend<N, S> {
+/// Redlock over `nodes`. It hands out no token: a worker's grant takes one from its
+/// storage's counter.
+pub struct RedlockBackend<N> {
     nodes: Arc<N>,
-    storage: S,
 }
 
-impl<N, S: Clone> Clone for RedlockBackend<N, S> {
-    fn clone(&self) -> Self {
-        RedlockBackend { nodes: self.nodes.clone(), storage: self.storage.clone() }
+impl<N: NodeSet> RedlockBackend<N> {
+    pub fn new(nodes: N) -> Self {
+        RedlockBackend { nodes: Arc::new(nodes) }
     }
 }
 
-impl<N: NodeSet, S: Backend> RedlockBackend<N, S> {
-    pub fn new(nodes: N, storage: S) -> Self {
-        RedlockBackend { nodes: Arc::new(nodes), storage }
-    }
-}
-
-impl<N: NodeSet, S: Backend> Backend for RedlockBackend<N, S> {
-    type Client = RedlockClient<N, S::Client>;
-
-    async fn connect(&self, keys: &Keys) -> Result<Self::Client, BackendError> {
+#[async_trait]
+impl<N: NodeSet> LockService for RedlockBackend<N> {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
         let mut nodes = Vec::with_capacity(self.nodes.count());
         for i in 0..self.nodes.count() {
             nodes.push(self.nodes.connect(i, keys).await?);
         }
-        let storage = self.storage.connect(keys).await?;
         let seen = (0..nodes.len()).map(|i| self.nodes.health(i).1).collect();
-        Ok(RedlockClient { nodes, seen, set: self.nodes.clone(), storage, keys: keys.clone() })
+        Ok(Box::new(RedlockClient { nodes, seen, set: self.nodes.clone(), keys: keys.clone() }))
     }
 
     fn describe(&self) -> String {
         self.nodes.describe()
-    }
-
-    fn deterministic(&self) -> bool {
-        self.storage.deterministic()
     }
 
     /// Restart the nodes a previous run left dead.
@@ -155,17 +135,16 @@ impl<N: NodeSet, S: Backend> Backend for RedlockBackend<N, S> {
     }
 }
 
-/// One worker's connections: one per node, one to the storage.
-pub struct RedlockClient<N: NodeSet, S> {
+/// One worker's connections: one per node.
+pub struct RedlockClient<N: NodeSet> {
     nodes: Vec<N::Node>,
     /// The restart count of each node when its connection was opened.
     seen: Vec<u64>,
     set: Arc<N>,
-    storage: S,
     keys: Keys,
 }
 
-impl<N: NodeSet, S> RedlockClient<N, S> {
+impl<N: NodeSet> RedlockClient<N> {
     fn quorum(&self) -> usize {
         self.nodes.len() / 2 + 1
     }
@@ -196,7 +175,7 @@ impl<N: NodeSet, S> RedlockClient<N, S> {
         let quorum = self.quorum();
         let mut values: Vec<String> = Vec::new();
         for i in self.live_nodes().await {
-            if let Ok(Ok(Some(v))) = on_node!(self.nodes[i], holder()) {
+            if let Ok(Ok(Some(v))) = on_node!(self.nodes[i], get()) {
                 values.push(v);
             }
         }
@@ -204,11 +183,8 @@ impl<N: NodeSet, S> RedlockClient<N, S> {
     }
 }
 
-impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, S> {
-    fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
+#[async_trait]
+impl<N: NodeSet> LockClient for RedlockClient<N> {
     /// Ask every node in turn; a majority within the lease (minus the time it took
     /// and a drift allowance of 1% + 2 ms) is a grant. Otherwise give back what was
     /// granted and report the longest remaining lease among the nodes.
@@ -217,6 +193,7 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
         value: &str,
         ttl_ms: u64,
         _mode: AcquireMode,
+        tokens: &mut dyn StorageClient,
     ) -> Result<AcquireReply, BackendError> {
         let started = Instant::now();
         let mut votes = Vec::new();
@@ -229,7 +206,7 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
         let elapsed = started.elapsed().as_millis() as i64;
         let validity = ttl_ms as i64 - elapsed - (ttl_ms as i64 / 100 + 2);
         if votes.len() >= self.quorum() && (ttl_ms == 0 || validity > 0) {
-            return Ok(AcquireReply::Granted { token: self.storage.next_token().await? });
+            return Ok(AcquireReply::Granted { token: tokens.next_token().await? });
         }
         let mut longest: Option<i64> = None;
         for &i in &live {
@@ -276,12 +253,12 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
         Ok(self.majority_value().await)
     }
 
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let mut nodes = vec![None; self.nodes.len()];
         let mut pttls = vec![-2; self.nodes.len()];
         for i in self.live_nodes().await {
             let node = &mut self.nodes[i];
-            nodes[i] = on_node!(node, holder()).ok().and_then(Result::ok).flatten();
+            nodes[i] = on_node!(node, get()).ok().and_then(Result::ok).flatten();
             pttls[i] = on_node!(node, pttl()).ok().and_then(Result::ok).unwrap_or(-2);
         }
         let quorum = self.quorum();
@@ -301,14 +278,7 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
             left.sort_unstable_by(|a, b| b.cmp(a));
             left.get(quorum - 1).and_then(|p| u64::try_from(*p).ok())
         });
-        let from_storage = self.storage.observe().await?;
-        Ok(TruthSample {
-            holder_value: holder,
-            pttl_ms,
-            fence_counter: from_storage.fence_counter,
-            storage_highest: from_storage.storage_highest,
-            nodes,
-        })
+        Ok(LockTruth { holder_value: holder, pttl_ms, counter: None, nodes })
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
@@ -316,15 +286,13 @@ impl<N: NodeSet, S: LockClient + StorageClient> LockClient for RedlockClient<N, 
         for i in self.live_nodes().await {
             let _ = on_node!(self.nodes[i], cleanup());
         }
-        self.storage.cleanup().await
+        Ok(())
     }
 
     async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
         self.set.fault(node, kind).await
     }
 }
-
-crate::storage_on_its_own_server!(RedlockClient, NodeSet);
 
 /// Real private `redis-server`s, one per node.
 pub struct RedisNodes {
@@ -358,7 +326,7 @@ impl NodeSet for RedisNodes {
     }
 
     async fn connect(&self, node: usize, keys: &Keys) -> Result<RedisClient, BackendError> {
-        self.backends[node].connect(keys).await
+        RedisBackend::connect(&self.backends[node], keys).await
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
@@ -366,13 +334,13 @@ impl NodeSet for RedisNodes {
         // of this runtime move to another thread meanwhile.
         tokio::task::block_in_place(|| {
             let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-            let server = servers
-                .get_mut(node)
-                .ok_or_else(|| BackendError::Protocol(format!("there is no node {}", node + 1)))?;
+            let server = servers.get_mut(node).ok_or_else(|| {
+                BackendError::Unsupported(format!("there is no node {}", node + 1))
+            })?;
             match kind {
                 FaultKind::Kill => server.kill(),
                 FaultKind::Restart => {
-                    server.restart().map_err(|e| BackendError::Protocol(e.to_string()))?
+                    server.restart().map_err(|e| BackendError::redis(e.to_string()))?
                 }
                 other => return Err(unsupported(other)),
             }
@@ -413,7 +381,7 @@ impl NodeSet for SimNodes {
     }
 
     async fn connect(&self, node: usize, keys: &Keys) -> Result<SimClient, BackendError> {
-        self.nodes[node].connect(keys).await
+        Ok(self.nodes[node].client(keys))
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {

@@ -23,7 +23,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 pub use real::RealEtcd;
 pub use sim::SimEtcd;
 
-use super::{AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, TruthSample};
+use super::{
+    AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
+    async_trait,
+};
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 /// How long a waiter sleeps before asking again when the holder's lease has no time
@@ -93,68 +96,50 @@ pub fn lease_seconds(ttl_ms: u64) -> i64 {
     i64::try_from(ttl_ms.div_ceil(1000).max(1)).unwrap_or(i64::MAX)
 }
 
-/// The etcd lock, with the storage on a backend of its own.
-pub struct EtcdBackend<C, S> {
+/// The etcd lock.
+pub struct EtcdBackend<C> {
     cluster: Arc<C>,
-    storage: S,
     /// The revision when the current run began: tokens are counted from it.
     start_revision: Arc<AtomicI64>,
 }
 
-impl<C, S: Clone> Clone for EtcdBackend<C, S> {
-    fn clone(&self) -> Self {
-        EtcdBackend {
-            cluster: self.cluster.clone(),
-            storage: self.storage.clone(),
-            start_revision: self.start_revision.clone(),
-        }
+impl<C: EtcdCluster> EtcdBackend<C> {
+    pub fn new(cluster: C) -> Self {
+        EtcdBackend { cluster: Arc::new(cluster), start_revision: Default::default() }
     }
 }
 
-impl<C: EtcdCluster, S: Backend> EtcdBackend<C, S> {
-    pub fn new(cluster: C, storage: S) -> Self {
-        EtcdBackend { cluster: Arc::new(cluster), storage, start_revision: Default::default() }
-    }
-}
-
-impl<C: EtcdCluster, S: Backend> Backend for EtcdBackend<C, S> {
-    type Client = EtcdClient<C::Kv, S::Client>;
-
-    async fn connect(&self, keys: &Keys) -> Result<Self::Client, BackendError> {
-        Ok(EtcdClient {
+#[async_trait]
+impl<C: EtcdCluster> LockService for EtcdBackend<C> {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        Ok(Box::new(EtcdClient {
             kv: self.cluster.connect().await?,
-            storage: self.storage.connect(keys).await?,
             keys: keys.clone(),
             lease: None,
             start_revision: self.start_revision.load(Ordering::SeqCst),
-        })
+        }))
     }
 
     fn describe(&self) -> String {
         self.cluster.describe()
     }
 
-    fn deterministic(&self) -> bool {
-        self.storage.deterministic()
-    }
-
     async fn reset(&self) -> Result<(), BackendError> {
         let revision = self.cluster.connect().await?.revision().await?;
         self.start_revision.store(revision, Ordering::SeqCst);
-        self.storage.reset().await
+        Ok(())
     }
 }
 
-/// One worker's etcd connection, the lease it holds, and its storage connection.
-pub struct EtcdClient<K, S> {
+/// One worker's etcd connection and the lease it holds.
+pub struct EtcdClient<K> {
     kv: K,
-    storage: S,
     keys: Keys,
     lease: Option<i64>,
     start_revision: i64,
 }
 
-impl<K: LeaseKv, S> EtcdClient<K, S> {
+impl<K: LeaseKv> EtcdClient<K> {
     fn token(&self, revision: i64) -> u64 {
         u64::try_from(revision - self.start_revision).unwrap_or(0)
     }
@@ -170,11 +155,8 @@ impl<K: LeaseKv, S> EtcdClient<K, S> {
     }
 }
 
-impl<K: LeaseKv, S: LockClient + StorageClient> LockClient for EtcdClient<K, S> {
-    fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
+#[async_trait]
+impl<K: LeaseKv> LockClient for EtcdClient<K> {
     /// Grant a lease, then create the key on it only if nobody has it. etcd has one
     /// way to do this, so `mode` (Redis's one or two round trips) does not apply.
     async fn acquire(
@@ -182,6 +164,7 @@ impl<K: LeaseKv, S: LockClient + StorageClient> LockClient for EtcdClient<K, S> 
         value: &str,
         ttl_ms: u64,
         _mode: AcquireMode,
+        _tokens: &mut dyn StorageClient,
     ) -> Result<AcquireReply, BackendError> {
         let lease = if ttl_ms == 0 { 0 } else { self.kv.grant(lease_seconds(ttl_ms)).await? };
         match self.kv.create(&self.keys.lock, value, lease).await? {
@@ -236,27 +219,23 @@ impl<K: LeaseKv, S: LockClient + StorageClient> LockClient for EtcdClient<K, S> 
 
     /// The key and its lease's time to live; the "counter" is the store's revision,
     /// the next token's predecessor.
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let key = self.kv.get(&self.keys.lock).await?;
         let pttl_ms = match key.as_ref().map(|k| k.lease) {
             Some(lease) if lease != 0 => self.kv.time_to_live_ms(lease).await?,
             _ => None,
         };
         let revision = self.kv.revision().await?;
-        let from_storage = self.storage.observe().await?;
-        Ok(TruthSample {
+        Ok(LockTruth {
             holder_value: key.map(|k| k.value),
             pttl_ms,
-            fence_counter: self.token(revision),
-            storage_highest: from_storage.storage_highest,
+            counter: Some(self.token(revision)),
             nodes: Vec::new(),
         })
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
         self.kv.delete(&self.keys.lock, None).await?;
-        self.storage.cleanup().await
+        Ok(())
     }
 }
-
-crate::storage_on_its_own_server!(EtcdClient, LeaseKv);
