@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 
 pub use async_trait::async_trait;
 pub use keys::Keys;
+// Faults are scheduled by scenarios, so the kind lives with the scenario.
+pub use crate::scenario::FaultKind;
 
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -134,22 +136,6 @@ impl TruthSample {
             nodes: lock.nodes,
         }
     }
-}
-
-/// Something that happens to a lock server during a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    /// The server dies (SIGKILL): its keys are gone, it answers nothing.
-    Kill,
-    /// The server comes back, empty (it kept nothing on disk).
-    Restart,
-    /// A replica's link to its primary is cut (`REPLICAOF NO ONE` on the replica):
-    /// it keeps what it has and receives nothing more. How a replica falls behind,
-    /// made deterministic.
-    Detach,
-    /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
-    Promote,
 }
 
 /// One write as the storage keeps it.

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::runtime;
 use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::cli::{BackendArgs, BenchArgs, BenchWhat};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 use crate::engine::{RunOptions, run};
+use crate::runtime;
 use crate::scenario::{Scenario, builtin};
 
 pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {

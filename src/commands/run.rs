@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::{runtime, scenario_ref};
+use super::scenario_ref;
 use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
@@ -18,6 +18,7 @@ use crate::engine::{RunOptions, prepare};
 use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::transcript::{Transcript, verdict};
+use crate::runtime;
 use crate::scenario::{PlannedRun, Scenario, Sweep};
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.

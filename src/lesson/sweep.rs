@@ -71,7 +71,7 @@ async fn stale_write_landed(
 
 /// The whole sweep on the simulator.
 pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<SweepRow>> {
-    let rt = crate::commands::runtime::build(true)?;
+    let rt = crate::runtime::build(true)?;
     let pauses = pauses(sweep);
     let sim = SimBackend::default();
     rt.block_on(async {
@@ -121,7 +121,7 @@ pub fn on_simulator_for(
     scenario: &Scenario,
     runs: &[(u64, u64, bool)],
 ) -> anyhow::Result<Vec<bool>> {
-    let rt = crate::commands::runtime::build(true)?;
+    let rt = crate::runtime::build(true)?;
     rt.block_on(async {
         let mut out = Vec::new();
         for &(lease, pause, _) in runs {

@@ -11,9 +11,9 @@ mod parse;
 pub use builtin::{builtin, builtin_names};
 pub use parse::{ScenarioError, parse_scenario};
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
 
-use crate::check::ViolationKind;
+use serde::{Deserialize, Serialize};
 
 /// Everything the engine needs to run one experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +94,23 @@ pub struct Fault {
     /// Which server, counting from 1.
     pub node: usize,
     #[serde(rename = "do")]
-    pub kind: crate::backend::FaultKind,
+    pub kind: FaultKind,
+}
+
+/// Something that happens to a lock server during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The server dies (SIGKILL): its keys are gone, it answers nothing.
+    Kill,
+    /// The server comes back, empty (it kept nothing on disk).
+    Restart,
+    /// A replica's link to its primary is cut (`REPLICAOF NO ONE` on the replica):
+    /// it keeps what it has and receives nothing more. How a replica falls behind,
+    /// made deterministic.
+    Detach,
+    /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
+    Promote,
 }
 
 /// The lock services a scenario can ask for.
@@ -315,6 +331,27 @@ impl Expect {
     /// The expectation for the given fencing mode, if the scenario states one.
     pub fn for_mode(&self, fencing: bool) -> Option<&Expectation> {
         if fencing { self.fencing_on.as_ref() } else { self.fencing_off.as_ref() }
+    }
+}
+
+/// A kind of violation the checker finds (the checker, `check.rs`, says how).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ViolationKind {
+    OverlappingBelief,
+    StaleWrite,
+    WriteByNonHolder,
+    DoneTwice,
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ViolationKind::OverlappingBelief => "overlapping-belief",
+            ViolationKind::StaleWrite => "stale-write",
+            ViolationKind::WriteByNonHolder => "write-by-non-holder",
+            ViolationKind::DoneTwice => "done-twice",
+        })
     }
 }
 

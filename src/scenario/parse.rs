@@ -109,7 +109,7 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
         }
     }
     for f in &s.faults {
-        use crate::backend::FaultKind;
+        use super::FaultKind;
         let nodes = if s.replica { 2 } else { s.redlock_nodes.unwrap_or(0) };
         let fits = match f.kind {
             FaultKind::Kill => true,

@@ -67,8 +67,7 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     let deployment = deploy(targets, Shape::of(&options.lesson.scenario))?;
     let notice = deployment.fallback_notice();
     let (label, simulated) = (deployment.describe(), deployment.simulated_run());
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let runtime = crate::runtime::build(false)?; // simulator runs get threads of their own
     let Lesson { scenario, steps } = options.lesson;
     let narrated = !steps.is_empty() || !scenario.checkpoints.is_empty();
     let table = match &scenario.sweep {

@@ -150,7 +150,7 @@ fn start_sim(
     std::thread::Builder::new()
         .name("fencelab-sim".into())
         .spawn(move || {
-            let runtime = match crate::commands::runtime::build(true) {
+            let runtime = match crate::runtime::build(true) {
                 Ok(rt) => rt,
                 Err(e) => {
                     let why = format!("cannot start the simulator: {e}");
