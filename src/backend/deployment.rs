@@ -15,20 +15,7 @@ use super::redlock::{RedisNodes, RedlockBackend, SimNodes};
 use super::server::{PrivateEtcd, PrivatePostgres, PrivateRedis, Program, ServerError};
 use super::sim::SimBackend;
 use super::{BackendError, LockService, Storage};
-use crate::scenario::{Scenario, StorageKind};
-
-/// What kind of lock service a scenario needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockShape {
-    /// One Redis (the user's, a private one, or the simulator).
-    Single,
-    /// Redlock on this many servers.
-    Redlock(usize),
-    /// A primary with one replica.
-    Replicated,
-    /// One etcd.
-    Etcd,
-}
+use crate::scenario::{LockShape, Scenario, StorageKind};
 
 /// The lock service and the storage a scenario needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,17 +26,10 @@ pub struct Shape {
 
 impl Shape {
     /// One Redis holding both the lock and the storage: the article's experiment.
-    pub const SINGLE: Shape = Shape { lock: LockShape::Single, storage: StorageKind::Redis };
+    pub const SINGLE: Shape = Shape { lock: LockShape::Redis, storage: StorageKind::Redis };
 
     pub fn of(scenario: &Scenario) -> Self {
-        use crate::scenario::LockService as Service;
-        let lock = match (scenario.lock, scenario.redlock_nodes, scenario.replica) {
-            (Service::Etcd, _, _) => LockShape::Etcd,
-            (Service::Redis, Some(n), _) => LockShape::Redlock(n),
-            (Service::Redis, None, true) => LockShape::Replicated,
-            (Service::Redis, None, false) => LockShape::Single,
-        };
-        Shape { lock, storage: scenario.storage }
+        Shape { lock: scenario.lock, storage: scenario.storage }
     }
 }
 
@@ -135,8 +115,8 @@ impl Deployment {
 fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService> {
     match shape {
         // The article's experiment: the lock and the storage on one server.
-        LockShape::Single => Arc::new(storage.clone()),
-        LockShape::Redlock(n) => Arc::new(RedlockBackend::new(SimNodes::new(n))),
+        LockShape::Redis => Arc::new(storage.clone()),
+        LockShape::Redlock { nodes } => Arc::new(RedlockBackend::new(SimNodes::new(nodes))),
         LockShape::Replicated => Arc::new(FailoverBackend::new(SimPair::default())),
         LockShape::Etcd => Arc::new(EtcdBackend::new(SimEtcd::default())),
     }
@@ -145,8 +125,8 @@ fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService
 /// Every lock service fencelab deploys, on real servers (the user's or private ones).
 fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>, Unavailable> {
     Ok(match shape {
-        LockShape::Single => Arc::new(on.redis()?),
-        LockShape::Redlock(n) => Arc::new(RedlockBackend::new(RedisNodes::start(n)?.0)),
+        LockShape::Redis => Arc::new(on.redis()?),
+        LockShape::Redlock { nodes } => Arc::new(RedlockBackend::new(RedisNodes::start(nodes)?.0)),
         LockShape::Replicated => Arc::new(FailoverBackend::new(RedisPair::start()?)),
         LockShape::Etcd => Arc::new(EtcdBackend::new(on.etcd()?)),
     })
@@ -160,7 +140,7 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
     if targets.sim {
         return Ok(on_simulator(shape, SimReason::Requested));
     }
-    if shape.lock != LockShape::Single && targets.redis.is_some() {
+    if shape.lock != LockShape::Redis && targets.redis.is_some() {
         return Err(SelectError::NeedsPrivateServers);
     }
     let mut servers = Servers { targets: *targets, started: Vec::new(), redis: None };
