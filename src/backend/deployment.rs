@@ -7,13 +7,16 @@
 
 use std::sync::Arc;
 
-use super::etcd::{EtcdBackend, RealEtcd, SimEtcd};
-use super::failover::{FailoverBackend, RedisPair, SimPair};
-use super::postgres::PgStorage;
+use super::etcd::RealEtcd;
+use super::lock::etcd::EtcdBackend;
+use super::lock::failover::FailoverBackend;
+use super::lock::redlock::RedlockBackend;
 use super::redis::RedisBackend;
-use super::redlock::{RedisNodes, RedlockBackend, SimNodes};
-use super::server::{PrivateEtcd, PrivatePostgres, PrivateRedis, Program, ServerError};
-use super::sim::SimBackend;
+use super::server::{
+    PrivateEtcd, PrivatePostgres, PrivateRedis, Program, RedisNodes, RedisPair, ServerError,
+};
+use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair};
+use super::storage::postgres::PgStorage;
 use super::{BackendError, LockService, Storage};
 use crate::scenario::{LockShape, Scenario, StorageKind};
 

@@ -1,29 +1,30 @@
-//! Where the lock and the storage live: a real Redis, or the built-in simulator.
+//! Where the lock and the storage live, as two values the engine takes: a
+//! [`LockService`] and a [`Storage`], each handing out one client per worker (its own
+//! connection or connections, as separate processes would have). Any lock service
+//! goes with any storage.
 //!
-//! The engine talks to both through the same two small traits, [`LockClient`] and
-//! [`StorageClient`]. Each worker gets its own client (its own connection), exactly
-//! as separate processes would. Both live in one store here because the article's
-//! experiment puts them on one Redis; the traits keep them apart so a later storage
-//! (a SQL table) or lock service (etcd) can replace either side alone.
+//! Laid out by what things are: `lock/` the lock services (each algorithm once),
+//! `storage/` the storages, `sim/` the simulator's models, `server/` the servers
+//! fencelab starts, `etcd/` and `redis.rs` the clients of real servers, `node.rs` one
+//! server of several and their shared health, `deployment.rs` which of them a run uses.
 
 pub mod deployment;
 pub mod etcd;
-pub mod failover;
 pub mod keys;
+pub mod lock;
 pub mod node;
-pub mod postgres;
 pub mod redis;
-pub mod redlock;
 pub mod scripts;
 pub mod server;
 pub mod sim;
-pub mod sql;
+pub mod storage;
 pub mod wire;
 
 use serde::{Deserialize, Serialize};
 
 pub use async_trait::async_trait;
 pub use keys::Keys;
+pub use storage::sql;
 // Faults are scheduled by scenarios, so the kind lives with the scenario.
 pub use crate::scenario::FaultKind;
 

@@ -27,14 +27,14 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
     starts("private redis-server", runs, PrivateRedis::start)?;
     starts("private etcd", runs, crate::backend::server::PrivateEtcd::start)?;
     starts("private PostgreSQL (initdb + start)", runs, PrivatePostgres::start)?;
-    let (nodes, took) = crate::backend::redlock::RedisNodes::start(5)?;
+    let (nodes, took) = crate::backend::server::RedisNodes::start(5)?;
     drop(nodes);
     println!(
         "five Redlock nodes, started one after another: {:.1} ms",
         took.as_secs_f64() * 1000.0
     );
     let started = std::time::Instant::now();
-    let pair = crate::backend::failover::RedisPair::start()?;
+    let pair = crate::backend::server::RedisPair::start()?;
     let took = started.elapsed().as_secs_f64() * 1000.0;
     println!("a primary and its replica, until the replica is in sync: {took:.1} ms");
     drop(pair);

@@ -7,8 +7,10 @@
 
 #[cfg(feature = "etcd")]
 mod etcd;
+mod pair;
 mod postgres;
 mod redis;
+mod redlock;
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -19,8 +21,10 @@ use std::time::{Duration, Instant};
 
 #[cfg(feature = "etcd")]
 pub use etcd::PrivateEtcd;
+pub use pair::RedisPair;
 pub use postgres::PrivatePostgres;
 pub use redis::PrivateRedis;
+pub use redlock::RedisNodes;
 
 /// A server program and the Debian package that provides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::time::{Duration, Instant};
 
-use super::node::LockNode;
-use super::sql::{SqlOp, SqlReply};
-use super::{
+use crate::backend::node::LockNode;
+use crate::backend::sql::{SqlOp, SqlReply};
+use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, Storage, StorageClient,
     StorageTruth, StoredWrite, WriteCheck, async_trait,
 };
@@ -41,7 +41,7 @@ struct SimDb {
     strings: HashMap<String, Entry>,
     lists: HashMap<String, Vec<String>>,
     /// Each run's SQL tables (lessons without a lock), by the run's key prefix.
-    tables: HashMap<String, super::sql::Tables>,
+    tables: HashMap<String, crate::backend::sql::Tables>,
 }
 
 impl SimDb {

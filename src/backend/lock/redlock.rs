@@ -3,23 +3,19 @@
 //! allowance.
 //!
 //! The algorithm is written once, over [`LockNode`]s, and runs on real private
-//! `redis-server`s ([`RedisNodes`]) or on simulated ones ([`SimNodes`]), so the
+//! `redis-server`s (`server/redlock.rs`) or on simulated ones (`sim/nodes.rs`), so the
 //! differential test compares the two like any other scenario. Redlock hands out no
 //! fencing token; as the article notes, the storage would have to supply one, so
 //! here tokens come from a counter the storage keeps ([`StorageClient::next_token`],
 //! on the worker's storage client, handed to `acquire`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::{Instant, timeout};
 
-use super::node::LockNode;
-use super::redis::{RedisBackend, RedisClient};
-use super::server::{PrivateRedis, REDIS, ServerError};
-use super::sim::{SimBackend, SimClient};
-use super::{
+use crate::backend::node::LockNode;
+use crate::backend::{
     AcquireReply, BackendError, FaultKind, Keys, LockClient, LockService, LockTruth, StorageClient,
     async_trait,
 };
@@ -58,42 +54,8 @@ pub trait NodeSet: Send + Sync + 'static {
     fn health(&self, node: usize) -> (bool, u64);
 }
 
-/// Up/down and restart count of each node, shared by everyone talking to the nodes.
-///
-/// A client cannot know that a server is down; but a request to a dead server can only
-/// fail, so clients skip down nodes at once instead of letting a reconnecting
-/// connection queue the request and deliver it after a restart. After a restart,
-/// clients open a fresh connection.
-struct Health {
-    up: Vec<AtomicBool>,
-    restarts: Vec<AtomicU64>,
-}
-
-impl Health {
-    fn new(count: usize) -> Self {
-        Health {
-            up: (0..count).map(|_| AtomicBool::new(true)).collect(),
-            restarts: (0..count).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-
-    fn get(&self, node: usize) -> (bool, u64) {
-        (self.up[node].load(Ordering::SeqCst), self.restarts[node].load(Ordering::SeqCst))
-    }
-
-    fn record(&self, node: usize, kind: FaultKind) {
-        match kind {
-            FaultKind::Kill => self.up[node].store(false, Ordering::SeqCst),
-            FaultKind::Restart => {
-                self.restarts[node].fetch_add(1, Ordering::SeqCst);
-                self.up[node].store(true, Ordering::SeqCst);
-            }
-            FaultKind::Detach | FaultKind::Promote => {}
-        }
-    }
-}
-
-fn unsupported(kind: FaultKind) -> BackendError {
+/// The error for a fault Redlock nodes cannot have.
+pub(crate) fn unsupported(kind: FaultKind) -> BackendError {
     BackendError::Unsupported(format!("Redlock nodes have no replicas: {kind:?} does not apply"))
 }
 
@@ -291,116 +253,5 @@ impl<N: NodeSet> LockClient for RedlockClient<N> {
 
     async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
         self.set.fault(node, kind).await
-    }
-}
-
-/// Real private `redis-server`s, one per node.
-pub struct RedisNodes {
-    servers: Mutex<Vec<PrivateRedis>>,
-    backends: Vec<RedisBackend>,
-    health: Health,
-}
-
-impl RedisNodes {
-    /// Start `count` private servers; returns them with how long starting took.
-    pub fn start(count: usize) -> Result<(Self, Duration), ServerError> {
-        let started = std::time::Instant::now();
-        let servers = (0..count).map(|_| PrivateRedis::start()).collect::<Result<Vec<_>, _>>()?;
-        let backends = servers
-            .iter()
-            .enumerate()
-            .map(|(i, s)| RedisBackend::open(&s.url(), &format!("node {}", i + 1)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ServerError::setup(REDIS, e))?;
-        let nodes =
-            RedisNodes { servers: Mutex::new(servers), backends, health: Health::new(count) };
-        Ok((nodes, started.elapsed()))
-    }
-}
-
-impl NodeSet for RedisNodes {
-    type Node = RedisClient;
-
-    fn count(&self) -> usize {
-        self.backends.len()
-    }
-
-    async fn connect(&self, node: usize, keys: &Keys) -> Result<RedisClient, BackendError> {
-        RedisBackend::connect(&self.backends[node], keys).await
-    }
-
-    async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        // Restarting waits (a few ms) for the server to answer; let the other tasks
-        // of this runtime move to another thread meanwhile.
-        tokio::task::block_in_place(|| {
-            let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-            let server = servers.get_mut(node).ok_or_else(|| {
-                BackendError::Unsupported(format!("there is no node {}", node + 1))
-            })?;
-            match kind {
-                FaultKind::Kill => server.kill(),
-                FaultKind::Restart => {
-                    server.restart().map_err(|e| BackendError::redis(e.to_string()))?
-                }
-                other => return Err(unsupported(other)),
-            }
-            self.health.record(node, kind);
-            Ok(())
-        })
-    }
-
-    fn describe(&self) -> String {
-        format!("Redlock over {} private redis-servers", self.backends.len())
-    }
-
-    fn health(&self, node: usize) -> (bool, u64) {
-        self.health.get(node)
-    }
-}
-
-/// Simulated nodes: one simulator database each.
-pub struct SimNodes {
-    nodes: Vec<SimBackend>,
-    health: Health,
-}
-
-impl SimNodes {
-    pub fn new(count: usize) -> Self {
-        SimNodes {
-            nodes: (0..count).map(|_| SimBackend::default()).collect(),
-            health: Health::new(count),
-        }
-    }
-}
-
-impl NodeSet for SimNodes {
-    type Node = SimClient;
-
-    fn count(&self) -> usize {
-        self.nodes.len()
-    }
-
-    async fn connect(&self, node: usize, keys: &Keys) -> Result<SimClient, BackendError> {
-        Ok(self.nodes[node].client(keys))
-    }
-
-    async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        if matches!(kind, FaultKind::Detach | FaultKind::Promote) {
-            return Err(unsupported(kind));
-        }
-        if kind == FaultKind::Kill {
-            // Nothing is kept on disk: a killed node comes back empty.
-            self.nodes[node].wipe();
-        }
-        self.health.record(node, kind);
-        Ok(())
-    }
-
-    fn describe(&self) -> String {
-        format!("SIMULATOR: Redlock over {} simulated nodes", self.nodes.len())
-    }
-
-    fn health(&self, node: usize) -> (bool, u64) {
-        self.health.get(node)
     }
 }

@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use tokio_postgres::{Client, NoTls};
 
-use super::redis::redact_url;
 use super::sql::{JOBS, STOCK, SqlOp, SqlReply, did_job, signed_up, sold};
-use super::{
+use crate::backend::redis::redact_url;
+use crate::backend::{
     BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
 };
 
