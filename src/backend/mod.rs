@@ -306,3 +306,27 @@ pub fn holder_name(value: &str) -> &str {
 pub fn holder_value(worker: &str, rng: &mut fastrand::Rng) -> String {
     format!("{worker}:{:016x}", rng.u64(..))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::BackendError;
+    use super::redis::RedisBackend;
+    use super::storage::postgres::PgStorage;
+
+    fn message(e: Result<impl Sized, BackendError>) -> String {
+        e.err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn messages_name_the_service_that_failed() {
+        let pg = message(PgStorage::open("host=/tmp port=not-a-port", None));
+        assert!(pg.starts_with("cannot reach PostgreSQL at"), "{pg}");
+        let redis = message(RedisBackend::open("nonsense", "Redis"));
+        assert!(redis.starts_with("cannot reach Redis at"), "{redis}");
+        let etcd = BackendError::Service { service: "etcd", message: "lease not found".into() };
+        assert_eq!(etcd.to_string(), "etcd failed: lease not found");
+        let lost = BackendError::Lost { service: "PostgreSQL", message: "closed".into() };
+        assert_eq!(lost.to_string(), "lost the connection to PostgreSQL: closed");
+        assert!(!BackendError::sim("bad entry").to_string().contains("Redis"));
+    }
+}
