@@ -17,7 +17,7 @@ type Script = Vec<(f64, fn(&RunControl))>;
 async fn playground(deployment: &Deployment, script: Script) -> Vec<Event> {
     let scenario = builtin("playground").unwrap().unwrap();
     let options =
-        RunOptions { seed: deployment.simulated_run().then_some(0), ..RunOptions::new(false) };
+        RunOptions { seed: deployment.simulated().then_some(0), ..RunOptions::new(false) };
     let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
     let prepared =
         prepare(lock, storage, &scenario, options, &CancellationToken::new()).await.unwrap();

@@ -107,7 +107,7 @@ impl LockClient for ToyLock {
 fn gc_pause_on_the_toy_lock(fencing: bool) -> Vec<fencelab::engine::log::Event> {
     // The one line: this lock service, with the simulator's storage.
     let deployment =
-        Deployment::simulated(Arc::new(ToyLock::default()), Arc::new(SimBackend::default()));
+        Deployment::on_simulator(Arc::new(ToyLock::default()), Arc::new(SimBackend::default()));
     let scenario = builtin("gc-pause").unwrap().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

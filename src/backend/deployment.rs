@@ -75,7 +75,7 @@ pub struct Deployment {
 impl Deployment {
     /// A deployment of any lock service and storage on the simulator: how a test wires
     /// in a lock service of its own.
-    pub fn simulated(lock: Arc<dyn LockService>, storage: Arc<dyn Storage>) -> Self {
+    pub fn on_simulator(lock: Arc<dyn LockService>, storage: Arc<dyn Storage>) -> Self {
         Deployment { lock, storage, _servers: Vec::new(), sim: Some(SimReason::Requested) }
     }
 
@@ -99,7 +99,7 @@ impl Deployment {
     }
 
     /// Whether it is the simulator (it then runs on a paused clock, with fixed seeds).
-    pub fn simulated_run(&self) -> bool {
+    pub fn simulated(&self) -> bool {
         self.sim.is_some()
     }
 
@@ -141,7 +141,7 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
 /// servers of their own, the storage included.
 pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError> {
     if targets.sim {
-        return Ok(on_simulator(shape, SimReason::Requested));
+        return Ok(simulate(shape, SimReason::Requested));
     }
     if shape.lock != LockShape::Redis && targets.redis.is_some() {
         return Err(SelectError::NeedsPrivateServers);
@@ -159,13 +159,13 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
             Ok(Deployment { lock, storage, _servers: servers.started, sim: None })
         }
         Err(Unavailable::NotInstalled(program)) => {
-            Ok(on_simulator(shape, SimReason::NotInstalled(program)))
+            Ok(simulate(shape, SimReason::NotInstalled(program)))
         }
         Err(Unavailable::Failed(e)) => Err(e),
     }
 }
 
-fn on_simulator(shape: Shape, why: SimReason) -> Deployment {
+fn simulate(shape: Shape, why: SimReason) -> Deployment {
     let storage = SimBackend::default();
     let lock = simulated_lock(shape.lock, &storage);
     Deployment { lock, storage: Arc::new(storage), _servers: Vec::new(), sim: Some(why) }

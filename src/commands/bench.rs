@@ -73,7 +73,7 @@ fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
         "hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs"
     );
     println!("backend: {}", deployment.describe());
-    let rt = runtime::build(deployment.simulated_run())?;
+    let rt = runtime::build(deployment.simulated())?;
     let delays = rt.block_on(measure(&deployment, &scenario, runs))?;
     let mut sorted = delays.clone();
     sorted.sort_by(f64::total_cmp);

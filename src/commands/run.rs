@@ -59,7 +59,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     if args.json {
         eprintln!("backend: {}", deployment.describe());
     }
-    let runtime = runtime::build(deployment.simulated_run())?;
+    let runtime = runtime::build(deployment.simulated())?;
     let mut report = runtime.block_on(run_all(&deployment, &runs, args, &mut save))?;
     if let Some(mut file) = save {
         file.flush()?;
@@ -111,7 +111,7 @@ async fn run_all(
             say("");
         }
         let options = RunOptions {
-            seed: deployment.simulated_run().then_some(planned.scenario.seed_or_default()),
+            seed: deployment.simulated().then_some(planned.scenario.seed_or_default()),
             time_scale: 1.0 / args.speed,
             label: planned.label.clone(),
             ..RunOptions::new(planned.fencing)
@@ -182,7 +182,7 @@ async fn sweep_report(
         say(&line);
     }
     let mut problems = sweep::rarer_never_zero(&rows);
-    if !deployment.simulated_run() && sweep.redis_sample > 0 {
+    if !deployment.simulated() && sweep.redis_sample > 0 {
         let sample =
             sweep::sample(deployment.lock(), deployment.storage(), scenario, sweep).await?;
         let s = scenario.clone();

@@ -228,8 +228,8 @@ impl App {
     pub fn token_source(&self) -> &'static str {
         match self.scenario.lock {
             LockShape::Etcd => "etcd revision",
-            LockShape::Redis => "Redis INCR",
-            LockShape::Redlock { .. } | LockShape::Replicated => "the storage's counter",
+            shape if shape.tokens_from_storage() => "the storage's counter",
+            _ => "Redis INCR",
         }
     }
 

@@ -66,7 +66,7 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     // On the main thread, so a private redis-server lives exactly as long as we do.
     let deployment = deploy(targets, Shape::of(&options.lesson.scenario))?;
     let notice = deployment.fallback_notice();
-    let (label, simulated) = (deployment.describe(), deployment.simulated_run());
+    let (label, simulated) = (deployment.describe(), deployment.simulated());
     let runtime = crate::runtime::build(false)?; // simulator runs get threads of their own
     let Lesson { scenario, steps } = options.lesson;
     let narrated = !steps.is_empty() || !scenario.checkpoints.is_empty();
@@ -239,7 +239,7 @@ async fn switch_service(app: &mut App, runner: &mut Runner, targets: &Targets<'_
             for variant in &mut app.variants {
                 to.apply(&mut variant.scenario);
             }
-            app.simulated = deployment.simulated_run();
+            app.simulated = deployment.simulated();
             app.backend_label = deployment.describe();
             app.status = Some(deployment.fallback_notice().unwrap_or_else(|| to.label()));
             runner.switch(deployment).await;

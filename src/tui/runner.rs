@@ -73,7 +73,7 @@ impl Runner {
     ) -> Result<(), BackendError> {
         self.stop();
         let (lock, storage) = (self.deployment.lock(), self.deployment.storage());
-        self.live = Some(if self.deployment.simulated_run() {
+        self.live = Some(if self.deployment.simulated() {
             start_sim(lock.clone(), storage.clone(), scenario.clone(), fencing, speed)?
         } else {
             start_real(lock.as_ref(), storage.as_ref(), scenario, fencing, speed).await?

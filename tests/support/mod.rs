@@ -31,7 +31,7 @@ pub fn sync_con(server: &PrivateRedis) -> redis::Connection {
 /// Run a scenario to the end and return its events.
 pub async fn run_events(deployment: &Deployment, scenario: &Scenario, fencing: bool) -> Vec<Event> {
     let options =
-        RunOptions { seed: deployment.simulated_run().then_some(0), ..RunOptions::new(fencing) };
+        RunOptions { seed: deployment.simulated().then_some(0), ..RunOptions::new(fencing) };
     let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
     let log = run(lock, storage, scenario, options, &CancellationToken::new())
         .await
@@ -42,7 +42,7 @@ pub async fn run_events(deployment: &Deployment, scenario: &Scenario, fencing: b
 /// One simulated Redis holding the lock and the storage.
 pub fn sim() -> Deployment {
     let sim = SimBackend::default();
-    Deployment::simulated(Arc::new(sim.clone()), Arc::new(sim))
+    Deployment::on_simulator(Arc::new(sim.clone()), Arc::new(sim))
 }
 
 /// One real Redis holding the lock and the storage.
