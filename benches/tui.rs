@@ -52,7 +52,8 @@ fn events() -> Vec<Event> {
     let scenario = busy_scenario();
     let log = rt.block_on(async {
         let options = RunOptions { seed: Some(1), ..RunOptions::new(true) };
-        run(&SimBackend::default(), &scenario, options, &CancellationToken::new()).await.unwrap()
+        let sim = SimBackend::default();
+        run(&sim, &sim, &scenario, options, &CancellationToken::new()).await.unwrap()
     });
     let mut events = log.snapshot();
     assert!(events.len() >= EVENTS, "only {} events", events.len());

@@ -18,27 +18,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::log::{Event, EventKind, WorkerEvent};
+// The kinds are named by scenarios' expectations, so they live with the scenario.
 use crate::scenario::Expectation;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ViolationKind {
-    OverlappingBelief,
-    StaleWrite,
-    WriteByNonHolder,
-    DoneTwice,
-}
-
-impl fmt::Display for ViolationKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ViolationKind::OverlappingBelief => "overlapping-belief",
-            ViolationKind::StaleWrite => "stale-write",
-            ViolationKind::WriteByNonHolder => "write-by-non-holder",
-            ViolationKind::DoneTwice => "done-twice",
-        })
-    }
-}
+pub use crate::scenario::ViolationKind;
 
 /// One violation: who, when, which tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

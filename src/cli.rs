@@ -125,8 +125,8 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
-    pub fn targets(&self) -> crate::backend::select::Targets<'_> {
-        crate::backend::select::Targets {
+    pub fn targets(&self) -> crate::backend::deployment::Targets<'_> {
+        crate::backend::deployment::Targets {
             redis: self.redis.as_deref(),
             etcd: self.etcd.as_deref(),
             postgres: self.postgres.as_deref(),

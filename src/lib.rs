@@ -11,5 +11,6 @@ pub mod commands;
 pub mod engine;
 pub mod lesson;
 pub mod output;
+pub mod runtime;
 pub mod scenario;
 pub mod tui;

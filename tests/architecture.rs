@@ -22,10 +22,8 @@ type Module = Vec<String>;
 fn src_has_no_import_circles() {
     let graph = graph();
     let circles = strongly_connected(&graph);
-    let named: Vec<String> = circles
-        .iter()
-        .map(|c| c.iter().map(display).collect::<Vec<_>>().join(" <-> "))
-        .collect();
+    let named: Vec<String> =
+        circles.iter().map(|c| c.iter().map(display).collect::<Vec<_>>().join(" <-> ")).collect();
     assert!(named.is_empty(), "import circles in src/:\n  {}", named.join("\n  "));
 }
 

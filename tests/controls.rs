@@ -3,9 +3,8 @@
 
 mod support;
 
-use fencelab::backend::Backend;
+use fencelab::backend::deployment::Deployment;
 use fencelab::backend::redis::RedisBackend;
-use fencelab::backend::sim::SimBackend;
 use fencelab::engine::log::{Event, EventKind};
 use fencelab::engine::{RunControl, RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::builtin;
@@ -15,11 +14,13 @@ use tokio_util::sync::CancellationToken;
 type Script = Vec<(f64, fn(&RunControl))>;
 
 /// Run the playground, doing `script` (at scenario ms, to the run) meanwhile.
-async fn playground<B: Backend>(backend: &B, script: Script) -> Vec<Event> {
+async fn playground(deployment: &Deployment, script: Script) -> Vec<Event> {
     let scenario = builtin("playground").unwrap().unwrap();
     let options =
-        RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(false) };
-    let prepared = prepare(backend, &scenario, options, &CancellationToken::new()).await.unwrap();
+        RunOptions { seed: deployment.simulated().then_some(0), ..RunOptions::new(false) };
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let prepared =
+        prepare(lock, storage, &scenario, options, &CancellationToken::new()).await.unwrap();
     let (log, control) = (prepared.log(), prepared.control());
     let clock = *log.clock();
     tokio::spawn(async move {
@@ -38,7 +39,7 @@ fn on_sim(script: Script) -> Vec<Event> {
         .start_paused(true)
         .build()
         .unwrap();
-    rt.block_on(playground(&SimBackend::default(), script))
+    rt.block_on(playground(&support::sim(), script))
 }
 
 fn pause_a(c: &RunControl) {
@@ -56,7 +57,7 @@ fn pausing_a_mid_lease_makes_its_stale_write_land_on_both_backends() {
     let sim = on_sim(vec![(1000.0, pause_a)]);
     assert_eq!(support::storage(&sim), ["B:2", "A:1"]);
     let server = support::redis();
-    let redis = RedisBackend::open(&server.url(), "test").unwrap();
+    let redis = support::on_redis(RedisBackend::open(&server.url(), "test").unwrap());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let real = rt.block_on(playground(&redis, vec![(1000.0, pause_a)]));
     assert_eq!(support::outcomes(&real), support::outcomes(&sim));

@@ -8,8 +8,8 @@ mod support;
 
 use std::sync::Arc;
 
+use fencelab::backend::deployment::{Deployment, Shape};
 use fencelab::backend::redis::RedisBackend;
-use fencelab::backend::select::{Chosen, Shape};
 use fencelab::check::{check, compare};
 use fencelab::engine::log::Event;
 use fencelab::scenario::PlannedRun;
@@ -31,16 +31,16 @@ fn all_runs() -> Vec<PlannedRun> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_expected_ones() {
     let server = support::redis();
-    let redis = Arc::new(RedisBackend::open(&server.url(), "test").unwrap());
+    let redis = Arc::new(support::on_redis(RedisBackend::open(&server.url(), "test").unwrap()));
     let limit = Arc::new(Semaphore::new(PARALLEL_REAL_RUNS));
     // Redlock and failover runs get private servers of their own. Start them all
     // before any run begins: starting a server blocks its thread for a few ms, which
     // must not delay the timers of runs already going.
-    let runs: Vec<(PlannedRun, Option<Arc<Chosen>>)> = all_runs()
+    let runs: Vec<(PlannedRun, Option<Arc<Deployment>>)> = all_runs()
         .into_iter()
         .map(|planned| {
             let own = (Shape::of(&planned.scenario) != Shape::SINGLE)
-                .then(|| Arc::new(support::chosen_for(&planned.scenario, false)));
+                .then(|| Arc::new(support::deployment_for(&planned.scenario, false)));
             (planned, own)
         })
         .collect();
@@ -49,10 +49,8 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
         let (redis, limit) = (redis.clone(), limit.clone());
         tasks.spawn(async move {
             let _permit = limit.acquire().await.unwrap();
-            let real = match &own {
-                Some(chosen) => fencelab::with_backend!(chosen.as_ref(), b => support::run_events(b, &planned.scenario, planned.fencing).await),
-                None => support::run_events(redis.as_ref(), &planned.scenario, planned.fencing).await,
-            };
+            let deployment = own.as_ref().unwrap_or(&redis);
+            let real = support::run_events(deployment, &planned.scenario, planned.fencing).await;
             // Stopping servers blocks (PostgreSQL takes a moment to shut down): that
             // happens after every run, not on a thread other runs' timers need.
             (planned, real, own)

@@ -16,7 +16,7 @@ fn kinds(events: &[fencelab::engine::log::Event]) -> Vec<ViolationKind> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_fencing_the_paused_holders_stale_write_lands_last() {
     let server = support::redis();
-    let backend = RedisBackend::open(&server.url(), "test").unwrap();
+    let backend = support::on_redis(RedisBackend::open(&server.url(), "test").unwrap());
     let scenario = builtin("gc-pause").unwrap().unwrap();
     let events = support::run_events(&backend, &scenario, false).await;
     assert_eq!(support::storage(&events), ["B:2", "A:1"]);
@@ -34,7 +34,7 @@ async fn without_fencing_the_paused_holders_stale_write_lands_last() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_fencing_the_storage_rejects_the_stale_token() {
     let server = support::redis();
-    let backend = RedisBackend::open(&server.url(), "test").unwrap();
+    let backend = support::on_redis(RedisBackend::open(&server.url(), "test").unwrap());
     let scenario = builtin("gc-pause").unwrap().unwrap();
     let events = support::run_events(&backend, &scenario, true).await;
     assert_eq!(support::storage(&events), ["B:2"]);

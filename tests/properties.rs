@@ -3,7 +3,6 @@
 
 mod support;
 
-use fencelab::backend::sim::SimBackend;
 use fencelab::check::{ViolationKind, check};
 use fencelab::engine::log::{Event, EventKind};
 use fencelab::scenario::{AcquireMode, Expect, Scenario, Step, WorkerSpec};
@@ -50,7 +49,7 @@ fn run_sim(scenario: &Scenario, fencing: bool) -> Vec<Event> {
         .start_paused(true)
         .build()
         .unwrap();
-    rt.block_on(support::run_events(&SimBackend::default(), scenario, fencing))
+    rt.block_on(support::run_events(&support::sim(), scenario, fencing))
 }
 
 /// Storage tokens in the order the storage holds them, read from the run's end.

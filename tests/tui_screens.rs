@@ -30,10 +30,9 @@ fn playground_log(fencing: bool, pause_a_at: Option<f64>) -> Vec<Event> {
     rt.block_on(async {
         let scenario = builtin("playground").unwrap().unwrap();
         let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
+        let sim = SimBackend::default();
         let prepared =
-            prepare(&SimBackend::default(), &scenario, options, &CancellationToken::new())
-                .await
-                .unwrap();
+            prepare(&sim, &sim, &scenario, options, &CancellationToken::new()).await.unwrap();
         let (log, control) = (prepared.log(), prepared.control());
         if let Some(at) = pause_a_at {
             let clock = *log.clock();
@@ -211,7 +210,8 @@ fn sim_events(scenario: &fencelab::scenario::Scenario, fencing: bool) -> Vec<Eve
         .unwrap();
     rt.block_on(async {
         let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
-        fencelab::engine::run(&SimBackend::default(), scenario, options, &CancellationToken::new())
+        let sim = SimBackend::default();
+        fencelab::engine::run(&sim, &sim, scenario, options, &CancellationToken::new())
             .await
             .unwrap()
             .snapshot()
@@ -410,9 +410,9 @@ fn lesson_at_its_end(name: &str) -> App {
     // With variants, the first; else the scenario as written.
     let first = lesson.scenario.planned_runs(&[]).into_iter().next();
     let scenario = first.map_or(lesson.scenario.clone(), |run| run.scenario);
-    let chosen = fencelab::backend::select::choose(
-        &fencelab::backend::select::Targets::SIM,
-        fencelab::backend::select::Shape::of(&scenario),
+    let deployment = fencelab::backend::deployment::deploy(
+        &fencelab::backend::deployment::Targets::SIM,
+        fencelab::backend::deployment::Shape::of(&scenario),
     )
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -420,11 +420,13 @@ fn lesson_at_its_end(name: &str) -> App {
         .start_paused(true)
         .build()
         .unwrap();
-    let events = fencelab::with_backend!(&chosen, b => rt.block_on(async {
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let events = rt.block_on(async {
         let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
-        fencelab::engine::run(b, &scenario, options, &CancellationToken::new()).await.unwrap().snapshot()
-    }));
-    let mut app = App::new(scenario, false, 1.0, true, chosen.describe(), Theme::DEFAULT);
+        let cancel = CancellationToken::new();
+        fencelab::engine::run(lock, storage, &scenario, options, &cancel).await.unwrap().snapshot()
+    });
+    let mut app = App::new(scenario, false, 1.0, true, deployment.describe(), Theme::DEFAULT);
     app.run.ingest(&events);
     app.now_ms = app.run.ended.as_ref().unwrap().0;
     app

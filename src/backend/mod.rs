@@ -1,73 +1,68 @@
-//! Where the lock and the storage live: a real Redis, or the built-in simulator.
+//! Where the lock and the storage live, as two values the engine takes: a
+//! [`LockService`] and a [`Storage`], each handing out one client per worker (its own
+//! connection or connections, as separate processes would have). Any lock service
+//! goes with any storage.
 //!
-//! The engine talks to both through the same two small traits, [`LockClient`] and
-//! [`StorageClient`]. Each worker gets its own client (its own connection), exactly
-//! as separate processes would. Both live in one store here because the article's
-//! experiment puts them on one Redis; the traits keep them apart so a later storage
-//! (a SQL table) or lock service (etcd) can replace either side alone.
+//! Laid out by what things are: `lock/` the lock services (each algorithm once),
+//! `storage/` the storages, `sim/` the simulator's models, `server/` the servers
+//! fencelab starts, `etcd/` and `redis.rs` the clients of real servers, `node.rs` one
+//! server of several and their shared health, `deployment.rs` which of them a run uses.
 
+pub mod deployment;
 pub mod etcd;
-pub mod failover;
 pub mod keys;
-pub mod postgres;
+pub mod lock;
+pub mod node;
 pub mod redis;
-pub mod redlock;
 pub mod scripts;
-pub mod select;
 pub mod server;
 pub mod sim;
-pub mod sql;
+pub mod storage;
 pub mod wire;
-
-use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
+pub use async_trait::async_trait;
 pub use keys::Keys;
+pub use storage::sql;
+// Faults are scheduled by scenarios, so the kind lives with the scenario.
+pub use crate::scenario::FaultKind;
 
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
-/// A backend failure, phrased for the person at the terminal.
+/// A backend failure, phrased for the person at the terminal, naming the service
+/// that failed ("Redis", "etcd", "PostgreSQL", "the simulator").
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    #[error("cannot reach Redis at {url}: {reason}")]
-    Unreachable { url: String, reason: String },
-    #[error("Redis at {url} refused the credentials: {reason}")]
-    Auth { url: String, reason: String },
-    #[error("lost the connection to Redis: {0}")]
-    Lost(String),
-    #[error("Redis answered something unexpected: {0}")]
-    Protocol(String),
+    #[error("cannot reach {service} at {url}: {reason}")]
+    Unreachable { service: &'static str, url: String, reason: String },
+    #[error("{service} at {url} refused the credentials: {reason}")]
+    Auth { service: &'static str, url: String, reason: String },
+    #[error("lost the connection to {service}: {message}")]
+    Lost { service: &'static str, message: String },
+    #[error("{service} answered something unexpected: {message}")]
+    Protocol { service: &'static str, message: String },
     /// etcd or PostgreSQL could not be reached.
     #[error("cannot reach {service} at {url}: {reason}")]
     ServiceUnreachable { service: &'static str, url: String, reason: String },
     /// etcd or PostgreSQL failed a request (or the connection to it).
     #[error("{service} failed: {message}")]
     Service { service: &'static str, message: String },
+    /// The lock service or storage in use cannot do what was asked (a scenario the
+    /// load-time checks should have refused).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
-/// A backend: something that hands out per-worker clients for one run.
-pub trait Backend: Send + Sync + 'static {
-    type Client: LockClient + StorageClient;
-
-    /// Open a new, independent connection bound to this run's keys.
-    fn connect(
-        &self,
-        keys: &Keys,
-    ) -> impl Future<Output = Result<Self::Client, BackendError>> + Send;
-
-    /// What the screen and transcript say about where the run happens (passwords redacted).
-    fn describe(&self) -> String;
-
-    /// Bring every server back to the scenario's starting state (servers a previous
-    /// run killed are restarted, replication is restored). Called before each run.
-    fn reset(&self) -> impl Future<Output = Result<(), BackendError>> + Send {
-        async { Ok(()) }
+impl BackendError {
+    /// Redis answered in a way we did not expect.
+    pub fn redis(message: impl Into<String>) -> Self {
+        BackendError::Protocol { service: "Redis", message: message.into() }
     }
 
-    /// True for the simulator: runs repeat exactly, so they get a fixed seed.
-    fn deterministic(&self) -> bool {
-        false
+    /// The simulator could not do something (a value it could not encode or decode).
+    pub fn sim(message: impl Into<String>) -> Self {
+        BackendError::Protocol { service: "the simulator", message: message.into() }
     }
 }
 
@@ -92,35 +87,56 @@ impl AcquireReply {
     }
 }
 
-/// What Redis itself says at one instant: the observer's raw material.
+/// What the lock service itself holds at one instant: the observer's raw material.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockTruth {
+    /// The lock's value, if someone holds it.
+    pub holder_value: Option<String>,
+    /// The holder's remaining lease in ms (None: no holder, or a lease without expiry).
+    pub pttl_ms: Option<u64>,
+    /// The last token the lock service handed out; None for a lock service with no
+    /// counter of its own (Redlock, failover), whose tokens come from the storage.
+    pub counter: Option<u64>,
+    /// Lock services of several servers: each node's lock value (None: no key, or the
+    /// node is down).
+    pub nodes: Vec<Option<String>>,
+}
+
+/// What the storage itself holds at one instant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageTruth {
+    /// The highest token the fenced storage has accepted so far.
+    pub highest: u64,
+    /// The storage's own token counter (the last `next_token`).
+    pub counter: u64,
+}
+
+/// The lock's truth and the storage's, merged: what the observer records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TruthSample {
     /// The lock key's value, if the key exists.
     pub holder_value: Option<String>,
     /// The key's remaining lease in ms (None: no key, or a key without expiry).
     pub pttl_ms: Option<u64>,
-    /// The fence counter: the last token handed out.
+    /// The last token handed out, by the lock service or (when it has no counter of
+    /// its own) by the storage.
     pub fence_counter: u64,
     /// The highest token the fenced storage has accepted so far.
     pub storage_highest: u64,
-    /// Redlock: each node's lock value (None: no key, or the node is down).
+    /// Each node's lock value (None: no key, or the node is down).
     pub nodes: Vec<Option<String>>,
 }
 
-/// Something that happens to a lock server during a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    /// The server dies (SIGKILL): its keys are gone, it answers nothing.
-    Kill,
-    /// The server comes back, empty (it kept nothing on disk).
-    Restart,
-    /// A replica's link to its primary is cut (`REPLICAOF NO ONE` on the replica):
-    /// it keeps what it has and receives nothing more. How a replica falls behind,
-    /// made deterministic.
-    Detach,
-    /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
-    Promote,
+impl TruthSample {
+    pub fn merge(lock: LockTruth, storage: StorageTruth) -> Self {
+        TruthSample {
+            holder_value: lock.holder_value,
+            pttl_ms: lock.pttl_ms,
+            fence_counter: lock.counter.unwrap_or(storage.counter),
+            storage_highest: storage.highest,
+            nodes: lock.nodes,
+        }
+    }
 }
 
 /// One write as the storage keeps it.
@@ -159,138 +175,126 @@ pub enum WriteCheck {
     IdempotencyKey,
 }
 
-/// The lock service: the article's protocol, one method per command or script.
-pub trait LockClient: Send + 'static {
-    /// The run's keys this client is bound to.
-    fn keys(&self) -> &Keys;
+/// A lock service for one deployment: hands out one client per worker (its own
+/// connection or connections, as a separate process would have).
+#[async_trait]
+pub trait LockService: Send + Sync + 'static {
+    /// Open a new, independent client bound to this run's keys.
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError>;
 
+    /// What the screen and transcript say about where the lock lives (passwords redacted).
+    fn describe(&self) -> String;
+
+    /// Bring every server back to the scenario's starting state (servers a previous
+    /// run killed are restarted, replication is restored). Called before each run.
+    async fn reset(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
+/// One worker's client of the lock service: the article's protocol, one method per
+/// command or script.
+#[async_trait]
+pub trait LockClient: Send {
     /// `SET lock value NX PX ttl` plus `INCR fence` (atomically or as two commands).
-    /// `ttl_ms == 0` takes a lock that never expires.
-    fn acquire(
+    /// `ttl_ms == 0` takes a lock that never expires. A lock service with no counter of
+    /// its own takes the token from `tokens` (the worker's storage client).
+    async fn acquire(
         &mut self,
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
-    ) -> impl Future<Output = Result<AcquireReply, BackendError>> + Send;
+        tokens: &mut dyn StorageClient,
+    ) -> Result<AcquireReply, BackendError>;
 
     /// Give the lock back. Returns whether a key was deleted.
-    fn release(
-        &mut self,
-        value: &str,
-        mode: ReleaseMode,
-    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError>;
 
     /// Extend the lease to `ttl_ms`: if `value` still owns the lock, or (`RenewMode::Set`)
     /// blindly, taking the lock back from whoever holds it.
-    fn renew(
+    async fn renew(
         &mut self,
         value: &str,
         ttl_ms: u64,
         mode: RenewMode,
-    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    ) -> Result<bool, BackendError>;
 
     /// `GET lock`: the value of whoever holds the lock now.
-    fn holder(&mut self) -> impl Future<Output = Result<Option<String>, BackendError>> + Send;
+    async fn holder(&mut self) -> Result<Option<String>, BackendError>;
 
-    /// Read holder, lease, counter and storage high-water mark together.
-    fn observe(&mut self) -> impl Future<Output = Result<TruthSample, BackendError>> + Send;
+    /// Read holder, lease, counter (and each node's holder) together.
+    async fn observe(&mut self) -> Result<LockTruth, BackendError>;
 
-    /// Delete every key of this run (and nothing else).
-    fn cleanup(&mut self) -> impl Future<Output = Result<(), BackendError>> + Send;
+    /// Delete the lock's keys of this run (and nothing else).
+    async fn cleanup(&mut self) -> Result<(), BackendError>;
 
     /// `WAIT replicas timeout_ms`: how many replicas acknowledged this client's writes
-    /// within the timeout. Only a lock with replicas supports it.
-    fn wait_replicas(
-        &mut self,
-        replicas: u64,
-        timeout_ms: u64,
-    ) -> impl Future<Output = Result<u64, BackendError>> + Send {
+    /// within the timeout. Only a lock with replicas supports it (the scenario's
+    /// validation keeps the step away from the others).
+    async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {
         let _ = (replicas, timeout_ms);
-        async {
-            Err(BackendError::Protocol("WAIT needs a lock with a replica (replica = true)".into()))
-        }
+        Err(BackendError::Unsupported("WAIT needs a lock with a replica (replica = true)".into()))
     }
 
-    /// Kill or restart lock server `node` (0-based). Only lock services made of
-    /// several servers (Redlock) support it.
-    fn fault(
-        &mut self,
-        node: usize,
-        kind: FaultKind,
-    ) -> impl Future<Output = Result<(), BackendError>> + Send {
+    /// Make lock server `node` (0-based) fail. Only lock services made of several
+    /// servers support it.
+    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
         let _ = (node, kind);
-        async { Err(BackendError::Protocol("this lock service has no servers to fail".into())) }
+        Err(BackendError::Unsupported("this lock service has no servers to fail".into()))
     }
 }
 
-/// The storage the workers write their results to.
-pub trait StorageClient: Send + 'static {
+/// The storage of one deployment: hands out one client per worker.
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// Open a new, independent client bound to this run's keys.
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError>;
+
+    /// Said after the lock service in the header when the storage lives apart from it
+    /// ("private PostgreSQL"); None when it needs no mention (a list on Redis).
+    fn note(&self) -> Option<String> {
+        None
+    }
+}
+
+/// One worker's client of the storage the workers write their results to.
+#[async_trait]
+pub trait StorageClient: Send {
     /// Append `write`, after the given check. Returns whether it was accepted.
-    fn write(
-        &mut self,
-        write: &StoredWrite,
-        check: WriteCheck,
-    ) -> impl Future<Output = Result<bool, BackendError>> + Send;
+    async fn write(&mut self, write: &StoredWrite, check: WriteCheck)
+    -> Result<bool, BackendError>;
 
     /// The next fencing token from a counter the storage keeps: for lock services
     /// that hand out none themselves (Redlock).
-    fn next_token(&mut self) -> impl Future<Output = Result<u64, BackendError>> + Send;
+    async fn next_token(&mut self) -> Result<u64, BackendError>;
 
     /// Every accepted write, in the order the storage accepted them.
-    fn read_all(&mut self) -> impl Future<Output = Result<Vec<StoredWrite>, BackendError>> + Send;
+    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError>;
+
+    /// The high-water mark and the token counter.
+    async fn observe(&mut self) -> Result<StorageTruth, BackendError>;
+
+    /// Delete everything of this run (and nothing else).
+    async fn cleanup(&mut self) -> Result<(), BackendError>;
 
     /// A lesson step on the SQL tables, for `worker`; what it made happen is recorded
     /// with the writes. Only a database storage (and the simulator's model of one) has
     /// these tables.
-    fn sql(
-        &mut self,
-        worker: &str,
-        op: &sql::SqlOp,
-    ) -> impl Future<Output = Result<sql::SqlReply, BackendError>> + Send {
+    async fn sql(&mut self, worker: &str, op: &sql::SqlOp) -> Result<sql::SqlReply, BackendError> {
         let _ = (worker, op);
-        async {
-            Err(BackendError::Protocol(
-                "this step needs a database: set storage = \"postgres\" in the scenario".into(),
-            ))
-        }
+        Err(BackendError::Unsupported(
+            "this step needs a database: set storage = \"postgres\" in the scenario".into(),
+        ))
     }
 }
 
-/// Lock services made of several servers (Redlock, a primary with a replica) keep the
-/// storage on a server of its own; their clients hand every storage call to it.
-#[macro_export]
-macro_rules! storage_on_its_own_server {
-    ($client:ident, $bound:ident) => {
-        impl<N: $bound, S: $crate::backend::StorageClient> $crate::backend::StorageClient
-            for $client<N, S>
-        {
-            async fn write(
-                &mut self,
-                write: &$crate::backend::StoredWrite,
-                check: $crate::backend::WriteCheck,
-            ) -> Result<bool, $crate::backend::BackendError> {
-                self.storage.write(write, check).await
-            }
-
-            async fn next_token(&mut self) -> Result<u64, $crate::backend::BackendError> {
-                self.storage.next_token().await
-            }
-
-            async fn read_all(
-                &mut self,
-            ) -> Result<Vec<$crate::backend::StoredWrite>, $crate::backend::BackendError> {
-                self.storage.read_all().await
-            }
-
-            async fn sql(
-                &mut self,
-                worker: &str,
-                op: &$crate::backend::sql::SqlOp,
-            ) -> Result<$crate::backend::sql::SqlReply, $crate::backend::BackendError> {
-                self.storage.sql(worker, op).await
-            }
-        }
-    };
+/// One line for headers and logs: the lock service, and the storage when it lives
+/// apart from it ("private etcd ..., storage: private PostgreSQL").
+pub fn describe(lock: &dyn LockService, storage: &dyn Storage) -> String {
+    match storage.note() {
+        Some(note) => format!("{}, storage: {note}", lock.describe()),
+        None => lock.describe(),
+    }
 }
 
 /// The worker name encoded at the front of a lock value (`A:9f3c...` -> `A`).
@@ -301,4 +305,28 @@ pub fn holder_name(value: &str) -> &str {
 /// A fresh random lock value for `worker`: unique per grant, readable in the truth lane.
 pub fn holder_value(worker: &str, rng: &mut fastrand::Rng) -> String {
     format!("{worker}:{:016x}", rng.u64(..))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BackendError;
+    use super::redis::RedisBackend;
+    use super::storage::postgres::PgStorage;
+
+    fn message(e: Result<impl Sized, BackendError>) -> String {
+        e.err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn messages_name_the_service_that_failed() {
+        let pg = message(PgStorage::open("host=/tmp port=not-a-port", None));
+        assert!(pg.starts_with("cannot reach PostgreSQL at"), "{pg}");
+        let redis = message(RedisBackend::open("nonsense", "Redis"));
+        assert!(redis.starts_with("cannot reach Redis at"), "{redis}");
+        let etcd = BackendError::Service { service: "etcd", message: "lease not found".into() };
+        assert_eq!(etcd.to_string(), "etcd failed: lease not found");
+        let lost = BackendError::Lost { service: "PostgreSQL", message: "closed".into() };
+        assert_eq!(lost.to_string(), "lost the connection to PostgreSQL: closed");
+        assert!(!BackendError::sim("bad entry").to_string().contains("Redis"));
+    }
 }

@@ -1,21 +1,19 @@
-//! The real thing: the lock and the storage on a Redis server.
+//! A real Redis server, reached by URL: connections bound to a run's keys, errors a
+//! person can act on, URLs with passwords redacted.
 //!
-//! Every worker gets its own `ConnectionManager` (its own TCP or unix-socket
-//! connection), so commands from different workers interleave on the server exactly
-//! as they would from separate processes. The manager is configured to give up fast:
+//! One server can be the lock service (`lock/redis.rs`: `SET NX PX` plus the fence
+//! counter), the storage (`storage/redis.rs`: a list, fenced by a Lua script), or both,
+//! as in the article's experiment. Every worker gets its own `ConnectionManager` per
+//! role (its own TCP or unix-socket connection), so commands from different workers
+//! interleave on the server exactly as they would from separate processes. The manager is configured to give up fast:
 //! a lesson about failures must show Redis failing, not retry it away silently.
 
 use std::time::Duration;
 
+use redis::RedisError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, RedisError};
 
-use super::scripts;
-use super::{
-    AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
-    WriteCheck,
-};
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+use super::{BackendError, Keys};
 
 /// How long to wait for a connection or a reply before calling Redis unreachable.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -35,6 +33,7 @@ impl RedisBackend {
     pub fn open(url: &str, label: &str) -> Result<Self, BackendError> {
         let shown_url = redact_url(url);
         let client = redis::Client::open(url).map_err(|e| BackendError::Unreachable {
+            service: "Redis",
             url: shown_url.clone(),
             reason: format!(
                 "not a usable Redis URL ({})",
@@ -52,23 +51,24 @@ impl RedisBackend {
 /// Turn a connect-time error into one a person can act on.
 fn classify(url: &str, e: RedisError) -> BackendError {
     let text = e.to_string();
+    let service = "Redis";
     let auth = e.kind() == redis::ErrorKind::AuthenticationFailed
         || ["WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"]
             .iter()
             .any(|m| text.contains(m));
     if auth {
-        BackendError::Auth { url: url.to_string(), reason: first_line(&text) }
+        BackendError::Auth { service, url: url.to_string(), reason: first_line(&text) }
     } else {
-        BackendError::Unreachable { url: url.to_string(), reason: first_line(&text) }
+        BackendError::Unreachable { service, url: url.to_string(), reason: first_line(&text) }
     }
 }
 
 /// An error during a run: the connection was there and is now gone or confused.
-fn lost(e: RedisError) -> BackendError {
+pub(crate) fn lost(e: RedisError) -> BackendError {
     if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
-        BackendError::Lost(first_line(&e.to_string()))
+        BackendError::Lost { service: "Redis", message: first_line(&e.to_string()) }
     } else {
-        BackendError::Protocol(first_line(&e.to_string()))
+        BackendError::redis(first_line(&e.to_string()))
     }
 }
 
@@ -76,10 +76,14 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).to_string()
 }
 
-impl Backend for RedisBackend {
-    type Client = RedisClient;
+impl RedisBackend {
+    /// "private redis-server unix:///...": the label, then the redacted URL.
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.label, self.shown_url)
+    }
 
-    async fn connect(&self, keys: &Keys) -> Result<RedisClient, BackendError> {
+    /// A new connection bound to a run's keys.
+    pub async fn connect(&self, keys: &Keys) -> Result<RedisClient, BackendError> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))
@@ -93,220 +97,13 @@ impl Backend for RedisBackend {
             redis::cmd("PING").query_async(&mut con).await.map_err(|e| self.classify(e))?;
         Ok(RedisClient { con, keys: keys.clone() })
     }
-
-    fn describe(&self) -> String {
-        format!("{} {}", self.label, self.shown_url)
-    }
 }
 
-/// One worker's connection to Redis, bound to one run's keys.
+/// One connection to Redis, bound to one run's keys: a worker's lock client, or one
+/// Redlock node.
 pub struct RedisClient {
-    con: ConnectionManager,
-    keys: Keys,
-}
-
-impl LockClient for RedisClient {
-    fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
-    async fn acquire(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-        mode: AcquireMode,
-    ) -> Result<AcquireReply, BackendError> {
-        let k = &self.keys;
-        match mode {
-            AcquireMode::Script => {
-                let (granted, n): (i64, i64) = scripts::ACQUIRE
-                    .key(&k.lock)
-                    .key(&k.fence)
-                    .arg(value)
-                    .arg(ttl_ms)
-                    .invoke_async(&mut self.con)
-                    .await
-                    .map_err(lost)?;
-                Ok(if granted == 1 {
-                    AcquireReply::Granted { token: n as u64 }
-                } else {
-                    AcquireReply::from_pttl(n)
-                })
-            }
-            AcquireMode::TwoStep => {
-                let mut set = redis::cmd("SET");
-                set.arg(&k.lock).arg(value).arg("NX");
-                if ttl_ms > 0 {
-                    set.arg("PX").arg(ttl_ms);
-                }
-                let ok: Option<String> = set.query_async(&mut self.con).await.map_err(lost)?;
-                if ok.is_some() {
-                    let token: u64 = self.con.incr(&k.fence, 1).await.map_err(lost)?;
-                    Ok(AcquireReply::Granted { token })
-                } else {
-                    let pttl: i64 = self.con.pttl(&k.lock).await.map_err(lost)?;
-                    Ok(AcquireReply::from_pttl(pttl))
-                }
-            }
-        }
-    }
-
-    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        let deleted: i64 = match mode {
-            ReleaseMode::CompareAndDelete => scripts::RELEASE
-                .key(&self.keys.lock)
-                .arg(value)
-                .invoke_async(&mut self.con)
-                .await
-                .map_err(lost)?,
-            ReleaseMode::Del => self.con.del(&self.keys.lock).await.map_err(lost)?,
-        };
-        Ok(deleted == 1)
-    }
-
-    async fn renew(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-        mode: RenewMode,
-    ) -> Result<bool, BackendError> {
-        if mode == RenewMode::Set {
-            let _: () = redis::cmd("SET")
-                .arg(&self.keys.lock)
-                .arg(value)
-                .arg("PX")
-                .arg(ttl_ms.max(1))
-                .query_async(&mut self.con)
-                .await
-                .map_err(lost)?;
-            return Ok(true);
-        }
-        let extended: i64 = scripts::RENEW
-            .key(&self.keys.lock)
-            .arg(value)
-            .arg(ttl_ms)
-            .invoke_async(&mut self.con)
-            .await
-            .map_err(lost)?;
-        Ok(extended == 1)
-    }
-
-    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        self.con.get(&self.keys.lock).await.map_err(lost)
-    }
-
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
-        let k = &self.keys;
-        let (holder_value, pttl, fence, highest): (Option<String>, i64, Option<u64>, Option<u64>) =
-            redis::pipe()
-                .get(&k.lock)
-                .pttl(&k.lock)
-                .get(&k.fence)
-                .get(&k.storage_highest)
-                .query_async(&mut self.con)
-                .await
-                .map_err(lost)?;
-        Ok(TruthSample {
-            holder_value,
-            pttl_ms: u64::try_from(pttl).ok(),
-            fence_counter: fence.unwrap_or(0),
-            storage_highest: highest.unwrap_or(0),
-            nodes: Vec::new(),
-        })
-    }
-
-    async fn cleanup(&mut self) -> Result<(), BackendError> {
-        // Exactly the run's own keys, by name: no KEYS or SCAN over the user's data.
-        let _: i64 = self.con.del(&self.keys.all()[..]).await.map_err(lost)?;
-        Ok(())
-    }
-}
-
-impl RedisClient {
-    /// `WAIT replicas timeout_ms` on this client's own connection, so it counts this
-    /// client's writes.
-    pub async fn wait_replicas(
-        &mut self,
-        replicas: u64,
-        timeout_ms: u64,
-    ) -> Result<u64, BackendError> {
-        redis::cmd("WAIT")
-            .arg(replicas)
-            .arg(timeout_ms)
-            .query_async(&mut self.con)
-            .await
-            .map_err(lost)
-    }
-}
-
-impl super::redlock::LockNode for RedisClient {
-    async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
-        let mut set = redis::cmd("SET");
-        set.arg(&self.keys.lock).arg(value).arg("NX");
-        if ttl_ms > 0 {
-            set.arg("PX").arg(ttl_ms);
-        }
-        let ok: Option<String> = set.query_async(&mut self.con).await.map_err(lost)?;
-        Ok(ok.is_some())
-    }
-
-    async fn pttl(&mut self) -> Result<i64, BackendError> {
-        self.con.pttl(&self.keys.lock).await.map_err(lost)
-    }
-}
-
-impl StorageClient for RedisClient {
-    async fn write(
-        &mut self,
-        write: &StoredWrite,
-        check: WriteCheck,
-    ) -> Result<bool, BackendError> {
-        let entry =
-            serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
-        let k = &self.keys;
-        let accepted: i64 = match check {
-            WriteCheck::None => {
-                let _: i64 = self.con.rpush(&k.storage, entry).await.map_err(lost)?;
-                1
-            }
-            WriteCheck::Fencing => {
-                let (accepted, _highest): (i64, i64) = scripts::FENCED_WRITE
-                    .key(&k.storage)
-                    .key(&k.storage_highest)
-                    .arg(write.token.unwrap_or(0))
-                    .arg(entry)
-                    .invoke_async(&mut self.con)
-                    .await
-                    .map_err(lost)?;
-                accepted
-            }
-            WriteCheck::IdempotencyKey => scripts::IDEMPOTENT_WRITE
-                .key(&k.storage)
-                .key(&k.storage_applied)
-                .arg(&write.value)
-                .arg(entry)
-                .invoke_async(&mut self.con)
-                .await
-                .map_err(lost)?,
-        };
-        Ok(accepted == 1)
-    }
-
-    async fn next_token(&mut self) -> Result<u64, BackendError> {
-        self.con.incr(&self.keys.fence, 1).await.map_err(lost)
-    }
-
-    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        let entries: Vec<String> =
-            self.con.lrange(&self.keys.storage, 0, -1).await.map_err(lost)?;
-        entries
-            .iter()
-            .map(|e| {
-                serde_json::from_str(e)
-                    .map_err(|err| BackendError::Protocol(format!("storage entry {e:?}: {err}")))
-            })
-            .collect()
-    }
+    pub(crate) con: ConnectionManager,
+    pub(crate) keys: Keys,
 }
 
 /// The URL with any password (userinfo or `?pass=` / `?password=`) replaced by `***`.

@@ -5,14 +5,12 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::runtime;
-use crate::backend::Backend;
-use crate::backend::select::{Shape, choose};
+use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::cli::{BackendArgs, BenchArgs, BenchWhat};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 use crate::engine::{RunOptions, run};
+use crate::runtime;
 use crate::scenario::{Scenario, builtin};
-use crate::with_backend;
 
 pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     match args.what {
@@ -29,14 +27,14 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
     starts("private redis-server", runs, PrivateRedis::start)?;
     starts("private etcd", runs, crate::backend::server::PrivateEtcd::start)?;
     starts("private PostgreSQL (initdb + start)", runs, PrivatePostgres::start)?;
-    let (nodes, took) = crate::backend::redlock::RedisNodes::start(5)?;
+    let (nodes, took) = crate::backend::server::RedisNodes::start(5)?;
     drop(nodes);
     println!(
         "five Redlock nodes, started one after another: {:.1} ms",
         took.as_secs_f64() * 1000.0
     );
     let started = std::time::Instant::now();
-    let pair = crate::backend::failover::RedisPair::start()?;
+    let pair = crate::backend::server::RedisPair::start()?;
     let took = started.elapsed().as_secs_f64() * 1000.0;
     println!("a primary and its replica, until the replica is in sync: {took:.1} ms");
     drop(pair);
@@ -70,13 +68,13 @@ fn starts<T>(
 /// expired B was granted the lock.
 fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = builtin("gc-pause").context("gc-pause is built in")??;
-    let chosen = choose(&backend_args.targets(), Shape::SINGLE)?;
+    let deployment = deploy(&backend_args.targets(), Shape::SINGLE)?;
     println!(
         "hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs"
     );
-    println!("backend: {}", chosen.describe());
-    let rt = runtime::build(chosen.simulated())?;
-    let delays = with_backend!(&chosen, b => rt.block_on(measure(b, &scenario, runs)))?;
+    println!("backend: {}", deployment.describe());
+    let rt = runtime::build(deployment.simulated())?;
+    let delays = rt.block_on(measure(&deployment, &scenario, runs))?;
     let mut sorted = delays.clone();
     sorted.sort_by(f64::total_cmp);
     let runs_text: Vec<String> = delays.iter().map(|d| format!("{d:.2}")).collect();
@@ -90,8 +88,8 @@ fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn measure<B: Backend>(
-    backend: &B,
+async fn measure(
+    deployment: &Deployment,
     scenario: &Scenario,
     runs: u32,
 ) -> anyhow::Result<Vec<f64>> {
@@ -99,7 +97,8 @@ async fn measure<B: Backend>(
     runtime::cancel_on_signals(cancel.clone());
     let mut delays = Vec::new();
     for _ in 0..runs {
-        let log = run(backend, scenario, RunOptions::new(false), &cancel).await?;
+        let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+        let log = run(lock, storage, scenario, RunOptions::new(false), &cancel).await?;
         if cancel.is_cancelled() {
             bail!("interrupted");
         }

@@ -2,7 +2,6 @@
 
 pub mod bench;
 pub mod run;
-pub mod runtime;
 pub mod scenario_ref;
 
 use std::process::ExitCode;

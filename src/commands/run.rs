@@ -9,9 +9,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::{runtime, scenario_ref};
-use crate::backend::Backend;
-use crate::backend::select::{Shape, choose};
+use super::scenario_ref;
+use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
@@ -19,8 +18,8 @@ use crate::engine::{RunOptions, prepare};
 use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::transcript::{Transcript, verdict};
+use crate::runtime;
 use crate::scenario::{PlannedRun, Scenario, Sweep};
-use crate::with_backend;
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -53,16 +52,15 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     };
     // Started here, on the main thread, so the private server lives exactly as long as
     // this function (see PrivateRedis::start).
-    let chosen = choose(&backend_args.targets(), Shape::of(&scenario))?;
-    if let Some(notice) = chosen.fallback_notice() {
+    let deployment = deploy(&backend_args.targets(), Shape::of(&scenario))?;
+    if let Some(notice) = deployment.fallback_notice() {
         eprintln!("{notice}");
     }
     if args.json {
-        eprintln!("backend: {}", chosen.describe());
+        eprintln!("backend: {}", deployment.describe());
     }
-    let runtime = runtime::build(chosen.simulated())?;
-    let mut report =
-        with_backend!(&chosen, b => runtime.block_on(run_all(b, &runs, args, &mut save)))?;
+    let runtime = runtime::build(deployment.simulated())?;
+    let mut report = runtime.block_on(run_all(&deployment, &runs, args, &mut save))?;
     if let Some(mut file) = save {
         file.flush()?;
     }
@@ -70,7 +68,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         && !report.interrupted
         && !report.failed
     {
-        let ok = with_backend!(&chosen, b => runtime.block_on(sweep_report(b, &scenario, sweep, args.check)))?;
+        let ok = runtime.block_on(sweep_report(&deployment, &scenario, sweep, args.check))?;
         report.check_failed |= !ok;
     }
     Ok(report.exit_code())
@@ -96,8 +94,8 @@ impl Report {
     }
 }
 
-async fn run_all<B: Backend>(
-    backend: &B,
+async fn run_all(
+    deployment: &Deployment,
     runs: &[PlannedRun],
     args: &RunArgs,
     save: &mut Option<BufWriter<File>>,
@@ -113,12 +111,13 @@ async fn run_all<B: Backend>(
             say("");
         }
         let options = RunOptions {
-            seed: backend.deterministic().then_some(planned.scenario.seed_or_default()),
+            seed: deployment.simulated().then_some(planned.scenario.seed_or_default()),
             time_scale: 1.0 / args.speed,
             label: planned.label.clone(),
             ..RunOptions::new(planned.fencing)
         };
-        let prepared = prepare(backend, &planned.scenario, options, &cancel).await?;
+        let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+        let prepared = prepare(lock, storage, &planned.scenario, options, &cancel).await?;
         let log = prepared.log();
         let printer = tokio::spawn(print_live(log.clone(), args.json));
         let outcome = prepared.execute().await;
@@ -165,8 +164,8 @@ async fn run_all<B: Backend>(
 
 /// The lesson's sweep: many simulated runs per lease length, a sample of them on the
 /// real backend. Returns false when `check` finds the lesson's claim not shown.
-async fn sweep_report<B: Backend + Clone>(
-    backend: &B,
+async fn sweep_report(
+    deployment: &Deployment,
     scenario: &Scenario,
     sweep: &Sweep,
     check: bool,
@@ -183,8 +182,9 @@ async fn sweep_report<B: Backend + Clone>(
         say(&line);
     }
     let mut problems = sweep::rarer_never_zero(&rows);
-    if !backend.deterministic() && sweep.redis_sample > 0 {
-        let sample = sweep::sample(backend, scenario, sweep).await?;
+    if !deployment.simulated() && sweep.redis_sample > 0 {
+        let sample =
+            sweep::sample(deployment.lock(), deployment.storage(), scenario, sweep).await?;
         let s = scenario.clone();
         let runs = sample.clone();
         let predicted =
@@ -193,7 +193,7 @@ async fn sweep_report<B: Backend + Clone>(
             sample.iter().zip(&predicted).filter(|((_, _, real), sim)| real == *sim).count();
         say(&format!(
             "sample on {}: {} runs, {agree} with the same outcome as on the simulator",
-            backend.describe(),
+            deployment.describe(),
             sample.len()
         ));
         if agree != sample.len() {

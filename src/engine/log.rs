@@ -53,7 +53,7 @@ pub enum EventKind {
     /// Fencing was switched during the run; it applies to later writes.
     FencingChanged { on: bool },
     /// A lock server failed (Redlock), as the scenario said. `node` counts from 1.
-    Fault { node: usize, kind: crate::backend::FaultKind },
+    Fault { node: usize, kind: crate::scenario::FaultKind },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.

@@ -1,8 +1,10 @@
-//! The engine: runs a scenario's workers concurrently against a backend and writes
-//! everything that happens to one [`EventLog`].
+//! The engine: runs a scenario's workers concurrently against a lock service and a
+//! storage, and writes everything that happens to one [`EventLog`].
 //!
-//! A run has two phases. [`prepare`] connects one client per worker plus one for the
-//! observer and one for bookkeeping, so a dead or misconfigured Redis is reported
+//! The lock service and the storage are two values: any lock service runs with any
+//! storage. A run has two phases. [`prepare`] connects one lock client and one
+//! storage client per worker (as separate processes would have), plus a pair for the
+//! observer and one for bookkeeping, so a dead or misconfigured server is reported
 //! before anything starts. [`PreparedRun::execute`] starts the clock-relative work,
 //! waits for every worker, reads the storage back, and deletes the run's keys.
 
@@ -21,7 +23,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::keys::new_run_id;
-use crate::backend::{Backend, BackendError, Keys, LockClient, StorageClient};
+use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
 use crate::scenario::{Fault, Scenario};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
@@ -51,14 +53,14 @@ impl RunOptions {
 }
 
 /// A run whose connections are open and whose clock has started.
-pub struct PreparedRun<C> {
+pub struct PreparedRun {
     log: Arc<EventLog>,
-    workers: Vec<Worker<C>>,
-    observer: Observer<C>,
-    /// A connection of its own for reading the storage back and deleting the keys.
-    bookkeeper: C,
+    workers: Vec<Worker>,
+    observer: Observer,
+    /// Connections of their own for reading the storage back and deleting the keys.
+    bookkeeper: (Box<dyn LockClient>, Box<dyn StorageClient>),
     /// Lock servers failing on schedule, with a connection of their own.
-    faults: Option<(Vec<Fault>, C)>,
+    faults: Option<(Vec<Fault>, Box<dyn LockClient>)>,
     /// A child of the caller's token: a failure stops this run's workers without
     /// cancelling anything else the caller runs with the same token.
     cancel: CancellationToken,
@@ -100,28 +102,40 @@ impl RunControl {
     }
 }
 
-/// Connect everything a run needs. Fails before the run starts if the backend does.
-pub async fn prepare<B: Backend>(
-    backend: &B,
+/// One lock client and one storage client, bound to a run's keys.
+async fn connect(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
+    keys: &Keys,
+) -> Result<(Box<dyn LockClient>, Box<dyn StorageClient>), BackendError> {
+    Ok((lock.connect(keys).await?, storage.connect(keys).await?))
+}
+
+/// Connect everything a run needs. Fails before the run starts if the lock service
+/// or the storage does.
+pub async fn prepare(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
     scenario: &Scenario,
     options: RunOptions,
     cancel: &CancellationToken,
-) -> Result<PreparedRun<B::Client>, BackendError> {
+) -> Result<PreparedRun, BackendError> {
     let cancel = cancel.child_token();
-    backend.reset().await?;
+    lock.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let run_id = new_run_id(&mut rng);
     let keys = Keys::for_run(&run_id);
     let mut clients = Vec::with_capacity(scenario.workers.len());
     for _ in &scenario.workers {
-        clients.push(backend.connect(&keys).await?);
+        clients.push(connect(lock, storage, &keys).await?);
     }
-    let observer_client = backend.connect(&keys).await?;
-    let bookkeeper = backend.connect(&keys).await?;
+    let observer_clients = connect(lock, storage, &keys).await?;
+    let bookkeeper = connect(lock, storage, &keys).await?;
     let faults = match scenario.faults.is_empty() {
         true => None,
-        false => Some((scenario.faults.clone(), backend.connect(&keys).await?)),
+        false => Some((scenario.faults.clone(), lock.connect(&keys).await?)),
     };
+    let backend = crate::backend::describe(lock, storage);
 
     let log = Arc::new(EventLog::new(RunClock::start_now(options.time_scale)));
     log.append(EventKind::RunStarted {
@@ -130,7 +144,7 @@ pub async fn prepare<B: Backend>(
         scenario: Box::new(scenario.clone()),
         fencing: options.fencing,
         label: options.label.clone(),
-        backend: backend.describe(),
+        backend,
         time_scale: options.time_scale,
     });
     let fencing = Arc::new(AtomicBool::new(options.fencing));
@@ -144,12 +158,12 @@ pub async fn prepare<B: Backend>(
     };
     let mut senders = BTreeMap::new();
     let mut workers = Vec::new();
-    for (spec, client) in scenario.workers.iter().zip(clients) {
+    for (spec, (lock, storage)) in scenario.workers.iter().zip(clients) {
         let (tx, rx) = mpsc::unbounded_channel();
         senders.insert(spec.name.clone(), tx);
         workers.push(Worker::new(
             spec.clone(),
-            client,
+            (lock, storage, keys.clone()),
             settings.clone(),
             log.clone(),
             cancel.clone(),
@@ -159,7 +173,7 @@ pub async fn prepare<B: Backend>(
     }
     let handle = RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
     Ok(PreparedRun {
-        observer: Observer::new(observer_client, log.clone()),
+        observer: Observer::new(observer_clients, log.clone()),
         log,
         workers,
         bookkeeper,
@@ -169,7 +183,7 @@ pub async fn prepare<B: Backend>(
     })
 }
 
-impl<C: LockClient + StorageClient> PreparedRun<C> {
+impl PreparedRun {
     /// The log this run writes to; live views subscribe to it.
     pub fn log(&self) -> Arc<EventLog> {
         self.log.clone()
@@ -187,7 +201,7 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             log,
             workers,
             observer,
-            mut bookkeeper,
+            bookkeeper: (mut lock_keeper, mut storage_keeper),
             faults,
             cancel,
             // Held until the end so the workers' command channels stay open.
@@ -225,14 +239,18 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
             failure.get_or_insert(e.to_string());
         }
 
-        let storage = match bookkeeper.read_all().await {
+        let storage = match storage_keeper.read_all().await {
             Ok(s) => s,
             Err(e) => {
                 failure.get_or_insert(e.to_string());
                 Vec::new()
             }
         };
-        if let Err(e) = bookkeeper.cleanup().await {
+        let cleaned = match lock_keeper.cleanup().await {
+            Ok(()) => storage_keeper.cleanup().await,
+            failed => failed,
+        };
+        if let Err(e) = cleaned {
             failure.get_or_insert(format!("could not delete this run's keys: {e}"));
         }
         let outcome = match failure {
@@ -246,9 +264,9 @@ impl<C: LockClient + StorageClient> PreparedRun<C> {
 }
 
 /// Make lock servers fail at the scenario's moments, and record each in the log.
-async fn inject<C: LockClient>(
+async fn inject(
     mut faults: Vec<Fault>,
-    mut client: C,
+    mut client: Box<dyn LockClient>,
     log: Arc<EventLog>,
     cancel: CancellationToken,
 ) -> Result<(), BackendError> {
@@ -265,13 +283,14 @@ async fn inject<C: LockClient>(
 }
 
 /// Prepare and execute in one call; returns the finished log.
-pub async fn run<B: Backend>(
-    backend: &B,
+pub async fn run(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
     scenario: &Scenario,
     options: RunOptions,
     cancel: &CancellationToken,
 ) -> Result<Arc<EventLog>, BackendError> {
-    let prepared = prepare(backend, scenario, options, cancel).await?;
+    let prepared = prepare(lock, storage, scenario, options, cancel).await?;
     let log = prepared.log();
     prepared.execute().await;
     Ok(log)

@@ -1,7 +1,9 @@
-//! The observer: records what Redis itself holds, apart from what workers believe.
+//! The observer: records what the lock service and the storage themselves hold, apart
+//! from what workers believe.
 //!
-//! It reads the lock key, its remaining lease, the fence counter and the storage's
-//! high-water mark in one round trip, and appends a [`Truth`] event whenever that
+//! It reads the lock's holder, its remaining lease and its counter from the lock
+//! service, the high-water mark (and, for a lock with no counter of its own, the
+//! token counter) from the storage, merges them, and appends a [`Truth`] event whenever that
 //! picture changes. It does not poll on a fixed short interval: it reads again when
 //! the log grows (a worker did something), when the current lease is due to expire,
 //! and otherwise only every [`IDLE_READ_MS`] to catch anything unexpected.
@@ -12,24 +14,28 @@ use tokio::time::{Duration, Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, Truth};
-use crate::backend::{BackendError, LockClient, TruthSample, holder_name};
+use crate::backend::{BackendError, LockClient, StorageClient, TruthSample, holder_name};
 
 /// Longest gap between two readings, in scenario ms.
 const IDLE_READ_MS: f64 = 100.0;
 /// A lease end that moves by more than this (scenario ms) is a renewal worth recording.
 const DEADLINE_SLACK_MS: f64 = 5.0;
 
-pub struct Observer<C> {
-    client: C,
+pub struct Observer {
+    lock: Box<dyn LockClient>,
+    storage: Box<dyn StorageClient>,
     log: Arc<EventLog>,
     last: Option<Truth>,
     /// Scenario time at which the last recorded lease ends.
     last_deadline: Option<f64>,
 }
 
-impl<C: LockClient> Observer<C> {
-    pub fn new(client: C, log: Arc<EventLog>) -> Self {
-        Observer { client, log, last: None, last_deadline: None }
+impl Observer {
+    pub fn new(
+        (lock, storage): (Box<dyn LockClient>, Box<dyn StorageClient>),
+        log: Arc<EventLog>,
+    ) -> Self {
+        Observer { lock, storage, log, last: None, last_deadline: None }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
@@ -48,7 +54,8 @@ impl<C: LockClient> Observer<C> {
 
     /// One reading; returns when the next one is due.
     async fn read(&mut self) -> Result<Instant, BackendError> {
-        let sample = self.client.observe().await?;
+        let lock = self.lock.observe().await?;
+        let sample = TruthSample::merge(lock, self.storage.observe().await?);
         let clock = *self.log.clock();
         let now_ms = clock.now_ms();
         let mut truth = to_truth(&sample, clock.scenario_ms(1.0));

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use super::log::{EventKind, EventLog, WorkerEvent};
 use crate::backend::sql::SqlOp;
 use crate::backend::{
-    AcquireReply, BackendError, LockClient, StorageClient, StoredWrite, WriteCheck, holder_name,
-    holder_value, wire,
+    AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
+    holder_name, holder_value, wire,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Step, WorkerSpec};
 
@@ -52,9 +52,14 @@ pub enum WorkerCommand {
     Crash,
 }
 
-pub struct Worker<C> {
+pub struct Worker {
     spec: WorkerSpec,
-    client: C,
+    /// This worker's own connection(s) to the lock service.
+    lock: Box<dyn LockClient>,
+    /// This worker's own connection to the storage.
+    storage: Box<dyn StorageClient>,
+    /// The run's keys, named in the commands the inspector shows.
+    keys: Keys,
     settings: WorkerSettings,
     log: Arc<EventLog>,
     cancel: CancellationToken,
@@ -78,10 +83,10 @@ enum Flow {
     Stop,
 }
 
-impl<C: LockClient + StorageClient> Worker<C> {
+impl Worker {
     pub fn new(
         spec: WorkerSpec,
-        client: C,
+        (lock, storage, keys): (Box<dyn LockClient>, Box<dyn StorageClient>, Keys),
         settings: WorkerSettings,
         log: Arc<EventLog>,
         cancel: CancellationToken,
@@ -90,7 +95,9 @@ impl<C: LockClient + StorageClient> Worker<C> {
     ) -> Self {
         Worker {
             spec,
-            client,
+            lock,
+            storage,
+            keys,
             settings,
             log,
             cancel,
@@ -163,8 +170,8 @@ impl<C: LockClient + StorageClient> Worker<C> {
                     WriteCheck::None
                 };
                 let started = Instant::now();
-                let accepted = self.client.write(&write, check).await?;
-                self.command(started, wire::write(self.client.keys(), self.token, check, accepted));
+                let accepted = self.storage.write(&write, check).await?;
+                self.command(started, wire::write(&self.keys, self.token, check, accepted));
                 let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
                 self.emit(WorkerEvent::Wrote {
                     value: value.clone(),
@@ -177,8 +184,8 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 let value = self.value.take().unwrap_or_default();
                 let mode = self.settings.release;
                 let started = Instant::now();
-                let deleted = self.client.release(&value, mode).await?;
-                self.command(started, wire::release(self.client.keys(), &value, mode, deleted));
+                let deleted = self.lock.release(&value, mode).await?;
+                self.command(started, wire::release(&self.keys, &value, mode, deleted));
                 let unsafe_del = mode == ReleaseMode::Del;
                 self.emit(WorkerEvent::Released { deleted, unsafe_del });
             }
@@ -186,15 +193,15 @@ impl<C: LockClient + StorageClient> Worker<C> {
                 let value = self.value.clone().unwrap_or_default();
                 let (ttl, mode) = (self.real_ttl(), self.settings.renew);
                 let started = Instant::now();
-                let extended = self.client.renew(&value, ttl, mode).await?;
-                self.command(started, wire::renew(self.client.keys(), &value, ttl, mode, extended));
+                let extended = self.lock.renew(&value, ttl, mode).await?;
+                self.command(started, wire::renew(&self.keys, &value, ttl, mode, extended));
                 self.emit(WorkerEvent::Renewed { extended });
                 return Ok(self.stop_if(*stop_if_lost && !extended));
             }
             Step::WaitReplicas { timeout_ms, stop_if_missing } => {
                 let timeout = self.log.clock().real(*timeout_ms as f64);
                 let timeout = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX).max(1);
-                let acked = self.client.wait_replicas(1, timeout).await?;
+                let acked = self.lock.wait_replicas(1, timeout).await?;
                 self.emit(WorkerEvent::Replicated { acked, wanted: 1 });
                 return Ok(self.stop_if(*stop_if_missing && acked < 1));
             }
@@ -247,8 +254,8 @@ impl<C: LockClient + StorageClient> Worker<C> {
         loop {
             let (ttl, mode) = (self.real_ttl(), self.settings.acquire);
             let started = Instant::now();
-            let reply = self.client.acquire(&value, ttl, mode).await?;
-            self.command(started, wire::acquire(self.client.keys(), &value, ttl, mode, &reply));
+            let reply = self.lock.acquire(&value, ttl, mode, self.storage.as_mut()).await?;
+            self.command(started, wire::acquire(&self.keys, &value, ttl, mode, &reply));
             let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {
                     self.value = Some(value);
@@ -301,8 +308,8 @@ impl<C: LockClient + StorageClient> Worker<C> {
     /// `GET lock`, recorded for the inspector.
     async fn get_holder(&mut self) -> Result<Option<String>, BackendError> {
         let started = Instant::now();
-        let holder = self.client.holder().await?;
-        self.command(started, wire::get_lock(self.client.keys(), holder.as_deref()));
+        let holder = self.lock.holder().await?;
+        self.command(started, wire::get_lock(&self.keys, holder.as_deref()));
         Ok(holder)
     }
 
@@ -401,7 +408,7 @@ impl<C: LockClient + StorageClient> Worker<C> {
 
     /// Run a lesson statement on the SQL tables and log it; returns the value read.
     async fn sql(&mut self, op: SqlOp) -> Result<Option<i64>, BackendError> {
-        let reply = self.client.sql(&self.spec.name, &op).await?;
+        let reply = self.storage.sql(&self.spec.name, &op).await?;
         self.emit(WorkerEvent::Sql {
             statement: op.statement(),
             rows: reply.rows,

@@ -8,8 +8,10 @@
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::Backend;
+use std::sync::Arc;
+
 use crate::backend::sim::SimBackend;
+use crate::backend::{LockService, Storage};
 use crate::check::{ViolationKind, check};
 use crate::engine::{RunOptions, run};
 use crate::scenario::{Scenario, Step, Sweep};
@@ -54,16 +56,22 @@ pub fn variant(scenario: &Scenario, lease_ms: u64, pause_ms: u64) -> Scenario {
     s
 }
 
-async fn stale_write_landed<B: Backend>(backend: &B, scenario: &Scenario) -> anyhow::Result<bool> {
-    let options =
-        RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(false) };
-    let log = run(backend, scenario, options, &CancellationToken::new()).await?;
+/// Whether a stale write landed in one run. `seed`: the simulator's (None on real
+/// servers, whose runs are never the same twice anyway).
+async fn stale_write_landed(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
+    seed: Option<u64>,
+    scenario: &Scenario,
+) -> anyhow::Result<bool> {
+    let options = RunOptions { seed, ..RunOptions::new(false) };
+    let log = run(lock, storage, scenario, options, &CancellationToken::new()).await?;
     Ok(check(&log.snapshot()).iter().any(|v| v.kind() == ViolationKind::StaleWrite))
 }
 
 /// The whole sweep on the simulator.
 pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<SweepRow>> {
-    let rt = crate::commands::runtime::build(true)?;
+    let rt = crate::runtime::build(true)?;
     let pauses = pauses(sweep);
     let sim = SimBackend::default();
     rt.block_on(async {
@@ -71,8 +79,8 @@ pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<Sw
         for &lease_ms in &sweep.lease_ms {
             let mut stale = 0;
             for &pause in &pauses {
-                stale +=
-                    u32::from(stale_write_landed(&sim, &variant(scenario, lease_ms, pause)).await?);
+                let run = variant(scenario, lease_ms, pause);
+                stale += u32::from(stale_write_landed(&sim, &sim, Some(0), &run).await?);
             }
             rows.push(SweepRow { lease_ms, runs: sweep.runs, stale });
         }
@@ -80,10 +88,11 @@ pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<Sw
     })
 }
 
-/// The first `redis_sample` runs of each lease length, all at once on `backend`;
+/// The first `redis_sample` runs of each lease length, all at once on real servers;
 /// returns for each run (lease, pause) whether a stale write landed.
-pub async fn sample<B: Backend + Clone>(
-    backend: &B,
+pub async fn sample(
+    lock: &Arc<dyn LockService>,
+    storage: &Arc<dyn Storage>,
     scenario: &Scenario,
     sweep: &Sweep,
 ) -> anyhow::Result<Vec<(u64, u64, bool)>> {
@@ -91,9 +100,11 @@ pub async fn sample<B: Backend + Clone>(
     let mut tasks = JoinSet::new();
     for &lease_ms in &sweep.lease_ms {
         for &pause in pauses.iter().take(sweep.redis_sample as usize) {
-            let (backend, s) = (backend.clone(), variant(scenario, lease_ms, pause));
+            let (lock, storage) = (lock.clone(), storage.clone());
+            let s = variant(scenario, lease_ms, pause);
             tasks.spawn(async move {
-                stale_write_landed(&backend, &s).await.map(|stale| (lease_ms, pause, stale))
+                let landed = stale_write_landed(lock.as_ref(), storage.as_ref(), None, &s).await;
+                landed.map(|stale| (lease_ms, pause, stale))
             });
         }
     }
@@ -110,13 +121,13 @@ pub fn on_simulator_for(
     scenario: &Scenario,
     runs: &[(u64, u64, bool)],
 ) -> anyhow::Result<Vec<bool>> {
-    let rt = crate::commands::runtime::build(true)?;
+    let rt = crate::runtime::build(true)?;
     rt.block_on(async {
         let mut out = Vec::new();
         for &(lease, pause, _) in runs {
+            let sim = SimBackend::default();
             out.push(
-                stale_write_landed(&SimBackend::default(), &variant(scenario, lease, pause))
-                    .await?,
+                stale_write_landed(&sim, &sim, Some(0), &variant(scenario, lease, pause)).await?,
             );
         }
         Ok(out)

@@ -86,7 +86,9 @@ pub fn timeline_svg(events: &[Event], palette: Palette) -> String {
     // Whole seconds, with room after the last event.
     let scale = Scale { end_ms: ((last * 1.05) / 1000.0).ceil().max(1.0) * 1000.0 };
     let service = match events.first().map(|e| &e.kind) {
-        Some(EventKind::RunStarted { scenario, .. }) if scenario.lock == LockService::Etcd => {
+        Some(EventKind::RunStarted { scenario, .. })
+            if scenario.lock.service() == LockService::Etcd =>
+        {
             "etcd"
         }
         _ => "Redis",

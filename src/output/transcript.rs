@@ -37,7 +37,7 @@ impl Transcript {
         let at = format!("{:.1}s", e.t_ms / 1000.0);
         match &e.kind {
             EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
-                self.service = match scenario.lock {
+                self.service = match scenario.lock.service() {
                     crate::scenario::LockService::Redis => "redis",
                     crate::scenario::LockService::Etcd => "etcd",
                 };

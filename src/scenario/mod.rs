@@ -7,82 +7,62 @@
 
 pub(crate) mod builtin;
 mod parse;
+pub mod raw;
 
 pub use builtin::{builtin, builtin_names};
 pub use parse::{ScenarioError, parse_scenario};
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
-use crate::check::ViolationKind;
-
 /// Everything the engine needs to run one experiment.
+///
+/// Serialized through [`raw::RawScenario`], the form lessons are written in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "raw::RawScenario", into = "raw::RawScenario")]
 pub struct Scenario {
     /// Short identifier, used on the command line (`fencelab run gc-pause`).
     pub name: String,
     /// Human title for headers.
     pub title: String,
     /// One-sentence summary for listings.
-    #[serde(default)]
     pub summary: String,
     /// Lease length handed to Redis as `PX`, in scenario milliseconds. 0 means the
     /// lock never expires (the "locks must expire" lesson needs that).
     pub ttl_ms: u64,
     /// Whether the storage checks fencing tokens. The command line can override it.
-    #[serde(default)]
     pub fencing: bool,
     /// How a worker takes the lock.
-    #[serde(default)]
     pub acquire: AcquireMode,
     /// How a worker gives the lock back.
-    #[serde(default)]
     pub release: ReleaseMode,
     /// How a worker extends its lease.
-    #[serde(default)]
     pub renew: RenewMode,
     /// The storage applies each idempotency key (a write's value) once: a storage that
     /// cannot check tokens, like a payment gateway.
-    #[serde(default)]
     pub idempotency: bool,
     pub workers: Vec<WorkerSpec>,
     /// What a correct run of this scenario shows, per fencing mode; `--check` compares.
-    #[serde(default)]
     pub expect: Expect,
     /// Other versions of the scenario to run and compare (no TTL / a TTL, plain DEL /
     /// compare-and-delete, ...). When present, they replace the fencing off/on pair.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<Variant>,
-    /// Redlock: the lock lives on this many independent Redis servers (a majority
-    /// must grant it). None: one Redis.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redlock_nodes: Option<usize>,
-    /// The lock lives on a primary with one replica (node 1 the primary, node 2 the
-    /// replica); clients follow a promotion.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub replica: bool,
-    /// Which lock service: Redis (one server, or Redlock / a replica as set above) or
-    /// an etcd lease lock.
-    #[serde(default, skip_serializing_if = "LockService::is_default")]
-    pub lock: LockService,
+    /// The lock service, and its shape: one Redis, Redlock on N, a primary with a
+    /// replica, etcd.
+    pub lock: LockShape,
     /// Where the workers' writes go: a list on Redis, or a PostgreSQL table that
     /// checks tokens with a conditional UPDATE.
-    #[serde(default, skip_serializing_if = "StorageKind::is_default")]
     pub storage: StorageKind,
     /// Lock servers dying, restarting, falling behind or being promoted during the run.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
     /// Lessons: questions asked before the answer is shown.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
     /// Lessons: the speed the TUI starts at (slow motion helps the first time).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed: Option<f64>,
     /// Seed for the simulator's random values (lock values, sweep pauses).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Lessons: many seeded simulator runs with random pauses at several lease lengths.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
 }
 
@@ -94,7 +74,23 @@ pub struct Fault {
     /// Which server, counting from 1.
     pub node: usize,
     #[serde(rename = "do")]
-    pub kind: crate::backend::FaultKind,
+    pub kind: FaultKind,
+}
+
+/// Something that happens to a lock server during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The server dies (SIGKILL): its keys are gone, it answers nothing.
+    Kill,
+    /// The server comes back, empty (it kept nothing on disk).
+    Restart,
+    /// A replica's link to its primary is cut (`REPLICAOF NO ONE` on the replica):
+    /// it keeps what it has and receives nothing more. How a replica falls behind,
+    /// made deterministic.
+    Detach,
+    /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
+    Promote,
 }
 
 /// The lock services a scenario can ask for.
@@ -106,6 +102,65 @@ pub enum LockService {
     Redis,
     /// etcd: a lease, a key created in a transaction, the revision as the token.
     Etcd,
+}
+
+/// The lock service a scenario runs on, in the shape it has: what the deployment
+/// starts, and what the scenario's steps and faults may ask of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LockShape {
+    /// One Redis: `SET NX PX`, and `INCR` for the token.
+    #[default]
+    Redis,
+    /// Redlock: the lock on this many independent Redis servers; a majority must grant it.
+    Redlock { nodes: usize },
+    /// A Redis primary with one replica (node 1 the primary, node 2 the replica);
+    /// clients follow a promotion.
+    Replicated,
+    /// One etcd: a lease, a key created in a transaction, the revision as the token.
+    Etcd,
+}
+
+impl LockShape {
+    /// The service it runs on.
+    pub fn service(self) -> LockService {
+        match self {
+            LockShape::Etcd => LockService::Etcd,
+            _ => LockService::Redis,
+        }
+    }
+
+    /// How many servers faults can hit (0: none to fail).
+    pub fn nodes(self) -> usize {
+        match self {
+            LockShape::Redlock { nodes } => nodes,
+            LockShape::Replicated => 2,
+            LockShape::Redis | LockShape::Etcd => 0,
+        }
+    }
+
+    /// Whether a fault of this kind can happen to one of its servers.
+    pub fn can(self, kind: FaultKind) -> bool {
+        matches!(
+            (self, kind),
+            (LockShape::Redlock { .. }, FaultKind::Kill | FaultKind::Restart)
+                | (LockShape::Replicated, FaultKind::Kill | FaultKind::Detach | FaultKind::Promote)
+        )
+    }
+
+    /// Whether it hands out no token of its own, so tokens come from the storage.
+    pub fn tokens_from_storage(self) -> bool {
+        matches!(self, LockShape::Redlock { .. } | LockShape::Replicated)
+    }
+
+    /// How a sentence names it: "Redlock nodes", "a primary with a replica".
+    pub fn name(self) -> &'static str {
+        match self {
+            LockShape::Redis => "one Redis",
+            LockShape::Redlock { .. } => "Redlock nodes",
+            LockShape::Replicated => "a primary with a replica",
+            LockShape::Etcd => "etcd",
+        }
+    }
 }
 
 /// The storages a scenario can write to.
@@ -315,6 +370,27 @@ impl Expect {
     /// The expectation for the given fencing mode, if the scenario states one.
     pub fn for_mode(&self, fencing: bool) -> Option<&Expectation> {
         if fencing { self.fencing_on.as_ref() } else { self.fencing_off.as_ref() }
+    }
+}
+
+/// A kind of violation the checker finds (the checker, `check.rs`, says how).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ViolationKind {
+    OverlappingBelief,
+    StaleWrite,
+    WriteByNonHolder,
+    DoneTwice,
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ViolationKind::OverlappingBelief => "overlapping-belief",
+            ViolationKind::StaleWrite => "stale-write",
+            ViolationKind::WriteByNonHolder => "write-by-non-holder",
+            ViolationKind::DoneTwice => "done-twice",
+        })
     }
 }
 

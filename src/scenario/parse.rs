@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use super::Scenario;
+use super::raw::RawScenario;
+use super::{LockService, LockShape, Scenario, Step, StorageKind};
 
 /// A scenario file that could not be used, with where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,15 +25,137 @@ impl fmt::Display for ScenarioError {
 
 /// Parse and validate a scenario. `file` is only used in error messages.
 pub fn parse_scenario(src: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    let scenario: Scenario = toml::from_str(src).map_err(|e| {
+    let raw: RawScenario = toml::from_str(src).map_err(|e| {
         let offset = e.span().map(|s| s.start).unwrap_or(0);
         error_at(src, file, offset, e.message().trim().to_string())
     })?;
+    let at = |(needle, message): (Needle, String)| {
+        error_at(src, file, needle.find(src).unwrap_or(0), message)
+    };
+    validate_lock(&raw).map_err(at)?;
+    let scenario = Scenario::from(raw);
     validate(&scenario).map_err(|(needle, occurrence, message)| {
-        let offset = find_quoted(src, &needle, occurrence).unwrap_or(0);
-        error_at(src, file, offset, message)
+        at((Needle::Quoted(needle, occurrence), message))
     })?;
+    validate_for_lock(&scenario).map_err(at)?;
     Ok(scenario)
+}
+
+/// What an error points at in the source.
+enum Needle {
+    /// The `occurrence`-th (0-based) string literal `"text"`.
+    Quoted(String, usize),
+    /// The line that sets this top-level key (`replica = true`).
+    Key(&'static str),
+    /// The `occurrence`-th (0-based) `[[faults]]` table.
+    Fault(usize),
+}
+
+impl Needle {
+    fn find(&self, src: &str) -> Option<usize> {
+        match self {
+            Needle::Quoted(text, occurrence) => find_quoted(src, text, *occurrence),
+            Needle::Key(key) => {
+                let mut offset = 0;
+                for line in src.split_inclusive('\n') {
+                    let rest = line.strip_prefix(key).map(str::trim_start);
+                    if rest.is_some_and(|r| r.starts_with('=')) {
+                        return Some(offset);
+                    }
+                    offset += line.len();
+                }
+                None
+            }
+            Needle::Fault(occurrence) => {
+                src.match_indices("[[faults]]").nth(*occurrence).map(|(i, _)| i)
+            }
+        }
+    }
+}
+
+/// The lock's three loose fields must describe one shape.
+fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
+    let fail = |key, message: &str| Err((Needle::Key(key), message.to_string()));
+    if s.replica && s.redlock_nodes.is_some() {
+        return fail(
+            "replica",
+            "a scenario is either Redlock or a primary with a replica, not both",
+        );
+    }
+    let redis_shapes = s.replica || s.redlock_nodes.is_some();
+    if s.lock == LockService::Etcd && redis_shapes {
+        return fail("lock", "lock = \"etcd\" is one etcd server: drop redlock_nodes and replica");
+    }
+    if s.storage == StorageKind::Postgres && redis_shapes {
+        return fail(
+            "storage",
+            "storage = \"postgres\" works with one Redis or etcd as the lock, not with Redlock or a replica",
+        );
+    }
+    let all_ttls = std::iter::once(s.ttl_ms).chain(s.variants.iter().filter_map(|v| v.ttl_ms));
+    if s.lock == LockService::Etcd && all_ttls.clone().any(|t| t % 1000 != 0) {
+        return fail("ttl_ms", "etcd leases last whole seconds: ttl_ms must be a multiple of 1000");
+    }
+    if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
+        return fail("redlock_nodes", "redlock_nodes: expected 1 to 9 servers");
+    }
+    Ok(())
+}
+
+/// The steps and faults must be ones the chosen lock service and storage can do.
+fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
+    let lock = s.lock;
+    for (i, f) in s.faults.iter().enumerate() {
+        let nodes = lock.nodes();
+        let why = if nodes == 0 {
+            format!(
+                "faults need a lock with servers to fail ({} has none): set redlock_nodes, or replica = true",
+                lock.name()
+            )
+        } else if !(1..=nodes).contains(&f.node) {
+            format!("fault at {} ms names node {}; nodes are 1 to {nodes}", f.at_ms, f.node)
+        } else if !lock.can(f.kind) {
+            format!("fault at {} ms: {:?} does not apply to {}", f.at_ms, f.kind, lock.name())
+        } else {
+            continue;
+        };
+        return Err((Needle::Fault(i), why));
+    }
+    let variant_workers = s.variants.iter().flat_map(|v| v.workers.iter().flatten());
+    for step in s.workers.iter().chain(variant_workers).flat_map(|w| &w.steps) {
+        let (name, needs) = match step {
+            Step::WaitReplicas { .. } if lock != LockShape::Replicated => {
+                ("wait-replicas", "a lock with a replica (replica = true)")
+            }
+            Step::ReadStock
+            | Step::WriteStock
+            | Step::Buy
+            | Step::FindUser { .. }
+            | Step::AddUser { .. }
+            | Step::ClaimJob { .. }
+            | Step::FinishJob
+                if s.storage != StorageKind::Postgres =>
+            {
+                (sql_step_name(step), "a database: set storage = \"postgres\"")
+            }
+            _ => continue,
+        };
+        return Err((Needle::Quoted(name.to_string(), 0), format!("{name} needs {needs}")));
+    }
+    Ok(())
+}
+
+/// How a lesson writes an SQL step (`do = "read-stock"`).
+fn sql_step_name(step: &Step) -> &'static str {
+    match step {
+        Step::ReadStock => "read-stock",
+        Step::WriteStock => "write-stock",
+        Step::Buy => "buy",
+        Step::FindUser { .. } => "find-user",
+        Step::AddUser { .. } => "add-user",
+        Step::ClaimJob { .. } => "claim-job",
+        _ => "finish-job",
+    }
 }
 
 /// Checks serde cannot express. On failure returns the string literal to point at
@@ -107,65 +230,6 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
                 ));
             }
         }
-    }
-    for f in &s.faults {
-        use crate::backend::FaultKind;
-        let nodes = if s.replica { 2 } else { s.redlock_nodes.unwrap_or(0) };
-        let fits = match f.kind {
-            FaultKind::Kill => true,
-            FaultKind::Restart => !s.replica,
-            FaultKind::Detach | FaultKind::Promote => s.replica,
-        };
-        let why = if nodes == 0 {
-            Some("faults need several servers: set redlock_nodes, or replica = true".to_string())
-        } else if !(1..=nodes).contains(&f.node) {
-            Some(format!("fault at {} ms names node {}; nodes are 1 to {nodes}", f.at_ms, f.node))
-        } else if !fits {
-            let shape = if s.replica { "a primary with a replica" } else { "Redlock nodes" };
-            Some(format!("fault at {} ms: {:?} does not apply to {shape}", f.at_ms, f.kind))
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            return Err(("do".to_string(), 0, why));
-        }
-    }
-    if s.replica && s.redlock_nodes.is_some() {
-        return Err((
-            "replica".to_string(),
-            0,
-            "a scenario is either Redlock or a primary with a replica, not both".into(),
-        ));
-    }
-    let redis_shapes = s.replica || s.redlock_nodes.is_some();
-    if s.lock == super::LockService::Etcd && redis_shapes {
-        return Err((
-            "etcd".to_string(),
-            0,
-            "lock = \"etcd\" is one etcd server: drop redlock_nodes and replica".into(),
-        ));
-    }
-    if s.storage == super::StorageKind::Postgres && redis_shapes {
-        return Err((
-            "postgres".to_string(),
-            0,
-            "storage = \"postgres\" works with one Redis or etcd as the lock, not with Redlock or a replica".into(),
-        ));
-    }
-    let all_ttls = std::iter::once(s.ttl_ms).chain(s.variants.iter().filter_map(|v| v.ttl_ms));
-    if s.lock == super::LockService::Etcd && all_ttls.clone().any(|t| t % 1000 != 0) {
-        return Err((
-            "ttl_ms".to_string(),
-            0,
-            "etcd leases last whole seconds: ttl_ms must be a multiple of 1000".into(),
-        ));
-    }
-    if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
-        return Err((
-            "redlock_nodes".to_string(),
-            0,
-            "redlock_nodes: expected 1 to 9 servers".into(),
-        ));
     }
     for c in &s.checkpoints {
         if !(1..=c.choices.len()).contains(&c.answer) {
@@ -272,5 +336,81 @@ steps = [{ do = "acquire" }]
         let err = parse_scenario(&src, "t.toml").unwrap_err();
         assert_eq!((err.line, err.column), (9, 12), "{err}");
         assert!(err.message.contains("unknown worker \"Z\""), "{err}");
+    }
+
+    #[test]
+    fn wait_replicas_on_a_single_redis_fails_at_load_pointing_at_the_step() {
+        let src = MINIMAL.replace(
+            "steps = [{ do = \"acquire\" }]",
+            "steps = [\n    { do = \"acquire\" },\n    { do = \"wait-replicas\", timeout_ms = 100 },\n]",
+        );
+        let err = parse_scenario(&src, "lessons/x.toml").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "lessons/x.toml:9:12: wait-replicas needs a lock with a replica (replica = true)"
+        );
+        assert!(parse_scenario(&format!("replica = true\n{src}"), "x.toml").is_ok());
+    }
+
+    #[test]
+    fn faults_on_a_lock_without_servers_point_at_the_fault() {
+        let fault = "[[faults]]\nat_ms = 5\nnode = 1\ndo = \"kill\"\n";
+        let err = parse_scenario(&format!("lock = \"etcd\"\n{MINIMAL}{fault}"), "t.toml");
+        let src = format!("lock = \"etcd\"\n{}{fault}", MINIMAL.replace("100", "1000"));
+        let err2 = parse_scenario(&src, "t.toml").unwrap_err();
+        assert!(err.unwrap_err().message.contains("whole seconds"));
+        assert_eq!((err2.line, err2.column), (9, 1), "{err2}");
+        assert!(err2.message.contains("servers to fail (etcd has none)"), "{err2}");
+    }
+
+    #[test]
+    fn fault_kinds_a_shape_cannot_do_are_refused() {
+        let fault = |kind: &str| format!("[[faults]]\nat_ms = 5\nnode = 1\ndo = \"{kind}\"\n");
+        let err = parse_scenario(&format!("redlock_nodes = 3\n{MINIMAL}{}", fault("detach")), "t")
+            .unwrap_err();
+        assert!(err.message.contains("Detach does not apply to Redlock nodes"), "{err}");
+        let err = parse_scenario(&format!("replica = true\n{MINIMAL}{}", fault("restart")), "t")
+            .unwrap_err();
+        assert!(
+            err.message.contains("Restart does not apply to a primary with a replica"),
+            "{err}"
+        );
+        let out_of_range = fault("kill").replace("node = 1", "node = 3");
+        let err =
+            parse_scenario(&format!("replica = true\n{MINIMAL}{out_of_range}"), "t").unwrap_err();
+        assert!(err.message.contains("names node 3; nodes are 1 to 2"), "{err}");
+    }
+
+    #[test]
+    fn sql_steps_need_the_postgres_storage() {
+        let src = MINIMAL.replace("\"acquire\"", "\"read-stock\"");
+        let err = parse_scenario(&src, "t.toml").unwrap_err();
+        assert_eq!((err.line, err.column), (7, 17), "{err}");
+        assert!(err.message.contains("read-stock needs a database"), "{err}");
+        assert!(parse_scenario(&format!("storage = \"postgres\"\n{src}"), "t.toml").is_ok());
+    }
+
+    #[test]
+    fn redlock_and_a_replica_at_once_point_at_the_replica_line() {
+        let err = parse_scenario(&format!("redlock_nodes = 3\nreplica = true\n{MINIMAL}"), "t")
+            .unwrap_err();
+        assert_eq!((err.line, err.column), (2, 1), "{err}");
+        assert!(err.message.contains("either Redlock or a primary with a replica"), "{err}");
+    }
+
+    #[test]
+    fn the_lock_shape_is_saved_in_the_fields_lessons_use() {
+        let s = parse_scenario(&format!("redlock_nodes = 5\n{MINIMAL}"), "t.toml").unwrap();
+        assert_eq!(s.lock, LockShape::Redlock { nodes: 5 });
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["redlock_nodes"], 5);
+        assert!(json.get("replica").is_none() && json.get("lock").is_none());
+        let back: Scenario = serde_json::from_value(json).unwrap();
+        assert_eq!(back, s);
+        let replica: Scenario = serde_json::from_value(serde_json::json!({
+            "name": "t", "title": "T", "ttl_ms": 1, "workers": [], "replica": true
+        }))
+        .unwrap();
+        assert_eq!(replica.lock, LockShape::Replicated);
     }
 }

@@ -12,7 +12,9 @@ use super::model::{Belief, RunModel};
 use super::render;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
-use crate::scenario::{LockService, PlannedRun, Scenario, Step, StorageKind, WorkerSpec};
+use crate::scenario::{
+    LockService, LockShape, PlannedRun, Scenario, Step, StorageKind, WorkerSpec,
+};
 
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
@@ -40,65 +42,59 @@ pub enum Effect {
 /// The lock service and storage a run uses: what `l` and `w` cycle through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Service {
-    pub lock: LockService,
-    /// Redlock on this many Redis servers (lock = Redis only).
-    pub redlock_nodes: Option<usize>,
+    pub lock: LockShape,
     pub storage: StorageKind,
 }
 
 impl Service {
     pub fn of(scenario: &Scenario) -> Self {
-        Service {
-            lock: scenario.lock,
-            redlock_nodes: scenario.redlock_nodes,
-            storage: scenario.storage,
-        }
+        Service { lock: scenario.lock, storage: scenario.storage }
     }
 
-    /// The scenario on this service. A primary with a replica, and its faults, belong
-    /// to the failover lesson's own script, so switching leaves them behind.
+    /// The scenario on this service. Faults belong to the lesson's own script (its
+    /// failover, its Redlock), so switching leaves them behind.
     pub fn apply(self, scenario: &mut Scenario) {
         if Service::of(scenario) != self {
-            scenario.replica = false;
             scenario.faults.clear();
         }
         scenario.lock = self.lock;
-        scenario.redlock_nodes = self.redlock_nodes;
         scenario.storage = self.storage;
     }
 
     /// One Redis, then Redlock on five, then etcd. Redlock keeps its storage on Redis.
     fn next_lock(self) -> Self {
-        match (self.lock, self.redlock_nodes) {
-            (LockService::Redis, None) => Service {
-                lock: LockService::Redis,
-                redlock_nodes: Some(REDLOCK_NODES),
+        match self.lock {
+            LockShape::Redis | LockShape::Replicated => Service {
+                lock: LockShape::Redlock { nodes: REDLOCK_NODES },
                 storage: StorageKind::Redis,
             },
-            (LockService::Redis, Some(_)) => {
-                Service { lock: LockService::Etcd, redlock_nodes: None, ..self }
-            }
-            (LockService::Etcd, _) => {
-                Service { lock: LockService::Redis, redlock_nodes: None, ..self }
-            }
+            LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
+            LockShape::Etcd => Service { lock: LockShape::Redis, ..self },
         }
     }
 
-    /// Redis list <-> PostgreSQL table (not under Redlock, whose storage is its own).
+    /// Redis list <-> PostgreSQL table (not under Redlock, whose storage is its own);
+    /// a primary with a replica becomes one Redis.
     fn next_storage(self) -> Option<Self> {
         let storage = match self.storage {
             StorageKind::Redis => StorageKind::Postgres,
             StorageKind::Postgres => StorageKind::Redis,
         };
-        self.redlock_nodes.is_none().then_some(Service { storage, ..self })
+        let lock = match self.lock {
+            LockShape::Redlock { .. } => return None,
+            LockShape::Replicated => LockShape::Redis,
+            other => other,
+        };
+        Some(Service { lock, storage })
     }
 
     /// "etcd lease lock, PostgreSQL storage".
     pub fn label(self) -> String {
-        let lock = match (self.lock, self.redlock_nodes) {
-            (LockService::Etcd, _) => "etcd lease lock".to_string(),
-            (LockService::Redis, Some(n)) => format!("Redlock on {n} Redis servers"),
-            (LockService::Redis, None) => "one Redis lock".to_string(),
+        let lock = match self.lock {
+            LockShape::Etcd => "etcd lease lock".to_string(),
+            LockShape::Redlock { nodes } => format!("Redlock on {nodes} Redis servers"),
+            LockShape::Replicated => "a Redis primary with a replica".to_string(),
+            LockShape::Redis => "one Redis lock".to_string(),
         };
         let storage = match self.storage {
             StorageKind::Redis => "storage a Redis list",
@@ -224,7 +220,7 @@ impl App {
 
     /// What the truth lane and the panels call the lock service ("Redis", "etcd").
     pub fn service_name(&self) -> &'static str {
-        match self.scenario.lock {
+        match self.scenario.lock.service() {
             LockService::Redis => "Redis",
             LockService::Etcd => "etcd",
         }
@@ -232,10 +228,10 @@ impl App {
 
     /// Where tokens come from, for the tokens panel.
     pub fn token_source(&self) -> &'static str {
-        match (self.scenario.lock, self.scenario.redlock_nodes, self.scenario.replica) {
-            (LockService::Etcd, _, _) => "etcd revision",
-            (LockService::Redis, None, false) => "Redis INCR",
-            (LockService::Redis, _, _) => "the storage's counter",
+        match self.scenario.lock {
+            LockShape::Etcd => "etcd revision",
+            shape if shape.tokens_from_storage() => "the storage's counter",
+            _ => "Redis INCR",
         }
     }
 
@@ -731,15 +727,11 @@ mod tests {
                 panic!("l asks for a switch")
             };
             to.apply(&mut app.scenario);
-            seen.push((to.lock, to.redlock_nodes));
+            seen.push(to.lock);
         }
         assert_eq!(
             seen,
-            [
-                (LockService::Redis, Some(REDLOCK_NODES)),
-                (LockService::Etcd, None),
-                (LockService::Redis, None)
-            ]
+            [LockShape::Redlock { nodes: REDLOCK_NODES }, LockShape::Etcd, LockShape::Redis]
         );
         let [Effect::SwitchService(to)] = app.update(Action::NextStorage)[..] else {
             panic!("w asks for a switch")
@@ -757,11 +749,10 @@ mod tests {
     #[test]
     fn switching_the_service_leaves_the_failover_script_behind() {
         let mut scenario = crate::lesson::find("failover").unwrap().unwrap().scenario;
-        assert!(scenario.replica && !scenario.faults.is_empty());
-        let etcd =
-            Service { lock: LockService::Etcd, redlock_nodes: None, storage: StorageKind::Redis };
+        assert!(scenario.lock == LockShape::Replicated && !scenario.faults.is_empty());
+        let etcd = Service { lock: LockShape::Etcd, storage: StorageKind::Redis };
         etcd.apply(&mut scenario);
-        assert!(!scenario.replica && scenario.faults.is_empty());
-        assert_eq!(scenario.lock, LockService::Etcd);
+        assert!(scenario.faults.is_empty());
+        assert_eq!(scenario.lock, LockShape::Etcd);
     }
 }

@@ -26,7 +26,7 @@ use ratatui::layout::{Position, Rect};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::backend::select::{Shape, Targets, choose};
+use crate::backend::deployment::{Shape, Targets, deploy};
 use crate::lesson::Lesson;
 use app::{App, Effect, Service};
 use runner::Runner;
@@ -64,11 +64,10 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
         None => None,
     };
     // On the main thread, so a private redis-server lives exactly as long as we do.
-    let chosen = choose(targets, Shape::of(&options.lesson.scenario))?;
-    let notice = chosen.fallback_notice();
-    let (label, simulated) = (chosen.describe(), chosen.simulated());
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let deployment = deploy(targets, Shape::of(&options.lesson.scenario))?;
+    let notice = deployment.fallback_notice();
+    let (label, simulated) = (deployment.describe(), deployment.simulated());
+    let runtime = crate::runtime::build(false)?; // simulator runs get threads of their own
     let Lesson { scenario, narration } = options.lesson;
     let narrated = !narration.runs.is_empty() || !scenario.checkpoints.is_empty();
     let table = match &scenario.sweep {
@@ -91,7 +90,7 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
     let mut saver = Saver { file: save_file };
     let record = options.record.clone();
-    let runner = Runner::new(chosen);
+    let runner = Runner::new(deployment);
     let result =
         runtime.block_on(event_loop(&mut app, runner, targets, &mut saver, record.as_deref()));
     result.map(|()| ExitCode::SUCCESS)
@@ -236,16 +235,16 @@ async fn event_loop(
 async fn switch_service(app: &mut App, runner: &mut Runner, targets: &Targets<'_>, to: Service) {
     let mut scenario = app.scenario.clone();
     to.apply(&mut scenario);
-    match choose(targets, Shape::of(&scenario)) {
-        Ok(chosen) => {
+    match deploy(targets, Shape::of(&scenario)) {
+        Ok(deployment) => {
             app.scenario = scenario;
             for variant in &mut app.variants {
                 to.apply(&mut variant.scenario);
             }
-            app.simulated = chosen.simulated();
-            app.backend_label = chosen.describe();
-            app.status = Some(chosen.fallback_notice().unwrap_or_else(|| to.label()));
-            runner.switch(chosen).await;
+            app.simulated = deployment.simulated();
+            app.backend_label = deployment.describe();
+            app.status = Some(deployment.fallback_notice().unwrap_or_else(|| to.label()));
+            runner.switch(deployment).await;
         }
         Err(e) => app.error = Some(e.to_string()),
     }

@@ -11,8 +11,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::app::{Effect, PaceChange};
-use crate::backend::BackendError;
-use crate::backend::select::Chosen;
+use crate::backend::deployment::Deployment;
+use crate::backend::{BackendError, LockService, Storage};
 use crate::engine::log::EventLog;
 use crate::engine::pacer::{Pacer, govern};
 use crate::engine::{RunControl, RunOptions, prepare};
@@ -31,24 +31,24 @@ struct Live {
     task: Option<JoinHandle<()>>,
 }
 
-/// Runs on the chosen backend. It owns the backend's private servers, so they stop
+/// Runs on one deployment. It owns the deployment's private servers, so they stop
 /// when the runner is dropped (or replaced by [`Runner::switch`]).
 pub struct Runner {
-    chosen: Chosen,
+    deployment: Deployment,
     live: Option<Live>,
 }
 
 impl Runner {
-    pub fn new(chosen: Chosen) -> Self {
-        Runner { chosen, live: None }
+    pub fn new(deployment: Deployment) -> Self {
+        Runner { deployment, live: None }
     }
 
-    /// Move to another backend: the current run stops and cleans up first, then the
-    /// old backend's servers stop.
-    pub async fn switch(&mut self, chosen: Chosen) {
+    /// Move to another deployment: the current run stops and cleans up first, then
+    /// the old deployment's servers stop.
+    pub async fn switch(&mut self, deployment: Deployment) {
         self.shutdown().await;
         self.live = None;
-        self.chosen = chosen;
+        self.deployment = deployment;
     }
 
     pub fn log(&self) -> Option<&Arc<EventLog>> {
@@ -72,12 +72,12 @@ impl Runner {
         speed: f64,
     ) -> Result<(), BackendError> {
         self.stop();
-        let simulated = self.chosen.simulated();
-        self.live = Some(crate::with_backend!(&self.chosen, b => if simulated {
-            start_sim(b.clone(), scenario.clone(), fencing, speed)?
+        let (lock, storage) = (self.deployment.lock(), self.deployment.storage());
+        self.live = Some(if self.deployment.simulated() {
+            start_sim(lock.clone(), storage.clone(), scenario.clone(), fencing, speed)?
         } else {
-            start_real(b, scenario, fencing, speed).await?
-        }));
+            start_real(lock.as_ref(), storage.as_ref(), scenario, fencing, speed).await?
+        });
         Ok(())
     }
 
@@ -120,14 +120,15 @@ impl Runner {
 }
 
 /// A run in real time on this runtime.
-async fn start_real<B: crate::backend::Backend>(
-    backend: &B,
+async fn start_real(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
     scenario: &Scenario,
     fencing: bool,
     speed: f64,
 ) -> Result<Live, BackendError> {
     let options = RunOptions { time_scale: 1.0 / speed, ..RunOptions::new(fencing) };
-    let prepared = prepare(backend, scenario, options, &CancellationToken::new()).await?;
+    let prepared = prepare(lock, storage, scenario, options, &CancellationToken::new()).await?;
     let (log, control) = (prepared.log(), prepared.control());
     let task = tokio::spawn(async move {
         prepared.execute().await;
@@ -136,8 +137,9 @@ async fn start_real<B: crate::backend::Backend>(
 }
 
 /// A simulator run on its own thread, paced for watching.
-fn start_sim<B: crate::backend::Backend + Clone>(
-    backend: B,
+fn start_sim(
+    lock: Arc<dyn LockService>,
+    storage: Arc<dyn Storage>,
     scenario: Scenario,
     fencing: bool,
     speed: f64,
@@ -148,18 +150,18 @@ fn start_sim<B: crate::backend::Backend + Clone>(
     std::thread::Builder::new()
         .name("fencelab-sim".into())
         .spawn(move || {
-            let runtime = match crate::commands::runtime::build(true) {
+            let runtime = match crate::runtime::build(true) {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ = tx.send(Err(BackendError::Protocol(format!(
-                        "cannot start the simulator: {e}"
-                    ))));
+                    let why = format!("cannot start the simulator: {e}");
+                    let _ = tx.send(Err(BackendError::sim(why)));
                     return;
                 }
             };
             runtime.block_on(async move {
                 let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
-                match prepare(&backend, &scenario, options, &CancellationToken::new()).await {
+                let cancel = CancellationToken::new();
+                match prepare(lock.as_ref(), storage.as_ref(), &scenario, options, &cancel).await {
                     Ok(prepared) => {
                         let log = prepared.log();
                         let _ = tx.send(Ok((log.clone(), prepared.control())));
@@ -173,8 +175,8 @@ fn start_sim<B: crate::backend::Backend + Clone>(
                 }
             });
         })
-        .map_err(|e| BackendError::Protocol(format!("cannot start the simulator thread: {e}")))?;
+        .map_err(|e| BackendError::sim(format!("cannot start the simulator thread: {e}")))?;
     let (log, control) =
-        rx.recv().map_err(|_| BackendError::Protocol("the simulator thread stopped".into()))??;
+        rx.recv().map_err(|_| BackendError::sim("the simulator thread stopped"))??;
     Ok(Live { log, control, pacer: Some(pacer), task: None })
 }

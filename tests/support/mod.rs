@@ -6,8 +6,12 @@ use std::path::PathBuf;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use fencelab::backend::Backend;
+use std::sync::Arc;
+
+use fencelab::backend::deployment::{Deployment, Shape, Targets, deploy};
+use fencelab::backend::redis::RedisBackend;
 use fencelab::backend::server::PrivateRedis;
+use fencelab::backend::sim::SimBackend;
 use fencelab::engine::log::{Event, EventKind, WorkerEvent};
 use fencelab::engine::{RunOptions, run};
 use fencelab::scenario::{Scenario, parse_scenario};
@@ -25,31 +29,43 @@ pub fn sync_con(server: &PrivateRedis) -> redis::Connection {
 }
 
 /// Run a scenario to the end and return its events.
-pub async fn run_events<B: Backend>(backend: &B, scenario: &Scenario, fencing: bool) -> Vec<Event> {
+pub async fn run_events(deployment: &Deployment, scenario: &Scenario, fencing: bool) -> Vec<Event> {
     let options =
-        RunOptions { seed: backend.deterministic().then_some(0), ..RunOptions::new(fencing) };
-    let log =
-        run(backend, scenario, options, &CancellationToken::new()).await.expect("the run starts");
+        RunOptions { seed: deployment.simulated().then_some(0), ..RunOptions::new(fencing) };
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let log = run(lock, storage, scenario, options, &CancellationToken::new())
+        .await
+        .expect("the run starts");
     log.snapshot()
 }
 
-/// The backend a scenario asks for (a Redlock of simulated or private nodes, or a
+/// One simulated Redis holding the lock and the storage.
+pub fn sim() -> Deployment {
+    let sim = SimBackend::default();
+    Deployment::on_simulator(Arc::new(sim.clone()), Arc::new(sim))
+}
+
+/// One real Redis holding the lock and the storage.
+pub fn on_redis(redis: RedisBackend) -> Deployment {
+    Deployment::on_servers(Arc::new(redis.clone()), Arc::new(redis))
+}
+
+/// The deployment a scenario asks for (a Redlock of simulated or private nodes, or a
 /// single Redis), on the simulator or, with `sim == false`, on private servers.
-pub fn chosen_for(scenario: &Scenario, sim: bool) -> fencelab::backend::select::Chosen {
-    use fencelab::backend::select::{Shape, Targets, choose};
+pub fn deployment_for(scenario: &Scenario, sim: bool) -> Deployment {
     let targets = if sim { Targets::SIM } else { Targets::PRIVATE };
-    choose(&targets, Shape::of(scenario)).unwrap_or_else(|e| panic!("{e}"))
+    deploy(&targets, Shape::of(scenario)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A run on the simulator, on the kind of lock service the scenario asks for.
 pub fn sim_run(scenario: &Scenario, fencing: bool) -> Vec<Event> {
-    let chosen = chosen_for(scenario, true);
+    let deployment = deployment_for(scenario, true);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .unwrap();
-    fencelab::with_backend!(&chosen, b => rt.block_on(run_events(b, scenario, fencing)))
+    rt.block_on(run_events(&deployment, scenario, fencing))
 }
 
 /// Every scenario the differential test covers: the built-ins and tests/scenarios/*.toml.

@@ -6,8 +6,10 @@
 //! without unwinding (`PR_SET_PDEATHSIG`), so even `kill -9` leaves no orphan.
 
 mod etcd;
+mod pair;
 mod postgres;
 mod redis;
+mod redlock;
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -17,8 +19,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub use etcd::PrivateEtcd;
+pub use pair::RedisPair;
 pub use postgres::PrivatePostgres;
 pub use redis::PrivateRedis;
+pub use redlock::RedisNodes;
 
 /// A server program and the Debian package that provides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

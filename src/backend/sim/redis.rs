@@ -15,10 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::time::{Duration, Instant};
 
-use super::sql::{SqlOp, SqlReply};
-use super::{
-    AcquireReply, Backend, BackendError, Keys, LockClient, StorageClient, StoredWrite, TruthSample,
-    WriteCheck,
+use crate::backend::node::LockNode;
+use crate::backend::sql::{SqlOp, SqlReply};
+use crate::backend::{
+    AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, Storage, StorageClient,
+    StorageTruth, StoredWrite, WriteCheck, async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -40,7 +41,7 @@ struct SimDb {
     strings: HashMap<String, Entry>,
     lists: HashMap<String, Vec<String>>,
     /// Each run's SQL tables (lessons without a lock), by the run's key prefix.
-    tables: HashMap<String, super::sql::Tables>,
+    tables: HashMap<String, crate::backend::sql::Tables>,
 }
 
 impl SimDb {
@@ -126,20 +127,29 @@ impl SimBackend {
     }
 }
 
-impl Backend for SimBackend {
-    type Client = SimClient;
-
-    async fn connect(&self, keys: &Keys) -> Result<SimClient, BackendError> {
+impl SimBackend {
+    /// A new client bound to a run's keys.
+    pub fn client(&self, keys: &Keys) -> SimClient {
         let id = NEXT_CLIENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(SimClient { sim: self.clone(), keys: keys.clone(), id })
+        SimClient { sim: self.clone(), keys: keys.clone(), id }
+    }
+}
+
+#[async_trait]
+impl LockService for SimBackend {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        Ok(Box::new(self.client(keys)))
     }
 
     fn describe(&self) -> String {
         "SIMULATOR (virtual clock, no Redis)".to_string()
     }
+}
 
-    fn deterministic(&self) -> bool {
-        true
+#[async_trait]
+impl Storage for SimBackend {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        Ok(Box::new(SimStorageClient(self.client(keys))))
     }
 }
 
@@ -162,16 +172,14 @@ impl Drop for SimClient {
     }
 }
 
+#[async_trait]
 impl LockClient for SimClient {
-    fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
     async fn acquire(
         &mut self,
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
+        _tokens: &mut dyn StorageClient,
     ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         let granted = self.sim.db().set_nx(&k.lock, value, ttl_ms);
@@ -221,14 +229,13 @@ impl LockClient for SimClient {
         Ok(self.sim.db().get(&self.keys.lock))
     }
 
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let mut db = self.sim.db();
         let k = &self.keys;
-        Ok(TruthSample {
+        Ok(LockTruth {
             holder_value: db.get(&k.lock),
             pttl_ms: u64::try_from(db.pttl(&k.lock)).ok(),
-            fence_counter: db.get_u64(&k.fence),
-            storage_highest: db.get_u64(&k.storage_highest),
+            counter: Some(db.get_u64(&k.fence)),
             nodes: Vec::new(),
         })
     }
@@ -243,7 +250,8 @@ impl LockClient for SimClient {
     }
 }
 
-impl super::redlock::LockNode for SimClient {
+#[async_trait]
+impl LockNode for SimClient {
     async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
         Ok(self.sim.db().set_nx(&self.keys.lock, value, ttl_ms))
     }
@@ -251,18 +259,42 @@ impl super::redlock::LockNode for SimClient {
     async fn pttl(&mut self) -> Result<i64, BackendError> {
         Ok(self.sim.db().pttl(&self.keys.lock))
     }
+
+    async fn get(&mut self) -> Result<Option<String>, BackendError> {
+        LockClient::holder(self).await
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        LockClient::release(self, value, mode).await
+    }
+
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
+        LockClient::renew(self, value, ttl_ms, mode).await
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        LockClient::cleanup(self).await
+    }
 }
 
-impl StorageClient for SimClient {
+/// One worker's handle on the simulator's storage.
+pub struct SimStorageClient(SimClient);
+
+#[async_trait]
+impl StorageClient for SimStorageClient {
     async fn write(
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
     ) -> Result<bool, BackendError> {
-        let entry =
-            serde_json::to_string(write).map_err(|e| BackendError::Protocol(e.to_string()))?;
-        let mut db = self.sim.db();
-        let k = &self.keys;
+        let entry = serde_json::to_string(write).map_err(|e| BackendError::sim(e.to_string()))?;
+        let mut db = self.0.sim.db();
+        let k = &self.0.keys;
         match check {
             WriteCheck::None => {}
             WriteCheck::Fencing => {
@@ -287,31 +319,41 @@ impl StorageClient for SimClient {
         Ok(true)
     }
 
+    async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
+        let mut db = self.0.sim.db();
+        let k = &self.0.keys;
+        Ok(StorageTruth { highest: db.get_u64(&k.storage_highest), counter: db.get_u64(&k.fence) })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        LockClient::cleanup(&mut self.0).await
+    }
+
     async fn next_token(&mut self) -> Result<u64, BackendError> {
-        Ok(self.sim.db().incr(&self.keys.fence))
+        Ok(self.0.sim.db().incr(&self.0.keys.fence))
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        let db = self.sim.db();
+        let db = self.0.sim.db();
         db.lists
-            .get(&self.keys.storage)
+            .get(&self.0.keys.storage)
             .map(|entries| {
                 entries.iter().map(|e| serde_json::from_str(e)).collect::<Result<_, _>>()
             })
             .transpose()
             .map(Option::unwrap_or_default)
-            .map_err(|e| BackendError::Protocol(e.to_string()))
+            .map_err(|e| BackendError::sim(e.to_string()))
     }
 
     async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
-        let mut db = self.sim.db();
-        let reply = db.tables.entry(self.keys.prefix.clone()).or_default().apply(self.id, op);
+        let mut db = self.0.sim.db();
+        let reply = db.tables.entry(self.0.keys.prefix.clone()).or_default().apply(self.0.id, op);
         if let Some(result) = &reply.result {
             let write =
                 StoredWrite { worker: worker.to_string(), token: None, value: result.clone() };
             let entry =
-                serde_json::to_string(&write).map_err(|e| BackendError::Protocol(e.to_string()))?;
-            db.lists.entry(self.keys.storage.clone()).or_default().push(entry);
+                serde_json::to_string(&write).map_err(|e| BackendError::sim(e.to_string()))?;
+            db.lists.entry(self.0.keys.storage.clone()).or_default().push(entry);
         }
         Ok(reply)
     }
@@ -325,22 +367,27 @@ mod tests {
         SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0 }
     }
 
+    fn storage(sim: &SimBackend) -> SimStorageClient {
+        SimStorageClient(client(sim))
+    }
+
     #[tokio::test(start_paused = true)]
     async fn lease_expires_exactly_after_its_ttl_in_virtual_time() {
         let sim = SimBackend::default();
         let (mut a, mut b) = (client(&sim), client(&sim));
+        let mut tokens = storage(&sim);
         assert_eq!(
-            a.acquire("A:1", 2000, AcquireMode::Script).await.unwrap(),
+            a.acquire("A:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
             AcquireReply::Granted { token: 1 }
         );
         tokio::time::advance(Duration::from_millis(1500)).await;
         assert_eq!(
-            b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(),
+            b.acquire("B:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
             AcquireReply::Busy { pttl_ms: Some(500) }
         );
         tokio::time::advance(Duration::from_millis(501)).await;
         assert_eq!(
-            b.acquire("B:1", 2000, AcquireMode::Script).await.unwrap(),
+            b.acquire("B:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
             AcquireReply::Granted { token: 2 }
         );
     }
@@ -348,7 +395,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn fenced_write_rejects_lower_token_and_accepts_equal() {
         let sim = SimBackend::default();
-        let mut c = client(&sim);
+        let mut c = storage(&sim);
         let w =
             |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
         assert!(c.write(&w("B", 2), WriteCheck::Fencing).await.unwrap());

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{EtcdCluster, KeyState, LeaseKv};
 use crate::backend::BackendError;
+use crate::backend::etcd::{EtcdCluster, KeyState, LeaseKv};
 
 #[derive(Default)]
 struct Store {

@@ -1,4 +1,5 @@
-//! The tokio runtime a backend needs, and the signal handling every command shares.
+//! The tokio runtime a deployment needs, and the signal handling every command shares.
+//! Below the views: commands, the TUI and the lesson sweep all build runtimes here.
 
 use tokio::runtime::{Builder, Runtime};
 use tokio_util::sync::CancellationToken;

@@ -19,13 +19,11 @@ use std::sync::Arc;
 
 use tokio_postgres::{Client, NoTls};
 
-use super::redis::redact_url;
 use super::sql::{JOBS, STOCK, SqlOp, SqlReply, did_job, signed_up, sold};
-use super::{
-    AcquireReply, Backend, BackendError, FaultKind, Keys, LockClient, StorageClient, StoredWrite,
-    TruthSample, WriteCheck,
+use crate::backend::redis::redact_url;
+use crate::backend::{
+    BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
 };
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 /// Where the SQL storage lives: a connection string (`postgres://...` or
 /// `host=/tmp/... user=...`) and how to name it on screen.
@@ -49,10 +47,6 @@ impl PgStorage {
         let label =
             label.map_or_else(|| format!("PostgreSQL at {}", redact_url(url)), str::to_string);
         Ok(PgStorage { config: Arc::new(config), label })
-    }
-
-    pub fn describe(&self) -> &str {
-        &self.label
     }
 
     /// A connection, with the run's schema and tables created if they are not yet.
@@ -149,10 +143,16 @@ impl PgClient {
         )
     }
 
-    async fn highest(&self) -> Result<u64, BackendError> {
-        let sql = format!("SELECT fence_token FROM {}.record WHERE id = 1", self.schema);
+    /// The record's token and the token sequence's last value, in one statement.
+    async fn truth(&self) -> Result<StorageTruth, BackendError> {
+        let s = &self.schema;
+        let sql = format!(
+            "SELECT (SELECT fence_token FROM {s}.record WHERE id = 1), \
+                    (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.fence)"
+        );
         let row = self.client.query_one(&sql, &[]).await.map_err(sql_error)?;
-        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        let number = |i| u64::try_from(row.get::<_, Option<i64>>(i).unwrap_or(0)).unwrap_or(0);
+        Ok(StorageTruth { highest: number(0), counter: number(1) })
     }
 
     async fn drop_schema(&self) -> Result<(), BackendError> {
@@ -238,6 +238,18 @@ fn as_sql_token(token: Option<u64>) -> Option<i64> {
     token.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
 }
 
+#[async_trait]
+impl Storage for PgStorage {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        Ok(Box::new(PgStorage::connect(self, keys).await?))
+    }
+
+    fn note(&self) -> Option<String> {
+        Some(self.label.clone())
+    }
+}
+
+#[async_trait]
 impl StorageClient for PgClient {
     async fn write(
         &mut self,
@@ -272,6 +284,14 @@ impl StorageClient for PgClient {
             .collect())
     }
 
+    async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
+        self.truth().await
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        self.drop_schema().await
+    }
+
     async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
         let reply = self.run_sql(worker, op).await.map_err(sql_error)?;
         if let Some(result) = &reply.result {
@@ -284,117 +304,5 @@ impl StorageClient for PgClient {
             self.in_transaction = false;
         }
         Ok(reply)
-    }
-}
-
-/// A lock service `L` with its storage on PostgreSQL.
-#[derive(Clone)]
-pub struct PgFenced<L> {
-    lock: L,
-    storage: PgStorage,
-}
-
-impl<L: Backend> PgFenced<L> {
-    pub fn new(lock: L, storage: PgStorage) -> Self {
-        PgFenced { lock, storage }
-    }
-}
-
-impl<L: Backend> Backend for PgFenced<L> {
-    type Client = PgFencedClient<L::Client>;
-
-    async fn connect(&self, keys: &Keys) -> Result<Self::Client, BackendError> {
-        Ok(PgFencedClient {
-            lock: self.lock.connect(keys).await?,
-            sql: self.storage.connect(keys).await?,
-        })
-    }
-
-    fn describe(&self) -> String {
-        format!("{}, storage: {}", self.lock.describe(), self.storage.describe())
-    }
-
-    fn deterministic(&self) -> bool {
-        self.lock.deterministic()
-    }
-
-    async fn reset(&self) -> Result<(), BackendError> {
-        self.lock.reset().await
-    }
-}
-
-/// A worker's lock connection and its PostgreSQL connection.
-pub struct PgFencedClient<C> {
-    lock: C,
-    sql: PgClient,
-}
-
-impl<C: LockClient> LockClient for PgFencedClient<C> {
-    fn keys(&self) -> &Keys {
-        self.lock.keys()
-    }
-
-    async fn acquire(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-        mode: AcquireMode,
-    ) -> Result<AcquireReply, BackendError> {
-        self.lock.acquire(value, ttl_ms, mode).await
-    }
-
-    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        self.lock.release(value, mode).await
-    }
-
-    async fn renew(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-        mode: RenewMode,
-    ) -> Result<bool, BackendError> {
-        self.lock.renew(value, ttl_ms, mode).await
-    }
-
-    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        self.lock.holder().await
-    }
-
-    /// The lock's view, with the high-water mark read from the SQL record.
-    async fn observe(&mut self) -> Result<TruthSample, BackendError> {
-        let mut sample = self.lock.observe().await?;
-        sample.storage_highest = self.sql.highest().await?;
-        Ok(sample)
-    }
-
-    async fn cleanup(&mut self) -> Result<(), BackendError> {
-        self.sql.drop_schema().await?;
-        self.lock.cleanup().await
-    }
-
-    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        self.lock.fault(node, kind).await
-    }
-}
-
-impl<C: Send + 'static> StorageClient for PgFencedClient<C> {
-    async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
-        self.sql.sql(worker, op).await
-    }
-
-    async fn write(
-        &mut self,
-        write: &StoredWrite,
-        check: WriteCheck,
-    ) -> Result<bool, BackendError> {
-        self.sql.write(write, check).await
-    }
-
-    async fn next_token(&mut self) -> Result<u64, BackendError> {
-        self.sql.next_token().await
-    }
-
-    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        self.sql.read_all().await
     }
 }

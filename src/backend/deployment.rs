@@ -1,0 +1,272 @@
+//! Where a run happens, described once: which lock service and which storage, real
+//! or simulated, and the private servers started for them.
+//!
+//! A [`Deployment`] is built once per program run (or per switch in the TUI) and hands
+//! the engine two values, a [`LockService`] and a [`Storage`]; any lock service goes
+//! with any storage. The private servers live inside it and stop when it is dropped.
+
+use std::sync::Arc;
+
+use super::etcd::RealEtcd;
+use super::lock::etcd::EtcdBackend;
+use super::lock::failover::FailoverBackend;
+use super::lock::redlock::RedlockBackend;
+use super::redis::RedisBackend;
+use super::server::{
+    PrivateEtcd, PrivatePostgres, PrivateRedis, Program, RedisNodes, RedisPair, ServerError,
+};
+use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair};
+use super::storage::postgres::PgStorage;
+use super::{BackendError, LockService, Storage};
+use crate::scenario::{LockShape, Scenario, StorageKind};
+
+/// The lock service and the storage a scenario needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub lock: LockShape,
+    pub storage: StorageKind,
+}
+
+impl Shape {
+    /// One Redis holding both the lock and the storage: the article's experiment.
+    pub const SINGLE: Shape = Shape { lock: LockShape::Redis, storage: StorageKind::Redis };
+
+    pub fn of(scenario: &Scenario) -> Self {
+        Shape { lock: scenario.lock, storage: scenario.storage }
+    }
+}
+
+/// The servers the user named (else private ones are started), or the simulator.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Targets<'a> {
+    pub redis: Option<&'a str>,
+    pub etcd: Option<&'a str>,
+    pub postgres: Option<&'a str>,
+    pub sim: bool,
+}
+
+impl Targets<'_> {
+    /// Everything on the simulator.
+    pub const SIM: Targets<'static> =
+        Targets { redis: None, etcd: None, postgres: None, sim: true };
+    /// Everything on private servers started for the run.
+    pub const PRIVATE: Targets<'static> =
+        Targets { redis: None, etcd: None, postgres: None, sim: false };
+}
+
+/// Why the simulator runs: asked for, or the only thing available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimReason {
+    Requested,
+    /// This server program is not installed (the simulator stands in for all of them).
+    NotInstalled(Program),
+}
+
+/// One lock service and one storage, real or simulated, with the private servers
+/// started for them (stopped when this is dropped).
+pub struct Deployment {
+    lock: Arc<dyn LockService>,
+    storage: Arc<dyn Storage>,
+    /// Private servers; held only to stop them on drop.
+    _servers: Vec<Box<dyn Send + Sync>>,
+    sim: Option<SimReason>,
+}
+
+impl Deployment {
+    /// A deployment of any lock service and storage on the simulator: how a test wires
+    /// in a lock service of its own.
+    pub fn on_simulator(lock: Arc<dyn LockService>, storage: Arc<dyn Storage>) -> Self {
+        Deployment { lock, storage, _servers: Vec::new(), sim: Some(SimReason::Requested) }
+    }
+
+    /// A deployment on servers someone else started (the user's, a test's).
+    pub fn on_servers(lock: Arc<dyn LockService>, storage: Arc<dyn Storage>) -> Self {
+        Deployment { lock, storage, _servers: Vec::new(), sim: None }
+    }
+
+    pub fn lock(&self) -> &Arc<dyn LockService> {
+        &self.lock
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// One line for the header: the lock service, and the storage when it lives apart
+    /// (passwords redacted).
+    pub fn describe(&self) -> String {
+        super::describe(self.lock.as_ref(), self.storage.as_ref())
+    }
+
+    /// Whether it is the simulator (it then runs on a paused clock, with fixed seeds).
+    pub fn simulated(&self) -> bool {
+        self.sim.is_some()
+    }
+
+    /// A warning to print when the simulator runs only because a server is missing.
+    pub fn fallback_notice(&self) -> Option<String> {
+        let SimReason::NotInstalled(program) = self.sim? else { return None };
+        Some(format!(
+            "note: {} is not installed (install it with: apt-get install -y {}), so this run uses the built-in SIMULATOR.",
+            program.name, program.package
+        ))
+    }
+}
+
+/// Every lock service fencelab deploys, on the simulator. A new lock service is one
+/// module plus one line here and one in [`real_lock`].
+fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService> {
+    match shape {
+        // The article's experiment: the lock and the storage on one server.
+        LockShape::Redis => Arc::new(storage.clone()),
+        LockShape::Redlock { nodes } => Arc::new(RedlockBackend::new(SimNodes::new(nodes))),
+        LockShape::Replicated => Arc::new(FailoverBackend::new(SimPair::default())),
+        LockShape::Etcd => Arc::new(EtcdBackend::new(SimEtcd::default())),
+    }
+}
+
+/// Every lock service fencelab deploys, on real servers (the user's or private ones).
+fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>, Unavailable> {
+    Ok(match shape {
+        LockShape::Redis => Arc::new(on.redis()?),
+        LockShape::Redlock { nodes } => Arc::new(RedlockBackend::new(RedisNodes::start(nodes)?.0)),
+        LockShape::Replicated => Arc::new(FailoverBackend::new(RedisPair::start()?)),
+        LockShape::Etcd => Arc::new(EtcdBackend::new(on.etcd()?)),
+    })
+}
+
+/// Pick where the run happens: `--sim`; else the servers the user named; else private
+/// servers; else, only when a server program is not installed, the simulator (with a
+/// notice). Lock services of several servers (Redlock, failover) and etcd get private
+/// servers of their own, the storage included.
+pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError> {
+    if targets.sim {
+        return Ok(simulate(shape, SimReason::Requested));
+    }
+    if shape.lock != LockShape::Redis && targets.redis.is_some() {
+        return Err(SelectError::NeedsPrivateServers);
+    }
+    let mut servers = Servers { targets: *targets, started: Vec::new(), redis: None };
+    let built = real_lock(shape.lock, &mut servers).and_then(|lock| {
+        let storage: Arc<dyn Storage> = match shape.storage {
+            StorageKind::Redis => Arc::new(servers.storage_redis()?),
+            StorageKind::Postgres => Arc::new(servers.postgres()?),
+        };
+        Ok((lock, storage))
+    });
+    match built {
+        Ok((lock, storage)) => {
+            Ok(Deployment { lock, storage, _servers: servers.started, sim: None })
+        }
+        Err(Unavailable::NotInstalled(program)) => {
+            Ok(simulate(shape, SimReason::NotInstalled(program)))
+        }
+        Err(Unavailable::Failed(e)) => Err(e),
+    }
+}
+
+fn simulate(shape: Shape, why: SimReason) -> Deployment {
+    let storage = SimBackend::default();
+    let lock = simulated_lock(shape.lock, &storage);
+    Deployment { lock, storage: Arc::new(storage), _servers: Vec::new(), sim: Some(why) }
+}
+
+/// Why real servers cannot be had: a program is missing (the simulator stands in), or
+/// something failed (an error for the user).
+enum Unavailable {
+    NotInstalled(Program),
+    Failed(SelectError),
+}
+
+impl From<ServerError> for Unavailable {
+    fn from(e: ServerError) -> Self {
+        match e {
+            ServerError::NotInstalled(program) => Unavailable::NotInstalled(program),
+            other => Unavailable::Failed(other.into()),
+        }
+    }
+}
+
+impl From<BackendError> for Unavailable {
+    fn from(e: BackendError) -> Self {
+        Unavailable::Failed(e.into())
+    }
+}
+
+/// The servers a deployment uses: the user's, or private ones it starts and keeps.
+struct Servers<'a> {
+    targets: Targets<'a>,
+    started: Vec<Box<dyn Send + Sync>>,
+    /// The single Redis the lock lives on, which also holds a Redis storage.
+    redis: Option<RedisBackend>,
+}
+
+impl Servers<'_> {
+    /// Start a private server and keep it as long as the deployment; returns its URL.
+    fn start<T: Send + Sync + 'static>(
+        &mut self,
+        start: impl FnOnce() -> Result<T, ServerError>,
+        url: impl FnOnce(&T) -> String,
+    ) -> Result<String, Unavailable> {
+        let server = start()?;
+        let url = url(&server);
+        self.started.push(Box::new(server));
+        Ok(url)
+    }
+
+    /// The user's Redis, or a private one: the single-server lock.
+    fn redis(&mut self) -> Result<RedisBackend, Unavailable> {
+        let redis = match self.targets.redis {
+            Some(url) => RedisBackend::open(url, "Redis")?,
+            None => {
+                let url = self.start(PrivateRedis::start, PrivateRedis::url)?;
+                RedisBackend::open(&url, "private redis-server")?
+            }
+        };
+        self.redis = Some(redis.clone());
+        Ok(redis)
+    }
+
+    /// A Redis for the storage: the lock's own server when the lock is one Redis, else
+    /// a private server of its own.
+    fn storage_redis(&mut self) -> Result<RedisBackend, Unavailable> {
+        if let Some(redis) = &self.redis {
+            return Ok(redis.clone());
+        }
+        let url = self.start(PrivateRedis::start, PrivateRedis::url)?;
+        Ok(RedisBackend::open(&url, "storage")?)
+    }
+
+    /// The user's PostgreSQL, or a private one.
+    fn postgres(&mut self) -> Result<PgStorage, Unavailable> {
+        Ok(match self.targets.postgres {
+            Some(url) => PgStorage::open(url, None)?,
+            None => {
+                let url = self.start(PrivatePostgres::start, PrivatePostgres::url)?;
+                PgStorage::open(&url, Some("private PostgreSQL"))?
+            }
+        })
+    }
+
+    /// The user's etcd, or a private one.
+    fn etcd(&mut self) -> Result<RealEtcd, Unavailable> {
+        Ok(match self.targets.etcd {
+            Some(url) => RealEtcd::new(url, "etcd"),
+            None => {
+                RealEtcd::new(&self.start(PrivateEtcd::start, PrivateEtcd::url)?, "private etcd")
+            }
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error(
+        "Redlock, failover and etcd scenarios start their own private redis-servers (one per node, one for the storage); run without --redis / REDIS_URL, or with --sim"
+    )]
+    NeedsPrivateServers,
+}

@@ -1,0 +1,170 @@
+//! A lock on etcd, the way the article recommends for correctness: a lease, a key
+//! created in a transaction only if it does not exist yet (create revision == 0), the
+//! lease kept alive while working, and the key's revision as the fencing token.
+//!
+//! etcd's revision counts every change to the store, so it only ever grows: a later
+//! holder always has a higher revision than an earlier one. That is exactly what a
+//! fencing token needs, and etcd hands it out for free. Tokens are shown counted from
+//! the revision at the start of the run, so runs read alike however long the server
+//! has been up.
+//!
+//! The lock is written once over [`LeaseKv`], the handful of etcd calls it needs, and
+//! runs on a real etcd (`etcd/real.rs`) or on a model of one (`sim/etcd.rs`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use crate::backend::etcd::{EtcdCluster, KeyState, LeaseKv, lease_seconds};
+use crate::backend::{
+    AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
+    async_trait,
+};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+
+/// How long a waiter sleeps before asking again when the holder's lease has no time
+/// left on etcd's clock but the key is still there (etcd expires leases in rounds).
+const RETRY_MS: u64 = 50;
+
+/// The etcd lock.
+pub struct EtcdBackend<C> {
+    cluster: Arc<C>,
+    /// The revision when the current run began: tokens are counted from it.
+    start_revision: Arc<AtomicI64>,
+}
+
+impl<C: EtcdCluster> EtcdBackend<C> {
+    pub fn new(cluster: C) -> Self {
+        EtcdBackend { cluster: Arc::new(cluster), start_revision: Default::default() }
+    }
+}
+
+#[async_trait]
+impl<C: EtcdCluster> LockService for EtcdBackend<C> {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        Ok(Box::new(EtcdClient {
+            kv: self.cluster.connect().await?,
+            keys: keys.clone(),
+            lease: None,
+            start_revision: self.start_revision.load(Ordering::SeqCst),
+        }))
+    }
+
+    fn describe(&self) -> String {
+        self.cluster.describe()
+    }
+
+    async fn reset(&self) -> Result<(), BackendError> {
+        let revision = self.cluster.connect().await?.revision().await?;
+        self.start_revision.store(revision, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// One worker's etcd connection and the lease it holds.
+pub struct EtcdClient<K> {
+    kv: K,
+    keys: Keys,
+    lease: Option<i64>,
+    start_revision: i64,
+}
+
+impl<K: LeaseKv> EtcdClient<K> {
+    fn token(&self, revision: i64) -> u64 {
+        u64::try_from(revision - self.start_revision).unwrap_or(0)
+    }
+
+    /// The lease of the key's holder, in ms, for a waiter to sleep on.
+    async fn wait_hint(&mut self, holder: Option<KeyState>) -> Result<AcquireReply, BackendError> {
+        let pttl_ms = match holder {
+            Some(k) if k.lease == 0 => None,
+            Some(k) => Some(self.kv.time_to_live_ms(k.lease).await?.unwrap_or(0).max(RETRY_MS)),
+            None => Some(0),
+        };
+        Ok(AcquireReply::Busy { pttl_ms })
+    }
+}
+
+#[async_trait]
+impl<K: LeaseKv> LockClient for EtcdClient<K> {
+    /// Grant a lease, then create the key on it only if nobody has it. etcd has one
+    /// way to do this, so `mode` (Redis's one or two round trips) does not apply.
+    async fn acquire(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        _mode: AcquireMode,
+        _tokens: &mut dyn StorageClient,
+    ) -> Result<AcquireReply, BackendError> {
+        let lease = if ttl_ms == 0 { 0 } else { self.kv.grant(lease_seconds(ttl_ms)).await? };
+        match self.kv.create(&self.keys.lock, value, lease).await? {
+            Some(revision) => {
+                self.lease = Some(lease).filter(|l| *l != 0);
+                Ok(AcquireReply::Granted { token: self.token(revision) })
+            }
+            None => {
+                if lease != 0 {
+                    self.kv.revoke(lease).await?;
+                }
+                let holder = self.kv.get(&self.keys.lock).await?;
+                self.wait_hint(holder).await
+            }
+        }
+    }
+
+    /// Compare-and-delete in a transaction (or a plain delete), then revoke the lease.
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        let if_value = matches!(mode, ReleaseMode::CompareAndDelete).then_some(value);
+        let deleted = self.kv.delete(&self.keys.lock, if_value).await?;
+        if let Some(lease) = self.lease.take() {
+            self.kv.revoke(lease).await?;
+        }
+        Ok(deleted)
+    }
+
+    /// Keep the lease alive if the key is still ours; `RenewMode::Set` puts the key
+    /// back blindly on a fresh lease, whoever holds it now.
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
+        if matches!(mode, RenewMode::Set) {
+            let lease = self.kv.grant(lease_seconds(ttl_ms)).await?;
+            self.kv.put(&self.keys.lock, value, lease).await?;
+            self.lease = Some(lease);
+            return Ok(true);
+        }
+        let ours = self.kv.get(&self.keys.lock).await?.is_some_and(|k| k.value == value);
+        match self.lease {
+            Some(lease) if ours => self.kv.keep_alive(lease).await,
+            _ => Ok(false),
+        }
+    }
+
+    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
+        Ok(self.kv.get(&self.keys.lock).await?.map(|k| k.value))
+    }
+
+    /// The key and its lease's time to live; the "counter" is the store's revision,
+    /// the next token's predecessor.
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
+        let key = self.kv.get(&self.keys.lock).await?;
+        let pttl_ms = match key.as_ref().map(|k| k.lease) {
+            Some(lease) if lease != 0 => self.kv.time_to_live_ms(lease).await?,
+            _ => None,
+        };
+        let revision = self.kv.revision().await?;
+        Ok(LockTruth {
+            holder_value: key.map(|k| k.value),
+            pttl_ms,
+            counter: Some(self.token(revision)),
+            nodes: Vec::new(),
+        })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        self.kv.delete(&self.keys.lock, None).await?;
+        Ok(())
+    }
+}

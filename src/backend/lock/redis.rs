@@ -1,0 +1,184 @@
+//! The lock on one Redis: `SET NX PX` and `INCR` (one Lua script, or two commands),
+//! compare-and-delete, renew-if-owner. The same connection is also one Redlock node.
+
+use redis::AsyncCommands;
+
+use crate::backend::node::LockNode;
+use crate::backend::redis::{RedisBackend, RedisClient, lost};
+use crate::backend::{
+    AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
+    async_trait, scripts,
+};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+
+#[async_trait]
+impl LockService for RedisBackend {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        Ok(Box::new(RedisBackend::connect(self, keys).await?))
+    }
+
+    fn describe(&self) -> String {
+        RedisBackend::describe(self)
+    }
+}
+
+#[async_trait]
+impl LockClient for RedisClient {
+    async fn acquire(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: AcquireMode,
+        _tokens: &mut dyn StorageClient,
+    ) -> Result<AcquireReply, BackendError> {
+        let k = &self.keys;
+        match mode {
+            AcquireMode::Script => {
+                let (granted, n): (i64, i64) = scripts::ACQUIRE
+                    .key(&k.lock)
+                    .key(&k.fence)
+                    .arg(value)
+                    .arg(ttl_ms)
+                    .invoke_async(&mut self.con)
+                    .await
+                    .map_err(lost)?;
+                Ok(if granted == 1 {
+                    AcquireReply::Granted { token: n as u64 }
+                } else {
+                    AcquireReply::from_pttl(n)
+                })
+            }
+            AcquireMode::TwoStep => {
+                let mut set = redis::cmd("SET");
+                set.arg(&k.lock).arg(value).arg("NX");
+                if ttl_ms > 0 {
+                    set.arg("PX").arg(ttl_ms);
+                }
+                let ok: Option<String> = set.query_async(&mut self.con).await.map_err(lost)?;
+                if ok.is_some() {
+                    let token: u64 = self.con.incr(&k.fence, 1).await.map_err(lost)?;
+                    Ok(AcquireReply::Granted { token })
+                } else {
+                    let pttl: i64 = self.con.pttl(&k.lock).await.map_err(lost)?;
+                    Ok(AcquireReply::from_pttl(pttl))
+                }
+            }
+        }
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        let deleted: i64 = match mode {
+            ReleaseMode::CompareAndDelete => scripts::RELEASE
+                .key(&self.keys.lock)
+                .arg(value)
+                .invoke_async(&mut self.con)
+                .await
+                .map_err(lost)?,
+            ReleaseMode::Del => self.con.del(&self.keys.lock).await.map_err(lost)?,
+        };
+        Ok(deleted == 1)
+    }
+
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
+        if mode == RenewMode::Set {
+            let _: () = redis::cmd("SET")
+                .arg(&self.keys.lock)
+                .arg(value)
+                .arg("PX")
+                .arg(ttl_ms.max(1))
+                .query_async(&mut self.con)
+                .await
+                .map_err(lost)?;
+            return Ok(true);
+        }
+        let extended: i64 = scripts::RENEW
+            .key(&self.keys.lock)
+            .arg(value)
+            .arg(ttl_ms)
+            .invoke_async(&mut self.con)
+            .await
+            .map_err(lost)?;
+        Ok(extended == 1)
+    }
+
+    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
+        self.con.get(&self.keys.lock).await.map_err(lost)
+    }
+
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
+        let k = &self.keys;
+        let (holder_value, pttl, fence): (Option<String>, i64, Option<u64>) = redis::pipe()
+            .get(&k.lock)
+            .pttl(&k.lock)
+            .get(&k.fence)
+            .query_async(&mut self.con)
+            .await
+            .map_err(lost)?;
+        Ok(LockTruth {
+            holder_value,
+            pttl_ms: u64::try_from(pttl).ok(),
+            counter: Some(fence.unwrap_or(0)),
+            nodes: Vec::new(),
+        })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        // Exactly the run's own keys, by name: no KEYS or SCAN over the user's data.
+        let _: i64 = self.con.del(&self.keys.all()[..]).await.map_err(lost)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl LockNode for RedisClient {
+    async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+        let mut set = redis::cmd("SET");
+        set.arg(&self.keys.lock).arg(value).arg("NX");
+        if ttl_ms > 0 {
+            set.arg("PX").arg(ttl_ms);
+        }
+        let ok: Option<String> = set.query_async(&mut self.con).await.map_err(lost)?;
+        Ok(ok.is_some())
+    }
+
+    async fn pttl(&mut self) -> Result<i64, BackendError> {
+        self.con.pttl(&self.keys.lock).await.map_err(lost)
+    }
+
+    async fn get(&mut self) -> Result<Option<String>, BackendError> {
+        LockClient::holder(self).await
+    }
+
+    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
+        LockClient::release(self, value, mode).await
+    }
+
+    async fn renew(
+        &mut self,
+        value: &str,
+        ttl_ms: u64,
+        mode: RenewMode,
+    ) -> Result<bool, BackendError> {
+        LockClient::renew(self, value, ttl_ms, mode).await
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        LockClient::cleanup(self).await
+    }
+
+    /// `WAIT replicas timeout_ms` on this client's own connection, so it counts this
+    /// client's writes.
+    async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {
+        redis::cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms)
+            .query_async(&mut self.con)
+            .await
+            .map_err(lost)
+    }
+}

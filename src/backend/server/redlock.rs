@@ -1,0 +1,74 @@
+//! Redlock's nodes on real private `redis-server`s, one per node.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::{PrivateRedis, REDIS, ServerError};
+use crate::backend::lock::redlock::{NodeSet, unsupported};
+use crate::backend::node::NodeHealth;
+use crate::backend::redis::{RedisBackend, RedisClient};
+use crate::backend::{BackendError, FaultKind, Keys};
+
+/// Real private `redis-server`s, one per node.
+pub struct RedisNodes {
+    servers: Mutex<Vec<PrivateRedis>>,
+    backends: Vec<RedisBackend>,
+    health: NodeHealth,
+}
+
+impl RedisNodes {
+    /// Start `count` private servers; returns them with how long starting took.
+    pub fn start(count: usize) -> Result<(Self, Duration), ServerError> {
+        let started = std::time::Instant::now();
+        let servers = (0..count).map(|_| PrivateRedis::start()).collect::<Result<Vec<_>, _>>()?;
+        let backends = servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| RedisBackend::open(&s.url(), &format!("node {}", i + 1)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ServerError::setup(REDIS, e))?;
+        let nodes =
+            RedisNodes { servers: Mutex::new(servers), backends, health: NodeHealth::new(count) };
+        Ok((nodes, started.elapsed()))
+    }
+}
+
+impl NodeSet for RedisNodes {
+    type Node = RedisClient;
+
+    fn count(&self) -> usize {
+        self.backends.len()
+    }
+
+    async fn connect(&self, node: usize, keys: &Keys) -> Result<RedisClient, BackendError> {
+        RedisBackend::connect(&self.backends[node], keys).await
+    }
+
+    async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        // Restarting waits (a few ms) for the server to answer; let the other tasks
+        // of this runtime move to another thread meanwhile.
+        tokio::task::block_in_place(|| {
+            let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+            let server = servers.get_mut(node).ok_or_else(|| {
+                BackendError::Unsupported(format!("there is no node {}", node + 1))
+            })?;
+            match kind {
+                FaultKind::Kill => server.kill(),
+                FaultKind::Restart => {
+                    server.restart().map_err(|e| BackendError::redis(e.to_string()))?
+                }
+                other => return Err(unsupported(other)),
+            }
+            self.health.record(node, kind);
+            Ok(())
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("Redlock over {} private redis-servers", self.backends.len())
+    }
+
+    fn health(&self, node: usize) -> (bool, u64) {
+        self.health.get(node)
+    }
+}

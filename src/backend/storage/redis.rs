@@ -1,0 +1,91 @@
+//! The storage on Redis: a list of writes, fenced (or deduplicated by idempotency key)
+//! by a Lua script, with the high-water mark and a token counter beside it.
+
+use redis::AsyncCommands;
+
+use crate::backend::redis::{RedisBackend, RedisClient, lost};
+use crate::backend::{
+    BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
+    scripts,
+};
+
+#[async_trait]
+impl Storage for RedisBackend {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        Ok(Box::new(RedisStorageClient(RedisBackend::connect(self, keys).await?)))
+    }
+}
+
+/// One worker's connection to the storage on Redis.
+pub struct RedisStorageClient(RedisClient);
+
+#[async_trait]
+impl StorageClient for RedisStorageClient {
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<bool, BackendError> {
+        let entry = serde_json::to_string(write).map_err(|e| BackendError::redis(e.to_string()))?;
+        let k = &self.0.keys;
+        let accepted: i64 = match check {
+            WriteCheck::None => {
+                let _: i64 = self.0.con.rpush(&k.storage, entry).await.map_err(lost)?;
+                1
+            }
+            WriteCheck::Fencing => {
+                let (accepted, _highest): (i64, i64) = scripts::FENCED_WRITE
+                    .key(&k.storage)
+                    .key(&k.storage_highest)
+                    .arg(write.token.unwrap_or(0))
+                    .arg(entry)
+                    .invoke_async(&mut self.0.con)
+                    .await
+                    .map_err(lost)?;
+                accepted
+            }
+            WriteCheck::IdempotencyKey => scripts::IDEMPOTENT_WRITE
+                .key(&k.storage)
+                .key(&k.storage_applied)
+                .arg(&write.value)
+                .arg(entry)
+                .invoke_async(&mut self.0.con)
+                .await
+                .map_err(lost)?,
+        };
+        Ok(accepted == 1)
+    }
+
+    async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
+        let k = &self.0.keys;
+        let (highest, fence): (Option<u64>, Option<u64>) = redis::pipe()
+            .get(&k.storage_highest)
+            .get(&k.fence)
+            .query_async(&mut self.0.con)
+            .await
+            .map_err(lost)?;
+        Ok(StorageTruth { highest: highest.unwrap_or(0), counter: fence.unwrap_or(0) })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        // Exactly the run's own keys, by name: no KEYS or SCAN over the user's data.
+        let _: i64 = self.0.con.del(&self.0.keys.all()[..]).await.map_err(lost)?;
+        Ok(())
+    }
+
+    async fn next_token(&mut self) -> Result<u64, BackendError> {
+        self.0.con.incr(&self.0.keys.fence, 1).await.map_err(lost)
+    }
+
+    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        let entries: Vec<String> =
+            self.0.con.lrange(&self.0.keys.storage, 0, -1).await.map_err(lost)?;
+        entries
+            .iter()
+            .map(|e| {
+                serde_json::from_str(e)
+                    .map_err(|err| BackendError::redis(format!("storage entry {e:?}: {err}")))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,201 @@
+//! The serialized form of a [`Scenario`]: the TOML lessons are written in and the
+//! scenario every saved log embeds. The lock's shape is one enum in [`Scenario`], and
+//! three fields here; converting both ways keeps old files and logs loading.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    AcquireMode, Checkpoint, Expect, Fault, LockService, LockShape, ReleaseMode, RenewMode,
+    Scenario, StorageKind, Sweep, Variant, WorkerSpec,
+};
+
+/// A scenario as written in TOML and saved in logs: the lock service in three loose
+/// fields (`lock`, `redlock_nodes`, `replica`), as lessons have always written it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Short identifier, used on the command line (`fencelab run gc-pause`).
+    pub name: String,
+    /// Human title for headers.
+    pub title: String,
+    /// One-sentence summary for listings.
+    #[serde(default)]
+    pub summary: String,
+    /// Lease length handed to Redis as `PX`, in scenario milliseconds. 0 means the
+    /// lock never expires (the "locks must expire" lesson needs that).
+    pub ttl_ms: u64,
+    /// Whether the storage checks fencing tokens. The command line can override it.
+    #[serde(default)]
+    pub fencing: bool,
+    /// How a worker takes the lock.
+    #[serde(default)]
+    pub acquire: AcquireMode,
+    /// How a worker gives the lock back.
+    #[serde(default)]
+    pub release: ReleaseMode,
+    /// How a worker extends its lease.
+    #[serde(default)]
+    pub renew: RenewMode,
+    /// The storage applies each idempotency key (a write's value) once: a storage that
+    /// cannot check tokens, like a payment gateway.
+    #[serde(default)]
+    pub idempotency: bool,
+    pub workers: Vec<WorkerSpec>,
+    /// What a correct run of this scenario shows, per fencing mode; `--check` compares.
+    #[serde(default)]
+    pub expect: Expect,
+    /// Other versions of the scenario to run and compare (no TTL / a TTL, plain DEL /
+    /// compare-and-delete, ...). When present, they replace the fencing off/on pair.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
+    /// Redlock: the lock lives on this many independent Redis servers (a majority
+    /// must grant it). None: one Redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redlock_nodes: Option<usize>,
+    /// The lock lives on a primary with one replica (node 1 the primary, node 2 the
+    /// replica); clients follow a promotion.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replica: bool,
+    /// Which lock service: Redis (one server, or Redlock / a replica as set above) or
+    /// an etcd lease lock.
+    #[serde(default, skip_serializing_if = "LockService::is_default")]
+    pub lock: LockService,
+    /// Where the workers' writes go: a list on Redis, or a PostgreSQL table that
+    /// checks tokens with a conditional UPDATE.
+    #[serde(default, skip_serializing_if = "StorageKind::is_default")]
+    pub storage: StorageKind,
+    /// Lock servers dying, restarting, falling behind or being promoted during the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
+    /// Lessons: questions asked before the answer is shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+    /// Lessons: the speed the TUI starts at (slow motion helps the first time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    /// Seed for the simulator's random values (lock values, sweep pauses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Lessons: many seeded simulator runs with random pauses at several lease lengths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+impl RawScenario {
+    /// The lock's shape the three fields describe. Contradictions (Redlock with a
+    /// replica, etcd with either) are refused by the parser before this is asked;
+    /// here etcd wins, then Redlock, then the replica.
+    pub fn lock_shape(&self) -> LockShape {
+        match (self.lock, self.redlock_nodes, self.replica) {
+            (LockService::Etcd, _, _) => LockShape::Etcd,
+            (LockService::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
+            (LockService::Redis, None, true) => LockShape::Replicated,
+            (LockService::Redis, None, false) => LockShape::Redis,
+        }
+    }
+}
+
+impl From<RawScenario> for Scenario {
+    fn from(raw: RawScenario) -> Self {
+        let lock = raw.lock_shape();
+        let RawScenario {
+            name,
+            title,
+            summary,
+            ttl_ms,
+            fencing,
+            acquire,
+            release,
+            renew,
+            idempotency,
+            workers,
+            expect,
+            variants,
+            redlock_nodes: _,
+            replica: _,
+            lock: _,
+            storage,
+            faults,
+            checkpoints,
+            speed,
+            seed,
+            sweep,
+        } = raw;
+        Scenario {
+            lock,
+            name,
+            title,
+            summary,
+            ttl_ms,
+            fencing,
+            acquire,
+            release,
+            renew,
+            idempotency,
+            workers,
+            expect,
+            variants,
+            storage,
+            faults,
+            checkpoints,
+            speed,
+            seed,
+            sweep,
+        }
+    }
+}
+
+impl From<Scenario> for RawScenario {
+    fn from(s: Scenario) -> Self {
+        let Scenario {
+            name,
+            title,
+            summary,
+            ttl_ms,
+            fencing,
+            acquire,
+            release,
+            renew,
+            idempotency,
+            workers,
+            expect,
+            variants,
+            lock,
+            storage,
+            faults,
+            checkpoints,
+            speed,
+            seed,
+            sweep,
+        } = s;
+        let (lock, redlock_nodes, replica) = match lock {
+            LockShape::Redis => (LockService::Redis, None, false),
+            LockShape::Redlock { nodes } => (LockService::Redis, Some(nodes), false),
+            LockShape::Replicated => (LockService::Redis, None, true),
+            LockShape::Etcd => (LockService::Etcd, None, false),
+        };
+        RawScenario {
+            name,
+            title,
+            summary,
+            ttl_ms,
+            fencing,
+            acquire,
+            release,
+            renew,
+            idempotency,
+            workers,
+            expect,
+            variants,
+            redlock_nodes,
+            replica,
+            lock,
+            storage,
+            faults,
+            checkpoints,
+            speed,
+            seed,
+            sweep,
+        }
+    }
+}
