@@ -22,10 +22,8 @@ type Module = Vec<String>;
 fn src_has_no_import_circles() {
     let graph = graph();
     let circles = strongly_connected(&graph);
-    let named: Vec<String> = circles
-        .iter()
-        .map(|c| c.iter().map(|m| display(m)).collect::<Vec<_>>().join(" <-> "))
-        .collect();
+    let named: Vec<String> =
+        circles.iter().map(|c| c.iter().map(display).collect::<Vec<_>>().join(" <-> ")).collect();
     assert!(named.is_empty(), "import circles in src/:\n  {}", named.join("\n  "));
 }
 
@@ -49,10 +47,13 @@ fn the_domain_never_imports_a_view() {
 /// The checker itself must be able to fail: a circle written on purpose is found.
 #[test]
 fn a_circle_is_found() {
-    let modules: BTreeSet<Module> =
-        [m("a"), m("b"), m("c")].into_iter().collect::<BTreeSet<_>>();
+    let modules: BTreeSet<Module> = [m("a"), m("b"), m("c")].into_iter().collect::<BTreeSet<_>>();
     let mut graph = BTreeMap::new();
-    for (file, src) in [(m("a"), "use crate::b::X;"), (m("b"), "fn f() { crate::a::Y }"), (m("c"), "use crate::a;")] {
+    for (file, src) in [
+        (m("a"), "use crate::b::X;"),
+        (m("b"), "fn f() { crate::a::Y }"),
+        (m("c"), "use crate::a;"),
+    ] {
         graph.insert(file.clone(), edges(&file, src, &modules));
     }
     assert_eq!(strongly_connected(&graph), vec![vec![m("a"), m("b")]]);
@@ -97,11 +98,8 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(Module, String)>) {
 
 /// The modules outside its own subtree that `module` names in `text`.
 fn edges(module: &Module, text: &str, modules: &BTreeSet<Module>) -> BTreeSet<Module> {
-    let code: String = text
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code: String =
+        text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
     let mut out = BTreeSet::new();
     for (base_kind, at) in path_starts(&code) {
         let base: Module = match base_kind {
@@ -178,12 +176,13 @@ fn expand(s: &str) -> Vec<Vec<String>> {
     let ident = s[..ident_end].to_string();
     let rest = &s[ident_end..];
     match rest.strip_prefix("::") {
-        Some(more) => {
-            expand(more).into_iter().map(|mut p| {
+        Some(more) => expand(more)
+            .into_iter()
+            .map(|mut p| {
                 p.insert(0, ident.clone());
                 p
-            }).collect()
-        }
+            })
+            .collect(),
         None => vec![vec![ident]],
     }
 }

@@ -5,7 +5,7 @@ use fencelab::backend::sim::SimBackend;
 use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::builtin;
-use fencelab::tui::app::{App, Overlay};
+use fencelab::tui::app::{App, Msg, Overlay};
 use fencelab::tui::keys::Action;
 use fencelab::tui::render::draw;
 use fencelab::tui::theme::Theme;
@@ -51,10 +51,16 @@ fn app_at(events: &[Event], t_ms: f64, fencing: bool) -> App {
     let scenario = builtin("playground").unwrap().unwrap();
     let label = "SIMULATOR (virtual clock, no Redis)".to_string();
     let mut app = App::new(scenario, fencing, 1.0, true, label, Theme::DEFAULT);
-    let upto: Vec<Event> = events.iter().filter(|e| e.t_ms <= t_ms).cloned().collect();
-    app.run.ingest(&upto);
-    app.now_ms = app.run.ended.as_ref().map_or(t_ms, |(t, _)| *t);
+    show_at(&mut app, events, t_ms);
     app
+}
+
+/// Feed `app` the run as the event loop would: the log up to `t_ms`, and the clock.
+fn show_at(app: &mut App, events: &[Event], t_ms: f64) {
+    app.update(Msg::RunStarting);
+    let upto: Vec<Event> = events.iter().filter(|e| e.t_ms <= t_ms).cloned().collect();
+    app.update(Msg::Logged(upto));
+    app.update(Msg::Clock { reached_ms: t_ms, real_ms: 0.0 });
 }
 
 fn screen(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
@@ -138,9 +144,8 @@ fn compare_shows_both_runs_one_above_the_other() {
     let off = playground_log(false, Some(1000.0));
     let on = playground_log(true, Some(1000.0));
     let mut app = app_at(&off, 10_000.0, false);
-    app.previous = Some(app.run.clone());
-    app.run = app_at(&on, 10_000.0, true).run;
-    app.fencing = true;
+    app.update(Action::Compare);
+    show_at(&mut app, &on, 10_000.0);
     let term = screen(&app, WIDTH, HEIGHT);
     let shown = text(term.backend().buffer());
     let above = shown.find("earlier run: fencing tokens: off").expect("earlier run title");
@@ -200,7 +205,9 @@ fn clicking_a_lane_selects_its_worker() {
     let mut app = app_at(&events, 600.0, false);
     let term = screen(&app, WIDTH, HEIGHT);
     let b = find(term.backend().buffer(), "2 B");
-    app.click(term.backend().buffer().area, b);
+    let lane = fencelab::tui::render::lane_at(term.backend().buffer().area, &app, b);
+    assert_eq!(lane, Some(1));
+    app.update(Msg::Select(1));
     assert_eq!(app.selected, 1);
 }
 
@@ -229,16 +236,11 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
     let state = LessonState::new(lesson.steps.clone(), lesson.scenario.checkpoints.clone(), vec![]);
     let mut app = App::new(lesson.scenario.clone(), false, 0.5, true, label, Theme::DEFAULT)
         .with_lesson(state);
-    let at = 2100.0;
-    app.run.ingest(&events.iter().filter(|e| e.t_ms <= at).cloned().collect::<Vec<_>>());
-    app.now_ms = at;
-    // The lesson reaches its steps up to 2.0 s (continuing past the one that waits),
-    // then asks its question at 2.1 s.
-    while app.lesson_tick().is_empty() && app.lesson.as_ref().unwrap().hold.is_none() {}
-    while app.lesson.as_ref().unwrap().open_checkpoint().is_none() {
-        app.update(Action::Continue);
-        app.lesson_tick();
-    }
+    // The whole run is logged; the lesson reaches its steps up to 2.0 s (continuing past
+    // the one that waits), then asks its question at 2.1 s.
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events.clone()));
+    open_the_question(&mut app, 2100.0);
     let term = screen(&app, WIDTH, HEIGHT);
     let shown = text(term.backend().buffer());
     assert!(shown.contains("Whose write ends up last"), "{shown}");
@@ -249,6 +251,74 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
     assert!(app.update(Action::PauseWorker(1)).is_empty());
     let term = screen(&app, WIDTH, HEIGHT);
     assert!(text(term.backend().buffer()).contains("✔ Right."));
+}
+
+/// gc-pause's question at 2.1 s, on a screen of this size.
+fn gc_pause_question(width: u16, height: u16) {
+    use fencelab::tui::lesson::LessonState;
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let events = sim_lesson_run(&lesson.scenario);
+    let state = LessonState::new(lesson.steps.clone(), lesson.scenario.checkpoints.clone(), vec![]);
+    let label = "private redis-server unix:///tmp/fencelab-redis-XXXXXX/redis.sock".to_string();
+    let mut app = App::new(lesson.scenario.clone(), false, 0.5, false, label, Theme::DEFAULT)
+        .with_lesson(state);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events));
+    open_the_question(&mut app, 5000.0);
+    let term = screen(&app, width, height);
+    let shown = text(term.backend().buffer());
+    let checkpoint = &lesson.scenario.checkpoints[0];
+    assert!(shown.contains("? B has written."), "{shown}");
+    for (n, choice) in checkpoint.choices.iter().enumerate() {
+        let start: String = choice.chars().take(20).collect();
+        assert!(shown.contains(&format!("{}) {start}", n + 1)), "choice {n}: {shown}");
+    }
+    assert!(shown.contains("Predict: press 1 to 3."), "{shown}");
+    assert!(!shown.contains("STALE") && !shown.contains("✔w1"), "the answer shows: {shown}");
+    for kept in ["HELD 2.1 s", "speed 0.5x", "FENCING OFF"] {
+        assert!(shown.lines().next().unwrap().contains(kept), "header lost {kept:?}: {shown}");
+    }
+    insta::assert_snapshot!(format!("gc_pause_question_{width}x{height}"), term.backend());
+    app.update(Action::PauseWorker(1));
+    let term = screen(&app, width, height);
+    let shown = text(term.backend().buffer());
+    assert!(shown.contains("✔ Right."), "{shown}");
+    assert!(shown.contains("Enter: continue"), "{shown}");
+    insta::assert_snapshot!(format!("gc_pause_answered_{width}x{height}"), term.backend());
+}
+
+fn sim_lesson_run(scenario: &fencelab::scenario::Scenario) -> Vec<Event> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
+        fencelab::engine::run(&SimBackend::default(), scenario, options, &CancellationToken::new())
+            .await
+            .unwrap()
+            .snapshot()
+    })
+}
+
+#[test]
+fn a_lesson_question_with_its_choices_and_feedback_fits_an_80x24_projector() {
+    gc_pause_question(80, 24);
+}
+
+#[test]
+fn a_lesson_question_with_its_choices_and_feedback_fits_100x30() {
+    gc_pause_question(100, 30);
+}
+
+#[test]
+fn an_sql_lesson_shows_no_lock_lanes_and_no_pause_hint() {
+    let app = lesson_at_its_end("conditional-update");
+    let shown = text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    for absent in ["holder", "lease (TTL)", "Press 1", "Redis", "Tokens"] {
+        assert!(!shown.contains(absent), "{absent:?} shown:\n{shown}");
+    }
 }
 
 /// A lesson's first run on the simulator (on the lock service it asks for), shown at
@@ -273,9 +343,21 @@ fn lesson_at_its_end(name: &str) -> App {
         fencelab::engine::run(b, &scenario, options, &CancellationToken::new()).await.unwrap().snapshot()
     }));
     let mut app = App::new(scenario, false, 1.0, true, chosen.describe(), Theme::DEFAULT);
-    app.run.ingest(&events);
-    app.now_ms = app.run.ended.as_ref().unwrap().0;
+    let end = events.last().unwrap().t_ms;
+    show_at(&mut app, &events, end);
     app
+}
+
+/// Let the clock run to `t_ms`, continuing past every hold, until a question is open.
+fn open_the_question(app: &mut App, t_ms: f64) {
+    for _ in 0..50 {
+        app.update(Msg::Clock { reached_ms: t_ms, real_ms: 10_000.0 });
+        if app.lesson.as_ref().unwrap().open_checkpoint().is_some() {
+            return;
+        }
+        app.update(Action::Continue);
+    }
+    panic!("no question was asked by {t_ms} ms");
 }
 
 #[test]
