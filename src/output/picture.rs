@@ -11,8 +11,8 @@ use svg::Document;
 use svg::node::element::{Group, Line, Rectangle, Text, Title};
 
 use crate::engine::log::{Event, EventKind};
+use crate::model::{Belief, RunModel, Span, WriteMark};
 use crate::scenario::LockService;
-use crate::tui::model::{Belief, RunModel, Span, WriteMark};
 
 /// Colours for a light slide or a dark one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

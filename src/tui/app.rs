@@ -6,10 +6,10 @@
 
 use super::keys::Action;
 use super::lesson::LessonState;
-use super::model::{Belief, RunModel};
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
+use crate::model::{Belief, RunModel};
 use crate::scenario::{LockService, PlannedRun, Scenario, Step, StorageKind, WorkerSpec};
 
 /// Speed factors the `[` and `]` keys step through.

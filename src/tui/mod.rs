@@ -8,7 +8,6 @@
 pub mod app;
 pub mod keys;
 pub mod lesson;
-pub mod model;
 pub mod record;
 pub mod render;
 mod runner;

@@ -9,8 +9,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::super::app::{App, violation_time};
 use super::super::keys::BINDINGS;
-use super::super::model::{Belief, at};
 use crate::engine::log::RunOutcome;
+use crate::model::{Belief, at};
 
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()

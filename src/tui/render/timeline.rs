@@ -11,8 +11,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::super::app::App;
-use super::super::model::{Belief, RunModel, at};
 use super::super::theme::Theme;
+use crate::model::{Belief, RunModel, at};
 
 /// Width of the label column on the left of each lane.
 const GUTTER: u16 = 16;
@@ -513,10 +513,10 @@ impl<'a> Ctx<'a> {
 /// The spans that begin and end within [from, to): too short for the column's middle
 /// to fall in them.
 fn within<T>(
-    spans: &[super::super::model::Span<T>],
+    spans: &[crate::model::Span<T>],
     from: f64,
     to: f64,
-) -> impl Iterator<Item = &super::super::model::Span<T>> {
+) -> impl Iterator<Item = &crate::model::Span<T>> {
     let i = spans.partition_point(|s| s.from_ms < from);
     let ends = spans.iter().map(|s| s.from_ms).skip(i + 1).chain([f64::INFINITY]);
     spans[i..]
@@ -529,10 +529,10 @@ fn within<T>(
 
 /// The spans that begin within [from, to).
 fn starting_in<T>(
-    spans: &[super::super::model::Span<T>],
+    spans: &[crate::model::Span<T>],
     from: f64,
     to: f64,
-) -> impl Iterator<Item = &super::super::model::Span<T>> {
+) -> impl Iterator<Item = &crate::model::Span<T>> {
     let i = spans.partition_point(|s| s.from_ms < from);
     spans[i..].iter().take_while(move |s| s.from_ms < to)
 }

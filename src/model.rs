@@ -1,4 +1,5 @@
-//! What the screen draws, derived from one run's event log.
+//! What the views draw, derived from one run's event log: the TUI's screens and the
+//! SVG pictures read this model, so it lives below both and knows no terminal.
 //!
 //! The model consumes events one at a time (as they arrive live, or all at once
 //! from a finished log) and keeps them in shapes that are cheap to draw: per-lane
