@@ -46,11 +46,17 @@ fn cut_at(lesson: &Lesson, simulated: bool, events: &[Event], at_ms: f64, keys: 
     let mut app = app_for(lesson, simulated);
     app.update(Msg::RunStarting);
     app.update(Msg::Logged(events.iter().filter(|e| e.t_ms <= at_ms).cloned().collect()));
+    // After Enter the cursor goes on from where it stopped: a first tick, then time.
+    let tick = |app: &mut App| {
+        for _ in 0..2 {
+            app.update(Msg::Clock { reached_ms: at_ms, real_ms: 1e9 });
+        }
+    };
     for key in keys {
-        app.update(Msg::Clock { reached_ms: at_ms, real_ms: 1e9 });
+        tick(&mut app);
         app.update(*key);
     }
-    app.update(Msg::Clock { reached_ms: at_ms, real_ms: 1e9 });
+    tick(&mut app);
     app
 }
 

@@ -191,6 +191,9 @@ pub struct App {
     pace: f64,
     /// Where an open lesson hold keeps the cursor.
     hold_at: Option<f64>,
+    /// The cursor was standing still (a hold, a paused replay): the wall time since
+    /// the last tick is not time the cursor should make up.
+    resumed: bool,
     /// Worker commands to send when the run reaches their moment: the pauses and
     /// crashes the user made in the first run of a compare.
     scripted: Vec<(f64, String, WorkerCommand)>,
@@ -251,6 +254,7 @@ impl App {
             following: true,
             pace: speed,
             hold_at: None,
+            resumed: false,
             scripted: Vec::new(),
             sim_playing: true,
             selected: 0,
@@ -415,6 +419,7 @@ impl App {
     /// Time passed. The cursor follows the run, or (after a hold, and in a replay)
     /// moves at the run's pace; a lesson may stop it at a hold.
     fn clock(&mut self, reached_ms: f64, real_ms: f64) -> Vec<Effect> {
+        let real_ms = if std::mem::take(&mut self.resumed) { 0.0 } else { real_ms };
         if self.replay.is_some() {
             if self.replay.is_some_and(|r| r.playing) {
                 self.cursor_ms = (self.cursor_ms + real_ms * self.speed).min(self.reached_ms);
@@ -487,6 +492,7 @@ impl App {
         }
         self.moment = None;
         self.hold_at = None;
+        self.resumed = true;
         // From where it stopped, at the run's pace (the clock catches up).
         self.following = self.cursor_ms >= self.reached_ms;
         if self.simulated && !self.sim_playing {
@@ -537,6 +543,12 @@ impl App {
         }
         let held = self.hold_at.is_some();
         !self.log.is_empty() && !held && (self.log_ended().is_none() || !self.following)
+    }
+
+    /// When the loop must wake even if nothing else happens (a lesson's reading-time
+    /// hold that releases itself). The seam for `LessonState::wakeup`; none yet.
+    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
+        None
     }
 
     /// The run is still going (in the servers: the view may be behind it).
@@ -881,6 +893,7 @@ impl App {
                 }
                 let playing = self.replay.is_some_and(|r| r.playing);
                 self.replay = Some(Replaying { playing: !playing });
+                self.resumed = true;
             }
             Action::SimStep | Action::StepBack => {
                 pause(self);
@@ -901,6 +914,7 @@ impl App {
             Action::Restart => {
                 self.cursor_ms = 0.0;
                 self.replay = Some(Replaying { playing: true });
+                self.resumed = true;
             }
             Action::NextViolation => {
                 if let Some(t) = self.next_violation_time(end) {
@@ -1116,6 +1130,9 @@ mod tests {
         assert_eq!(app.view_ms(), 2100.0, "the cursor never passes an open question");
         app.update(Action::PauseWorker(1));
         app.update(Action::Continue);
+        // The time the learner took to answer is not made up for.
+        app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 9000.0 });
+        assert_eq!(app.view_ms(), 2100.0);
         // From where it stopped, at the run's pace.
         app.update(Msg::Clock { reached_ms: 5500.0, real_ms: 500.0 });
         assert_eq!(app.view_ms(), 2600.0);

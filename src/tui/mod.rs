@@ -224,6 +224,7 @@ async fn event_loop(
             }
             () = log_grew(&mut grown) => Vec::new(),
             _ = frames.tick(), if app.animating() => Vec::new(),
+            () = wake_at(app.next_wakeup()) => Vec::new(),
             _ = term.recv() => app.update(Msg::Quit),
             _ = int.recv() => app.update(Msg::Quit),
             _ = hup.recv() => app.update(Msg::Quit),
@@ -290,6 +291,14 @@ async fn start_run(app: &mut App, runner: &mut Runner) {
     let (scenario, fencing) = app.next_run();
     if let Err(e) = runner.start(&scenario, fencing, app.speed).await {
         app.update(Msg::Failed(e.to_string()));
+    }
+}
+
+/// Sleep until `at`, or forever.
+async fn wake_at(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 
