@@ -778,7 +778,7 @@ impl App {
             vec![Effect::Pace(PaceChange::Speed(self.speed))]
         } else {
             self.status = Some(format!(
-                "speed {}x from the next run (leases on Redis are set when taken): press r",
+                "speed {}x from the next run (leases on real servers are set when taken): press r",
                 self.speed
             ));
             Vec::new()

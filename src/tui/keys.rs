@@ -152,7 +152,7 @@ pub const BINDINGS: &[Binding] = &[
         "i",
         &[KeyCode::Char('i')],
         Action::ToggleInspector,
-        "show the Redis commands each worker sent",
+        "show the commands each worker sent, with replies and latency",
         Some("commands"),
         InReplay::Same,
     ),
