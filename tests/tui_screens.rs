@@ -384,3 +384,20 @@ fn a_job_done_twice_is_marked_in_the_storage_and_the_monitor() {
     assert!(shown.contains("done twice at 0.500s: A \"did job 1\", which B had already done"));
     insta::assert_snapshot!(term.backend());
 }
+
+#[test]
+fn the_playground_below_120_columns_stacks_its_panels_and_keeps_the_header_state() {
+    let events = playground_log(false, Some(1000.0));
+    let mut app = app_at(&events, 3600.0, false);
+    app.backend_label = "private redis-server unix:///tmp/fencelab-redis-XXXXXX/redis.sock".into();
+    let term = screen(&app, 80, 24);
+    let shown = text(term.backend().buffer());
+    let header = shown.lines().next().unwrap();
+    for kept in ["LIVE 3.6 s", "speed 1x", "FENCING OFF"] {
+        assert!(header.contains(kept), "header lost {kept:?}: {header}");
+    }
+    assert!(!header.contains("/tmp/"), "the socket path goes first: {header}");
+    assert!(shown.contains("Tokens") && shown.contains("Storage"), "{shown}");
+    assert!(shown.contains("Redis holder"), "{shown}");
+    insta::assert_snapshot!(term.backend());
+}

@@ -144,6 +144,8 @@ pub enum Msg {
     /// Show this moment: a replay's cursor goes there; live, it is inspected (never
     /// past the cursor).
     Seek(f64),
+    /// A one-line message for the status line (a fallback notice, a replay's keys).
+    Notice(String),
     /// A signal asked us to stop.
     Quit,
 }
@@ -381,6 +383,10 @@ impl App {
                 } else {
                     self.moment = Some(t.clamp(0.0, self.cursor_ms));
                 }
+                Vec::new()
+            }
+            Msg::Notice(text) => {
+                self.status = Some(text);
                 Vec::new()
             }
             Msg::Quit => {

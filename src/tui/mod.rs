@@ -84,7 +84,9 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     if narrated {
         app = app.with_lesson(lesson::LessonState::new(steps, checkpoints, table));
     }
-    app.status = notice;
+    if let Some(notice) = notice {
+        app.update(Msg::Notice(notice));
+    }
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
     let source = Source::Live {
         runner: Box::new(Runner::new(chosen)),
@@ -139,7 +141,7 @@ pub fn replay_app(
     let theme = Theme::initial(options.presenter);
     let mut app = App::new((**scenario).clone(), *fencing, options.speed, false, label, theme);
     app.open_replay(events.to_vec());
-    app.status = Some(format!("replay: {}", keys::replay_keys()));
+    app.update(Msg::Notice(format!("replay: {}", keys::replay_keys())));
     Ok(app)
 }
 

@@ -56,9 +56,12 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let room = (area.width as usize).saturating_sub(used);
     let title = format!(" · {}", app.scenario.title);
-    let backend = short_backend(&app.backend_label, room.saturating_sub(width(&title) + 3));
-    if width(&title) + width(&backend) + 3 <= room {
+    let mut backend = short_backend(&app.backend_label, room.saturating_sub(width(&title) + 3));
+    if !backend.is_empty() && width(&title) + width(&backend) + 3 <= room {
         spans.push(Span::styled(title, t.dim));
+    } else {
+        // The title goes before the backend does.
+        backend = short_backend(&app.backend_label, room.saturating_sub(3));
     }
     if !backend.is_empty() {
         spans.push(Span::styled(" · ", t.dim));
