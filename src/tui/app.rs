@@ -780,6 +780,8 @@ impl App {
         self.speed = SPEEDS[i];
         // The simulator's clock and a replay's are ours: the speed applies at once.
         if self.simulated || self.replay.is_some() {
+            // The cursor, catching up after a hold, goes at the run's new pace too.
+            self.pace = self.speed;
             self.status = Some(format!("speed {}x", self.speed));
             vec![Effect::Pace(PaceChange::Speed(self.speed))]
         } else {
