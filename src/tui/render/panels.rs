@@ -45,8 +45,10 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         (None, _) => format!("▶ LIVE {view:.1} s"),
     };
     let backend_style = if app.simulated { t.simulator } else { t.backend };
-    let fencing = if app.fencing { " FENCING ON ✔ " } else { " FENCING OFF ✘ " };
-    let fencing_style = if app.fencing { t.fencing_on } else { t.fencing_off };
+    // Live, the setting the next writes get; in a replay, the run's at the cursor.
+    let on = if app.replay.is_some() { run.fencing } else { app.fencing };
+    let fencing = if on { " FENCING ON ✔ " } else { " FENCING OFF ✘ " };
+    let fencing_style = if on { t.fencing_on } else { t.fencing_off };
     let mut spans = vec![
         Span::styled(" fencelab · ", t.title),
         Span::styled(state, t.title),
