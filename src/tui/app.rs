@@ -1238,6 +1238,31 @@ mod tests {
     }
 
     #[test]
+    fn compare_headings_and_the_end_hint_name_the_lessons_variants() {
+        let lesson = crate::lesson::find("unsafe-release").unwrap().unwrap();
+        let mut app = App::new(lesson.scenario, false, 1.0, true, "t".into(), Theme::DEFAULT);
+        let names: Vec<String> = app.variants.iter().map(|v| v.label.clone()).collect();
+        assert!(names.len() >= 2 && names[0] != names[1]);
+        app.update(Msg::RunStarting);
+        let started = app.next_run();
+        let kind = EventKind::RunStarted {
+            version: 1,
+            run_id: "t".into(),
+            scenario: Box::new(started.0),
+            fencing: started.1,
+            label: "fencing tokens: off".into(),
+            backend: "test".into(),
+            time_scale: 1.0,
+        };
+        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind }]);
+        assert_eq!(app.run_label, names[0]);
+        assert_eq!(app.compare_label(), names[1], "the end hint names what c runs");
+        app.update(Action::Compare);
+        app.update(Msg::RunStarting);
+        assert_eq!((&app.previous_label, &app.run_label), (&names[0], &names[1]));
+    }
+
+    #[test]
     fn switching_the_service_leaves_the_failover_script_behind() {
         let mut scenario = crate::lesson::find("failover").unwrap().unwrap().scenario;
         assert!(scenario.replica && !scenario.faults.is_empty());
