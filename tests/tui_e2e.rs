@@ -164,6 +164,10 @@ fn a_learner_on_redis_sees_no_answer_before_answering_gc_pauses_question() {
     // On from where it stopped, at the run's pace, to the next step.
     let pane = tmux.wait_for("A wakes up", 20);
     assert!(pane.contains("HELD 3.0 s"), "{pane}");
+    // The step at 3 s shows what A did at 3 s: its write is in the storage.
+    std::thread::sleep(Duration::from_millis(500));
+    let pane = tmux.pane();
+    assert!(pane.contains("A   token 1   ✔ ACCEPTED") && pane.contains("✔w1 STALE"), "{pane}");
     tmux.keys(&["Enter"]);
     let pane = tmux.wait_for("STALE", 20);
     assert!(pane.contains("A   token 1"), "the stale write, now shown:\n{pane}");

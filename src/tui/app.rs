@@ -21,6 +21,10 @@ const MAX_WORKERS: usize = 8;
 /// the lease expire.
 pub const DEFAULT_PAUSE_MS: u64 = 4000;
 
+/// How long after a narration step's moment its hold still shows what happens, on
+/// real servers (scenario ms): the moment's own consequences, not what comes next.
+const STEP_SETTLE_MS: f64 = 40.0;
+
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -470,10 +474,26 @@ impl App {
     /// Let the lesson move on to what the cursor would reach; it may hold there.
     fn lesson_tick(&mut self, cursor_ms: f64) -> Vec<Effect> {
         // The seam for `LessonState::advance(cursor_ms, now)`.
-        let Some(at) = self.lesson.as_mut().and_then(|l| l.advance(cursor_ms)) else {
+        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
+        let Some(at) = lesson.advance(cursor_ms) else {
             return Vec::new();
         };
-        self.hold_at = Some(at);
+        // A question holds at its moment exactly. A narration step on real servers
+        // also shows its moment's own consequences, which land a few ms after it (A
+        // wakes at 3 s; its write reaches the storage just after): never up to a
+        // question's moment.
+        let question = lesson.open_checkpoint().is_some();
+        let next_question = lesson
+            .checkpoints
+            .iter()
+            .map(|c| c.at_ms as f64)
+            .filter(|q| *q >= at)
+            .fold(f64::INFINITY, f64::min);
+        self.hold_at = Some(if question || self.simulated {
+            at
+        } else {
+            (at + STEP_SETTLE_MS).min(next_question)
+        });
         self.moment = None;
         if self.simulated {
             // On the simulator time itself stops.

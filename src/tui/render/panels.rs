@@ -38,9 +38,9 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         _ if app.replay.is_some_and(|r| r.playing) => format!("▶ REPLAY {view:.3} s"),
         _ if app.replay.is_some() => format!("‖ REPLAY {view:.3} s"),
         (Some((_, RunOutcome::Failed { .. })), _) => format!("✖ FAILED at {view:.1} s"),
+        _ if app.held() => format!("‖ HELD {view:.1} s"),
         (Some(_), _) => format!("■ ENDED {view:.1} s"),
         (None, _) if run.lanes.is_empty() => "… starting".to_string(),
-        (None, _) if app.held() => format!("‖ HELD {view:.1} s"),
         (None, _) if app.simulated && !app.sim_playing => format!("‖ TIME STOPPED {view:.1} s"),
         (None, _) => format!("▶ LIVE {view:.1} s"),
     };
