@@ -12,7 +12,7 @@ use fencelab::backend::sim::SimBackend;
 use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, run};
 use fencelab::scenario::{Scenario, Step, WorkerSpec, builtin};
-use fencelab::tui::app::App;
+use fencelab::tui::app::{App, Msg};
 use fencelab::tui::render::draw;
 use fencelab::tui::theme::Theme;
 use ratatui::Terminal;
@@ -69,14 +69,17 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn render_bench() {
     let events = events();
     let mut app = App::new(busy_scenario(), true, 1.0, true, "SIMULATOR".into(), Theme::DEFAULT);
-    app.run.ingest(&events);
-    app.now_ms = events.last().unwrap().t_ms;
+    let end = events.last().unwrap().t_ms;
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events.clone()));
+    app.update(Msg::Clock { reached_ms: end, real_ms: 0.0 });
     let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
-    for (label, moment) in [
-        ("live view (now at the right edge)", None),
-        ("inspecting a moment", Some(app.now_ms / 2.0)),
-    ] {
-        app.moment = moment;
+    for (label, moment) in
+        [("live view (now at the right edge)", None), ("inspecting a moment", Some(end / 2.0))]
+    {
+        if let Some(m) = moment {
+            app.update(Msg::Seek(m));
+        }
         let mut times = Vec::new();
         for _ in 0..300 {
             let start = Instant::now();
@@ -91,10 +94,30 @@ fn render_bench() {
     }
     let start = Instant::now();
     let mut fresh = App::new(busy_scenario(), true, 1.0, true, "SIMULATOR".into(), Theme::DEFAULT);
-    fresh.run.ingest(&events);
+    fresh.update(Msg::RunStarting);
+    fresh.update(Msg::Logged(events.clone()));
+    fresh.update(Msg::Clock { reached_ms: end, real_ms: 0.0 });
     println!(
         "ingesting {EVENTS} events into a fresh model: {:.2} ms",
         start.elapsed().as_secs_f64() * 1000.0
+    );
+    // A live frame: one new event arrives and the cursor moves with the clock.
+    let (head, tail) = events.split_at(EVENTS - 300);
+    let mut live = App::new(busy_scenario(), true, 1.0, true, "SIMULATOR".into(), Theme::DEFAULT);
+    live.update(Msg::RunStarting);
+    live.update(Msg::Logged(head.to_vec()));
+    live.update(Msg::Clock { reached_ms: head.last().unwrap().t_ms, real_ms: 0.0 });
+    let mut times = Vec::new();
+    for e in tail {
+        let start = Instant::now();
+        live.update(Msg::Logged(vec![e.clone()]));
+        live.update(Msg::Clock { reached_ms: e.t_ms, real_ms: 1.0 });
+        terminal.draw(|f| draw(f, &live)).unwrap();
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    println!(
+        "a live frame (one new event, the cursor moves, the frame drawn): median {:.3} ms",
+        median(times)
     );
 }
 

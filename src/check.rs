@@ -26,13 +26,16 @@ pub use crate::scenario::ViolationKind;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Violation {
+    /// The danger window: `first` went on believing it held the lock from when its
+    /// lease ended (`from_ms`) until it learned otherwise (`to_ms`), while `second`
+    /// took the lock.
     OverlappingBelief {
         first: String,
         second: String,
         from_ms: f64,
-        /// None while both still believe it (a run still going).
+        /// None while the first still believes it (a run still going).
         to_ms: Option<f64>,
-        /// The event where the overlap began (for jumping to it).
+        /// The event where the two beliefs began to overlap (the second's grant).
         seq: u64,
     },
     StaleWrite {
@@ -86,13 +89,13 @@ impl fmt::Display for Violation {
         match self {
             Violation::OverlappingBelief { first, second, from_ms, to_ms: Some(to), .. } => write!(
                 f,
-                "{first} and {second} both believed they held the lock from {} to {}",
+                "{first} and {second} both believed they held the lock: {first} from {} to {}, after its lease ended",
                 secs(*from_ms),
                 secs(*to)
             ),
             Violation::OverlappingBelief { first, second, from_ms, to_ms: None, .. } => write!(
                 f,
-                "{first} and {second} both believe they hold the lock, since {}",
+                "{first} and {second} both believe they hold the lock: {first} since {}, after its lease ended",
                 secs(*from_ms)
             ),
             Violation::StaleWrite { worker, token, after_worker, after_token, at_ms, .. } => {
@@ -161,30 +164,75 @@ fn done_twice(events: &[Event]) -> Vec<Violation> {
     found
 }
 
-/// A belief interval: from the event that started it to the one that ended it.
+/// A belief interval: from the event that started it to the one that ended it, and
+/// when the lease behind it ended (if it did while the belief lasted).
 struct Belief<'a> {
     worker: &'a str,
     start: &'a Event,
     end: Option<&'a Event>,
+    lease_end: Option<f64>,
+}
+
+/// What is known of one worker's current lease while it believes it holds the lock.
+struct Lease<'a> {
+    start: &'a Event,
+    /// When the lease runs out unless renewed (None: it never expires).
+    deadline: Option<f64>,
+    /// When the lock service first listed someone else, or said the lease expired.
+    lost_at: Option<f64>,
+}
+
+impl Lease<'_> {
+    fn ended(&self) -> Option<f64> {
+        match (self.deadline, self.lost_at) {
+            (Some(d), Some(l)) => Some(d.min(l)),
+            (d, l) => d.or(l),
+        }
+    }
 }
 
 fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
-    let mut open: BTreeMap<&str, &Event> = BTreeMap::new();
+    let ttl = events.iter().find_map(|e| match &e.kind {
+        EventKind::RunStarted { scenario, .. } => Some(scenario.ttl_ms as f64),
+        _ => None,
+    });
+    let ttl = ttl.filter(|t| *t > 0.0);
+    let mut open: BTreeMap<&str, Lease> = BTreeMap::new();
     let mut beliefs: Vec<Belief> = Vec::new();
     for e in events {
+        if let EventKind::Truth(truth) = &e.kind {
+            for (worker, lease) in open.iter_mut() {
+                let other = truth.holder.as_deref().is_some_and(|h| h != *worker);
+                let expired = truth.expired.as_deref() == Some(*worker);
+                if (other || expired) && lease.lost_at.is_none() {
+                    lease.lost_at = Some(e.t_ms);
+                }
+            }
+            continue;
+        }
         let EventKind::Worker { worker, what } = &e.kind else {
             continue;
         };
         let ends = match what {
             WorkerEvent::Acquired { .. } => {
-                open.insert(worker, e);
+                let deadline = ttl.map(|ttl| e.t_ms + ttl);
+                open.insert(worker, Lease { start: e, deadline, lost_at: None });
                 false
             }
             WorkerEvent::Checked { still_owner } => !still_owner,
             WorkerEvent::Wrote { redis_holder, .. } => {
                 redis_holder.as_deref() != Some(worker.as_str())
             }
-            WorkerEvent::Renewed { extended } => !extended,
+            WorkerEvent::Renewed { extended: true } => {
+                // Still the owner: the lease starts over, and an earlier reading that
+                // seemed to say otherwise was a race.
+                if let Some(lease) = open.get_mut(worker.as_str()) {
+                    lease.deadline = ttl.map(|ttl| e.t_ms + ttl);
+                    lease.lost_at = None;
+                }
+                false
+            }
+            WorkerEvent::Renewed { extended: false } => true,
             WorkerEvent::Released { .. }
             | WorkerEvent::Crashed
             | WorkerEvent::StoppedWork
@@ -192,11 +240,17 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             | WorkerEvent::Failed { .. } => true,
             _ => false,
         };
-        if ends && let Some(start) = open.remove(worker.as_str()) {
-            beliefs.push(Belief { worker, start, end: Some(e) });
+        if ends && let Some(lease) = open.remove(worker.as_str()) {
+            let lease_end = lease.ended().filter(|t| *t <= e.t_ms);
+            beliefs.push(Belief { worker, start: lease.start, end: Some(e), lease_end });
         }
     }
-    beliefs.extend(open.into_iter().map(|(worker, start)| Belief { worker, start, end: None }));
+    beliefs.extend(open.into_iter().map(|(worker, lease)| Belief {
+        worker,
+        start: lease.start,
+        end: None,
+        lease_end: lease.ended(),
+    }));
 
     let mut found = Vec::new();
     for (i, a) in beliefs.iter().enumerate() {
@@ -212,11 +266,14 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             };
             if end.is_none_or(|end| start.seq < end.seq) {
                 let (first, second) = if a.start.seq <= b.start.seq { (a, b) } else { (b, a) };
+                // The danger window: the earlier holder's belief after its lease ended
+                // (it goes on believing while the other takes the lock).
+                let from_ms = first.lease_end.map_or(start.t_ms, |t| t.min(start.t_ms));
                 found.push(Violation::OverlappingBelief {
                     first: first.worker.to_string(),
                     second: second.worker.to_string(),
-                    from_ms: start.t_ms,
-                    to_ms: end.map(|e| e.t_ms),
+                    from_ms,
+                    to_ms: first.end.map(|e| e.t_ms),
                     seq: start.seq,
                 });
             }

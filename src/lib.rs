@@ -1,8 +1,9 @@
 //! fencelab: distributed locks, leases and fencing tokens, run for real.
 //!
 //! The domain (scenario, engine, backends, checker) lives here with no terminal UI
-//! code; `output` turns event logs into text and JSON; `commands` wires them to the
-//! command line. See ARCHITECTURE.md for the picture.
+//! code; `model` is a run's log in the shapes views draw (below every view);
+//! `output` turns event logs into text, JSON and pictures, `tui` into screens;
+//! `commands` wires them to the command line. See ARCHITECTURE.md for the picture.
 
 pub mod backend;
 pub mod check;
@@ -10,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod engine;
 pub mod lesson;
+pub mod model;
 pub mod output;
 pub mod runtime;
 pub mod scenario;

@@ -59,6 +59,16 @@ fn a_circle_is_found() {
     assert_eq!(strongly_connected(&graph), vec![vec![m("a"), m("b")]]);
 }
 
+/// `super::super::theme` from `tui::render::markdown` is `tui::theme`, not its parent.
+#[test]
+fn super_super_climbs_two_levels() {
+    let modules: BTreeSet<Module> =
+        [m("tui"), m("tui::render"), m("tui::render::markdown"), m("tui::theme")].into();
+    let from = m("tui::render::markdown");
+    let found = edges(&from, "use super::super::theme::Theme;", &modules);
+    assert_eq!(found, [m("tui::theme")].into());
+}
+
 fn m(path: &str) -> Module {
     path.split("::").map(str::to_string).collect()
 }
@@ -98,6 +108,9 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(Module, String)>) {
 
 /// The modules outside its own subtree that `module` names in `text`.
 fn edges(module: &Module, text: &str, modules: &BTreeSet<Module>) -> BTreeSet<Module> {
+    // Unit tests (`#[cfg(test)] mod tests`, at the end of a file by custom) see their
+    // module as `super`; they are not part of the module's dependencies.
+    let text = text.split("#[cfg(test)]").next().unwrap_or(text);
     let code: String =
         text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
     let mut out = BTreeSet::new();
@@ -108,9 +121,12 @@ fn edges(module: &Module, text: &str, modules: &BTreeSet<Module>) -> BTreeSet<Mo
             _ => module[..module.len().saturating_sub(1)].to_vec(),
         };
         for path in expand(&code[at..]) {
+            // `super::super::x`: each further `super` is one level up.
+            let ups = path.iter().take_while(|s| *s == "super").count();
+            let base = base[..base.len().saturating_sub(ups)].to_vec();
             let mut target = base.clone();
             let mut found = base.clone();
-            for segment in path {
+            for segment in path.into_iter().skip(ups) {
                 target.push(segment);
                 if modules.contains(&target) {
                     found = target.clone();
@@ -135,7 +151,8 @@ fn path_starts(code: &str) -> Vec<(&'static str, usize)> {
         while let Some(i) = code[from..].find(&needle) {
             let at = from + i;
             let before = code[..at].chars().next_back();
-            let word_start = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            // Not inside a longer path (`super::super::x` is one path, not two).
+            let word_start = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
             if word_start {
                 starts.push((kind, at + needle.len()));
             }

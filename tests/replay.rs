@@ -7,9 +7,9 @@ use fencelab::output::jsonl::write_all;
 use fencelab::output::load::{load_runs, parse_runs};
 use fencelab::scenario::builtin;
 use fencelab::tui::ReplayOptions;
-use fencelab::tui::app::App;
+use fencelab::tui::app::{App, Msg};
+use fencelab::tui::keys::Action;
 use fencelab::tui::render::draw;
-use fencelab::tui::replay::Player;
 use fencelab::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -40,14 +40,18 @@ fn a_saved_run_loads_back_event_for_event() {
     assert_eq!(load_runs(file.path()).unwrap(), runs);
 }
 
+fn replay_of(events: &[Event]) -> App {
+    let options =
+        ReplayOptions { file: "gc.jsonl".into(), speed: 1.0, presenter: false, record: None };
+    fencelab::tui::replay_app(events, &options).unwrap()
+}
+
 #[test]
 fn a_replay_shows_the_same_frames_as_the_live_run_at_the_same_moments() {
     let (file, _) = saved_gc_pause();
     let events = load_runs(file.path()).unwrap().remove(0);
-    let options =
-        ReplayOptions { file: "gc.jsonl".into(), speed: 1.0, presenter: false, record: None };
-    let mut replayed = fencelab::tui::replay_app(&events, &options).unwrap();
-    let mut player = Player::new(events.clone(), 1.0);
+    let mut replayed = replay_of(&events);
+    let end = events.last().unwrap().t_ms;
     // Forward, then back: going back rebuilds the view from the start.
     for t in [100.0, 2000.5, 2500.0, 3000.0, 1000.0, 3500.0] {
         let Some(fencelab::engine::log::EventKind::RunStarted { scenario, .. }) =
@@ -55,18 +59,22 @@ fn a_replay_shows_the_same_frames_as_the_live_run_at_the_same_moments() {
         else {
             panic!("no run_started")
         };
+        // Live: the run has reached t (it may be logging further, unseen).
         let mut live =
             App::new((**scenario).clone(), false, 1.0, true, "live".into(), Theme::DEFAULT);
+        live.update(Msg::RunStarting);
         let upto: Vec<Event> = events.iter().filter(|e| e.t_ms <= t).cloned().collect();
-        live.run.ingest(&upto);
-        live.now_ms = t.min(events.last().unwrap().t_ms);
-        player.go_to(t);
-        player.show(&mut replayed);
+        live.update(Msg::Logged(upto));
+        live.update(Msg::Clock { reached_ms: t.min(end), real_ms: 0.0 });
+        replayed.update(Msg::Seek(t));
         let (live_rows, replay_rows) = (rows(&live), rows(&replayed));
         assert!(replay_rows[0].contains("REPLAY"), "{}", replay_rows[0]);
         for (y, (a, b)) in live_rows.iter().zip(&replay_rows).enumerate().skip(1) {
             // The one line under the timeline says how to drive the replay.
-            if b.contains("replay: space play/pause") {
+            if b.contains("replay: space play/pause")
+                || a.contains("Press 1")
+                || a.contains("Run over")
+            {
                 continue;
             }
             assert_eq!(a, b, "row {y} differs at {t} ms");
@@ -79,17 +87,34 @@ fn a_replay_shows_the_same_frames_as_the_live_run_at_the_same_moments() {
 fn stepping_moves_event_by_event_and_n_finds_the_stale_write() {
     let (file, _) = saved_gc_pause();
     let events = load_runs(file.path()).unwrap().remove(0);
-    let mut player = Player::new(events.clone(), 1.0);
-    player.step(true);
+    let mut app = replay_of(&events);
+    app.update(Action::SimStep);
     let first_later = events.iter().map(|e| e.t_ms).find(|t| *t > 0.0).unwrap();
-    assert_eq!(player.t(), first_later);
-    player.step(false);
-    assert_eq!(player.t(), 0.0);
-    assert!(player.next_violation());
-    let overlap = player.t();
-    assert!(player.next_violation());
-    assert!(player.t() > overlap, "the stale write comes after the overlap began");
-    assert_eq!(player.t(), 3000.0);
+    assert_eq!(app.cursor_ms(), first_later);
+    app.update(Action::StepBack);
+    assert_eq!(app.cursor_ms(), 0.0);
+    app.update(Action::NextViolation);
+    let overlap = app.cursor_ms();
+    assert!(overlap > 2000.0 && overlap < 2100.0, "B's grant, in A's danger window: {overlap}");
+    // At that moment the tokens panel and the timeline agree: A believes, B holds.
+    let screen = rows(&app).join("\n");
+    assert!(screen.contains("A   token 1   believes it holds the lock ⚠"), "{screen}");
+    app.update(Action::NextViolation);
+    assert_eq!(app.cursor_ms(), 3000.0, "the stale write comes after the overlap began");
+}
+
+#[test]
+fn keys_that_would_change_a_run_say_a_replay_cannot() {
+    let (file, _) = saved_gc_pause();
+    let events = load_runs(file.path()).unwrap().remove(0);
+    let mut app = replay_of(&events);
+    for action in [Action::ToggleFencing, Action::PauseWorker(0), Action::Compare] {
+        assert!(app.update(action).is_empty());
+        let status = app.status.clone().unwrap_or_default();
+        assert!(status.contains("replay of a saved run"), "{action:?}: {status}");
+    }
+    // The replay's keys, listed in its status line, come from the key table.
+    assert!(replay_of(&events).status.unwrap().contains(&fencelab::tui::keys::replay_keys()));
 }
 
 fn error_of(text: &str) -> String {

@@ -135,6 +135,60 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     assert_eq!(keys, 0, "the runs left keys behind");
 }
 
+/// A learner takes lesson 3 on a private redis-server at a projector's size. At the
+/// 2.1 s question the run goes on in Redis (A wakes and writes at 3 s), yet nothing
+/// of that shows until the question is answered.
+#[test]
+fn a_learner_on_redis_sees_no_answer_before_answering_gc_pauses_question() {
+    let server = support::redis();
+    let tmux = Tmux::start(100, 30);
+    let bin = support::bin().get_program().to_string_lossy().into_owned();
+    tmux.keys(&[&format!("{bin} lesson gc-pause --redis {}", server.url()), "Enter"]);
+    // The introduction waits for Enter; each step after it is held while it is read.
+    tmux.wait_for("Enter: continue", 30);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("The lease drains", 20);
+    tmux.keys(&["Enter"]);
+    let pane = tmux.wait_for("A's lease expires", 20);
+    assert!(!pane.contains("STALE"), "{pane}");
+    tmux.keys(&["Enter"]);
+    let pane = tmux.wait_for("Whose write ends", 20);
+    assert!(pane.contains("Predict: press 1 to 3."), "the choices show:\n{pane}");
+    // The lesson runs at half speed: A writes at 3 s of the run, 6 s of real time.
+    // Give the run time to get there in Redis while the question waits.
+    std::thread::sleep(Duration::from_secs(5));
+    let pane = tmux.pane();
+    assert!(pane.contains("Whose write ends"), "{pane}");
+    for leak in ["STALE", "✔w1", "A   token 1"] {
+        assert!(!pane.contains(leak), "{leak:?} shows before the answer:\n{pane}");
+    }
+    assert!(pane.contains("HELD 2.1 s"), "the view waits at the question:\n{pane}");
+    // A wrong guess: the feedback says so in words, and names the right answer.
+    tmux.keys(&["2"]);
+    let pane = tmux.wait_for("✘ Not 2.", 5);
+    assert!(pane.contains("✔ The answer is 1"), "{pane}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("B has written", 20);
+    tmux.keys(&["Enter"]);
+    // On from where it stopped, at the run's pace, to the next step.
+    let pane = tmux.wait_for("A wakes up", 20);
+    assert!(pane.contains("HELD 3.0 s"), "{pane}");
+    // The step at 3 s shows what A did at 3 s: its write is in the storage.
+    std::thread::sleep(Duration::from_millis(500));
+    let pane = tmux.pane();
+    assert!(pane.contains("A   token 1   ✔ ACCEPTED") && pane.contains("✔w1 STALE"), "{pane}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("What would stop it", 20);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Score: 0 of 1 predicted", 20);
+    tmux.keys(&["q"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tmux.display("#{alternate_on}") != "0" {
+        assert!(Instant::now() < deadline, "did not quit:\n{}", tmux.pane());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn redis_dying_mid_run_shows_an_error_panel_and_the_ui_stays_alive() {
     let server = support::redis();
@@ -231,7 +285,7 @@ steps = [{ do = "acquire" }, { do = "write", value = "b" }, { do = "release" }]
     tmux.wait_for("REPLAY", 10);
     tmux.keys(&["n"]);
     let pane = tmux.wait_for("‖ REPLAY 2.001 s", 10);
-    assert!(pane.contains("both believed they held the lock"), "{pane}");
+    assert!(pane.contains("both believe they hold the lock: A since 2.000s"), "{pane}");
     tmux.keys(&["n"]);
     let pane = tmux.wait_for("‖ REPLAY 3.000 s", 10);
     assert!(pane.contains("STALE"), "{pane}");

@@ -5,7 +5,7 @@ use fencelab::backend::sim::SimBackend;
 use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::builtin;
-use fencelab::tui::app::{App, Overlay};
+use fencelab::tui::app::{App, Msg, Overlay};
 use fencelab::tui::keys::Action;
 use fencelab::tui::render::draw;
 use fencelab::tui::theme::Theme;
@@ -51,10 +51,16 @@ fn app_at(events: &[Event], t_ms: f64, fencing: bool) -> App {
     let scenario = builtin("playground").unwrap().unwrap();
     let label = "SIMULATOR (virtual clock, no Redis)".to_string();
     let mut app = App::new(scenario, fencing, 1.0, true, label, Theme::DEFAULT);
-    let upto: Vec<Event> = events.iter().filter(|e| e.t_ms <= t_ms).cloned().collect();
-    app.run.ingest(&upto);
-    app.now_ms = app.run.ended.as_ref().map_or(t_ms, |(t, _)| *t);
+    show_at(&mut app, events, t_ms);
     app
+}
+
+/// Feed `app` the run as the event loop would: the log up to `t_ms`, and the clock.
+fn show_at(app: &mut App, events: &[Event], t_ms: f64) {
+    app.update(Msg::RunStarting);
+    let upto: Vec<Event> = events.iter().filter(|e| e.t_ms <= t_ms).cloned().collect();
+    app.update(Msg::Logged(upto));
+    app.update(Msg::Clock { reached_ms: t_ms, real_ms: 0.0 });
 }
 
 fn screen(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
@@ -138,9 +144,8 @@ fn compare_shows_both_runs_one_above_the_other() {
     let off = playground_log(false, Some(1000.0));
     let on = playground_log(true, Some(1000.0));
     let mut app = app_at(&off, 10_000.0, false);
-    app.previous = Some(app.run.clone());
-    app.run = app_at(&on, 10_000.0, true).run;
-    app.fencing = true;
+    app.update(Action::Compare);
+    show_at(&mut app, &on, 10_000.0);
     let term = screen(&app, WIDTH, HEIGHT);
     let shown = text(term.backend().buffer());
     let above = shown.find("earlier run: fencing tokens: off").expect("earlier run title");
@@ -197,7 +202,9 @@ fn clicking_a_lane_selects_its_worker() {
     let mut app = app_at(&events, 600.0, false);
     let term = screen(&app, WIDTH, HEIGHT);
     let b = find(term.backend().buffer(), "2 B");
-    app.click(term.backend().buffer().area, b);
+    let lane = fencelab::tui::render::lane_at(term.backend().buffer().area, &app, b);
+    assert_eq!(lane, Some(1));
+    app.update(Msg::Select(1));
     assert_eq!(app.selected, 1);
 }
 
@@ -230,7 +237,7 @@ fn lesson_app(lesson: &fencelab::lesson::Lesson, theme: Theme) -> App {
         vec![],
     );
     app = app.with_lesson(state);
-    app.begin_run();
+    app.update(Msg::RunStarting);
     app
 }
 
@@ -239,20 +246,25 @@ fn lesson_app(lesson: &fencelab::lesson::Lesson, theme: Theme) -> App {
 fn play_to(app: &mut App, t_ms: f64, answer: usize) {
     let (scenario, fencing) = app.next_run();
     let events = sim_events(&scenario, fencing);
-    let upto: Vec<Event> = events.into_iter().filter(|e| e.t_ms <= t_ms).collect();
-    app.run.ingest(&upto);
-    app.now_ms = app.run.ended.as_ref().map_or(t_ms, |(t, _)| *t);
-    loop {
-        app.lesson_tick();
+    let t_ms = t_ms.min(events.last().map_or(0.0, |e| e.t_ms));
+    let logged = app.log().len();
+    app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= t_ms).skip(logged).collect()));
+    for _ in 0..200 {
+        app.update(Msg::Clock { reached_ms: t_ms, real_ms: 10_000.0 });
         let Some(lesson) = app.lesson.as_ref() else { return };
         if lesson.hold.is_none() {
-            return;
+            // After a hold the first tick only restarts the clock: tick until there.
+            if app.cursor_ms() >= t_ms {
+                return;
+            }
+            continue;
         }
         if lesson.open_checkpoint().is_some_and(|(i, _)| lesson.answers[i].is_none()) {
             app.update(Action::PauseWorker(answer - 1));
         }
         app.update(Action::Continue);
     }
+    panic!("the lesson kept holding, or the view never reached {t_ms} ms");
 }
 
 /// The lesson panel's text inside its border (the sidebar beside the timeline).
@@ -274,18 +286,11 @@ fn panel_text(buf: &Buffer) -> String {
 fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
     let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
-    // The lesson reaches its steps up to 2.0 s (continuing past each one), then asks
-    // its question at 2.1 s.
+    // The whole run is logged; the lesson reaches its steps up to 2.0 s (continuing
+    // past each one), then asks its question at 2.1 s.
     let events = sim_events(&lesson.scenario, false);
-    app.run.ingest(&events.iter().filter(|e| e.t_ms <= 2100.0).cloned().collect::<Vec<_>>());
-    app.now_ms = 2100.0;
-    loop {
-        app.lesson_tick();
-        if app.lesson.as_ref().unwrap().open_checkpoint().is_some() {
-            break;
-        }
-        app.update(Action::Continue);
-    }
+    app.update(Msg::Logged(events));
+    open_the_question(&mut app, 2100.0);
     let term = screen(&app, WIDTH, HEIGHT);
     let shown = text(term.backend().buffer());
     assert!(shown.contains("Whose write ends up last"), "{shown}");
@@ -331,7 +336,7 @@ fn after_c_the_panel_shows_the_narration_of_the_run_started() {
     assert!(first.contains("press c for the next run: release with"), "{first}");
 
     assert_eq!(app.update(Action::Compare), [fencelab::tui::app::Effect::StartRun]);
-    app.begin_run();
+    app.update(Msg::RunStarting);
     play_to(&mut app, f64::INFINITY, 1);
     let second = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(second.contains("B's lock survives."), "{second}");
@@ -350,7 +355,7 @@ fn a_run_without_its_own_narration_names_itself() {
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
     play_to(&mut app, f64::INFINITY, 2);
     app.update(Action::Compare);
-    app.begin_run();
+    app.update(Msg::RunStarting);
     play_to(&mut app, 10.0, 2);
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("This run: release with compare-and-delete"), "{panel}");
@@ -363,16 +368,8 @@ fn a_run_without_its_own_narration_names_itself() {
 fn a_wrong_answer_names_the_right_one_without_colour() {
     let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::NO_COLOR);
-    let events = sim_events(&lesson.scenario, false);
-    app.run.ingest(&events.iter().filter(|e| e.t_ms <= 2100.0).cloned().collect::<Vec<_>>());
-    app.now_ms = 2100.0;
-    loop {
-        app.lesson_tick();
-        if app.lesson.as_ref().unwrap().open_checkpoint().is_some() {
-            break;
-        }
-        app.update(Action::Continue);
-    }
+    app.update(Msg::Logged(sim_events(&lesson.scenario, false)));
+    open_the_question(&mut app, 2100.0);
     app.update(Action::PauseWorker(1));
     let term = screen(&app, WIDTH, HEIGHT);
     let buf = term.backend().buffer();
@@ -396,11 +393,70 @@ fn the_end_of_a_lesson_shows_the_score_and_each_question() {
 
     // R takes it again, with fresh questions; this time right.
     assert_eq!(app.update(Action::Retake), [fencelab::tui::app::Effect::StartRun]);
-    app.begin_run();
+    app.update(Msg::RunStarting);
     play_to(&mut app, f64::INFINITY, 1);
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("Score: 1 of 1 predicted"), "{panel}");
     assert!(panel.contains("✔ Whose write ends up last in storage?"), "{panel}");
+}
+
+/// gc-pause's question at 2.1 s, on a screen of this size.
+fn gc_pause_question(width: u16, height: u16) {
+    use fencelab::tui::lesson::LessonState;
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let events = sim_events(&lesson.scenario, false);
+    let state = LessonState::new(
+        lesson.narration.clone(),
+        "fencing tokens: off",
+        lesson.scenario.checkpoints.clone(),
+        vec![],
+    );
+    let label = "private redis-server unix:///tmp/fencelab-redis-XXXXXX/redis.sock".to_string();
+    let mut app = App::new(lesson.scenario.clone(), false, 0.5, false, label, Theme::DEFAULT)
+        .with_lesson(state);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events));
+    open_the_question(&mut app, 5000.0);
+    let term = screen(&app, width, height);
+    let shown = text(term.backend().buffer());
+    let checkpoint = &lesson.scenario.checkpoints[0];
+    assert!(shown.contains("? B has written."), "{shown}");
+    for (n, choice) in checkpoint.choices.iter().enumerate() {
+        let start: String = choice.chars().take(20).collect();
+        assert!(shown.contains(&format!("{}) {start}", n + 1)), "choice {n}: {shown}");
+    }
+    assert!(shown.contains("Predict: press 1 to 3."), "{shown}");
+    assert!(!shown.contains("STALE") && !shown.contains("✔w1"), "the answer shows: {shown}");
+    for kept in ["HELD 2.1 s", "speed 0.5x", "FENCING OFF"] {
+        assert!(shown.lines().next().unwrap().contains(kept), "header lost {kept:?}: {shown}");
+    }
+    insta::assert_snapshot!(format!("gc_pause_question_{width}x{height}"), term.backend());
+    app.update(Action::PauseWorker(0));
+    let term = screen(&app, width, height);
+    let shown = text(term.backend().buffer());
+    assert!(shown.contains("✔ Right: 1."), "{shown}");
+    assert!(shown.contains("Enter: continue"), "{shown}");
+    insta::assert_snapshot!(format!("gc_pause_answered_{width}x{height}"), term.backend());
+}
+
+#[test]
+fn a_lesson_question_with_its_choices_and_feedback_fits_an_80x24_projector() {
+    gc_pause_question(80, 24);
+}
+
+#[test]
+fn a_lesson_question_with_its_choices_and_feedback_fits_100x30() {
+    gc_pause_question(100, 30);
+}
+
+#[test]
+fn an_sql_lesson_shows_no_lock_lanes_and_no_pause_hint() {
+    let app = lesson_at_its_end("conditional-update");
+    let shown = text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    // (The header names the simulator, which is no Redis either.)
+    for absent in ["holder", "lease (TTL)", "Press 1", "Redis holder", "Redis:", "Tokens"] {
+        assert!(!shown.contains(absent), "{absent:?} shown:\n{shown}");
+    }
 }
 
 /// A lesson's first run on the simulator (on the lock service it asks for), shown at
@@ -427,9 +483,21 @@ fn lesson_at_its_end(name: &str) -> App {
         fencelab::engine::run(lock, storage, &scenario, options, &cancel).await.unwrap().snapshot()
     });
     let mut app = App::new(scenario, false, 1.0, true, deployment.describe(), Theme::DEFAULT);
-    app.run.ingest(&events);
-    app.now_ms = app.run.ended.as_ref().unwrap().0;
+    let end = events.last().unwrap().t_ms;
+    show_at(&mut app, &events, end);
     app
+}
+
+/// Let the clock run to `t_ms`, continuing past every hold, until a question is open.
+fn open_the_question(app: &mut App, t_ms: f64) {
+    for _ in 0..50 {
+        app.update(Msg::Clock { reached_ms: t_ms, real_ms: 10_000.0 });
+        if app.lesson.as_ref().unwrap().open_checkpoint().is_some() {
+            return;
+        }
+        app.update(Action::Continue);
+    }
+    panic!("no question was asked by {t_ms} ms");
 }
 
 #[test]
@@ -468,8 +536,12 @@ fn a_long_step_is_shown_from_its_start_and_scrolls() {
         fencelab::lesson::parse_narration(&md, "t.md", &lesson.scenario.title, &labels).unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
     play_to(&mut app, 0.0, 2);
-    app.now_ms = 600.0;
-    app.lesson_tick();
+    // On to the long step, where the lesson holds for it to be read.
+    let events = sim_events(&lesson.scenario, false);
+    app.update(Msg::Logged(
+        events.into_iter().filter(|e| e.t_ms > 0.0 && e.t_ms <= 600.0).collect(),
+    ));
+    app.update(Msg::Clock { reached_ms: 600.0, real_ms: 10_000.0 });
     let term = screen(&app, WIDTH, HEIGHT);
     let panel = panel_text(term.backend().buffer());
     assert!(panel.contains("▶ A long step"), "{panel}");
@@ -488,4 +560,21 @@ fn a_long_step_is_shown_from_its_start_and_scrolls() {
     }
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("Intro."), "back at the top: {panel}");
+}
+
+#[test]
+fn the_playground_below_120_columns_stacks_its_panels_and_keeps_the_header_state() {
+    let events = playground_log(false, Some(1000.0));
+    let mut app = app_at(&events, 3600.0, false);
+    app.backend_label = "private redis-server unix:///tmp/fencelab-redis-XXXXXX/redis.sock".into();
+    let term = screen(&app, 80, 24);
+    let shown = text(term.backend().buffer());
+    let header = shown.lines().next().unwrap();
+    for kept in ["LIVE 3.6 s", "speed 1x", "FENCING OFF"] {
+        assert!(header.contains(kept), "header lost {kept:?}: {header}");
+    }
+    assert!(!header.contains("/tmp/"), "the socket path goes first: {header}");
+    assert!(shown.contains("Tokens") && shown.contains("Storage"), "{shown}");
+    assert!(shown.contains("Redis holder"), "{shown}");
+    insta::assert_snapshot!(term.backend());
 }

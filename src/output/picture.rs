@@ -11,8 +11,8 @@ use svg::Document;
 use svg::node::element::{Group, Line, Rectangle, Text, Title};
 
 use crate::engine::log::{Event, EventKind};
+use crate::model::{Belief, RunModel, Span, WriteMark};
 use crate::scenario::LockService;
-use crate::tui::model::{Belief, RunModel, Span, WriteMark};
 
 /// Colours for a light slide or a dark one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,14 +197,30 @@ fn worker_lane(model: &RunModel, i: usize, y: f64, scale: &Scale, c: &Colours) -
     // Cut each belief at every change of the truth, so danger shows exactly.
     let mut cuts: Vec<f64> = model.truth.iter().map(|s| s.from_ms).collect();
     cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
     for (from, to, belief) in stretches(&lane.spans, end) {
+        if to <= from {
+            continue;
+        }
         let inner = cuts.iter().copied().filter(|t| *t > from && *t < to);
         let bounds: Vec<f64> = std::iter::once(from).chain(inner).chain([to]).collect();
+        // One rectangle per run of the same verdict (safe or danger).
+        let mut piece: Option<(f64, f64, bool)> = None;
         for w in bounds.windows(2) {
             let (a, b) = (w[0], w[1]);
             let holder = model.holder_at(a);
             let danger = belief.held_token().is_some() && holder != Some(lane.name.as_str());
-            g = g.add(belief_rect(belief, danger, scale.x(a), scale.x(b), y, colour, c));
+            piece = match piece {
+                Some((start, _, d)) if d == danger => Some((start, b, d)),
+                Some((start, stop, d)) => {
+                    g = g.add(belief_rect(belief, d, scale.x(start), scale.x(stop), y, colour, c));
+                    Some((a, b, danger))
+                }
+                None => Some((a, b, danger)),
+            };
+        }
+        if let Some((start, stop, d)) = piece {
+            g = g.add(belief_rect(belief, d, scale.x(start), scale.x(stop), y, colour, c));
         }
     }
     for t in grants(model, &lane.name) {

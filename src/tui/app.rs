@@ -4,28 +4,30 @@
 //! to pause, ...) for the event loop to carry out, so every key can be tested
 //! without a terminal, a runtime or a Redis.
 
-use ratatui::layout::{Position, Rect};
-
 use super::keys::Action;
 use super::lesson::LessonState;
-use super::model::{Belief, RunModel};
-use super::render;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
+use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
+use crate::model::{Belief, RunModel};
 use crate::scenario::{
     LockService, LockShape, PlannedRun, Scenario, Step, StorageKind, WorkerSpec,
 };
 
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
+/// How many lines PgUp and PgDn scroll the lesson's narration.
+const NARRATION_PAGE: isize = 8;
 /// Changes to the lease and pause length happen in these steps (ms).
 const STEP_MS: u64 = 500;
 const MAX_WORKERS: usize = 8;
-/// How many lines PgUp and PgDn scroll the lesson's narration.
-const NARRATION_PAGE: isize = 8;
 /// The default pause length: longer than the playground's lease, so a pause makes
 /// the lease expire.
 pub const DEFAULT_PAUSE_MS: u64 = 4000;
+
+/// How long after a narration step's moment its hold still shows what happens, on
+/// real servers (scenario ms): the moment's own consequences, not what comes next.
+const STEP_SETTLE_MS: f64 = 40.0;
 
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,6 +117,47 @@ pub enum PaceChange {
     Step(f64),
 }
 
+/// Everything that changes the app: a key's action, or news from the clock source
+/// (the live run, or a saved log) that the event loop passes on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    Key(Action),
+    /// New events of the current run's log, in log order.
+    Logged(Vec<Event>),
+    /// Time passed: the run itself has reached `reached_ms` (scenario ms), and
+    /// `real_ms` of wall time went by since the last tick.
+    Clock {
+        reached_ms: f64,
+        real_ms: f64,
+    },
+    /// The loop is starting a new run with the app's settings.
+    RunStarting,
+    /// The backend failed, or a run could not start: shown in the error panel.
+    Failed(String),
+    /// The loop moved to another lock service and storage (their servers started).
+    Switched {
+        to: Service,
+        simulated: bool,
+        backend: String,
+        notice: Option<String>,
+    },
+    /// A click on a worker's lane selects it.
+    Select(usize),
+    /// Show this moment: a replay's cursor goes there; live, it is inspected (never
+    /// past the cursor).
+    Seek(f64),
+    /// A one-line message for the status line (a fallback notice, a replay's keys).
+    Notice(String),
+    /// A signal asked us to stop.
+    Quit,
+}
+
+impl From<Action> for Msg {
+    fn from(action: Action) -> Self {
+        Msg::Key(action)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
     None,
@@ -130,12 +173,34 @@ pub struct App {
     pub pause_ms: u64,
     pub simulated: bool,
     pub backend_label: String,
-    /// The current run.
+    /// Every event of the current run so far: the run may be ahead of the view.
+    log: Vec<Event>,
+    /// The current run as the screen shows it: built only from the events of `log` up
+    /// to the view's moment (`view_ms`), so no panel can draw anything later.
     pub run: RunModel,
     /// In compare mode, the earlier run, drawn above the current one.
     pub previous: Option<RunModel>,
-    /// Scenario time the current run has reached (set by the event loop).
-    pub now_ms: f64,
+    /// What the current and the earlier run are called in compare headings.
+    pub run_label: String,
+    pub previous_label: String,
+    /// Scenario time the run itself has reached (the live clock; a saved log's end).
+    reached_ms: f64,
+    /// The view's cursor: the moment the screen shows when no moment is inspected.
+    /// It follows the run, stops at a lesson's hold, and after one goes on at the
+    /// run's pace from where it stopped; a replay moves it by keys and play.
+    cursor_ms: f64,
+    /// The cursor is at the run's edge and stays there.
+    following: bool,
+    /// Scenario ms per real ms of the current run (its speed).
+    pace: f64,
+    /// Where an open lesson hold keeps the cursor.
+    hold_at: Option<f64>,
+    /// The cursor was standing still (a hold, a paused replay): the wall time since
+    /// the last tick is not time the cursor should make up.
+    resumed: bool,
+    /// Worker commands to send when the run reaches their moment: the pauses and
+    /// crashes the user made in the first run of a compare.
+    scripted: Vec<(f64, String, WorkerCommand)>,
     pub sim_playing: bool,
     pub selected: usize,
     pub overlay: Overlay,
@@ -183,9 +248,18 @@ impl App {
             pause_ms: DEFAULT_PAUSE_MS,
             simulated,
             backend_label: backend,
+            log: Vec::new(),
             run: RunModel::default(),
             previous: None,
-            now_ms: 0.0,
+            run_label: String::new(),
+            previous_label: String::new(),
+            reached_ms: 0.0,
+            cursor_ms: 0.0,
+            following: true,
+            pace: speed,
+            hold_at: None,
+            resumed: false,
+            scripted: Vec::new(),
             sim_playing: true,
             selected: 0,
             overlay: Overlay::None,
@@ -220,10 +294,38 @@ impl App {
 
     /// What the truth lane and the panels call the lock service ("Redis", "etcd").
     pub fn service_name(&self) -> &'static str {
+        if !self.uses_lock() && self.scenario.storage == StorageKind::Postgres {
+            return "PostgreSQL";
+        }
         match self.scenario.lock.service() {
             LockService::Redis => "Redis",
             LockService::Etcd => "etcd",
         }
+    }
+
+    /// Whether the scenario takes a lock at all (the SQL lessons do not): without
+    /// one there is no holder lane, lease row or tokens panel.
+    pub fn uses_lock(&self) -> bool {
+        self.scenario
+            .workers
+            .iter()
+            .flat_map(|w| &w.steps)
+            .any(|s| matches!(s, Step::Acquire { .. }))
+    }
+
+    /// What `c` runs next: the next variant, or this run with fencing flipped.
+    pub fn compare_label(&self) -> String {
+        if self.variants.is_empty() {
+            let on = !self.run.fencing_at_start;
+            format!("fencing tokens: {}", if on { "on" } else { "off" })
+        } else {
+            self.variants[(self.variant + 1) % self.variants.len()].label.clone()
+        }
+    }
+
+    /// A lesson holds the view at a step or a question.
+    pub fn held(&self) -> bool {
+        self.hold_at.is_some()
     }
 
     /// Where tokens come from, for the tokens panel.
@@ -243,30 +345,170 @@ impl App {
         }
     }
 
-    /// Let the lesson move on to what the run has reached; it may hold the run.
-    pub fn lesson_tick(&mut self) -> Vec<Effect> {
-        // Once the run has ended, the steps left are reached (each still held to read).
-        let cursor = if self.run.ended.is_some() { f64::INFINITY } else { self.now_ms };
+    /// Take a message, change state, and say what the event loop must do. Every
+    /// change to the app goes through here; afterwards the model the panels draw is
+    /// brought to the view's moment.
+    pub fn update(&mut self, msg: impl Into<Msg>) -> Vec<Effect> {
+        let effects = match msg.into() {
+            Msg::Key(action) => self.act(action),
+            Msg::Logged(events) => {
+                self.logged(events);
+                Vec::new()
+            }
+            Msg::Clock { reached_ms, real_ms } => self.clock(reached_ms, real_ms),
+            Msg::RunStarting => {
+                self.begin_run();
+                Vec::new()
+            }
+            Msg::Failed(error) => {
+                self.error = Some(error);
+                Vec::new()
+            }
+            Msg::Switched { to, simulated, backend, notice } => {
+                to.apply(&mut self.scenario);
+                for variant in &mut self.variants {
+                    to.apply(&mut variant.scenario);
+                }
+                self.simulated = simulated;
+                self.backend_label = backend;
+                self.status = Some(notice.unwrap_or_else(|| to.label()));
+                Vec::new()
+            }
+            Msg::Select(lane) => {
+                self.selected = lane;
+                Vec::new()
+            }
+            Msg::Seek(t) => {
+                if self.replay.is_some() {
+                    self.replay = Some(Replaying { playing: false });
+                    self.cursor_ms = t.clamp(0.0, self.reached_ms);
+                } else {
+                    self.moment = Some(t.clamp(0.0, self.cursor_ms));
+                }
+                Vec::new()
+            }
+            Msg::Notice(text) => {
+                self.status = Some(text);
+                Vec::new()
+            }
+            Msg::Quit => {
+                self.quit = true;
+                Vec::new()
+            }
+        };
+        self.reveal();
+        effects
+    }
+
+    /// Open a saved run: the whole log at once, the cursor at its start, playing.
+    pub fn open_replay(&mut self, events: Vec<Event>) {
+        self.begin_run();
+        self.replay = Some(Replaying { playing: true });
+        self.following = false;
+        self.logged(events);
+        self.reached_ms = self.log.last().map_or(0.0, |e| e.t_ms);
+        self.reveal();
+    }
+
+    fn logged(&mut self, events: Vec<Event>) {
+        for e in &events {
+            if let EventKind::RunEnded { outcome, .. } = &e.kind {
+                self.reached_ms = e.t_ms;
+                if let RunOutcome::Failed { error } = outcome
+                    && self.error.is_none()
+                {
+                    self.error = Some(error.clone());
+                }
+            }
+        }
+        self.log.extend(events);
+    }
+
+    /// Time passed. The cursor follows the run, or (after a hold, and in a replay)
+    /// moves at the run's pace; a lesson may stop it at a hold.
+    fn clock(&mut self, reached_ms: f64, real_ms: f64) -> Vec<Effect> {
+        let real_ms = if std::mem::take(&mut self.resumed) { 0.0 } else { real_ms };
+        if self.replay.is_some() {
+            if self.replay.is_some_and(|r| r.playing) {
+                self.cursor_ms = (self.cursor_ms + real_ms * self.speed).min(self.reached_ms);
+                if self.cursor_ms >= self.reached_ms {
+                    self.replay = Some(Replaying { playing: false });
+                }
+            }
+            return Vec::new();
+        }
+        if self.log_ended().is_none() {
+            self.reached_ms = self.reached_ms.max(reached_ms);
+        }
+        let mut effects = Vec::new();
+        if self.hold_at.is_some() && self.lesson.as_ref().is_some_and(|l| l.hold.is_none()) {
+            // The hold released itself (a reading-time hold): go on from it.
+            effects = self.resume_after_hold();
+        }
+        let mut to = if self.following {
+            self.reached_ms
+        } else {
+            (self.cursor_ms + real_ms * self.pace).min(self.reached_ms)
+        };
+        if let Some(hold) = self.hold_at {
+            to = to.min(hold);
+        }
+        effects.extend(self.lesson_tick(to));
+        if let Some(hold) = self.hold_at {
+            to = to.min(hold);
+            self.following = false;
+        }
+        self.cursor_ms = self.cursor_ms.max(to);
+        if self.hold_at.is_none() && self.cursor_ms >= self.reached_ms {
+            self.following = true;
+        }
+        // The compare run repeats the user's pauses and crashes at their moments.
+        while self.scripted.first().is_some_and(|(t, _, _)| *t <= self.reached_ms) {
+            let (_, name, command) = self.scripted.remove(0);
+            effects.push(Effect::Worker(name, command));
+        }
+        effects
+    }
+
+    /// Let the lesson move on to what the cursor would reach; it may hold there.
+    fn lesson_tick(&mut self, cursor_ms: f64) -> Vec<Effect> {
+        // Once the run has ended and the cursor is there, the steps left are reached
+        // (each still held to be read).
+        let ended = self.log_ended().is_some_and(|end| cursor_ms >= end);
+        let cursor = if ended { f64::INFINITY } else { cursor_ms };
         let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
         let was_held = lesson.hold.is_some();
         let Some(at) = lesson.advance(cursor, std::time::Instant::now()) else {
-            // A reading time ran out.
+            // A reading time ran out: go on from the hold.
             let released = was_held && lesson.hold.is_none();
             return if released { self.resume_after_hold() } else { Vec::new() };
         };
+        // A question holds at its moment exactly. A narration step on real servers
+        // also shows its moment's own consequences, which land a few ms after it (A
+        // wakes at 3 s; its write reaches the storage just after): never up to a
+        // question's moment.
+        let question = lesson.open_checkpoint().is_some();
+        let next_question = lesson
+            .checkpoints
+            .iter()
+            .map(|c| c.at_ms as f64)
+            .filter(|q| *q >= at)
+            .fold(f64::INFINITY, f64::min);
+        self.hold_at = Some(if question || self.simulated {
+            at
+        } else {
+            (at + STEP_SETTLE_MS).min(next_question)
+        });
+        self.moment = None;
         if self.simulated {
+            // On the simulator time itself stops.
             self.sim_playing = false;
             vec![Effect::Pace(PaceChange::Playing(false))]
         } else {
-            // Redis time cannot stop: freeze the view at the step while the run goes on.
-            self.moment = Some(at);
+            // Real servers' time cannot stop: the run goes on underneath while the
+            // cursor waits at the hold.
             Vec::new()
         }
-    }
-
-    /// When the lesson's hold ends by itself, for the event loop to wake up then.
-    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
-        self.lesson.as_ref().and_then(|l| l.wakeup())
     }
 
     fn continue_lesson(&mut self) -> Vec<Effect> {
@@ -282,8 +524,13 @@ impl App {
         self.resume_after_hold()
     }
 
+    /// Go on from a hold: from where the cursor stopped, at the run's pace.
     fn resume_after_hold(&mut self) -> Vec<Effect> {
         self.moment = None;
+        self.hold_at = None;
+        self.resumed = true;
+        // From where it stopped, at the run's pace (the clock catches up).
+        self.following = self.cursor_ms >= self.reached_ms;
         if self.simulated && !self.sim_playing {
             self.sim_playing = true;
             return vec![Effect::Pace(PaceChange::Playing(true))];
@@ -291,23 +538,85 @@ impl App {
         Vec::new()
     }
 
-    /// The label of the run about to start or running: its variant's name, or
-    /// "fencing tokens: on" / "off".
-    pub fn run_label(&self) -> String {
-        match self.variants.get(self.variant) {
-            Some(v) => v.label.clone(),
-            None => fencing_label(self.fencing),
+    /// Bring the model the panels draw to the view's moment: only events up to and
+    /// including it. Forward it takes in the new events; backward it starts again.
+    fn reveal(&mut self) {
+        let view = self.view_ms();
+        let upto = self.log.partition_point(|e| e.t_ms <= view);
+        let seen = self.run.seen();
+        if upto < seen {
+            self.run = RunModel::from_events(&self.log[..upto]);
+        } else if upto > seen {
+            let was_over = self.run.ended.is_some();
+            self.run.ingest(&self.log[seen..upto]);
+            if !was_over && self.run.ended.is_some() && self.moment.is_none() {
+                // The run is over on screen: make room for the "what next" hint.
+                self.status = None;
+            }
         }
     }
 
-    /// What `c` runs next: the next variant, or this run with fencing flipped.
-    pub fn compare_label(&self) -> String {
-        if self.variants.is_empty() {
-            let fencing =
-                if self.run.lanes.is_empty() { self.fencing } else { self.run.fencing_at_start };
-            return fencing_label(!fencing);
+    /// When the run itself ended (it may still be ahead of the view).
+    fn log_ended(&self) -> Option<f64> {
+        self.log.last().filter(|e| matches!(e.kind, EventKind::RunEnded { .. })).map(|e| e.t_ms)
+    }
+
+    /// Every event of the current run so far, including any the view has not reached.
+    pub fn log(&self) -> &[Event] {
+        &self.log
+    }
+
+    /// The view's cursor (the moment shown when none is inspected).
+    pub fn cursor_ms(&self) -> f64 {
+        self.cursor_ms
+    }
+
+    /// The cursor moves by itself: a live run, a view catching up, a replay playing.
+    /// The event loop ticks frames only then.
+    pub fn animating(&self) -> bool {
+        if let Some(r) = self.replay {
+            return r.playing;
         }
-        self.variants[(self.variant + 1) % self.variants.len()].label.clone()
+        let held = self.hold_at.is_some();
+        !self.log.is_empty() && !held && (self.log_ended().is_none() || !self.following)
+    }
+
+    /// When the loop must wake even if nothing else happens (a lesson's reading-time
+    /// hold that releases itself).
+    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
+        self.lesson.as_ref().and_then(|l| l.wakeup())
+    }
+
+    /// The run is still going (in the servers: the view may be behind it).
+    pub fn live(&self) -> bool {
+        self.replay.is_none() && !self.log.is_empty() && self.log_ended().is_none()
+    }
+
+    /// Begin showing a new run.
+    fn begin_run(&mut self) {
+        let label = self.run_label();
+        if let Some(lesson) = self.lesson.as_mut() {
+            lesson.restart(&label);
+        }
+        self.log.clear();
+        self.run = RunModel::default();
+        self.run_label = self.run_label();
+        self.reached_ms = 0.0;
+        self.cursor_ms = 0.0;
+        self.following = true;
+        self.pace = self.speed;
+        self.hold_at = None;
+        self.moment = None;
+        self.error = None;
+        self.sim_playing = true;
+    }
+
+    /// What the next run is called: its variant's name, or its fencing.
+    pub fn run_label(&self) -> String {
+        match self.variants.get(self.variant) {
+            Some(v) => v.label.clone(),
+            None => format!("fencing tokens: {}", if self.fencing { "on" } else { "off" }),
+        }
     }
 
     /// The lesson's keys: scroll and read back through the narration, take it again.
@@ -337,31 +646,18 @@ impl App {
         Vec::new()
     }
 
-    /// The run is still going.
-    pub fn live(&self) -> bool {
-        !self.run.lanes.is_empty() && self.run.ended.is_none()
-    }
-
-    /// Begin showing a new run (the loop calls this when it starts one).
-    pub fn begin_run(&mut self) {
-        let label = self.run_label();
-        if let Some(lesson) = self.lesson.as_mut() {
-            lesson.restart(&label);
-        }
-        self.run = RunModel::default();
-        self.now_ms = 0.0;
-        self.moment = None;
-        self.error = None;
-        self.sim_playing = true;
-    }
-
-    /// The time the screen shows: the frozen moment, or now.
+    /// The time the screen shows: the inspected moment, or the cursor.
     pub fn view_ms(&self) -> f64 {
-        self.moment.unwrap_or(self.now_ms)
+        self.moment.unwrap_or(self.cursor_ms)
     }
 
-    pub fn update(&mut self, action: Action) -> Vec<Effect> {
+    fn act(&mut self, action: Action) -> Vec<Effect> {
         self.status = None;
+        if self.replay.is_some()
+            && let Some(effects) = self.act_in_replay(action)
+        {
+            return effects;
+        }
         match action {
             Action::Quit => self.quit = true,
             Action::Help => {
@@ -420,6 +716,7 @@ impl App {
             }
             Action::Restart => {
                 self.previous = None;
+                self.scripted.clear();
                 return vec![Effect::StartRun];
             }
             Action::Compare => {
@@ -432,7 +729,10 @@ impl App {
                     self.variant = (self.variant + 1) % self.variants.len();
                     self.fencing = self.variants[self.variant].fencing;
                 }
+                self.scripted =
+                    if self.variants.is_empty() { self.user_controls() } else { Vec::new() };
                 self.previous = Some(self.run.clone());
+                self.previous_label = self.run_label.clone();
                 return vec![Effect::StartRun];
             }
             Action::ToggleInspector => self.inspector = !self.inspector,
@@ -479,7 +779,8 @@ impl App {
                 let delta = self.window_ms / 60.0;
                 let from = self.view_ms();
                 let to = if action == Action::MomentBack { from - delta } else { from + delta };
-                self.moment = Some(to.clamp(0.0, self.now_ms));
+                // Within what the view has reached: never past the cursor.
+                self.moment = Some(to.clamp(0.0, self.cursor_ms));
             }
             Action::ZoomIn => self.window_ms = (self.window_ms / 1.5).max(1000.0),
             Action::ZoomOut => self.window_ms = (self.window_ms * 1.5).min(120_000.0),
@@ -509,16 +810,9 @@ impl App {
             return Vec::new();
         };
         self.previous = None;
+        self.scripted.clear();
         self.status = Some(format!("starting {}...", to.label()));
         vec![Effect::SwitchService(to)]
-    }
-
-    /// A mouse click at a screen position: clicking a lane selects its worker.
-    pub fn click(&mut self, screen: Rect, at: Position) {
-        let hit = render::lane_rows(screen, self).into_iter().find(|row| row.area.contains(at));
-        if let Some(row) = hit.filter(|row| row.current) {
-            self.selected = row.lane;
-        }
     }
 
     fn command_selected(&mut self, command: WorkerCommand) -> Vec<Effect> {
@@ -549,11 +843,13 @@ impl App {
         self.speed = SPEEDS[i];
         // The simulator's clock and a replay's are ours: the speed applies at once.
         if self.simulated || self.replay.is_some() {
+            // The cursor, catching up after a hold, goes at the run's new pace too.
+            self.pace = self.speed;
             self.status = Some(format!("speed {}x", self.speed));
             vec![Effect::Pace(PaceChange::Speed(self.speed))]
         } else {
             self.status = Some(format!(
-                "speed {}x from the next run (leases on Redis are set when taken): press r",
+                "speed {}x from the next run (leases on real servers are set when taken): press r",
                 self.speed
             ));
             Vec::new()
@@ -582,19 +878,132 @@ impl App {
         self.status = Some(format!("worker {name} added to the next run: press r to restart"));
     }
 
+    /// The moments at which violations became visible, up to `upto_ms`: each one's
+    /// event (for an overlap, the second holder's grant), so the panels at that moment
+    /// show it.
+    fn violation_moments(&self, upto_ms: f64) -> Vec<f64> {
+        let upto = self.log.partition_point(|e| e.t_ms <= upto_ms);
+        let events = &self.log[..upto];
+        let mut times: Vec<f64> = crate::check::check(events)
+            .iter()
+            .map(|v| {
+                let i = events.partition_point(|e| e.seq < v.seq());
+                events.get(i).map_or_else(|| violation_time(v), |e| e.t_ms)
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times.dedup();
+        times
+    }
+
+    /// The next violation after the view's moment (or the first), up to `upto_ms`.
+    fn next_violation_time(&mut self, upto_ms: f64) -> Option<f64> {
+        let after = self.view_ms();
+        let times = self.violation_moments(upto_ms);
+        let next = times.iter().find(|t| **t > after + 0.0005).or(times.first()).copied();
+        if next.is_none() {
+            self.status = Some("no safety violation in this run".into());
+        }
+        next
+    }
+
     fn next_violation(&mut self) {
-        let after = self.moment.unwrap_or(-1.0);
-        let times: Vec<f64> = self.run.violations.iter().map(violation_time).collect();
-        match times.iter().find(|t| **t > after + 0.0005).or(times.first()) {
-            Some(t) => self.moment = Some(*t),
-            None => self.status = Some("no safety violation in this run".into()),
+        if let Some(t) = self.next_violation_time(self.cursor_ms) {
+            self.moment = Some(t);
         }
     }
-}
 
-/// A run without variants is labelled by its fencing, as `Scenario::planned_runs` does.
-fn fencing_label(fencing: bool) -> String {
-    format!("fencing tokens: {}", if fencing { "on" } else { "off" })
+    /// The pauses and crashes the user made in this run, to repeat at the same
+    /// moments in the compare run.
+    fn user_controls(&self) -> Vec<(f64, String, WorkerCommand)> {
+        let scripted_crash = |name: &str| {
+            self.run_scenario().is_some_and(|s| {
+                s.workers.iter().any(|w| w.name == name && w.steps.contains(&Step::Crash))
+            })
+        };
+        let mut held: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for e in &self.log {
+            let EventKind::Worker { worker, what } = &e.kind else { continue };
+            let command = match what {
+                WorkerEvent::Paused { ms, by_user: true } => {
+                    if ms.is_none() {
+                        held.push(worker);
+                    }
+                    WorkerCommand::Pause { ms: *ms }
+                }
+                WorkerEvent::Resumed if held.contains(&worker.as_str()) => {
+                    held.retain(|h| *h != worker);
+                    WorkerCommand::Resume
+                }
+                WorkerEvent::Crashed if !scripted_crash(worker) => WorkerCommand::Crash,
+                _ => continue,
+            };
+            out.push((e.t_ms, worker.clone(), command));
+        }
+        out
+    }
+
+    /// The scenario the current run was started with.
+    fn run_scenario(&self) -> Option<&Scenario> {
+        self.log.first().and_then(|e| match &e.kind {
+            EventKind::RunStarted { scenario, .. } => Some(scenario.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// What a key does in a replay: time keys move the replay's cursor; view keys
+    /// (None here) work as live; keys that would change the run say a replay cannot.
+    fn act_in_replay(&mut self, action: Action) -> Option<Vec<Effect>> {
+        let end = self.reached_ms;
+        let pause = |app: &mut App| app.replay = Some(Replaying { playing: false });
+        match action {
+            Action::SimPlayPause | Action::HoldSelected => {
+                if self.cursor_ms >= end {
+                    self.cursor_ms = 0.0;
+                }
+                let playing = self.replay.is_some_and(|r| r.playing);
+                self.replay = Some(Replaying { playing: !playing });
+                self.resumed = true;
+            }
+            Action::SimStep | Action::StepBack => {
+                pause(self);
+                let t = self.cursor_ms;
+                let times = self.log.iter().map(|e| e.t_ms);
+                self.cursor_ms = if action == Action::SimStep {
+                    times.clone().find(|at| *at > t).unwrap_or(end)
+                } else {
+                    times.rev().find(|at| *at < t).unwrap_or(0.0)
+                };
+            }
+            Action::MomentBack | Action::MomentForward => {
+                pause(self);
+                let delta = self.window_ms / 60.0;
+                let delta = if action == Action::MomentBack { -delta } else { delta };
+                self.cursor_ms = (self.cursor_ms + delta).clamp(0.0, end);
+            }
+            Action::Restart => {
+                self.cursor_ms = 0.0;
+                self.replay = Some(Replaying { playing: true });
+                self.resumed = true;
+            }
+            Action::NextViolation => {
+                if let Some(t) = self.next_violation_time(end) {
+                    pause(self);
+                    self.cursor_ms = t;
+                }
+            }
+            Action::SpeedDown | Action::SpeedUp => return None,
+            _ if super::keys::works_in_replay(action) => return None,
+            _ => {
+                self.status = Some(format!(
+                    "this is a replay of a saved run: it can be played, stepped and scrubbed, not changed ({})",
+                    super::keys::describe(action)
+                ));
+            }
+        }
+        Some(Vec::new())
+    }
 }
 
 /// The runs a scenario defines for comparing (none: compare flips fencing).
@@ -624,7 +1033,6 @@ pub fn secs(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::log::{Event, EventKind, WorkerEvent};
     use crate::scenario::builtin;
 
     fn app() -> App {
@@ -639,8 +1047,16 @@ mod tests {
             backend: "test".into(),
             time_scale: 1.0,
         };
-        app.run.ingest(&[Event { seq: 0, t_ms: 0.0, kind: started }]);
+        app.update(Msg::RunStarting);
+        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind: started }]);
         app
+    }
+
+    /// The loop's news: events, then the clock at the last one.
+    fn log(app: &mut App, events: Vec<Event>) -> Vec<Effect> {
+        let t = events.last().map_or(0.0, |e| e.t_ms);
+        app.update(Msg::Logged(events));
+        app.update(Msg::Clock { reached_ms: t, real_ms: 0.0 })
     }
 
     fn event(seq: u64, worker: &str, what: WorkerEvent) -> Event {
@@ -666,7 +1082,7 @@ mod tests {
             app.update(Action::HoldSelected),
             [Effect::Worker("A".into(), WorkerCommand::Pause { ms: None })]
         );
-        app.run.ingest(&[event(1, "A", WorkerEvent::Paused { ms: None, by_user: true })]);
+        log(&mut app, vec![event(1, "A", WorkerEvent::Paused { ms: None, by_user: true })]);
         assert_eq!(
             app.update(Action::HoldSelected),
             [Effect::Worker("A".into(), WorkerCommand::Resume)]
@@ -692,7 +1108,7 @@ mod tests {
             storage: vec![],
             outcome: crate::engine::log::RunOutcome::Completed,
         };
-        app.run.ingest(&[Event { seq: 1, t_ms: 5.0, kind: ended }]);
+        log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended }]);
         assert!(app.update(Action::CrashSelected).is_empty());
         assert!(app.status.as_deref().unwrap_or("").contains("press r"));
     }
@@ -744,6 +1160,170 @@ mod tests {
         redlock.apply(&mut app.scenario);
         assert_eq!(app.update(Action::NextStorage), []);
         assert!(app.status.as_deref().unwrap_or_default().contains("Redlock keeps its storage"));
+    }
+
+    fn worker(seq: u64, t_ms: f64, name: &str, what: WorkerEvent) -> Event {
+        Event { seq, t_ms, kind: EventKind::Worker { worker: name.into(), what } }
+    }
+
+    fn lesson_app(simulated: bool) -> App {
+        let lesson = crate::lesson::find("gc-pause").unwrap().unwrap();
+        let state = LessonState::new(
+            crate::lesson::Narration::default(),
+            "fencing tokens: off",
+            lesson.scenario.checkpoints.clone(),
+            vec![],
+        );
+        let started = app().log.remove(0);
+        let mut lesson_app =
+            App::new(lesson.scenario, false, 1.0, simulated, "t".into(), Theme::DEFAULT)
+                .with_lesson(state);
+        lesson_app.update(Msg::RunStarting);
+        lesson_app.update(Msg::Logged(vec![started]));
+        lesson_app
+    }
+
+    #[test]
+    fn on_real_servers_the_cursor_waits_at_a_question_while_the_run_goes_on() {
+        let mut app = lesson_app(false);
+        let events = vec![
+            worker(1, 0.0, "A", WorkerEvent::Acquired { token: 1 }),
+            worker(2, 2100.0, "B", WorkerEvent::Acquired { token: 2 }),
+            worker(3, 3000.0, "A", WorkerEvent::Acquired { token: 3 }),
+        ];
+        app.update(Msg::Logged(events));
+        // The run is at 3.2 s; the question is at 2.1 s.
+        assert!(app.update(Msg::Clock { reached_ms: 3200.0, real_ms: 3200.0 }).is_empty());
+        assert!(app.held());
+        assert_eq!(app.view_ms(), 2100.0);
+        assert_eq!(app.run.seen(), 3, "the frozen moment includes the event at 2.1 s");
+        assert!(app.run.writes.is_empty() && app.run.lanes[0].last_token == Some(1));
+        app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 1800.0 });
+        assert_eq!(app.view_ms(), 2100.0, "the cursor never passes an open question");
+        app.update(Action::PauseWorker(1));
+        app.update(Action::Continue);
+        // The time the learner took to answer is not made up for.
+        app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 9000.0 });
+        assert_eq!(app.view_ms(), 2100.0);
+        // From where it stopped, at the run's pace.
+        app.update(Msg::Clock { reached_ms: 5500.0, real_ms: 500.0 });
+        assert_eq!(app.view_ms(), 2600.0);
+        assert_eq!(app.run.seen(), 3);
+        app.update(Msg::Clock { reached_ms: 6000.0, real_ms: 500.0 });
+        assert_eq!(app.view_ms(), 3100.0);
+        assert_eq!(app.run.seen(), 4);
+        app.update(Msg::Clock { reached_ms: 6500.0, real_ms: 10_000.0 });
+        assert_eq!(app.view_ms(), 6500.0, "caught up, it follows the run again");
+    }
+
+    #[test]
+    fn on_the_simulator_a_question_stops_time() {
+        let mut app = lesson_app(true);
+        let effects = app.update(Msg::Clock { reached_ms: 2130.0, real_ms: 33.0 });
+        assert_eq!(effects, [Effect::Pace(PaceChange::Playing(false))]);
+        assert_eq!(app.view_ms(), 2100.0);
+        app.update(Action::PauseWorker(1));
+        assert_eq!(app.update(Action::Continue), [Effect::Pace(PaceChange::Playing(true))]);
+    }
+
+    #[test]
+    fn compare_repeats_the_users_pauses_and_crashes_at_their_moments() {
+        let mut app = app();
+        app.simulated = true;
+        log(
+            &mut app,
+            vec![
+                worker(1, 0.0, "A", WorkerEvent::Acquired { token: 1 }),
+                worker(2, 500.0, "A", WorkerEvent::Paused { ms: Some(4000), by_user: true }),
+                worker(3, 700.0, "B", WorkerEvent::Paused { ms: None, by_user: true }),
+                worker(4, 900.0, "B", WorkerEvent::Resumed),
+                worker(5, 950.0, "A", WorkerEvent::Paused { ms: Some(10), by_user: false }),
+                worker(6, 1000.0, "B", WorkerEvent::Crashed),
+            ],
+        );
+        assert_eq!(app.update(Action::Compare), [Effect::StartRun]);
+        app.update(Msg::RunStarting);
+        assert_eq!(app.run_label, "fencing tokens: on");
+        assert_eq!(app.previous_label, "fencing tokens: off");
+        assert!(app.update(Msg::Clock { reached_ms: 400.0, real_ms: 400.0 }).is_empty());
+        assert_eq!(
+            app.update(Msg::Clock { reached_ms: 800.0, real_ms: 400.0 }),
+            [
+                Effect::Worker("A".into(), WorkerCommand::Pause { ms: Some(4000) }),
+                Effect::Worker("B".into(), WorkerCommand::Pause { ms: None }),
+            ]
+        );
+        assert_eq!(
+            app.update(Msg::Clock { reached_ms: 1200.0, real_ms: 400.0 }),
+            [
+                Effect::Worker("B".into(), WorkerCommand::Resume),
+                Effect::Worker("B".into(), WorkerCommand::Crash),
+            ]
+        );
+        // A restart is a fresh run: nothing repeats.
+        assert_eq!(app.update(Action::Restart), [Effect::StartRun]);
+        app.update(Msg::RunStarting);
+        assert!(app.update(Msg::Clock { reached_ms: 2000.0, real_ms: 2000.0 }).is_empty());
+    }
+
+    #[test]
+    fn n_jumps_where_the_panels_show_the_violation_and_never_past_the_cursor() {
+        let mut app = app();
+        let holder = |h: Option<&str>| crate::engine::log::Truth {
+            holder: h.map(str::to_string),
+            ttl_ms: None,
+            fence_counter: 0,
+            storage_highest: 0,
+            nodes: Vec::new(),
+            expired: None,
+        };
+        log(
+            &mut app,
+            vec![
+                worker(1, 0.0, "A", WorkerEvent::Acquired { token: 1 }),
+                Event { seq: 2, t_ms: 0.5, kind: EventKind::Truth(holder(Some("A"))) },
+                worker(3, 3000.0, "B", WorkerEvent::Acquired { token: 2 }),
+                Event { seq: 4, t_ms: 3000.5, kind: EventKind::Truth(holder(Some("B"))) },
+            ],
+        );
+        app.update(Action::NextViolation);
+        assert_eq!(app.moment, Some(3000.0), "B's grant: both believe from here");
+        assert!(
+            app.run
+                .violations
+                .iter()
+                .any(|v| crate::check::ViolationKind::OverlappingBelief == v.kind())
+        );
+        app.update(Action::Back);
+        app.update(Msg::Seek(1000.0));
+        assert_eq!(app.run.seen(), 3, "an inspected moment cuts the model too");
+        app.update(Msg::Seek(99_999.0));
+        assert_eq!(app.view_ms(), 3000.5, "never past the cursor");
+    }
+
+    #[test]
+    fn compare_headings_and_the_end_hint_name_the_lessons_variants() {
+        let lesson = crate::lesson::find("unsafe-release").unwrap().unwrap();
+        let mut app = App::new(lesson.scenario, false, 1.0, true, "t".into(), Theme::DEFAULT);
+        let names: Vec<String> = app.variants.iter().map(|v| v.label.clone()).collect();
+        assert!(names.len() >= 2 && names[0] != names[1]);
+        app.update(Msg::RunStarting);
+        let started = app.next_run();
+        let kind = EventKind::RunStarted {
+            version: 1,
+            run_id: "t".into(),
+            scenario: Box::new(started.0),
+            fencing: started.1,
+            label: "fencing tokens: off".into(),
+            backend: "test".into(),
+            time_scale: 1.0,
+        };
+        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind }]);
+        assert_eq!(app.run_label, names[0]);
+        assert_eq!(app.compare_label(), names[1], "the end hint names what c runs");
+        app.update(Action::Compare);
+        app.update(Msg::RunStarting);
+        assert_eq!((&app.previous_label, &app.run_label), (&names[0], &names[1]));
     }
 
     #[test]

@@ -68,17 +68,29 @@ pub struct Binding {
     pub help: &'static str,
     /// Shown in the one-line footer (the most used keys only).
     pub footer: Option<&'static str>,
+    /// What the key does in a replay of a saved run.
+    pub replay: InReplay,
+}
+
+/// A key in a replay: the same as live (a view key), something of the replay's own
+/// (moving its cursor), or nothing, because it would change a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InReplay {
+    Same,
+    Does(&'static str),
+    Cannot,
 }
 
 pub const BINDINGS: &[Binding] = &[
-    b("q", &[KeyCode::Char('q')], Action::Quit, "quit (also Ctrl-C)", Some("quit")),
-    b("?", &[KeyCode::Char('?')], Action::Help, "this help", Some("help")),
+    b("q", &[KeyCode::Char('q')], Action::Quit, "quit (also Ctrl-C)", Some("quit"), InReplay::Same),
+    b("?", &[KeyCode::Char('?')], Action::Help, "this help", Some("help"), InReplay::Same),
     b(
         "Enter",
         &[KeyCode::Enter],
         Action::Continue,
         "lessons: continue (answer questions with 1-9)",
         None,
+        InReplay::Cannot,
     ),
     b(
         "PgUp/Dn",
@@ -86,6 +98,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::NarrationUp,
         "lessons: scroll the narration",
         None,
+        InReplay::Same,
     ),
     b(
         "< >",
@@ -93,6 +106,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::NarrationBack,
         "lessons: read the step before / after",
         None,
+        InReplay::Same,
     ),
     b(
         "R",
@@ -100,6 +114,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::Retake,
         "lessons: take the lesson again, with fresh questions",
         None,
+        InReplay::Cannot,
     ),
     b(
         "↑ ↓",
@@ -107,6 +122,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::SelectPrev,
         "select a worker's lane (or click it)",
         None,
+        InReplay::Same,
     ),
     b(
         "1-9",
@@ -114,6 +130,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::PauseWorker(0),
         "pause worker 1-9 for the pause length",
         Some("pause A/B/.."),
+        InReplay::Cannot,
     ),
     b(
         "p",
@@ -121,6 +138,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::PauseSelected,
         "pause the selected worker for the pause length",
         None,
+        InReplay::Cannot,
     ),
     b(
         "space",
@@ -128,6 +146,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::HoldSelected,
         "pause the selected worker until resumed / resume it",
         Some("hold/resume"),
+        InReplay::Does("play/pause"),
     ),
     b(
         "x",
@@ -135,6 +154,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::CrashSelected,
         "crash the selected worker (it never releases)",
         Some("crash"),
+        InReplay::Cannot,
     ),
     b(
         "f",
@@ -142,6 +162,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::ToggleFencing,
         "fencing tokens on/off (now, and for reruns)",
         Some("fencing"),
+        InReplay::Cannot,
     ),
     b(
         "r",
@@ -149,6 +170,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::Restart,
         "restart the scenario (with any changed settings)",
         Some("restart"),
+        InReplay::Does("from the start"),
     ),
     b(
         "c",
@@ -156,13 +178,15 @@ pub const BINDINGS: &[Binding] = &[
         Action::Compare,
         "rerun: a lesson's next variant, or fencing flipped; one run above the other",
         Some("compare"),
+        InReplay::Cannot,
     ),
     b(
         "i",
         &[KeyCode::Char('i')],
         Action::ToggleInspector,
-        "show the Redis commands each worker sent",
+        "show the commands each worker sent, with replies and latency",
         Some("commands"),
+        InReplay::Same,
     ),
     b(
         "[ ]",
@@ -170,6 +194,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::SpeedDown,
         "slower / faster (scales every lease and pause)",
         None,
+        InReplay::Does("speed"),
     ),
     b(
         "t T",
@@ -177,6 +202,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::TtlDown,
         "lease (TTL) shorter / longer, for the next run",
         None,
+        InReplay::Cannot,
     ),
     b(
         "- +",
@@ -184,6 +210,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::PauseLengthDown,
         "pause length shorter / longer",
         None,
+        InReplay::Cannot,
     ),
     b(
         "a d",
@@ -191,6 +218,7 @@ pub const BINDINGS: &[Binding] = &[
         Action::AddWorker,
         "add / remove a worker, for the next run",
         None,
+        InReplay::Cannot,
     ),
     b(
         "l w",
@@ -198,22 +226,39 @@ pub const BINDINGS: &[Binding] = &[
         Action::NextLock,
         "next lock service (Redis, Redlock, etcd) / storage (Redis, PostgreSQL)",
         None,
+        InReplay::Cannot,
     ),
-    b("s", &[KeyCode::Char('s')], Action::SimPlayPause, "simulator: stop / start time", None),
+    b(
+        "s",
+        &[KeyCode::Char('s')],
+        Action::SimPlayPause,
+        "simulator: stop / start time",
+        None,
+        InReplay::Does("play/pause"),
+    ),
     b(
         ".",
         &[KeyCode::Char('.')],
         Action::SimStep,
         "simulator: step time by 100 ms (while stopped); replay: to the next event",
         None,
+        InReplay::Does("next event"),
     ),
-    b(",", &[KeyCode::Char(',')], Action::StepBack, "replay: back to the previous event", None),
+    b(
+        ",",
+        &[KeyCode::Char(',')],
+        Action::StepBack,
+        "replay: back to the previous event",
+        None,
+        InReplay::Does("previous event"),
+    ),
     b(
         "← →",
         &[KeyCode::Left, KeyCode::Right],
         Action::MomentBack,
         "freeze and move through time; inspect who held what",
         None,
+        InReplay::Does("scrub"),
     ),
     b(
         "z Z",
@@ -221,16 +266,25 @@ pub const BINDINGS: &[Binding] = &[
         Action::ZoomIn,
         "zoom the timeline in / out",
         None,
+        InReplay::Same,
     ),
-    b("n", &[KeyCode::Char('n')], Action::NextViolation, "jump to the next safety violation", None),
+    b(
+        "n",
+        &[KeyCode::Char('n')],
+        Action::NextViolation,
+        "jump to the next safety violation",
+        None,
+        InReplay::Does("next violation"),
+    ),
     b(
         "m",
         &[KeyCode::Char('m')],
         Action::CycleTheme,
         "switch between the normal and the presenter theme",
         None,
+        InReplay::Same,
     ),
-    b("Esc", &[KeyCode::Esc], Action::Back, "close this help / back to live", None),
+    b("Esc", &[KeyCode::Esc], Action::Back, "close this help / back to live", None, InReplay::Same),
 ];
 
 const fn b(
@@ -239,8 +293,49 @@ const fn b(
     action: Action,
     help: &'static str,
     footer: Option<&'static str>,
+    replay: InReplay,
 ) -> Binding {
-    Binding { label, codes, action, help, footer }
+    Binding { label, codes, action, help, footer, replay }
+}
+
+/// The table's row for an action (a pair's second action finds the pair's row).
+pub fn binding(action: Action) -> Option<&'static Binding> {
+    let first = match action {
+        Action::PauseWorker(_) => Action::PauseWorker(0),
+        other => first_of(other),
+    };
+    BINDINGS.iter().find(|b| b.action == first)
+}
+
+/// The key works in a replay as it does live.
+pub fn works_in_replay(action: Action) -> bool {
+    binding(action).is_some_and(|b| b.replay == InReplay::Same)
+}
+
+/// How the help names an action: its key and what it does.
+pub fn describe(action: Action) -> String {
+    binding(action).map_or_else(String::new, |b| format!("{}: {}", b.label, b.help))
+}
+
+/// The replay's own keys and what each does, in table order (a key whose meaning an
+/// earlier one already has, like `s` after `space`, is left out).
+pub fn replay_bindings() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for b in BINDINGS {
+        if let InReplay::Does(what) = b.replay
+            && out.iter().all(|(_, w)| *w != what)
+        {
+            out.push((b.label, what));
+        }
+    }
+    out
+}
+
+/// The replay's own keys, as one line: "space play/pause · r from the start · ...".
+pub fn replay_keys() -> String {
+    let parts: Vec<String> =
+        replay_bindings().iter().map(|(key, what)| format!("{key} {what}")).collect();
+    parts.join(" · ")
 }
 
 /// The action for a key press, if any. Pairs in the table ("[ ]", "t T", ...) map
@@ -258,6 +353,21 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         }
     }
     None
+}
+
+/// The first half of a paired binding.
+fn first_of(action: Action) -> Action {
+    match action {
+        Action::SelectNext => Action::SelectPrev,
+        Action::SpeedUp => Action::SpeedDown,
+        Action::TtlUp => Action::TtlDown,
+        Action::PauseLengthUp => Action::PauseLengthDown,
+        Action::RemoveWorker => Action::AddWorker,
+        Action::NextStorage => Action::NextLock,
+        Action::MomentForward => Action::MomentBack,
+        Action::ZoomOut => Action::ZoomIn,
+        other => other,
+    }
 }
 
 /// The other half of a paired binding.

@@ -101,6 +101,8 @@ impl LessonState {
         self.label = label.to_string();
         self.steps = match self.narration.steps_for(label) {
             Some(steps) if !steps.is_empty() => steps.to_vec(),
+            // A lesson file without narration at all: only its questions.
+            _ if self.narration.runs.is_empty() => Vec::new(),
             _ => vec![NarrationStep {
                 title: format!("This run: {label}"),
                 at_ms: 0,

@@ -8,10 +8,8 @@
 pub mod app;
 pub mod keys;
 pub mod lesson;
-pub mod model;
 pub mod record;
 pub mod render;
-pub mod replay;
 mod runner;
 mod terminal;
 pub mod theme;
@@ -28,7 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::backend::deployment::{Shape, Targets, deploy};
 use crate::lesson::Lesson;
-use app::{App, Effect, Service};
+use app::{App, Effect, Msg, Service};
 use runner::Runner;
 use theme::Theme;
 
@@ -86,14 +84,18 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
         let label = app.run_label();
         app = app.with_lesson(lesson::LessonState::new(narration, &label, checkpoints, table));
     }
-    app.status = notice;
+    if let Some(notice) = notice {
+        app.update(Msg::Notice(notice));
+    }
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
-    let mut saver = Saver { file: save_file };
+    let source = Source::Live {
+        runner: Box::new(Runner::new(deployment)),
+        targets,
+        saver: Saver { file: save_file },
+    };
     let record = options.record.clone();
-    let runner = Runner::new(deployment);
-    let result =
-        runtime.block_on(event_loop(&mut app, runner, targets, &mut saver, record.as_deref()));
-    result.map(|()| ExitCode::SUCCESS)
+    runtime.block_on(event_loop(&mut app, source, record.as_deref()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes each run of the session to the `--save` file as it is replaced, and the last
@@ -123,7 +125,8 @@ pub struct ReplayOptions {
 }
 
 /// The app for replaying `events` (one run, starting with `run_started`): the
-/// recorded scenario, fencing and backend, and the replay's keys in the status line.
+/// recorded scenario, fencing and backend, the whole log loaded, the cursor at the
+/// start, and the replay's keys in the status line.
 pub fn replay_app(
     events: &[crate::engine::log::Event],
     options: &ReplayOptions,
@@ -133,13 +136,12 @@ pub fn replay_app(
     else {
         bail!("{}: the run has no run_started event", options.file);
     };
-    let label = format!("{} · recorded on {backend}", options.file);
+    let name = std::path::Path::new(&options.file).file_name().map(|n| n.to_string_lossy());
+    let label = format!("{} · recorded on {backend}", name.unwrap_or_default());
     let theme = Theme::initial(options.presenter);
     let mut app = App::new((**scenario).clone(), *fencing, options.speed, false, label, theme);
-    app.status = Some(
-        "replay: space play/pause · . , step an event · ← → scrub · n next violation · [ ] speed · r from the start"
-            .into(),
-    );
+    app.open_replay(events.to_vec());
+    app.update(Msg::Notice(format!("replay: {}", keys::replay_keys())));
     Ok(app)
 }
 
@@ -155,17 +157,23 @@ pub fn replay(
         );
     }
     let mut app = replay_app(&events, &options)?;
-    let player = replay::Player::new(events, options.speed);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(replay::run(&mut app, player, options.record.as_deref()))?;
+    let runtime = crate::runtime::build(false)?;
+    runtime.block_on(event_loop(&mut app, Source::Saved, options.record.as_deref()))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the events and the time come from. The loop, the app and the views are the
+/// same for both: a view never knows whether it is live.
+enum Source<'a> {
+    /// Runs started here, on servers (or the simulator) the runner owns.
+    Live { runner: Box<Runner>, targets: &'a Targets<'a>, saver: Saver },
+    /// A saved log, already in the app: time moves by play and keys.
+    Saved,
 }
 
 async fn event_loop(
     app: &mut App,
-    mut runner: Runner,
-    targets: &Targets<'_>,
-    saver: &mut Saver,
+    mut source: Source<'_>,
     record: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let (mut terminal, _guard, mut recording) = terminal::enter(record)?;
@@ -177,13 +185,29 @@ async fn event_loop(
     let mut frames = tokio::time::interval(FRAME);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
-    start_run(app, &mut runner).await;
-    let mut grown = runner.log().map(|l| l.subscribe());
+    let mut grown = None;
+    if let Source::Live { runner, .. } = &mut source {
+        start_run(app, runner).await;
+        grown = runner.log().map(|l| l.subscribe());
+    }
+    let mut last = std::time::Instant::now();
     loop {
-        sync(app, &runner);
-        for effect in app.lesson_tick() {
-            runner.apply(&effect);
+        let mut effects = Vec::new();
+        let mut reached_ms = 0.0;
+        if let Source::Live { runner, .. } = &source {
+            if let Some(log) = runner.log() {
+                let new = log.since(app.log().len());
+                if !new.is_empty() {
+                    app.update(Msg::Logged(new));
+                }
+            }
+            reached_ms = runner.now_ms();
         }
+        let now = std::time::Instant::now();
+        let real_ms = (now - last).as_secs_f64() * 1000.0;
+        last = now;
+        effects.extend(app.update(Msg::Clock { reached_ms, real_ms }));
+        apply(app, &mut source, effects, &mut terminal, &mut grown).await?;
         // Each lesson step is a marker in the recording.
         let step = app.lesson.as_ref().and_then(|l| l.current()).map(|s| s.title.clone());
         if step.is_some() && step != step_shown {
@@ -201,88 +225,78 @@ async fn event_loop(
                 handle_input(app, ev, screen)
             }
             () = log_grew(&mut grown) => Vec::new(),
-            _ = frames.tick(), if app.live() => Vec::new(),
+            _ = frames.tick(), if app.animating() => Vec::new(),
             () = wake_at(app.next_wakeup()) => Vec::new(),
-            _ = term.recv() => { app.quit = true; Vec::new() }
-            _ = int.recv() => { app.quit = true; Vec::new() }
-            _ = hup.recv() => { app.quit = true; Vec::new() }
+            _ = term.recv() => app.update(Msg::Quit),
+            _ = int.recv() => app.update(Msg::Quit),
+            _ = hup.recv() => app.update(Msg::Quit),
         };
-        for effect in effects {
-            if let Effect::SwitchService(to) = effect {
-                // Show "starting ..." before the servers take their time.
-                terminal.draw(|frame| render::draw(frame, app))?;
-                switch_service(app, &mut runner, targets, to).await;
-            }
-            if matches!(effect, Effect::StartRun | Effect::SwitchService(_)) {
-                saver.save(&runner)?;
-                start_run(app, &mut runner).await;
-                grown = runner.log().map(|l| l.subscribe());
-            } else {
-                runner.apply(&effect);
-            }
-        }
+        apply(app, &mut source, effects, &mut terminal, &mut grown).await?;
         if app.quit {
             break;
         }
     }
-    runner.shutdown().await;
-    saver.save(&runner)
+    if let Source::Live { runner, saver, .. } = &mut source {
+        runner.shutdown().await;
+        saver.save(runner)?;
+    }
+    Ok(())
 }
 
-/// Move to the lock service and storage the app's scenario now names, starting their
-/// servers. This blocks the loop while they start (PostgreSQL takes about a second),
-/// on the main thread, which the servers' lives are tied to.
+/// Carry out what the app asked for. A saved log has nothing to steer.
+async fn apply(
+    app: &mut App,
+    source: &mut Source<'_>,
+    effects: Vec<Effect>,
+    terminal: &mut terminal::Tui,
+    grown: &mut Option<tokio::sync::watch::Receiver<usize>>,
+) -> anyhow::Result<()> {
+    let Source::Live { runner, targets, saver } = source else { return Ok(()) };
+    for effect in effects {
+        if let Effect::SwitchService(to) = effect {
+            // Show "starting ..." before the servers take their time.
+            terminal.draw(|frame| render::draw(frame, app))?;
+            switch_service(app, runner, targets, to).await;
+        }
+        if matches!(effect, Effect::StartRun | Effect::SwitchService(_)) {
+            saver.save(runner)?;
+            start_run(app, runner).await;
+            *grown = runner.log().map(|l| l.subscribe());
+        } else {
+            runner.apply(&effect);
+        }
+    }
+    Ok(())
+}
+
+/// Move to the lock service and storage the app's scenario would use after `to`,
+/// starting their servers. This blocks the loop while they start (PostgreSQL takes
+/// about a second), on the main thread, which the servers' lives are tied to.
 async fn switch_service(app: &mut App, runner: &mut Runner, targets: &Targets<'_>, to: Service) {
     let mut scenario = app.scenario.clone();
     to.apply(&mut scenario);
     match deploy(targets, Shape::of(&scenario)) {
         Ok(deployment) => {
-            app.scenario = scenario;
-            for variant in &mut app.variants {
-                to.apply(&mut variant.scenario);
-            }
-            app.simulated = deployment.simulated();
-            app.backend_label = deployment.describe();
-            app.status = Some(deployment.fallback_notice().unwrap_or_else(|| to.label()));
+            let (simulated, backend, notice) =
+                (deployment.simulated(), deployment.describe(), deployment.fallback_notice());
             runner.switch(deployment).await;
+            app.update(Msg::Switched { to, simulated, backend, notice });
         }
-        Err(e) => app.error = Some(e.to_string()),
+        Err(e) => {
+            app.update(Msg::Failed(e.to_string()));
+        }
     }
 }
 
 async fn start_run(app: &mut App, runner: &mut Runner) {
-    app.begin_run();
+    app.update(Msg::RunStarting);
     let (scenario, fencing) = app.next_run();
     if let Err(e) = runner.start(&scenario, fencing, app.speed).await {
-        app.error = Some(e.to_string());
+        app.update(Msg::Failed(e.to_string()));
     }
 }
 
-/// Bring the app up to date with the run: new events and the current time.
-fn sync(app: &mut App, runner: &Runner) {
-    if let Some(log) = runner.log() {
-        let new = log.since(app.run.seen());
-        if !new.is_empty() {
-            let was_live = app.run.ended.is_none();
-            app.run.ingest(&new);
-            if was_live && app.run.ended.is_some() {
-                // The run is over: make room for the "what next" hint.
-                app.status = None;
-            }
-            if let Some((_, crate::engine::log::RunOutcome::Failed { error })) = &app.run.ended
-                && app.error.is_none()
-            {
-                app.error = Some(error.clone());
-            }
-        }
-    }
-    app.now_ms = match &app.run.ended {
-        Some((t, _)) => *t,
-        None => runner.now_ms(),
-    };
-}
-
-/// Sleep until the lesson's reading time runs out (forever when none runs).
+/// Sleep until `at`, or forever.
 async fn wake_at(at: Option<std::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -316,8 +330,10 @@ fn handle_input(app: &mut App, ev: Event, screen: Rect) -> Vec<Effect> {
             keys::action_for(key).map(|a| app.update(a)).unwrap_or_default()
         }
         Event::Mouse(m) if m.kind == MouseEventKind::Down(MouseButton::Left) => {
-            app.click(screen, Position::new(m.column, m.row));
-            Vec::new()
+            match render::lane_at(screen, app, Position::new(m.column, m.row)) {
+                Some(lane) => app.update(Msg::Select(lane)),
+                None => Vec::new(),
+            }
         }
         _ => Vec::new(),
     }

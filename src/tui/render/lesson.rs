@@ -51,6 +51,17 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     }
 }
 
+/// Rows the panel needs at this width, with its border: the step being read and
+/// what follows it (an open question, its choices and the feedback), so a layout
+/// short of room can give the panel that much and no more.
+pub fn narration_height(app: &App, width: u16) -> u16 {
+    let Some(lesson) = &app.lesson else { return 0 };
+    let (lines, read_from) = panel_lines(app, lesson, width.saturating_sub(3) as usize);
+    let prompt = u16::from(hold_prompt(lesson).is_some());
+    let rows = lines.len().saturating_sub(read_from).min(u16::MAX as usize / 2) as u16;
+    rows + prompt + 2
+}
+
 /// The key that ends the hold the lesson is in, if it is held at a step.
 fn hold_prompt(lesson: &LessonState) -> Option<&'static str> {
     if lesson.focus.is_some() || lesson.open_checkpoint().is_some() {

@@ -26,25 +26,35 @@ use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::app::{App, Overlay};
 
-pub use timeline::{LaneRow, lane_rows};
+pub use timeline::{LaneRow, lane_at, lane_rows};
 
 /// Below this the screen cannot show a useful timeline; we say so instead.
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
+/// Below this width the side panels stack under the timeline (playground), or a
+/// lesson's narration goes under it across the whole width.
+const WIDE: u16 = 120;
 const SIDEBAR_WIDTH: u16 = 44;
 /// Lessons need room for prose beside the timeline.
 const LESSON_SIDEBAR_WIDTH: u16 = 60;
 const LESSON_STORAGE_HEIGHT: u16 = 8;
+/// The least a timeline keeps when a lesson's narration needs the room.
+const NARROW_TIMELINE_MIN: u16 = 7;
+/// The storage beside the timeline when the narration is under it.
+const NARROW_STORAGE_WIDTH: u16 = 32;
 const TOKENS_HEIGHT: u16 = 10;
+/// Tokens and storage side by side under the timeline, on a narrow screen.
+const STACKED_HEIGHT: u16 = 7;
 const MONITOR_HEIGHT: u16 = 6;
+const NARROW_MONITOR_HEIGHT: u16 = 4;
 const INSPECTOR_HEIGHT: u16 = 12;
 
-/// The panels' places on a screen of a given size.
+/// The panels' places on a screen of a given size (a zero-sized area is not drawn).
 pub struct Areas {
     pub header: Rect,
     pub timeline: Rect,
-    /// The tokens panel, or in a lesson the narration.
     pub tokens: Rect,
+    pub lesson: Rect,
     pub storage: Rect,
     pub hint: Rect,
     pub bottom: Rect,
@@ -52,7 +62,42 @@ pub struct Areas {
 }
 
 pub fn areas(screen: Rect, app: &App) -> Areas {
-    let bottom_height = if app.inspector { INSPECTOR_HEIGHT } else { MONITOR_HEIGHT };
+    let none = Rect::default();
+    let wide = screen.width >= WIDE;
+    if app.lesson.is_some() && !wide {
+        // A lesson on a projector-sized screen: no monitor; the narration gets the room
+        // it needs (its question, choices and feedback), under the timeline.
+        let [header, body, hint, footer] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(8),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
+        .areas(screen);
+        // The timeline keeps at least its axis and two thin lanes.
+        let lesson_h = lesson::narration_height(app, body.width)
+            .min(body.height.saturating_sub(NARROW_TIMELINE_MIN));
+        let [top, lesson] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(lesson_h)]).areas(body);
+        let [timeline, storage] =
+            Layout::horizontal([Constraint::Min(30), Constraint::Length(NARROW_STORAGE_WIDTH)])
+                .areas(top);
+        return Areas {
+            header,
+            timeline,
+            tokens: none,
+            lesson,
+            storage,
+            hint,
+            bottom: none,
+            footer,
+        };
+    }
+    let bottom_height = match (app.inspector, wide) {
+        (true, _) => INSPECTOR_HEIGHT,
+        (false, true) => MONITOR_HEIGHT,
+        (false, false) => NARROW_MONITOR_HEIGHT,
+    };
     let [header, body, hint, bottom, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(8),
@@ -61,17 +106,37 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
         Constraint::Length(1),
     ])
     .areas(screen);
-    let lesson = app.lesson.is_some();
-    let width = if lesson { LESSON_SIDEBAR_WIDTH.min(screen.width / 2) } else { SIDEBAR_WIDTH };
-    let [timeline, sidebar] =
-        Layout::horizontal([Constraint::Min(30), Constraint::Length(width)]).areas(body);
-    let split = if lesson {
-        [Constraint::Min(6), Constraint::Length(LESSON_STORAGE_HEIGHT)]
+    let tokens_shown = app.uses_lock();
+    if app.lesson.is_some() {
+        let width = LESSON_SIDEBAR_WIDTH.min(screen.width / 2);
+        let [timeline, sidebar] =
+            Layout::horizontal([Constraint::Min(30), Constraint::Length(width)]).areas(body);
+        let needed = lesson::narration_height(app, sidebar.width);
+        let lesson_h = needed
+            .min(sidebar.height.saturating_sub(4))
+            .max(sidebar.height.saturating_sub(LESSON_STORAGE_HEIGHT));
+        let [lesson, storage] =
+            Layout::vertical([Constraint::Length(lesson_h), Constraint::Min(0)]).areas(sidebar);
+        return Areas { header, timeline, tokens: none, lesson, storage, hint, bottom, footer };
+    }
+    if wide {
+        let [timeline, sidebar] =
+            Layout::horizontal([Constraint::Min(30), Constraint::Length(SIDEBAR_WIDTH)])
+                .areas(body);
+        let tokens_h = if tokens_shown { TOKENS_HEIGHT } else { 0 };
+        let [tokens, storage] =
+            Layout::vertical([Constraint::Length(tokens_h), Constraint::Min(3)]).areas(sidebar);
+        return Areas { header, timeline, tokens, lesson: none, storage, hint, bottom, footer };
+    }
+    // Narrow playground: the side panels side by side under the timeline.
+    let [timeline, stacked] =
+        Layout::vertical([Constraint::Min(6), Constraint::Length(STACKED_HEIGHT)]).areas(body);
+    let [tokens, storage] = if tokens_shown {
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(stacked)
     } else {
-        [Constraint::Length(TOKENS_HEIGHT), Constraint::Min(3)]
+        [none, stacked]
     };
-    let [tokens, storage] = Layout::vertical(split).areas(sidebar);
-    Areas { header, timeline, tokens, storage, hint, bottom, footer }
+    Areas { header, timeline, tokens, lesson: none, storage, hint, bottom, footer }
 }
 
 /// Draw everything.
@@ -86,17 +151,22 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let a = areas(screen, app);
     panels::header(a.header, buf, app);
     timeline::render(a.timeline, buf, app);
-    if app.lesson.is_some() {
-        lesson::narration(a.tokens, buf, app);
-    } else {
+    if !a.lesson.is_empty() {
+        lesson::narration(a.lesson, buf, app);
+    }
+    if !a.tokens.is_empty() {
         panels::tokens(a.tokens, buf, app);
     }
-    panels::storage(a.storage, buf, app);
+    if a.storage.height >= 3 {
+        panels::storage(a.storage, buf, app);
+    }
     panels::hint(a.hint, buf, app);
-    if app.inspector {
-        panels::inspector(a.bottom, buf, app);
-    } else {
-        panels::monitor(a.bottom, buf, app);
+    if !a.bottom.is_empty() {
+        if app.inspector {
+            panels::inspector(a.bottom, buf, app);
+        } else {
+            panels::monitor(a.bottom, buf, app);
+        }
     }
     panels::footer(a.footer, buf, app);
     if let Some(error) = &app.error {

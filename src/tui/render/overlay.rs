@@ -21,12 +21,12 @@ fn centered(screen: Rect, width: u16, height: u16) -> Rect {
 
 /// The glyphs and what they mean: colour never carries meaning alone.
 const LEGEND: &[(&str, &str)] = &[
-    ("█", "holds the lock (its belief, and Redis agrees)"),
-    ("▓ ▒", "DANGER: believes it holds the lock, Redis says otherwise (▒ while paused)"),
+    ("█", "holds the lock (its belief, and the lock service agrees)"),
+    ("▓ ▒", "DANGER: believes it holds the lock, the lock service says otherwise (▒ while paused)"),
     ("░ ‖", "paused (GC / slow disk / VM steal): issues no command"),
     ("┄", "waiting for the lock"),
     ("✔w2 ✘w1", "write accepted / rejected, with the writer's token"),
-    ("A·B", "Redis holder lane: who holds the key in Redis (· nobody)"),
+    ("A·B", "holder lane: who the lock service (Redis, etcd) lists (· nobody)"),
 ];
 
 pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme) {
@@ -34,7 +34,7 @@ pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme) {
     Clear.render(area, buf);
     let mut lines = vec![
         Line::styled(
-            "Each lane shows what a worker BELIEVES; the Redis lane shows the TRUTH.",
+            "Each lane shows what a worker BELIEVES; the holder lane shows the TRUTH.",
             theme.title,
         ),
         Line::styled("Pause a worker past its lease and watch the two disagree.", theme.dim),

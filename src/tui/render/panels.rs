@@ -9,8 +9,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::{App, violation_time};
 use super::super::keys::BINDINGS;
-use super::super::model::{Belief, at};
 use crate::engine::log::RunOutcome;
+use crate::model::{Belief, at};
 
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()
@@ -26,45 +26,88 @@ fn tail<T>(items: &[T], area: Rect) -> &[T] {
     &items[items.len().saturating_sub(room)..]
 }
 
+/// One line: what runs and how. Run state, speed and the fencing badge come first
+/// and always fit; the title and the server's address take what room is left (a
+/// socket path is the first thing to go).
 pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let run = &app.run;
+    let view = app.view_ms() / 1000.0;
     let state = match (&run.ended, app.moment) {
         (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
-        _ if app.replay.is_some_and(|r| r.playing) => {
-            format!("▶ REPLAY {:.3} s", app.now_ms / 1000.0)
-        }
-        _ if app.replay.is_some() => format!("‖ REPLAY {:.3} s", app.now_ms / 1000.0),
-        (Some((_, RunOutcome::Failed { .. })), _) => {
-            format!("✖ FAILED at {:.1} s", app.now_ms / 1000.0)
-        }
-        (Some(_), _) => format!("■ ENDED {:.1} s", app.now_ms / 1000.0),
+        _ if app.replay.is_some_and(|r| r.playing) => format!("▶ REPLAY {view:.3} s"),
+        _ if app.replay.is_some() => format!("‖ REPLAY {view:.3} s"),
+        (Some((_, RunOutcome::Failed { .. })), _) => format!("✖ FAILED at {view:.1} s"),
+        _ if app.held() => format!("‖ HELD {view:.1} s"),
+        (Some(_), _) => format!("■ ENDED {view:.1} s"),
         (None, _) if run.lanes.is_empty() => "… starting".to_string(),
-        (None, _) if app.simulated && !app.sim_playing => {
-            format!("‖ TIME STOPPED {:.1} s", app.now_ms / 1000.0)
-        }
-        (None, _) => format!("▶ LIVE {:.1} s", app.now_ms / 1000.0),
+        (None, _) if app.simulated && !app.sim_playing => format!("‖ TIME STOPPED {view:.1} s"),
+        (None, _) => format!("▶ LIVE {view:.1} s"),
     };
     let backend_style = if app.simulated { t.simulator } else { t.backend };
-    let fencing = if app.fencing { " FENCING ON ✔ " } else { " FENCING OFF ✘ " };
-    let fencing_style = if app.fencing { t.fencing_on } else { t.fencing_off };
-    let line = Line::from(vec![
-        Span::styled(" fencelab ", t.title),
-        Span::styled(format!("· {} · ", app.scenario.title), t.dim),
-        Span::styled(app.backend_label.clone(), backend_style),
-        Span::styled(" · ", t.dim),
+    // Live, the setting the next writes get; in a replay, the run's at the cursor.
+    let on = if app.replay.is_some() { run.fencing } else { app.fencing };
+    let fencing = if on { " FENCING ON ✔ " } else { " FENCING OFF ✘ " };
+    let fencing_style = if on { t.fencing_on } else { t.fencing_off };
+    let mut spans = vec![
+        Span::styled(" fencelab · ", t.title),
         Span::styled(state, t.title),
-        Span::styled(format!(" · speed {}x · ", app.speed), t.dim),
+        Span::styled(format!(" · speed {}x ", app.speed), t.dim),
         Span::styled(fencing, fencing_style),
-    ]);
-    Paragraph::new(line).style(t.base).render(area, buf);
+    ];
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let room = (area.width as usize).saturating_sub(used);
+    let title = format!(" · {}", app.scenario.title);
+    let mut backend = short_backend(&app.backend_label, room.saturating_sub(width(&title) + 3));
+    if !backend.is_empty() && width(&title) + width(&backend) + 3 <= room {
+        spans.push(Span::styled(title, t.dim));
+    } else {
+        // The title goes before the backend does.
+        backend = short_backend(&app.backend_label, room.saturating_sub(3));
+    }
+    if !backend.is_empty() {
+        spans.push(Span::styled(" · ", t.dim));
+        spans.push(Span::styled(backend, backend_style));
+    }
+    Paragraph::new(Line::from(spans)).style(t.base).render(area, buf);
+}
+
+/// Columns a string takes on screen.
+fn width(s: &str) -> usize {
+    Span::raw(s).width()
+}
+
+/// The backend's description in at most `room` columns: without its socket path or
+/// address first, then cut.
+fn short_backend(label: &str, room: usize) -> String {
+    if width(label) <= room {
+        return label.to_string();
+    }
+    let words: Vec<&str> =
+        label.split(' ').filter(|w| !w.contains("://") && !w.starts_with('/')).collect();
+    let short = words.join(" ");
+    if width(&short) <= room {
+        return short;
+    }
+    if room < 4 {
+        return String::new();
+    }
+    let mut cut = String::new();
+    for c in short.chars() {
+        if width(&cut) + 2 > room {
+            break;
+        }
+        cut.push(c);
+    }
+    cut.push('…');
+    cut
 }
 
 pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let run = &app.run;
     let view = app.view_ms();
-    let accepts = match (app.fencing, run.highest_accepted()) {
+    let accepts = match (run.fencing, run.highest_accepted()) {
         (true, Some(h)) => format!("tokens ≥ {h} only"),
         (true, None) => "any token, then only higher".to_string(),
         (false, _) => "any token (no check)".to_string(),
@@ -154,15 +197,26 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
             let b = at(&l.spans, m).unwrap_or(Belief::Idle);
             parts.push(format!("{} {}", l.name, describe(b)));
         }
-        parts.push(format!("· Redis: {}", run.holder_at(m).unwrap_or("nobody")));
+        if app.uses_lock() {
+            let holder = run.holder_at(m).unwrap_or("nobody");
+            parts.push(format!("· {}: {holder}", app.service_name()));
+        }
         (parts.join("  "), t.title)
+    } else if app.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_some()) {
+        // While a question waits, nothing here may comment on what comes next.
+        (String::new(), t.dim)
     } else if let Some(text) = situation(app) {
         (text, t.danger)
     } else if let Some(status) = &app.status {
         (status.clone(), t.title)
     } else if run.ended.is_some() {
-        let next = format!("c for the next run ({}), ", app.compare_label());
+        let next = match app.replay {
+            Some(_) => String::new(),
+            None => format!("c to run \"{}\" below this one, ", app.compare_label()),
+        };
         (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
+    } else if app.lesson.is_some() || !app.uses_lock() || run.lanes.is_empty() {
+        (String::new(), t.dim)
     } else {
         (
             "Press 1 to pause A mid-lease (like a GC pause), f to switch fencing, ? for help."
@@ -179,7 +233,7 @@ fn situation(app: &App) -> Option<String> {
     if run.ended.is_some() {
         return None;
     }
-    let now = app.now_ms;
+    let now = app.view_ms();
     let holder = run.holder_at(now);
     for l in &run.lanes {
         let b = at(&l.spans, now).unwrap_or(Belief::Idle);
@@ -253,7 +307,7 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
         })
         .collect();
     Paragraph::new(lines)
-        .block(block(" Commands sent to Redis (i to close) ", app))
+        .block(block(&format!(" Commands sent (i to close) · {} ", app.service_name()), app))
         .render(area, buf);
 }
 

@@ -11,8 +11,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::super::app::App;
-use super::super::model::{Belief, RunModel, at};
 use super::super::theme::Theme;
+use crate::model::{Belief, RunModel, at};
 
 /// Width of the label column on the left of each lane.
 const GUTTER: u16 = 16;
@@ -64,7 +64,9 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     let lanes: usize = runs.iter().map(|(_, r)| r.lanes.len()).sum();
     let titles = if app.previous.is_some() { runs.len() } else { 0 };
     let node_lanes: usize = runs.iter().map(|(_, r)| r.nodes.len()).sum();
-    let fixed = 2 + titles + runs.len() + node_lanes; // axis, lease, titles, truth lanes
+    let lock = app.uses_lock();
+    let truth_lanes = if lock { runs.len() } else { 0 };
+    let fixed = 1 + usize::from(lock) + titles + truth_lanes + node_lanes; // axis, lease, ...
     let per_lane = (height as usize).saturating_sub(fixed).checked_div(lanes).unwrap_or(0);
     let per_lane = per_lane.clamp(MIN_LANE_ROWS, MAX_LANE_ROWS);
     let mut rows = vec![Row::Axis];
@@ -76,15 +78,27 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
             rows.extend(std::iter::repeat_n(Row::Belief { previous, lane }, per_lane - 1));
             rows.push(Row::Marks { previous, lane });
         }
-        rows.push(Row::Truth { previous });
+        if lock {
+            rows.push(Row::Truth { previous });
+        }
         rows.extend((0..run.nodes.len()).map(|node| Row::Node { previous, node }));
     }
-    rows.push(Row::Lease);
+    if lock {
+        rows.push(Row::Lease);
+    }
     rows
 }
 
 fn inner(area: Rect) -> Rect {
     Block::default().borders(Borders::ALL).inner(area)
+}
+
+/// The worker whose lane (in the current run) is at `at`, if any.
+pub fn lane_at(screen: Rect, app: &App, at: ratatui::layout::Position) -> Option<usize> {
+    lane_rows(screen, app)
+        .into_iter()
+        .find(|row| row.current && row.area.contains(at))
+        .map(|r| r.lane)
 }
 
 /// Where each lane of the current screen is.
@@ -112,14 +126,11 @@ pub fn lane_rows(screen: Rect, app: &App) -> Vec<LaneRow> {
     out
 }
 
-/// The visible time window [start, end) in scenario ms.
+/// The visible time window [start, end) in scenario ms: the view's moment at the
+/// right edge (the window fills from the left first).
 fn window(app: &App) -> (f64, f64) {
     let w = app.window_ms;
-    let end = match app.moment {
-        // Keep the inspected moment in view, within what has happened.
-        Some(m) => (m + w / 2.0).clamp(w, app.now_ms.max(w)),
-        None => app.now_ms.max(w),
-    };
+    let end = app.view_ms().max(w);
     (end - w, end)
 }
 
@@ -127,8 +138,9 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
     let theme = &app.theme;
     let title = match app.moment {
         Some(m) => {
-            format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back to live ", m / 1000.0)
+            format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back ", m / 1000.0)
         }
+        None if app.held() => " Timeline · held for the lesson · Enter goes on ".to_string(),
         None => " Timeline · now at the right edge ".to_string(),
     };
     Block::default()
@@ -177,14 +189,20 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The last moment a run has reached: its end, or now.
+    /// The last moment a run shows: its end, or the view's moment.
     fn reached(&self, previous: bool) -> f64 {
         let run = self.run(previous);
         match (&run.ended, previous) {
             (Some((t, _)), _) => *t,
             (None, true) => run.last_ms,
-            (None, false) => self.app.now_ms,
+            (None, false) => self.app.view_ms(),
         }
+    }
+
+    /// The time slice column `c` stands for.
+    fn slice(&self, c: u16) -> (f64, f64) {
+        let from = self.start + c as f64 * self.ms_per_col;
+        (from, from + self.ms_per_col)
     }
 
     /// The middle of column `c`, in scenario ms.
@@ -203,7 +221,9 @@ impl<'a> Ctx<'a> {
             Row::Title { previous } => {
                 let run = self.run(previous);
                 let which = if previous { "earlier run" } else { "this run" };
-                let text = format!("── {which}: {} ──", run.label);
+                let label = if previous { &self.app.previous_label } else { &self.app.run_label };
+                let label = if label.is_empty() { &run.label } else { label };
+                let text = format!("── {which}: {label} ──");
                 self.buf.set_stringn(
                     x,
                     y,
@@ -261,12 +281,29 @@ impl<'a> Ctx<'a> {
         );
         let reached = self.reached(previous);
         for c in 0..self.plot.width {
-            let t = self.time_of(c);
-            if t > reached {
+            let (from, to) = self.slice(c);
+            if from > reached {
                 break;
             }
-            let belief = at(&l.spans, t).unwrap_or(Belief::Idle);
-            let (glyph, style) = self.cell(belief, run.holder_at(t), &l.name);
+            let t = self.time_of(c).min(reached);
+            let mut belief = at(&l.spans, t).unwrap_or(Belief::Idle);
+            let mut holder = run.holder_at(t);
+            // A hold shorter than a column still gets its cell, in the light of what
+            // the lock service listed during that column.
+            let until = to.min(reached + 0.0005);
+            if belief.held_token().is_none()
+                && let Some(s) =
+                    within(&l.spans, from, until).find(|s| s.value.held_token().is_some())
+            {
+                belief = s.value;
+                holder = run.holder_at(s.from_ms);
+                if starting_in(&run.truth, from, until)
+                    .any(|s| s.value.as_deref() == Some(l.name.as_str()))
+                {
+                    holder = Some(l.name.as_str());
+                }
+            }
+            let (glyph, style) = self.cell(belief, holder, &l.name);
             self.put(c, y, glyph, style);
         }
         self.cursor(y);
@@ -357,11 +394,19 @@ impl<'a> Ctx<'a> {
         self.buf.set_string(x, y, label, self.theme.title);
         let reached = self.reached(previous);
         for c in 0..self.plot.width {
-            let t = self.time_of(c);
-            if t > reached {
+            let (from, to) = self.slice(c);
+            if from > reached {
                 break;
             }
-            let (glyph, style) = match run.holder_at(t) {
+            let t = self.time_of(c).min(reached);
+            let mut holder = run.holder_at(t);
+            // A holder for less than a column still gets its cell.
+            if let Some(s) = within(&run.truth, from, to.min(reached + 0.0005))
+                .find(|s| s.value.is_some() && s.value.as_deref() != holder)
+            {
+                holder = s.value.as_deref();
+            }
+            let (glyph, style) = match holder {
                 Some(h) => {
                     let i = run.lanes.iter().position(|l| l.name == h).unwrap_or(0);
                     let initial =
@@ -405,7 +450,7 @@ impl<'a> Ctx<'a> {
 
     /// The current lease draining: who holds it and how much is left.
     fn lease(&mut self, x: u16, y: u16) {
-        let run = &self.app.run;
+        let run: &RunModel = &self.app.run;
         self.buf.set_string(x, y, " lease (TTL)", self.theme.title);
         let view = self.app.view_ms();
         let bar_width = (self.plot.width / 2).max(10) as usize;
@@ -463,4 +508,31 @@ impl<'a> Ctx<'a> {
             }
         }
     }
+}
+
+/// The spans that begin and end within [from, to): too short for the column's middle
+/// to fall in them.
+fn within<T>(
+    spans: &[crate::model::Span<T>],
+    from: f64,
+    to: f64,
+) -> impl Iterator<Item = &crate::model::Span<T>> {
+    let i = spans.partition_point(|s| s.from_ms < from);
+    let ends = spans.iter().map(|s| s.from_ms).skip(i + 1).chain([f64::INFINITY]);
+    spans[i..]
+        .iter()
+        .zip(ends)
+        .take_while(move |(s, _)| s.from_ms < to)
+        .filter(move |(_, end)| *end <= to)
+        .map(|(s, _)| s)
+}
+
+/// The spans that begin within [from, to).
+fn starting_in<T>(
+    spans: &[crate::model::Span<T>],
+    from: f64,
+    to: f64,
+) -> impl Iterator<Item = &crate::model::Span<T>> {
+    let i = spans.partition_point(|s| s.from_ms < from);
+    spans[i..].iter().take_while(move |s| s.from_ms < to)
 }

@@ -1,4 +1,5 @@
-//! What the screen draws, derived from one run's event log.
+//! What the views draw, derived from one run's event log: the TUI's screens and the
+//! SVG pictures read this model, so it lives below both and knows no terminal.
 //!
 //! The model consumes events one at a time (as they arrive live, or all at once
 //! from a finished log) and keeps them in shapes that are cheap to draw: per-lane
@@ -65,9 +66,14 @@ impl Lane {
         self.spans.last().map_or(Belief::Idle, |s| s.value)
     }
 
+    /// From `t` on, the worker believes `value`. A change at the same moment replaces
+    /// the last span, except a hold: a grant that lasted no time at all (acquire,
+    /// write and release in one millisecond) stays in the lane, to be drawn.
     fn set(&mut self, t: f64, value: Belief) {
         match self.spans.last_mut() {
-            Some(last) if last.from_ms == t => last.value = value,
+            Some(last) if last.from_ms == t && last.value.held_token().is_none() => {
+                last.value = value
+            }
             _ => self.spans.push(Span { from_ms: t, value }),
         }
     }
@@ -116,7 +122,8 @@ pub struct RunModel {
     pub label: String,
     pub fencing: bool,
     pub lanes: Vec<Lane>,
-    /// Who Redis lists as holder, from each truth reading that changed it.
+    /// Who the lock service lists as holder, from each truth reading that changed it,
+    /// and from the answers workers got (a grant, the check after a write, a delete).
     pub truth: Vec<Span<Option<String>>>,
     /// Redlock: per node, who it lists (`Some(None)`: nobody) or `None` while down.
     pub nodes: Vec<Vec<Span<Option<Option<String>>>>>,
@@ -196,9 +203,7 @@ impl RunModel {
             }
             EventKind::Worker { worker, what } => self.apply_worker(t, worker, what),
             EventKind::Truth(truth) => {
-                if self.truth.last().is_none_or(|s| s.value != truth.holder) {
-                    self.truth.push(Span { from_ms: t, value: truth.holder.clone() });
-                }
+                self.set_holder(t, truth.holder.clone());
                 self.last_truth = Some((t, truth.clone()));
                 for (i, holder) in truth.nodes.iter().enumerate() {
                     self.set_node(t, i, |now| now.map(|_| holder.clone()));
@@ -234,6 +239,9 @@ impl RunModel {
             }
             WorkerEvent::Waiting { .. } => Belief::Waiting,
             WorkerEvent::Acquired { token } => {
+                // The grant is the lock service's own answer: it lists this worker now,
+                // even if the observer never reads it (a hold of a millisecond).
+                self.set_holder(t, Some(worker.to_string()));
                 self.lanes[i].last_token = Some(*token);
                 self.mark(t, i, format!("got {token}"));
                 Belief::Holding { token: *token }
@@ -266,6 +274,8 @@ impl RunModel {
                     stale,
                     result: None,
                 });
+                // Who the lock service listed right after the write: a reading too.
+                self.set_holder(t, redis_holder.clone());
                 if redis_holder.as_deref() == Some(worker) {
                     return;
                 }
@@ -298,7 +308,12 @@ impl RunModel {
                 self.mark(t, i, format!("WAIT {acked}/{wanted}"));
                 return;
             }
-            WorkerEvent::Released { .. } => Belief::Released,
+            WorkerEvent::Released { deleted, .. } => {
+                if *deleted {
+                    self.set_holder(t, None);
+                }
+                Belief::Released
+            }
             WorkerEvent::Renewed { extended } => {
                 if *extended {
                     return;
@@ -320,6 +335,13 @@ impl RunModel {
             }
         };
         self.lanes[i].set(t, next);
+    }
+
+    /// The lock service lists `holder` from `t` on.
+    fn set_holder(&mut self, t: f64, holder: Option<String>) {
+        if self.truth.last().is_none_or(|s| s.value != holder) {
+            self.truth.push(Span { from_ms: t, value: holder });
+        }
     }
 
     /// Change node `i`'s state at `t` (its current state in, its new state out).

@@ -1,0 +1,143 @@
+//! Lessons that ask before they show, on real servers: every lesson of the course runs
+//! on private servers (a redis-server; Redlock nodes, a failover pair, etcd or
+//! PostgreSQL where the lesson needs them) while the TUI's app follows it. At every
+//! question the run goes on in the background, and the screen must be exactly the one
+//! drawn from the log cut at the question's moment: nothing later shows anywhere.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use fencelab::engine::log::Event;
+use fencelab::engine::{RunOptions, prepare};
+use fencelab::lesson::Lesson;
+use fencelab::tui::app::{App, Msg};
+use fencelab::tui::keys::Action;
+use fencelab::tui::lesson::LessonState;
+use fencelab::tui::render::draw;
+use fencelab::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tokio_util::sync::CancellationToken;
+
+/// How far the run must have gone past a question before the screen is compared: far
+/// enough that the answer has happened in the servers.
+const RUN_ON_MS: f64 = 1500.0;
+
+fn screen(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    terminal.draw(|f| draw(f, app)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn app_for(lesson: &Lesson, simulated: bool) -> App {
+    let app =
+        App::new(lesson.scenario.clone(), false, 1.0, simulated, "private".into(), Theme::DEFAULT);
+    let label = app.run_label();
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    app.with_lesson(LessonState::new(lesson.narration.clone(), &label, checkpoints, vec![]))
+}
+
+/// The reference: a fresh app given only the events up to `at_ms`, driven through the
+/// same keys, until question `question` is open.
+fn cut_at(lesson: &Lesson, simulated: bool, events: &[Event], at_ms: f64, keys: &[Action]) -> App {
+    let mut app = app_for(lesson, simulated);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events.iter().filter(|e| e.t_ms <= at_ms).cloned().collect()));
+    // After Enter the cursor goes on from where it stopped: a first tick, then time.
+    let tick = |app: &mut App| {
+        for _ in 0..2 {
+            app.update(Msg::Clock { reached_ms: at_ms, real_ms: 1e9 });
+        }
+    };
+    for key in keys {
+        tick(&mut app);
+        app.update(*key);
+    }
+    tick(&mut app);
+    app
+}
+
+async fn follow(lesson: &Lesson) -> (usize, usize) {
+    let name = lesson.scenario.name.clone();
+    let mut app = app_for(lesson, false);
+    app.update(Msg::RunStarting);
+    let (scenario, fencing) = app.next_run();
+    let deployment = support::deployment_for(&scenario, false);
+    let simulated = deployment.simulated();
+    let mut app = app_for(lesson, simulated);
+    app.update(Msg::RunStarting);
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let prepared =
+        prepare(lock, storage, &scenario, RunOptions::new(fencing), &CancellationToken::new())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let log = prepared.log();
+    let task = tokio::spawn(async move { prepared.execute().await });
+    let mut keys: Vec<Action> = Vec::new();
+    // Questions asked, and those the run had already gone past in the servers.
+    let mut questions = (0, 0);
+    let mut last = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "{name}: the lesson did not finish");
+        let new = log.since(app.log().len());
+        app.update(Msg::Logged(new));
+        let real_ms = last.elapsed().as_secs_f64() * 1000.0;
+        last = Instant::now();
+        app.update(Msg::Clock { reached_ms: log.clock().now_ms(), real_ms });
+        let state = app.lesson.clone().unwrap();
+        if let Some((i, c)) = state.open_checkpoint() {
+            let at_ms = c.at_ms as f64;
+            // The run goes on (or ends) in the servers while the question waits.
+            let until = Instant::now() + Duration::from_millis(RUN_ON_MS as u64);
+            while Instant::now() < until && app.live() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                app.update(Msg::Logged(log.since(app.log().len())));
+                app.update(Msg::Clock { reached_ms: log.clock().now_ms(), real_ms: 20.0 });
+            }
+            if app.log().last().is_some_and(|e| e.t_ms > at_ms) {
+                questions.1 += 1;
+            }
+            assert_eq!(app.view_ms(), at_ms, "{name}: the view is not at the question");
+            let shown = screen(&app);
+            let reference = screen(&cut_at(lesson, simulated, app.log(), at_ms, &keys));
+            assert_eq!(
+                shown,
+                reference,
+                "{name}: question {} at {at_ms} ms shows something later than its moment",
+                i + 1
+            );
+            questions.0 += 1;
+            for key in [Action::PauseWorker(c.answer - 1), Action::Continue] {
+                app.update(key);
+                keys.push(key);
+            }
+        } else if state.hold.is_some() {
+            app.update(Action::Continue);
+            keys.push(Action::Continue);
+        } else if !app.live() && state.finished() && app.run.ended.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    task.await.unwrap();
+    // Servers stop off the runtime's threads (PostgreSQL's shutdown blocks).
+    tokio::task::spawn_blocking(move || drop(deployment)).await.unwrap();
+    questions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_question_of_the_course_shows_anything_later_than_its_moment_on_real_servers() {
+    let (mut asked, mut past) = (0, 0);
+    for lesson in fencelab::lesson::course().unwrap() {
+        let (a, p) = follow(&lesson).await;
+        (asked, past) = (asked + a, past + p);
+    }
+    assert!(asked >= 19, "only {asked} questions were asked");
+    assert!(past >= asked * 2 / 3, "the runs went past only {past} of {asked} questions");
+}
