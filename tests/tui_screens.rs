@@ -578,3 +578,21 @@ fn the_playground_below_120_columns_stacks_its_panels_and_keeps_the_header_state
     assert!(shown.contains("Redis holder"), "{shown}");
     insta::assert_snapshot!(term.backend());
 }
+
+/// On a projector-sized screen the help is taller than the screen: the arrows scroll
+/// it down to the glyph legend at its end.
+#[test]
+fn the_help_scrolls_on_a_small_screen() {
+    let events = playground_log(false, None);
+    let mut app = app_at(&events, 1000.0, false);
+    app.update(Action::Help);
+    let shown = text(screen(&app, 100, 30).backend().buffer());
+    assert!(shown.contains("↑↓ scroll"), "{shown}");
+    assert!(!shown.contains("holder lane: who"), "{shown}");
+    for _ in 0..40 {
+        app.update(Action::SelectNext);
+    }
+    let shown = text(screen(&app, 100, 30).backend().buffer());
+    assert!(shown.contains("holder lane: who"), "the legend at the end: {shown}");
+    assert_eq!(app.selected, 0, "the arrows scrolled the help, not the lanes");
+}

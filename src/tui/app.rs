@@ -204,6 +204,8 @@ pub struct App {
     pub sim_playing: bool,
     pub selected: usize,
     pub overlay: Overlay,
+    /// How far the help is scrolled (it is taller than a projector's screen).
+    pub help_scroll: u16,
     pub inspector: bool,
     /// A frozen moment being inspected (None: follow "now").
     pub moment: Option<f64>,
@@ -263,6 +265,7 @@ impl App {
             sim_playing: true,
             selected: 0,
             overlay: Overlay::None,
+            help_scroll: 0,
             inspector: false,
             moment: None,
             window_ms: 6000.0,
@@ -653,6 +656,22 @@ impl App {
 
     fn act(&mut self, action: Action) -> Vec<Effect> {
         self.status = None;
+        // While the help is open, the arrows and PgUp/PgDn scroll it.
+        if self.overlay == Overlay::Help {
+            let by = match action {
+                Action::SelectPrev => Some(-1),
+                Action::SelectNext => Some(1),
+                Action::NarrationUp => Some(-(NARRATION_PAGE as i32)),
+                Action::NarrationDown => Some(NARRATION_PAGE as i32),
+                _ => None,
+            };
+            if let Some(by) = by {
+                // No further than the help is long (the drawing stops at its end).
+                let most = super::keys::BINDINGS.len() as u16 + 16;
+                self.help_scroll = self.help_scroll.saturating_add_signed(by as i16).min(most);
+                return Vec::new();
+            }
+        }
         if self.replay.is_some()
             && let Some(effects) = self.act_in_replay(action)
         {
@@ -661,6 +680,7 @@ impl App {
         match action {
             Action::Quit => self.quit = true,
             Action::Help => {
+                self.help_scroll = 0;
                 self.overlay =
                     if self.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
             }

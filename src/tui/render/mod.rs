@@ -173,6 +173,6 @@ pub fn draw(frame: &mut Frame, app: &App) {
         overlay::error(screen, buf, &app.theme, error);
     }
     if app.overlay == Overlay::Help {
-        overlay::help(screen, buf, &app.theme);
+        overlay::help(screen, buf, &app.theme, app.help_scroll);
     }
 }

@@ -29,7 +29,9 @@ const LEGEND: &[(&str, &str)] = &[
     ("A·B", "holder lane: who the lock service (Redis, etcd) lists (· nobody)"),
 ];
 
-pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme) {
+/// The help: every key of the table, then the glyph legend. On a screen shorter than
+/// it, ↑ ↓ (or PgUp/PgDn) scroll it, and its title says so.
+pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme, scroll: u16) {
     let area = centered(screen, 92, (BINDINGS.len() + LEGEND.len() + 9) as u16);
     Clear.render(area, buf);
     let mut lines = vec![
@@ -53,14 +55,20 @@ pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme) {
             Span::styled(*meaning, theme.base),
         ]));
     }
+    let hidden = (lines.len() as u16).saturating_sub(area.height.saturating_sub(2));
+    let scroll = scroll.min(hidden);
+    let title = match hidden {
+        0 => " Help · Esc or ? to close ".to_string(),
+        _ => format!(
+            " Help · ↑↓ scroll ({} of {} rows) · Esc or ? to close ",
+            scroll + area.height.saturating_sub(2),
+            lines.len()
+        ),
+    };
     Paragraph::new(lines)
         .style(theme.base)
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(theme.title)
-                .title(" Help · Esc or ? to close "),
-        )
+        .scroll((scroll, 0))
+        .block(Block::default().borders(Borders::ALL).border_style(theme.title).title(title))
         .render(area, buf);
 }
 
