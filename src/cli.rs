@@ -267,9 +267,5 @@ pub enum BenchWhat {
 
 fn parse_speed(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number; try 0.5 or 2"))?;
-    if (0.05..=20.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("speed {v} is out of range; use 0.05 (very slow) to 20 (very fast)"))
-    }
+    crate::scenario::bounds::check_speed(v)
 }
