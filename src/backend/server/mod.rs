@@ -209,7 +209,11 @@ fn process_exists(pid: libc::pid_t) -> bool {
 pub(crate) fn stop(child: &mut Child, signal: libc::c_int) {
     if let Ok(pid) = libc::pid_t::try_from(child.id()) {
         // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
-        unsafe { libc::kill(pid, signal) };
+        // SIGCONT after: a stopped server (SIGSTOP) acts on the signal at once.
+        unsafe {
+            libc::kill(pid, signal);
+            libc::kill(pid, libc::SIGCONT);
+        }
         let deadline = Instant::now() + Duration::from_secs(1);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {

@@ -1,0 +1,148 @@
+//! Misbehaving servers and signals: every call has a deadline, and SIGINT, SIGTERM
+//! and SIGHUP end `fencelab run` promptly whatever it waits on.
+
+mod support;
+
+use std::net::TcpListener;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn spawn(args: &[&str]) -> Child {
+    support::bin()
+        .args(args)
+        .env_remove("REDIS_URL")
+        .env_remove("FENCELAB_POSTGRES_URL")
+        .env_remove("FENCELAB_ETCD_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for `child` to end, failing the test (and killing it) after `limit`.
+fn finish_within(mut child: Child, limit: Duration, what: &str) -> (Output, Duration) {
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("{what}: still running after {limit:?}; stderr: {}", stderr(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child.wait_with_output().unwrap(), started.elapsed())
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn signal(child: &Child, sig: libc::c_int) {
+    // SAFETY: kill(2) on our own child, which has not been reaped yet.
+    unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+}
+
+/// A PostgreSQL that accepts connections (the kernel completes the handshake for a
+/// listening socket) and never answers: the run fails within the deadline, naming
+/// PostgreSQL and the URL without its password.
+#[test]
+fn a_postgres_that_never_answers_is_a_clear_error_not_a_hang() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let url = format!("postgresql://u:hunter2@127.0.0.1:{port}/db");
+    let child = spawn(&["run", "postgres-fencing", "--postgres", &url]);
+    let (out, took) = finish_within(child, Duration::from_secs(20), "silent PostgreSQL");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let shown = format!("cannot reach PostgreSQL at postgresql://u:***@127.0.0.1:{port}/db");
+    assert!(err.contains(&shown), "{err}");
+    assert!(err.contains("no answer to the connection within 5 s"), "{err}");
+    assert!(!err.contains("hunter2") && !err.contains("PostgreSQL at PostgreSQL"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(took < Duration::from_secs(10), "took {took:?} to give up");
+}
+
+/// While it waits on that silent PostgreSQL, each of SIGINT, SIGTERM and SIGHUP ends
+/// the program within a second or two, with the documented exit code for an
+/// interruption.
+#[test]
+fn a_signal_ends_a_run_stuck_on_a_silent_postgres() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("postgresql://u@{}/db", silent.local_addr().unwrap());
+    for (sig, name) in
+        [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT"), (libc::SIGHUP, "SIGHUP")]
+    {
+        let child = spawn(&["run", "postgres-fencing", "--postgres", &url]);
+        std::thread::sleep(Duration::from_secs(1));
+        signal(&child, sig);
+        let (out, took) = finish_within(child, Duration::from_secs(10), name);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(130), "{name}: {err}");
+        assert!(err.contains("interrupted"), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(took < Duration::from_millis(2500), "{name}: took {took:?} to stop");
+    }
+}
+
+/// Every process under `pid`, depth first.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for child in support::children(pid) {
+        out.push(child);
+        out.extend(descendants(child));
+    }
+    out
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_string()
+}
+
+/// The private PostgreSQL is stopped (SIGSTOP: every one of its processes) in the
+/// middle of a run: SIGTERM still ends fencelab within a few seconds, and the stopped
+/// server goes with it.
+#[test]
+fn a_signal_ends_a_run_whose_private_postgres_is_stopped() {
+    use std::io::BufRead;
+    let mut child = spawn(&["run", "postgres-fencing", "--speed", "0.25"]);
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        let line = line.expect("the run should start on a private PostgreSQL");
+        if line.contains("got lock") {
+            break;
+        }
+    }
+    let postgres: Vec<u32> = support::children(child.id())
+        .into_iter()
+        .filter(|&p| comm(p) == "postgres")
+        .flat_map(|p| std::iter::once(p).chain(descendants(p)))
+        .collect();
+    assert!(!postgres.is_empty(), "no private PostgreSQL under fencelab");
+    for &p in &postgres {
+        // SAFETY: kill(2) on processes of the server this test's child started.
+        unsafe { libc::kill(p as libc::pid_t, libc::SIGSTOP) };
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, libc::SIGTERM);
+    let result = finish_within(child, Duration::from_secs(15), "stopped PostgreSQL");
+    for &p in &postgres {
+        // SAFETY: as above; whatever is left of the server is let go and killed.
+        unsafe {
+            libc::kill(p as libc::pid_t, libc::SIGKILL);
+            libc::kill(p as libc::pid_t, libc::SIGCONT);
+        }
+    }
+    let (out, took) = result;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(took < Duration::from_secs(4), "took {took:?} to stop");
+}
