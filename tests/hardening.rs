@@ -146,3 +146,74 @@ fn a_signal_ends_a_run_whose_private_postgres_is_stopped() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(took < Duration::from_secs(4), "took {took:?} to stop");
 }
+
+/// A scenario whose sweep would take minutes (16 lease lengths × 10,000 runs).
+const LONG_SWEEP: &str = r#"
+name = "long-sweep"
+title = "A sweep that takes minutes"
+ttl_ms = 2000
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "pause", ms = 3000 }, { do = "write", value = "a" }, { do = "release" }]
+[[workers]]
+name = "B"
+start_ms = 100
+steps = [{ do = "acquire" }, { do = "write", value = "b" }, { do = "release" }]
+[sweep]
+lease_ms = [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400, 1500, 1600]
+runs = 10000
+max_pause_ms = 8000
+seed = 7
+"#;
+
+/// A long sweep on the simulator stops within a second of SIGTERM or SIGINT.
+#[test]
+fn a_signal_stops_a_long_sweep_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long-sweep.toml");
+    std::fs::write(&file, LONG_SWEEP).unwrap();
+    for (sig, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
+        let child = support::bin()
+            .args(["run", file.to_str().unwrap(), "--sim"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(child.id() > 0);
+        signal(&child, sig);
+        let (out, took) = finish_within(child, Duration::from_secs(10), name);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(130), "{name}: {err}");
+        assert!(err.contains("interrupted: the sweep was stopped"), "{name}: {err}");
+        assert!(took < Duration::from_millis(1500), "{name}: took {took:?} to stop");
+    }
+}
+
+/// One simulated run as long as the bounds allow (26 workers, hours of scenario time
+/// each): SIGTERM stops it within a second.
+#[test]
+fn a_signal_stops_a_long_simulation_within_a_second() {
+    let steps =
+        vec![r#"{ do = "acquire" }, { do = "work", ms = 3600000 }, { do = "release" }"#; 300]
+            .join(", ");
+    let mut src = "name = \"long\"\ntitle = \"L\"\nttl_ms = 3600000\n".to_string();
+    for i in 0..26 {
+        src.push_str(&format!("[[workers]]\nname = \"W{i}\"\nsteps = [{steps}]\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.toml");
+    std::fs::write(&file, src).unwrap();
+    let child = support::bin()
+        .args(["run", file.to_str().unwrap(), "--sim"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGTERM);
+    let (out, took) = finish_within(child, Duration::from_secs(10), "long simulation");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(took < Duration::from_millis(1500), "took {took:?} to stop");
+}

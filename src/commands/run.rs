@@ -218,8 +218,9 @@ async fn sweep_report(
     check: bool,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<bool>> {
-    let (s, sw) = (scenario.clone(), sweep.clone());
-    let rows = tokio::task::spawn_blocking(move || sweep::on_simulator(&s, &sw)).await??;
+    let (s, sw, stop) = (scenario.clone(), sweep.clone(), cancel.clone());
+    let rows =
+        tokio::task::spawn_blocking(move || sweep::on_simulator_until(&s, &sw, &stop)).await??;
     if cancel.is_cancelled() {
         return Ok(None);
     }
@@ -234,12 +235,15 @@ async fn sweep_report(
     }
     let mut problems = sweep::rarer_never_zero(&rows);
     if !deployment.simulated() && sweep.redis_sample > 0 {
-        let sample =
-            sweep::sample(deployment.lock(), deployment.storage(), scenario, sweep).await?;
-        let s = scenario.clone();
-        let runs = sample.clone();
+        let (lock, storage) = (deployment.lock(), deployment.storage());
+        let sample = sweep::sample(lock, storage, scenario, sweep, cancel).await?;
+        let (s, runs, stop) = (scenario.clone(), sample.clone(), cancel.clone());
         let predicted =
-            tokio::task::spawn_blocking(move || sweep::on_simulator_for(&s, &runs)).await??;
+            tokio::task::spawn_blocking(move || sweep::on_simulator_for(&s, &runs, &stop))
+                .await??;
+        if cancel.is_cancelled() {
+            return Ok(None);
+        }
         let agree =
             sample.iter().zip(&predicted).filter(|((_, _, real), sim)| real == *sim).count();
         say(&format!(
