@@ -104,6 +104,7 @@ pub struct BackendArgs {
         long,
         global = true,
         env = "FENCELAB_ETCD_URL",
+        hide_env_values = true,
         value_name = "URL",
         conflicts_with = "sim"
     )]

@@ -217,3 +217,105 @@ fn a_signal_stops_a_long_simulation_within_a_second() {
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(took < Duration::from_millis(1500), "took {took:?} to stop");
 }
+
+/// A run killed with SIGKILL cannot delete its keys: the fence counter and the storage
+/// keys then carry a TTL of the run's longest length plus an hour, so they go by
+/// themselves, on a shared Redis too.
+#[test]
+fn keys_of_a_killed_run_expire_by_themselves() {
+    use redis::Commands;
+    use std::io::BufRead;
+    let server = support::redis();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("killed.toml");
+    for (check, writes) in [("on", "storage:highest"), ("off", "applied")] {
+        let scenario = format!(
+            "name = \"killed\"\ntitle = \"K\"\nttl_ms = 60000\nidempotency = {}\n[[workers]]\nname = \"A\"\n\
+             steps = [{{ do = \"acquire\" }}, {{ do = \"write\", value = \"a\" }}, {{ do = \"pause\", ms = 600000 }}]\n",
+            check == "off"
+        );
+        std::fs::write(&file, scenario).unwrap();
+        let mut child = support::bin()
+            .args(["run", file.to_str().unwrap(), "--redis", &server.url(), "--fencing", check])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        for line in lines.map_while(Result::ok) {
+            if line.contains("write ACCEPTED") {
+                break;
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut con = support::sync_con(&server);
+        let keys: Vec<String> = con.keys("fencelab:*").unwrap();
+        assert!(keys.iter().any(|k| k.ends_with(":fence")), "{keys:?}");
+        assert!(keys.iter().any(|k| k.ends_with(":storage")), "{keys:?}");
+        assert!(keys.iter().any(|k| k.ends_with(writes)), "{keys:?}");
+        // Longest run: 60 s lease + 600 s pause + a lease per acquire; plus an hour.
+        let most = 3_600_000 + 60_000 * 2 + 600_000;
+        for key in &keys {
+            let pttl: i64 = con.pttl(key).unwrap();
+            // The lock's TTL is its lease.
+            let expected = if key.ends_with(":lock") { 1..=60_000 } else { 3_600_001..=most };
+            assert!(expected.contains(&pttl), "{key}: PTTL {pttl}");
+        }
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    }
+}
+
+/// `--help` names the environment variables but never prints their values, which can
+/// hold passwords.
+#[test]
+fn help_never_prints_a_secret_from_the_environment() {
+    for args in [&["--help"][..], &["run", "--help"], &["play", "--help"], &["-h"]] {
+        let out = support::bin()
+            .args(args)
+            .env("REDIS_URL", "redis://:hunter2@db.example:6379")
+            .env("FENCELAB_ETCD_URL", "http://root:hunter2@etcd.example:2379")
+            .env("FENCELAB_POSTGRES_URL", "postgres://u:hunter2@pg.example/db")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{args:?}");
+        assert!(text.contains("FENCELAB_ETCD_URL"), "{args:?}: {text}");
+        assert!(!text.contains("hunter2") && !text.contains("example"), "{args:?}: {text}");
+    }
+}
+
+/// The private PostgreSQL (and its `initdb`) get PATH and the locale, not our
+/// environment: no REDIS_URL, no FENCELAB_* and no PG* settings.
+#[test]
+fn the_private_postgres_gets_only_the_environment_it_needs() {
+    use std::io::BufRead;
+    let redis = support::redis();
+    let mut child = support::bin()
+        .args(["run", "postgres-fencing", "--speed", "0.25"])
+        .env("REDIS_URL", redis.url())
+        .env("FENCELAB_TEST_SECRET", "hunter2")
+        .env("PGPASSWORD", "hunter2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines().map_while(Result::ok);
+    assert!(lines.any(|l| l.contains("got lock")), "the run should start");
+    let postgres: Vec<u32> =
+        support::children(child.id()).into_iter().filter(|&p| comm(p) == "postgres").collect();
+    let environ: Vec<String> = postgres
+        .iter()
+        .map(|p| std::fs::read(format!("/proc/{p}/environ")).unwrap_or_default())
+        .map(|e| String::from_utf8_lossy(&e).replace('\0', "\n"))
+        .collect();
+    signal(&child, libc::SIGTERM);
+    let _ = finish_within(child, Duration::from_secs(15), "postgres-fencing");
+    assert_eq!(environ.len(), 1, "one private PostgreSQL under fencelab");
+    let environ = &environ[0];
+    assert!(environ.lines().any(|l| l.starts_with("PATH=")), "{environ}");
+    for secret in ["REDIS_URL", "FENCELAB_", "PGPASSWORD", "hunter2"] {
+        assert!(!environ.contains(secret), "{secret} reached PostgreSQL: {environ}");
+    }
+}

@@ -441,6 +441,24 @@ impl Scenario {
         self.seed.unwrap_or(0)
     }
 
+    /// A generous bound on how long one run lasts, in scenario ms: every worker's
+    /// start, pauses, work and waits one after another, plus a full lease for each
+    /// acquire (the longest a waiter waits for an expiring holder). Keys on a real
+    /// server expire an hour after this (`Keys::expiring_after`).
+    pub fn longest_run_ms(&self) -> u64 {
+        let step_ms = |step: &Step| match step {
+            Step::Pause { ms } | Step::Work { ms } => *ms,
+            Step::WaitReplicas { timeout_ms, .. } => *timeout_ms,
+            Step::Acquire { give_up_ms } => give_up_ms.unwrap_or(0).max(self.ttl_ms),
+            _ => 0,
+        };
+        let faults = self.faults.iter().map(|f| f.at_ms).max().unwrap_or(0);
+        self.workers
+            .iter()
+            .map(|w| w.steps.iter().map(step_ms).fold(w.start_ms, u64::saturating_add))
+            .fold(faults.saturating_add(self.ttl_ms), u64::saturating_add)
+    }
+
     /// The runs this scenario stands for: its variants, or else one run per fencing
     /// mode asked for.
     pub fn planned_runs(&self, fencing_modes: &[bool]) -> Vec<PlannedRun> {
