@@ -42,6 +42,15 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Draw a saved run's timeline as a picture for slides (SVG).
     Export(ExportArgs),
+    /// Print a shell completion script (e.g. `fencelab completions bash >
+    /// /etc/bash_completion.d/fencelab`).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout (e.g. `fencelab man > fencelab.1`).
+    Man,
 }
 
 #[derive(Debug, Clone, Args)]
