@@ -319,3 +319,25 @@ fn the_private_postgres_gets_only_the_environment_it_needs() {
         assert!(!environ.contains(secret), "{secret} reached PostgreSQL: {environ}");
     }
 }
+
+/// A waiter on a lock that never expires and that nobody releases would poll forever;
+/// on the simulator's virtual clock, at full speed. `run --sim` stops it an hour of
+/// scenario time after the run could have ended, and says why.
+#[test]
+fn a_simulated_run_that_cannot_end_is_stopped_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("forever.toml");
+    let src = "name = \"forever\"\ntitle = \"F\"\nttl_ms = 0\n[[workers]]\nname = \"A\"\n\
+               steps = [{ do = \"acquire\" }]\n[[workers]]\nname = \"B\"\nsteps = [{ do = \"acquire\" }]\n";
+    std::fs::write(&file, src).unwrap();
+    let child = support::bin()
+        .args(["run", file.to_str().unwrap(), "--sim", "--fencing", "off"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, _) = finish_within(child, Duration::from_secs(30), "a run that cannot end");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("a lock that never expires (ttl_ms = 0)"), "{err}");
+}

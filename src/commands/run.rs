@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -15,7 +16,7 @@ use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
-use crate::engine::{RunOptions, prepare};
+use crate::engine::{PreparedRun, RunOptions, prepare};
 use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::transcript::{Transcript, verdict};
@@ -148,6 +149,7 @@ async fn run_all(
         };
         let log = prepared.log();
         let printer = tokio::spawn(print_live(log.clone(), args.json));
+        let stuck = deployment.simulated().then(|| stop_when_stuck(&prepared, &planned.scenario));
         let execute = prepared.execute();
         tokio::pin!(execute);
         let abandon = async {
@@ -169,6 +171,18 @@ async fn run_all(
         };
         // The printer stops by itself at the run's last event.
         let _ = printer.await;
+        if let Some((watchdog, stuck)) = stuck {
+            watchdog.abort();
+            if stuck.load(Ordering::SeqCst) {
+                report.failed = true;
+                eprintln!(
+                    "error: the run had not ended an hour (scenario time) after it could have: \
+                     a worker waits for a lock that never expires (ttl_ms = 0) and that nobody \
+                     will release; give it give_up_ms, or the lock a lease"
+                );
+                break;
+            }
+        }
 
         let events = log.snapshot();
         if let Some(file) = save.as_mut() {
@@ -206,6 +220,26 @@ async fn run_all(
         }
     }
     Ok(report)
+}
+
+/// On the simulator, stop a run still going an hour of scenario time after it could
+/// have ended (a waiter on a lock without a lease that nobody releases would poll
+/// forever, at full speed on the virtual clock). The flag says whether it had to.
+fn stop_when_stuck(
+    prepared: &PreparedRun,
+    scenario: &Scenario,
+) -> (tokio::task::JoinHandle<()>, Arc<AtomicBool>) {
+    let control = prepared.control();
+    let limit_ms = scenario.longest_run_ms().saturating_add(3_600_000);
+    let limit = prepared.log().clock().real(limit_ms as f64);
+    let stuck = Arc::new(AtomicBool::new(false));
+    let flag = stuck.clone();
+    let watchdog = tokio::spawn(async move {
+        tokio::time::sleep(limit).await;
+        flag.store(true, Ordering::SeqCst);
+        control.stop();
+    });
+    (watchdog, stuck)
 }
 
 /// The lesson's sweep: many simulated runs per lease length, a sample of them on the
