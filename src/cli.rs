@@ -42,6 +42,15 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Draw a saved run's timeline as a picture for slides (SVG).
     Export(ExportArgs),
+    /// Print a shell completion script (e.g. `fencelab completions bash >
+    /// /etc/bash_completion.d/fencelab`).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout (e.g. `fencelab man > fencelab.1`).
+    Man,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -104,6 +113,7 @@ pub struct BackendArgs {
         long,
         global = true,
         env = "FENCELAB_ETCD_URL",
+        hide_env_values = true,
         value_name = "URL",
         conflicts_with = "sim"
     )]
@@ -267,9 +277,5 @@ pub enum BenchWhat {
 
 fn parse_speed(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number; try 0.5 or 2"))?;
-    if (0.05..=20.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("speed {v} is out of range; use 0.05 (very slow) to 20 (very fast)"))
-    }
+    crate::scenario::bounds::check_speed(v)
 }

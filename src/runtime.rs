@@ -15,21 +15,27 @@ pub fn build(simulated: bool) -> std::io::Result<Runtime> {
     }
 }
 
-/// Cancel `token` on Ctrl-C or SIGTERM, so runs stop, clean their keys and return
-/// (and a private redis-server is stopped as the program unwinds).
+/// Cancel `token` on SIGINT (Ctrl-C), SIGTERM or SIGHUP, so runs stop, clean their
+/// keys and return (and private servers are stopped as the program unwinds). Call it
+/// inside the runtime: the handlers are in place when it returns.
 pub fn cancel_on_signals(token: CancellationToken) {
-    tokio::spawn(async move {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    async fn recv(s: &mut Option<Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
             }
-        };
+            None => std::future::pending::<()>().await,
+        }
+    }
+    tokio::spawn(async move {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = term => {}
+            () = recv(&mut int) => {}
+            () = recv(&mut term) => {}
+            () = recv(&mut hup) => {}
         }
         token.cancel();
     });

@@ -15,7 +15,14 @@ pub struct Keys {
     pub storage_highest: String,
     /// The idempotency keys the storage has applied (a set).
     pub storage_applied: String,
+    /// The TTL (real ms) the fence counter and the storage keys get each time they are
+    /// written, so a run that cannot delete them (killed with SIGKILL, a server that
+    /// stopped answering) leaves nothing behind for long: well beyond the run's length.
+    pub expire_ms: u64,
 }
+
+/// A run's keys expire this long after their last write, at the least (1 hour).
+pub const MIN_EXPIRE_MS: u64 = 3_600_000;
 
 impl Keys {
     /// Keys for a run with the given id.
@@ -28,7 +35,15 @@ impl Keys {
             storage_highest: format!("{prefix}storage:highest"),
             storage_applied: format!("{prefix}storage:applied"),
             prefix,
+            expire_ms: MIN_EXPIRE_MS,
         }
+    }
+
+    /// The same keys, expiring `run_ms` (the run's longest possible length, in real
+    /// ms) plus an hour after their last write.
+    pub fn expiring_after(mut self, run_ms: u64) -> Self {
+        self.expire_ms = run_ms.saturating_add(MIN_EXPIRE_MS).min(i64::MAX as u64);
+        self
     }
 
     /// All keys of the run: what cleanup deletes.

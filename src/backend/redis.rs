@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use redis::RedisError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{ErrorKind, FromRedisValue, Pipeline, RedisError, RedisResult, ServerErrorKind};
 
 use super::{BackendError, Keys};
 
@@ -60,6 +60,33 @@ fn classify(url: &str, e: RedisError) -> BackendError {
         BackendError::Auth { service, url: url.to_string(), reason: first_line(&text) }
     } else {
         BackendError::Unreachable { service, url: url.to_string(), reason: first_line(&text) }
+    }
+}
+
+/// `call` (one command or script) and, in the same round trip, `PEXPIRE` on `keys`
+/// (so a run's keys expire by themselves if the run cannot delete them). A script
+/// Redis does not have yet (`NOSCRIPT`: a fresh or restarted server) is loaded and the
+/// round trip repeated; `EVALSHA` fails before running, so nothing happens twice.
+pub(crate) async fn keeping<T: FromRedisValue>(
+    con: &mut ConnectionManager,
+    call: impl FnOnce(&mut Pipeline),
+    script: Option<&redis::Script>,
+    keys: &[&str],
+    expire_ms: u64,
+) -> RedisResult<T> {
+    let mut pipe = redis::pipe();
+    call(&mut pipe);
+    let ms = i64::try_from(expire_ms).unwrap_or(i64::MAX);
+    for key in keys {
+        pipe.pexpire(*key, ms).ignore();
+    }
+    match pipe.query_async::<(T,)>(con).await {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            let Some(script) = script else { return Err(e) };
+            let _: String = script.load_async(con).await?;
+            pipe.query_async::<(T,)>(con).await.map(|(v,)| v)
+        }
+        other => other.map(|(v,)| v),
     }
 }
 

@@ -6,6 +6,8 @@ pub mod scenario_ref;
 
 use std::process::ExitCode;
 
+use clap::CommandFactory;
+
 use crate::cli::{BackendArgs, Cli, Command, ExportArgs, PictureTheme, PlayArgs, ReplayArgs};
 use crate::scenario::builtin_names;
 
@@ -14,16 +16,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Run(args)) => run::run(&args, &cli.backend),
         Some(Command::Scenarios) => {
+            let mut out = String::new();
             for name in builtin_names() {
                 if let Some(Ok(s)) = crate::scenario::builtin(&name) {
-                    println!("{name:<26} {}", s.summary);
+                    out.push_str(&format!("{name:<26} {}\n", s.summary));
                 }
             }
-            Ok(ExitCode::SUCCESS)
+            to_stdout(out.as_bytes())
         }
         Some(Command::Lessons) => {
-            println!(
-                "The course: each lesson runs on real servers (Redis, etcd, PostgreSQL). Open one with `fencelab lesson NAME`.\n"
+            let mut out = String::from(
+                "The course: each lesson runs on real servers (Redis, etcd, PostgreSQL). Open one with `fencelab lesson NAME`.\n\n",
             );
             for (i, l) in crate::lesson::course()?.iter().enumerate() {
                 let title = &l.scenario.title;
@@ -32,10 +35,20 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                     .split_once(". ")
                     .filter(|(n, _)| n.parse::<u32>().is_ok())
                     .map_or(title.as_str(), |(_, t)| t);
-                println!("{:>2}. {:<26} {title}", i + 1, l.scenario.name);
-                println!("    {:<26} {}", "", l.scenario.summary);
+                out.push_str(&format!("{:>2}. {:<26} {title}\n", i + 1, l.scenario.name));
+                out.push_str(&format!("    {:<26} {}\n", "", l.scenario.summary));
             }
-            Ok(ExitCode::SUCCESS)
+            to_stdout(out.as_bytes())
+        }
+        Some(Command::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "fencelab", &mut out);
+            to_stdout(&out)
+        }
+        Some(Command::Man) => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            to_stdout(&out)
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Replay(args)) => replay(&args),
@@ -43,6 +56,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Play(args)) => play(&args, &cli.backend),
         Some(Command::Lesson(args)) => play(&PlayArgs::from(&args), &cli.backend),
         None => play(&PlayArgs::default(), &cli.backend),
+    }
+}
+
+/// Write a command's whole output to stdout. A reader that has gone (`fencelab
+/// lessons | head -1`) is not an error: the program ends quietly, with success.
+fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
@@ -14,7 +16,7 @@ use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
-use crate::engine::{RunOptions, prepare};
+use crate::engine::{PreparedRun, RunOptions, prepare};
 use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::transcript::{Transcript, verdict};
@@ -60,19 +62,40 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         eprintln!("backend: {}", deployment.describe());
     }
     let runtime = runtime::build(deployment.simulated())?;
-    let mut report = runtime.block_on(run_all(&deployment, &runs, args, &mut save))?;
-    if let Some(mut file) = save {
-        file.flush()?;
-    }
-    if let Some(sweep) = &scenario.sweep
-        && !report.interrupted
-        && !report.failed
+    let cancel = CancellationToken::new();
     {
-        let ok = runtime.block_on(sweep_report(&deployment, &scenario, sweep, args.check))?;
-        report.check_failed |= !ok;
+        let _inside = runtime.enter();
+        runtime::cancel_on_signals(cancel.clone());
     }
-    Ok(report.exit_code())
+    let result = (|| {
+        let mut report = runtime.block_on(run_all(&deployment, &runs, args, &mut save, &cancel))?;
+        if let Some(mut file) = save {
+            file.flush()?;
+        }
+        if let Some(sweep) = &scenario.sweep
+            && !report.interrupted
+            && !report.failed
+        {
+            let sweep = sweep_report(&deployment, &scenario, sweep, args.check, &cancel);
+            match runtime.block_on(sweep)? {
+                Some(ok) => report.check_failed |= !ok,
+                None => {
+                    report.interrupted = true;
+                    eprintln!("interrupted: the sweep was stopped");
+                }
+            }
+        }
+        Ok(report.exit_code())
+    })();
+    // Whatever still waits on a server that does not answer is dropped, not awaited.
+    runtime.shutdown_timeout(ABANDON_AFTER);
+    result
 }
+
+/// How long a run stopped by a signal has to finish and delete its keys before it is
+/// abandoned (a server that does not answer, or is stopped): its keys then expire by
+/// themselves.
+const ABANDON_AFTER: Duration = Duration::from_secs(1);
 
 /// What the runs of one command amounted to.
 #[derive(Default)]
@@ -99,9 +122,8 @@ async fn run_all(
     runs: &[PlannedRun],
     args: &RunArgs,
     save: &mut Option<BufWriter<File>>,
+    cancel: &CancellationToken,
 ) -> anyhow::Result<Report> {
-    let cancel = CancellationToken::new();
-    runtime::cancel_on_signals(cancel.clone());
     let mut report = Report::default();
     for (i, planned) in runs.iter().enumerate() {
         if cancel.is_cancelled() {
@@ -117,12 +139,50 @@ async fn run_all(
             ..RunOptions::new(planned.fencing)
         };
         let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
-        let prepared = prepare(lock, storage, &planned.scenario, options, &cancel).await?;
+        let prepared = tokio::select! {
+            prepared = prepare(lock, storage, &planned.scenario, options, cancel) => prepared?,
+            () = cancel.cancelled() => {
+                report.interrupted = true;
+                eprintln!("interrupted before the run started");
+                break;
+            }
+        };
         let log = prepared.log();
         let printer = tokio::spawn(print_live(log.clone(), args.json));
-        let outcome = prepared.execute().await;
+        let stuck = deployment.simulated().then(|| stop_when_stuck(&prepared, &planned.scenario));
+        let execute = prepared.execute();
+        tokio::pin!(execute);
+        let abandon = async {
+            cancel.cancelled().await;
+            tokio::time::sleep(ABANDON_AFTER).await;
+        };
+        let outcome = tokio::select! {
+            outcome = &mut execute => outcome,
+            () = abandon => {
+                printer.abort();
+                report.interrupted = true;
+                eprintln!(
+                    "interrupted: a server did not answer within {} s, so the run was abandoned; \
+                     its keys expire by themselves",
+                    ABANDON_AFTER.as_secs()
+                );
+                break;
+            }
+        };
         // The printer stops by itself at the run's last event.
         let _ = printer.await;
+        if let Some((watchdog, stuck)) = stuck {
+            watchdog.abort();
+            if stuck.load(Ordering::SeqCst) {
+                report.failed = true;
+                eprintln!(
+                    "error: the run had not ended an hour (scenario time) after it could have: \
+                     a worker waits for a lock that never expires (ttl_ms = 0) and that nobody \
+                     will release; give it give_up_ms, or the lock a lease"
+                );
+                break;
+            }
+        }
 
         let events = log.snapshot();
         if let Some(file) = save.as_mut() {
@@ -162,16 +222,42 @@ async fn run_all(
     Ok(report)
 }
 
+/// On the simulator, stop a run still going an hour of scenario time after it could
+/// have ended (a waiter on a lock without a lease that nobody releases would poll
+/// forever, at full speed on the virtual clock). The flag says whether it had to.
+fn stop_when_stuck(
+    prepared: &PreparedRun,
+    scenario: &Scenario,
+) -> (tokio::task::JoinHandle<()>, Arc<AtomicBool>) {
+    let control = prepared.control();
+    let limit_ms = scenario.longest_run_ms().saturating_add(3_600_000);
+    let limit = prepared.log().clock().real(limit_ms as f64);
+    let stuck = Arc::new(AtomicBool::new(false));
+    let flag = stuck.clone();
+    let watchdog = tokio::spawn(async move {
+        tokio::time::sleep(limit).await;
+        flag.store(true, Ordering::SeqCst);
+        control.stop();
+    });
+    (watchdog, stuck)
+}
+
 /// The lesson's sweep: many simulated runs per lease length, a sample of them on the
-/// real backend. Returns false when `check` finds the lesson's claim not shown.
+/// real backend. Returns false when `check` finds the lesson's claim not shown, None
+/// when a signal stopped it.
 async fn sweep_report(
     deployment: &Deployment,
     scenario: &Scenario,
     sweep: &Sweep,
     check: bool,
-) -> anyhow::Result<bool> {
-    let (s, sw) = (scenario.clone(), sweep.clone());
-    let rows = tokio::task::spawn_blocking(move || sweep::on_simulator(&s, &sw)).await??;
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<bool>> {
+    let (s, sw, stop) = (scenario.clone(), sweep.clone(), cancel.clone());
+    let rows =
+        tokio::task::spawn_blocking(move || sweep::on_simulator_until(&s, &sw, &stop)).await??;
+    if cancel.is_cancelled() {
+        return Ok(None);
+    }
     say("");
     say(&format!(
         "=== {} runs per lease length on the simulator, pauses up to {:.1} s ===",
@@ -183,12 +269,15 @@ async fn sweep_report(
     }
     let mut problems = sweep::rarer_never_zero(&rows);
     if !deployment.simulated() && sweep.redis_sample > 0 {
-        let sample =
-            sweep::sample(deployment.lock(), deployment.storage(), scenario, sweep).await?;
-        let s = scenario.clone();
-        let runs = sample.clone();
+        let (lock, storage) = (deployment.lock(), deployment.storage());
+        let sample = sweep::sample(lock, storage, scenario, sweep, cancel).await?;
+        let (s, runs, stop) = (scenario.clone(), sample.clone(), cancel.clone());
         let predicted =
-            tokio::task::spawn_blocking(move || sweep::on_simulator_for(&s, &runs)).await??;
+            tokio::task::spawn_blocking(move || sweep::on_simulator_for(&s, &runs, &stop))
+                .await??;
+        if cancel.is_cancelled() {
+            return Ok(None);
+        }
         let agree =
             sample.iter().zip(&predicted).filter(|((_, _, real), sim)| real == *sim).count();
         say(&format!(
@@ -205,14 +294,14 @@ async fn sweep_report(
         }
     }
     if !check {
-        return Ok(true);
+        return Ok(Some(true));
     }
     if problems.is_empty() {
         eprintln!("check passed (sweep: rarer with longer leases, never zero)");
     } else {
         eprintln!("check FAILED (sweep): {}", problems.join("; "));
     }
-    Ok(problems.is_empty())
+    Ok(Some(problems.is_empty()))
 }
 
 /// Print each event as it is appended: a transcript line, or a JSON line.

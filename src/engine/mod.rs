@@ -124,7 +124,9 @@ pub async fn prepare(
     lock.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let run_id = new_run_id(&mut rng);
-    let keys = Keys::for_run(&run_id);
+    // Keys a killed run cannot delete expire an hour after the run could have ended.
+    let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
+    let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
     let mut clients = Vec::with_capacity(scenario.workers.len());
     for _ in &scenario.workers {
         clients.push(connect(lock, storage, &keys).await?);

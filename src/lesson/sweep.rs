@@ -63,14 +63,26 @@ async fn stale_write_landed(
     storage: &dyn Storage,
     seed: Option<u64>,
     scenario: &Scenario,
+    cancel: &CancellationToken,
 ) -> anyhow::Result<bool> {
     let options = RunOptions { seed, ..RunOptions::new(false) };
-    let log = run(lock, storage, scenario, options, &CancellationToken::new()).await?;
+    let log = run(lock, storage, scenario, options, cancel).await?;
     Ok(check(&log.snapshot()).iter().any(|v| v.kind() == ViolationKind::StaleWrite))
 }
 
 /// The whole sweep on the simulator.
 pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<SweepRow>> {
+    on_simulator_until(scenario, sweep, &CancellationToken::new())
+}
+
+/// The whole sweep on the simulator, or as much of it as ran before `cancel` (checked
+/// between runs and inside each): the rows are then incomplete, and the caller, which
+/// owns the token, knows it.
+pub fn on_simulator_until(
+    scenario: &Scenario,
+    sweep: &Sweep,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Vec<SweepRow>> {
     let rt = crate::runtime::build(true)?;
     let pauses = pauses(sweep);
     let sim = SimBackend::default();
@@ -79,8 +91,11 @@ pub fn on_simulator(scenario: &Scenario, sweep: &Sweep) -> anyhow::Result<Vec<Sw
         for &lease_ms in &sweep.lease_ms {
             let mut stale = 0;
             for &pause in &pauses {
+                if cancel.is_cancelled() {
+                    return Ok(rows);
+                }
                 let run = variant(scenario, lease_ms, pause);
-                stale += u32::from(stale_write_landed(&sim, &sim, Some(0), &run).await?);
+                stale += u32::from(stale_write_landed(&sim, &sim, Some(0), &run, cancel).await?);
             }
             rows.push(SweepRow { lease_ms, runs: sweep.runs, stale });
         }
@@ -95,6 +110,7 @@ pub async fn sample(
     storage: &Arc<dyn Storage>,
     scenario: &Scenario,
     sweep: &Sweep,
+    cancel: &CancellationToken,
 ) -> anyhow::Result<Vec<(u64, u64, bool)>> {
     let pauses = pauses(sweep);
     let mut tasks = JoinSet::new();
@@ -102,8 +118,10 @@ pub async fn sample(
         for &pause in pauses.iter().take(sweep.redis_sample as usize) {
             let (lock, storage) = (lock.clone(), storage.clone());
             let s = variant(scenario, lease_ms, pause);
+            let cancel = cancel.clone();
             tasks.spawn(async move {
-                let landed = stale_write_landed(lock.as_ref(), storage.as_ref(), None, &s).await;
+                let (lock, storage) = (lock.as_ref(), storage.as_ref());
+                let landed = stale_write_landed(lock, storage, None, &s, &cancel).await;
                 landed.map(|stale| (lease_ms, pause, stale))
             });
         }
@@ -116,19 +134,22 @@ pub async fn sample(
     Ok(out)
 }
 
-/// The simulator's verdict for the same (lease, pause) runs.
+/// The simulator's verdict for the same (lease, pause) runs (until `cancel`).
 pub fn on_simulator_for(
     scenario: &Scenario,
     runs: &[(u64, u64, bool)],
+    cancel: &CancellationToken,
 ) -> anyhow::Result<Vec<bool>> {
     let rt = crate::runtime::build(true)?;
     rt.block_on(async {
         let mut out = Vec::new();
         for &(lease, pause, _) in runs {
+            if cancel.is_cancelled() {
+                break;
+            }
             let sim = SimBackend::default();
-            out.push(
-                stale_write_landed(&sim, &sim, Some(0), &variant(scenario, lease, pause)).await?,
-            );
+            let run = variant(scenario, lease, pause);
+            out.push(stale_write_landed(&sim, &sim, Some(0), &run, cancel).await?);
         }
         Ok(out)
     })

@@ -5,6 +5,7 @@
 //! strict (`deny_unknown_fields`) and every error names the file, line and column,
 //! because instructors write these by hand.
 
+pub mod bounds;
 pub(crate) mod builtin;
 mod parse;
 pub mod raw;
@@ -70,6 +71,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
+    #[serde(deserialize_with = "bounds::ms")]
     pub at_ms: u64,
     /// Which server, counting from 1.
     pub node: usize,
@@ -192,6 +194,7 @@ impl StorageKind {
 pub struct Variant {
     /// A short label ("no lease", "with a 2 s lease").
     pub name: String,
+    #[serde(default, deserialize_with = "bounds::opt_ms")]
     pub ttl_ms: Option<u64>,
     pub fencing: Option<bool>,
     pub release: Option<ReleaseMode>,
@@ -207,6 +210,7 @@ pub struct Variant {
 #[serde(deny_unknown_fields)]
 pub struct Checkpoint {
     /// Scenario time at which the question is asked (the run waits for the answer).
+    #[serde(deserialize_with = "bounds::ms")]
     pub at_ms: u64,
     pub question: String,
     pub choices: Vec<String>,
@@ -221,14 +225,17 @@ pub struct Checkpoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sweep {
+    #[serde(deserialize_with = "bounds::lease_list")]
     pub lease_ms: Vec<u64>,
     /// Runs per lease length.
+    #[serde(deserialize_with = "bounds::sweep_runs")]
     pub runs: u32,
     /// The pause of the first `pause` step is drawn from 0..=this.
+    #[serde(deserialize_with = "bounds::ms")]
     pub max_pause_ms: u64,
     pub seed: u64,
     /// How many runs per lease length to repeat on real Redis as a sample.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounds::redis_sample")]
     pub redis_sample: u32,
 }
 
@@ -236,10 +243,12 @@ pub struct Sweep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerSpec {
+    #[serde(deserialize_with = "bounds::worker_name")]
     pub name: String,
     /// When the worker starts its script, in scenario milliseconds since the run began.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounds::ms")]
     pub start_ms: u64,
+    #[serde(deserialize_with = "bounds::steps")]
     pub steps: Vec<Step>,
 }
 
@@ -251,14 +260,24 @@ pub enum Step {
     /// until the holder's lease is due to expire, then tries again; with
     /// `give_up_ms`, it stops waiting after that long.
     Acquire {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "bounds::opt_ms",
+            skip_serializing_if = "Option::is_none"
+        )]
         give_up_ms: Option<u64>,
     },
     /// Stop dead for `ms` (a GC pause, a slow disk, a VM losing its CPU). The worker
     /// issues no command while paused, so it cannot notice its lease expiring.
-    Pause { ms: u64 },
+    Pause {
+        #[serde(deserialize_with = "bounds::ms")]
+        ms: u64,
+    },
     /// Do useful work for `ms`. Unlike a pause this is expected and visible.
-    Work { ms: u64 },
+    Work {
+        #[serde(deserialize_with = "bounds::ms")]
+        ms: u64,
+    },
     /// Ask Redis "do I still hold the lock?" (`GET` == my value). With
     /// `stop_if_lost`, a worker that learns it lost the lock stops its work there.
     Check {
@@ -279,6 +298,7 @@ pub enum Step {
     /// key), or the timeout passes. With `stop_if_missing`, a worker whose lock did not
     /// reach the replica stops its work there. Only for a lock with a replica.
     WaitReplicas {
+        #[serde(deserialize_with = "bounds::ms")]
         timeout_ms: u64,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         stop_if_missing: bool,
@@ -419,6 +439,24 @@ impl Scenario {
     /// The seed simulator runs of this scenario use.
     pub fn seed_or_default(&self) -> u64 {
         self.seed.unwrap_or(0)
+    }
+
+    /// A generous bound on how long one run lasts, in scenario ms: every worker's
+    /// start, pauses, work and waits one after another, plus a full lease for each
+    /// acquire (the longest a waiter waits for an expiring holder). Keys on a real
+    /// server expire an hour after this (`Keys::expiring_after`).
+    pub fn longest_run_ms(&self) -> u64 {
+        let step_ms = |step: &Step| match step {
+            Step::Pause { ms } | Step::Work { ms } => *ms,
+            Step::WaitReplicas { timeout_ms, .. } => *timeout_ms,
+            Step::Acquire { give_up_ms } => give_up_ms.unwrap_or(0).max(self.ttl_ms),
+            _ => 0,
+        };
+        let faults = self.faults.iter().map(|f| f.at_ms).max().unwrap_or(0);
+        self.workers
+            .iter()
+            .map(|w| w.steps.iter().map(step_ms).fold(w.start_ms, u64::saturating_add))
+            .fold(faults.saturating_add(self.ttl_ms), u64::saturating_add)
     }
 
     /// The runs this scenario stands for: its variants, or else one run per fencing

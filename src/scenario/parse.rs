@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::bounds::MAX_WORKERS;
 use super::raw::RawScenario;
 use super::{LockService, LockShape, Scenario, Step, StorageKind};
 
@@ -43,11 +44,12 @@ pub fn parse_scenario(src: &str, file: &str) -> Result<Scenario, ScenarioError> 
 
 /// What an error points at in the source.
 enum Needle {
-    /// The `occurrence`-th (0-based) string literal `"text"`.
+    /// The `occurrence`-th (0-based) string literal `"text"` (or `'text'`).
     Quoted(String, usize),
-    /// The line that sets this top-level key (`replica = true`).
-    Key(&'static str),
-    /// The `occurrence`-th (0-based) `[[faults]]` table.
+    /// The first line that sets this key (`replica = true`), at any indentation; with a
+    /// value, the first line that sets it to that number.
+    Key(&'static str, Option<u64>),
+    /// The `occurrence`-th (0-based) `[[faults]]` table (or the `faults = [...]` line).
     Fault(usize),
 }
 
@@ -55,27 +57,37 @@ impl Needle {
     fn find(&self, src: &str) -> Option<usize> {
         match self {
             Needle::Quoted(text, occurrence) => find_quoted(src, text, *occurrence),
-            Needle::Key(key) => {
-                let mut offset = 0;
-                for line in src.split_inclusive('\n') {
-                    let rest = line.strip_prefix(key).map(str::trim_start);
-                    if rest.is_some_and(|r| r.starts_with('=')) {
-                        return Some(offset);
-                    }
-                    offset += line.len();
-                }
-                None
-            }
-            Needle::Fault(occurrence) => {
-                src.match_indices("[[faults]]").nth(*occurrence).map(|(i, _)| i)
-            }
+            Needle::Key(key, value) => find_key(src, key, *value),
+            Needle::Fault(occurrence) => src
+                .match_indices("[[faults]]")
+                .nth(*occurrence)
+                .map(|(i, _)| i)
+                .or_else(|| find_key(src, "faults", None)),
         }
     }
 }
 
+/// Byte offset of the first line setting `key` (to `value`, when given).
+fn find_key(src: &str, key: &str, value: Option<u64>) -> Option<usize> {
+    let mut offset = 0;
+    for line in src.split_inclusive('\n') {
+        let indent = line.len() - line.trim_start().len();
+        let rest = line.trim_start().strip_prefix(key).map(str::trim_start);
+        if let Some(rest) = rest.and_then(|r| r.strip_prefix('=')) {
+            let mut numbers = rest.trim_start().split(|c: char| !c.is_ascii_digit() && c != '_');
+            let number = numbers.next().map(|n| n.replace('_', ""));
+            if value.is_none_or(|v| number.is_some_and(|n| n == v.to_string())) {
+                return Some(offset + indent);
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
 /// The lock's three loose fields must describe one shape.
 fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
-    let fail = |key, message: &str| Err((Needle::Key(key), message.to_string()));
+    let fail = |key, message: &str| Err((Needle::Key(key, None), message.to_string()));
     if s.replica && s.redlock_nodes.is_some() {
         return fail(
             "replica",
@@ -93,8 +105,15 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let all_ttls = std::iter::once(s.ttl_ms).chain(s.variants.iter().filter_map(|v| v.ttl_ms));
-    if s.lock == LockService::Etcd && all_ttls.clone().any(|t| t % 1000 != 0) {
-        return fail("ttl_ms", "etcd leases last whole seconds: ttl_ms must be a multiple of 1000");
+    if s.lock == LockService::Etcd
+        && let Some(bad) = all_ttls.clone().find(|t| t % 1000 != 0)
+    {
+        return Err((
+            Needle::Key("ttl_ms", Some(bad)),
+            format!(
+                "ttl_ms = {bad}: etcd leases last whole seconds, so ttl_ms must be a multiple of 1000"
+            ),
+        ));
     }
     if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
         return fail("redlock_nodes", "redlock_nodes: expected 1 to 9 servers");
@@ -164,18 +183,19 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
     if s.workers.is_empty() {
         return Err((s.name.clone(), 0, "a scenario needs at least one [[workers]] entry".into()));
     }
+    if let Some(extra) = s.workers.get(MAX_WORKERS) {
+        return Err((
+            extra.name.clone(),
+            0,
+            format!(
+                "{} workers: a scenario has at most {MAX_WORKERS} (this is the first one too many)",
+                s.workers.len()
+            ),
+        ));
+    }
+    // Names were checked as they were read (`bounds::worker_name`).
     let mut seen: Vec<&str> = Vec::new();
     for w in &s.workers {
-        let valid = !w.name.is_empty()
-            && w.name.len() <= 12
-            && w.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid {
-            return Err((
-                w.name.clone(),
-                0,
-                format!("worker name {:?}: expected 1 to 12 letters, digits, '-' or '_'", w.name),
-            ));
-        }
         if seen.contains(&w.name.as_str()) {
             return Err((w.name.clone(), 1, format!("worker {:?} is defined twice", w.name)));
         }
@@ -243,10 +263,15 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
     Ok(())
 }
 
-/// Byte offset of the `occurrence`-th (0-based) `"needle"` in `src`.
+/// Byte offset of the `occurrence`-th (0-based) `"needle"` in `src`, or of the
+/// literal string `'needle'` when the file writes it that way.
 fn find_quoted(src: &str, needle: &str, occurrence: usize) -> Option<usize> {
-    let quoted = format!("\"{needle}\"");
-    src.match_indices(&quoted).nth(occurrence).map(|(i, _)| i)
+    let basic = format!("\"{needle}\"");
+    let literal = format!("'{needle}'");
+    src.match_indices(&basic)
+        .nth(occurrence)
+        .or_else(|| src.match_indices(&literal).nth(occurrence))
+        .map(|(i, _)| i)
 }
 
 fn error_at(src: &str, file: &str, offset: usize, message: String) -> ScenarioError {
@@ -412,5 +437,139 @@ steps = [{ do = "acquire" }]
         }))
         .unwrap();
         assert_eq!(replica.lock, LockShape::Replicated);
+    }
+
+    fn error(src: &str) -> ScenarioError {
+        parse_scenario(src, "t.toml").expect_err("should be refused")
+    }
+
+    #[test]
+    fn a_speed_out_of_range_or_not_finite_is_refused_at_its_value() {
+        for bad in ["0", "-1", "nan", "inf", "0.01", "21"] {
+            let err = error(&format!("speed = {bad}\n{MINIMAL}"));
+            assert_eq!((err.line, err.column), (1, 9), "{bad}: {err}");
+            assert!(err.message.contains("use 0.05 (very slow) to 20 (very fast)"), "{err}");
+        }
+        for good in ["0.05", "0.5", "20"] {
+            assert!(parse_scenario(&format!("speed = {good}\n{MINIMAL}"), "t").is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn every_duration_is_at_most_an_hour_and_says_so_where_it_is() {
+        let hour = "3600000";
+        let too_long = "3600001";
+        let worker = |extra: &str, step: &str| {
+            format!(
+                "name = \"t\"\ntitle = \"T\"\nttl_ms = 100\n[[workers]]\nname = \"A\"\n{extra}steps = [{{ do = \"acquire\" }}, {step}]\n"
+            )
+        };
+        let cases = [
+            (MINIMAL.replace("ttl_ms = 100", "ttl_ms = MS"), (4, 10)),
+            (worker("start_ms = MS\n", "{ do = \"release\" }"), (6, 12)),
+            (worker("", "{ do = \"pause\", ms = MS }"), (6, 9)),
+            (worker("", "{ do = \"work\", ms = MS }"), (6, 9)),
+            (worker("", "{ do = \"acquire\", give_up_ms = MS }"), (6, 9)),
+            (
+                format!(
+                    "replica = true\n{}",
+                    worker("", "{ do = \"wait-replicas\", timeout_ms = MS }")
+                ),
+                (7, 9),
+            ),
+            (
+                format!(
+                    "redlock_nodes = 3\n{MINIMAL}[[faults]]\nat_ms = MS\nnode = 1\ndo = \"kill\"\n"
+                ),
+                (10, 9),
+            ),
+            (format!("{MINIMAL}[[variants]]\nname = \"v\"\nttl_ms = MS\n"), (10, 10)),
+        ];
+        for (src, at) in cases {
+            assert!(parse_scenario(&src.replace("MS", hour), "t").is_ok(), "{src}");
+            let err = error(&src.replace("MS", too_long));
+            assert_eq!((err.line, err.column), at, "{err}\n{src}");
+            assert!(err.message.contains("0 to 3600000 ms"), "{err}");
+        }
+        let huge = worker("start_ms = 18446744073709551615\n", "{ do = \"release\" }");
+        assert!(error(&huge).message.contains("out of range"));
+    }
+
+    #[test]
+    fn too_many_workers_is_one_short_line() {
+        let mut src = MINIMAL.replace("name = \"A\"\n", "name = \"W0\"\n");
+        for i in 1..10_000 {
+            src.push_str(&format!("[[workers]]\nname = \"W{i}\"\nsteps = []\n"));
+        }
+        src.push_str("[expect.fencing_on]\nstorage = [\"Z:1\"]\n");
+        let err = error(&src);
+        assert!(err.message.contains("10000 workers: a scenario has at most 26"), "{err}");
+        assert_eq!(err.line, 6 + 26 * 3, "points at the 27th worker: {err}");
+        assert!(err.to_string().len() < 200, "{err}");
+        let mut ok = MINIMAL.to_string();
+        for i in 1..26 {
+            ok.push_str(&format!("[[workers]]\nname = \"W{i}\"\nsteps = []\n"));
+        }
+        assert!(parse_scenario(&ok, "t").is_ok());
+    }
+
+    #[test]
+    fn sweeps_are_bounded() {
+        let sweep = |runs: &str, leases: &str| {
+            format!(
+                "{MINIMAL}[sweep]\nlease_ms = [{leases}]\nruns = {runs}\nmax_pause_ms = 100\nseed = 1\n"
+            )
+        };
+        assert!(parse_scenario(&sweep("10000", "100, 200"), "t").is_ok());
+        let err = error(&sweep("100000000", "100"));
+        assert_eq!((err.line, err.column), (10, 8), "{err}");
+        assert!(err.message.contains("expected 1 to 10000"), "{err}");
+        assert!(error(&sweep("0", "100")).message.contains("expected 1 to 10000"));
+        let many = vec!["100"; 17].join(", ");
+        assert!(error(&sweep("10", &many)).message.contains("17 lease lengths: expected 1 to 16"));
+        assert!(error(&sweep("10", "")).message.contains("expected 1 to 16"));
+        assert!(error(&sweep("10", "100, 4000000")).message.contains("0 to 3600000 ms"));
+        let sample = sweep("10", "100").replace("seed = 1", "seed = 1\nredis_sample = 1000");
+        assert!(error(&sample).message.contains("expected 0 to 20"));
+    }
+
+    #[test]
+    fn a_worker_name_with_control_characters_is_refused_at_the_name_escaped() {
+        let src = MINIMAL.replace("name = \"A\"", "name = \"A\\u001b[2J\\u0007\"");
+        let err = error(&src);
+        assert_eq!((err.line, err.column), (6, 8), "{err}");
+        assert!(!err.to_string().contains('\u{1b}') && !err.to_string().contains('\u{7}'));
+        assert!(err.message.contains("\\u{1b}"), "{err}");
+        let long = MINIMAL.replace("name = \"A\"", &format!("name = \"{}\"", "x".repeat(5000)));
+        assert!(error(&long).to_string().len() < 200);
+    }
+
+    #[test]
+    fn errors_once_at_1_1_now_point_at_their_line() {
+        // redlock_nodes out of range, at its value.
+        let err = error(&MINIMAL.replace("ttl_ms = 100", "ttl_ms = 100\nredlock_nodes = 0"));
+        assert_eq!((err.line, err.column), (5, 17), "{err}");
+        // The etcd TTL check names the variant's TTL that is not whole seconds.
+        let etcd = format!(
+            "lock = \"etcd\"\n{}[[variants]]\nname = \"v\"\n  ttl_ms = 1500\n",
+            MINIMAL.replace("100", "1000")
+        );
+        let err = error(&etcd);
+        assert_eq!((err.line, err.column), (11, 3), "{err}");
+        assert!(err.message.contains("ttl_ms = 1500"), "{err}");
+        // An unknown worker in expected storage, written as a literal string.
+        let err = error(&format!("{MINIMAL}[expect.fencing_on]\nstorage = ['Z:1']\n"));
+        assert_eq!((err.line, err.column), (9, 12), "{err}");
+        // Faults written inline point at their line.
+        let inline = format!(
+            "redlock_nodes = 3\n{}",
+            MINIMAL.replace(
+                "ttl_ms = 100",
+                "ttl_ms = 100\nfaults = [{ at_ms = 5, node = 9, do = \"kill\" }]"
+            )
+        );
+        let err = error(&inline);
+        assert_eq!((err.line, err.column), (6, 1), "{err}");
+        assert!(err.message.contains("names node 9"), "{err}");
     }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     AcquireMode, Checkpoint, Expect, Fault, LockService, LockShape, ReleaseMode, RenewMode,
-    Scenario, StorageKind, Sweep, Variant, WorkerSpec,
+    Scenario, StorageKind, Sweep, Variant, WorkerSpec, bounds,
 };
 
 /// A scenario as written in TOML and saved in logs: the lock service in three loose
@@ -23,6 +23,7 @@ pub struct RawScenario {
     pub summary: String,
     /// Lease length handed to Redis as `PX`, in scenario milliseconds. 0 means the
     /// lock never expires (the "locks must expire" lesson needs that).
+    #[serde(deserialize_with = "bounds::ms")]
     pub ttl_ms: u64,
     /// Whether the storage checks fencing tokens. The command line can override it.
     #[serde(default)]
@@ -50,7 +51,11 @@ pub struct RawScenario {
     pub variants: Vec<Variant>,
     /// Redlock: the lock lives on this many independent Redis servers (a majority
     /// must grant it). None: one Redis.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "bounds::opt_nodes",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub redlock_nodes: Option<usize>,
     /// The lock lives on a primary with one replica (node 1 the primary, node 2 the
     /// replica); clients follow a promotion.
@@ -71,7 +76,11 @@ pub struct RawScenario {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
     /// Lessons: the speed the TUI starts at (slow motion helps the first time).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "bounds::opt_speed",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub speed: Option<f64>,
     /// Seed for the simulator's random values (lock values, sweep pauses).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,7 +4,7 @@
 use redis::AsyncCommands;
 
 use crate::backend::node::LockNode;
-use crate::backend::redis::{RedisBackend, RedisClient, lost};
+use crate::backend::redis::{RedisBackend, RedisClient, keeping, lost};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
     async_trait, scripts,
@@ -34,14 +34,15 @@ impl LockClient for RedisClient {
         let k = &self.keys;
         match mode {
             AcquireMode::Script => {
-                let (granted, n): (i64, i64) = scripts::ACQUIRE
-                    .key(&k.lock)
-                    .key(&k.fence)
-                    .arg(value)
-                    .arg(ttl_ms)
-                    .invoke_async(&mut self.con)
-                    .await
-                    .map_err(lost)?;
+                let mut invocation = scripts::ACQUIRE.key(&k.lock);
+                invocation.key(&k.fence).arg(value).arg(ttl_ms);
+                let call = |p: &mut redis::Pipeline| {
+                    p.invoke_script(&invocation);
+                };
+                let (granted, n): (i64, i64) =
+                    keeping(&mut self.con, call, Some(&scripts::ACQUIRE), &[&k.fence], k.expire_ms)
+                        .await
+                        .map_err(lost)?;
                 Ok(if granted == 1 {
                     AcquireReply::Granted { token: n as u64 }
                 } else {
@@ -56,7 +57,12 @@ impl LockClient for RedisClient {
                 }
                 let ok: Option<String> = set.query_async(&mut self.con).await.map_err(lost)?;
                 if ok.is_some() {
-                    let token: u64 = self.con.incr(&k.fence, 1).await.map_err(lost)?;
+                    let incr = |p: &mut redis::Pipeline| {
+                        p.incr(&k.fence, 1);
+                    };
+                    let token: u64 = keeping(&mut self.con, incr, None, &[&k.fence], k.expire_ms)
+                        .await
+                        .map_err(lost)?;
                     Ok(AcquireReply::Granted { token })
                 } else {
                     let pttl: i64 = self.con.pttl(&k.lock).await.map_err(lost)?;

@@ -62,7 +62,20 @@ impl ServerError {
     }
 }
 
-/// Spawn `cmd`, its output sent to `log` (or discarded), tied to this process's life.
+/// Give a server the environment it needs and nothing else: `PATH` (to find its own
+/// helpers) and the C locale. Our environment can hold secrets (`REDIS_URL`,
+/// `FENCELAB_POSTGRES_URL` with passwords) and settings a server would obey
+/// (`ETCD_*`, `PG*`), none of which a private server should see.
+pub(crate) fn only_needed_env(cmd: &mut Command) -> &mut Command {
+    cmd.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    cmd.env("LANG", "C").env("LC_ALL", "C")
+}
+
+/// Spawn `cmd` with only the environment it needs, its output sent to `log` (or
+/// discarded), tied to this process's life.
 ///
 /// Call this from a thread that lives as long as the server should: the kernel's
 /// parent-death signal fires when the *thread* that spawned the child exits.
@@ -79,7 +92,7 @@ pub(crate) fn spawn(
         }
         None => (Stdio::null(), Stdio::null()),
     };
-    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    only_needed_env(cmd).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
     // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
     // touches no memory of the parent. It runs after any uid change, which would
     // otherwise clear the flag.
@@ -209,7 +222,11 @@ fn process_exists(pid: libc::pid_t) -> bool {
 pub(crate) fn stop(child: &mut Child, signal: libc::c_int) {
     if let Ok(pid) = libc::pid_t::try_from(child.id()) {
         // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
-        unsafe { libc::kill(pid, signal) };
+        // SIGCONT after: a stopped server (SIGSTOP) acts on the signal at once.
+        unsafe {
+            libc::kill(pid, signal);
+            libc::kill(pid, libc::SIGCONT);
+        }
         let deadline = Instant::now() + Duration::from_secs(1);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {

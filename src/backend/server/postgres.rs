@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use super::{POSTGRES, START_TIMEOUT, ServerError, spawn, stop, temp_dir, wait_until_ready};
+use super::{
+    POSTGRES, START_TIMEOUT, ServerError, only_needed_env, spawn, stop, temp_dir, wait_until_ready,
+};
 
 pub struct PrivatePostgres {
     child: Child,
@@ -81,7 +83,7 @@ impl PrivatePostgres {
                 .map_err(|e| ServerError::setup(POSTGRES, e))?;
         }
         let data = dir.path().join("data");
-        let init = as_user(&mut Command::new(bin.join("initdb")), user)
+        let init = as_user(only_needed_env(&mut Command::new(bin.join("initdb"))), user)
             .arg("-D")
             .arg(&data)
             .args(["-U", "fencelab", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])

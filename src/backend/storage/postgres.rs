@@ -15,8 +15,11 @@
 //! Every table lives in a schema of the run's own (`fencelab_<run id>`), dropped at
 //! the end: nothing else on a user's database is read or written.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
+use tokio_postgres::config::Host;
 use tokio_postgres::{Client, NoTls};
 
 use super::sql::{JOBS, STOCK, SqlOp, SqlReply, did_job, signed_up, sold};
@@ -31,37 +34,87 @@ use crate::backend::{
 pub struct PgStorage {
     config: Arc<tokio_postgres::Config>,
     label: String,
+    /// Where it is, for errors: the URL with its password redacted, or the host.
+    shown: Arc<str>,
+}
+
+/// How long connecting, or any one call, may take before PostgreSQL is reported as
+/// not answering (a server that accepts connections and never answers, or is stopped).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `call`, or an error naming PostgreSQL and where it is if no answer came in time.
+async fn within<T>(
+    shown: &str,
+    what: &str,
+    call: impl Future<Output = Result<T, BackendError>>,
+) -> Result<T, BackendError> {
+    tokio::time::timeout(CALL_TIMEOUT, call).await.unwrap_or_else(|_| {
+        Err(BackendError::ServiceUnreachable {
+            service: "PostgreSQL",
+            url: shown.to_string(),
+            reason: format!("no answer to {what} within {} s", CALL_TIMEOUT.as_secs()),
+        })
+    })
+}
+
+/// A connection string as errors may show it: a URL with its password redacted; for
+/// `key=value` strings, only the host(s) and port(s), never the rest.
+fn shown(url: &str, config: &tokio_postgres::Config) -> String {
+    if url.contains("://") {
+        return redact_url(url);
+    }
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            Host::Tcp(name) => name.clone(),
+            Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
+    match (hosts.is_empty(), ports.is_empty()) {
+        (true, _) => "the default host".to_string(),
+        (false, true) => hosts.join(","),
+        (false, false) => format!("{} port {}", hosts.join(","), ports.join(",")),
+    }
 }
 
 impl PgStorage {
     /// `label` is shown instead of the connection string when given (private servers);
     /// else the URL, with its password redacted.
     pub fn open(url: &str, label: Option<&str>) -> Result<Self, BackendError> {
-        let config = url.parse::<tokio_postgres::Config>().map_err(|e| {
+        let mut config = url.parse::<tokio_postgres::Config>().map_err(|e| {
             BackendError::ServiceUnreachable {
                 service: "PostgreSQL",
                 url: redact_url(url),
                 reason: e.to_string(),
             }
         })?;
-        let label =
-            label.map_or_else(|| format!("PostgreSQL at {}", redact_url(url)), str::to_string);
-        Ok(PgStorage { config: Arc::new(config), label })
+        config.connect_timeout(CALL_TIMEOUT);
+        let shown: Arc<str> = shown(url, &config).into();
+        let label = label.map_or_else(|| format!("PostgreSQL at {shown}"), str::to_string);
+        Ok(PgStorage { config: Arc::new(config), label, shown })
     }
 
     /// A connection, with the run's schema and tables created if they are not yet.
+    /// Each step has [`CALL_TIMEOUT`].
     pub async fn connect(&self, keys: &Keys) -> Result<PgClient, BackendError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            let (url, reason) = (self.label.clone(), e.to_string());
-            BackendError::ServiceUnreachable { service: "PostgreSQL", url, reason }
-        })?;
+        let connected = within(&self.shown, "the connection", async {
+            self.config.connect(NoTls).await.map_err(|e| BackendError::ServiceUnreachable {
+                service: "PostgreSQL",
+                url: self.shown.to_string(),
+                reason: e.to_string(),
+            })
+        });
+        let (client, connection) = connected.await?;
         tokio::spawn(async move {
             // The client reports a closed connection on its next call.
             let _ = connection.await;
         });
         let schema = schema_of(keys);
-        client.batch_execute(&setup(&schema)).await.map_err(sql_error)?;
-        Ok(PgClient { client, schema, in_transaction: false })
+        let setup = async { client.batch_execute(&setup(&schema)).await.map_err(sql_error) };
+        within(&self.shown, "creating the run's tables", setup).await?;
+        Ok(PgClient { client, schema, in_transaction: false, shown: self.shown.clone() })
     }
 }
 
@@ -107,6 +160,8 @@ pub struct PgClient {
     schema: String,
     /// A job claimed `FOR UPDATE SKIP LOCKED` keeps its transaction open until done.
     in_transaction: bool,
+    /// Where the server is, for errors.
+    shown: Arc<str>,
 }
 
 impl PgClient {
@@ -257,23 +312,25 @@ impl StorageClient for PgClient {
         check: WriteCheck,
     ) -> Result<bool, BackendError> {
         let token = as_sql_token(write.token);
-        let rows = self
-            .client
-            .execute(&self.statement(check), &[&write.worker, &token, &write.value])
-            .await
-            .map_err(sql_error)?;
+        let statement = self.statement(check);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+            [&write.worker, &token, &write.value];
+        let call = async { self.client.execute(&statement, &params).await.map_err(sql_error) };
+        let rows = within(&self.shown, "a write", call).await?;
         Ok(rows == 1)
     }
 
     async fn next_token(&mut self) -> Result<u64, BackendError> {
         let sql = format!("SELECT nextval('{}.fence')", self.schema);
-        let row = self.client.query_one(&sql, &[]).await.map_err(sql_error)?;
+        let call = async { self.client.query_one(&sql, &[]).await.map_err(sql_error) };
+        let row = within(&self.shown, "nextval", call).await?;
         Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
         let sql = format!("SELECT writer, token, value FROM {}.history ORDER BY seq", self.schema);
-        let rows = self.client.query(&sql, &[]).await.map_err(sql_error)?;
+        let call = async { self.client.query(&sql, &[]).await.map_err(sql_error) };
+        let rows = within(&self.shown, "reading the history", call).await?;
         Ok(rows
             .iter()
             .map(|r| StoredWrite {
@@ -285,14 +342,23 @@ impl StorageClient for PgClient {
     }
 
     async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
-        self.truth().await
+        within(&self.shown, "reading the record", self.truth()).await
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
-        self.drop_schema().await
+        within(&self.shown, "dropping the run's schema", self.drop_schema()).await
     }
 
     async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
+        let shown = self.shown.clone();
+        within(&shown, "a statement", self.sql_now(worker, op)).await
+    }
+}
+
+impl PgClient {
+    /// The lesson's statement, its history row and, when a claimed job is finished,
+    /// the commit.
+    async fn sql_now(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
         let reply = self.run_sql(worker, op).await.map_err(sql_error)?;
         if let Some(result) = &reply.result {
             let sql =

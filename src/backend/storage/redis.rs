@@ -3,7 +3,7 @@
 
 use redis::AsyncCommands;
 
-use crate::backend::redis::{RedisBackend, RedisClient, lost};
+use crate::backend::redis::{RedisBackend, RedisClient, keeping, lost};
 use crate::backend::{
     BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
     scripts,
@@ -28,30 +28,38 @@ impl StorageClient for RedisStorageClient {
     ) -> Result<bool, BackendError> {
         let entry = serde_json::to_string(write).map_err(|e| BackendError::redis(e.to_string()))?;
         let k = &self.0.keys;
+        let con = &mut self.0.con;
         let accepted: i64 = match check {
             WriteCheck::None => {
-                let _: i64 = self.0.con.rpush(&k.storage, entry).await.map_err(lost)?;
+                let rpush = |p: &mut redis::Pipeline| {
+                    p.rpush(&k.storage, &entry);
+                };
+                let _: i64 =
+                    keeping(con, rpush, None, &[&k.storage], k.expire_ms).await.map_err(lost)?;
                 1
             }
             WriteCheck::Fencing => {
-                let (accepted, _highest): (i64, i64) = scripts::FENCED_WRITE
-                    .key(&k.storage)
-                    .key(&k.storage_highest)
-                    .arg(write.token.unwrap_or(0))
-                    .arg(entry)
-                    .invoke_async(&mut self.0.con)
-                    .await
-                    .map_err(lost)?;
+                let mut invocation = scripts::FENCED_WRITE.key(&k.storage);
+                invocation.key(&k.storage_highest).arg(write.token.unwrap_or(0)).arg(&entry);
+                let call = |p: &mut redis::Pipeline| {
+                    p.invoke_script(&invocation);
+                };
+                let keys = [k.storage.as_str(), &k.storage_highest];
+                let script = Some(&*scripts::FENCED_WRITE);
+                let (accepted, _highest): (i64, i64) =
+                    keeping(con, call, script, &keys, k.expire_ms).await.map_err(lost)?;
                 accepted
             }
-            WriteCheck::IdempotencyKey => scripts::IDEMPOTENT_WRITE
-                .key(&k.storage)
-                .key(&k.storage_applied)
-                .arg(&write.value)
-                .arg(entry)
-                .invoke_async(&mut self.0.con)
-                .await
-                .map_err(lost)?,
+            WriteCheck::IdempotencyKey => {
+                let mut invocation = scripts::IDEMPOTENT_WRITE.key(&k.storage);
+                invocation.key(&k.storage_applied).arg(&write.value).arg(&entry);
+                let call = |p: &mut redis::Pipeline| {
+                    p.invoke_script(&invocation);
+                };
+                let keys = [k.storage.as_str(), &k.storage_applied];
+                let script = Some(&*scripts::IDEMPOTENT_WRITE);
+                keeping(con, call, script, &keys, k.expire_ms).await.map_err(lost)?
+            }
         };
         Ok(accepted == 1)
     }
@@ -74,7 +82,11 @@ impl StorageClient for RedisStorageClient {
     }
 
     async fn next_token(&mut self) -> Result<u64, BackendError> {
-        self.0.con.incr(&self.0.keys.fence, 1).await.map_err(lost)
+        let k = &self.0.keys;
+        let incr = |p: &mut redis::Pipeline| {
+            p.incr(&k.fence, 1);
+        };
+        keeping(&mut self.0.con, incr, None, &[&k.fence], k.expire_ms).await.map_err(lost)
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
