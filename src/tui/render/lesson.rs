@@ -47,6 +47,11 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     Paragraph::new(shown).render(inner, buf);
     if let Some(prompt) = prompt.filter(|_| inner.height > 1) {
         let row = Rect { y: inner.bottom() - 1, height: 1, ..inner };
+        // A slow reader must not go on without knowing the step has more below.
+        let prompt = match top < last {
+            true => format!("PgDn: more below · {prompt}"),
+            false => prompt.to_string(),
+        };
         Paragraph::new(Line::styled(prompt, t.key)).render(row, buf);
     }
 }

@@ -152,34 +152,34 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
     let writes: Vec<_> = app.run.writes.iter().filter(|w| w.t_ms <= view).cloned().collect();
     let shown = tail(&writes, area);
     let first = writes.len() - shown.len();
+    // Beside a narrow timeline (a projector) the rows drop their padding and the
+    // verdict its long words, so the STALE mark is never what gets cut off.
+    let compact = area.width.saturating_sub(2) < 38;
     let lines: Vec<Line> = shown
         .iter()
         .enumerate()
         .map(|(i, w)| {
+            let n = first + i + 1;
             if let Some(result) = &w.result {
                 let (verdict, style) =
                     if w.stale { ("⚠ DONE TWICE", t.danger) } else { ("✔", t.accepted) };
-                return Line::from(vec![
-                    Span::styled(
-                        format!("{:>3}. {:<3} {result} ", first + i + 1, w.worker),
-                        t.base,
-                    ),
-                    Span::styled(verdict, style),
-                ]);
+                let row = match compact {
+                    true => format!("{n:>2}. {} {result} ", w.worker),
+                    false => format!("{n:>3}. {:<3} {result} ", w.worker),
+                };
+                return Line::from(vec![Span::styled(row, t.base), Span::styled(verdict, style)]);
             }
             let token = w.token.map_or("-".to_string(), |tk| tk.to_string());
-            let (verdict, style) = match (w.accepted, w.stale) {
-                (true, true) => ("✔ ACCEPTED ⚠ STALE", t.danger),
-                (true, false) => ("✔ accepted", t.accepted),
-                (false, _) => ("✘ REJECTED (stale)", t.rejected),
+            let (verdict, short, style) = match (w.accepted, w.stale) {
+                (true, true) => ("✔ ACCEPTED ⚠ STALE", "✔ ⚠ STALE", t.danger),
+                (true, false) => ("✔ accepted", "✔ accepted", t.accepted),
+                (false, _) => ("✘ REJECTED (stale)", "✘ REJECTED", t.rejected),
             };
-            Line::from(vec![
-                Span::styled(
-                    format!("{:>3}. {:<3} token {token:<3} ", first + i + 1, w.worker),
-                    t.base,
-                ),
-                Span::styled(verdict, style),
-            ])
+            let (row, verdict) = match compact {
+                true => (format!("{n:>2}. {} token {token} ", w.worker), short),
+                false => (format!("{n:>3}. {:<3} token {token:<3} ", w.worker), verdict),
+            };
+            Line::from(vec![Span::styled(row, t.base), Span::styled(verdict, style)])
         })
         .collect();
     let lines = if lines.is_empty() { vec![Line::styled("no writes yet", t.dim)] } else { lines };
