@@ -17,7 +17,7 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let Some(lesson) = &app.lesson else { return };
     let width = area.width.saturating_sub(3) as usize;
-    let (lines, read_from) = panel_lines(app, lesson, width);
+    let (lines, read_from, question_from) = panel_lines(app, lesson, width);
     // What the learner must press to go on is pinned to the panel's last row, so a
     // step longer than the panel cannot scroll it out of sight.
     let prompt = hold_prompt(lesson);
@@ -25,7 +25,12 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     let last = lines.len().saturating_sub(height);
     // The panel rests at its bottom, unless that hides the start of the step being
     // read; an open question's choices always stay on screen.
-    let rest = if lesson.open_checkpoint().is_some() { last } else { last.min(read_from) };
+    // At a question it rests at its bottom, unless that hides the question itself
+    // (a short projector screen): then from the question, the rest a PgDn away.
+    let rest = match question_from {
+        Some(q) => last.min(q),
+        None => last.min(read_from),
+    };
     lesson.scroll_room.set((rest, last - rest));
     let top = rest.saturating_add_signed(-lesson.scroll).min(last);
     let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
@@ -61,27 +66,38 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
 /// short of room can give the panel that much and no more.
 pub fn narration_height(app: &App, width: u16) -> u16 {
     let Some(lesson) = &app.lesson else { return 0 };
-    let (lines, read_from) = panel_lines(app, lesson, width.saturating_sub(3) as usize);
+    let (lines, read_from, _) = panel_lines(app, lesson, width.saturating_sub(3) as usize);
     let prompt = u16::from(hold_prompt(lesson).is_some());
     let rows = lines.len().saturating_sub(read_from).min(u16::MAX as usize / 2) as u16;
     rows + prompt + 2
 }
 
-/// The key that ends the hold the lesson is in, if it is held at a step.
-fn hold_prompt(lesson: &LessonState) -> Option<&'static str> {
-    if lesson.focus.is_some() || lesson.open_checkpoint().is_some() {
+/// What the learner presses to go on from the hold the lesson is in, if any.
+fn hold_prompt(lesson: &LessonState) -> Option<String> {
+    if lesson.focus.is_some() {
         return None;
     }
+    if let Some((i, c)) = lesson.open_checkpoint() {
+        return Some(match lesson.answers[i] {
+            None => format!("Predict: press 1 to {}.", c.choices.len()),
+            Some(_) => "Enter: continue".to_string(),
+        });
+    }
     match lesson.hold {
-        Some(Hold::Step(_)) => Some("Enter: continue"),
-        Some(Hold::Reading { .. }) => Some("Enter: go on (the run waits while you read)"),
+        Some(Hold::Step(_)) => Some("Enter: continue".to_string()),
+        Some(Hold::Reading { .. }) => Some("Enter: go on (the run waits while you read)".into()),
         _ => None,
     }
 }
 
-/// Everything the panel holds, top to bottom, `width` columns wide, and the line
-/// where the step being read (the newest, or the one read back to) starts.
-fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> (Vec<Line<'static>>, usize) {
+/// Everything the panel holds, top to bottom, `width` columns wide; the line where
+/// the step being read (the newest, or the one read back to) starts, and where the
+/// open question starts.
+fn panel_lines(
+    app: &App,
+    lesson: &LessonState,
+    width: usize,
+) -> (Vec<Line<'static>>, usize, Option<usize>) {
     let t = &app.theme;
     let mut lines: Vec<Line<'static>> = Vec::new();
     let bottom = lesson.focus.unwrap_or(lesson.reached.saturating_sub(1));
@@ -104,14 +120,16 @@ fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> (Vec<Line<'stat
         let of = lesson.reached;
         let text = format!("reading back: step {} of {of} · > next · < previous", focus + 1);
         lines.push(Line::styled(text, t.key));
-        return (lines, read_from);
+        return (lines, read_from, None);
     }
     if lesson.table_shown() {
         lines.push(Line::raw(""));
         lines.extend(lesson.table.iter().map(|l| Line::styled(l.clone(), t.title)));
     }
+    let mut question_from = None;
     if let Some((i, c)) = lesson.open_checkpoint() {
         lines.push(Line::raw(""));
+        question_from = Some(lines.len());
         question(&mut lines, c, lesson.answers[i], width, t);
     } else {
         if lesson.hold.is_none() && lesson.finished() && app.run.ended.is_some() {
@@ -119,7 +137,7 @@ fn panel_lines(app: &App, lesson: &LessonState, width: usize) -> (Vec<Line<'stat
             end_of_run(&mut lines, app, lesson, width);
         }
     }
-    (lines, read_from)
+    (lines, read_from, question_from)
 }
 
 /// The question and its choices; once answered, the verdict, the right answer by
@@ -147,11 +165,8 @@ fn question(
         };
         lines.extend(wrapped(&format!("{mark} {n}) "), &format!("{choice}{note}"), width, style));
     }
-    let Some(a) = answer else {
-        let keys = format!("Predict: press 1 to {}.", c.choices.len());
-        lines.push(Line::styled(keys, t.dim));
-        return;
-    };
+    // What to press (predict, or go on) is the panel's pinned last row.
+    let Some(a) = answer else { return };
     lines.push(Line::raw(""));
     if a == c.answer {
         lines.push(Line::styled(format!("✔ Right: {a}."), t.accepted));
@@ -163,8 +178,6 @@ fn question(
         lines.extend(wrapped("✔ ", &named, width, t.accepted));
     }
     lines.extend(wrapped("", &c.explain, width, t.base));
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("Enter: continue", t.key));
 }
 
 /// The run is over and its narration read: the score once every question is
