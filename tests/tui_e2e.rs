@@ -168,10 +168,12 @@ fn a_learner_on_redis_sees_no_answer_before_answering_gc_pauses_question() {
     let pane = tmux.wait_for("✘ Not 2.", 5);
     assert!(pane.contains("✔ The answer is 1"), "{pane}");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("B has written", 20);
+    // (The question's own text says "B has written" and "A wakes up": wait for the
+    // steps themselves, marked ▶ as the newest.)
+    tmux.wait_for("▶ B has written", 20);
     tmux.keys(&["Enter"]);
     // On from where it stopped, at the run's pace, to the next step.
-    let pane = tmux.wait_for("A wakes up", 20);
+    let pane = tmux.wait_for("▶ A wakes up", 20);
     assert!(pane.contains("HELD 3.0 s"), "{pane}");
     // The step at 3 s shows what A did at 3 s: its write is in the storage.
     std::thread::sleep(Duration::from_millis(500));
@@ -179,7 +181,7 @@ fn a_learner_on_redis_sees_no_answer_before_answering_gc_pauses_question() {
     // (Beside the narrow timeline of a 100-column screen, storage rows are compact.)
     assert!(pane.contains("A token 1 ✔ ⚠ STALE") && pane.contains("✔w1 STALE"), "{pane}");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("What would stop it", 20);
+    tmux.wait_for("▶ What would stop it", 20);
     tmux.keys(&["Enter"]);
     tmux.wait_for("Score: 0 of 1 predicted", 20);
     tmux.keys(&["q"]);
