@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     match fencelab::commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", fencelab::output::printable::printable(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

@@ -173,3 +173,46 @@ fn without_a_terminal_the_playground_points_to_the_headless_command() {
     assert_clean_error(&out, 1, "stdout is not a terminal");
     assert!(stderr(&out).contains("fencelab run gc-pause"), "{}", stderr(&out));
 }
+
+#[test]
+fn control_characters_from_a_scenario_file_never_reach_the_terminal_or_the_picture() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("evil.toml");
+    std::fs::write(
+        &file,
+        r#"name = "evil"
+title = "T\u001b[2J\u0007x"
+summary = "s\u001b]0;pwned\u0007"
+ttl_ms = 500
+
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "write", value = "v\u001b[31m" }, { do = "release" }]
+"#,
+    )
+    .unwrap();
+    let saved = dir.path().join("evil.jsonl");
+    let out = run(&["run", file.to_str().unwrap(), "--sim", "--save", saved.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("T\\x1b[2J\\x07x"), "the title is shown, escaped: {text}");
+    for bytes in [&out.stdout, &out.stderr] {
+        assert!(!bytes.iter().any(|b| matches!(b, 0x1b | 0x07)), "{text}");
+    }
+
+    let svg = dir.path().join("evil.svg");
+    let out = run(&["export", saved.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not well-formed XML: {e}"));
+    assert!(svg.contains("T\\x1b[2J\\x07x"), "{svg}");
+
+    // A parse error quoting the file's text escapes it too.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"bad\"\n\"\u{1b}]0;pwned\u{7}\" = 1\n").unwrap();
+    let out = run(&["run", bad.to_str().unwrap(), "--sim"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    for bytes in [&out.stdout, &out.stderr] {
+        assert!(!bytes.iter().any(|b| matches!(b, 0x1b | 0x07)), "{}", stderr(&out));
+    }
+}

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 
 use crate::cli::{BackendArgs, Cli, Command, ExportArgs, PictureTheme, PlayArgs, ReplayArgs};
+use crate::output::printable::printable;
 use crate::scenario::builtin_names;
 
 /// Run what the command line asks for.
@@ -22,7 +23,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                     out.push_str(&format!("{name:<26} {}\n", s.summary));
                 }
             }
-            to_stdout(out.as_bytes())
+            to_stdout(printable(&out).as_bytes())
         }
         Some(Command::Lessons) => {
             let mut out = String::from(
@@ -38,7 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.push_str(&format!("{:>2}. {:<26} {title}\n", i + 1, l.scenario.name));
                 out.push_str(&format!("    {:<26} {}\n", "", l.scenario.summary));
             }
-            to_stdout(out.as_bytes())
+            to_stdout(printable(&out).as_bytes())
         }
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();
