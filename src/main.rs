@@ -3,10 +3,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = fencelab::cli::Cli::parse();
+    let cli = fencelab::cli::Cli::parse_checked();
     match fencelab::commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -169,9 +169,49 @@ fn an_etcd_that_never_answers_is_a_clear_error_not_a_hang() {
 
 #[test]
 fn without_a_terminal_the_playground_points_to_the_headless_command() {
-    let out = run(&["--sim"]);
-    assert_clean_error(&out, 1, "stdout is not a terminal");
-    assert!(stderr(&out).contains("fencelab run gc-pause"), "{}", stderr(&out));
+    for args in [&["--sim"][..], &["--sim", "--presenter", "--speed", "0.5", "--record", "x.cast"]]
+    {
+        let out = run(args);
+        assert_clean_error(&out, 1, "stdout is not a terminal");
+        assert!(stderr(&out).contains("fencelab run gc-pause"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_playgrounds_options_work_without_the_play_command() {
+    use fencelab::cli::{Cli, Command};
+    let parse = |args: &[&str]| {
+        Cli::try_parse_checked_from(std::iter::once("fencelab").chain(args.iter().copied()))
+    };
+    let bare = parse(&[
+        "--record",
+        "demo.cast",
+        "--presenter",
+        "--speed",
+        "0.5",
+        "--save",
+        "run.jsonl",
+        "--fencing",
+        "--sim",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(bare.command.is_none());
+    assert_eq!(bare.play.keep.record.as_deref(), Some(std::path::Path::new("demo.cast")));
+    assert_eq!(bare.play.keep.save.as_deref(), Some(std::path::Path::new("run.jsonl")));
+    assert!(bare.play.presenter && bare.play.fencing && bare.backend.sim);
+    assert_eq!(bare.play.speed, 0.5);
+
+    let play = parse(&["play", "gc-pause", "--record", "demo.cast", "--speed", "2"]).unwrap();
+    let Some(Command::Play(args)) = play.command else { panic!("{play:?}") };
+    assert_eq!((args.scenario.as_str(), args.options.speed), ("gc-pause", 2.0));
+    assert_eq!(args.options.keep.record.as_deref(), Some(std::path::Path::new("demo.cast")));
+
+    // Backend options may still come before any command; the playground's may not.
+    assert!(matches!(parse(&["--sim", "run"]).unwrap().command, Some(Command::Run(_))));
+    let err = parse(&["--presenter", "run"]).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("'--presenter' is an option of the playground"), "{err}");
+    assert_eq!(parse(&["--speed", "0"]).unwrap_err().exit_code(), 2);
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),
         Some(Command::Lesson(args)) => play(&PlayArgs::from(&args), &cli.backend),
-        None => play(&PlayArgs::default(), &cli.backend),
+        None => play(&PlayArgs { options: cli.play, ..PlayArgs::default() }, &cli.backend),
     }
 }
 
@@ -71,8 +71,8 @@ fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
-    let lesson = scenario_ref::load(&args.scenario)?;
+fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let (args, lesson) = (&play.options, scenario_ref::load(&play.scenario)?);
     let options = crate::tui::Options {
         speed: if args.speed == 1.0 { lesson.scenario.speed.unwrap_or(1.0) } else { args.speed },
         lesson,
