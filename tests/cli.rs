@@ -256,3 +256,53 @@ steps = [{ do = "acquire" }, { do = "write", value = "v\u001b[31m" }, { do = "re
         assert!(!bytes.iter().any(|b| matches!(b, 0x1b | 0x07)), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn a_server_that_is_not_redis_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.read(&mut [0u8; 1024]);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
+    let out = run(&["run", "--redis", &url]);
+    assert_clean_error(
+        &out,
+        1,
+        &format!("Redis at {url} did not answer like a Redis server (is it Redis?)"),
+    );
+    assert!(!stderr(&out).contains("Parse error"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_readmes_minimal_acl_is_enough_for_a_shared_redis() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let acl = readme
+        .lines()
+        .find(|l| l.starts_with("ACL SETUSER fencelab"))
+        .expect("the README gives the ACL line");
+    let server = support::redis();
+    let mut con = support::sync_con(&server);
+    let mut cmd = redis::cmd("ACL");
+    for word in acl.split_whitespace().skip(1) {
+        cmd.arg(if word == ">PASSWORD" { ">acl-secret" } else { word });
+    }
+    let () = cmd.query(&mut con).unwrap_or_else(|e| panic!("{acl}: {e}"));
+    let url = format!("{}?user=fencelab&pass=acl-secret", server.url());
+    // Script and two-step acquires, fenced and idempotent writes, renewals, releases.
+    for scenario in ["gc-pause", "unsafe-release", "stalled-renewal", "payment-gateway"] {
+        let out = run(&["run", scenario, "--redis", &url]);
+        assert!(out.status.success(), "{scenario}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("FAILED") && !text.contains("NOPERM"), "{scenario}: {text}");
+    }
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut con).unwrap();
+    assert!(stats.contains("cmdstat_evalsha"), "{stats}");
+    let refused = stats.lines().filter(|l| l.starts_with("cmdstat_"));
+    assert!(refused.clone().all(|l| l.contains("rejected_calls=0")), "{stats}");
+}

@@ -20,7 +20,7 @@ use crate::engine::{PreparedRun, RunOptions, prepare};
 use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::printable::printable;
-use crate::output::transcript::{Transcript, verdict};
+use crate::output::transcript::{Transcript, verdict_after};
 use crate::runtime;
 use crate::scenario::{PlannedRun, Scenario, Sweep};
 
@@ -191,7 +191,7 @@ async fn run_all(
         }
         let violations = check(&events);
         if !args.json {
-            for line in verdict(&violations) {
+            for line in verdict_after(&outcome, &violations) {
                 say(&line);
             }
         }
