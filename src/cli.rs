@@ -18,8 +18,47 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The playground's options, for `fencelab` without a command (as for `fencelab play`).
+    #[command(flatten)]
+    pub play: PlayOptions,
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+impl Cli {
+    /// Parse the process's arguments, exiting with a usage error (code 2) as clap does.
+    pub fn parse_checked() -> Cli {
+        Cli::try_parse_checked_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// Parse `args`, refusing the playground's options before another command
+    /// (`fencelab --presenter run`): they would be silently ignored. The backend
+    /// options (`--sim`, `--redis`, ...) are global and may come before any command.
+    pub fn try_parse_checked_from<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::parser::ValueSource;
+        use clap::{CommandFactory, FromArgMatches};
+        let mut cmd = Cli::command();
+        let matches = cmd.try_get_matches_from_mut(args)?;
+        if let Some((sub, _)) = matches.subcommand() {
+            let given = cmd.get_arguments().find(|a| {
+                !a.is_global_set()
+                    && matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+            });
+            if let Some(arg) = given {
+                let flag = format!("--{}", arg.get_long().unwrap_or(arg.get_id().as_str()));
+                let message = format!(
+                    "'{flag}' is an option of the playground (`fencelab {flag}` or `fencelab play \
+                     {flag}`); it cannot be used with the subcommand '{sub}'"
+                );
+                return Err(cmd.error(clap::error::ErrorKind::ArgumentConflict, message));
+            }
+        }
+        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -174,6 +213,13 @@ pub struct PlayArgs {
     /// A built-in scenario name or a path to a scenario .toml file.
     #[arg(default_value = "playground")]
     pub scenario: String,
+    #[command(flatten)]
+    pub options: PlayOptions,
+}
+
+/// The playground's options: of `fencelab play`, and of `fencelab` without a command.
+#[derive(Debug, Clone, Args)]
+pub struct PlayOptions {
     /// Start with fencing tokens checked by the storage (toggle with `f`).
     #[arg(long)]
     pub fencing: bool,
@@ -215,22 +261,24 @@ impl From<&LessonArgs> for PlayArgs {
     fn from(args: &LessonArgs) -> Self {
         PlayArgs {
             scenario: args.lesson.clone(),
-            presenter: args.presenter,
-            keep: args.keep.clone(),
-            ..PlayArgs::default()
+            options: PlayOptions {
+                presenter: args.presenter,
+                keep: args.keep.clone(),
+                ..PlayOptions::default()
+            },
         }
     }
 }
 
 impl Default for PlayArgs {
     fn default() -> Self {
-        PlayArgs {
-            scenario: "playground".into(),
-            fencing: false,
-            speed: 1.0,
-            presenter: false,
-            keep: Keep::default(),
-        }
+        PlayArgs { scenario: "playground".into(), options: PlayOptions::default() }
+    }
+}
+
+impl Default for PlayOptions {
+    fn default() -> Self {
+        PlayOptions { fencing: false, speed: 1.0, presenter: false, keep: Keep::default() }
     }
 }
 

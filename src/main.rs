@@ -3,14 +3,12 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = fencelab::cli::Cli::parse();
+    let cli = fencelab::cli::Cli::parse_checked();
     match fencelab::commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", fencelab::output::printable::printable(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

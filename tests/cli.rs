@@ -169,7 +169,140 @@ fn an_etcd_that_never_answers_is_a_clear_error_not_a_hang() {
 
 #[test]
 fn without_a_terminal_the_playground_points_to_the_headless_command() {
-    let out = run(&["--sim"]);
-    assert_clean_error(&out, 1, "stdout is not a terminal");
-    assert!(stderr(&out).contains("fencelab run gc-pause"), "{}", stderr(&out));
+    for args in [&["--sim"][..], &["--sim", "--presenter", "--speed", "0.5", "--record", "x.cast"]]
+    {
+        let out = run(args);
+        assert_clean_error(&out, 1, "stdout is not a terminal");
+        assert!(stderr(&out).contains("fencelab run gc-pause"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_playgrounds_options_work_without_the_play_command() {
+    use fencelab::cli::{Cli, Command};
+    let parse = |args: &[&str]| {
+        Cli::try_parse_checked_from(std::iter::once("fencelab").chain(args.iter().copied()))
+    };
+    let bare = parse(&[
+        "--record",
+        "demo.cast",
+        "--presenter",
+        "--speed",
+        "0.5",
+        "--save",
+        "run.jsonl",
+        "--fencing",
+        "--sim",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(bare.command.is_none());
+    assert_eq!(bare.play.keep.record.as_deref(), Some(std::path::Path::new("demo.cast")));
+    assert_eq!(bare.play.keep.save.as_deref(), Some(std::path::Path::new("run.jsonl")));
+    assert!(bare.play.presenter && bare.play.fencing && bare.backend.sim);
+    assert_eq!(bare.play.speed, 0.5);
+
+    let play = parse(&["play", "gc-pause", "--record", "demo.cast", "--speed", "2"]).unwrap();
+    let Some(Command::Play(args)) = play.command else { panic!("{play:?}") };
+    assert_eq!((args.scenario.as_str(), args.options.speed), ("gc-pause", 2.0));
+    assert_eq!(args.options.keep.record.as_deref(), Some(std::path::Path::new("demo.cast")));
+
+    // Backend options may still come before any command; the playground's may not.
+    assert!(matches!(parse(&["--sim", "run"]).unwrap().command, Some(Command::Run(_))));
+    let err = parse(&["--presenter", "run"]).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("'--presenter' is an option of the playground"), "{err}");
+    assert_eq!(parse(&["--speed", "0"]).unwrap_err().exit_code(), 2);
+}
+
+#[test]
+fn control_characters_from_a_scenario_file_never_reach_the_terminal_or_the_picture() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("evil.toml");
+    std::fs::write(
+        &file,
+        r#"name = "evil"
+title = "T\u001b[2J\u0007x"
+summary = "s\u001b]0;pwned\u0007"
+ttl_ms = 500
+
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "write", value = "v\u001b[31m" }, { do = "release" }]
+"#,
+    )
+    .unwrap();
+    let saved = dir.path().join("evil.jsonl");
+    let out = run(&["run", file.to_str().unwrap(), "--sim", "--save", saved.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("T\\x1b[2J\\x07x"), "the title is shown, escaped: {text}");
+    for bytes in [&out.stdout, &out.stderr] {
+        assert!(!bytes.iter().any(|b| matches!(b, 0x1b | 0x07)), "{text}");
+    }
+
+    let svg = dir.path().join("evil.svg");
+    let out = run(&["export", saved.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not well-formed XML: {e}"));
+    assert!(svg.contains("T\\x1b[2J\\x07x"), "{svg}");
+
+    // A parse error quoting the file's text escapes it too.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"bad\"\n\"\u{1b}]0;pwned\u{7}\" = 1\n").unwrap();
+    let out = run(&["run", bad.to_str().unwrap(), "--sim"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    for bytes in [&out.stdout, &out.stderr] {
+        assert!(!bytes.iter().any(|b| matches!(b, 0x1b | 0x07)), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_server_that_is_not_redis_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.read(&mut [0u8; 1024]);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
+    let out = run(&["run", "--redis", &url]);
+    assert_clean_error(
+        &out,
+        1,
+        &format!("Redis at {url} did not answer like a Redis server (is it Redis?)"),
+    );
+    assert!(!stderr(&out).contains("Parse error"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_readmes_minimal_acl_is_enough_for_a_shared_redis() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let acl = readme
+        .lines()
+        .find(|l| l.starts_with("ACL SETUSER fencelab"))
+        .expect("the README gives the ACL line");
+    let server = support::redis();
+    let mut con = support::sync_con(&server);
+    let mut cmd = redis::cmd("ACL");
+    for word in acl.split_whitespace().skip(1) {
+        cmd.arg(if word == ">PASSWORD" { ">acl-secret" } else { word });
+    }
+    let () = cmd.query(&mut con).unwrap_or_else(|e| panic!("{acl}: {e}"));
+    let url = format!("{}?user=fencelab&pass=acl-secret", server.url());
+    // Script and two-step acquires, fenced and idempotent writes, renewals, releases.
+    for scenario in ["gc-pause", "unsafe-release", "stalled-renewal", "payment-gateway"] {
+        let out = run(&["run", scenario, "--redis", &url]);
+        assert!(out.status.success(), "{scenario}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("FAILED") && !text.contains("NOPERM"), "{scenario}: {text}");
+    }
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut con).unwrap();
+    assert!(stats.contains("cmdstat_evalsha"), "{stats}");
+    let refused = stats.lines().filter(|l| l.starts_with("cmdstat_"));
+    assert!(refused.clone().all(|l| l.contains("rejected_calls=0")), "{stats}");
 }

@@ -138,6 +138,13 @@ fn damaged_old_empty_and_foreign_files_are_clear_errors_naming_the_line() {
     cut[4].truncate(half);
     assert!(error_of(&cut.join("\n")).starts_with("run.jsonl:5:"));
 
+    let mut string = lines.clone();
+    string[0] = string[0].replace("\"version\":1", "\"version\":\"1\"");
+    assert_eq!(
+        error_of(&string.join("\n")),
+        "run.jsonl:1: \"version\" must be the number 1, not \"1\" (is this a fencelab log?)"
+    );
+
     lines[0] = lines[0].replace("\"version\":1", "\"version\":0");
     assert_eq!(
         error_of(&lines.join("\n")),

@@ -38,6 +38,9 @@ pub enum BackendError {
     Unreachable { service: &'static str, url: String, reason: String },
     #[error("{service} at {url} refused the credentials: {reason}")]
     Auth { service: &'static str, url: String, reason: String },
+    /// Something answered, but not in the Redis protocol (an HTTP server, say).
+    #[error("{service} at {url} did not answer like a Redis server (is it Redis?)")]
+    NotRedis { service: &'static str, url: String },
     #[error("lost the connection to {service}: {message}")]
     Lost { service: &'static str, message: String },
     #[error("{service} answered something unexpected: {message}")]

@@ -58,6 +58,8 @@ fn classify(url: &str, e: RedisError) -> BackendError {
             .any(|m| text.contains(m));
     if auth {
         BackendError::Auth { service, url: url.to_string(), reason: first_line(&text) }
+    } else if e.kind() == redis::ErrorKind::Parse {
+        BackendError::NotRedis { service, url: url.to_string() }
     } else {
         BackendError::Unreachable { service, url: url.to_string(), reason: first_line(&text) }
     }

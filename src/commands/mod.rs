@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 
 use crate::cli::{BackendArgs, Cli, Command, ExportArgs, PictureTheme, PlayArgs, ReplayArgs};
+use crate::output::printable::printable;
 use crate::scenario::builtin_names;
 
 /// Run what the command line asks for.
@@ -22,7 +23,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                     out.push_str(&format!("{name:<26} {}\n", s.summary));
                 }
             }
-            to_stdout(out.as_bytes())
+            to_stdout(printable(&out).as_bytes())
         }
         Some(Command::Lessons) => {
             let mut out = String::from(
@@ -38,7 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.push_str(&format!("{:>2}. {:<26} {title}\n", i + 1, l.scenario.name));
                 out.push_str(&format!("    {:<26} {}\n", "", l.scenario.summary));
             }
-            to_stdout(out.as_bytes())
+            to_stdout(printable(&out).as_bytes())
         }
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();
@@ -55,7 +56,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),
         Some(Command::Lesson(args)) => play(&PlayArgs::from(&args), &cli.backend),
-        None => play(&PlayArgs::default(), &cli.backend),
+        None => play(&PlayArgs { options: cli.play, ..PlayArgs::default() }, &cli.backend),
     }
 }
 
@@ -70,8 +71,8 @@ fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn play(args: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
-    let lesson = scenario_ref::load(&args.scenario)?;
+fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let (args, lesson) = (&play.options, scenario_ref::load(&play.scenario)?);
     let options = crate::tui::Options {
         speed: if args.speed == 1.0 { lesson.scenario.speed.unwrap_or(1.0) } else { args.speed },
         lesson,

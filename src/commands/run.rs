@@ -19,7 +19,8 @@ use crate::engine::log::{EventLog, RunOutcome};
 use crate::engine::{PreparedRun, RunOptions, prepare};
 use crate::lesson::sweep;
 use crate::output::jsonl;
-use crate::output::transcript::{Transcript, verdict};
+use crate::output::printable::printable;
+use crate::output::transcript::{Transcript, verdict_after};
 use crate::runtime;
 use crate::scenario::{PlannedRun, Scenario, Sweep};
 
@@ -56,7 +57,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
     // this function (see PrivateRedis::start).
     let deployment = deploy(&backend_args.targets(), Shape::of(&scenario))?;
     if let Some(notice) = deployment.fallback_notice() {
-        eprintln!("{notice}");
+        tell(&notice.to_string());
     }
     if args.json {
         eprintln!("backend: {}", deployment.describe());
@@ -190,7 +191,7 @@ async fn run_all(
         }
         let violations = check(&events);
         if !args.json {
-            for line in verdict(&violations) {
+            for line in verdict_after(&outcome, &violations) {
                 say(&line);
             }
         }
@@ -203,7 +204,7 @@ async fn run_all(
             }
             RunOutcome::Failed { error } => {
                 report.failed = true;
-                eprintln!("error: {error}");
+                tell(&format!("error: {error}"));
                 break;
             }
         }
@@ -212,10 +213,10 @@ async fn run_all(
         {
             let diffs = compare(expected, &events, &violations);
             if diffs.is_empty() {
-                eprintln!("check passed ({})", planned.label);
+                tell(&format!("check passed ({})", planned.label));
             } else {
                 report.check_failed = true;
-                eprintln!("check FAILED ({}): {}", planned.label, diffs.join("; "));
+                tell(&format!("check FAILED ({}): {}", planned.label, diffs.join("; ")));
             }
         }
     }
@@ -323,5 +324,10 @@ async fn print_live(log: Arc<EventLog>, json: bool) {
 /// worth stopping a run for: the run still finishes and deletes its keys.
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    let _ = writeln!(out, "{}", printable(line)).and_then(|()| out.flush());
+}
+
+/// Print a line to stderr, with control characters made visible.
+fn tell(line: &str) {
+    eprintln!("{}", printable(line));
 }

@@ -18,6 +18,10 @@ pub enum LoadError {
         "{file}:{line}: this log was written in format version {found}; this fencelab reads version {LOG_FORMAT_VERSION}"
     )]
     Version { file: String, line: usize, found: u64 },
+    #[error(
+        "{file}:{line}: \"version\" must be the number {LOG_FORMAT_VERSION}, not {found} (is this a fencelab log?)"
+    )]
+    VersionNotNumber { file: String, line: usize, found: String },
     #[error("{file}:{line}: a log starts with a run_started event (is this a fencelab log?)")]
     NoStart { file: String, line: usize },
 }
@@ -44,7 +48,15 @@ pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> 
         // The version is checked before the shape: a newer format may not parse at all.
         let raw: serde_json::Value = serde_json::from_str(line).map_err(damaged)?;
         if raw.get("type").and_then(|t| t.as_str()) == Some("run_started") {
-            let found = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+            let version = raw.get("version");
+            let Some(found) = version.and_then(|v| v.as_u64()) else {
+                let found = version.map_or("missing".to_string(), |v| v.to_string());
+                return Err(LoadError::VersionNotNumber {
+                    file: file.to_string(),
+                    line: number,
+                    found,
+                });
+            };
             if found != u64::from(LOG_FORMAT_VERSION) {
                 return Err(LoadError::Version { file: file.to_string(), line: number, found });
             }

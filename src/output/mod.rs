@@ -4,4 +4,5 @@
 pub mod jsonl;
 pub mod load;
 pub mod picture;
+pub mod printable;
 pub mod transcript;

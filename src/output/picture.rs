@@ -111,7 +111,9 @@ pub fn timeline_svg(events: &[Event], palette: Palette) -> String {
         height - 50.0,
         &c,
     ));
-    doc.to_string()
+    // XML 1.0 allows no control characters but tab and newlines: a title or a worker
+    // name from a scenario file must not leave a picture that no viewer opens.
+    super::printable::printable(&doc.to_string()).into_owned()
 }
 
 fn lane_y(i: usize) -> f64 {

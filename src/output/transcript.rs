@@ -209,6 +209,21 @@ fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }
 
+/// The checker's verdict on a run that ended as `outcome`: a failed run is not
+/// judged (its storage holds what happened before the failure, not the scenario's
+/// outcome, so "no stale write accepted" would claim too much).
+pub fn verdict_after(outcome: &RunOutcome, violations: &[Violation]) -> Vec<String> {
+    match outcome {
+        RunOutcome::Failed { .. } => {
+            vec![
+                "checker: not judged, because the run failed before it ended (see the error)"
+                    .to_string(),
+            ]
+        }
+        _ => verdict(violations),
+    }
+}
+
 /// The checker's verdict in a few lines, unsafe writes first.
 pub fn verdict(violations: &[Violation]) -> Vec<String> {
     let stale: Vec<&Violation> =
@@ -239,5 +254,22 @@ fn stale_brief(v: &Violation) -> String {
             format!("{worker} token {token} after {after_worker} token {after_token}")
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_run_is_not_judged() {
+        let failed = RunOutcome::Failed { error: "lost the connection to Redis".into() };
+        let lines = verdict_after(&failed, &[]);
+        assert!(lines[0].contains("not judged, because the run failed"), "{lines:?}");
+        assert!(!lines.iter().any(|l| l.contains("no stale write accepted")), "{lines:?}");
+        assert_eq!(
+            verdict_after(&RunOutcome::Completed, &[]),
+            ["checker: no stale write accepted"]
+        );
     }
 }
