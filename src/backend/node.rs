@@ -3,25 +3,15 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::{BackendError, FaultKind, async_trait};
-use crate::scenario::{ReleaseMode, RenewMode};
+use super::{BackendError, FaultKind, LockClient, async_trait};
 
 /// One Redis server as Redlock and the failover pair use it: plain `SET NX PX` (such
-/// locks take no token per server), `GET`, `PTTL`, and the single-server scripts.
+/// locks take no token per server) and `PTTL`; `GET` and the single-server scripts are
+/// its [`LockClient`] side.
 #[async_trait]
-pub trait LockNode: Send {
+pub trait LockNode: LockClient {
     async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError>;
     async fn pttl(&mut self) -> Result<i64, BackendError>;
-    async fn get(&mut self) -> Result<Option<String>, BackendError>;
-    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError>;
-    async fn renew(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-        mode: RenewMode,
-    ) -> Result<bool, BackendError>;
-    /// Delete this run's keys on the node.
-    async fn cleanup(&mut self) -> Result<(), BackendError>;
     /// `WAIT replicas timeout_ms` on this connection: real servers only (the simulated
     /// pair answers from its own model).
     async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {

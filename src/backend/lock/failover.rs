@@ -203,7 +203,7 @@ impl<P: Pair> LockClient for FailoverClient<P> {
     }
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        self.primary(true).await?.get().await
+        self.primary(true).await?.holder().await
     }
 
     async fn observe(&mut self) -> Result<LockTruth, BackendError> {
@@ -211,7 +211,7 @@ impl<P: Pair> LockClient for FailoverClient<P> {
         let (primary, _) = self.pair.state().primary();
         let (holder_value, pttl_ms) = match self.primary(false).await {
             Ok(node) => {
-                let holder = node.get().await?;
+                let holder = node.holder().await?;
                 (holder, u64::try_from(node.pttl().await?).ok())
             }
             Err(_) => (None, None),
@@ -220,7 +220,7 @@ impl<P: Pair> LockClient for FailoverClient<P> {
         for (i, node) in self.nodes.iter_mut().enumerate() {
             if self.pair.state().up(i) && i != primary {
                 nodes[i] =
-                    timeout(NODE_TIMEOUT, node.get()).await.ok().and_then(Result::ok).flatten();
+                    timeout(NODE_TIMEOUT, node.holder()).await.ok().and_then(Result::ok).flatten();
             }
         }
         nodes[primary] = holder_value.clone();

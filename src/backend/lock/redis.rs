@@ -156,27 +156,6 @@ impl LockNode for RedisClient {
         self.con.pttl(&self.keys.lock).await.map_err(lost)
     }
 
-    async fn get(&mut self) -> Result<Option<String>, BackendError> {
-        LockClient::holder(self).await
-    }
-
-    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        LockClient::release(self, value, mode).await
-    }
-
-    async fn renew(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-        mode: RenewMode,
-    ) -> Result<bool, BackendError> {
-        LockClient::renew(self, value, ttl_ms, mode).await
-    }
-
-    async fn cleanup(&mut self) -> Result<(), BackendError> {
-        LockClient::cleanup(self).await
-    }
-
     /// `WAIT replicas timeout_ms` on this client's own connection, so it counts this
     /// client's writes.
     async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {

@@ -137,7 +137,7 @@ impl<N: NodeSet> RedlockClient<N> {
         let quorum = self.quorum();
         let mut values: Vec<String> = Vec::new();
         for i in self.live_nodes().await {
-            if let Ok(Ok(Some(v))) = on_node!(self.nodes[i], get()) {
+            if let Ok(Ok(Some(v))) = on_node!(self.nodes[i], holder()) {
                 values.push(v);
             }
         }
@@ -220,7 +220,7 @@ impl<N: NodeSet> LockClient for RedlockClient<N> {
         let mut pttls = vec![-2; self.nodes.len()];
         for i in self.live_nodes().await {
             let node = &mut self.nodes[i];
-            nodes[i] = on_node!(node, get()).ok().and_then(Result::ok).flatten();
+            nodes[i] = on_node!(node, holder()).ok().and_then(Result::ok).flatten();
             pttls[i] = on_node!(node, pttl()).ok().and_then(Result::ok).unwrap_or(-2);
         }
         let quorum = self.quorum();

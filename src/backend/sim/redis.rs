@@ -259,27 +259,6 @@ impl LockNode for SimClient {
     async fn pttl(&mut self) -> Result<i64, BackendError> {
         Ok(self.sim.db().pttl(&self.keys.lock))
     }
-
-    async fn get(&mut self) -> Result<Option<String>, BackendError> {
-        LockClient::holder(self).await
-    }
-
-    async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        LockClient::release(self, value, mode).await
-    }
-
-    async fn renew(
-        &mut self,
-        value: &str,
-        ttl_ms: u64,
-        mode: RenewMode,
-    ) -> Result<bool, BackendError> {
-        LockClient::renew(self, value, ttl_ms, mode).await
-    }
-
-    async fn cleanup(&mut self) -> Result<(), BackendError> {
-        LockClient::cleanup(self).await
-    }
 }
 
 /// One worker's handle on the simulator's storage.
