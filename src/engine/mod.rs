@@ -278,8 +278,8 @@ async fn inject(
             () = tokio::time::sleep_until(log.clock().instant_at(f.at_ms as f64)) => {}
             () = cancel.cancelled() => return Ok(()),
         }
-        client.fault(f.node.saturating_sub(1), f.kind).await?;
-        log.append(EventKind::Fault { node: f.node, kind: f.kind });
+        client.fault(f.node_index(), f.kind).await?;
+        log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind });
     }
     Ok(())
 }

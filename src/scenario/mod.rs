@@ -67,16 +67,32 @@ pub struct Scenario {
     pub sweep: Option<Sweep>,
 }
 
-/// A lock server failing at a moment of the run.
+/// Something going wrong at a moment of the run: a lock server failing, or (for the
+/// faults that hit a link) one worker's connections. Which of `node` and `worker` a
+/// fault needs, and whether it takes `ms`, depends on its kind and is checked at load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
     #[serde(deserialize_with = "bounds::ms")]
     pub at_ms: u64,
-    /// Which server, counting from 1.
-    pub node: usize,
+    /// Which server, counting from 1, for faults that hit a lock server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<usize>,
+    /// Whose connections, for faults that hit a worker's link to its servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// How much, for faults that have a size (a clock's jump, a link's delay).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "bounds::opt_ms")]
+    pub ms: Option<u64>,
     #[serde(rename = "do")]
     pub kind: FaultKind,
+}
+
+impl Fault {
+    /// The server it hits, counting from 0 (validated at load for server faults).
+    pub fn node_index(&self) -> usize {
+        self.node.unwrap_or(0).saturating_sub(1)
+    }
 }
 
 /// Something that happens to a lock server during a run.
@@ -93,6 +109,36 @@ pub enum FaultKind {
     Detach,
     /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
     Promote,
+}
+
+/// What a kind of fault needs besides its moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultNeeds {
+    /// `node = N` (a lock server) rather than `worker = "A"` (a worker's link).
+    pub node: bool,
+    /// `ms = N`: how much.
+    pub ms: bool,
+}
+
+impl FaultKind {
+    /// Which fields a fault of this kind must (and must not) have.
+    pub fn needs(self) -> FaultNeeds {
+        match self {
+            FaultKind::Kill | FaultKind::Restart | FaultKind::Detach | FaultKind::Promote => {
+                FaultNeeds { node: true, ms: false }
+            }
+        }
+    }
+
+    /// Its name in a scenario file (`do = "kill"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Restart => "restart",
+            FaultKind::Detach => "detach",
+            FaultKind::Promote => "promote",
+        }
+    }
 }
 
 /// The lock services a scenario can ask for.

@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::bounds::MAX_WORKERS;
 use super::raw::RawScenario;
-use super::{LockService, LockShape, Scenario, Step, StorageKind};
+use super::{Fault, LockService, LockShape, Scenario, Step, StorageKind};
 
 /// A scenario file that could not be used, with where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -121,24 +121,61 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
     Ok(())
 }
 
+/// Why a fault cannot happen as written: a missing or extra field for its kind, a
+/// server the lock does not have, a kind its lock service cannot suffer.
+fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
+    let (lock, at, kind) = (s.lock, f.at_ms, f.kind.name());
+    let needs = f.kind.needs();
+    if needs.ms != f.ms.is_some() {
+        return Some(if needs.ms {
+            format!("fault `{kind}` at {at} ms needs `ms = N`: how much")
+        } else {
+            format!("fault `{kind}` at {at} ms takes no `ms`")
+        });
+    }
+    if !needs.node {
+        return match (&f.node, &f.worker) {
+            (Some(_), _) => Some(format!(
+                "fault `{kind}` at {at} ms hits a worker's link: name it with `worker = \"A\"`, not `node`"
+            )),
+            (None, None) => {
+                Some(format!("fault `{kind}` at {at} ms needs `worker = \"A\"`: whose link"))
+            }
+            (None, Some(w)) if !s.workers.iter().any(|x| &x.name == w) => Some(format!(
+                "fault `{kind}` at {at} ms names worker {w:?}, which the scenario does not have"
+            )),
+            (None, Some(_)) => None,
+        };
+    }
+    if f.worker.is_some() {
+        return Some(format!(
+            "fault `{kind}` at {at} ms hits a lock server: name it with `node = N`, not `worker`"
+        ));
+    }
+    let nodes = lock.nodes();
+    Some(if nodes == 0 {
+        format!(
+            "faults need a lock with servers to fail ({} has none): set redlock_nodes, or replica = true",
+            lock.name()
+        )
+    } else if f.node.is_none() {
+        format!("fault `{kind}` at {at} ms needs `node = N`: which server, 1 to {nodes}")
+    } else if let Some(node) = f.node.filter(|n| !(1..=nodes).contains(n)) {
+        format!("fault at {at} ms names node {node}; nodes are 1 to {nodes}")
+    } else if !lock.can(f.kind) {
+        format!("fault at {at} ms: `{kind}` does not apply to {}", lock.name())
+    } else {
+        return None;
+    })
+}
+
 /// The steps and faults must be ones the chosen lock service and storage can do.
 fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
     let lock = s.lock;
     for (i, f) in s.faults.iter().enumerate() {
-        let nodes = lock.nodes();
-        let why = if nodes == 0 {
-            format!(
-                "faults need a lock with servers to fail ({} has none): set redlock_nodes, or replica = true",
-                lock.name()
-            )
-        } else if !(1..=nodes).contains(&f.node) {
-            format!("fault at {} ms names node {}; nodes are 1 to {nodes}", f.at_ms, f.node)
-        } else if !lock.can(f.kind) {
-            format!("fault at {} ms: {:?} does not apply to {}", f.at_ms, f.kind, lock.name())
-        } else {
-            continue;
-        };
-        return Err((Needle::Fault(i), why));
+        if let Some(why) = fault_shape_error(s, f) {
+            return Err((Needle::Fault(i), why));
+        }
     }
     let variant_workers = s.variants.iter().flat_map(|v| v.workers.iter().flatten());
     for step in s.workers.iter().chain(variant_workers).flat_map(|w| &w.steps) {
@@ -356,6 +393,23 @@ steps = [{ do = "acquire" }]
     }
 
     #[test]
+    fn a_server_fault_needs_its_node_and_no_size_or_worker() {
+        let at = |extra: &str| {
+            let src = format!(
+                "redlock_nodes = 5\n{MINIMAL}[[faults]]\nat_ms = 5\ndo = \"kill\"\n{extra}"
+            );
+            parse_scenario(&src, "t.toml").map(|_| ()).map_err(|e| (e.line, e.message))
+        };
+        assert_eq!(at("node = 2\n"), Ok(()));
+        let (line, message) = at("").unwrap_err();
+        assert_eq!(line, 9, "the [[faults]] line");
+        assert!(message.contains("needs `node = N`: which server, 1 to 5"), "{message}");
+        assert!(at("node = 2\nms = 10\n").unwrap_err().1.contains("takes no `ms`"));
+        let worker = at("node = 2\nworker = \"A\"\n").unwrap_err().1;
+        assert!(worker.contains("name it with `node = N`, not `worker`"), "{worker}");
+    }
+
+    #[test]
     fn expectation_naming_unknown_worker_is_rejected() {
         let src = format!("{MINIMAL}[expect.fencing_on]\nstorage = [\"Z:1\"]\n");
         let err = parse_scenario(&src, "t.toml").unwrap_err();
@@ -393,11 +447,11 @@ steps = [{ do = "acquire" }]
         let fault = |kind: &str| format!("[[faults]]\nat_ms = 5\nnode = 1\ndo = \"{kind}\"\n");
         let err = parse_scenario(&format!("redlock_nodes = 3\n{MINIMAL}{}", fault("detach")), "t")
             .unwrap_err();
-        assert!(err.message.contains("Detach does not apply to Redlock nodes"), "{err}");
+        assert!(err.message.contains("`detach` does not apply to Redlock nodes"), "{err}");
         let err = parse_scenario(&format!("replica = true\n{MINIMAL}{}", fault("restart")), "t")
             .unwrap_err();
         assert!(
-            err.message.contains("Restart does not apply to a primary with a replica"),
+            err.message.contains("`restart` does not apply to a primary with a replica"),
             "{err}"
         );
         let out_of_range = fault("kill").replace("node = 1", "node = 3");
