@@ -7,11 +7,23 @@
 //! role (its own TCP or unix-socket connection), so commands from different workers
 //! interleave on the server exactly as they would from separate processes. The manager is configured to give up fast:
 //! a lesson about failures must show Redis failing, not retry it away silently.
+//!
+//! A URL may name any node of a Redis Cluster: the first connection asks the server
+//! (`INFO cluster`) and, on a cluster, every connection is then redis-rs's cluster
+//! client, which follows `MOVED` to the master owning the run's slot (all keys of a
+//! run share one hash tag: `keys.rs`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ErrorKind, FromRedisValue, Pipeline, RedisError, RedisResult, ServerErrorKind};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{
+    Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, RedisResult,
+    ServerErrorKind, Value,
+};
+use tokio::sync::OnceCell;
 
 use super::{BackendError, Keys};
 
@@ -22,6 +34,9 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub struct RedisBackend {
     client: redis::Client,
+    /// Asked once, at the first connection: a cluster client when the server is a node
+    /// of a Redis Cluster, `None` for a single server.
+    cluster: Arc<OnceCell<Option<ClusterClient>>>,
     /// The URL with any password replaced by `***`: the only form ever shown or saved.
     shown_url: String,
     /// Said in front of the URL on screen ("private redis-server", "Redis").
@@ -40,7 +55,8 @@ impl RedisBackend {
                 e.detail().unwrap_or("check the syntax")
             ),
         })?;
-        Ok(RedisBackend { client, shown_url, label: label.to_string() })
+        let cluster = Arc::default();
+        Ok(RedisBackend { client, cluster, shown_url, label: label.to_string() })
     }
 
     fn classify(&self, e: RedisError) -> BackendError {
@@ -70,7 +86,7 @@ fn classify(url: &str, e: RedisError) -> BackendError {
 /// Redis does not have yet (`NOSCRIPT`: a fresh or restarted server) is loaded and the
 /// round trip repeated; `EVALSHA` fails before running, so nothing happens twice.
 pub(crate) async fn keeping<T: FromRedisValue>(
-    con: &mut ConnectionManager,
+    con: &mut RedisCon,
     call: impl FnOnce(&mut Pipeline),
     script: Option<&redis::Script>,
     keys: &[&str],
@@ -118,20 +134,86 @@ impl RedisBackend {
             .set_response_timeout(Some(TIMEOUT))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(200));
-        let mut con = ConnectionManager::new_with_config(self.client.clone(), config)
+        let mut single = ConnectionManager::new_with_config(self.client.clone(), config)
             .await
             .map_err(|e| self.classify(e))?;
         // A PING proves the connection (and AUTH) works before the run starts.
         let _: String =
-            redis::cmd("PING").query_async(&mut con).await.map_err(|e| self.classify(e))?;
+            redis::cmd("PING").query_async(&mut single).await.map_err(|e| self.classify(e))?;
+        let cluster = self.cluster.get_or_try_init(|| self.cluster_of(&mut single)).await?;
+        let con = match cluster {
+            None => RedisCon::Single(single),
+            Some(cluster) => {
+                let con = cluster.get_async_connection().await.map_err(|e| self.classify(e))?;
+                RedisCon::Cluster(con)
+            }
+        };
         Ok(RedisClient { con, keys: keys.clone() })
+    }
+
+    /// A cluster client if the server says it is a node of a Redis Cluster. A user
+    /// whose ACL refuses `INFO` is taken to be on a single server (README: the ACL on
+    /// a cluster also needs `+info +cluster|slots`).
+    async fn cluster_of(
+        &self,
+        con: &mut ConnectionManager,
+    ) -> Result<Option<ClusterClient>, BackendError> {
+        let info: RedisResult<String> = redis::cmd("INFO").arg("cluster").query_async(con).await;
+        if !info.is_ok_and(|info| info.contains("cluster_enabled:1")) {
+            return Ok(None);
+        }
+        ClusterClient::builder([self.client.get_connection_info().clone()])
+            .connection_timeout(TIMEOUT)
+            .response_timeout(TIMEOUT)
+            // Enough to follow a MOVED after a slot refresh, not to hide an outage.
+            .retries(2)
+            .max_retry_wait(200)
+            .build()
+            .map(Some)
+            .map_err(|e| self.classify(e))
+    }
+}
+
+/// One connection to a single server, or to a cluster through the cluster client
+/// (which routes each command by its keys' slot and follows redirections).
+#[derive(Clone)]
+pub(crate) enum RedisCon {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for RedisCon {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            RedisCon::Single(con) => con.req_packed_command(cmd),
+            RedisCon::Cluster(con) => con.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            RedisCon::Single(con) => con.req_packed_commands(pipeline, offset, count),
+            RedisCon::Cluster(con) => con.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            RedisCon::Single(con) => con.get_db(),
+            RedisCon::Cluster(con) => con.get_db(),
+        }
     }
 }
 
 /// One connection to Redis, bound to one run's keys: a worker's lock client, or one
 /// Redlock node.
 pub struct RedisClient {
-    pub(crate) con: ConnectionManager,
+    pub(crate) con: RedisCon,
     pub(crate) keys: Keys,
 }
 

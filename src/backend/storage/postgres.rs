@@ -118,9 +118,9 @@ impl PgStorage {
     }
 }
 
-/// `fencelab_<run id>`: the run's key prefix, as an SQL identifier.
+/// `fencelab_<run id>`: the run's schema, an SQL identifier (the id is hex digits).
 fn schema_of(keys: &Keys) -> String {
-    keys.prefix.trim_end_matches(':').replace(':', "_")
+    format!("fencelab_{}", keys.run_id)
 }
 
 /// Create the run's tables once; concurrent workers wait on an advisory lock so only
