@@ -43,6 +43,9 @@ pub enum BackendError {
     NotRedis { service: &'static str, url: String },
     #[error("lost the connection to {service}: {message}")]
     Lost { service: &'static str, message: String },
+    /// The observer's reading of a server failed or took too long (`engine/observer.rs`).
+    #[error("{server} {reason}")]
+    ServerLost { server: String, reason: String },
     #[error("{service} answered something unexpected: {message}")]
     Protocol { service: &'static str, message: String },
     /// etcd or PostgreSQL could not be reached.
