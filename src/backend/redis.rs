@@ -67,6 +67,9 @@ impl RedisBackend {
 /// Turn a connect-time error into one a person can act on.
 fn classify(url: &str, e: RedisError) -> BackendError {
     let text = e.to_string();
+    if let Some(refused) = super::acl::refusal(&text) {
+        return refused;
+    }
     let service = "Redis";
     let auth = e.kind() == redis::ErrorKind::AuthenticationFailed
         || ["WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"]
@@ -110,7 +113,13 @@ pub(crate) async fn keeping<T: FromRedisValue>(
 
 /// An error during a run: the connection was there and is now gone or confused.
 pub(crate) fn lost(e: RedisError) -> BackendError {
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+    if let Some(refused) = super::acl::refusal(&e.to_string()) {
+        refused
+    } else if e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+    {
         BackendError::Lost { service: "Redis", message: first_line(&e.to_string()) }
     } else {
         BackendError::redis(first_line(&e.to_string()))
