@@ -8,12 +8,13 @@
 //! interleave on the server exactly as they would from separate processes. The manager is configured to give up fast:
 //! a lesson about failures must show Redis failing, not retry it away silently.
 //!
-//! A URL may name any node of a Redis Cluster: the first connection asks the server
-//! (`INFO cluster`) and, on a cluster, every connection is then redis-rs's cluster
-//! client, which follows `MOVED` to the master owning the run's slot (all keys of a
-//! run share one hash tag: `keys.rs`).
+//! A URL may name any node of a Redis Cluster. All keys of a run share one hash tag
+//! (`keys.rs`), so one slot and one master: each connection first reads the run's own
+//! lock key, and a `MOVED` answer (a cluster node that does not own the slot) makes it
+//! redis-rs's cluster client, which follows redirections. Why not `INFO cluster`: a
+//! user with the minimal ACL may not run `INFO`, and each refusal would land in the
+//! shared server's `ACL LOG`; `GET` on the run's own key is allowed already.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -23,7 +24,6 @@ use redis::{
     Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, RedisResult,
     ServerErrorKind, Value,
 };
-use tokio::sync::OnceCell;
 
 use super::{BackendError, Keys};
 
@@ -34,9 +34,6 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub struct RedisBackend {
     client: redis::Client,
-    /// Asked once, at the first connection: a cluster client when the server is a node
-    /// of a Redis Cluster, `None` for a single server.
-    cluster: Arc<OnceCell<Option<ClusterClient>>>,
     /// The URL with any password replaced by `***`: the only form ever shown or saved.
     shown_url: String,
     /// Said in front of the URL on screen ("private redis-server", "Redis").
@@ -55,8 +52,7 @@ impl RedisBackend {
                 e.detail().unwrap_or("check the syntax")
             ),
         })?;
-        let cluster = Arc::default();
-        Ok(RedisBackend { client, cluster, shown_url, label: label.to_string() })
+        Ok(RedisBackend { client, shown_url, label: label.to_string() })
     }
 
     fn classify(&self, e: RedisError) -> BackendError {
@@ -149,37 +145,30 @@ impl RedisBackend {
         // A PING proves the connection (and AUTH) works before the run starts.
         let _: String =
             redis::cmd("PING").query_async(&mut single).await.map_err(|e| self.classify(e))?;
-        let cluster = self.cluster.get_or_try_init(|| self.cluster_of(&mut single)).await?;
-        let con = match cluster {
-            None => RedisCon::Single(single),
-            Some(cluster) => {
-                let con = cluster.get_async_connection().await.map_err(|e| self.classify(e))?;
-                RedisCon::Cluster(con)
+        let probe: RedisResult<Option<String>> =
+            redis::cmd("GET").arg(&keys.lock).query_async(&mut single).await;
+        let con = match probe {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::Moved) => {
+                RedisCon::Cluster(self.cluster().await?)
             }
+            Err(e) => return Err(self.classify(e)),
+            Ok(_) => RedisCon::Single(single),
         };
         Ok(RedisClient { con, keys: keys.clone() })
     }
 
-    /// A cluster client if the server says it is a node of a Redis Cluster. A user
-    /// whose ACL refuses `INFO` is taken to be on a single server (README: the ACL on
-    /// a cluster also needs `+info +cluster|slots`).
-    async fn cluster_of(
-        &self,
-        con: &mut ConnectionManager,
-    ) -> Result<Option<ClusterClient>, BackendError> {
-        let info: RedisResult<String> = redis::cmd("INFO").arg("cluster").query_async(con).await;
-        if !info.is_ok_and(|info| info.contains("cluster_enabled:1")) {
-            return Ok(None);
-        }
-        ClusterClient::builder([self.client.get_connection_info().clone()])
+    /// A connection to the cluster the URL's server belongs to. The client reads the
+    /// slot map (`CLUSTER SLOTS`: on a cluster the ACL needs `+cluster|slots`, README).
+    async fn cluster(&self) -> Result<ClusterConnection, BackendError> {
+        let client = ClusterClient::builder([self.client.get_connection_info().clone()])
             .connection_timeout(TIMEOUT)
             .response_timeout(TIMEOUT)
             // Enough to follow a MOVED after a slot refresh, not to hide an outage.
             .retries(2)
             .max_retry_wait(200)
             .build()
-            .map(Some)
-            .map_err(|e| self.classify(e))
+            .map_err(|e| self.classify(e))?;
+        client.get_async_connection().await.map_err(|e| self.classify(e))
     }
 }
 

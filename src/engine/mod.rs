@@ -215,11 +215,14 @@ impl PreparedRun {
             let (stop, cancel) = (stop_observer.clone(), cancel.clone());
             async move {
                 let watched = observer.run(stop).await;
+                // Whether the run was already being stopped (a signal, the user, a
+                // worker's error) when the observer gave up.
+                let stopped_first = cancel.is_cancelled();
                 // A lost server ends the run now: workers would only wait on it.
                 if watched.is_err() {
                     cancel.cancel();
                 }
-                watched
+                (watched, stopped_first)
             }
         });
         let faults = faults.map(|(faults, client)| {
@@ -251,12 +254,15 @@ impl PreparedRun {
         let mut lost = false;
         match observer.await {
             // The observer names the server and how long it was silent; a worker's
-            // error from the same cause would say less.
-            Ok(Err(e @ BackendError::ServerLost { .. })) => {
-                failure = Some(e.to_string());
+            // error from the same cause would say less. A run stopped by a signal or
+            // the user stays interrupted.
+            Ok((Err(e @ BackendError::ServerLost { .. }), stopped_first)) => {
+                if !stopped_first || failure.is_some() {
+                    failure = Some(e.to_string());
+                }
                 lost = true;
             }
-            Ok(Err(e)) => drop(failure.get_or_insert(e.to_string())),
+            Ok((Err(e), _)) => drop(failure.get_or_insert(e.to_string())),
             _ => {}
         }
 
