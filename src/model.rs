@@ -134,6 +134,8 @@ pub struct RunModel {
     pub marks: Vec<Mark>,
     pub violations: Vec<Violation>,
     pub ended: Option<(f64, RunOutcome)>,
+    /// A server that stopped answering or went away: when, and "<server> <reason>".
+    pub lost: Option<(f64, String)>,
     /// Time of the latest event.
     pub last_ms: f64,
     events: Vec<Event>,
@@ -225,6 +227,9 @@ impl RunModel {
                     let up = *kind == FaultKind::Restart;
                     self.set_node(t, node.saturating_sub(1), |_| up.then_some(None));
                 }
+            }
+            EventKind::ServerLost { server, reason } => {
+                self.lost = Some((t, format!("{server} {reason}")));
             }
             EventKind::RunEnded { outcome, .. } => self.ended = Some((t, outcome.clone())),
         }

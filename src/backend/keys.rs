@@ -1,9 +1,17 @@
-//! The keys one run uses. Every key starts with `fencelab:<run id>:`, so a run can
+//! The keys one run uses. Every key starts with `fencelab:{<run id>}:`, so a run can
 //! delete exactly its own keys and never touches anything else on a shared Redis.
+//!
+//! The braces are a Redis Cluster hash tag: only `<run id>` is hashed, so all keys of
+//! one run live in one slot, on one master. The scripts that touch two keys at once
+//! (the lock and its fence counter, the storage and its high-water mark) and the
+//! pipelines that read several would otherwise fail with `CROSSSLOT` on a cluster.
 
 /// The full names of a run's keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
+    /// The run's id: what names its PostgreSQL schema.
+    pub run_id: String,
+    /// `fencelab:{<run id>}:`, in front of every key.
     pub prefix: String,
     /// The lock itself: `SET ... NX PX`.
     pub lock: String,
@@ -27,7 +35,7 @@ pub const MIN_EXPIRE_MS: u64 = 3_600_000;
 impl Keys {
     /// Keys for a run with the given id.
     pub fn for_run(run_id: &str) -> Self {
-        let prefix = format!("fencelab:{run_id}:");
+        let prefix = format!("fencelab:{{{run_id}}}:");
         Keys {
             lock: format!("{prefix}lock"),
             fence: format!("{prefix}fence"),
@@ -35,6 +43,7 @@ impl Keys {
             storage_highest: format!("{prefix}storage:highest"),
             storage_applied: format!("{prefix}storage:applied"),
             prefix,
+            run_id: run_id.to_string(),
             expire_ms: MIN_EXPIRE_MS,
         }
     }
@@ -64,9 +73,21 @@ mod tests {
     #[test]
     fn every_key_lives_under_the_run_prefix() {
         let keys = Keys::for_run("abc");
-        assert_eq!(keys.prefix, "fencelab:abc:");
+        assert_eq!(keys.prefix, "fencelab:{abc}:");
         for k in keys.all() {
-            assert!(k.starts_with("fencelab:abc:"), "{k}");
+            assert!(k.starts_with("fencelab:{abc}:"), "{k}");
+        }
+    }
+
+    /// A Redis Cluster hashes only what is between the first `{` and the next `}`:
+    /// every key of a run must have exactly the run id there, so they share a slot.
+    #[test]
+    fn every_key_of_a_run_has_the_run_id_as_its_hash_tag() {
+        let keys = Keys::for_run("1f2e3d4c");
+        for k in keys.all() {
+            let open = k.find('{').unwrap();
+            let close = open + k[open..].find('}').unwrap();
+            assert_eq!(&k[open + 1..close], "1f2e3d4c", "{k}");
         }
     }
 }

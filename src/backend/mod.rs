@@ -8,6 +8,7 @@
 //! fencelab starts, `etcd/` and `redis.rs` the clients of real servers, `node.rs` one
 //! server of several and their shared health, `deployment.rs` which of them a run uses.
 
+mod acl;
 pub mod deployment;
 pub mod etcd;
 pub mod keys;
@@ -43,6 +44,14 @@ pub enum BackendError {
     NotRedis { service: &'static str, url: String },
     #[error("lost the connection to {service}: {message}")]
     Lost { service: &'static str, message: String },
+    /// Redis's ACL refused a command or a key: which, and the rule that allows it.
+    #[error(
+        "Redis's ACL refused {what}: the user needs `{rule}` (README.md, \"Where the lock lives\", has the minimal ACL for fencelab)"
+    )]
+    AclRefused { what: String, rule: String },
+    /// The observer's reading of a server failed or took too long (`engine/observer.rs`).
+    #[error("{server} {reason}")]
+    ServerLost { server: String, reason: String },
     #[error("{service} answered something unexpected: {message}")]
     Protocol { service: &'static str, message: String },
     /// etcd or PostgreSQL could not be reached.

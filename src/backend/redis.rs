@@ -7,11 +7,23 @@
 //! role (its own TCP or unix-socket connection), so commands from different workers
 //! interleave on the server exactly as they would from separate processes. The manager is configured to give up fast:
 //! a lesson about failures must show Redis failing, not retry it away silently.
+//!
+//! A URL may name any node of a Redis Cluster. All keys of a run share one hash tag
+//! (`keys.rs`), so one slot and one master: each connection first reads the run's own
+//! lock key, and a `MOVED` answer (a cluster node that does not own the slot) makes it
+//! redis-rs's cluster client, which follows redirections. Why not `INFO cluster`: a
+//! user with the minimal ACL may not run `INFO`, and each refusal would land in the
+//! shared server's `ACL LOG`; `GET` on the run's own key is allowed already.
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ErrorKind, FromRedisValue, Pipeline, RedisError, RedisResult, ServerErrorKind};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{
+    Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, RedisResult,
+    ServerErrorKind, Value,
+};
 
 use super::{BackendError, Keys};
 
@@ -51,6 +63,9 @@ impl RedisBackend {
 /// Turn a connect-time error into one a person can act on.
 fn classify(url: &str, e: RedisError) -> BackendError {
     let text = e.to_string();
+    if let Some(refused) = super::acl::refusal(&text) {
+        return refused;
+    }
     let service = "Redis";
     let auth = e.kind() == redis::ErrorKind::AuthenticationFailed
         || ["WRONGPASS", "NOAUTH", "invalid password", "invalid username-password"]
@@ -70,7 +85,7 @@ fn classify(url: &str, e: RedisError) -> BackendError {
 /// Redis does not have yet (`NOSCRIPT`: a fresh or restarted server) is loaded and the
 /// round trip repeated; `EVALSHA` fails before running, so nothing happens twice.
 pub(crate) async fn keeping<T: FromRedisValue>(
-    con: &mut ConnectionManager,
+    con: &mut RedisCon,
     call: impl FnOnce(&mut Pipeline),
     script: Option<&redis::Script>,
     keys: &[&str],
@@ -94,7 +109,13 @@ pub(crate) async fn keeping<T: FromRedisValue>(
 
 /// An error during a run: the connection was there and is now gone or confused.
 pub(crate) fn lost(e: RedisError) -> BackendError {
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+    if let Some(refused) = super::acl::refusal(&e.to_string()) {
+        refused
+    } else if e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+    {
         BackendError::Lost { service: "Redis", message: first_line(&e.to_string()) }
     } else {
         BackendError::redis(first_line(&e.to_string()))
@@ -118,20 +139,79 @@ impl RedisBackend {
             .set_response_timeout(Some(TIMEOUT))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(200));
-        let mut con = ConnectionManager::new_with_config(self.client.clone(), config)
+        let mut single = ConnectionManager::new_with_config(self.client.clone(), config)
             .await
             .map_err(|e| self.classify(e))?;
         // A PING proves the connection (and AUTH) works before the run starts.
         let _: String =
-            redis::cmd("PING").query_async(&mut con).await.map_err(|e| self.classify(e))?;
+            redis::cmd("PING").query_async(&mut single).await.map_err(|e| self.classify(e))?;
+        let probe: RedisResult<Option<String>> =
+            redis::cmd("GET").arg(&keys.lock).query_async(&mut single).await;
+        let con = match probe {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::Moved) => {
+                RedisCon::Cluster(self.cluster().await?)
+            }
+            Err(e) => return Err(self.classify(e)),
+            Ok(_) => RedisCon::Single(single),
+        };
         Ok(RedisClient { con, keys: keys.clone() })
+    }
+
+    /// A connection to the cluster the URL's server belongs to. The client reads the
+    /// slot map (`CLUSTER SLOTS`: on a cluster the ACL needs `+cluster|slots`, README).
+    async fn cluster(&self) -> Result<ClusterConnection, BackendError> {
+        let client = ClusterClient::builder([self.client.get_connection_info().clone()])
+            .connection_timeout(TIMEOUT)
+            .response_timeout(TIMEOUT)
+            // Enough to follow a MOVED after a slot refresh, not to hide an outage.
+            .retries(2)
+            .max_retry_wait(200)
+            .build()
+            .map_err(|e| self.classify(e))?;
+        client.get_async_connection().await.map_err(|e| self.classify(e))
+    }
+}
+
+/// One connection to a single server, or to a cluster through the cluster client
+/// (which routes each command by its keys' slot and follows redirections).
+#[derive(Clone)]
+pub(crate) enum RedisCon {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for RedisCon {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            RedisCon::Single(con) => con.req_packed_command(cmd),
+            RedisCon::Cluster(con) => con.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            RedisCon::Single(con) => con.req_packed_commands(pipeline, offset, count),
+            RedisCon::Cluster(con) => con.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            RedisCon::Single(con) => con.get_db(),
+            RedisCon::Cluster(con) => con.get_db(),
+        }
     }
 }
 
 /// One connection to Redis, bound to one run's keys: a worker's lock client, or one
 /// Redlock node.
 pub struct RedisClient {
-    pub(crate) con: ConnectionManager,
+    pub(crate) con: RedisCon,
     pub(crate) keys: Keys,
 }
 

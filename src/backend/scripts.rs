@@ -16,3 +16,13 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA)
 pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW_LUA));
 pub static FENCED_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(FENCED_WRITE_LUA));
 pub static IDEMPOTENT_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(IDEMPOTENT_WRITE_LUA));
+
+/// Every script with its file name and source: an error about a script names it by
+/// SHA and line only (`acl.rs`).
+pub static ALL: [(&str, &LazyLock<Script>, &str); 5] = [
+    ("acquire.lua", &ACQUIRE, ACQUIRE_LUA),
+    ("release.lua", &RELEASE, RELEASE_LUA),
+    ("renew.lua", &RENEW, RENEW_LUA),
+    ("fenced_write.lua", &FENCED_WRITE, FENCED_WRITE_LUA),
+    ("idempotent_write.lua", &IDEMPOTENT_WRITE, IDEMPOTENT_WRITE_LUA),
+];

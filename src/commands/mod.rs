@@ -14,6 +14,13 @@ use crate::scenario::builtin_names;
 
 /// Run what the command line asks for.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    if matches!(
+        cli.command,
+        None | Some(Command::Run(_) | Command::Play(_) | Command::Lesson(_) | Command::Bench(_))
+    ) {
+        // These start private servers: an earlier one killed outright left its dirs.
+        crate::backend::server::sweep_orphaned_dirs();
+    }
     match cli.command {
         Some(Command::Run(args)) => run::run(&args, &cli.backend),
         Some(Command::Scenarios) => {

@@ -54,6 +54,10 @@ pub enum EventKind {
     FencingChanged { on: bool },
     /// A lock server failed (Redlock), as the scenario said. `node` counts from 1.
     Fault { node: usize, kind: crate::scenario::FaultKind },
+    /// A server the run depends on did not answer the observer within its deadline
+    /// (stopped, overloaded) or went away (refused or closed the connection), with no
+    /// fault in the scenario to explain it: the run ends with an error naming `server`.
+    ServerLost { server: String, reason: String },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.

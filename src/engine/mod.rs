@@ -138,6 +138,7 @@ pub async fn prepare(
         false => Some((scenario.faults.clone(), lock.connect(&keys).await?)),
     };
     let backend = crate::backend::describe(lock, storage);
+    let names = (lock.describe(), storage.note().unwrap_or_else(|| lock.describe()));
 
     let log = Arc::new(EventLog::new(RunClock::start_now(options.time_scale)));
     log.append(EventKind::RunStarted {
@@ -175,7 +176,7 @@ pub async fn prepare(
     }
     let handle = RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
     Ok(PreparedRun {
-        observer: Observer::new(observer_clients, log.clone()),
+        observer: Observer::new(observer_clients, names, log.clone()),
         log,
         workers,
         bookkeeper,
@@ -210,7 +211,20 @@ impl PreparedRun {
             handle: _handle,
         } = self;
         let stop_observer = CancellationToken::new();
-        let observer = tokio::spawn(observer.run(stop_observer.clone()));
+        let observer = tokio::spawn({
+            let (stop, cancel) = (stop_observer.clone(), cancel.clone());
+            async move {
+                let watched = observer.run(stop).await;
+                // Whether the run was already being stopped (a signal, the user, a
+                // worker's error) when the observer gave up.
+                let stopped_first = cancel.is_cancelled();
+                // A lost server ends the run now: workers would only wait on it.
+                if watched.is_err() {
+                    cancel.cancel();
+                }
+                (watched, stopped_first)
+            }
+        });
         let faults = faults.map(|(faults, client)| {
             tokio::spawn(inject(faults, client, log.clone(), cancel.clone()))
         });
@@ -237,20 +251,38 @@ impl PreparedRun {
                 failure.get_or_insert(e.to_string());
             }
         }
-        if let Ok(Err(e)) = observer.await {
-            failure.get_or_insert(e.to_string());
+        let mut lost = false;
+        match observer.await {
+            // The observer names the server and how long it was silent; a worker's
+            // error from the same cause would say less. A run stopped by a signal or
+            // the user stays interrupted.
+            Ok((Err(e @ BackendError::ServerLost { .. }), stopped_first)) => {
+                if !stopped_first || failure.is_some() {
+                    failure = Some(e.to_string());
+                }
+                lost = true;
+            }
+            Ok((Err(e), _)) => drop(failure.get_or_insert(e.to_string())),
+            _ => {}
         }
 
-        let storage = match storage_keeper.read_all().await {
-            Ok(s) => s,
-            Err(e) => {
-                failure.get_or_insert(e.to_string());
-                Vec::new()
-            }
-        };
-        let cleaned = match lock_keeper.cleanup().await {
-            Ok(()) => storage_keeper.cleanup().await,
-            failed => failed,
+        let (storage, cleaned) = if lost {
+            // Reading back and deleting keys from a server that does not answer would
+            // only wait out more deadlines: the keys expire by themselves.
+            (Vec::new(), Ok(()))
+        } else {
+            let storage = match storage_keeper.read_all().await {
+                Ok(s) => s,
+                Err(e) => {
+                    failure.get_or_insert(e.to_string());
+                    Vec::new()
+                }
+            };
+            let cleaned = match lock_keeper.cleanup().await {
+                Ok(()) => storage_keeper.cleanup().await,
+                failed => failed,
+            };
+            (storage, cleaned)
         };
         if let Err(e) = cleaned {
             failure.get_or_insert(format!("could not delete this run's keys: {e}"));

@@ -7,14 +7,27 @@
 //! picture changes. It does not poll on a fixed short interval: it reads again when
 //! the log grows (a worker did something), when the current lease is due to expire,
 //! and otherwise only every [`IDLE_READ_MS`] to catch anything unexpected.
+//!
+//! It is also the run's watchdog on its servers. Workers may sit in a long pause and
+//! send nothing for seconds, so a server that stopped (SIGSTOP, overload) or died
+//! would otherwise be noticed only at the next worker command, or never while a
+//! command waits. Each reading has [`ANSWER_WITHIN`] (real time); one that fails or
+//! takes longer is a [`EventKind::ServerLost`] in the log and ends the run with an
+//! error naming the server. Once the scenario has made a server fail on purpose (a
+//! `Fault` in the log), a failed reading is the lesson, not an error: it is skipped.
 
 use std::sync::Arc;
 
-use tokio::time::{Duration, Instant, sleep_until};
+use tokio::time::{Duration, Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, Truth};
 use crate::backend::{BackendError, LockClient, StorageClient, TruthSample, holder_name};
+
+/// How long (real time) a server has to answer one reading before it counts as lost:
+/// a local or LAN Redis answers in well under a millisecond, so a second of silence
+/// is a stopped or drowning server, and the run says so within 1-2 s.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 
 /// Longest gap between two readings, in scenario ms.
 const IDLE_READ_MS: f64 = 100.0;
@@ -24,6 +37,8 @@ const DEADLINE_SLACK_MS: f64 = 5.0;
 pub struct Observer {
     lock: Box<dyn LockClient>,
     storage: Box<dyn StorageClient>,
+    /// How the lock service and the storage are named when one is lost.
+    names: (String, String),
     log: Arc<EventLog>,
     last: Option<Truth>,
     /// Scenario time at which the last recorded lease ends.
@@ -31,31 +46,50 @@ pub struct Observer {
 }
 
 impl Observer {
+    /// `names`: the lock service's and the storage's descriptions, for the error.
     pub fn new(
         (lock, storage): (Box<dyn LockClient>, Box<dyn StorageClient>),
+        names: (String, String),
         log: Arc<EventLog>,
     ) -> Self {
-        Observer { lock, storage, log, last: None, last_deadline: None }
+        Observer { lock, storage, names, log, last: None, last_deadline: None }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
     pub async fn run(mut self, stop: CancellationToken) -> Result<(), BackendError> {
         let mut grown = self.log.subscribe();
         loop {
-            let next = self.read().await?;
+            let next = self.read_or_report().await?;
             tokio::select! {
                 () = stop.cancelled() => break,
                 changed = grown.changed() => if changed.is_err() { break },
                 () = sleep_until(next) => {}
             }
         }
-        self.read().await.map(|_| ())
+        self.read_or_report().await.map(|_| ())
+    }
+
+    /// One reading. A lost server is logged and returned as the error, unless a
+    /// scenario fault explains it; then the reading is skipped.
+    async fn read_or_report(&mut self) -> Result<Instant, BackendError> {
+        let (server, reason) = match self.read().await {
+            Err(BackendError::ServerLost { server, reason }) => (server, reason),
+            other => return other,
+        };
+        let events = self.log.snapshot();
+        if events.iter().any(|e| matches!(e.kind, EventKind::Fault { .. })) {
+            return Ok(Instant::now() + self.log.clock().real(IDLE_READ_MS));
+        }
+        let kind = EventKind::ServerLost { server: server.clone(), reason: reason.clone() };
+        self.log.append(kind);
+        Err(BackendError::ServerLost { server, reason })
     }
 
     /// One reading; returns when the next one is due.
     async fn read(&mut self) -> Result<Instant, BackendError> {
-        let lock = self.lock.observe().await?;
-        let sample = TruthSample::merge(lock, self.storage.observe().await?);
+        let lock = within(&self.names.0, self.lock.observe()).await?;
+        let storage = within(&self.names.1, self.storage.observe()).await?;
+        let sample = TruthSample::merge(lock, storage);
         let clock = *self.log.clock();
         let now_ms = clock.now_ms();
         let mut truth = to_truth(&sample, clock.scenario_ms(1.0));
@@ -86,6 +120,25 @@ impl Observer {
         // its deadline has passed), so the truth lane shows the expiry when it happens.
         let at_expiry = sample.pttl_ms.map(|ms| Instant::now() + Duration::from_millis(ms + 1));
         Ok(at_expiry.map_or(idle, |t| t.min(idle)))
+    }
+}
+
+/// One call to `server` with [`ANSWER_WITHIN`]: no answer in time, or a connection
+/// that is gone, is a lost server; any other error stays what it was.
+async fn within<T>(
+    server: &str,
+    call: impl Future<Output = Result<T, BackendError>>,
+) -> Result<T, BackendError> {
+    let lost = |reason: String| BackendError::ServerLost { server: server.to_string(), reason };
+    match timeout(ANSWER_WITHIN, call).await {
+        Err(_) => Err(lost(format!(
+            "did not answer for {:.1} s (stopped, or overloaded?): the run was stopped",
+            ANSWER_WITHIN.as_secs_f64()
+        ))),
+        Ok(Err(BackendError::Lost { message, .. })) => {
+            Err(lost(format!("went away ({message}): the run was stopped")))
+        }
+        Ok(other) => other,
     }
 }
 

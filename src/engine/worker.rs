@@ -118,10 +118,16 @@ impl Worker {
         }
         self.emit(WorkerEvent::Started);
         let steps = std::mem::take(&mut self.spec.steps);
+        let cancel = self.cancel.clone();
         for step in &steps {
             let flow = match self.take_pending_commands().await {
                 Flow::Stop => Ok(Flow::Stop),
-                Flow::Continue => self.step(step).await,
+                Flow::Continue => tokio::select! {
+                    flow = self.step(step) => flow,
+                    // A call to a server that stopped answering is abandoned with the
+                    // run (the observer found it lost), not waited out.
+                    () = cancel.cancelled() => Ok(Flow::Stop),
+                },
             };
             match flow {
                 Ok(Flow::Continue) => {}

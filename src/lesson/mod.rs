@@ -7,13 +7,16 @@
 //! too. `lessons/README.md` documents the format for instructors.
 
 mod narration;
+pub mod reach;
 pub mod sweep;
 
 use std::path::Path;
 
-pub use narration::{Narration, NarrationStep, RunNarration, parse_narration};
+pub use narration::{
+    Narration, NarrationStep, RunNarration, parse_narration, parse_narration_until,
+};
 
-use crate::scenario::{Scenario, ScenarioError, parse_scenario};
+use crate::scenario::{Scenario, ScenarioError, checkpoint_error, parse_scenario};
 
 /// A lesson ready to run.
 #[derive(Debug, Clone)]
@@ -60,21 +63,57 @@ pub fn course_files() -> Vec<&'static str> {
 
 /// The course lesson called `name` (its scenario name, e.g. `gc-pause`).
 pub fn find(name: &str) -> Option<Result<Lesson, ScenarioError>> {
-    COURSE.iter().find_map(|(stem, toml, md)| match parse_lesson(stem, toml, md) {
-        Ok(l) if l.scenario.name == name => Some(Ok(l)),
-        Ok(_) => None,
-        Err(e) => Some(Err(e)),
+    // The scenario alone says which lesson it is; only that one is simulated.
+    COURSE.iter().find_map(|(stem, toml, md)| {
+        match parse_scenario(toml, &format!("lessons/{stem}.toml")) {
+            Ok(s) if s.name == name => Some(parse_lesson(stem, toml, md)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        }
     })
 }
 
 fn parse_lesson(stem: &str, toml: &str, md: &str) -> Result<Lesson, ScenarioError> {
-    let scenario = parse_scenario(toml, &format!("lessons/{stem}.toml"))?;
-    let narration = narrate(&scenario, md, &format!("lessons/{stem}.md"))?;
-    Ok(Lesson { scenario, narration })
+    let md_file = format!("lessons/{stem}.md");
+    lesson_from(toml, &format!("lessons/{stem}.toml"), Some((md, &md_file)))
 }
 
-fn narrate(scenario: &Scenario, md: &str, file: &str) -> Result<Narration, ScenarioError> {
-    parse_narration(md, file, &scenario.title, &run_labels(scenario))
+/// A lesson from its TOML and, if it has one, its narration (text, file name). A
+/// checkpoint or step after the end of a run it belongs to is refused.
+fn lesson_from(
+    toml: &str,
+    toml_file: &str,
+    md: Option<(&str, &str)>,
+) -> Result<Lesson, ScenarioError> {
+    let scenario = parse_scenario(toml, toml_file)?;
+    if scenario.checkpoints.is_empty() && md.is_none() {
+        return Ok(Lesson::unnarrated(scenario));
+    }
+    let fencing = [scenario.fencing, !scenario.fencing];
+    let ends: Vec<(String, Option<u64>)> = scenario
+        .planned_runs(&fencing)
+        .into_iter()
+        .map(|run| (run.label, reach::simulated_end_ms(&run.scenario, run.fencing)))
+        .collect();
+    // Questions are asked in the first run (lessons/README.md).
+    if let Some((label, Some(end))) = ends.first().map(|(l, e)| (l, *e))
+        && let Some((i, c)) = scenario.checkpoints.iter().enumerate().find(|(_, c)| c.at_ms > end)
+    {
+        let message = format!(
+            "this question is at {} ms, after run {label:?} ends ({end} ms on the simulator): \
+             it would never be asked; move it to {end} ms or earlier",
+            c.at_ms
+        );
+        return Err(checkpoint_error(toml, toml_file, i, message));
+    }
+    let narration = match md {
+        Some((md, md_file)) => {
+            let end_ms = |label: &str| ends.iter().find(|(l, _)| l == label).and_then(|(_, e)| *e);
+            parse_narration_until(md, md_file, &scenario.title, &run_labels(&scenario), &end_ms)?
+        }
+        None => Narration::default(),
+    };
+    Ok(Lesson { scenario, narration })
 }
 
 /// A lesson from files: `path` is the TOML; the narration is the `.md` beside it
@@ -83,11 +122,8 @@ pub fn load_file(path: &Path) -> anyhow::Result<Lesson> {
     use anyhow::Context;
     let toml =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let scenario = parse_scenario(&toml, &path.display().to_string())?;
     let md_path = path.with_extension("md");
-    let narration = match std::fs::read_to_string(&md_path) {
-        Ok(md) => narrate(&scenario, &md, &md_path.display().to_string())?,
-        Err(_) => Narration::default(),
-    };
-    Ok(Lesson { scenario, narration })
+    let md = std::fs::read_to_string(&md_path).ok();
+    let md_file = md_path.display().to_string();
+    Ok(lesson_from(&toml, &path.display().to_string(), md.as_deref().map(|m| (m, &*md_file)))?)
 }

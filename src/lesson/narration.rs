@@ -64,6 +64,18 @@ pub fn parse_narration(
     intro_title: &str,
     runs: &[String],
 ) -> Result<Narration, ScenarioError> {
+    parse_narration_until(src, file, intro_title, runs, &|_| None)
+}
+
+/// [`parse_narration`], refusing a step after the end of its run: `end_ms(label)` is
+/// when run `label` ends (None: not known), and the cursor never goes past it.
+pub fn parse_narration_until(
+    src: &str,
+    file: &str,
+    intro_title: &str,
+    runs: &[String],
+    end_ms: &dyn Fn(&str) -> Option<u64>,
+) -> Result<Narration, ScenarioError> {
     let first = runs.first().map_or("", String::as_str);
     let mut sections = vec![Section::new(first, intro_title.to_string(), 0)];
     let mut body_from = 0;
@@ -106,6 +118,17 @@ pub fn parse_narration(
             }
             _ => {
                 let step = parse_step(text, section.previous_ms()).map_err(|(c, m)| err(c, m))?;
+                if let Some(end) = end_ms(&section.label).filter(|end| step.at_ms > *end) {
+                    let column = text.find("at=").map_or(1, |i| text[..i].chars().count() + 1);
+                    return Err(err(
+                        column,
+                        format!(
+                            "this step is at {} ms, after run {:?} ends ({end} ms on the \
+                             simulator): it would never be shown; move it to {end} ms or earlier",
+                            step.at_ms, section.label
+                        ),
+                    ));
+                }
                 section.steps.push(step);
             }
         }

@@ -94,6 +94,7 @@ impl Transcript {
                     format!("! {at} redis node {node}: restarted, empty (nothing was on disk)")
                 }
             }],
+            EventKind::ServerLost { server, reason } => vec![format!("✖ {at} {server} {reason}")],
             EventKind::FencingChanged { on } => {
                 vec![format!("= {at} fencing turned {}", if *on { "on" } else { "off" })]
             }

@@ -11,7 +11,7 @@ mod parse;
 pub mod raw;
 
 pub use builtin::{builtin, builtin_names};
-pub use parse::{ScenarioError, parse_scenario};
+pub use parse::{ScenarioError, checkpoint_error, parse_scenario};
 
 use std::fmt;
 

@@ -67,6 +67,21 @@ impl Needle {
     }
 }
 
+/// An error at the `at_ms` of the `occurrence`-th (0-based) `[[checkpoints]]` table,
+/// for what is checked after parsing (`lesson::reach`: a question after the run ends).
+pub fn checkpoint_error(
+    src: &str,
+    file: &str,
+    occurrence: usize,
+    message: String,
+) -> ScenarioError {
+    let table = src.match_indices("[[checkpoints]]").nth(occurrence).map(|(i, _)| i);
+    let offset = table
+        .map(|t| t + find_key(&src[t..], "at_ms", None).unwrap_or(0))
+        .or_else(|| find_key(src, "checkpoints", None));
+    error_at(src, file, offset.unwrap_or(0), message)
+}
+
 /// Byte offset of the first line setting `key` (to `value`, when given).
 fn find_key(src: &str, key: &str, value: Option<u64>) -> Option<usize> {
     let mut offset = 0;

@@ -170,7 +170,9 @@ const OWNER_FILE: &str = "fencelab.pid";
 ///
 /// A fencelab killed outright (`kill -9`) cannot remove its dirs, though the kernel
 /// stops its servers. So each new dir first sweeps away the dirs of fencelab processes
-/// that are gone: what one run could not clean, the next one does.
+/// that are gone: what one run could not clean, the next one does. The commands that
+/// can start servers also sweep when the program starts ([`sweep_orphaned_dirs`]),
+/// so a run on the simulator or on the user's own servers cleans up too.
 pub(crate) fn temp_dir(program: Program) -> Result<tempfile::TempDir, ServerError> {
     temp_dir_in(program, &std::env::temp_dir())
 }
@@ -179,9 +181,19 @@ pub(crate) fn temp_dir(program: Program) -> Result<tempfile::TempDir, ServerErro
 /// (`/dev/shm`) when the machine has it, so a busy disk cannot stall a lesson's timing.
 /// Nothing here needs to survive the run.
 pub(crate) fn memory_dir(program: Program) -> Result<tempfile::TempDir, ServerError> {
+    temp_dir_in(program, &memory_base())
+}
+
+fn memory_base() -> std::path::PathBuf {
     let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
-    temp_dir_in(program, &base)
+    if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() }
+}
+
+/// Remove the server dirs that fencelab processes killed outright left behind, in
+/// both places servers keep them.
+pub fn sweep_orphaned_dirs() {
+    remove_orphaned_dirs(&std::env::temp_dir());
+    remove_orphaned_dirs(&memory_base());
 }
 
 fn temp_dir_in(program: Program, base: &Path) -> Result<tempfile::TempDir, ServerError> {

@@ -14,6 +14,11 @@
 //!
 //! Every table lives in a schema of the run's own (`fencelab_<run id>`), dropped at
 //! the end: nothing else on a user's database is read or written.
+//!
+//! A run killed outright (`kill -9`) cannot drop its schema. So, as a run's Redis keys
+//! get a TTL, its schema gets a deadline: a comment `fencelab: drop after <unix
+//! seconds>` (the run's longest length plus an hour, `Keys::expire_ms`), and every
+//! later run drops the `fencelab_<hex>` schemas it owns whose deadline has passed.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -112,24 +117,55 @@ impl PgStorage {
             let _ = connection.await;
         });
         let schema = schema_of(keys);
-        let setup = async { client.batch_execute(&setup(&schema)).await.map_err(sql_error) };
+        let expire_s = keys.expire_ms.div_ceil(1000);
+        let setup =
+            async { client.batch_execute(&setup(&schema, expire_s)).await.map_err(sql_error) };
         within(&self.shown, "creating the run's tables", setup).await?;
         Ok(PgClient { client, schema, in_transaction: false, shown: self.shown.clone() })
     }
 }
 
-/// `fencelab_<run id>`: the run's key prefix, as an SQL identifier.
+/// `fencelab_<run id>`: the run's schema, an SQL identifier (the id is hex digits).
 fn schema_of(keys: &Keys) -> String {
-    keys.prefix.trim_end_matches(':').replace(':', "_")
+    format!("fencelab_{}", keys.run_id)
+}
+
+/// What a run's schema comment says before its deadline (unix seconds).
+const DEADLINE_NOTE: &str = "fencelab: drop after ";
+
+/// Drop the schemas of earlier runs whose deadline has passed (runs killed outright),
+/// among the ones this user owns and may drop; nothing else is looked at.
+fn sweep_expired() -> String {
+    format!(
+        "DO $$ DECLARE s name; BEGIN
+           FOR s IN SELECT nspname FROM pg_namespace
+               WHERE nspname ~ '^fencelab_[0-9a-f]{{8}}$'
+                 AND pg_has_role(current_user, nspowner, 'MEMBER')
+                 AND obj_description(oid, 'pg_namespace') ~ '^{DEADLINE_NOTE}[0-9]{{1,18}}$'
+                 AND substr(obj_description(oid, 'pg_namespace'), {from})::bigint
+                     < extract(epoch FROM now())
+           LOOP
+             EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE', s);
+           END LOOP;
+         END $$;",
+        from = DEADLINE_NOTE.len() + 1
+    )
 }
 
 /// Create the run's tables once; concurrent workers wait on an advisory lock so only
-/// the first one creates them.
-fn setup(s: &str) -> String {
+/// the first one creates them. The schema's deadline is `expire_s` from now.
+fn setup(s: &str, expire_s: u64) -> String {
+    let sweep = sweep_expired();
     format!(
         "BEGIN;
          SELECT pg_advisory_xact_lock(hashtext('{s}'));
+         SELECT pg_advisory_xact_lock(hashtext('fencelab: sweep'));
+         {sweep}
          CREATE SCHEMA IF NOT EXISTS {s};
+         DO $$ BEGIN
+           EXECUTE format('COMMENT ON SCHEMA {s} IS %L',
+             '{DEADLINE_NOTE}' || (extract(epoch FROM now())::bigint + {expire_s}));
+         END $$;
          CREATE TABLE IF NOT EXISTS {s}.record (
              id int PRIMARY KEY, writer text, value text, fence_token bigint NOT NULL DEFAULT 0);
          INSERT INTO {s}.record (id) VALUES (1) ON CONFLICT DO NOTHING;

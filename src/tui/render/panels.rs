@@ -37,6 +37,9 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
         _ if app.replay.is_some_and(|r| r.playing) => format!("▶ REPLAY {view:.3} s"),
         _ if app.replay.is_some() => format!("‖ REPLAY {view:.3} s"),
+        _ if run.lost.is_some() => {
+            format!("✖ SERVER LOST at {:.1} s", run.lost.as_ref().map_or(view, |l| l.0 / 1000.0))
+        }
         (Some((_, RunOutcome::Failed { .. })), _) => format!("✖ FAILED at {view:.1} s"),
         _ if app.held() => format!("‖ HELD {view:.1} s"),
         (Some(_), _) => format!("■ ENDED {view:.1} s"),
@@ -230,6 +233,9 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
 /// What is going on right now that a learner should notice, if anything.
 fn situation(app: &App) -> Option<String> {
     let run = &app.run;
+    if let Some((_, lost)) = &run.lost {
+        return Some(format!("✖ {lost}"));
+    }
     if run.ended.is_some() {
         return None;
     }
