@@ -127,6 +127,8 @@ pub struct RunModel {
     pub truth: Vec<Span<Option<String>>>,
     /// Redlock: per node, who it lists (`Some(None)`: nobody) or `None` while down.
     pub nodes: Vec<Vec<Span<Option<Option<String>>>>>,
+    /// Marks on the node lanes (`lane` is the node, from 0): a clock jump.
+    pub node_marks: Vec<Mark>,
     /// The latest truth reading and when it was taken.
     pub last_truth: Option<(f64, Truth)>,
     pub writes: Vec<WriteMark>,
@@ -219,11 +221,19 @@ impl RunModel {
                 });
             }
             EventKind::FencingChanged { on } => self.fencing = *on,
-            EventKind::Fault { node, kind } => {
+            EventKind::Fault { node, kind, ms } => {
                 use crate::backend::FaultKind;
-                if matches!(kind, FaultKind::Kill | FaultKind::Restart) {
-                    let up = *kind == FaultKind::Restart;
-                    self.set_node(t, node.saturating_sub(1), |_| up.then_some(None));
+                let i = node.saturating_sub(1);
+                match kind {
+                    FaultKind::Kill | FaultKind::Restart => {
+                        let up = *kind == FaultKind::Restart;
+                        self.set_node(t, i, |_| up.then_some(None));
+                    }
+                    FaultKind::ClockJump => {
+                        let label = format!("»+{}s", ms.unwrap_or(0) as f64 / 1000.0);
+                        self.node_marks.push(Mark { t_ms: t, lane: i, label });
+                    }
+                    FaultKind::Detach | FaultKind::Promote => {}
                 }
             }
             EventKind::RunEnded { outcome, .. } => self.ended = Some((t, outcome.clone())),

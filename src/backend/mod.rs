@@ -239,10 +239,11 @@ pub trait LockClient: Send {
         Err(BackendError::Unsupported("WAIT needs a lock with a replica (replica = true)".into()))
     }
 
-    /// Make lock server `node` (0-based) fail. Only lock services made of several
+    /// Make lock server `node` (0-based) fail; `ms` is the fault's size in real ms (a
+    /// clock jump's), 0 for kinds without one. Only lock services made of several
     /// servers support it.
-    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        let _ = (node, kind);
+    async fn fault(&mut self, node: usize, kind: FaultKind, ms: u64) -> Result<(), BackendError> {
+        let _ = (node, kind, ms);
         Err(BackendError::Unsupported("this lock service has no servers to fail".into()))
     }
 }

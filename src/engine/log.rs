@@ -52,8 +52,15 @@ pub enum EventKind {
     Command { worker: String, command: String, reply: String, latency_ms: f64 },
     /// Fencing was switched during the run; it applies to later writes.
     FencingChanged { on: bool },
-    /// A lock server failed (Redlock), as the scenario said. `node` counts from 1.
-    Fault { node: usize, kind: crate::scenario::FaultKind },
+    /// A lock server failed (Redlock), as the scenario said. `node` counts from 1;
+    /// `ms` is the fault's size (a clock jump's), absent for kinds without one (and in
+    /// logs saved before sizes existed).
+    Fault {
+        node: usize,
+        kind: crate::scenario::FaultKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
+    },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.

@@ -278,8 +278,10 @@ async fn inject(
             () = tokio::time::sleep_until(log.clock().instant_at(f.at_ms as f64)) => {}
             () = cancel.cancelled() => return Ok(()),
         }
-        client.fault(f.node_index(), f.kind).await?;
-        log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind });
+        // A size is a duration on the servers' clocks: slow motion stretches it.
+        let real_ms = f.ms.map_or(0, |ms| log.clock().real(ms as f64).as_millis() as u64);
+        client.fault(f.node_index(), f.kind, real_ms).await?;
+        log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind, ms: f.ms });
     }
     Ok(())
 }

@@ -109,6 +109,10 @@ pub enum FaultKind {
     Detach,
     /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
     Promote,
+    /// The server's clock jumps `ms` ahead (an NTP step, an operator setting the
+    /// time): every key it holds reaches its deadline `ms` sooner. Keys set later
+    /// last their full lease, as a lease is measured from the server's own now.
+    ClockJump,
 }
 
 /// What a kind of fault needs besides its moment.
@@ -127,6 +131,7 @@ impl FaultKind {
             FaultKind::Kill | FaultKind::Restart | FaultKind::Detach | FaultKind::Promote => {
                 FaultNeeds { node: true, ms: false }
             }
+            FaultKind::ClockJump => FaultNeeds { node: true, ms: true },
         }
     }
 
@@ -137,6 +142,7 @@ impl FaultKind {
             FaultKind::Restart => "restart",
             FaultKind::Detach => "detach",
             FaultKind::Promote => "promote",
+            FaultKind::ClockJump => "clock-jump",
         }
     }
 }
@@ -190,8 +196,10 @@ impl LockShape {
     pub fn can(self, kind: FaultKind) -> bool {
         matches!(
             (self, kind),
-            (LockShape::Redlock { .. }, FaultKind::Kill | FaultKind::Restart)
-                | (LockShape::Replicated, FaultKind::Kill | FaultKind::Detach | FaultKind::Promote)
+            (
+                LockShape::Redlock { .. },
+                FaultKind::Kill | FaultKind::Restart | FaultKind::ClockJump
+            ) | (LockShape::Replicated, FaultKind::Kill | FaultKind::Detach | FaultKind::Promote)
         )
     }
 

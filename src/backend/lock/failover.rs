@@ -102,8 +102,8 @@ impl PairState {
 }
 
 /// Faults are kill, detach and promote; a pair's servers come back only by reset.
-pub(crate) fn no_restart() -> BackendError {
-    BackendError::Unsupported("the failover pair does not restart nodes".into())
+pub(crate) fn not_on_pair(kind: FaultKind) -> BackendError {
+    BackendError::Unsupported(format!("the failover pair has no `{}` fault", kind.name()))
 }
 
 /// The lock on the pair's current primary. Its own counter would be lost in the
@@ -234,7 +234,7 @@ impl<P: Pair> LockClient for FailoverClient<P> {
         Ok(())
     }
 
-    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+    async fn fault(&mut self, node: usize, kind: FaultKind, _ms: u64) -> Result<(), BackendError> {
         self.pair.fault(node, kind).await
     }
 

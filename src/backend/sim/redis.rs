@@ -259,6 +259,26 @@ impl LockNode for SimClient {
     async fn pttl(&mut self) -> Result<i64, BackendError> {
         Ok(self.sim.db().pttl(&self.keys.lock))
     }
+
+    /// As assets/lua/clock_jump.lua does on a real server.
+    async fn jump_clock(&mut self, ms: u64) -> Result<u64, BackendError> {
+        let mut db = self.sim.db();
+        let jump = Duration::from_millis(ms);
+        let mut changed = 0;
+        for key in self.keys.all() {
+            let Some(deadline) = db.live(key).and_then(|e| e.expires_at.as_mut()) else {
+                continue;
+            };
+            changed += 1;
+            match deadline.checked_sub(jump).filter(|d| *d > Instant::now()) {
+                Some(sooner) => *deadline = sooner,
+                None => {
+                    db.strings.remove(key);
+                }
+            }
+        }
+        Ok(changed)
+    }
 }
 
 /// One worker's handle on the simulator's storage.
