@@ -97,8 +97,8 @@ pub struct LockTruth {
     pub holder_value: Option<String>,
     /// The holder's remaining lease in ms (None: no holder, or a lease without expiry).
     pub pttl_ms: Option<u64>,
-    /// The last token the lock service handed out; None for a lock service with no
-    /// counter of its own (Redlock, failover), whose tokens come from the storage.
+    /// The last token the lock service handed out; None when it has handed out none
+    /// (Redlock, or a failover pair whose tokens come from the storage).
     pub counter: Option<u64>,
     /// Lock services of several servers: each node's lock value (None: no key, or the
     /// node is down).
@@ -200,14 +200,17 @@ pub trait LockService: Send + Sync + 'static {
 #[async_trait]
 pub trait LockClient: Send {
     /// `SET lock value NX PX ttl` plus `INCR fence` (atomically or as two commands).
-    /// `ttl_ms == 0` takes a lock that never expires. A lock service with no counter of
-    /// its own takes the token from `tokens` (the worker's storage client).
+    /// `ttl_ms == 0` takes a lock that never expires. With `tokens` (the worker's
+    /// storage client), the token comes from the storage's counter instead of the lock
+    /// service's own; a lock service with no counter of its own (Redlock) needs it,
+    /// and one that can only count itself ignores it (the scenario's validation only
+    /// asks for what the lock's shape can do: `LockShape::token_sources`).
     async fn acquire(
         &mut self,
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
-        tokens: &mut dyn StorageClient,
+        tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError>;
 
     /// Give the lock back. Returns whether a key was deleted.

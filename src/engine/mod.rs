@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::keys::new_run_id;
 use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::{Fault, Scenario, TokenSource};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
 pub use worker::WorkerCommand;
@@ -157,6 +157,7 @@ pub async fn prepare(
         fencing: fencing.clone(),
         renew: scenario.renew,
         idempotency: scenario.idempotency,
+        tokens_from_storage: scenario.token_source() == TokenSource::Storage,
     };
     let mut senders = BTreeMap::new();
     let mut workers = Vec::new();

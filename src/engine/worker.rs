@@ -38,6 +38,8 @@ pub struct WorkerSettings {
     pub renew: RenewMode,
     /// The storage dedups by idempotency key instead of checking tokens.
     pub idempotency: bool,
+    /// Grants take their token from the storage's counter, not the lock's.
+    pub tokens_from_storage: bool,
 }
 
 /// Something a person asks a running worker to do.
@@ -254,7 +256,11 @@ impl Worker {
         loop {
             let (ttl, mode) = (self.real_ttl(), self.settings.acquire);
             let started = Instant::now();
-            let reply = self.lock.acquire(&value, ttl, mode, self.storage.as_mut()).await?;
+            let tokens: Option<&mut dyn StorageClient> = match self.settings.tokens_from_storage {
+                true => Some(self.storage.as_mut()),
+                false => None,
+            };
+            let reply = self.lock.acquire(&value, ttl, mode, tokens).await?;
             self.command(started, wire::acquire(&self.keys, &value, ttl, mode, &reply));
             let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {

@@ -57,6 +57,9 @@ pub struct Scenario {
     pub storage: StorageKind,
     /// Lock servers dying, restarting, falling behind or being promoted during the run.
     pub faults: Vec<Fault>,
+    /// Where fencing tokens come from; None: what the lock's shape has
+    /// ([`LockShape::token_sources`]).
+    pub tokens: Option<TokenSource>,
     /// Lessons: questions asked before the answer is shown.
     pub checkpoints: Vec<Checkpoint>,
     /// Lessons: the speed the TUI starts at (slow motion helps the first time).
@@ -203,9 +206,15 @@ impl LockShape {
         )
     }
 
-    /// Whether it hands out no token of its own, so tokens come from the storage.
-    pub fn tokens_from_storage(self) -> bool {
-        matches!(self, LockShape::Redlock { .. } | LockShape::Replicated)
+    /// Where its fencing tokens can come from; the first is the default. Redlock has
+    /// no counter of its own; a failover pair has one on its primary, which a
+    /// failover can lose (lesson 14), or can leave it to the storage.
+    pub fn token_sources(self) -> &'static [TokenSource] {
+        match self {
+            LockShape::Redlock { .. } => &[TokenSource::Storage],
+            LockShape::Replicated => &[TokenSource::Lock, TokenSource::Storage],
+            LockShape::Redis | LockShape::Etcd => &[TokenSource::Lock],
+        }
     }
 
     /// How a sentence names it: "Redlock nodes", "a primary with a replica".
@@ -215,6 +224,28 @@ impl LockShape {
             LockShape::Redlock { .. } => "Redlock nodes",
             LockShape::Replicated => "a primary with a replica",
             LockShape::Etcd => "etcd",
+        }
+    }
+}
+
+/// Where a grant's fencing token comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenSource {
+    /// The lock service's own counter: `INCR` next to the lock key (on a failover
+    /// pair, on whichever node is the primary now), or etcd's revision.
+    Lock,
+    /// A counter the storage keeps beside the data it protects
+    /// (`StorageClient::next_token`): it survives whatever happens to the lock.
+    Storage,
+}
+
+impl TokenSource {
+    /// Its name in a scenario file (`tokens = "lock"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenSource::Lock => "lock",
+            TokenSource::Storage => "storage",
         }
     }
 }
@@ -254,6 +285,7 @@ pub struct Variant {
     pub release: Option<ReleaseMode>,
     pub renew: Option<RenewMode>,
     pub idempotency: Option<bool>,
+    pub tokens: Option<TokenSource>,
     /// Different scripts for the workers (a fixed version of the code, say).
     pub workers: Option<Vec<WorkerSpec>>,
     pub expect: Option<Expectation>,
@@ -490,6 +522,11 @@ pub struct PlannedRun {
 }
 
 impl Scenario {
+    /// Where this scenario's fencing tokens come from.
+    pub fn token_source(&self) -> TokenSource {
+        self.tokens.unwrap_or(self.lock.token_sources()[0])
+    }
+
     /// The seed simulator runs of this scenario use.
     pub fn seed_or_default(&self) -> u64 {
         self.seed.unwrap_or(0)
@@ -537,6 +574,7 @@ impl Scenario {
         s.release = v.release.unwrap_or(s.release);
         s.renew = v.renew.unwrap_or(s.renew);
         s.idempotency = v.idempotency.unwrap_or(s.idempotency);
+        s.tokens = v.tokens.or(s.tokens);
         if let Some(workers) = &v.workers {
             s.workers = workers.clone();
         }

@@ -29,7 +29,7 @@ impl LockClient for RedisClient {
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
-        _tokens: &mut dyn StorageClient,
+        _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         match mode {
@@ -118,7 +118,7 @@ impl LockClient for RedisClient {
 
     async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let k = &self.keys;
-        let (holder_value, pttl, fence): (Option<String>, i64, Option<u64>) = redis::pipe()
+        let (holder_value, pttl, counter): (Option<String>, i64, Option<u64>) = redis::pipe()
             .get(&k.lock)
             .pttl(&k.lock)
             .get(&k.fence)
@@ -128,7 +128,7 @@ impl LockClient for RedisClient {
         Ok(LockTruth {
             holder_value,
             pttl_ms: u64::try_from(pttl).ok(),
-            counter: Some(fence.unwrap_or(0)),
+            counter,
             nodes: Vec::new(),
         })
     }

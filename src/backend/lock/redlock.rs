@@ -156,8 +156,13 @@ impl<N: NodeSet> LockClient for RedlockClient<N> {
         value: &str,
         ttl_ms: u64,
         _mode: AcquireMode,
-        tokens: &mut dyn StorageClient,
+        tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
+        let tokens = tokens.ok_or_else(|| {
+            BackendError::Unsupported(
+                "Redlock has no counter: its tokens come from the storage".into(),
+            )
+        })?;
         let started = Instant::now();
         let mut votes = Vec::new();
         let live = self.live_nodes().await;

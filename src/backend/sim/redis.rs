@@ -179,7 +179,7 @@ impl LockClient for SimClient {
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
-        _tokens: &mut dyn StorageClient,
+        _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         let granted = self.sim.db().set_nx(&k.lock, value, ttl_ms);
@@ -235,7 +235,7 @@ impl LockClient for SimClient {
         Ok(LockTruth {
             holder_value: db.get(&k.lock),
             pttl_ms: u64::try_from(db.pttl(&k.lock)).ok(),
-            counter: Some(db.get_u64(&k.fence)),
+            counter: db.get(&k.fence).and_then(|v| v.parse().ok()),
             nodes: Vec::new(),
         })
     }
@@ -374,19 +374,18 @@ mod tests {
     async fn lease_expires_exactly_after_its_ttl_in_virtual_time() {
         let sim = SimBackend::default();
         let (mut a, mut b) = (client(&sim), client(&sim));
-        let mut tokens = storage(&sim);
         assert_eq!(
-            a.acquire("A:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
+            a.acquire("A:1", 2000, AcquireMode::Script, None).await.unwrap(),
             AcquireReply::Granted { token: 1 }
         );
         tokio::time::advance(Duration::from_millis(1500)).await;
         assert_eq!(
-            b.acquire("B:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
+            b.acquire("B:1", 2000, AcquireMode::Script, None).await.unwrap(),
             AcquireReply::Busy { pttl_ms: Some(500) }
         );
         tokio::time::advance(Duration::from_millis(501)).await;
         assert_eq!(
-            b.acquire("B:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
+            b.acquire("B:1", 2000, AcquireMode::Script, None).await.unwrap(),
             AcquireReply::Granted { token: 2 }
         );
     }
