@@ -158,6 +158,7 @@ pub async fn prepare(
         renew: scenario.renew,
         idempotency: scenario.idempotency,
         tokens_from_storage: scenario.token_source() == TokenSource::Storage,
+        storage: scenario.storage,
     };
     let mut senders = BTreeMap::new();
     let mut workers = Vec::new();

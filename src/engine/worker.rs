@@ -22,7 +22,7 @@ use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
     holder_name, holder_value, wire,
 };
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Step, WorkerSpec};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Step, StorageKind, WorkerSpec};
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
 const NO_TTL_RETRY_MS: f64 = 100.0;
@@ -40,6 +40,8 @@ pub struct WorkerSettings {
     pub idempotency: bool,
     /// Grants take their token from the storage's counter, not the lock's.
     pub tokens_from_storage: bool,
+    /// What the storage is, for the inspector's form of each write.
+    pub storage: StorageKind,
 }
 
 /// Something a person asks a running worker to do.
@@ -173,7 +175,9 @@ impl Worker {
                 };
                 let started = Instant::now();
                 let accepted = self.storage.write(&write, check).await?;
-                self.command(started, wire::write(&self.keys, self.token, check, accepted));
+                let storage = self.settings.storage;
+                let shown = wire::write(&self.keys, storage, self.token, check, accepted);
+                self.command(started, shown);
                 let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
                 self.emit(WorkerEvent::Wrote {
                     value: value.clone(),
