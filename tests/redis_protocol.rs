@@ -8,7 +8,7 @@ use fencelab::backend::redis::RedisBackend;
 use fencelab::backend::{
     AcquireReply, Keys, LockClient, LockService, Storage, StorageClient, StoredWrite, WriteCheck,
 };
-use fencelab::scenario::{AcquireMode, ReleaseMode, RenewMode};
+use fencelab::scenario::{AcquireMode, FenceCompare, ReleaseMode, RenewMode};
 
 /// `n` lock clients and one storage client, on the same server and run keys.
 async fn clients(
@@ -126,16 +126,31 @@ async fn renew_extends_only_the_owners_lease() {
 async fn fenced_write_rejects_a_lower_token_and_accepts_an_equal_one() {
     let server = support::redis();
     let (_, mut s) = clients(&server, 1).await;
-    assert!(s.write(&write("B", 2), WriteCheck::Fencing).await.unwrap());
+    assert!(s.write(&write("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap());
     assert!(
-        s.write(&write("B", 2), WriteCheck::Fencing).await.unwrap(),
+        s.write(&write("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
         "the current holder may write twice"
     );
-    assert!(!s.write(&write("A", 1), WriteCheck::Fencing).await.unwrap(), "a lower token is stale");
-    assert!(s.write(&write("C", 3), WriteCheck::Fencing).await.unwrap());
+    assert!(
+        !s.write(&write("A", 1), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
+        "a lower token is stale"
+    );
+    assert!(s.write(&write("C", 3), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap());
     let shorts: Vec<String> = s.read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:2", "B:2", "C:3"]);
     assert_eq!(s.observe().await.unwrap().highest, 3);
+}
+
+#[tokio::test]
+async fn a_strict_fenced_write_refuses_an_equal_token() {
+    let server = support::redis();
+    let (_, mut s) = clients(&server, 1).await;
+    let strict = WriteCheck::Fencing(FenceCompare::Strict);
+    assert!(s.write(&write("B", 1), strict).await.unwrap());
+    assert!(!s.write(&write("A", 1), strict).await.unwrap(), "an equal token is refused with <");
+    assert!(s.write(&write("C", 2), strict).await.unwrap());
+    let shorts: Vec<String> = s.read_all().await.unwrap().iter().map(StoredWrite::short).collect();
+    assert_eq!(shorts, ["B:1", "C:2"]);
 }
 
 #[tokio::test]

@@ -28,7 +28,7 @@ pub use storage::sql;
 // Faults are scheduled by scenarios, so the kind lives with the scenario.
 pub use crate::scenario::FaultKind;
 
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+use crate::scenario::{AcquireMode, FenceCompare, ReleaseMode, RenewMode};
 
 /// A backend failure, phrased for the person at the terminal, naming the service
 /// that failed ("Redis", "etcd", "PostgreSQL", "the simulator").
@@ -171,8 +171,9 @@ impl StoredWrite {
 pub enum WriteCheck {
     /// Nothing: every write is appended.
     None,
-    /// Fencing tokens: a token lower than the highest accepted so far is rejected.
-    Fencing,
+    /// Fencing tokens, compared with the highest accepted so far: a lower one is
+    /// rejected, an equal one too when the comparison is strict.
+    Fencing(FenceCompare),
     /// Idempotency keys (the write's value): a key applied before is not applied again.
     /// For a storage, like a payment gateway, that cannot check tokens.
     IdempotencyKey,

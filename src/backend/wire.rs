@@ -102,13 +102,14 @@ pub fn write(
         WriteCheck::None => {
             (format!("RPUSH {} <entry>", keys.storage), "(integer) appended".to_string())
         }
-        WriteCheck::Fencing => {
+        WriteCheck::Fencing(compare) => {
             let script = evalsha(&scripts::FENCED_WRITE, "fenced_write.lua");
             let cmd = format!(
-                "{script} 2 {} {} {} <entry>",
+                "{script} 2 {} {} {} <entry> {}",
                 keys.storage,
                 keys.storage_highest,
-                token.unwrap_or(0)
+                token.unwrap_or(0),
+                compare.op()
             );
             (cmd, verdict.to_string())
         }
@@ -129,8 +130,9 @@ fn sql_write(token: Option<u64>, check: WriteCheck, accepted: bool) -> (String, 
     let t = token.unwrap_or(0);
     let cmd = match check {
         WriteCheck::None => "UPDATE record SET value = <entry> WHERE id = 1".to_string(),
-        WriteCheck::Fencing => format!(
-            "UPDATE record SET value = <entry>, fence_token = {t} WHERE id = 1 AND fence_token <= {t}"
+        WriteCheck::Fencing(compare) => format!(
+            "UPDATE record SET value = <entry>, fence_token = {t} WHERE id = 1 AND fence_token {} {t}",
+            compare.op()
         ),
         WriteCheck::IdempotencyKey => {
             "INSERT INTO applied VALUES (<key>) ON CONFLICT DO NOTHING; UPDATE record SET value = <entry> WHERE id = 1 AND <key was new>".to_string()

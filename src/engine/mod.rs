@@ -159,6 +159,7 @@ pub async fn prepare(
         idempotency: scenario.idempotency,
         tokens_from_storage: scenario.token_source() == TokenSource::Storage,
         storage: scenario.storage,
+        fencing_compare: scenario.fencing_compare,
     };
     let mut senders = BTreeMap::new();
     let mut workers = Vec::new();

@@ -22,7 +22,9 @@ use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
     holder_name, holder_value, wire,
 };
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Step, StorageKind, WorkerSpec};
+use crate::scenario::{
+    AcquireMode, FenceCompare, ReleaseMode, RenewMode, Step, StorageKind, WorkerSpec,
+};
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
 const NO_TTL_RETRY_MS: f64 = 100.0;
@@ -42,6 +44,8 @@ pub struct WorkerSettings {
     pub tokens_from_storage: bool,
     /// What the storage is, for the inspector's form of each write.
     pub storage: StorageKind,
+    /// How the fenced storage compares tokens.
+    pub fencing_compare: FenceCompare,
 }
 
 /// Something a person asks a running worker to do.
@@ -169,7 +173,7 @@ impl Worker {
                 let check = if self.settings.idempotency {
                     WriteCheck::IdempotencyKey
                 } else if self.settings.fencing.load(Ordering::SeqCst) {
-                    WriteCheck::Fencing
+                    WriteCheck::Fencing(self.settings.fencing_compare)
                 } else {
                     WriteCheck::None
                 };

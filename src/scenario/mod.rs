@@ -60,6 +60,8 @@ pub struct Scenario {
     /// Where fencing tokens come from; None: what the lock's shape has
     /// ([`LockShape::token_sources`]).
     pub tokens: Option<TokenSource>,
+    /// How a fenced storage compares a write's token with the highest it accepted.
+    pub fencing_compare: FenceCompare,
     /// Lessons: questions asked before the answer is shown.
     pub checkpoints: Vec<Checkpoint>,
     /// Lessons: the speed the TUI starts at (slow motion helps the first time).
@@ -250,6 +252,41 @@ impl TokenSource {
     }
 }
 
+/// How a fenced storage compares: it accepts a write when `highest <op> token`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FenceCompare {
+    /// `<=`: an equal token is accepted, so a holder can write more than once with
+    /// its token; a token handed out twice gets the older holder through too.
+    #[default]
+    #[serde(rename = "<=")]
+    AllowEqual,
+    /// `<`: only a higher token than any accepted; a holder writes once per token.
+    #[serde(rename = "<")]
+    Strict,
+}
+
+impl FenceCompare {
+    /// Whether a write with `token` is accepted after `highest`.
+    pub fn accepts(self, highest: u64, token: u64) -> bool {
+        match self {
+            FenceCompare::AllowEqual => highest <= token,
+            FenceCompare::Strict => highest < token,
+        }
+    }
+
+    /// The operator, as the SQL and the scenario file write it.
+    pub fn op(self) -> &'static str {
+        match self {
+            FenceCompare::AllowEqual => "<=",
+            FenceCompare::Strict => "<",
+        }
+    }
+
+    pub(crate) fn is_default(&self) -> bool {
+        *self == FenceCompare::default()
+    }
+}
+
 /// The storages a scenario can write to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -286,6 +323,7 @@ pub struct Variant {
     pub renew: Option<RenewMode>,
     pub idempotency: Option<bool>,
     pub tokens: Option<TokenSource>,
+    pub fencing_compare: Option<FenceCompare>,
     /// Different scripts for the workers (a fixed version of the code, say).
     pub workers: Option<Vec<WorkerSpec>>,
     pub expect: Option<Expectation>,
@@ -575,6 +613,7 @@ impl Scenario {
         s.renew = v.renew.unwrap_or(s.renew);
         s.idempotency = v.idempotency.unwrap_or(s.idempotency);
         s.tokens = v.tokens.or(s.tokens);
+        s.fencing_compare = v.fencing_compare.unwrap_or(s.fencing_compare);
         if let Some(workers) = &v.workers {
             s.workers = workers.clone();
         }

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AcquireMode, Checkpoint, Expect, Fault, LockService, LockShape, ReleaseMode, RenewMode,
-    Scenario, StorageKind, Sweep, TokenSource, Variant, WorkerSpec, bounds,
+    AcquireMode, Checkpoint, Expect, Fault, FenceCompare, LockService, LockShape, ReleaseMode,
+    RenewMode, Scenario, StorageKind, Sweep, TokenSource, Variant, WorkerSpec, bounds,
 };
 
 /// A scenario as written in TOML and saved in logs: the lock service in three loose
@@ -76,6 +76,9 @@ pub struct RawScenario {
     /// when it has one, else the storage's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<TokenSource>,
+    /// How a fenced storage compares tokens: `"<="` (the default) or `"<"`.
+    #[serde(default, skip_serializing_if = "FenceCompare::is_default")]
+    pub fencing_compare: FenceCompare,
     /// Lessons: questions asked before the answer is shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
@@ -130,6 +133,7 @@ impl From<RawScenario> for Scenario {
             storage,
             faults,
             tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,
@@ -152,6 +156,7 @@ impl From<RawScenario> for Scenario {
             storage,
             faults,
             tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,
@@ -179,6 +184,7 @@ impl From<Scenario> for RawScenario {
             storage,
             faults,
             tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,
@@ -209,6 +215,7 @@ impl From<Scenario> for RawScenario {
             storage,
             faults,
             tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,

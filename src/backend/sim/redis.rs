@@ -296,10 +296,10 @@ impl StorageClient for SimStorageClient {
         let k = &self.0.keys;
         match check {
             WriteCheck::None => {}
-            WriteCheck::Fencing => {
-                // The same rule as assets/lua/fenced_write.lua: lower is rejected, equal accepted.
+            WriteCheck::Fencing(compare) => {
+                // The same rule as assets/lua/fenced_write.lua.
                 let token = write.token.unwrap_or(0);
-                if token < db.get_u64(&k.storage_highest) {
+                if !compare.accepts(db.get_u64(&k.storage_highest), token) {
                     return Ok(false);
                 }
                 let value = Entry { value: token.to_string(), expires_at: None };
@@ -361,6 +361,7 @@ impl StorageClient for SimStorageClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::FenceCompare;
 
     fn client(sim: &SimBackend) -> SimClient {
         SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0 }
@@ -396,17 +397,29 @@ mod tests {
         let mut c = storage(&sim);
         let w =
             |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
-        assert!(c.write(&w("B", 2), WriteCheck::Fencing).await.unwrap());
+        assert!(c.write(&w("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap());
         assert!(
-            c.write(&w("B", 2), WriteCheck::Fencing).await.unwrap(),
+            c.write(&w("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
             "equal token: same holder writing again"
         );
         assert!(
-            !c.write(&w("A", 1), WriteCheck::Fencing).await.unwrap(),
+            !c.write(&w("A", 1), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
             "lower token must be rejected"
         );
         assert_eq!(c.read_all().await.unwrap().len(), 2);
         c.cleanup().await.unwrap();
         assert_eq!(sim.key_count(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_strict_fenced_write_refuses_an_equal_token() {
+        let sim = SimBackend::default();
+        let mut c = storage(&sim);
+        let w =
+            |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
+        let strict = WriteCheck::Fencing(FenceCompare::Strict);
+        assert!(c.write(&w("B", 1), strict).await.unwrap());
+        assert!(!c.write(&w("A", 1), strict).await.unwrap(), "equal: refused with <");
+        assert!(c.write(&w("C", 2), strict).await.unwrap());
     }
 }
