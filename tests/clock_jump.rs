@@ -82,3 +82,21 @@ async fn pttls(nodes: &mut [impl LockNode]) -> Vec<i64> {
     }
     left
 }
+
+#[test]
+fn a_fault_logged_before_sizes_existed_still_loads_and_a_jump_keeps_its_size() {
+    use fencelab::engine::log::{Event, EventKind};
+    use fencelab::scenario::FaultKind;
+    let old: Event =
+        serde_json::from_str(r#"{"seq":2,"t_ms":0.0,"type":"fault","node":4,"kind":"kill"}"#)
+            .unwrap();
+    assert_eq!(old.kind, EventKind::Fault { node: 4, kind: FaultKind::Kill, ms: None });
+    let jump = Event {
+        seq: 6,
+        t_ms: 600.0,
+        kind: EventKind::Fault { node: 3, kind: FaultKind::ClockJump, ms: Some(4000) },
+    };
+    let text = serde_json::to_string(&jump).unwrap();
+    assert!(text.contains(r#""kind":"clock-jump","ms":4000"#), "{text}");
+    assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), jump);
+}
