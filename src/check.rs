@@ -284,16 +284,50 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     found
 }
 
+/// Which accepted writes are stale, fed the log in order: the one rule the checker
+/// and the run model (the storage panel's STALE mark) share.
+#[derive(Debug, Clone, Default)]
+pub struct StaleRule {
+    /// The highest token accepted so far, and whose write it was.
+    highest: Option<(String, u64)>,
+    /// When each worker's current grant was handed out (its `Acquired` event's seq):
+    /// between two writes with the same token, the older grant's is the stale one.
+    granted: BTreeMap<String, u64>,
+}
+
+impl StaleRule {
+    /// `worker` was granted the lock by the event numbered `seq`.
+    pub fn granted(&mut self, worker: &str, seq: u64) {
+        self.granted.insert(worker.to_string(), seq);
+    }
+
+    /// The storage accepted `worker`'s write with `token`. If it is stale, returns
+    /// the write it came after (its writer and token).
+    pub fn accepted(&mut self, worker: &str, token: u64) -> Option<(String, u64)> {
+        let older_grant = |other: &str| self.granted.get(worker) < self.granted.get(other);
+        let stale = self.highest.as_ref().filter(|(after_worker, after_token)| {
+            token < *after_token || (token == *after_token && older_grant(after_worker))
+        });
+        let stale = stale.cloned();
+        if self.highest.as_ref().is_none_or(|(_, h)| token > *h) {
+            self.highest = Some((worker.to_string(), token));
+        }
+        stale
+    }
+
+    /// The highest token accepted so far.
+    pub fn highest(&self) -> Option<u64> {
+        self.highest.as_ref().map(|(_, t)| *t)
+    }
+}
+
 fn bad_writes(events: &[Event]) -> Vec<Violation> {
-    let mut highest: Option<(String, u64)> = None;
-    // When each worker's current grant was handed out (its `Acquired` event's seq):
-    // between two writes with the same token, the older grant's is the stale one.
-    let mut granted: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut rule = StaleRule::default();
     let mut found = Vec::new();
     for e in events {
         let (worker, token, redis_holder) = match &e.kind {
             EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
-                granted.insert(worker, e.seq);
+                rule.granted(worker, e.seq);
                 continue;
             }
             EventKind::Worker {
@@ -302,15 +336,14 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
             } => (worker, token, redis_holder),
             _ => continue,
         };
-        let older_grant = |other: &str| granted.get(worker.as_str()) < granted.get(other);
-        if let (Some(token), Some((after_worker, after_token))) = (token, &highest)
-            && (token < after_token || (token == after_token && older_grant(after_worker)))
+        if let Some(token) = token
+            && let Some((after_worker, after_token)) = rule.accepted(worker, *token)
         {
             found.push(Violation::StaleWrite {
                 worker: worker.clone(),
                 token: *token,
-                after_worker: after_worker.clone(),
-                after_token: *after_token,
+                after_worker,
+                after_token,
                 at_ms: e.t_ms,
                 seq: e.seq,
             });
@@ -323,11 +356,6 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
                 at_ms: e.t_ms,
                 seq: e.seq,
             });
-        }
-        if let Some(t) = token
-            && highest.as_ref().is_none_or(|(_, h)| t > h)
-        {
-            highest = Some((worker.clone(), *t));
         }
     }
     found

@@ -6,7 +6,7 @@
 //! spans of belief, the truth as spans of holders, the writes in order. Rendering
 //! then never walks the raw log.
 
-use crate::check::{Violation, check};
+use crate::check::{StaleRule, Violation, check};
 use crate::engine::log::{Event, EventKind, RunOutcome, Truth, WorkerEvent};
 
 /// What a worker believes at some moment.
@@ -86,7 +86,8 @@ pub struct WriteMark {
     pub worker: String,
     pub token: Option<u64>,
     pub accepted: bool,
-    /// Accepted although a higher token had been accepted before: the stale write; or
+    /// Accepted although a higher token had been accepted before (or an equal one from
+    /// a newer grant): the stale write; or
     /// (SQL lessons) the same result recorded before: done twice.
     pub stale: bool,
     /// SQL lessons: what the statement made happen ("did job 1").
@@ -139,7 +140,8 @@ pub struct RunModel {
     /// Time of the latest event.
     pub last_ms: f64,
     events: Vec<Event>,
-    highest_accepted: Option<u64>,
+    /// The checker's rule for stale writes, for the storage panel's marks.
+    stale_rule: StaleRule,
 }
 
 impl RunModel {
@@ -203,7 +205,12 @@ impl RunModel {
                     self.lanes[i].set(0.0, Belief::Idle);
                 }
             }
-            EventKind::Worker { worker, what } => self.apply_worker(t, worker, what),
+            EventKind::Worker { worker, what } => {
+                if let WorkerEvent::Acquired { .. } = what {
+                    self.stale_rule.granted(worker, e.seq);
+                }
+                self.apply_worker(t, worker, what)
+            }
             EventKind::Truth(truth) => {
                 self.set_holder(t, truth.holder.clone());
                 self.last_truth = Some((t, truth.clone()));
@@ -267,12 +274,10 @@ impl RunModel {
                 Belief::Released
             }
             WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
-                let stale =
-                    *accepted && token.zip(self.highest_accepted).is_some_and(|(t, high)| t < high);
-                if *accepted && let Some(tok) = token {
-                    self.highest_accepted =
-                        Some(self.highest_accepted.map_or(*tok, |h| h.max(*tok)));
-                }
+                let stale = match token {
+                    Some(tok) if *accepted => self.stale_rule.accepted(worker, *tok).is_some(),
+                    _ => false,
+                };
                 let glyph = if *accepted { "✔" } else { "✘" };
                 let tok = token.map_or("-".to_string(), |t| t.to_string());
                 self.mark(t, i, format!("{glyph}w{tok}"));
@@ -389,7 +394,7 @@ impl RunModel {
 
     /// The highest token the storage accepted so far.
     pub fn highest_accepted(&self) -> Option<u64> {
-        self.highest_accepted
+        self.stale_rule.highest()
     }
 
     /// The fence counter as Redis last reported it.

@@ -7,6 +7,7 @@ mod support;
 
 use fencelab::check::check;
 use fencelab::engine::log::Event;
+use fencelab::model::RunModel;
 use fencelab::output::transcript::Transcript;
 use fencelab::scenario::{PlannedRun, builtin};
 
@@ -34,6 +35,11 @@ fn after_the_failover_b_gets_as_token_and_the_equal_token_write_is_accepted() {
     assert!(text.contains("A: write ACCEPTED"), "the <= storage takes A's stale write:\n{text}");
     assert_eq!(support::storage(&events), ["B:1", "A:1"], "{}", support::digest(&events));
     assert!(text.contains("stale write accepted at"), "the checker calls it stale:\n{text}");
+    // And so does the storage panel (the run model every view draws).
+    let model = RunModel::from_events(&events);
+    let marks: Vec<(&str, bool)> =
+        model.writes.iter().map(|w| (w.worker.as_str(), w.stale)).collect();
+    assert_eq!(marks, [("B", false), ("A", true)]);
 }
 
 #[test]
