@@ -5,7 +5,9 @@
 //! - **overlapping belief**: two workers believed they held the lock at once. Leases
 //!   make this possible by design; it is harmless only if the storage fences.
 //! - **stale write**: the storage accepted a token lower than one it had already
-//!   accepted: an old holder's write landed after a newer holder's.
+//!   accepted, or an equal one from an older grant (a token counter that went
+//!   backwards handed the same number out twice): an old holder's write landed
+//!   after a newer holder's.
 //! - **write by non-holder**: the storage accepted a write from a worker that Redis,
 //!   asked right after the write, did not list as the lock holder.
 //! - **done twice**: something that must happen once happened twice (the last item
@@ -282,25 +284,66 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     found
 }
 
+/// Which accepted writes are stale, fed the log in order: the one rule the checker
+/// and the run model (the storage panel's STALE mark) share.
+#[derive(Debug, Clone, Default)]
+pub struct StaleRule {
+    /// The highest token accepted so far, and whose write it was.
+    highest: Option<(String, u64)>,
+    /// When each worker's current grant was handed out (its `Acquired` event's seq):
+    /// between two writes with the same token, the older grant's is the stale one.
+    granted: BTreeMap<String, u64>,
+}
+
+impl StaleRule {
+    /// `worker` was granted the lock by the event numbered `seq`.
+    pub fn granted(&mut self, worker: &str, seq: u64) {
+        self.granted.insert(worker.to_string(), seq);
+    }
+
+    /// The storage accepted `worker`'s write with `token`. If it is stale, returns
+    /// the write it came after (its writer and token).
+    pub fn accepted(&mut self, worker: &str, token: u64) -> Option<(String, u64)> {
+        let older_grant = |other: &str| self.granted.get(worker) < self.granted.get(other);
+        let stale = self.highest.as_ref().filter(|(after_worker, after_token)| {
+            token < *after_token || (token == *after_token && older_grant(after_worker))
+        });
+        let stale = stale.cloned();
+        if self.highest.as_ref().is_none_or(|(_, h)| token > *h) {
+            self.highest = Some((worker.to_string(), token));
+        }
+        stale
+    }
+
+    /// The highest token accepted so far.
+    pub fn highest(&self) -> Option<u64> {
+        self.highest.as_ref().map(|(_, t)| *t)
+    }
+}
+
 fn bad_writes(events: &[Event]) -> Vec<Violation> {
-    let mut highest: Option<(String, u64)> = None;
+    let mut rule = StaleRule::default();
     let mut found = Vec::new();
     for e in events {
-        let EventKind::Worker {
-            worker,
-            what: WorkerEvent::Wrote { token, accepted: true, redis_holder, .. },
-        } = &e.kind
-        else {
-            continue;
+        let (worker, token, redis_holder) = match &e.kind {
+            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
+                rule.granted(worker, e.seq);
+                continue;
+            }
+            EventKind::Worker {
+                worker,
+                what: WorkerEvent::Wrote { token, accepted: true, redis_holder, .. },
+            } => (worker, token, redis_holder),
+            _ => continue,
         };
-        if let (Some(token), Some((after_worker, after_token))) = (token, &highest)
-            && token < after_token
+        if let Some(token) = token
+            && let Some((after_worker, after_token)) = rule.accepted(worker, *token)
         {
             found.push(Violation::StaleWrite {
                 worker: worker.clone(),
                 token: *token,
-                after_worker: after_worker.clone(),
-                after_token: *after_token,
+                after_worker,
+                after_token,
                 at_ms: e.t_ms,
                 seq: e.seq,
             });
@@ -313,11 +356,6 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
                 at_ms: e.t_ms,
                 seq: e.seq,
             });
-        }
-        if let Some(t) = token
-            && highest.as_ref().is_none_or(|(_, h)| t > h)
-        {
-            highest = Some((worker.clone(), *t));
         }
     }
     found
@@ -355,4 +393,57 @@ pub fn compare(expected: &Expectation, events: &[Event], violations: &[Violation
         diffs.push(format!("checker found [{}], expected [{}]", list(&seen), list(&want)));
     }
     diffs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(seq: u64, who: &str, what: WorkerEvent) -> Event {
+        Event { seq, t_ms: seq as f64, kind: EventKind::Worker { worker: who.into(), what } }
+    }
+
+    fn wrote(seq: u64, who: &str, token: u64) -> Event {
+        let what = WorkerEvent::Wrote {
+            value: String::new(),
+            token: Some(token),
+            accepted: true,
+            redis_holder: Some(who.into()),
+        };
+        worker(seq, who, what)
+    }
+
+    fn stale(events: &[Event]) -> Vec<(String, u64)> {
+        bad_writes(events)
+            .into_iter()
+            .filter_map(|v| match v {
+                Violation::StaleWrite { worker, token, .. } => Some((worker, token)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_equal_token_from_an_older_grant_is_a_stale_write() {
+        // A counter that went backwards: A and B were both handed token 1, B later.
+        let events = [
+            worker(0, "A", WorkerEvent::Acquired { token: 1 }),
+            worker(1, "B", WorkerEvent::Acquired { token: 1 }),
+            wrote(2, "B", 1),
+            wrote(3, "A", 1),
+        ];
+        assert_eq!(stale(&events), [("A".to_string(), 1)]);
+    }
+
+    #[test]
+    fn an_equal_token_from_the_newer_grant_or_the_same_holder_is_not() {
+        let events = [
+            worker(0, "A", WorkerEvent::Acquired { token: 1 }),
+            worker(1, "B", WorkerEvent::Acquired { token: 1 }),
+            wrote(2, "A", 1),
+            wrote(3, "B", 1),
+            wrote(4, "B", 1),
+        ];
+        assert!(stale(&events).is_empty());
+    }
 }

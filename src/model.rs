@@ -6,7 +6,7 @@
 //! spans of belief, the truth as spans of holders, the writes in order. Rendering
 //! then never walks the raw log.
 
-use crate::check::{Violation, check};
+use crate::check::{StaleRule, Violation, check};
 use crate::engine::log::{Event, EventKind, RunOutcome, Truth, WorkerEvent};
 
 /// What a worker believes at some moment.
@@ -86,7 +86,8 @@ pub struct WriteMark {
     pub worker: String,
     pub token: Option<u64>,
     pub accepted: bool,
-    /// Accepted although a higher token had been accepted before: the stale write; or
+    /// Accepted although a higher token had been accepted before (or an equal one from
+    /// a newer grant): the stale write; or
     /// (SQL lessons) the same result recorded before: done twice.
     pub stale: bool,
     /// SQL lessons: what the statement made happen ("did job 1").
@@ -127,6 +128,8 @@ pub struct RunModel {
     pub truth: Vec<Span<Option<String>>>,
     /// Redlock: per node, who it lists (`Some(None)`: nobody) or `None` while down.
     pub nodes: Vec<Vec<Span<Option<Option<String>>>>>,
+    /// Marks on the node lanes (`lane` is the node, from 0): a clock jump.
+    pub node_marks: Vec<Mark>,
     /// The latest truth reading and when it was taken.
     pub last_truth: Option<(f64, Truth)>,
     pub writes: Vec<WriteMark>,
@@ -139,7 +142,8 @@ pub struct RunModel {
     /// Time of the latest event.
     pub last_ms: f64,
     events: Vec<Event>,
-    highest_accepted: Option<u64>,
+    /// The checker's rule for stale writes, for the storage panel's marks.
+    stale_rule: StaleRule,
 }
 
 impl RunModel {
@@ -203,7 +207,12 @@ impl RunModel {
                     self.lanes[i].set(0.0, Belief::Idle);
                 }
             }
-            EventKind::Worker { worker, what } => self.apply_worker(t, worker, what),
+            EventKind::Worker { worker, what } => {
+                if let WorkerEvent::Acquired { .. } = what {
+                    self.stale_rule.granted(worker, e.seq);
+                }
+                self.apply_worker(t, worker, what)
+            }
             EventKind::Truth(truth) => {
                 self.set_holder(t, truth.holder.clone());
                 self.last_truth = Some((t, truth.clone()));
@@ -221,11 +230,19 @@ impl RunModel {
                 });
             }
             EventKind::FencingChanged { on } => self.fencing = *on,
-            EventKind::Fault { node, kind } => {
+            EventKind::Fault { node, kind, ms } => {
                 use crate::backend::FaultKind;
-                if matches!(kind, FaultKind::Kill | FaultKind::Restart) {
-                    let up = *kind == FaultKind::Restart;
-                    self.set_node(t, node.saturating_sub(1), |_| up.then_some(None));
+                let i = node.saturating_sub(1);
+                match kind {
+                    FaultKind::Kill | FaultKind::Restart => {
+                        let up = *kind == FaultKind::Restart;
+                        self.set_node(t, i, |_| up.then_some(None));
+                    }
+                    FaultKind::ClockJump => {
+                        let label = format!("»+{}s", ms.unwrap_or(0) as f64 / 1000.0);
+                        self.node_marks.push(Mark { t_ms: t, lane: i, label });
+                    }
+                    FaultKind::Detach | FaultKind::Promote => {}
                 }
             }
             EventKind::ServerLost { server, reason } => {
@@ -262,12 +279,10 @@ impl RunModel {
                 Belief::Released
             }
             WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
-                let stale =
-                    *accepted && token.zip(self.highest_accepted).is_some_and(|(t, high)| t < high);
-                if *accepted && let Some(tok) = token {
-                    self.highest_accepted =
-                        Some(self.highest_accepted.map_or(*tok, |h| h.max(*tok)));
-                }
+                let stale = match token {
+                    Some(tok) if *accepted => self.stale_rule.accepted(worker, *tok).is_some(),
+                    _ => false,
+                };
                 let glyph = if *accepted { "✔" } else { "✘" };
                 let tok = token.map_or("-".to_string(), |t| t.to_string());
                 self.mark(t, i, format!("{glyph}w{tok}"));
@@ -384,7 +399,7 @@ impl RunModel {
 
     /// The highest token the storage accepted so far.
     pub fn highest_accepted(&self) -> Option<u64> {
-        self.highest_accepted
+        self.stale_rule.highest()
     }
 
     /// The fence counter as Redis last reported it.

@@ -57,7 +57,7 @@ impl LockClient for ToyLock {
         value: &str,
         ttl_ms: u64,
         _mode: AcquireMode,
-        _tokens: &mut dyn StorageClient,
+        _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let mut t = self.0.lock().unwrap();
         if let Some((_, d)) = t.live() {

@@ -29,7 +29,7 @@ pub use storage::sql;
 // Faults are scheduled by scenarios, so the kind lives with the scenario.
 pub use crate::scenario::FaultKind;
 
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+use crate::scenario::{AcquireMode, FenceCompare, ReleaseMode, RenewMode};
 
 /// A backend failure, phrased for the person at the terminal, naming the service
 /// that failed ("Redis", "etcd", "PostgreSQL", "the simulator").
@@ -106,8 +106,8 @@ pub struct LockTruth {
     pub holder_value: Option<String>,
     /// The holder's remaining lease in ms (None: no holder, or a lease without expiry).
     pub pttl_ms: Option<u64>,
-    /// The last token the lock service handed out; None for a lock service with no
-    /// counter of its own (Redlock, failover), whose tokens come from the storage.
+    /// The last token the lock service handed out; None when it has handed out none
+    /// (Redlock, or a failover pair whose tokens come from the storage).
     pub counter: Option<u64>,
     /// Lock services of several servers: each node's lock value (None: no key, or the
     /// node is down).
@@ -180,8 +180,9 @@ impl StoredWrite {
 pub enum WriteCheck {
     /// Nothing: every write is appended.
     None,
-    /// Fencing tokens: a token lower than the highest accepted so far is rejected.
-    Fencing,
+    /// Fencing tokens, compared with the highest accepted so far: a lower one is
+    /// rejected, an equal one too when the comparison is strict.
+    Fencing(FenceCompare),
     /// Idempotency keys (the write's value): a key applied before is not applied again.
     /// For a storage, like a payment gateway, that cannot check tokens.
     IdempotencyKey,
@@ -209,14 +210,17 @@ pub trait LockService: Send + Sync + 'static {
 #[async_trait]
 pub trait LockClient: Send {
     /// `SET lock value NX PX ttl` plus `INCR fence` (atomically or as two commands).
-    /// `ttl_ms == 0` takes a lock that never expires. A lock service with no counter of
-    /// its own takes the token from `tokens` (the worker's storage client).
+    /// `ttl_ms == 0` takes a lock that never expires. With `tokens` (the worker's
+    /// storage client), the token comes from the storage's counter instead of the lock
+    /// service's own; a lock service with no counter of its own (Redlock) needs it,
+    /// and one that can only count itself ignores it (the scenario's validation only
+    /// asks for what the lock's shape can do: `LockShape::token_sources`).
     async fn acquire(
         &mut self,
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
-        tokens: &mut dyn StorageClient,
+        tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError>;
 
     /// Give the lock back. Returns whether a key was deleted.
@@ -248,10 +252,11 @@ pub trait LockClient: Send {
         Err(BackendError::Unsupported("WAIT needs a lock with a replica (replica = true)".into()))
     }
 
-    /// Make lock server `node` (0-based) fail. Only lock services made of several
+    /// Make lock server `node` (0-based) fail; `ms` is the fault's size in real ms (a
+    /// clock jump's), 0 for kinds without one. Only lock services made of several
     /// servers support it.
-    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        let _ = (node, kind);
+    async fn fault(&mut self, node: usize, kind: FaultKind, ms: u64) -> Result<(), BackendError> {
+        let _ = (node, kind, ms);
         Err(BackendError::Unsupported("this lock service has no servers to fail".into()))
     }
 }

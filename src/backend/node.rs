@@ -12,6 +12,10 @@ use super::{BackendError, FaultKind, LockClient, async_trait};
 pub trait LockNode: LockClient {
     async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError>;
     async fn pttl(&mut self) -> Result<i64, BackendError>;
+    /// This server's clock jumps `ms` (real ms) ahead: every key of the run on it with
+    /// a deadline reaches it `ms` sooner, or is gone at once if it had no more than
+    /// that left. Returns how many keys it shortened or expired.
+    async fn jump_clock(&mut self, ms: u64) -> Result<u64, BackendError>;
     /// `WAIT replicas timeout_ms` on this connection: real servers only (the simulated
     /// pair answers from its own model).
     async fn wait_replicas(&mut self, replicas: u64, timeout_ms: u64) -> Result<u64, BackendError> {
@@ -51,7 +55,7 @@ impl NodeHealth {
     }
 
     /// A fault happened to `node`: a kill takes it down, a restart brings it back.
-    /// (Detach and promote change replication, not health.)
+    /// (Detach and promote change replication, a clock jump the keys: not health.)
     pub fn record(&self, node: usize, kind: FaultKind) {
         match kind {
             FaultKind::Kill => self.up[node].store(false, Ordering::SeqCst),
@@ -59,7 +63,7 @@ impl NodeHealth {
                 self.restarts[node].fetch_add(1, Ordering::SeqCst);
                 self.up[node].store(true, Ordering::SeqCst);
             }
-            FaultKind::Detach | FaultKind::Promote => {}
+            FaultKind::Detach | FaultKind::Promote | FaultKind::ClockJump => {}
         }
     }
 

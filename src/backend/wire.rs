@@ -5,7 +5,7 @@
 
 use super::scripts;
 use super::{AcquireReply, Keys, WriteCheck};
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, StorageKind};
 
 /// `EVALSHA 1a2b3c4d (acquire.lua)`: the script's hash, shortened, and its file.
 fn evalsha(script: &redis::Script, file: &str) -> String {
@@ -85,24 +85,31 @@ pub fn get_lock(keys: &Keys, holder: Option<&str>) -> (String, String) {
     (format!("GET {}", keys.lock), holder.map_or("(nil)".to_string(), |h| format!("\"{h}\"")))
 }
 
+/// A write as the storage receives it: a Redis list's command or script, or the
+/// `UPDATE` PostgreSQL runs, whose row count is its verdict.
 pub fn write(
     keys: &Keys,
+    storage: StorageKind,
     token: Option<u64>,
     check: WriteCheck,
     accepted: bool,
 ) -> (String, String) {
+    if storage == StorageKind::Postgres {
+        return sql_write(token, check, accepted);
+    }
     let verdict = if accepted { "1 (applied)" } else { "0 (refused)" };
     match check {
         WriteCheck::None => {
             (format!("RPUSH {} <entry>", keys.storage), "(integer) appended".to_string())
         }
-        WriteCheck::Fencing => {
+        WriteCheck::Fencing(compare) => {
             let script = evalsha(&scripts::FENCED_WRITE, "fenced_write.lua");
             let cmd = format!(
-                "{script} 2 {} {} {} <entry>",
+                "{script} 2 {} {} {} <entry> {}",
                 keys.storage,
                 keys.storage_highest,
-                token.unwrap_or(0)
+                token.unwrap_or(0),
+                compare.op()
             );
             (cmd, verdict.to_string())
         }
@@ -114,4 +121,22 @@ pub fn write(
             )
         }
     }
+}
+
+/// The fenced write's `UPDATE`, shortened to what decides it (the full statement,
+/// with the run's schema and the history insert, is in `storage/postgres.rs`):
+/// "0 rows updated" is a rejection.
+fn sql_write(token: Option<u64>, check: WriteCheck, accepted: bool) -> (String, String) {
+    let t = token.unwrap_or(0);
+    let cmd = match check {
+        WriteCheck::None => "UPDATE record SET value = <entry> WHERE id = 1".to_string(),
+        WriteCheck::Fencing(compare) => format!(
+            "UPDATE record SET value = <entry>, fence_token = {t} WHERE id = 1 AND fence_token {} {t}",
+            compare.op()
+        ),
+        WriteCheck::IdempotencyKey => {
+            "INSERT INTO applied VALUES (<key>) ON CONFLICT DO NOTHING; UPDATE record SET value = <entry> WHERE id = 1 AND <key was new>".to_string()
+        }
+    };
+    (cmd, format!("UPDATE {}", u8::from(accepted)))
 }

@@ -52,8 +52,15 @@ pub enum EventKind {
     Command { worker: String, command: String, reply: String, latency_ms: f64 },
     /// Fencing was switched during the run; it applies to later writes.
     FencingChanged { on: bool },
-    /// A lock server failed (Redlock), as the scenario said. `node` counts from 1.
-    Fault { node: usize, kind: crate::scenario::FaultKind },
+    /// A lock server failed (Redlock), as the scenario said. `node` counts from 1;
+    /// `ms` is the fault's size (a clock jump's), absent for kinds without one (and in
+    /// logs saved before sizes existed).
+    Fault {
+        node: usize,
+        kind: crate::scenario::FaultKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
+    },
     /// A server the run depends on did not answer the observer within its deadline
     /// (stopped, overloaded) or went away (refused or closed the connection), with no
     /// fault in the scenario to explain it: the run ends with an error naming `server`.

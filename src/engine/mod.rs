@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::keys::new_run_id;
 use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::{Fault, Scenario, TokenSource};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
 pub use worker::WorkerCommand;
@@ -158,6 +158,9 @@ pub async fn prepare(
         fencing: fencing.clone(),
         renew: scenario.renew,
         idempotency: scenario.idempotency,
+        tokens_from_storage: scenario.token_source() == TokenSource::Storage,
+        storage: scenario.storage,
+        fencing_compare: scenario.fencing_compare,
     };
     let mut senders = BTreeMap::new();
     let mut workers = Vec::new();
@@ -310,8 +313,10 @@ async fn inject(
             () = tokio::time::sleep_until(log.clock().instant_at(f.at_ms as f64)) => {}
             () = cancel.cancelled() => return Ok(()),
         }
-        client.fault(f.node_index(), f.kind).await?;
-        log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind });
+        // A size is a duration on the servers' clocks: slow motion stretches it.
+        let real_ms = f.ms.map_or(0, |ms| log.clock().real(ms as f64).as_millis() as u64);
+        client.fault(f.node_index(), f.kind, real_ms).await?;
+        log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind, ms: f.ms });
     }
     Ok(())
 }

@@ -22,7 +22,9 @@ use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
     holder_name, holder_value, wire,
 };
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Step, WorkerSpec};
+use crate::scenario::{
+    AcquireMode, FenceCompare, ReleaseMode, RenewMode, Step, StorageKind, WorkerSpec,
+};
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
 const NO_TTL_RETRY_MS: f64 = 100.0;
@@ -38,6 +40,12 @@ pub struct WorkerSettings {
     pub renew: RenewMode,
     /// The storage dedups by idempotency key instead of checking tokens.
     pub idempotency: bool,
+    /// Grants take their token from the storage's counter, not the lock's.
+    pub tokens_from_storage: bool,
+    /// What the storage is, for the inspector's form of each write.
+    pub storage: StorageKind,
+    /// How the fenced storage compares tokens.
+    pub fencing_compare: FenceCompare,
 }
 
 /// Something a person asks a running worker to do.
@@ -171,13 +179,15 @@ impl Worker {
                 let check = if self.settings.idempotency {
                     WriteCheck::IdempotencyKey
                 } else if self.settings.fencing.load(Ordering::SeqCst) {
-                    WriteCheck::Fencing
+                    WriteCheck::Fencing(self.settings.fencing_compare)
                 } else {
                     WriteCheck::None
                 };
                 let started = Instant::now();
                 let accepted = self.storage.write(&write, check).await?;
-                self.command(started, wire::write(&self.keys, self.token, check, accepted));
+                let storage = self.settings.storage;
+                let shown = wire::write(&self.keys, storage, self.token, check, accepted);
+                self.command(started, shown);
                 let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
                 self.emit(WorkerEvent::Wrote {
                     value: value.clone(),
@@ -260,7 +270,11 @@ impl Worker {
         loop {
             let (ttl, mode) = (self.real_ttl(), self.settings.acquire);
             let started = Instant::now();
-            let reply = self.lock.acquire(&value, ttl, mode, self.storage.as_mut()).await?;
+            let tokens: Option<&mut dyn StorageClient> = match self.settings.tokens_from_storage {
+                true => Some(self.storage.as_mut()),
+                false => None,
+            };
+            let reply = self.lock.acquire(&value, ttl, mode, tokens).await?;
             self.command(started, wire::acquire(&self.keys, &value, ttl, mode, &reply));
             let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {

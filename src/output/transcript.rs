@@ -78,7 +78,11 @@ impl Transcript {
                 }
             }
             EventKind::Command { .. } => Vec::new(),
-            EventKind::Fault { node, kind } => vec![match kind {
+            EventKind::Fault { node, kind, ms } => vec![match kind {
+                crate::backend::FaultKind::ClockJump => format!(
+                    "! {at} redis node {node}: its clock jumps {:.1}s ahead, so the keys it holds expire that much early",
+                    ms.unwrap_or(0) as f64 / 1000.0
+                ),
                 crate::backend::FaultKind::Detach => {
                     format!(
                         "! {at} redis node {node}: cut off from the primary, it receives nothing more"

@@ -34,6 +34,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("17-conditional-update"),
     lesson!("18-unique-constraint"),
     lesson!("19-skip-locked"),
+    lesson!("20-redlock-clock-jump"),
 ];
 
 const PLAYGROUND: (&str, &str) =

@@ -57,6 +57,11 @@ pub struct Scenario {
     pub storage: StorageKind,
     /// Lock servers dying, restarting, falling behind or being promoted during the run.
     pub faults: Vec<Fault>,
+    /// Where fencing tokens come from; None: what the lock's shape has
+    /// ([`LockShape::token_sources`]).
+    pub tokens: Option<TokenSource>,
+    /// How a fenced storage compares a write's token with the highest it accepted.
+    pub fencing_compare: FenceCompare,
     /// Lessons: questions asked before the answer is shown.
     pub checkpoints: Vec<Checkpoint>,
     /// Lessons: the speed the TUI starts at (slow motion helps the first time).
@@ -109,6 +114,10 @@ pub enum FaultKind {
     Detach,
     /// The replica becomes the primary (`REPLICAOF NO ONE`); clients follow it.
     Promote,
+    /// The server's clock jumps `ms` ahead (an NTP step, an operator setting the
+    /// time): every key it holds reaches its deadline `ms` sooner. Keys set later
+    /// last their full lease, as a lease is measured from the server's own now.
+    ClockJump,
 }
 
 /// What a kind of fault needs besides its moment.
@@ -127,6 +136,7 @@ impl FaultKind {
             FaultKind::Kill | FaultKind::Restart | FaultKind::Detach | FaultKind::Promote => {
                 FaultNeeds { node: true, ms: false }
             }
+            FaultKind::ClockJump => FaultNeeds { node: true, ms: true },
         }
     }
 
@@ -137,6 +147,7 @@ impl FaultKind {
             FaultKind::Restart => "restart",
             FaultKind::Detach => "detach",
             FaultKind::Promote => "promote",
+            FaultKind::ClockJump => "clock-jump",
         }
     }
 }
@@ -190,14 +201,22 @@ impl LockShape {
     pub fn can(self, kind: FaultKind) -> bool {
         matches!(
             (self, kind),
-            (LockShape::Redlock { .. }, FaultKind::Kill | FaultKind::Restart)
-                | (LockShape::Replicated, FaultKind::Kill | FaultKind::Detach | FaultKind::Promote)
+            (
+                LockShape::Redlock { .. },
+                FaultKind::Kill | FaultKind::Restart | FaultKind::ClockJump
+            ) | (LockShape::Replicated, FaultKind::Kill | FaultKind::Detach | FaultKind::Promote)
         )
     }
 
-    /// Whether it hands out no token of its own, so tokens come from the storage.
-    pub fn tokens_from_storage(self) -> bool {
-        matches!(self, LockShape::Redlock { .. } | LockShape::Replicated)
+    /// Where its fencing tokens can come from; the first is the default. Redlock has
+    /// no counter of its own; a failover pair has one on its primary, which a
+    /// failover can lose (lesson 14), or can leave it to the storage.
+    pub fn token_sources(self) -> &'static [TokenSource] {
+        match self {
+            LockShape::Redlock { .. } => &[TokenSource::Storage],
+            LockShape::Replicated => &[TokenSource::Lock, TokenSource::Storage],
+            LockShape::Redis | LockShape::Etcd => &[TokenSource::Lock],
+        }
     }
 
     /// How a sentence names it: "Redlock nodes", "a primary with a replica".
@@ -208,6 +227,63 @@ impl LockShape {
             LockShape::Replicated => "a primary with a replica",
             LockShape::Etcd => "etcd",
         }
+    }
+}
+
+/// Where a grant's fencing token comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenSource {
+    /// The lock service's own counter: `INCR` next to the lock key (on a failover
+    /// pair, on whichever node is the primary now), or etcd's revision.
+    Lock,
+    /// A counter the storage keeps beside the data it protects
+    /// (`StorageClient::next_token`): it survives whatever happens to the lock.
+    Storage,
+}
+
+impl TokenSource {
+    /// Its name in a scenario file (`tokens = "lock"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenSource::Lock => "lock",
+            TokenSource::Storage => "storage",
+        }
+    }
+}
+
+/// How a fenced storage compares: it accepts a write when `highest <op> token`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FenceCompare {
+    /// `<=`: an equal token is accepted, so a holder can write more than once with
+    /// its token; a token handed out twice gets the older holder through too.
+    #[default]
+    #[serde(rename = "<=")]
+    AllowEqual,
+    /// `<`: only a higher token than any accepted; a holder writes once per token.
+    #[serde(rename = "<")]
+    Strict,
+}
+
+impl FenceCompare {
+    /// Whether a write with `token` is accepted after `highest`.
+    pub fn accepts(self, highest: u64, token: u64) -> bool {
+        match self {
+            FenceCompare::AllowEqual => highest <= token,
+            FenceCompare::Strict => highest < token,
+        }
+    }
+
+    /// The operator, as the SQL and the scenario file write it.
+    pub fn op(self) -> &'static str {
+        match self {
+            FenceCompare::AllowEqual => "<=",
+            FenceCompare::Strict => "<",
+        }
+    }
+
+    pub(crate) fn is_default(&self) -> bool {
+        *self == FenceCompare::default()
     }
 }
 
@@ -246,6 +322,8 @@ pub struct Variant {
     pub release: Option<ReleaseMode>,
     pub renew: Option<RenewMode>,
     pub idempotency: Option<bool>,
+    pub tokens: Option<TokenSource>,
+    pub fencing_compare: Option<FenceCompare>,
     /// Different scripts for the workers (a fixed version of the code, say).
     pub workers: Option<Vec<WorkerSpec>>,
     pub expect: Option<Expectation>,
@@ -482,6 +560,11 @@ pub struct PlannedRun {
 }
 
 impl Scenario {
+    /// Where this scenario's fencing tokens come from.
+    pub fn token_source(&self) -> TokenSource {
+        self.tokens.unwrap_or(self.lock.token_sources()[0])
+    }
+
     /// The seed simulator runs of this scenario use.
     pub fn seed_or_default(&self) -> u64 {
         self.seed.unwrap_or(0)
@@ -529,6 +612,8 @@ impl Scenario {
         s.release = v.release.unwrap_or(s.release);
         s.renew = v.renew.unwrap_or(s.renew);
         s.idempotency = v.idempotency.unwrap_or(s.idempotency);
+        s.tokens = v.tokens.or(s.tokens);
+        s.fencing_compare = v.fencing_compare.unwrap_or(s.fencing_compare);
         if let Some(workers) = &v.workers {
             s.workers = workers.clone();
         }

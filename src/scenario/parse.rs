@@ -187,6 +187,20 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
 /// The steps and faults must be ones the chosen lock service and storage can do.
 fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
     let lock = s.lock;
+    let sources = lock.token_sources();
+    let asked = std::iter::once(s.tokens).chain(s.variants.iter().map(|v| v.tokens));
+    if let Some(bad) = asked.flatten().find(|t| !sources.contains(t)) {
+        let can: Vec<String> = sources.iter().map(|t| format!("\"{}\"", t.name())).collect();
+        return Err((
+            Needle::Quoted(bad.name().to_string(), 0),
+            format!(
+                "tokens = \"{}\": {} can only take tokens from {}",
+                bad.name(),
+                lock.name(),
+                can.join(" or ")
+            ),
+        ));
+    }
     for (i, f) in s.faults.iter().enumerate() {
         if let Some(why) = fault_shape_error(s, f) {
             return Err((Needle::Fault(i), why));
@@ -640,5 +654,18 @@ steps = [{ do = "acquire" }]
         let err = error(&inline);
         assert_eq!((err.line, err.column), (6, 1), "{err}");
         assert!(err.message.contains("names node 9"), "{err}");
+    }
+
+    #[test]
+    fn a_token_source_the_lock_has_not_got_is_refused_at_its_value() {
+        // Redlock has no counter of its own.
+        let err = error(&format!("redlock_nodes = 3\ntokens = \"lock\"\n{MINIMAL}"));
+        assert_eq!((err.line, err.column), (2, 10), "{err}");
+        assert!(err.message.contains("can only take tokens from \"storage\""), "{err}");
+        // A failover pair can count on its primary or leave it to the storage.
+        for tokens in ["lock", "storage"] {
+            let src = format!("replica = true\ntokens = \"{tokens}\"\n{MINIMAL}");
+            assert!(parse_scenario(&src, "t.toml").is_ok(), "{tokens}");
+        }
     }
 }

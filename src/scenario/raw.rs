@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AcquireMode, Checkpoint, Expect, Fault, LockService, LockShape, ReleaseMode, RenewMode,
-    Scenario, StorageKind, Sweep, Variant, WorkerSpec, bounds,
+    AcquireMode, Checkpoint, Expect, Fault, FenceCompare, LockService, LockShape, ReleaseMode,
+    RenewMode, Scenario, StorageKind, Sweep, TokenSource, Variant, WorkerSpec, bounds,
 };
 
 /// A scenario as written in TOML and saved in logs: the lock service in three loose
@@ -72,6 +72,13 @@ pub struct RawScenario {
     /// Lock servers dying, restarting, falling behind or being promoted during the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
+    /// Where fencing tokens come from (`"lock"` or `"storage"`); absent: the lock's own
+    /// when it has one, else the storage's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenSource>,
+    /// How a fenced storage compares tokens: `"<="` (the default) or `"<"`.
+    #[serde(default, skip_serializing_if = "FenceCompare::is_default")]
+    pub fencing_compare: FenceCompare,
     /// Lessons: questions asked before the answer is shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
@@ -125,6 +132,8 @@ impl From<RawScenario> for Scenario {
             lock: _,
             storage,
             faults,
+            tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,
@@ -146,6 +155,8 @@ impl From<RawScenario> for Scenario {
             variants,
             storage,
             faults,
+            tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,
@@ -172,6 +183,8 @@ impl From<Scenario> for RawScenario {
             lock,
             storage,
             faults,
+            tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,
@@ -201,6 +214,8 @@ impl From<Scenario> for RawScenario {
             lock,
             storage,
             faults,
+            tokens,
+            fencing_compare,
             checkpoints,
             speed,
             seed,

@@ -11,7 +11,7 @@ use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
 use crate::model::{Belief, RunModel};
 use crate::scenario::{
-    LockService, LockShape, PlannedRun, Scenario, Step, StorageKind, WorkerSpec,
+    LockService, LockShape, PlannedRun, Scenario, Step, StorageKind, TokenSource, WorkerSpec,
 };
 
 /// Speed factors the `[` and `]` keys step through.
@@ -333,9 +333,11 @@ impl App {
 
     /// Where tokens come from, for the tokens panel.
     pub fn token_source(&self) -> &'static str {
-        match self.scenario.lock {
-            LockShape::Etcd => "etcd revision",
-            shape if shape.tokens_from_storage() => "the storage's counter",
+        // The run on screen may be a variant that changes where tokens come from.
+        let scenario = self.run_scenario().unwrap_or(&self.scenario);
+        match (scenario.lock, scenario.token_source()) {
+            (_, TokenSource::Storage) => "the storage's counter",
+            (LockShape::Etcd, _) => "etcd revision",
             _ => "Redis INCR",
         }
     }

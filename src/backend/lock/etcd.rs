@@ -93,7 +93,7 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         value: &str,
         ttl_ms: u64,
         _mode: AcquireMode,
-        _tokens: &mut dyn StorageClient,
+        _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let lease = if ttl_ms == 0 { 0 } else { self.kv.grant(lease_seconds(ttl_ms)).await? };
         match self.kv.create(&self.keys.lock, value, lease).await? {

@@ -102,8 +102,8 @@ impl PairState {
 }
 
 /// Faults are kill, detach and promote; a pair's servers come back only by reset.
-pub(crate) fn no_restart() -> BackendError {
-    BackendError::Unsupported("the failover pair does not restart nodes".into())
+pub(crate) fn not_on_pair(kind: FaultKind) -> BackendError {
+    BackendError::Unsupported(format!("the failover pair has no `{}` fault", kind.name()))
 }
 
 /// The lock on the pair's current primary. Its own counter would be lost in the
@@ -179,10 +179,14 @@ impl<P: Pair> LockClient for FailoverClient<P> {
         &mut self,
         value: &str,
         ttl_ms: u64,
-        _mode: AcquireMode,
-        tokens: &mut dyn StorageClient,
+        mode: AcquireMode,
+        tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let primary = self.primary(true).await?;
+        // The primary's own `INCR`, as on one Redis: what a failover can lose.
+        let Some(tokens) = tokens else {
+            return primary.acquire(value, ttl_ms, mode, None).await;
+        };
         if primary.set_nx(value, ttl_ms).await? {
             return Ok(AcquireReply::Granted { token: tokens.next_token().await? });
         }
@@ -209,12 +213,10 @@ impl<P: Pair> LockClient for FailoverClient<P> {
     async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         self.pair.replicate();
         let (primary, _) = self.pair.state().primary();
-        let (holder_value, pttl_ms) = match self.primary(false).await {
-            Ok(node) => {
-                let holder = node.holder().await?;
-                (holder, u64::try_from(node.pttl().await?).ok())
-            }
-            Err(_) => (None, None),
+        // The primary's counter too: it is the lock's, when tokens come from it.
+        let LockTruth { holder_value, pttl_ms, counter, .. } = match self.primary(false).await {
+            Ok(node) => node.observe().await?,
+            Err(_) => LockTruth::default(),
         };
         let mut nodes = vec![None, None];
         for (i, node) in self.nodes.iter_mut().enumerate() {
@@ -224,7 +226,7 @@ impl<P: Pair> LockClient for FailoverClient<P> {
             }
         }
         nodes[primary] = holder_value.clone();
-        Ok(LockTruth { holder_value, pttl_ms, counter: None, nodes })
+        Ok(LockTruth { holder_value, pttl_ms, counter, nodes })
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
@@ -234,7 +236,7 @@ impl<P: Pair> LockClient for FailoverClient<P> {
         Ok(())
     }
 
-    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+    async fn fault(&mut self, node: usize, kind: FaultKind, _ms: u64) -> Result<(), BackendError> {
         self.pair.fault(node, kind).await
     }
 

@@ -29,7 +29,7 @@ impl LockClient for RedisClient {
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
-        _tokens: &mut dyn StorageClient,
+        _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         match mode {
@@ -118,7 +118,7 @@ impl LockClient for RedisClient {
 
     async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let k = &self.keys;
-        let (holder_value, pttl, fence): (Option<String>, i64, Option<u64>) = redis::pipe()
+        let (holder_value, pttl, counter): (Option<String>, i64, Option<u64>) = redis::pipe()
             .get(&k.lock)
             .pttl(&k.lock)
             .get(&k.fence)
@@ -128,7 +128,7 @@ impl LockClient for RedisClient {
         Ok(LockTruth {
             holder_value,
             pttl_ms: u64::try_from(pttl).ok(),
-            counter: Some(fence.unwrap_or(0)),
+            counter,
             nodes: Vec::new(),
         })
     }
@@ -154,6 +154,16 @@ impl LockNode for RedisClient {
 
     async fn pttl(&mut self) -> Result<i64, BackendError> {
         self.con.pttl(&self.keys.lock).await.map_err(lost)
+    }
+
+    /// One script over the run's keys by name, so the jump is atomic on this server
+    /// and touches nothing outside the run's prefix.
+    async fn jump_clock(&mut self, ms: u64) -> Result<u64, BackendError> {
+        let mut invocation = scripts::CLOCK_JUMP.prepare_invoke();
+        for key in self.keys.all() {
+            invocation.key(key);
+        }
+        invocation.arg(ms).invoke_async(&mut self.con).await.map_err(lost)
     }
 
     /// `WAIT replicas timeout_ms` on this client's own connection, so it counts this

@@ -54,9 +54,10 @@ pub trait NodeSet: Send + Sync + 'static {
     fn health(&self, node: usize) -> (bool, u64);
 }
 
-/// The error for a fault Redlock nodes cannot have.
+/// The error for a fault the set of nodes cannot carry out itself (replication
+/// faults: Redlock nodes have no replicas; a clock jump: done on a node's connection).
 pub(crate) fn unsupported(kind: FaultKind) -> BackendError {
-    BackendError::Unsupported(format!("Redlock nodes have no replicas: {kind:?} does not apply"))
+    BackendError::Unsupported(format!("Redlock nodes have no `{}` fault here", kind.name()))
 }
 
 /// Redlock over `nodes`. It hands out no token: a worker's grant takes one from its
@@ -155,8 +156,13 @@ impl<N: NodeSet> LockClient for RedlockClient<N> {
         value: &str,
         ttl_ms: u64,
         _mode: AcquireMode,
-        tokens: &mut dyn StorageClient,
+        tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
+        let tokens = tokens.ok_or_else(|| {
+            BackendError::Unsupported(
+                "Redlock has no counter: its tokens come from the storage".into(),
+            )
+        })?;
         let started = Instant::now();
         let mut votes = Vec::new();
         let live = self.live_nodes().await;
@@ -251,7 +257,16 @@ impl<N: NodeSet> LockClient for RedlockClient<N> {
         Ok(())
     }
 
-    async fn fault(&mut self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        self.set.fault(node, kind).await
+    /// Kill and restart are done to the server; a clock jump on this client's own
+    /// connection to the node (reconnected if the node restarted; a node that is
+    /// down has no keys to shorten).
+    async fn fault(&mut self, node: usize, kind: FaultKind, ms: u64) -> Result<(), BackendError> {
+        if kind != FaultKind::ClockJump {
+            return self.set.fault(node, kind).await;
+        }
+        if self.live_nodes().await.contains(&node) {
+            self.nodes[node].jump_clock(ms).await?;
+        }
+        Ok(())
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{PrivateRedis, REDIS, ServerError, free_port};
-use crate::backend::lock::failover::{Pair, PairState, no_restart};
+use crate::backend::lock::failover::{Pair, PairState, not_on_pair};
 use crate::backend::node::LockNode;
 use crate::backend::redis::{RedisBackend, RedisClient};
 use crate::backend::{BackendError, FaultKind, Keys};
@@ -100,7 +100,7 @@ impl Pair for RedisPair {
             FaultKind::Detach | FaultKind::Promote => tokio::task::block_in_place(|| {
                 run(&url, redis::cmd("REPLICAOF").arg("NO").arg("ONE"))
             })?,
-            FaultKind::Restart => return Err(no_restart()),
+            FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
         }
         self.state.record(node, kind);
         Ok(())

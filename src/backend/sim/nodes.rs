@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{SimBackend, SimClient};
-use crate::backend::lock::failover::{Pair, PairState, no_restart};
+use crate::backend::lock::failover::{Pair, PairState, not_on_pair};
 use crate::backend::lock::redlock::{NodeSet, unsupported};
 use crate::backend::node::NodeHealth;
 use crate::backend::{BackendError, FaultKind, Keys};
@@ -37,7 +37,7 @@ impl NodeSet for SimNodes {
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        if matches!(kind, FaultKind::Detach | FaultKind::Promote) {
+        if matches!(kind, FaultKind::Detach | FaultKind::Promote | FaultKind::ClockJump) {
             return Err(unsupported(kind));
         }
         if kind == FaultKind::Kill {
@@ -79,7 +79,7 @@ impl Pair for SimPair {
             // After either, nothing replicates to the node any more.
             FaultKind::Detach | FaultKind::Promote => self.detached.store(true, Ordering::SeqCst),
             FaultKind::Kill => self.nodes[node].wipe(),
-            FaultKind::Restart => return Err(no_restart()),
+            FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
         }
         self.state.record(node, kind);
         Ok(())

@@ -179,7 +179,7 @@ impl LockClient for SimClient {
         value: &str,
         ttl_ms: u64,
         mode: AcquireMode,
-        _tokens: &mut dyn StorageClient,
+        _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let k = &self.keys;
         let granted = self.sim.db().set_nx(&k.lock, value, ttl_ms);
@@ -235,7 +235,7 @@ impl LockClient for SimClient {
         Ok(LockTruth {
             holder_value: db.get(&k.lock),
             pttl_ms: u64::try_from(db.pttl(&k.lock)).ok(),
-            counter: Some(db.get_u64(&k.fence)),
+            counter: db.get(&k.fence).and_then(|v| v.parse().ok()),
             nodes: Vec::new(),
         })
     }
@@ -259,6 +259,26 @@ impl LockNode for SimClient {
     async fn pttl(&mut self) -> Result<i64, BackendError> {
         Ok(self.sim.db().pttl(&self.keys.lock))
     }
+
+    /// As assets/lua/clock_jump.lua does on a real server.
+    async fn jump_clock(&mut self, ms: u64) -> Result<u64, BackendError> {
+        let mut db = self.sim.db();
+        let jump = Duration::from_millis(ms);
+        let mut changed = 0;
+        for key in self.keys.all() {
+            let Some(deadline) = db.live(key).and_then(|e| e.expires_at.as_mut()) else {
+                continue;
+            };
+            changed += 1;
+            match deadline.checked_sub(jump).filter(|d| *d > Instant::now()) {
+                Some(sooner) => *deadline = sooner,
+                None => {
+                    db.strings.remove(key);
+                }
+            }
+        }
+        Ok(changed)
+    }
 }
 
 /// One worker's handle on the simulator's storage.
@@ -276,10 +296,10 @@ impl StorageClient for SimStorageClient {
         let k = &self.0.keys;
         match check {
             WriteCheck::None => {}
-            WriteCheck::Fencing => {
-                // The same rule as assets/lua/fenced_write.lua: lower is rejected, equal accepted.
+            WriteCheck::Fencing(compare) => {
+                // The same rule as assets/lua/fenced_write.lua.
                 let token = write.token.unwrap_or(0);
-                if token < db.get_u64(&k.storage_highest) {
+                if !compare.accepts(db.get_u64(&k.storage_highest), token) {
                     return Ok(false);
                 }
                 let value = Entry { value: token.to_string(), expires_at: None };
@@ -341,6 +361,7 @@ impl StorageClient for SimStorageClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::FenceCompare;
 
     fn client(sim: &SimBackend) -> SimClient {
         SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0 }
@@ -354,19 +375,18 @@ mod tests {
     async fn lease_expires_exactly_after_its_ttl_in_virtual_time() {
         let sim = SimBackend::default();
         let (mut a, mut b) = (client(&sim), client(&sim));
-        let mut tokens = storage(&sim);
         assert_eq!(
-            a.acquire("A:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
+            a.acquire("A:1", 2000, AcquireMode::Script, None).await.unwrap(),
             AcquireReply::Granted { token: 1 }
         );
         tokio::time::advance(Duration::from_millis(1500)).await;
         assert_eq!(
-            b.acquire("B:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
+            b.acquire("B:1", 2000, AcquireMode::Script, None).await.unwrap(),
             AcquireReply::Busy { pttl_ms: Some(500) }
         );
         tokio::time::advance(Duration::from_millis(501)).await;
         assert_eq!(
-            b.acquire("B:1", 2000, AcquireMode::Script, &mut tokens).await.unwrap(),
+            b.acquire("B:1", 2000, AcquireMode::Script, None).await.unwrap(),
             AcquireReply::Granted { token: 2 }
         );
     }
@@ -377,17 +397,29 @@ mod tests {
         let mut c = storage(&sim);
         let w =
             |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
-        assert!(c.write(&w("B", 2), WriteCheck::Fencing).await.unwrap());
+        assert!(c.write(&w("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap());
         assert!(
-            c.write(&w("B", 2), WriteCheck::Fencing).await.unwrap(),
+            c.write(&w("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
             "equal token: same holder writing again"
         );
         assert!(
-            !c.write(&w("A", 1), WriteCheck::Fencing).await.unwrap(),
+            !c.write(&w("A", 1), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
             "lower token must be rejected"
         );
         assert_eq!(c.read_all().await.unwrap().len(), 2);
         c.cleanup().await.unwrap();
         assert_eq!(sim.key_count(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_strict_fenced_write_refuses_an_equal_token() {
+        let sim = SimBackend::default();
+        let mut c = storage(&sim);
+        let w =
+            |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
+        let strict = WriteCheck::Fencing(FenceCompare::Strict);
+        assert!(c.write(&w("B", 1), strict).await.unwrap());
+        assert!(!c.write(&w("A", 1), strict).await.unwrap(), "equal: refused with <");
+        assert!(c.write(&w("C", 2), strict).await.unwrap());
     }
 }

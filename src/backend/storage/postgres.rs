@@ -210,11 +210,12 @@ impl PgClient {
                 String::new(),
                 format!("UPDATE {s}.record SET writer = $1, value = $3 WHERE id = 1 RETURNING 1"),
             ),
-            WriteCheck::Fencing => (
+            WriteCheck::Fencing(compare) => (
                 String::new(),
                 format!(
                     "UPDATE {s}.record SET writer = $1, value = $3, fence_token = coalesce($2::bigint, 0) \
-                     WHERE id = 1 AND fence_token <= coalesce($2::bigint, 0) RETURNING 1"
+                     WHERE id = 1 AND fence_token {} coalesce($2::bigint, 0) RETURNING 1",
+                    compare.op()
                 ),
             ),
             WriteCheck::IdempotencyKey => (

@@ -38,9 +38,10 @@ impl StorageClient for RedisStorageClient {
                     keeping(con, rpush, None, &[&k.storage], k.expire_ms).await.map_err(lost)?;
                 1
             }
-            WriteCheck::Fencing => {
+            WriteCheck::Fencing(compare) => {
                 let mut invocation = scripts::FENCED_WRITE.key(&k.storage);
                 invocation.key(&k.storage_highest).arg(write.token.unwrap_or(0)).arg(&entry);
+                invocation.arg(compare.op());
                 let call = |p: &mut redis::Pipeline| {
                     p.invoke_script(&invocation);
                 };

@@ -11,6 +11,7 @@ use super::super::app::{App, violation_time};
 use super::super::keys::BINDINGS;
 use crate::engine::log::RunOutcome;
 use crate::model::{Belief, at};
+use crate::scenario::StorageKind;
 
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()
@@ -158,6 +159,7 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
     // Beside a narrow timeline (a projector) the rows drop their padding and the
     // verdict its long words, so the STALE mark is never what gets cut off.
     let compact = area.width.saturating_sub(2) < 38;
+    let sql = app.scenario.storage == StorageKind::Postgres;
     let lines: Vec<Line> = shown
         .iter()
         .enumerate()
@@ -173,10 +175,14 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
                 return Line::from(vec![Span::styled(row, t.base), Span::styled(verdict, style)]);
             }
             let token = w.token.map_or("-".to_string(), |tk| tk.to_string());
-            let (verdict, short, style) = match (w.accepted, w.stale) {
-                (true, true) => ("✔ ACCEPTED ⚠ STALE", "✔ ⚠ STALE", t.danger),
-                (true, false) => ("✔ accepted", "✔ accepted", t.accepted),
-                (false, _) => ("✘ REJECTED (stale)", "✘ REJECTED", t.rejected),
+            // A table answers with its row count: "UPDATE 0" is the rejection.
+            let (verdict, short, style) = match (w.accepted, w.stale, sql) {
+                (true, true, false) => ("✔ ACCEPTED ⚠ STALE", "✔ ⚠ STALE", t.danger),
+                (true, true, true) => ("✔ UPDATE 1 ⚠ STALE", "✔ 1 ⚠ STALE", t.danger),
+                (true, false, false) => ("✔ accepted", "✔ accepted", t.accepted),
+                (true, false, true) => ("✔ UPDATE 1", "✔ UPDATE 1", t.accepted),
+                (false, _, false) => ("✘ REJECTED (stale)", "✘ REJECTED", t.rejected),
+                (false, _, true) => ("✘ UPDATE 0 (stale)", "✘ UPDATE 0", t.rejected),
             };
             let (row, verdict) = match compact {
                 true => (format!("{n:>2}. {} token {token} ", w.worker), short),

@@ -445,6 +445,16 @@ impl<'a> Ctx<'a> {
             };
             self.put(c, y, glyph, style);
         }
+        // A clock jump: one glyph at its moment (a label there would hide what
+        // follows), and its size beside the node's name.
+        for mark in run.node_marks.iter().filter(|m| m.lane == node && m.t_ms <= reached) {
+            if let Some(c) = self.column_of(mark.t_ms) {
+                self.put(c, y, "»", self.theme.danger);
+            }
+            let name = format!("   node {} ", node + 1);
+            let room = (GUTTER as usize - 1).saturating_sub(name.chars().count());
+            self.buf.set_stringn(x + name.len() as u16, y, &mark.label, room, self.theme.danger);
+        }
         self.cursor(y);
     }
 
