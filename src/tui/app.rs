@@ -27,7 +27,9 @@ pub const DEFAULT_PAUSE_MS: u64 = 4000;
 
 /// How long after a narration step's moment its hold still shows what happens, on
 /// real servers (scenario ms): the moment's own consequences, not what comes next.
-const STEP_SETTLE_MS: f64 = 40.0;
+/// On a busy laptop (a projector, a recording) a write due at 3 s lands tens of ms
+/// late; 40 ms missed it under load, and the step then pointed at nothing.
+const STEP_SETTLE_MS: f64 = 100.0;
 
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
