@@ -1,6 +1,8 @@
 //! Reading a saved event log back (`fencelab replay`): JSON lines as `--save` writes
 //! them, one or more runs, each starting with `run_started`. A damaged line, a log from
-//! another format version, or an empty file is an error naming the file and line.
+//! another format version, an empty file, a negative time or a time going backwards is
+//! an error naming the file and line: every view (the cursor's binary search, the
+//! picture's columns) relies on a run's events being in time order.
 
 use std::path::Path;
 
@@ -24,6 +26,12 @@ pub enum LoadError {
     VersionNotNumber { file: String, line: usize, found: String },
     #[error("{file}:{line}: a log starts with a run_started event (is this a fencelab log?)")]
     NoStart { file: String, line: usize },
+    #[error("{file}:{line}: t_ms is {t_ms}: times in a log are milliseconds from the run's start, never negative")]
+    NegativeTime { file: String, line: usize, t_ms: f64 },
+    #[error(
+        "{file}:{line}: t_ms {t_ms} goes back in time (line {previous_line} was at {previous}): a log's events are in time order"
+    )]
+    OutOfOrder { file: String, line: usize, t_ms: f64, previous_line: usize, previous: f64 },
 }
 
 /// Every run in the file, each a list of events starting with `run_started`.
@@ -37,6 +45,8 @@ pub fn load_runs(path: &Path) -> Result<Vec<Vec<Event>>, LoadError> {
 /// The same, from text already read (`file` names it in errors).
 pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> {
     let mut runs: Vec<Vec<Event>> = Vec::new();
+    // The line and time of the run's latest event, to refuse time going backwards.
+    let mut latest: Option<(usize, f64)> = None;
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let number = i + 1;
         let damaged = |e: serde_json::Error| LoadError::Damaged {
@@ -62,6 +72,26 @@ pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> 
             }
         }
         let event: Event = serde_json::from_value(raw).map_err(damaged)?;
+        let t_ms = event.t_ms;
+        // `!(t >= 0)` also refuses NaN, which JSON cannot hold but a float parser might.
+        if !(t_ms >= 0.0) {
+            return Err(LoadError::NegativeTime { file: file.to_string(), line: number, t_ms });
+        }
+        if matches!(event.kind, EventKind::RunStarted { .. }) {
+            latest = None;
+        }
+        if let Some((previous_line, previous)) = latest
+            && t_ms < previous
+        {
+            return Err(LoadError::OutOfOrder {
+                file: file.to_string(),
+                line: number,
+                t_ms,
+                previous_line,
+                previous,
+            });
+        }
+        latest = Some((number, t_ms));
         match (&event.kind, runs.last_mut()) {
             (EventKind::RunStarted { .. }, _) => runs.push(vec![event]),
             (_, Some(run)) => run.push(event),
