@@ -26,7 +26,9 @@ pub enum LoadError {
     VersionNotNumber { file: String, line: usize, found: String },
     #[error("{file}:{line}: a log starts with a run_started event (is this a fencelab log?)")]
     NoStart { file: String, line: usize },
-    #[error("{file}:{line}: t_ms is {t_ms}: times in a log are milliseconds from the run's start, never negative")]
+    #[error(
+        "{file}:{line}: t_ms is {t_ms}: times in a log are milliseconds from the run's start, never negative"
+    )]
     NegativeTime { file: String, line: usize, t_ms: f64 },
     #[error(
         "{file}:{line}: t_ms {t_ms} goes back in time (line {previous_line} was at {previous}): a log's events are in time order"
@@ -73,8 +75,8 @@ pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> 
         }
         let event: Event = serde_json::from_value(raw).map_err(damaged)?;
         let t_ms = event.t_ms;
-        // `!(t >= 0)` also refuses NaN, which JSON cannot hold but a float parser might.
-        if !(t_ms >= 0.0) {
+        // NaN too, which JSON cannot hold but a lenient writer might put there.
+        if t_ms.is_nan() || t_ms < 0.0 {
             return Err(LoadError::NegativeTime { file: file.to_string(), line: number, t_ms });
         }
         if matches!(event.kind, EventKind::RunStarted { .. }) {
