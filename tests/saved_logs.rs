@@ -153,3 +153,14 @@ fn a_log_spanning_1e15_ms_with_many_events_exports_in_bounded_time_memory_and_si
     let text = std::fs::read_to_string(&svg).unwrap();
     roxmltree::Document::parse(&text).unwrap();
 }
+
+#[test]
+fn a_long_log_is_judged_in_one_sweep_not_pair_by_pair() {
+    let runs = parse_runs(&long_log(60_000, 60_000.0 * 50.0), "long.jsonl").unwrap();
+    let started = std::time::Instant::now();
+    let violations = fencelab::check::check(&runs[0]);
+    let took = started.elapsed();
+    assert!(violations.is_empty(), "{:?}", violations.first());
+    // 60,000 beliefs: comparing every pair is 1.8e9 comparisons, far beyond this.
+    assert!(took < std::time::Duration::from_secs(3), "the checker took {took:?}");
+}
