@@ -58,58 +58,6 @@ fn each_run_of_a_file_starts_its_own_clock() {
     assert_eq!(parse_runs(&lines.join("\n"), "run.jsonl").unwrap().len(), 2);
 }
 
-/// A gc-pause-like log of `cycles` grants, writes and releases taking turns between A
-/// and B, spread evenly up to a last event at `last_ms`.
-fn long_log(cycles: usize, last_ms: f64) -> String {
-    let mut out = gc_pause_lines()[0].clone();
-    out.push('\n');
-    let mut seq = 1;
-    let mut line = |t: f64, body: String| {
-        out.push_str(&format!("{{\"seq\":{seq},\"t_ms\":{t:?},{body}}}\n"));
-        seq += 1;
-    };
-    for c in 0..cycles {
-        let t = last_ms * c as f64 / cycles as f64;
-        let w = ["A", "B"][c % 2];
-        let token = c + 1;
-        line(
-            t,
-            format!(
-                "\"type\":\"worker\",\"worker\":\"{w}\",\"what\":{{\"kind\":\"acquired\",\"token\":{token}}}"
-            ),
-        );
-        line(
-            t,
-            format!(
-                "\"type\":\"truth\",\"holder\":\"{w}\",\"ttl_ms\":2000.0,\"fence_counter\":{token},\"storage_highest\":{c}"
-            ),
-        );
-        line(
-            t,
-            format!(
-                "\"type\":\"worker\",\"worker\":\"{w}\",\"what\":{{\"kind\":\"wrote\",\"value\":\"v\",\"token\":{token},\"accepted\":true,\"redis_holder\":\"{w}\"}}"
-            ),
-        );
-        line(
-            t,
-            format!(
-                "\"type\":\"worker\",\"worker\":\"{w}\",\"what\":{{\"kind\":\"released\",\"deleted\":true,\"unsafe_del\":false}}"
-            ),
-        );
-        line(
-            t,
-            format!(
-                "\"type\":\"truth\",\"holder\":null,\"ttl_ms\":null,\"fence_counter\":{token},\"storage_highest\":{token}"
-            ),
-        );
-    }
-    line(
-        last_ms,
-        "\"type\":\"run_ended\",\"storage\":[],\"outcome\":{\"status\":\"completed\"}".into(),
-    );
-    out
-}
-
 /// Peak resident memory in KB of the children this test process has waited for.
 fn children_peak_rss_kb() -> i64 {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -122,7 +70,7 @@ fn children_peak_rss_kb() -> i64 {
 fn a_log_spanning_1e15_ms_with_many_events_exports_in_bounded_time_memory_and_size() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("long.jsonl");
-    std::fs::write(&saved, long_log(20_000, 1e15)).unwrap();
+    std::fs::write(&saved, support::long_log(20_000, 1e15)).unwrap();
     let svg = dir.path().join("long.svg");
     let started = std::time::Instant::now();
     let mut child = support::bin()
@@ -156,7 +104,7 @@ fn a_log_spanning_1e15_ms_with_many_events_exports_in_bounded_time_memory_and_si
 
 #[test]
 fn a_long_log_is_judged_in_one_sweep_not_pair_by_pair() {
-    let runs = parse_runs(&long_log(60_000, 60_000.0 * 50.0), "long.jsonl").unwrap();
+    let runs = parse_runs(&support::long_log(60_000, 60_000.0 * 50.0), "long.jsonl").unwrap();
     let started = std::time::Instant::now();
     let violations = fencelab::check::check(&runs[0]);
     let took = started.elapsed();

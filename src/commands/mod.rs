@@ -89,13 +89,15 @@ fn saved_runs(
     file: &std::path::Path,
     numbers: &[u64],
 ) -> anyhow::Result<Vec<Vec<crate::engine::log::Event>>> {
-    let runs = crate::output::load::load_runs(file)?;
+    let mut runs = crate::output::load::load_runs(file)?;
     let count = runs.len();
     numbers
         .iter()
         .map(|&number| {
             let index = usize::try_from(number - 1).unwrap_or(usize::MAX);
-            match runs.get(index) {
+            match runs.get_mut(index) {
+                // One run: moved out, not copied (a replay of a million events).
+                Some(run) if numbers.len() == 1 => Ok(std::mem::take(run)),
                 Some(run) => Ok(run.clone()),
                 None => anyhow::bail!(
                     "{} holds {count} run(s); there is no run {number}",
@@ -122,12 +124,15 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn replay(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let events = saved_runs(&args.file, &[args.run])?.remove(0);
     let options = crate::tui::ReplayOptions {
         file: args.file.display().to_string(),
         speed: args.speed,
         presenter: args.presenter,
         record: args.record.clone(),
     };
-    crate::tui::replay(events, options)
+    // A missing file is said before the screen is taken; the rest loads behind it.
+    std::fs::metadata(&args.file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.file.display()))?;
+    let (file, run) = (args.file.clone(), args.run);
+    crate::tui::replay(move || Ok(saved_runs(&file, &[run])?.remove(0)), options)
 }

@@ -51,29 +51,16 @@ pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> 
     let mut latest: Option<(usize, f64)> = None;
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let number = i + 1;
-        let damaged = |e: serde_json::Error| LoadError::Damaged {
-            file: file.to_string(),
-            line: number,
-            column: e.column().max(1),
-            reason: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
+        // Most lines are events of this format: read them straight, once. A run's
+        // start, and any line that does not read, go the careful way below.
+        let event = match serde_json::from_str::<Event>(line) {
+            Ok(event) if !matches!(event.kind, EventKind::RunStarted { .. }) => Some(event),
+            _ => None,
         };
-        // The version is checked before the shape: a newer format may not parse at all.
-        let raw: serde_json::Value = serde_json::from_str(line).map_err(damaged)?;
-        if raw.get("type").and_then(|t| t.as_str()) == Some("run_started") {
-            let version = raw.get("version");
-            let Some(found) = version.and_then(|v| v.as_u64()) else {
-                let found = version.map_or("missing".to_string(), |v| v.to_string());
-                return Err(LoadError::VersionNotNumber {
-                    file: file.to_string(),
-                    line: number,
-                    found,
-                });
-            };
-            if found != u64::from(LOG_FORMAT_VERSION) {
-                return Err(LoadError::Version { file: file.to_string(), line: number, found });
-            }
-        }
-        let event: Event = serde_json::from_value(raw).map_err(damaged)?;
+        let event = match event {
+            Some(event) => event,
+            None => checked_event(line, file, number)?,
+        };
         let t_ms = event.t_ms;
         // NaN too, which JSON cannot hold but a lenient writer might put there.
         if t_ms.is_nan() || t_ms < 0.0 {
@@ -104,4 +91,31 @@ pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> 
         return Err(LoadError::Empty { file: file.to_string() });
     }
     Ok(runs)
+}
+
+/// One line read with care: the version of a run's start is checked before the shape
+/// (a newer format may not parse at all), and a line that does not read says where.
+fn checked_event(line: &str, file: &str, number: usize) -> Result<Event, LoadError> {
+    let damaged = |e: serde_json::Error| LoadError::Damaged {
+        file: file.to_string(),
+        line: number,
+        column: e.column().max(1),
+        reason: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
+    };
+    let raw: serde_json::Value = serde_json::from_str(line).map_err(damaged)?;
+    if raw.get("type").and_then(|t| t.as_str()) == Some("run_started") {
+        let version = raw.get("version");
+        let Some(found) = version.and_then(|v| v.as_u64()) else {
+            let found = version.map_or("missing".to_string(), |v| v.to_string());
+            return Err(LoadError::VersionNotNumber {
+                file: file.to_string(),
+                line: number,
+                found,
+            });
+        };
+        if found != u64::from(LOG_FORMAT_VERSION) {
+            return Err(LoadError::Version { file: file.to_string(), line: number, found });
+        }
+    }
+    serde_json::from_value(raw).map_err(damaged)
 }
