@@ -353,7 +353,7 @@ fn a_long_log_replays_with_the_screen_up_while_it_loads_and_q_quits_at_once() {
     let replay = format!("{bin} replay {} ; echo EXITED=$?", saved.display());
     // q while the file is still loading.
     tmux.keys(&[&replay, "Enter"]);
-    tmux.wait_for("loading long.jsonl", 15);
+    tmux.wait_for("q quits", 15);
     tmux.keys(&["q"]);
     let quit_asked = Instant::now();
     tmux.wait_for("EXITED=0", 5);
