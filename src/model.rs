@@ -138,6 +138,9 @@ pub struct RunModel {
     pub last_ms: f64,
     events: Vec<Event>,
     highest_accepted: Option<u64>,
+    /// SQL results recorded so far, to mark the second of one as done twice without
+    /// scanning every write before it.
+    results: std::collections::HashSet<String>,
 }
 
 impl RunModel {
@@ -283,7 +286,7 @@ impl RunModel {
             }
             WorkerEvent::Sql { statement, rows, value, result } => {
                 if let Some(result) = result {
-                    let twice = self.writes.iter().any(|w| w.result.as_ref() == Some(result));
+                    let twice = !self.results.insert(result.clone());
                     self.writes.push(WriteMark {
                         t_ms: t,
                         worker: worker.to_string(),

@@ -38,18 +38,34 @@ pub enum LoadError {
 
 /// Every run in the file, each a list of events starting with `run_started`.
 pub fn load_runs(path: &Path) -> Result<Vec<Vec<Event>>, LoadError> {
+    use std::io::BufRead;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LoadError::Unreadable { file: file.clone(), reason: e.to_string() })?;
-    parse_runs(&text, &file)
+    let unreadable =
+        |e: std::io::Error| LoadError::Unreadable { file: file.clone(), reason: e.to_string() };
+    // Line by line: a log of hundreds of MB is never held whole next to its events.
+    let reader = std::io::BufReader::new(std::fs::File::open(path).map_err(unreadable)?);
+    parse_lines(reader.lines(), &file)
 }
 
 /// The same, from text already read (`file` names it in errors).
 pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> {
+    parse_lines(text.lines().map(|l| Ok(l.to_string())), file)
+}
+
+fn parse_lines(
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    file: &str,
+) -> Result<Vec<Vec<Event>>, LoadError> {
     let mut runs: Vec<Vec<Event>> = Vec::new();
     // The line and time of the run's latest event, to refuse time going backwards.
     let mut latest: Option<(usize, f64)> = None;
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in lines.enumerate() {
+        let line = line
+            .map_err(|e| LoadError::Unreadable { file: file.to_string(), reason: e.to_string() })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line = line.as_str();
         let number = i + 1;
         // Most lines are events of this format: read them straight, once. A run's
         // start, and any line that does not read, go the careful way below.

@@ -98,16 +98,16 @@ pub fn section(
             };
             lg = put(placer, lg, tb, c.dim);
         }
+        // Per column its first grant (marks are in time order: the lowest index).
         let mut tokens = Columns::new(scale);
-        for mark in model.marks.iter().filter(|m| m.lane == i && m.label.starts_with("got")) {
-            let col = scale.column(mark.t_ms);
-            tokens.paint((col, col), std::cmp::Reverse(mark.t_ms.to_bits()));
+        for (n, mark) in model.marks.iter().enumerate() {
+            if mark.lane == i && mark.label.starts_with("got") {
+                let col = scale.column(mark.t_ms);
+                tokens.paint((col, col), std::cmp::Reverse(n));
+            }
         }
-        for (first, _, std::cmp::Reverse(bits)) in tokens.runs() {
-            let t = f64::from_bits(bits);
-            let Some(mark) = model.marks.iter().find(|m| m.lane == i && m.t_ms == t) else {
-                continue;
-            };
+        for (first, _, std::cmp::Reverse(n)) in tokens.runs() {
+            let mark = &model.marks[n];
             let label = mark.label.replace("got", "token");
             let x = scale.column_x(first) + 3.0;
             let baseline = y + BAR_TOP + BAR + 30.0;
