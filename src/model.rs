@@ -151,6 +151,18 @@ impl RunModel {
         m
     }
 
+    /// A model of a log handed over whole: the events are moved in, not copied (a
+    /// picture of a million events needs them only once).
+    pub fn from_log(events: Vec<Event>) -> Self {
+        let mut m = RunModel::default();
+        for e in &events {
+            m.apply(e);
+        }
+        m.events = events;
+        m.violations = check(&m.events);
+        m
+    }
+
     /// How many events the model has seen (the next `since` index for a live log).
     pub fn seen(&self) -> usize {
         self.events.len()

@@ -4,6 +4,7 @@
 mod support;
 
 use fencelab::engine::log::EventKind;
+use fencelab::model::RunModel;
 use fencelab::output::picture::{Palette, compare_svg, picture, timeline_svg};
 use fencelab::scenario::builtin;
 
@@ -111,11 +112,14 @@ fn texts_never_overlap_and_are_large_enough_for_a_slide() {
         ("conditional-update", false),
     ] {
         let run = lesson_run(name, fencing);
-        assert_readable(&picture(&[&run], Palette::Light));
+        assert_readable(&picture(&[RunModel::from_events(&run)], Palette::Light));
     }
     let off = lesson_run("gc-pause", false);
     let on = lesson_run("gc-pause", true);
-    assert_readable(&picture(&[&off, &on], Palette::Dark));
+    assert_readable(&picture(
+        &[RunModel::from_events(&off), RunModel::from_events(&on)],
+        Palette::Dark,
+    ));
 }
 
 #[test]
@@ -125,7 +129,7 @@ fn a_long_socket_path_in_the_subtitle_is_elided_in_the_middle_to_fit() {
     if let EventKind::RunStarted { backend, .. } = &mut run[0].kind {
         *backend = path.clone();
     }
-    let picture = picture(&[&run], Palette::Light);
+    let picture = picture(&[RunModel::from_events(&run)], Palette::Light);
     assert_readable(&picture);
     let subtitle = picture.texts.iter().find(|t| t.text.starts_with("recorded on")).unwrap();
     assert!(subtitle.text.contains('…'), "{}", subtitle.text);

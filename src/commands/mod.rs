@@ -116,7 +116,8 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         PictureTheme::Light => Palette::Light,
         PictureTheme::Dark => Palette::Dark,
     };
-    let runs: Vec<&[crate::engine::log::Event]> = runs.iter().map(Vec::as_slice).collect();
+    let runs: Vec<crate::model::RunModel> =
+        runs.into_iter().map(crate::model::RunModel::from_log).collect();
     std::fs::write(&args.svg, picture(&runs, palette).svg)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.svg.display()))?;
     eprintln!("wrote {}", args.svg.display());

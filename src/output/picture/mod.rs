@@ -100,22 +100,22 @@ pub struct Picture {
 
 /// The SVG text of one run's timeline.
 pub fn timeline_svg(events: &[Event], palette: Palette) -> String {
-    picture(&[events], palette).svg
+    picture(&[RunModel::from_events(events)], palette).svg
 }
 
 /// Two runs of a file (a lesson's variants, fencing off and on) one above the other
 /// on one time axis.
 pub fn compare_svg(first: &[Event], second: &[Event], palette: Palette) -> String {
-    picture(&[first, second], palette).svg
+    picture(&[RunModel::from_events(first), RunModel::from_events(second)], palette).svg
 }
 
-/// Lay out the runs, one section each, on one time axis.
-pub fn picture(runs: &[&[Event]], palette: Palette) -> Picture {
-    let models: Vec<RunModel> = runs.iter().map(|events| RunModel::from_events(events)).collect();
+/// Lay out the runs (their models), one section each, on one time axis.
+pub fn picture(models: &[RunModel], palette: Palette) -> Picture {
     let c = palette.colours();
     let mut placer = Placer::new(WIDTH);
     let mut parts: Vec<Group> = Vec::new();
-    let first = models.first().cloned().unwrap_or_default();
+    let none = RunModel::default();
+    let first = models.first().unwrap_or(&none);
 
     // Heading: the title, then what was run and where, each fitted to the width.
     let mut head = Group::new().set("class", "heading");
@@ -124,7 +124,7 @@ pub fn picture(runs: &[&[Event]], palette: Palette) -> Picture {
     let mut y = 80.0;
     let mut subtitles = Vec::new();
     if models.len() == 1 {
-        subtitles.push(run_line(&first));
+        subtitles.push(run_line(first));
     }
     subtitles.push(format!("recorded on {}", first.backend));
     for line in subtitles {
@@ -156,7 +156,7 @@ pub fn picture(runs: &[&[Event]], palette: Palette) -> Picture {
     }
     parts.push(axis(&scale, axis_baseline, top, y, &mut placer, &c));
     parts.push(sections);
-    let (legend, bottom) = legend(service_of(&first), y + 20.0, &mut placer, &c);
+    let (legend, bottom) = legend(service_of(first), y + 20.0, &mut placer, &c);
     parts.push(legend);
     let height = (bottom + 24.0).round();
 
