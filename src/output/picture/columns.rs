@@ -102,6 +102,9 @@ pub fn tick_label(t_ms: f64) -> String {
     } else if t_ms < 1e9 {
         format!("{} s", tidy(t_ms / 1000.0))
     } else {
-        format!("{:.0e} s", t_ms / 1000.0)
+        // Three significant digits at most: 1.2e12, not 1e12 twice.
+        let s = t_ms / 1000.0;
+        let digits = 10f64.powi(s.log10().floor() as i32 - 2);
+        format!("{:e} s", (s / digits).round() * digits)
     }
 }

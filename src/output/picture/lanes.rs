@@ -393,6 +393,8 @@ fn truth_lane(model: &RunModel, scale: &Scale, y: f64, placer: &mut Placer, c: &
         .flat_map(|(i, cols)| cols.runs().into_iter().map(move |(first, len, _)| (i, first, len)))
         .collect();
     runs.sort_by_key(|&(_, _, len)| std::cmp::Reverse(len));
+    // Names go on after every bar, so a later bar never covers one.
+    let mut names = Vec::new();
     for (i, first, len) in runs {
         let x = scale.column_x(first);
         let w = (len as f64).max(MIN_PX);
@@ -407,8 +409,11 @@ fn truth_lane(model: &RunModel, scale: &Scale, y: f64, placer: &mut Placer, c: &
                 bold: true,
                 text: name.clone(),
             };
-            g = put(placer, g, tb, c.background);
+            names.push(tb);
         }
+    }
+    for tb in names {
+        g = put(placer, g, tb, c.background);
     }
     g
 }

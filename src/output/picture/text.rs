@@ -86,6 +86,9 @@ pub fn elide_middle(text: &str, size: f64, bold: bool, max: f64) -> String {
     "…".to_string()
 }
 
+/// The space kept free before and after a label, in px.
+const GAP: f64 = 6.0;
+
 /// The texts placed so far, in a canvas `width` px wide.
 #[derive(Debug, Default)]
 pub struct Placer {
@@ -105,7 +108,14 @@ impl Placer {
         if overflow > 0.0 {
             candidate.x -= overflow;
         }
-        if candidate.x < 0.0 || self.placed.iter().any(|p| p.overlaps(&candidate)) {
+        // A little air between neighbours on one row, so "token 1" and "token 2"
+        // never read as one label.
+        let padded = TextBox {
+            x: candidate.x - GAP,
+            text: candidate.text.clone() + "  ",
+            ..candidate.clone()
+        };
+        if candidate.x < 0.0 || self.placed.iter().any(|p| p.overlaps(&padded)) {
             return None;
         }
         self.placed.push(candidate.clone());
