@@ -254,32 +254,36 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         lease_end: lease.ended(),
     }));
 
+    // Two beliefs overlap when the later one starts before either ends. Sweep them in
+    // order of their start, keeping those not yet ended: one belief per worker at a
+    // time, so each start meets at most one per other worker (not every belief before
+    // it, which made a long log quadratic).
+    let mut by_start: Vec<usize> = (0..beliefs.len()).collect();
+    by_start.sort_by_key(|&i| beliefs[i].start.seq);
+    let mut active: Vec<usize> = Vec::new();
     let mut found = Vec::new();
-    for (i, a) in beliefs.iter().enumerate() {
-        for b in &beliefs[i + 1..] {
-            if a.worker == b.worker {
-                continue;
-            }
-            // Compare by log position: events at the same millisecond still have an order.
-            let start = if a.start.seq > b.start.seq { a.start } else { b.start };
-            let end = match (a.end, b.end) {
-                (Some(x), Some(y)) => Some(if x.seq < y.seq { x } else { y }),
-                (x, y) => x.or(y),
-            };
-            if end.is_none_or(|end| start.seq < end.seq) {
-                let (first, second) = if a.start.seq <= b.start.seq { (a, b) } else { (b, a) };
-                // The danger window: the earlier holder's belief after its lease ended
-                // (it goes on believing while the other takes the lock).
-                let from_ms = first.lease_end.map_or(start.t_ms, |t| t.min(start.t_ms));
-                found.push(Violation::OverlappingBelief {
-                    first: first.worker.to_string(),
-                    second: second.worker.to_string(),
-                    from_ms,
-                    to_ms: first.end.map(|e| e.t_ms),
-                    seq: start.seq,
-                });
-            }
+    for &later in &by_start {
+        let b = &beliefs[later];
+        active.retain(|&i| beliefs[i].end.is_none_or(|end| end.seq > b.start.seq));
+        // Several overlaps starting at one grant are listed in the order the beliefs
+        // ended (the order `beliefs` holds them), as they always were.
+        let mut pairs: Vec<usize> =
+            active.iter().copied().filter(|&i| beliefs[i].worker != b.worker).collect();
+        pairs.sort_by_key(|&i| (i.min(later), i.max(later)));
+        for earlier in pairs {
+            let first = &beliefs[earlier];
+            // The danger window: the earlier holder's belief after its lease ended
+            // (it goes on believing while the other takes the lock).
+            let from_ms = first.lease_end.map_or(b.start.t_ms, |t| t.min(b.start.t_ms));
+            found.push(Violation::OverlappingBelief {
+                first: first.worker.to_string(),
+                second: b.worker.to_string(),
+                from_ms,
+                to_ms: first.end.map(|e| e.t_ms),
+                seq: b.start.seq,
+            });
         }
+        active.push(later);
     }
     found
 }

@@ -102,6 +102,11 @@ pub struct ExportArgs {
     /// Which run of the file.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub run: u64,
+    /// Draw another run of the file (2 if not given: a lesson's second variant, or
+    /// fencing on after off) under `--run`, on the same time axis.
+    #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "2",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub compare: Option<u64>,
     /// Colours for a light slide or a dark one.
     #[arg(long, value_enum, default_value_t = PictureTheme::Light)]
     pub theme: PictureTheme,

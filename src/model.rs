@@ -144,6 +144,9 @@ pub struct RunModel {
     events: Vec<Event>,
     /// The checker's rule for stale writes, for the storage panel's marks.
     stale_rule: StaleRule,
+    /// SQL results recorded so far, to mark the second of one as done twice without
+    /// scanning every write before it.
+    results: std::collections::HashSet<String>,
 }
 
 impl RunModel {
@@ -151,6 +154,18 @@ impl RunModel {
     pub fn from_events(events: &[Event]) -> Self {
         let mut m = RunModel::default();
         m.ingest(events);
+        m
+    }
+
+    /// A model of a log handed over whole: the events are moved in, not copied (a
+    /// picture of a million events needs them only once).
+    pub fn from_log(events: Vec<Event>) -> Self {
+        let mut m = RunModel::default();
+        for e in &events {
+            m.apply(e);
+        }
+        m.events = events;
+        m.violations = check(&m.events);
         m
     }
 
@@ -303,7 +318,7 @@ impl RunModel {
             }
             WorkerEvent::Sql { statement, rows, value, result } => {
                 if let Some(result) = result {
-                    let twice = self.writes.iter().any(|w| w.result.as_ref() == Some(result));
+                    let twice = !self.results.insert(result.clone());
                     self.writes.push(WriteMark {
                         t_ms: t,
                         worker: worker.to_string(),

@@ -342,3 +342,30 @@ fn a_recorded_lesson_is_an_asciicast_that_asciinema_plays() {
         });
     assert!(played.success());
 }
+
+#[test]
+fn a_long_log_replays_with_the_screen_up_while_it_loads_and_q_quits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("long.jsonl");
+    // 500,000 events, about 60 MB: seconds to read in a debug build.
+    std::fs::write(&saved, support::long_log(100_000, 100_000.0 * 50.0)).unwrap();
+    let bin = support::bin().get_program().to_string_lossy().into_owned();
+    let tmux = Tmux::start(120, 36);
+    let replay = format!("{bin} replay {} ; echo EXITED=$?", saved.display());
+    // q while the file is still loading.
+    tmux.keys(&[&replay, "Enter"]);
+    tmux.wait_for("q quits", 15);
+    tmux.keys(&["q"]);
+    let quit_asked = Instant::now();
+    tmux.wait_for("EXITED=0", 5);
+    assert!(quit_asked.elapsed() < Duration::from_secs(3), "q took {:?}", quit_asked.elapsed());
+    // Loaded: the first frame, playing; q again.
+    tmux.keys(&["clear", "Enter"]);
+    tmux.keys(&[&replay, "Enter"]);
+    tmux.wait_for("REPLAY", 60);
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["q"]);
+    let quit_asked = Instant::now();
+    tmux.wait_for("EXITED=0", 5);
+    assert!(quit_asked.elapsed() < Duration::from_secs(3), "q took {:?}", quit_asked.elapsed());
+}

@@ -3,7 +3,8 @@
 # (so every run draws the same picture), saved, then drawn with fencing off and on.
 #
 # usage: bash assets/tools/pictures.sh
-# writes: assets/gc-pause-fencing-off.svg, assets/gc-pause-fencing-on.svg
+# writes: assets/gc-pause-fencing-off.svg, assets/gc-pause-fencing-on.svg,
+#         assets/gc-pause-compare.svg (both runs on one time axis)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --quiet
@@ -13,3 +14,4 @@ trap 'rm -rf "$work"' EXIT
 "$bin" run gc-pause --sim --fencing both --save "$work/gc-pause.jsonl" > /dev/null
 "$bin" export "$work/gc-pause.jsonl" --run 1 --svg assets/gc-pause-fencing-off.svg
 "$bin" export "$work/gc-pause.jsonl" --run 2 --svg assets/gc-pause-fencing-on.svg
+"$bin" export "$work/gc-pause.jsonl" --compare --svg assets/gc-pause-compare.svg

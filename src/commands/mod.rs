@@ -91,40 +91,56 @@ fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     crate::tui::play(options, &backend.targets())
 }
 
-/// Run `number` (from 1) of a saved file.
-fn saved_run(
+/// Runs `numbers` (from 1) of a saved file, in that order.
+fn saved_runs(
     file: &std::path::Path,
-    number: u64,
-) -> anyhow::Result<Vec<crate::engine::log::Event>> {
+    numbers: &[u64],
+) -> anyhow::Result<Vec<Vec<crate::engine::log::Event>>> {
     let mut runs = crate::output::load::load_runs(file)?;
     let count = runs.len();
-    let index = usize::try_from(number - 1).unwrap_or(usize::MAX);
-    if index >= count {
-        anyhow::bail!("{} holds {count} run(s); there is no run {number}", file.display());
-    }
-    Ok(runs.swap_remove(index))
+    numbers
+        .iter()
+        .map(|&number| {
+            let index = usize::try_from(number - 1).unwrap_or(usize::MAX);
+            match runs.get_mut(index) {
+                // One run: moved out, not copied (a replay of a million events).
+                Some(run) if numbers.len() == 1 => Ok(std::mem::take(run)),
+                Some(run) => Ok(run.clone()),
+                None => anyhow::bail!(
+                    "{} holds {count} run(s); there is no run {number}",
+                    file.display()
+                ),
+            }
+        })
+        .collect()
 }
 
 fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    use crate::output::picture::{Palette, timeline_svg};
-    let events = saved_run(&args.file, args.run)?;
+    use crate::output::picture::{Palette, picture};
+    let wanted: Vec<u64> = std::iter::once(args.run).chain(args.compare).collect();
+    let runs = saved_runs(&args.file, &wanted)?;
     let palette = match args.theme {
         PictureTheme::Light => Palette::Light,
         PictureTheme::Dark => Palette::Dark,
     };
-    std::fs::write(&args.svg, timeline_svg(&events, palette))
+    let runs: Vec<crate::model::RunModel> =
+        runs.into_iter().map(crate::model::RunModel::from_log).collect();
+    std::fs::write(&args.svg, picture(&runs, palette).svg)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.svg.display()))?;
     eprintln!("wrote {}", args.svg.display());
     Ok(ExitCode::SUCCESS)
 }
 
 fn replay(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let events = saved_run(&args.file, args.run)?;
     let options = crate::tui::ReplayOptions {
         file: args.file.display().to_string(),
         speed: args.speed,
         presenter: args.presenter,
         record: args.record.clone(),
     };
-    crate::tui::replay(events, options)
+    // A missing file is said before the screen is taken; the rest loads behind it.
+    std::fs::metadata(&args.file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.file.display()))?;
+    let (file, run) = (args.file.clone(), args.run);
+    crate::tui::replay(move || Ok(saved_runs(&file, &[run])?.remove(0)), options)
 }

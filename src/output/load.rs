@@ -1,6 +1,8 @@
 //! Reading a saved event log back (`fencelab replay`): JSON lines as `--save` writes
 //! them, one or more runs, each starting with `run_started`. A damaged line, a log from
-//! another format version, or an empty file is an error naming the file and line.
+//! another format version, an empty file, a negative time or a time going backwards is
+//! an error naming the file and line: every view (the cursor's binary search, the
+//! picture's columns) relies on a run's events being in time order.
 
 use std::path::Path;
 
@@ -24,44 +26,77 @@ pub enum LoadError {
     VersionNotNumber { file: String, line: usize, found: String },
     #[error("{file}:{line}: a log starts with a run_started event (is this a fencelab log?)")]
     NoStart { file: String, line: usize },
+    #[error(
+        "{file}:{line}: t_ms is {t_ms}: times in a log are milliseconds from the run's start, never negative"
+    )]
+    NegativeTime { file: String, line: usize, t_ms: f64 },
+    #[error(
+        "{file}:{line}: t_ms {t_ms} goes back in time (line {previous_line} was at {previous}): a log's events are in time order"
+    )]
+    OutOfOrder { file: String, line: usize, t_ms: f64, previous_line: usize, previous: f64 },
 }
 
 /// Every run in the file, each a list of events starting with `run_started`.
 pub fn load_runs(path: &Path) -> Result<Vec<Vec<Event>>, LoadError> {
+    use std::io::BufRead;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LoadError::Unreadable { file: file.clone(), reason: e.to_string() })?;
-    parse_runs(&text, &file)
+    let unreadable =
+        |e: std::io::Error| LoadError::Unreadable { file: file.clone(), reason: e.to_string() };
+    // Line by line: a log of hundreds of MB is never held whole next to its events.
+    let reader = std::io::BufReader::new(std::fs::File::open(path).map_err(unreadable)?);
+    parse_lines(reader.lines(), &file)
 }
 
 /// The same, from text already read (`file` names it in errors).
 pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> {
+    parse_lines(text.lines().map(|l| Ok(l.to_string())), file)
+}
+
+fn parse_lines(
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    file: &str,
+) -> Result<Vec<Vec<Event>>, LoadError> {
     let mut runs: Vec<Vec<Event>> = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let number = i + 1;
-        let damaged = |e: serde_json::Error| LoadError::Damaged {
-            file: file.to_string(),
-            line: number,
-            column: e.column().max(1),
-            reason: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
-        };
-        // The version is checked before the shape: a newer format may not parse at all.
-        let raw: serde_json::Value = serde_json::from_str(line).map_err(damaged)?;
-        if raw.get("type").and_then(|t| t.as_str()) == Some("run_started") {
-            let version = raw.get("version");
-            let Some(found) = version.and_then(|v| v.as_u64()) else {
-                let found = version.map_or("missing".to_string(), |v| v.to_string());
-                return Err(LoadError::VersionNotNumber {
-                    file: file.to_string(),
-                    line: number,
-                    found,
-                });
-            };
-            if found != u64::from(LOG_FORMAT_VERSION) {
-                return Err(LoadError::Version { file: file.to_string(), line: number, found });
-            }
+    // The line and time of the run's latest event, to refuse time going backwards.
+    let mut latest: Option<(usize, f64)> = None;
+    for (i, line) in lines.enumerate() {
+        let line = line
+            .map_err(|e| LoadError::Unreadable { file: file.to_string(), reason: e.to_string() })?;
+        if line.trim().is_empty() {
+            continue;
         }
-        let event: Event = serde_json::from_value(raw).map_err(damaged)?;
+        let line = line.as_str();
+        let number = i + 1;
+        // Most lines are events of this format: read them straight, once. A run's
+        // start, and any line that does not read, go the careful way below.
+        let event = match serde_json::from_str::<Event>(line) {
+            Ok(event) if !matches!(event.kind, EventKind::RunStarted { .. }) => Some(event),
+            _ => None,
+        };
+        let event = match event {
+            Some(event) => event,
+            None => checked_event(line, file, number)?,
+        };
+        let t_ms = event.t_ms;
+        // NaN too, which JSON cannot hold but a lenient writer might put there.
+        if t_ms.is_nan() || t_ms < 0.0 {
+            return Err(LoadError::NegativeTime { file: file.to_string(), line: number, t_ms });
+        }
+        if matches!(event.kind, EventKind::RunStarted { .. }) {
+            latest = None;
+        }
+        if let Some((previous_line, previous)) = latest
+            && t_ms < previous
+        {
+            return Err(LoadError::OutOfOrder {
+                file: file.to_string(),
+                line: number,
+                t_ms,
+                previous_line,
+                previous,
+            });
+        }
+        latest = Some((number, t_ms));
         match (&event.kind, runs.last_mut()) {
             (EventKind::RunStarted { .. }, _) => runs.push(vec![event]),
             (_, Some(run)) => run.push(event),
@@ -72,4 +107,31 @@ pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> 
         return Err(LoadError::Empty { file: file.to_string() });
     }
     Ok(runs)
+}
+
+/// One line read with care: the version of a run's start is checked before the shape
+/// (a newer format may not parse at all), and a line that does not read says where.
+fn checked_event(line: &str, file: &str, number: usize) -> Result<Event, LoadError> {
+    let damaged = |e: serde_json::Error| LoadError::Damaged {
+        file: file.to_string(),
+        line: number,
+        column: e.column().max(1),
+        reason: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
+    };
+    let raw: serde_json::Value = serde_json::from_str(line).map_err(damaged)?;
+    if raw.get("type").and_then(|t| t.as_str()) == Some("run_started") {
+        let version = raw.get("version");
+        let Some(found) = version.and_then(|v| v.as_u64()) else {
+            let found = version.map_or("missing".to_string(), |v| v.to_string());
+            return Err(LoadError::VersionNotNumber {
+                file: file.to_string(),
+                line: number,
+                found,
+            });
+        };
+        if found != u64::from(LOG_FORMAT_VERSION) {
+            return Err(LoadError::Version { file: file.to_string(), line: number, found });
+        }
+    }
+    serde_json::from_value(raw).map_err(damaged)
 }

@@ -8,6 +8,7 @@
 pub mod app;
 pub mod keys;
 pub mod lesson;
+mod loading;
 pub mod record;
 pub mod render;
 mod runner;
@@ -94,7 +95,10 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
         saver: Saver { file: save_file },
     };
     let record = options.record.clone();
-    runtime.block_on(event_loop(&mut app, source, record.as_deref()))?;
+    runtime.block_on(async {
+        let ui = Ui::enter(record.as_deref())?;
+        event_loop(&mut app, source, ui).await
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -131,6 +135,14 @@ pub fn replay_app(
     events: &[crate::engine::log::Event],
     options: &ReplayOptions,
 ) -> anyhow::Result<App> {
+    replay_app_of(events.to_vec(), options)
+}
+
+/// The same, taking the events (a log of a million events is not copied).
+fn replay_app_of(
+    events: Vec<crate::engine::log::Event>,
+    options: &ReplayOptions,
+) -> anyhow::Result<App> {
     let Some(crate::engine::log::EventKind::RunStarted { scenario, fencing, backend, .. }) =
         events.first().map(|e| &e.kind)
     else {
@@ -140,26 +152,50 @@ pub fn replay_app(
     let label = format!("{} · recorded on {backend}", name.unwrap_or_default());
     let theme = Theme::initial(options.presenter);
     let mut app = App::new((**scenario).clone(), *fencing, options.speed, false, label, theme);
-    app.open_replay(events.to_vec());
+    app.open_replay(events);
     app.update(Msg::Notice(format!("replay: {}", keys::replay_keys())));
     Ok(app)
 }
 
-/// Replay one saved run in the TUI; returns when the user quits.
+/// Replay one saved run in the TUI; returns when the user quits. `load` reads the run
+/// on a thread of its own while the screen says so and keys and signals still work.
 pub fn replay(
-    events: Vec<crate::engine::log::Event>,
+    load: impl FnOnce() -> anyhow::Result<Vec<crate::engine::log::Event>> + Send + 'static,
     options: ReplayOptions,
 ) -> anyhow::Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
+        // What is wrong with the file is worth saying first.
+        load()?;
         bail!(
             "stdout is not a terminal, so the replay cannot open; \
              for plain output run `fencelab run` with --json"
         );
     }
-    let mut app = replay_app(&events, &options)?;
     let runtime = crate::runtime::build(false)?;
-    runtime.block_on(event_loop(&mut app, Source::Saved, options.record.as_deref()))?;
+    runtime.block_on(async {
+        let mut ui = Ui::enter(options.record.as_deref())?;
+        let Some(events) = loading::wait(&mut ui, &options.file, load).await? else {
+            return Ok(());
+        };
+        let mut app = replay_app_of(events, &options)?;
+        event_loop(&mut app, Source::Saved, ui).await
+    })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The terminal taken over (given back when dropped), its recording, and the keys.
+struct Ui {
+    terminal: terminal::Tui,
+    _guard: terminal::Guard,
+    recording: record::Recording,
+    input: mpsc::UnboundedReceiver<Event>,
+}
+
+impl Ui {
+    fn enter(record: Option<&std::path::Path>) -> anyhow::Result<Ui> {
+        let (terminal, _guard, recording) = terminal::enter(record)?;
+        Ok(Ui { terminal, _guard, recording, input: spawn_input_reader() })
+    }
 }
 
 /// Where the events and the time come from. The loop, the app and the views are the
@@ -171,14 +207,9 @@ enum Source<'a> {
     Saved,
 }
 
-async fn event_loop(
-    app: &mut App,
-    mut source: Source<'_>,
-    record: Option<&std::path::Path>,
-) -> anyhow::Result<()> {
-    let (mut terminal, _guard, mut recording) = terminal::enter(record)?;
+async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Result<()> {
+    let Ui { mut terminal, _guard, mut recording, mut input } = ui;
     let mut step_shown: Option<String> = None;
-    let mut input = spawn_input_reader();
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;

@@ -174,3 +174,56 @@ pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         sleep(Duration::from_millis(20));
     }
 }
+
+/// A gc-pause-like log of `cycles` grants, writes and releases taking turns between A
+/// and B, spread evenly up to a last event at `last_ms`.
+pub fn long_log(cycles: usize, last_ms: f64) -> String {
+    let gc_pause = fencelab::scenario::builtin("gc-pause").unwrap().unwrap();
+    let mut out = fencelab::output::jsonl::to_line(&sim_run(&gc_pause, false)[0]);
+    out.push('\n');
+    let mut seq = 1;
+    let mut line = |t: f64, body: String| {
+        out.push_str(&format!("{{\"seq\":{seq},\"t_ms\":{t:?},{body}}}\n"));
+        seq += 1;
+    };
+    for c in 0..cycles {
+        let t = last_ms * c as f64 / cycles as f64;
+        let w = ["A", "B"][c % 2];
+        let token = c + 1;
+        line(
+            t,
+            format!(
+                "\"type\":\"worker\",\"worker\":\"{w}\",\"what\":{{\"kind\":\"acquired\",\"token\":{token}}}"
+            ),
+        );
+        line(
+            t,
+            format!(
+                "\"type\":\"truth\",\"holder\":\"{w}\",\"ttl_ms\":2000.0,\"fence_counter\":{token},\"storage_highest\":{c}"
+            ),
+        );
+        line(
+            t,
+            format!(
+                "\"type\":\"worker\",\"worker\":\"{w}\",\"what\":{{\"kind\":\"wrote\",\"value\":\"v\",\"token\":{token},\"accepted\":true,\"redis_holder\":\"{w}\"}}"
+            ),
+        );
+        line(
+            t,
+            format!(
+                "\"type\":\"worker\",\"worker\":\"{w}\",\"what\":{{\"kind\":\"released\",\"deleted\":true,\"unsafe_del\":false}}"
+            ),
+        );
+        line(
+            t,
+            format!(
+                "\"type\":\"truth\",\"holder\":null,\"ttl_ms\":null,\"fence_counter\":{token},\"storage_highest\":{token}"
+            ),
+        );
+    }
+    line(
+        last_ms,
+        "\"type\":\"run_ended\",\"storage\":[],\"outcome\":{\"status\":\"completed\"}".into(),
+    );
+    out
+}
