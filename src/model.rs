@@ -226,6 +226,10 @@ impl RunModel {
                     self.set_node(t, node.saturating_sub(1), |_| up.then_some(None));
                 }
             }
+            EventKind::Link { worker, kind, ms } => {
+                let i = self.lane_index(worker);
+                self.mark(t, i, link_mark(*kind, *ms));
+            }
             EventKind::RunEnded { outcome, .. } => self.ended = Some((t, outcome.clone())),
         }
     }
@@ -320,6 +324,11 @@ impl RunModel {
                 }
                 Belief::Released
             }
+            WorkerEvent::Unanswered { call } => {
+                // No answer is no news: the belief does not change.
+                self.mark(t, i, format!("?{call}"));
+                return;
+            }
             WorkerEvent::Crashed => {
                 self.mark(t, i, "✖crash".to_string());
                 Belief::Crashed
@@ -390,6 +399,16 @@ impl RunModel {
 
 fn is_belief_change(what: &WorkerEvent) -> bool {
     !matches!(what, WorkerEvent::Waiting { .. } | WorkerEvent::Started)
+}
+
+/// A link fault as its lane shows it: `~2.5s` (replies late), `✂cut`, `⇄heal`.
+fn link_mark(kind: crate::scenario::FaultKind, ms: Option<u64>) -> String {
+    use crate::scenario::FaultKind;
+    match kind {
+        FaultKind::Delay => format!("~{:.1}s", ms.unwrap_or(0) as f64 / 1000.0),
+        FaultKind::Partition => "✂cut".to_string(),
+        _ => "⇄heal".to_string(),
+    }
 }
 
 /// The belief in effect at `t` within sorted `spans`.

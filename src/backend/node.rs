@@ -51,7 +51,7 @@ impl NodeHealth {
     }
 
     /// A fault happened to `node`: a kill takes it down, a restart brings it back.
-    /// (Detach and promote change replication, not health.)
+    /// (Detach and promote change replication, not health; link faults hit no server.)
     pub fn record(&self, node: usize, kind: FaultKind) {
         match kind {
             FaultKind::Kill => self.up[node].store(false, Ordering::SeqCst),
@@ -59,7 +59,11 @@ impl NodeHealth {
                 self.restarts[node].fetch_add(1, Ordering::SeqCst);
                 self.up[node].store(true, Ordering::SeqCst);
             }
-            FaultKind::Detach | FaultKind::Promote => {}
+            FaultKind::Detach
+            | FaultKind::Promote
+            | FaultKind::Delay
+            | FaultKind::Partition
+            | FaultKind::Heal => {}
         }
     }
 

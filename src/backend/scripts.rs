@@ -16,3 +16,8 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA)
 pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW_LUA));
 pub static FENCED_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(FENCED_WRITE_LUA));
 pub static IDEMPOTENT_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(IDEMPOTENT_WRITE_LUA));
+
+/// Every script, for loading them all at once.
+pub fn all() -> [&'static Script; 5] {
+    [&ACQUIRE, &RELEASE, &RENEW, &FENCED_WRITE, &IDEMPOTENT_WRITE]
+}

@@ -54,6 +54,14 @@ pub enum EventKind {
     FencingChanged { on: bool },
     /// A lock server failed (Redlock), as the scenario said. `node` counts from 1.
     Fault { node: usize, kind: crate::scenario::FaultKind },
+    /// A worker's link to its servers changed, as the scenario said: delayed by `ms`
+    /// (scenario ms), partitioned, or healed.
+    Link {
+        worker: String,
+        kind: crate::scenario::FaultKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
+    },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.
@@ -123,6 +131,11 @@ pub enum WorkerEvent {
         rows: u64,
         value: Option<i64>,
         result: Option<String>,
+    },
+    /// A call got no answer because the connection was lost (the worker's link was
+    /// cut): the worker cannot tell whether it still holds the lock, and goes on.
+    Unanswered {
+        call: String,
     },
     Crashed,
     /// Learned it had lost the lock and stopped its work there (the safe reaction).

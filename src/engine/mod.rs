@@ -23,6 +23,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::keys::new_run_id;
+use crate::backend::link::Links;
 use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
 use crate::scenario::{Fault, Scenario};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
@@ -59,8 +60,11 @@ pub struct PreparedRun {
     observer: Observer,
     /// Connections of their own for reading the storage back and deleting the keys.
     bookkeeper: (Box<dyn LockClient>, Box<dyn StorageClient>),
-    /// Lock servers failing on schedule, with a connection of their own.
-    faults: Option<(Vec<Fault>, Box<dyn LockClient>)>,
+    /// Lock servers and links failing on schedule, with a connection of their own
+    /// when a server fails.
+    faults: Option<(Vec<Fault>, Option<Box<dyn LockClient>>)>,
+    /// The links of the workers whose links fail (through proxies on real servers).
+    links: Arc<Links>,
     /// A child of the caller's token: a failure stops this run's workers without
     /// cancelling anything else the caller runs with the same token.
     cancel: CancellationToken,
@@ -127,15 +131,25 @@ pub async fn prepare(
     // Keys a killed run cannot delete expire an hour after the run could have ended.
     let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
     let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
+    let scale = RunClock::start_now(options.time_scale);
+    let links = Arc::new(Links::new(&scenario.faults, |ms| scale.real(ms as f64), &cancel));
     let mut clients = Vec::with_capacity(scenario.workers.len());
-    for _ in &scenario.workers {
-        clients.push(connect(lock, storage, &keys).await?);
+    for w in &scenario.workers {
+        clients.push(match links.of(&w.name) {
+            Some(link) => {
+                (lock.connect_via(&keys, link).await?, storage.connect_via(&keys, link).await?)
+            }
+            None => connect(lock, storage, &keys).await?,
+        });
     }
     let observer_clients = connect(lock, storage, &keys).await?;
     let bookkeeper = connect(lock, storage, &keys).await?;
     let faults = match scenario.faults.is_empty() {
         true => None,
-        false => Some((scenario.faults.clone(), lock.connect(&keys).await?)),
+        false if scenario.faults.iter().all(|f| f.worker.is_some()) => {
+            Some((scenario.faults.clone(), None))
+        }
+        false => Some((scenario.faults.clone(), Some(lock.connect(&keys).await?))),
     };
     let backend = crate::backend::describe(lock, storage);
 
@@ -180,6 +194,7 @@ pub async fn prepare(
         workers,
         bookkeeper,
         faults,
+        links,
         cancel,
         handle,
     })
@@ -205,6 +220,7 @@ impl PreparedRun {
             observer,
             bookkeeper: (mut lock_keeper, mut storage_keeper),
             faults,
+            links,
             cancel,
             // Held until the end so the workers' command channels stay open.
             handle: _handle,
@@ -212,7 +228,7 @@ impl PreparedRun {
         let stop_observer = CancellationToken::new();
         let observer = tokio::spawn(observer.run(stop_observer.clone()));
         let faults = faults.map(|(faults, client)| {
-            tokio::spawn(inject(faults, client, log.clone(), cancel.clone()))
+            tokio::spawn(inject(faults, client, links.clone(), log.clone(), cancel.clone()))
         });
 
         let mut tasks = JoinSet::new();
@@ -237,6 +253,7 @@ impl PreparedRun {
                 failure.get_or_insert(e.to_string());
             }
         }
+        links.close().await;
         if let Ok(Err(e)) = observer.await {
             failure.get_or_insert(e.to_string());
         }
@@ -265,10 +282,12 @@ impl PreparedRun {
     }
 }
 
-/// Make lock servers fail at the scenario's moments, and record each in the log.
+/// Make lock servers and links fail at the scenario's moments, and record each in the
+/// log.
 async fn inject(
     mut faults: Vec<Fault>,
-    mut client: Box<dyn LockClient>,
+    mut client: Option<Box<dyn LockClient>>,
+    links: Arc<Links>,
     log: Arc<EventLog>,
     cancel: CancellationToken,
 ) -> Result<(), BackendError> {
@@ -278,8 +297,18 @@ async fn inject(
             () = tokio::time::sleep_until(log.clock().instant_at(f.at_ms as f64)) => {}
             () = cancel.cancelled() => return Ok(()),
         }
-        client.fault(f.node_index(), f.kind).await?;
-        log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind });
+        match (&f.worker, client.as_mut()) {
+            (Some(worker), _) => {
+                let late = log.clock().real(f.ms.unwrap_or(0) as f64);
+                links.apply(worker, f.kind, late);
+                log.append(EventKind::Link { worker: worker.clone(), kind: f.kind, ms: f.ms });
+            }
+            (None, Some(client)) => {
+                client.fault(f.node_index(), f.kind).await?;
+                log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind });
+            }
+            (None, None) => {}
+        }
     }
     Ok(())
 }

@@ -144,6 +144,11 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
             (None, Some(w)) if !s.workers.iter().any(|x| &x.name == w) => Some(format!(
                 "fault `{kind}` at {at} ms names worker {w:?}, which the scenario does not have"
             )),
+            (None, Some(_)) if (s.lock, s.storage) != (LockShape::Redis, StorageKind::Redis) => {
+                Some(format!(
+                    "fault `{kind}` at {at} ms: link faults need the lock and the storage on one Redis (the proxy carries Redis connections only)"
+                ))
+            }
             (None, Some(_)) => None,
         };
     }
