@@ -34,6 +34,8 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("17-conditional-update"),
     lesson!("18-unique-constraint"),
     lesson!("19-skip-locked"),
+    lesson!("21-late-grant"),
+    lesson!("22-partitioned-holder"),
 ];
 
 const PLAYGROUND: (&str, &str) =
