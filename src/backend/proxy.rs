@@ -91,11 +91,20 @@ async fn carry(
     cancel: CancellationToken,
 ) {
     // A connection opened while the link is cut waits for the heal before it reaches
-    // the server (as a connection attempt on a dead route retries), carrying nothing.
-    let healed = condition.wait_for(|c| *c != LinkCondition::Cut);
-    tokio::select! {
-        () = cancel.cancelled() => return,
-        healed = healed => if healed.is_err() { return },
+    // the server (as a connection attempt on a dead route retries), and what it sent
+    // meanwhile is dropped: nothing sent during a partition arrives.
+    if *condition.borrow() == LinkCondition::Cut {
+        let healed = condition.wait_for(|c| *c != LinkCondition::Cut);
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            healed = healed => if healed.is_err() { return },
+        }
+        let mut dropped = [0u8; CHUNK];
+        while let Ok(n) = client.try_read(&mut dropped) {
+            if n == 0 {
+                return;
+            }
+        }
     }
     let server = tokio::select! {
         () = cancel.cancelled() => return,
