@@ -415,6 +415,31 @@ steps = [{ do = "acquire" }]
     }
 
     #[test]
+    fn a_link_fault_needs_a_worker_of_the_scenario_on_one_redis() {
+        let at = |head: &str, fault: &str| {
+            let src = format!("{head}{MINIMAL}[[faults]]\nat_ms = 5\n{fault}");
+            parse_scenario(&src, "t.toml").map(|_| ()).map_err(|e| (e.line, e.message))
+        };
+        assert_eq!(at("", "worker = \"A\"\ndo = \"delay\"\nms = 2500\n"), Ok(()));
+        assert_eq!(at("", "worker = \"A\"\ndo = \"partition\"\n"), Ok(()));
+        let (line, message) = at("", "do = \"heal\"\n").unwrap_err();
+        assert_eq!(line, 8, "the [[faults]] line");
+        assert!(message.contains("needs `worker = \"A\"`: whose link"), "{message}");
+        let sized = at("", "worker = \"A\"\ndo = \"delay\"\n").unwrap_err().1;
+        assert!(sized.contains("`delay` at 5 ms needs `ms = N`"), "{sized}");
+        let stranger = at("", "worker = \"Z\"\ndo = \"partition\"\n").unwrap_err().1;
+        assert!(stranger.contains("names worker \"Z\""), "{stranger}");
+        let node = at("redlock_nodes = 3\n", "node = 1\ndo = \"partition\"\n").unwrap_err().1;
+        assert!(node.contains("name it with `worker = \"A\"`, not `node`"), "{node}");
+        let postgres =
+            at("storage = \"postgres\"\n", "worker = \"A\"\ndo = \"partition\"\n").unwrap_err().1;
+        assert!(
+            postgres.contains("link faults need the lock and the storage on one Redis"),
+            "{postgres}"
+        );
+    }
+
+    #[test]
     fn expectation_naming_unknown_worker_is_rejected() {
         let src = format!("{MINIMAL}[expect.fencing_on]\nstorage = [\"Z:1\"]\n");
         let err = parse_scenario(&src, "t.toml").unwrap_err();

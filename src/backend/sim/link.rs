@@ -128,3 +128,49 @@ impl StorageClient for Linked<Box<dyn StorageClient>> {
         carry(&self.link, self.inner.sql(worker, op)).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use crate::backend::link::Links;
+    use crate::backend::sim::SimBackend;
+    use crate::backend::{AcquireReply, BackendError, Keys, LockService, Storage};
+    use crate::scenario::{AcquireMode, Fault, FaultKind};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reply_arrives_the_delay_late_and_a_cut_link_fails_at_once() {
+        let sim = SimBackend::default();
+        let keys = Keys::for_run("t");
+        let fault = Fault {
+            at_ms: 0,
+            node: None,
+            worker: Some("A".into()),
+            ms: None,
+            kind: FaultKind::Partition,
+        };
+        let links = Links::new(&[fault], Duration::from_millis, &CancellationToken::new());
+        let link = links.of("A").unwrap();
+        let mut a = LockService::connect_via(&sim, &keys, link).await.unwrap();
+        let mut tokens = Storage::connect(&sim, &keys).await.unwrap();
+        let mut direct = LockService::connect(&sim, &keys).await.unwrap();
+
+        links.apply("A", FaultKind::Delay, Duration::from_millis(2500));
+        let asked = tokio::time::Instant::now();
+        let reply = a.acquire("A:1", 2000, AcquireMode::Script, tokens.as_mut()).await.unwrap();
+        assert_eq!(reply, AcquireReply::Granted { token: 1 });
+        assert_eq!(asked.elapsed(), Duration::from_millis(2500), "the reply is exactly that late");
+        assert_eq!(direct.holder().await.unwrap(), None, "granted at once, so expired by now");
+
+        links.apply("A", FaultKind::Partition, Duration::ZERO);
+        let asked = tokio::time::Instant::now();
+        assert!(matches!(a.holder().await, Err(BackendError::Lost { .. })));
+        assert_eq!(asked.elapsed(), Duration::ZERO, "a cut link fails at once");
+
+        links.apply("A", FaultKind::Heal, Duration::ZERO);
+        assert_eq!(a.holder().await.unwrap(), None);
+        links.close().await;
+    }
+}
