@@ -6,11 +6,13 @@
 
 mod support;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fencelab::backend::link::Links;
 use fencelab::backend::proxy::Upstream;
+use fencelab::backend::server::PrivateRedis;
 use fencelab::scenario::{Fault, FaultKind};
 use redis::Commands;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -28,11 +30,19 @@ fn links() -> Links {
         ms: Some(DELAY.as_millis() as u64),
         kind: FaultKind::Delay,
     };
-    Links::new(&[fault], |ms| Duration::from_millis(ms), &CancellationToken::new())
+    Links::new(&[fault], Duration::from_millis, &CancellationToken::new())
 }
 
-fn upstream(server: &fencelab::backend::server::PrivateRedis) -> Upstream {
-    Upstream::Unix(PathBuf::from(server.url().trim_start_matches("unix://")))
+/// A private server, A's links, the address of A's proxy to the server, and a
+/// connection through that proxy which has answered a `PING`.
+async fn proxied() -> (PrivateRedis, Links, SocketAddr, TcpStream) {
+    let server = support::redis();
+    let links = links();
+    let upstream = Upstream::Unix(PathBuf::from(server.url().trim_start_matches("unix://")));
+    let addr = links.of("A").unwrap().dial(upstream).await.unwrap();
+    let mut con = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(ask(&mut con, "PING").await.0, "+PONG");
+    (server, links, addr, con)
 }
 
 /// Send an inline command and read one reply line; returns it and how long it took.
@@ -54,11 +64,7 @@ async fn ask(con: &mut TcpStream, command: &str) -> (String, Duration) {
 
 #[tokio::test]
 async fn replies_arrive_the_links_delay_late_and_requests_on_time() {
-    let server = support::redis();
-    let links = links();
-    let link = links.of("A").unwrap();
-    let mut con = TcpStream::connect(link.dial(upstream(&server)).await.unwrap()).await.unwrap();
-
+    let (server, links, _, mut con) = proxied().await;
     let (reply, clear) = ask(&mut con, "PING").await;
     assert_eq!(reply, "+PONG");
     assert!(clear < Duration::from_millis(100), "a clear link took {clear:?}");
@@ -85,12 +91,7 @@ async fn replies_arrive_the_links_delay_late_and_requests_on_time() {
 
 #[tokio::test]
 async fn a_cut_connections_writes_never_reach_redis() {
-    let server = support::redis();
-    let links = links();
-    let link = links.of("A").unwrap();
-    let addr = link.dial(upstream(&server)).await.unwrap();
-    let mut cut = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(ask(&mut cut, "PING").await.0, "+PONG");
+    let (server, links, addr, mut cut) = proxied().await;
 
     links.apply("A", FaultKind::Partition, Duration::ZERO);
     // The open connection is closed by the proxy; what it still sends goes nowhere.
@@ -133,12 +134,7 @@ async fn a_cut_connections_writes_never_reach_redis() {
 
 #[tokio::test]
 async fn closing_a_runs_links_ends_every_listener_and_connection() {
-    let server = support::redis();
-    let links = links();
-    let link = links.of("A").unwrap();
-    let addr = link.dial(upstream(&server)).await.unwrap();
-    let mut open = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(ask(&mut open, "PING").await.0, "+PONG");
+    let (_server, links, addr, mut open) = proxied().await;
 
     tokio::time::timeout(Duration::from_secs(2), links.close()).await.expect("the proxies stop");
     let mut rest = Vec::new();

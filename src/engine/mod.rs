@@ -60,9 +60,10 @@ pub struct PreparedRun {
     observer: Observer,
     /// Connections of their own for reading the storage back and deleting the keys.
     bookkeeper: (Box<dyn LockClient>, Box<dyn StorageClient>),
-    /// Lock servers and links failing on schedule, with a connection of their own
-    /// when a server fails.
-    faults: Option<(Vec<Fault>, Option<Box<dyn LockClient>>)>,
+    /// Lock servers and links failing on schedule.
+    faults: Vec<Fault>,
+    /// The connection that makes lock servers fail, when the scenario fails one.
+    fault_client: Option<Box<dyn LockClient>>,
     /// The links of the workers whose links fail (through proxies on real servers).
     links: Arc<Links>,
     /// A child of the caller's token: a failure stops this run's workers without
@@ -144,12 +145,9 @@ pub async fn prepare(
     }
     let observer_clients = connect(lock, storage, &keys).await?;
     let bookkeeper = connect(lock, storage, &keys).await?;
-    let faults = match scenario.faults.is_empty() {
-        true => None,
-        false if scenario.faults.iter().all(|f| f.worker.is_some()) => {
-            Some((scenario.faults.clone(), None))
-        }
-        false => Some((scenario.faults.clone(), Some(lock.connect(&keys).await?))),
+    let fault_client = match scenario.faults.iter().any(|f| f.worker.is_none()) {
+        true => Some(lock.connect(&keys).await?),
+        false => None,
     };
     let backend = crate::backend::describe(lock, storage);
 
@@ -193,7 +191,8 @@ pub async fn prepare(
         log,
         workers,
         bookkeeper,
-        faults,
+        faults: scenario.faults.clone(),
+        fault_client,
         links,
         cancel,
         handle,
@@ -220,6 +219,7 @@ impl PreparedRun {
             observer,
             bookkeeper: (mut lock_keeper, mut storage_keeper),
             faults,
+            fault_client,
             links,
             cancel,
             // Held until the end so the workers' command channels stay open.
@@ -227,8 +227,8 @@ impl PreparedRun {
         } = self;
         let stop_observer = CancellationToken::new();
         let observer = tokio::spawn(observer.run(stop_observer.clone()));
-        let faults = faults.map(|(faults, client)| {
-            tokio::spawn(inject(faults, client, links.clone(), log.clone(), cancel.clone()))
+        let faults = (!faults.is_empty()).then(|| {
+            tokio::spawn(inject(faults, fault_client, links.clone(), log.clone(), cancel.clone()))
         });
 
         let mut tasks = JoinSet::new();
