@@ -192,11 +192,17 @@ impl Lease<'_> {
 }
 
 fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
-    let ttl = events.iter().find_map(|e| match &e.kind {
-        EventKind::RunStarted { scenario, .. } => Some(scenario.ttl_ms as f64),
+    let started = events.iter().find_map(|e| match &e.kind {
+        EventKind::RunStarted { scenario, time_scale, .. } => {
+            Some((scenario.ttl_ms as f64, *time_scale))
+        }
         _ => None,
     });
-    let ttl = ttl.filter(|t| *t > 0.0);
+    let ttl = started.map(|(ttl, _)| ttl).filter(|t| *t > 0.0);
+    let time_scale = started.map_or(1.0, |(_, scale)| scale);
+    // How long each worker's last call took (scenario ms): a grant's lease started when
+    // the lock service granted it, which a reply that arrives late shows.
+    let mut last_call: BTreeMap<&str, f64> = BTreeMap::new();
     let mut open: BTreeMap<&str, Lease> = BTreeMap::new();
     let mut beliefs: Vec<Belief> = Vec::new();
     for e in events {
@@ -210,12 +216,17 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             }
             continue;
         }
+        if let EventKind::Command { worker, latency_ms, .. } = &e.kind {
+            last_call.insert(worker, latency_ms / time_scale);
+            continue;
+        }
         let EventKind::Worker { worker, what } = &e.kind else {
             continue;
         };
         let ends = match what {
             WorkerEvent::Acquired { .. } => {
-                let deadline = ttl.map(|ttl| e.t_ms + ttl);
+                let granted = e.t_ms - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
+                let deadline = ttl.map(|ttl| granted + ttl);
                 open.insert(worker, Lease { start: e, deadline, lost_at: None });
                 false
             }
@@ -265,10 +276,20 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 (x, y) => x.or(y),
             };
             if end.is_none_or(|end| start.seq < end.seq) {
-                let (first, second) = if a.start.seq <= b.start.seq { (a, b) } else { (b, a) };
-                // The danger window: the earlier holder's belief after its lease ended
+                // The outdated one: the earlier holder, unless the other heard of its
+                // grant only after that lease had ended (a late reply).
+                let late = |x: &Belief| x.lease_end.is_some_and(|end| end <= x.start.t_ms);
+                let earlier = a.start.seq <= b.start.seq;
+                let (first, second) = match (late(a), late(b)) {
+                    (true, false) => (a, b),
+                    (false, true) => (b, a),
+                    _ if earlier => (a, b),
+                    _ => (b, a),
+                };
+                // The danger window: the outdated holder's belief after its lease ended
                 // (it goes on believing while the other takes the lock).
                 let from_ms = first.lease_end.map_or(start.t_ms, |t| t.min(start.t_ms));
+                let from_ms = from_ms.max(first.start.t_ms);
                 found.push(Violation::OverlappingBelief {
                     first: first.worker.to_string(),
                     second: second.worker.to_string(),
