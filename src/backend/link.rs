@@ -23,29 +23,9 @@ use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use super::proxy::LinkCondition;
 use super::proxy::{self, Upstream};
 use crate::scenario::{Fault, FaultKind};
-
-/// What a worker's link does to its traffic now.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum LinkCondition {
-    #[default]
-    Clear,
-    /// What the servers send reaches the worker this much later (real time).
-    Delayed(Duration),
-    /// Nothing gets through: connections are cut.
-    Cut,
-}
-
-impl LinkCondition {
-    /// How late a reply read now reaches the worker.
-    pub fn delay(self) -> Duration {
-        match self {
-            LinkCondition::Delayed(late) => late,
-            LinkCondition::Clear | LinkCondition::Cut => Duration::ZERO,
-        }
-    }
-}
 
 /// One worker's link: how a client of that worker reaches a server ("give me the
 /// address to dial for this worker's link to server S"), and what the link does now.

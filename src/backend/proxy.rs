@@ -22,7 +22,26 @@ use tokio::time::{Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::link::LinkCondition;
+/// What a worker's link does to its traffic now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LinkCondition {
+    #[default]
+    Clear,
+    /// What the servers send reaches the worker this much later (real time).
+    Delayed(Duration),
+    /// Nothing gets through: connections are cut.
+    Cut,
+}
+
+impl LinkCondition {
+    /// How late a reply read now reaches the worker.
+    pub fn delay(self) -> Duration {
+        match self {
+            LinkCondition::Delayed(late) => late,
+            LinkCondition::Clear | LinkCondition::Cut => Duration::ZERO,
+        }
+    }
+}
 
 /// How long the proxy waits for the server to accept the connection it carries: the
 /// same deadline as a direct connection's.

@@ -132,6 +132,7 @@ pub async fn prepare(
     // Keys a killed run cannot delete expire an hour after the run could have ended.
     let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
     let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
+    // Only for turning the links' delays into real time; the run's clock starts below.
     let scale = RunClock::start_now(options.time_scale);
     let links = Arc::new(Links::new(&scenario.faults, |ms| scale.real(ms as f64), &cancel));
     let mut clients = Vec::with_capacity(scenario.workers.len());
@@ -299,9 +300,9 @@ async fn inject(
         }
         match (&f.worker, client.as_mut()) {
             (Some(worker), _) => {
-                let late = log.clock().real(f.ms.unwrap_or(0) as f64);
-                links.apply(worker, f.kind, late);
+                // Logged first: what the fault does to the worker's calls comes after it.
                 log.append(EventKind::Link { worker: worker.clone(), kind: f.kind, ms: f.ms });
+                links.apply(worker, f.kind, log.clock().real(f.ms.unwrap_or(0) as f64));
             }
             (None, Some(client)) => {
                 client.fault(f.node_index(), f.kind).await?;

@@ -198,6 +198,8 @@ impl Worker {
                     // when its connection is gone (a cut link), it reports and the work
                     // carries on, not knowing whether the lease still stands.
                     Err(BackendError::Lost { .. }) => {
+                        let (command, _) = wire::renew(&self.keys, &value, ttl, mode, false);
+                        self.command(started, (command, "(no answer: connection lost)".into()));
                         self.emit(WorkerEvent::Unanswered { call: "renew".to_string() });
                         return Ok(self.stop_if(*stop_if_lost));
                     }
