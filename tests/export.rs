@@ -71,3 +71,13 @@ fn export_writes_the_file_and_names_a_bad_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("run.jsonl:1:2: not a fencelab event"), "{err}");
 }
+
+#[test]
+fn a_partitioned_workers_lane_shows_its_link_failing_and_its_unanswered_renewals() {
+    let scenario = builtin("partitioned-holder").unwrap().unwrap();
+    let svg = timeline_svg(&support::sim_run(&scenario, false), Palette::Light);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let marks: Vec<&str> =
+        with_class(&doc, "link").iter().filter_map(|n| n.text()).map(str::trim).collect();
+    assert_eq!(marks, ["✂", "?renew", "?renew", "⇄"]);
+}

@@ -238,7 +238,16 @@ fn worker_lane(model: &RunModel, i: usize, y: f64, scale: &Scale, c: &Colours) -
     for w in model.writes.iter().filter(|w| w.worker == lane.name) {
         g = g.add(write_mark(w, scale.x(w.t_ms), y, c));
     }
+    // The worker's link failing (`~2.5s`, `✂`, `⇄`) and calls that got no answer.
+    for mark in model.marks.iter().filter(|m| m.lane == i && is_link_mark(&m.label)) {
+        let label = text(scale.x(mark.t_ms) + 3.0, y - 3.0, 13, c.dim, mark.label.clone());
+        g = g.add(label.set("class", "link"));
+    }
     g
+}
+
+fn is_link_mark(label: &str) -> bool {
+    label.starts_with(['~', '✂', '⇄', '?'])
 }
 
 /// When this worker was granted the lock.
