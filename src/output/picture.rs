@@ -250,13 +250,25 @@ fn is_link_mark(label: &str) -> bool {
     label.starts_with(['~', '✂', '⇄', '?'])
 }
 
-/// When this worker was granted the lock.
+/// When this worker was granted the lock: when the lock service granted it, which is
+/// the reply's time less the call's latency (a reply that arrives late came from a
+/// grant made long before).
 fn grants<'a>(model: &'a RunModel, worker: &'a str) -> impl Iterator<Item = f64> + 'a {
+    let mut latency = 0.0;
+    let mut time_scale = 1.0;
     model.events().iter().filter_map(move |e| match &e.kind {
+        EventKind::RunStarted { time_scale: scale, .. } => {
+            time_scale = *scale;
+            None
+        }
+        EventKind::Command { worker: w, latency_ms, .. } if w == worker => {
+            latency = latency_ms / time_scale;
+            None
+        }
         EventKind::Worker { worker: w, what: crate::engine::log::WorkerEvent::Acquired { .. } }
             if w == worker =>
         {
-            Some(e.t_ms)
+            Some(e.t_ms - latency)
         }
         _ => None,
     })
