@@ -194,11 +194,17 @@ impl Lease<'_> {
 }
 
 fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
-    let ttl = events.iter().find_map(|e| match &e.kind {
-        EventKind::RunStarted { scenario, .. } => Some(scenario.ttl_ms as f64),
+    let started = events.iter().find_map(|e| match &e.kind {
+        EventKind::RunStarted { scenario, time_scale, .. } => {
+            Some((scenario.ttl_ms as f64, *time_scale))
+        }
         _ => None,
     });
-    let ttl = ttl.filter(|t| *t > 0.0);
+    let ttl = started.map(|(ttl, _)| ttl).filter(|t| *t > 0.0);
+    let time_scale = started.map_or(1.0, |(_, scale)| scale);
+    // How long each worker's last call took (scenario ms): a grant's lease started when
+    // the lock service granted it, which a reply that arrives late shows.
+    let mut last_call: BTreeMap<&str, f64> = BTreeMap::new();
     let mut open: BTreeMap<&str, Lease> = BTreeMap::new();
     let mut beliefs: Vec<Belief> = Vec::new();
     for e in events {
@@ -212,12 +218,17 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             }
             continue;
         }
+        if let EventKind::Command { worker, latency_ms, .. } = &e.kind {
+            last_call.insert(worker, latency_ms / time_scale);
+            continue;
+        }
         let EventKind::Worker { worker, what } = &e.kind else {
             continue;
         };
         let ends = match what {
             WorkerEvent::Acquired { .. } => {
-                let deadline = ttl.map(|ttl| e.t_ms + ttl);
+                let granted = e.t_ms - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
+                let deadline = ttl.map(|ttl| granted + ttl);
                 open.insert(worker, Lease { start: e, deadline, lost_at: None });
                 false
             }
@@ -271,13 +282,21 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             active.iter().copied().filter(|&i| beliefs[i].worker != b.worker).collect();
         pairs.sort_by_key(|&i| (i.min(later), i.max(later)));
         for earlier in pairs {
-            let first = &beliefs[earlier];
-            // The danger window: the earlier holder's belief after its lease ended
+            let a = &beliefs[earlier];
+            // The outdated one: the earlier holder, unless the other heard of its
+            // grant only after that lease had ended (a late reply).
+            let late = |x: &Belief| x.lease_end.is_some_and(|end| end <= x.start.t_ms);
+            let (first, second) = match (late(a), late(b)) {
+                (false, true) => (b, a),
+                _ => (a, b),
+            };
+            // The danger window: the outdated holder's belief after its lease ended
             // (it goes on believing while the other takes the lock).
             let from_ms = first.lease_end.map_or(b.start.t_ms, |t| t.min(b.start.t_ms));
+            let from_ms = from_ms.max(first.start.t_ms);
             found.push(Violation::OverlappingBelief {
                 first: first.worker.to_string(),
-                second: b.worker.to_string(),
+                second: second.worker.to_string(),
                 from_ms,
                 to_ms: first.end.map(|e| e.t_ms),
                 seq: b.start.seq,

@@ -147,6 +147,9 @@ pub struct RunModel {
     /// SQL results recorded so far, to mark the second of one as done twice without
     /// scanning every write before it.
     results: std::collections::HashSet<String>,
+    /// Workers whose replies arrive late (a delayed link): what they are told is old
+    /// news, so it does not say who the lock service lists now.
+    late: std::collections::BTreeSet<String>,
 }
 
 impl RunModel {
@@ -257,11 +260,25 @@ impl RunModel {
                         let label = format!("»+{}s", ms.unwrap_or(0) as f64 / 1000.0);
                         self.node_marks.push(Mark { t_ms: t, lane: i, label });
                     }
-                    FaultKind::Detach | FaultKind::Promote => {}
+                    // Link faults are `Link` events; these change no server's health.
+                    FaultKind::Detach
+                    | FaultKind::Promote
+                    | FaultKind::Delay
+                    | FaultKind::Partition
+                    | FaultKind::Heal => {}
                 }
             }
             EventKind::ServerLost { server, reason } => {
                 self.lost = Some((t, format!("{server} {reason}")));
+            }
+            EventKind::Link { worker, kind, ms } => {
+                if *kind == crate::scenario::FaultKind::Delay {
+                    self.late.insert(worker.clone());
+                } else {
+                    self.late.remove(worker);
+                }
+                let i = self.lane_index(worker);
+                self.mark(t, i, link_mark(*kind, *ms));
             }
             EventKind::RunEnded { outcome, .. } => self.ended = Some((t, outcome.clone())),
         }
@@ -278,7 +295,7 @@ impl RunModel {
             WorkerEvent::Acquired { token } => {
                 // The grant is the lock service's own answer: it lists this worker now,
                 // even if the observer never reads it (a hold of a millisecond).
-                self.set_holder(t, Some(worker.to_string()));
+                self.told_holder(t, worker, Some(worker.to_string()));
                 self.lanes[i].last_token = Some(*token);
                 self.mark(t, i, format!("got {token}"));
                 Belief::Holding { token: *token }
@@ -310,7 +327,7 @@ impl RunModel {
                     result: None,
                 });
                 // Who the lock service listed right after the write: a reading too.
-                self.set_holder(t, redis_holder.clone());
+                self.told_holder(t, worker, redis_holder.clone());
                 if redis_holder.as_deref() == Some(worker) {
                     return;
                 }
@@ -345,7 +362,7 @@ impl RunModel {
             }
             WorkerEvent::Released { deleted, .. } => {
                 if *deleted {
-                    self.set_holder(t, None);
+                    self.told_holder(t, worker, None);
                 }
                 Belief::Released
             }
@@ -354,6 +371,11 @@ impl RunModel {
                     return;
                 }
                 Belief::Released
+            }
+            WorkerEvent::Unanswered { call } => {
+                // No answer is no news: the belief does not change.
+                self.mark(t, i, format!("?{call}"));
+                return;
             }
             WorkerEvent::Crashed => {
                 self.mark(t, i, "✖crash".to_string());
@@ -373,6 +395,14 @@ impl RunModel {
     }
 
     /// The lock service lists `holder` from `t` on.
+    /// What `worker` was told about the holder, as a reading of the lock service, unless
+    /// its replies arrive late.
+    fn told_holder(&mut self, t: f64, worker: &str, holder: Option<String>) {
+        if !self.late.contains(worker) {
+            self.set_holder(t, holder);
+        }
+    }
+
     fn set_holder(&mut self, t: f64, holder: Option<String>) {
         if self.truth.last().is_none_or(|s| s.value != holder) {
             self.truth.push(Span { from_ms: t, value: holder });
@@ -425,6 +455,17 @@ impl RunModel {
 
 fn is_belief_change(what: &WorkerEvent) -> bool {
     !matches!(what, WorkerEvent::Waiting { .. } | WorkerEvent::Started)
+}
+
+/// A link fault as its lane shows it: `~2.5s` (replies late), `✂` (cut), `⇄` (healed):
+/// short, so a cut and the failed call just after it both fit.
+fn link_mark(kind: crate::scenario::FaultKind, ms: Option<u64>) -> String {
+    use crate::scenario::FaultKind;
+    match kind {
+        FaultKind::Delay => format!("~{:.1}s", ms.unwrap_or(0) as f64 / 1000.0),
+        FaultKind::Partition => "✂".to_string(),
+        _ => "⇄".to_string(),
+    }
 }
 
 /// The belief in effect at `t` within sorted `spans`.

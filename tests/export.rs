@@ -257,3 +257,13 @@ fn export_compare_from_the_command_line() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds 2 run(s); there is no run 3"));
 }
+
+#[test]
+fn a_partitioned_workers_lane_shows_its_link_failing_and_its_unanswered_renewals() {
+    let scenario = builtin("partitioned-holder").unwrap().unwrap();
+    let svg = timeline_svg(&support::sim_run(&scenario, false), Palette::Light);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let marks: Vec<&str> =
+        with_class(&doc, "link").iter().filter_map(|n| n.text()).map(str::trim).collect();
+    assert_eq!(marks, ["✂", "?renew", "?renew", "⇄"]);
+}

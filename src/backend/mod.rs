@@ -12,8 +12,10 @@ mod acl;
 pub mod deployment;
 pub mod etcd;
 pub mod keys;
+pub mod link;
 pub mod lock;
 pub mod node;
+pub mod proxy;
 pub mod redis;
 pub mod scripts;
 pub mod server;
@@ -25,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub use async_trait::async_trait;
 pub use keys::Keys;
+pub use link::WorkerLink;
 pub use storage::sql;
 // Faults are scheduled by scenarios, so the kind lives with the scenario.
 pub use crate::scenario::FaultKind;
@@ -195,6 +198,18 @@ pub trait LockService: Send + Sync + 'static {
     /// Open a new, independent client bound to this run's keys.
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError>;
 
+    /// Like `connect`, but through `link` (a worker whose link the scenario makes
+    /// fail). Only lock services whose connections the link can carry support it (the
+    /// scenario's validation keeps link faults away from the others).
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        let _ = (keys, link);
+        Err(no_links())
+    }
+
     /// What the screen and transcript say about where the lock lives (passwords redacted).
     fn describe(&self) -> String;
 
@@ -267,6 +282,16 @@ pub trait Storage: Send + Sync + 'static {
     /// Open a new, independent client bound to this run's keys.
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError>;
 
+    /// Like `connect`, but through `link`, as [`LockService::connect_via`].
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        let _ = (keys, link);
+        Err(no_links())
+    }
+
     /// Said after the lock service in the header when the storage lives apart from it
     /// ("private PostgreSQL"); None when it needs no mention (a list on Redis).
     fn note(&self) -> Option<String> {
@@ -303,6 +328,17 @@ pub trait StorageClient: Send {
             "this step needs a database: set storage = \"postgres\" in the scenario".into(),
         ))
     }
+}
+
+/// A link fault sent to a server (the scenario's validation keeps them apart).
+pub(crate) fn not_on_a_server(kind: FaultKind) -> BackendError {
+    BackendError::Unsupported(format!("`{}` hits a worker's link, not a server", kind.name()))
+}
+
+fn no_links() -> BackendError {
+    BackendError::Unsupported(
+        "link faults need the lock and the storage on one Redis (the proxy carries Redis connections only)".into(),
+    )
 }
 
 /// One line for headers and logs: the lock service, and the storage when it lives

@@ -55,7 +55,8 @@ impl NodeHealth {
     }
 
     /// A fault happened to `node`: a kill takes it down, a restart brings it back.
-    /// (Detach and promote change replication, a clock jump the keys: not health.)
+    /// (Detach and promote change replication, a clock jump the keys: not health;
+    /// link faults hit no server.)
     pub fn record(&self, node: usize, kind: FaultKind) {
         match kind {
             FaultKind::Kill => self.up[node].store(false, Ordering::SeqCst),
@@ -63,7 +64,12 @@ impl NodeHealth {
                 self.restarts[node].fetch_add(1, Ordering::SeqCst);
                 self.up[node].store(true, Ordering::SeqCst);
             }
-            FaultKind::Detach | FaultKind::Promote | FaultKind::ClockJump => {}
+            FaultKind::Detach
+            | FaultKind::Promote
+            | FaultKind::ClockJump
+            | FaultKind::Delay
+            | FaultKind::Partition
+            | FaultKind::Heal => {}
         }
     }
 

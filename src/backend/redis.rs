@@ -21,11 +21,12 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{
-    Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, RedisResult,
+    Cmd, ConnectionAddr, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, RedisResult,
     ServerErrorKind, Value,
 };
 
-use super::{BackendError, Keys};
+use super::proxy::Upstream;
+use super::{BackendError, Keys, WorkerLink, scripts};
 
 /// How long to wait for a connection or a reply before calling Redis unreachable.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -85,7 +86,7 @@ fn classify(url: &str, e: RedisError) -> BackendError {
 /// Redis does not have yet (`NOSCRIPT`: a fresh or restarted server) is loaded and the
 /// round trip repeated; `EVALSHA` fails before running, so nothing happens twice.
 pub(crate) async fn keeping<T: FromRedisValue>(
-    con: &mut RedisCon,
+    con: &mut Connection,
     call: impl FnOnce(&mut Pipeline),
     script: Option<&redis::Script>,
     keys: &[&str],
@@ -134,14 +135,60 @@ impl RedisBackend {
 
     /// A new connection bound to a run's keys.
     pub async fn connect(&self, keys: &Keys) -> Result<RedisClient, BackendError> {
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(TIMEOUT))
-            .set_response_timeout(Some(TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(200));
-        let mut single = ConnectionManager::new_with_config(self.client.clone(), config)
+        self.connect_to(self.client.clone(), keys, Duration::ZERO).await
+    }
+
+    /// A new connection bound to a run's keys, through a worker's link: the client
+    /// dials the link's proxy for this server, and waits for a reply as much longer
+    /// as the link's longest delay.
+    pub async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<RedisClient, BackendError> {
+        let info = self.client.get_connection_info().clone();
+        let upstream = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => Upstream::Tcp { host: host.clone(), port: *port },
+            ConnectionAddr::Unix(path) => Upstream::Unix(path.clone()),
+            _ => {
+                return Err(BackendError::Unsupported(
+                    "link faults need a Redis reached without TLS (redis:// or unix://)".into(),
+                ));
+            }
+        };
+        let proxy = link.dial(upstream).await.map_err(|e| BackendError::Unreachable {
+            service: "Redis",
+            url: self.shown_url.clone(),
+            reason: format!("could not start the link's proxy: {e}"),
+        })?;
+        let addr = ConnectionAddr::Tcp(proxy.ip().to_string(), proxy.port());
+        let client = redis::Client::open(info.set_addr(addr)).map_err(|e| self.classify(e))?;
+        let mut linked = self.connect_to(client.clone(), keys, link.max_delay()).await?;
+        if matches!(linked.con.con, RedisCon::Cluster(_)) {
+            return Err(BackendError::Unsupported(
+                "link faults need a single Redis, not a node of a Redis Cluster".into(),
+            ));
+        }
+        let config = manager_config(link.max_delay());
+        linked.con.link = Some(Linked { link: link.clone(), cuts_seen: 0, client, config });
+        // Loaded now, while the link is clear: a delayed link then delays each call's
+        // one round trip, not a `NOSCRIPT` answer and a `SCRIPT LOAD` as well.
+        for (_, script, _) in &scripts::ALL {
+            let _: String = script.load_async(&mut linked.con).await.map_err(lost)?;
+        }
+        Ok(linked)
+    }
+
+    async fn connect_to(
+        &self,
+        client: redis::Client,
+        keys: &Keys,
+        slack: Duration,
+    ) -> Result<RedisClient, BackendError> {
+        let manager = ConnectionManager::new_with_config(client, manager_config(slack))
             .await
             .map_err(|e| self.classify(e))?;
+        let mut single = manager;
         // A PING proves the connection (and AUTH) works before the run starts.
         let _: String =
             redis::cmd("PING").query_async(&mut single).await.map_err(|e| self.classify(e))?;
@@ -154,7 +201,7 @@ impl RedisBackend {
             Err(e) => return Err(self.classify(e)),
             Ok(_) => RedisCon::Single(single),
         };
-        Ok(RedisClient { con, keys: keys.clone() })
+        Ok(RedisClient { con: Connection { con, link: None }, keys: keys.clone() })
     }
 
     /// A connection to the cluster the URL's server belongs to. The client reads the
@@ -208,11 +255,87 @@ impl ConnectionLike for RedisCon {
     }
 }
 
+/// How a connection gives up: fast, so a lesson about failures shows Redis failing;
+/// `slack` more for a reply, on a link whose replies the scenario delays that much.
+fn manager_config(slack: Duration) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(TIMEOUT))
+        .set_response_timeout(Some(TIMEOUT + slack))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(200))
+}
+
 /// One connection to Redis, bound to one run's keys: a worker's lock client, or one
 /// Redlock node.
 pub struct RedisClient {
-    pub(crate) con: RedisCon,
+    pub(crate) con: Connection,
     pub(crate) keys: Keys,
+}
+
+/// A worker's connection to Redis (reconnecting when it drops), and the link it goes
+/// over when the scenario makes that link fail.
+///
+/// While the link is cut, a call fails at once without a byte sent, as a call to a
+/// host whose route is gone does (`ENETUNREACH`); the proxy has cut the connections
+/// that were open (a reply still on its way is lost with them). The first call after
+/// the heal opens a new connection first, as a client that saw its connection drop
+/// does.
+pub struct Connection {
+    con: RedisCon,
+    link: Option<Linked>,
+}
+
+/// What a connection over a link needs to notice a cut and to reconnect after it.
+struct Linked {
+    link: WorkerLink,
+    /// The link's cuts this connection has reconnected after.
+    cuts_seen: u64,
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+}
+
+impl Connection {
+    /// Fail while the link is cut; reconnect once after each cut.
+    async fn ready(&mut self) -> RedisResult<()> {
+        let Some(linked) = &mut self.link else { return Ok(()) };
+        if linked.link.is_cut() {
+            let why = "the link is cut (partition)";
+            return Err(std::io::Error::new(std::io::ErrorKind::NetworkUnreachable, why).into());
+        }
+        let cuts = linked.link.cuts();
+        if cuts != linked.cuts_seen {
+            let (client, config) = (linked.client.clone(), linked.config.clone());
+            // Links are refused on a cluster: the connection is a single server's.
+            self.con = RedisCon::Single(ConnectionManager::new_with_config(client, config).await?);
+            linked.cuts_seen = cuts;
+        }
+        Ok(())
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            self.ready().await?;
+            self.con.req_packed_command(cmd).await
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            self.ready().await?;
+            self.con.req_packed_commands(pipeline, offset, count).await
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.con.get_db()
+    }
 }
 
 /// The URL with any password (userinfo or `?pass=` / `?password=`) replaced by `***`.

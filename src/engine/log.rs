@@ -61,6 +61,14 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
     },
+    /// A worker's link to its servers changed, as the scenario said: delayed by `ms`
+    /// (scenario ms), partitioned, or healed.
+    Link {
+        worker: String,
+        kind: crate::scenario::FaultKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ms: Option<u64>,
+    },
     /// A server the run depends on did not answer the observer within its deadline
     /// (stopped, overloaded) or went away (refused or closed the connection), with no
     /// fault in the scenario to explain it: the run ends with an error naming `server`.
@@ -134,6 +142,11 @@ pub enum WorkerEvent {
         rows: u64,
         value: Option<i64>,
         result: Option<String>,
+    },
+    /// A call got no answer because the connection was lost (the worker's link was
+    /// cut): the worker cannot tell whether it still holds the lock, and goes on.
+    Unanswered {
+        call: String,
     },
     Crashed,
     /// Learned it had lost the lock and stopped its work there (the safe reaction).

@@ -23,6 +23,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::keys::new_run_id;
+use crate::backend::link::Links;
 use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
 use crate::scenario::{Fault, Scenario, TokenSource};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
@@ -59,8 +60,12 @@ pub struct PreparedRun {
     observer: Observer,
     /// Connections of their own for reading the storage back and deleting the keys.
     bookkeeper: (Box<dyn LockClient>, Box<dyn StorageClient>),
-    /// Lock servers failing on schedule, with a connection of their own.
-    faults: Option<(Vec<Fault>, Box<dyn LockClient>)>,
+    /// Lock servers and links failing on schedule.
+    faults: Vec<Fault>,
+    /// The connection that makes lock servers fail, when the scenario fails one.
+    fault_client: Option<Box<dyn LockClient>>,
+    /// The links of the workers whose links fail (through proxies on real servers).
+    links: Arc<Links>,
     /// A child of the caller's token: a failure stops this run's workers without
     /// cancelling anything else the caller runs with the same token.
     cancel: CancellationToken,
@@ -127,15 +132,23 @@ pub async fn prepare(
     // Keys a killed run cannot delete expire an hour after the run could have ended.
     let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
     let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
+    // Only for turning the links' delays into real time; the run's clock starts below.
+    let scale = RunClock::start_now(options.time_scale);
+    let links = Arc::new(Links::new(&scenario.faults, |ms| scale.real(ms as f64), &cancel));
     let mut clients = Vec::with_capacity(scenario.workers.len());
-    for _ in &scenario.workers {
-        clients.push(connect(lock, storage, &keys).await?);
+    for w in &scenario.workers {
+        clients.push(match links.of(&w.name) {
+            Some(link) => {
+                (lock.connect_via(&keys, link).await?, storage.connect_via(&keys, link).await?)
+            }
+            None => connect(lock, storage, &keys).await?,
+        });
     }
     let observer_clients = connect(lock, storage, &keys).await?;
     let bookkeeper = connect(lock, storage, &keys).await?;
-    let faults = match scenario.faults.is_empty() {
-        true => None,
-        false => Some((scenario.faults.clone(), lock.connect(&keys).await?)),
+    let fault_client = match scenario.faults.iter().any(|f| f.worker.is_none()) {
+        true => Some(lock.connect(&keys).await?),
+        false => None,
     };
     let backend = crate::backend::describe(lock, storage);
     let names = (lock.describe(), storage.note().unwrap_or_else(|| lock.describe()));
@@ -183,7 +196,9 @@ pub async fn prepare(
         log,
         workers,
         bookkeeper,
-        faults,
+        faults: scenario.faults.clone(),
+        fault_client,
+        links,
         cancel,
         handle,
     })
@@ -209,6 +224,8 @@ impl PreparedRun {
             observer,
             bookkeeper: (mut lock_keeper, mut storage_keeper),
             faults,
+            fault_client,
+            links,
             cancel,
             // Held until the end so the workers' command channels stay open.
             handle: _handle,
@@ -228,8 +245,8 @@ impl PreparedRun {
                 (watched, stopped_first)
             }
         });
-        let faults = faults.map(|(faults, client)| {
-            tokio::spawn(inject(faults, client, log.clone(), cancel.clone()))
+        let faults = (!faults.is_empty()).then(|| {
+            tokio::spawn(inject(faults, fault_client, links.clone(), log.clone(), cancel.clone()))
         });
 
         let mut tasks = JoinSet::new();
@@ -254,6 +271,7 @@ impl PreparedRun {
                 failure.get_or_insert(e.to_string());
             }
         }
+        links.close().await;
         let mut lost = false;
         match observer.await {
             // The observer names the server and how long it was silent; a worker's
@@ -300,10 +318,12 @@ impl PreparedRun {
     }
 }
 
-/// Make lock servers fail at the scenario's moments, and record each in the log.
+/// Make lock servers and links fail at the scenario's moments, and record each in the
+/// log.
 async fn inject(
     mut faults: Vec<Fault>,
-    mut client: Box<dyn LockClient>,
+    mut client: Option<Box<dyn LockClient>>,
+    links: Arc<Links>,
     log: Arc<EventLog>,
     cancel: CancellationToken,
 ) -> Result<(), BackendError> {
@@ -313,10 +333,20 @@ async fn inject(
             () = tokio::time::sleep_until(log.clock().instant_at(f.at_ms as f64)) => {}
             () = cancel.cancelled() => return Ok(()),
         }
-        // A size is a duration on the servers' clocks: slow motion stretches it.
-        let real_ms = f.ms.map_or(0, |ms| log.clock().real(ms as f64).as_millis() as u64);
-        client.fault(f.node_index(), f.kind, real_ms).await?;
-        log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind, ms: f.ms });
+        match (&f.worker, client.as_mut()) {
+            (Some(worker), _) => {
+                // Logged first: what the fault does to the worker's calls comes after it.
+                log.append(EventKind::Link { worker: worker.clone(), kind: f.kind, ms: f.ms });
+                links.apply(worker, f.kind, log.clock().real(f.ms.unwrap_or(0) as f64));
+            }
+            (None, Some(client)) => {
+                // A size is a duration on the servers' clocks: slow motion stretches it.
+                let real_ms = f.ms.map_or(0, |ms| log.clock().real(ms as f64).as_millis() as u64);
+                client.fault(f.node_index(), f.kind, real_ms).await?;
+                log.append(EventKind::Fault { node: f.node_index() + 1, kind: f.kind, ms: f.ms });
+            }
+            (None, None) => {}
+        }
     }
     Ok(())
 }

@@ -209,7 +209,18 @@ impl Worker {
                 let value = self.value.clone().unwrap_or_default();
                 let (ttl, mode) = (self.real_ttl(), self.settings.renew);
                 let started = Instant::now();
-                let extended = self.lock.renew(&value, ttl, mode).await?;
+                let extended = match self.lock.renew(&value, ttl, mode).await {
+                    // A renewal is what a background thread does while the work goes on:
+                    // when its connection is gone (a cut link), it reports and the work
+                    // carries on, not knowing whether the lease still stands.
+                    Err(BackendError::Lost { .. }) => {
+                        let (command, _) = wire::renew(&self.keys, &value, ttl, mode, false);
+                        self.command(started, (command, "(no answer: connection lost)".into()));
+                        self.emit(WorkerEvent::Unanswered { call: "renew".to_string() });
+                        return Ok(self.stop_if(*stop_if_lost));
+                    }
+                    renewed => renewed?,
+                };
                 self.command(started, wire::renew(&self.keys, &value, ttl, mode, extended));
                 self.emit(WorkerEvent::Renewed { extended });
                 return Ok(self.stop_if(*stop_if_lost && !extended));

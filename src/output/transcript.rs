@@ -97,6 +97,17 @@ impl Transcript {
                 crate::backend::FaultKind::Restart => {
                     format!("! {at} redis node {node}: restarted, empty (nothing was on disk)")
                 }
+                link => format!("! {at} redis node {node}: {}", link.name()),
+            }],
+            EventKind::Link { worker, kind, ms } => vec![match kind {
+                crate::backend::FaultKind::Delay => format!(
+                    "! {at} {worker}'s link: everything the servers send {worker} now arrives {:.1}s late",
+                    ms.unwrap_or(0) as f64 / 1000.0
+                ),
+                crate::backend::FaultKind::Partition => format!(
+                    "! {at} {worker}'s link: partitioned, its connections are cut and nothing gets through"
+                ),
+                _ => format!("! {at} {worker}'s link: healed, its calls go through again"),
             }],
             EventKind::ServerLost { server, reason } => vec![format!("✖ {at} {server} {reason}")],
             EventKind::FencingChanged { on } => {
@@ -187,6 +198,9 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
         WorkerEvent::Renewed { extended: false } => {
             "renewal refused: the lock is no longer mine".to_string()
         }
+        WorkerEvent::Unanswered { call } => format!(
+            "{call} got no answer (connection lost): cannot tell whether the lock is still mine, so goes on"
+        ),
         WorkerEvent::Crashed => "crashed without releasing the lock".to_string(),
         WorkerEvent::StoppedWork => {
             "cannot count on the lock, so it stops its work here".to_string()

@@ -35,6 +35,8 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("18-unique-constraint"),
     lesson!("19-skip-locked"),
     lesson!("20-redlock-clock-jump"),
+    lesson!("21-late-grant"),
+    lesson!("22-partitioned-holder"),
 ];
 
 const PLAYGROUND: (&str, &str) =

@@ -100,7 +100,7 @@ impl Fault {
     }
 }
 
-/// Something that happens to a lock server during a run.
+/// Something that happens to a lock server, or to one worker's link, during a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
@@ -118,6 +118,17 @@ pub enum FaultKind {
     /// time): every key it holds reaches its deadline `ms` sooner. Keys set later
     /// last their full lease, as a lease is measured from the server's own now.
     ClockJump,
+    /// From now on, what the servers send a worker reaches it `ms` late (until
+    /// `heal`): the server acts at once, the worker learns of it late. Only the replies
+    /// are late, because a late reply is what a pause cannot show (a late request is
+    /// just a later request); and the arithmetic stays readable: reply at t + ms.
+    Delay,
+    /// The worker's links carry nothing until `heal`: its connections are cut and new
+    /// ones are dropped, so every call fails at once and nothing it sends meanwhile
+    /// ever reaches a server (see `backend/link.rs` for why cut rather than held).
+    Partition,
+    /// The worker's links work normally again.
+    Heal,
 }
 
 /// What a kind of fault needs besides its moment.
@@ -137,6 +148,8 @@ impl FaultKind {
                 FaultNeeds { node: true, ms: false }
             }
             FaultKind::ClockJump => FaultNeeds { node: true, ms: true },
+            FaultKind::Delay => FaultNeeds { node: false, ms: true },
+            FaultKind::Partition | FaultKind::Heal => FaultNeeds { node: false, ms: false },
         }
     }
 
@@ -148,6 +161,9 @@ impl FaultKind {
             FaultKind::Detach => "detach",
             FaultKind::Promote => "promote",
             FaultKind::ClockJump => "clock-jump",
+            FaultKind::Delay => "delay",
+            FaultKind::Partition => "partition",
+            FaultKind::Heal => "heal",
         }
     }
 }

@@ -159,6 +159,11 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
             (None, Some(w)) if !s.workers.iter().any(|x| &x.name == w) => Some(format!(
                 "fault `{kind}` at {at} ms names worker {w:?}, which the scenario does not have"
             )),
+            (None, Some(_)) if (s.lock, s.storage) != (LockShape::Redis, StorageKind::Redis) => {
+                Some(format!(
+                    "fault `{kind}` at {at} ms: link faults need the lock and the storage on one Redis (the proxy carries Redis connections only)"
+                ))
+            }
             (None, Some(_)) => None,
         };
     }
@@ -436,6 +441,31 @@ steps = [{ do = "acquire" }]
         assert!(at("node = 2\nms = 10\n").unwrap_err().1.contains("takes no `ms`"));
         let worker = at("node = 2\nworker = \"A\"\n").unwrap_err().1;
         assert!(worker.contains("name it with `node = N`, not `worker`"), "{worker}");
+    }
+
+    #[test]
+    fn a_link_fault_needs_a_worker_of_the_scenario_on_one_redis() {
+        let at = |head: &str, fault: &str| {
+            let src = format!("{head}{MINIMAL}[[faults]]\nat_ms = 5\n{fault}");
+            parse_scenario(&src, "t.toml").map(|_| ()).map_err(|e| (e.line, e.message))
+        };
+        assert_eq!(at("", "worker = \"A\"\ndo = \"delay\"\nms = 2500\n"), Ok(()));
+        assert_eq!(at("", "worker = \"A\"\ndo = \"partition\"\n"), Ok(()));
+        let (line, message) = at("", "do = \"heal\"\n").unwrap_err();
+        assert_eq!(line, 8, "the [[faults]] line");
+        assert!(message.contains("needs `worker = \"A\"`: whose link"), "{message}");
+        let sized = at("", "worker = \"A\"\ndo = \"delay\"\n").unwrap_err().1;
+        assert!(sized.contains("`delay` at 5 ms needs `ms = N`"), "{sized}");
+        let stranger = at("", "worker = \"Z\"\ndo = \"partition\"\n").unwrap_err().1;
+        assert!(stranger.contains("names worker \"Z\""), "{stranger}");
+        let node = at("redlock_nodes = 3\n", "node = 1\ndo = \"partition\"\n").unwrap_err().1;
+        assert!(node.contains("name it with `worker = \"A\"`, not `node`"), "{node}");
+        let postgres =
+            at("storage = \"postgres\"\n", "worker = \"A\"\ndo = \"partition\"\n").unwrap_err().1;
+        assert!(
+            postgres.contains("link faults need the lock and the storage on one Redis"),
+            "{postgres}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::backend::node::LockNode;
 use crate::backend::redis::{RedisBackend, RedisClient, keeping, lost};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
-    async_trait, scripts,
+    WorkerLink, async_trait, scripts,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -15,6 +15,14 @@ use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 impl LockService for RedisBackend {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
         Ok(Box::new(RedisBackend::connect(self, keys).await?))
+    }
+
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        Ok(Box::new(RedisBackend::connect_via(self, keys, link).await?))
     }
 
     fn describe(&self) -> String {

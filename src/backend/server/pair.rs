@@ -7,7 +7,7 @@ use super::{PrivateRedis, REDIS, ServerError, free_port};
 use crate::backend::lock::failover::{Pair, PairState, not_on_pair};
 use crate::backend::node::LockNode;
 use crate::backend::redis::{RedisBackend, RedisClient};
-use crate::backend::{BackendError, FaultKind, Keys};
+use crate::backend::{BackendError, FaultKind, Keys, not_on_a_server};
 
 /// A real primary (on a loopback port, which replication needs) and its replica.
 pub struct RedisPair {
@@ -101,6 +101,9 @@ impl Pair for RedisPair {
                 run(&url, redis::cmd("REPLICAOF").arg("NO").arg("ONE"))
             })?,
             FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
+            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal => {
+                return Err(not_on_a_server(kind));
+            }
         }
         self.state.record(node, kind);
         Ok(())

@@ -4,6 +4,7 @@
 //! differential test runs every lesson on it and on real servers and compares.
 
 mod etcd;
+mod link;
 mod nodes;
 mod redis;
 

@@ -8,7 +8,7 @@ use super::{SimBackend, SimClient};
 use crate::backend::lock::failover::{Pair, PairState, not_on_pair};
 use crate::backend::lock::redlock::{NodeSet, unsupported};
 use crate::backend::node::NodeHealth;
-use crate::backend::{BackendError, FaultKind, Keys};
+use crate::backend::{BackendError, FaultKind, Keys, not_on_a_server};
 
 /// Simulated nodes: one simulator database each.
 pub struct SimNodes {
@@ -80,6 +80,9 @@ impl Pair for SimPair {
             FaultKind::Detach | FaultKind::Promote => self.detached.store(true, Ordering::SeqCst),
             FaultKind::Kill => self.nodes[node].wipe(),
             FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
+            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal => {
+                return Err(not_on_a_server(kind));
+            }
         }
         self.state.record(node, kind);
         Ok(())

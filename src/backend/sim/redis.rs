@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::time::{Duration, Instant};
 
+use super::link::Linked;
 use crate::backend::node::LockNode;
 use crate::backend::sql::{SqlOp, SqlReply};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, Storage, StorageClient,
-    StorageTruth, StoredWrite, WriteCheck, async_trait,
+    StorageTruth, StoredWrite, WorkerLink, WriteCheck, async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -141,6 +142,15 @@ impl LockService for SimBackend {
         Ok(Box::new(self.client(keys)))
     }
 
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        let client: Box<dyn LockClient> = Box::new(self.client(keys));
+        Ok(Box::new(Linked::new(client, link.clone())))
+    }
+
     fn describe(&self) -> String {
         "SIMULATOR (virtual clock, no Redis)".to_string()
     }
@@ -150,6 +160,15 @@ impl LockService for SimBackend {
 impl Storage for SimBackend {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
         Ok(Box::new(SimStorageClient(self.client(keys))))
+    }
+
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        let client: Box<dyn StorageClient> = Box::new(SimStorageClient(self.client(keys)));
+        Ok(Box::new(Linked::new(client, link.clone())))
     }
 }
 

@@ -5,14 +5,22 @@ use redis::AsyncCommands;
 
 use crate::backend::redis::{RedisBackend, RedisClient, keeping, lost};
 use crate::backend::{
-    BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
-    scripts,
+    BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WorkerLink, WriteCheck,
+    async_trait, scripts,
 };
 
 #[async_trait]
 impl Storage for RedisBackend {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
         Ok(Box::new(RedisStorageClient(RedisBackend::connect(self, keys).await?)))
+    }
+
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        Ok(Box::new(RedisStorageClient(RedisBackend::connect_via(self, keys, link).await?)))
     }
 }
 

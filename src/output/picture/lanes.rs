@@ -114,11 +114,35 @@ pub fn section(
             let tb = TextBox { x, baseline, size: BODY, bold: false, text: label };
             lg = put(placer, lg, tb, c.dim);
         }
+        // The worker's link failing (`~2.5s`, `✂`, `⇄`) and calls that got no answer:
+        // above its bar, else below it, else on the bar itself (a write's label may
+        // have taken the row above: a heal and a write come close together).
+        for mark in model.marks.iter().filter(|m| m.lane == i && is_link_mark(&m.label)) {
+            let x = scale.x(mark.t_ms) + 3.0;
+            let rows = [
+                (y + BAR_TOP - 6.0, c.dim),
+                (y + BAR_TOP + BAR + 30.0, c.dim),
+                (y + BAR_TOP + 23.0, c.background),
+            ];
+            let placed = rows.into_iter().find_map(|(baseline, fill)| {
+                let text = mark.label.clone();
+                let tb = TextBox { x, baseline, size: BODY, bold: false, text };
+                placer.try_place(tb).map(|tb| (tb, fill))
+            });
+            if let Some((tb, fill)) = placed {
+                lg = lg.add(super::text(&tb, fill).set("class", "link"));
+            }
+        }
         g = g.add(lg);
         y += LANE;
     }
     g = g.add(truth_lane(model, scale, y, placer, c));
     (g, y + LANE)
+}
+
+/// Whether a lane mark is about the worker's link (see `model::link_mark`).
+fn is_link_mark(label: &str) -> bool {
+    label.starts_with(['~', '✂', '⇄', '?'])
 }
 
 /// Belief stretches as (from, to, belief), the last one ending at the run's end.
@@ -233,8 +257,25 @@ fn extras(model: &RunModel, scale: &Scale) -> Vec<Extras> {
             extra.expiries.paint((col, col), 1);
         }
     };
+    // A lease starts when the lock service granted it: the reply's time less the
+    // call's latency (a reply that arrives late comes from a grant made long before).
+    let mut time_scale = 1.0;
+    let mut latency = vec![0.0; model.lanes.len()];
     for e in model.events() {
-        let EventKind::Worker { worker, what } = &e.kind else { continue };
+        let (worker, what) = match &e.kind {
+            EventKind::RunStarted { time_scale: scale, .. } => {
+                time_scale = *scale;
+                continue;
+            }
+            EventKind::Command { worker, latency_ms, .. } => {
+                if let Some(&i) = index.get(worker.as_str()) {
+                    latency[i] = latency_ms / time_scale;
+                }
+                continue;
+            }
+            EventKind::Worker { worker, what } => (worker, what),
+            _ => continue,
+        };
         let Some(&i) = index.get(worker.as_str()) else { continue };
         let t = e.t_ms;
         match what {
@@ -242,7 +283,8 @@ fn extras(model: &RunModel, scale: &Scale) -> Vec<Extras> {
                 if let Some(lease) = open[i].take() {
                     close(&mut out[i], lease, t);
                 }
-                open[i] = Some((t, ttl.map(|ttl| t + ttl)));
+                let granted = t - latency[i];
+                open[i] = Some((granted, ttl.map(|ttl| granted + ttl)));
             }
             WorkerEvent::Renewed { extended: true } => {
                 if let Some((_, deadline)) = open[i].as_mut() {

@@ -225,7 +225,7 @@ fn put(placer: &mut Placer, g: Group, tb: TextBox, fill: &str) -> Group {
     }
 }
 
-fn text(tb: &TextBox, fill: &str) -> Text {
+pub(super) fn text(tb: &TextBox, fill: &str) -> Text {
     let t = Text::new(tb.text.clone())
         .set("x", round(tb.x))
         .set("y", round(tb.baseline))

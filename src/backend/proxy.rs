@@ -1,0 +1,171 @@
+//! The in-process TCP proxy that stands between one worker and one server when the
+//! scenario has link faults for that worker: the network between them, made to
+//! misbehave on schedule.
+//!
+//! One listener per worker and server, on loopback; each connection a worker opens
+//! through it is one task that carries bytes both ways and obeys the worker's
+//! [`LinkCondition`]: what the server sends is held back by the current delay (kept in
+//! order), and a cut closes both sides at once, dropping whatever was still in flight,
+//! while new connections are accepted and held, carrying nothing, until the heal. Every task watches the run's
+//! cancellation token and is tracked, so a run can wait for all of them to end.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixStream};
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until, timeout};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What a worker's link does to its traffic now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LinkCondition {
+    #[default]
+    Clear,
+    /// What the servers send reaches the worker this much later (real time).
+    Delayed(Duration),
+    /// Nothing gets through: connections are cut.
+    Cut,
+}
+
+impl LinkCondition {
+    /// How late a reply read now reaches the worker.
+    pub fn delay(self) -> Duration {
+        match self {
+            LinkCondition::Delayed(late) => late,
+            LinkCondition::Clear | LinkCondition::Cut => Duration::ZERO,
+        }
+    }
+}
+
+/// How long the proxy waits for the server to accept the connection it carries: the
+/// same deadline as a direct connection's.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Bytes read at a time in each direction (Redis commands and replies are small).
+const CHUNK: usize = 16 * 1024;
+
+/// Where the server listens.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Upstream {
+    Tcp { host: String, port: u16 },
+    Unix(PathBuf),
+}
+
+/// A byte stream to the server, whichever kind of socket it is.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+impl Upstream {
+    async fn connect(&self) -> io::Result<Box<dyn Stream>> {
+        let dial = async {
+            Ok::<Box<dyn Stream>, io::Error>(match self {
+                Upstream::Tcp { host, port } => {
+                    Box::new(TcpStream::connect((host.as_str(), *port)).await?)
+                }
+                Upstream::Unix(path) => Box::new(UnixStream::connect(path).await?),
+            })
+        };
+        timeout(CONNECT_TIMEOUT, dial).await.map_err(|_| io::ErrorKind::TimedOut)?
+    }
+}
+
+/// Start a proxy to `upstream` on a free loopback port; returns the address to dial.
+/// It stops (listener and every connection) when `cancel` is cancelled.
+pub async fn listen(
+    upstream: Upstream,
+    condition: watch::Receiver<LinkCondition>,
+    cancel: CancellationToken,
+    tasks: &TaskTracker,
+) -> io::Result<SocketAddr> {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let tracker = tasks.clone();
+    tasks.spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = cancel.cancelled() => break,
+                accepted = listener.accept() => accepted,
+            };
+            // An accept error (out of descriptors) ends the proxy: the worker's next
+            // connection is refused, which it reports, rather than a busy loop here.
+            let Ok((client, _)) = accepted else { break };
+            tracker.spawn(carry(client, upstream.clone(), condition.clone(), cancel.clone()));
+        }
+    });
+    Ok(addr)
+}
+
+/// Carry one connection until either side closes it, the link is cut, or the run
+/// ends. Requests go straight through; replies wait in `in_flight` until due.
+async fn carry(
+    client: TcpStream,
+    upstream: Upstream,
+    mut condition: watch::Receiver<LinkCondition>,
+    cancel: CancellationToken,
+) {
+    // A connection opened while the link is cut waits for the heal before it reaches
+    // the server (as a connection attempt on a dead route retries), and what it sent
+    // meanwhile is dropped: nothing sent during a partition arrives.
+    if *condition.borrow() == LinkCondition::Cut {
+        let healed = condition.wait_for(|c| *c != LinkCondition::Cut);
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            healed = healed => if healed.is_err() { return },
+        }
+        let mut dropped = [0u8; CHUNK];
+        while let Ok(n) = client.try_read(&mut dropped) {
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let server = tokio::select! {
+        () = cancel.cancelled() => return,
+        server = upstream.connect() => server,
+    };
+    // Dropping the client's socket tells it the server could not be reached.
+    let Ok(server) = server else { return };
+    let (mut from_client, mut to_client) = client.into_split();
+    let (mut from_server, mut to_server) = tokio::io::split(server);
+    let (mut up, mut down) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+    let mut in_flight: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    loop {
+        let due = in_flight.front().map(|(at, _)| *at);
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            changed = condition.changed() => {
+                if changed.is_err() || *condition.borrow() == LinkCondition::Cut {
+                    return;
+                }
+            }
+            read = from_client.read(&mut up) => match read {
+                Ok(n) if n > 0 => {
+                    if to_server.write_all(&up[..n]).await.is_err() {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+            read = from_server.read(&mut down) => match read {
+                Ok(n) if n > 0 => {
+                    let late = condition.borrow().delay();
+                    in_flight.push_back((Instant::now() + late, down[..n].to_vec()));
+                }
+                _ => return,
+            },
+            () = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
+                if let Some((_, bytes)) = in_flight.pop_front()
+                    && to_client.write_all(&bytes).await.is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
