@@ -142,7 +142,7 @@ mod tests {
 
     use crate::backend::link::Links;
     use crate::backend::sim::SimBackend;
-    use crate::backend::{AcquireReply, BackendError, Keys, LockService, Storage};
+    use crate::backend::{AcquireReply, BackendError, Keys, LockService};
     use crate::scenario::{AcquireMode, Fault, FaultKind};
 
     #[tokio::test(start_paused = true)]
@@ -159,12 +159,11 @@ mod tests {
         let links = Links::new(&[fault], Duration::from_millis, &CancellationToken::new());
         let link = links.of("A").unwrap();
         let mut a = LockService::connect_via(&sim, &keys, link).await.unwrap();
-        let mut tokens = Storage::connect(&sim, &keys).await.unwrap();
         let mut direct = LockService::connect(&sim, &keys).await.unwrap();
 
         links.apply("A", FaultKind::Delay, Duration::from_millis(2500));
         let asked = tokio::time::Instant::now();
-        let reply = a.acquire("A:1", 2000, AcquireMode::Script, tokens.as_mut()).await.unwrap();
+        let reply = a.acquire("A:1", 2000, AcquireMode::Script, None).await.unwrap();
         assert_eq!(reply, AcquireReply::Granted { token: 1 });
         assert_eq!(asked.elapsed(), Duration::from_millis(2500), "the reply is exactly that late");
         assert_eq!(direct.holder().await.unwrap(), None, "granted at once, so expired by now");
