@@ -90,6 +90,10 @@ pub enum Command {
     },
     /// Print the man page (roff) to stdout (e.g. `fencelab man > fencelab.1`).
     Man,
+    /// One worker as its own process: started by `--processes`, which sends its orders
+    /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.
+    #[command(hide = true)]
+    Worker,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -206,6 +210,10 @@ pub struct RunArgs {
     /// time, on Redis too), 2 is double speed.
     #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
     pub speed: f64,
+    /// Run each worker as its own process: a pause is the kernel's SIGSTOP, a crash
+    /// SIGKILL (real servers only).
+    #[arg(long)]
+    pub processes: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -52,6 +52,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             to_stdout(&out)
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
+        Some(Command::Worker) => worker(),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),
@@ -82,6 +83,17 @@ fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         record: args.keep.record.clone(),
     };
     crate::tui::play(options, &backend.targets())
+}
+
+/// `fencelab worker`: serve one worker process for a parent run (see `engine::process`).
+fn worker() -> anyhow::Result<ExitCode> {
+    let runtime = crate::runtime::build(false)?;
+    let served = crate::engine::process::child::serve(tokio::io::stdin(), tokio::io::stdout());
+    let served = runtime.block_on(served);
+    // The read of stdin blocks a thread that nothing can wake: do not wait for it.
+    runtime.shutdown_background();
+    served?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Run `number` (from 1) of a saved file.

@@ -137,6 +137,10 @@ async fn run_all(
             seed: deployment.simulated().then_some(planned.scenario.seed_or_default()),
             time_scale: 1.0 / args.speed,
             label: planned.label.clone(),
+            processes: match args.processes {
+                true => Some(crate::engine::process::worker_program(deployment.simulated())?),
+                false => None,
+            },
             ..RunOptions::new(planned.fencing)
         };
         let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());

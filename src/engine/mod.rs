@@ -11,9 +11,13 @@
 pub mod log;
 mod observer;
 pub mod pacer;
+pub mod process;
 mod worker;
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -43,19 +47,22 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// What the run is called in headers ("fencing tokens: off", a lesson's variant).
     pub label: String,
+    /// Run each worker as its own process of this program (`fencelab worker`), so a
+    /// pause is the kernel's `SIGSTOP`; None: as tasks of this process.
+    pub processes: Option<PathBuf>,
 }
 
 impl RunOptions {
     pub fn new(fencing: bool) -> Self {
         let label = format!("fencing tokens: {}", if fencing { "on" } else { "off" });
-        RunOptions { fencing, time_scale: 1.0, seed: None, label }
+        RunOptions { fencing, time_scale: 1.0, seed: None, label, processes: None }
     }
 }
 
 /// A run whose connections are open and whose clock has started.
 pub struct PreparedRun {
     log: Arc<EventLog>,
-    workers: Vec<Worker>,
+    workers: Vec<WorkerRun>,
     observer: Observer,
     /// Connections of their own for reading the storage back and deleting the keys.
     bookkeeper: (Box<dyn LockClient>, Box<dyn StorageClient>),
@@ -66,6 +73,9 @@ pub struct PreparedRun {
     cancel: CancellationToken,
     handle: RunControl,
 }
+
+/// One worker's whole run, as a task of this process or as a child process.
+type WorkerRun = Pin<Box<dyn Future<Output = Result<(), BackendError>> + Send>>;
 
 /// A handle for changing a run while it runs: pause or crash a worker, switch
 /// fencing, stop the run. Cheap to clone; every change is also recorded in the log.
@@ -128,8 +138,36 @@ pub async fn prepare(
     let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
     let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
     let mut clients = Vec::with_capacity(scenario.workers.len());
-    for _ in &scenario.workers {
-        clients.push(connect(lock, storage, &keys).await?);
+    let mut children = Vec::new();
+    match &options.processes {
+        Some(program) => {
+            let urls = lock.redis_url_for_workers().zip(storage.redis_url_for_workers());
+            let Some((lock_url, storage_url)) = urls else {
+                return Err(BackendError::Unsupported(format!(
+                    "workers run as processes on one Redis (lock and storage) only; this run uses {}: run it without --processes",
+                    crate::backend::describe(lock, storage)
+                )));
+            };
+            for spec in &scenario.workers {
+                let orders = process::Orders {
+                    scenario: scenario.clone(),
+                    worker: spec.name.clone(),
+                    run_id: run_id.clone(),
+                    expire_ms: keys.expire_ms,
+                    lock_url: lock_url.clone(),
+                    storage_url: storage_url.clone(),
+                    fencing: options.fencing,
+                    time_scale: options.time_scale,
+                    seed: rng.u64(..),
+                };
+                children.push(process::parent::WorkerProcess::start(program, orders).await?);
+            }
+        }
+        None => {
+            for _ in &scenario.workers {
+                clients.push(connect(lock, storage, &keys).await?);
+            }
+        }
     }
     let observer_clients = connect(lock, storage, &keys).await?;
     let bookkeeper = connect(lock, storage, &keys).await?;
@@ -150,28 +188,29 @@ pub async fn prepare(
         time_scale: options.time_scale,
     });
     let fencing = Arc::new(AtomicBool::new(options.fencing));
-    let settings = WorkerSettings {
-        ttl_ms: scenario.ttl_ms,
-        acquire: scenario.acquire,
-        release: scenario.release,
-        fencing: fencing.clone(),
-        renew: scenario.renew,
-        idempotency: scenario.idempotency,
-    };
+    let settings = WorkerSettings::of(scenario, fencing.clone());
     let mut senders = BTreeMap::new();
-    let mut workers = Vec::new();
+    let mut workers: Vec<WorkerRun> = Vec::new();
     for (spec, (lock, storage)) in scenario.workers.iter().zip(clients) {
         let (tx, rx) = mpsc::unbounded_channel();
         senders.insert(spec.name.clone(), tx);
-        workers.push(Worker::new(
-            spec.clone(),
-            (lock, storage, keys.clone()),
-            settings.clone(),
-            log.clone(),
-            cancel.clone(),
-            rx,
-            fastrand::Rng::with_seed(rng.u64(..)),
+        workers.push(Box::pin(
+            Worker::new(
+                spec.clone(),
+                (lock, storage, keys.clone()),
+                settings.clone(),
+                log.clone(),
+                cancel.clone(),
+                rx,
+                fastrand::Rng::with_seed(rng.u64(..)),
+            )
+            .run(),
         ));
+    }
+    for (spec, child) in scenario.workers.iter().zip(children) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        senders.insert(spec.name.clone(), tx);
+        workers.push(Box::pin(child.run(log.clone(), rx, fencing.clone(), cancel.clone())));
     }
     let handle = RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
     Ok(PreparedRun {
@@ -217,7 +256,7 @@ impl PreparedRun {
 
         let mut tasks = JoinSet::new();
         for w in workers {
-            tasks.spawn(w.run());
+            tasks.spawn(w);
         }
         let mut failure: Option<String> = None;
         while let Some(joined) = tasks.join_next().await {

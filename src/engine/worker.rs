@@ -22,7 +22,7 @@ use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
     holder_name, holder_value, wire,
 };
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Step, WorkerSpec};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode, Scenario, Step, WorkerSpec};
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
 const NO_TTL_RETRY_MS: f64 = 100.0;
@@ -38,6 +38,20 @@ pub struct WorkerSettings {
     pub renew: RenewMode,
     /// The storage dedups by idempotency key instead of checking tokens.
     pub idempotency: bool,
+}
+
+impl WorkerSettings {
+    /// What a scenario's workers share, with fencing switchable through `fencing`.
+    pub fn of(scenario: &Scenario, fencing: Arc<AtomicBool>) -> Self {
+        WorkerSettings {
+            ttl_ms: scenario.ttl_ms,
+            acquire: scenario.acquire,
+            release: scenario.release,
+            fencing,
+            renew: scenario.renew,
+            idempotency: scenario.idempotency,
+        }
+    }
 }
 
 /// Something a person asks a running worker to do.
@@ -430,7 +444,7 @@ impl Worker {
 }
 
 /// Sleep until `at`, or forever when there is no `at`.
-async fn sleep_until_opt(at: Option<Instant>) {
+pub(super) async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => sleep_until(at).await,
         None => std::future::pending().await,

@@ -78,6 +78,15 @@ impl Transcript {
                 }
             }
             EventKind::Command { .. } => Vec::new(),
+            EventKind::Signal { worker, signal, pid } => {
+                use crate::engine::log::KernelSignal;
+                let what = match signal {
+                    KernelSignal::Stop => "the kernel froze it mid-instruction",
+                    KernelSignal::Cont => "the kernel lets it run on",
+                    KernelSignal::Kill => "the kernel ended it; it released nothing",
+                };
+                vec![format!("! {at} {worker}: {} to process {pid}: {what}", signal.name())]
+            }
             EventKind::Fault { node, kind } => vec![match kind {
                 crate::backend::FaultKind::Detach => {
                     format!(

@@ -14,6 +14,10 @@ impl Storage for RedisBackend {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
         Ok(Box::new(RedisStorageClient(RedisBackend::connect(self, keys).await?)))
     }
+
+    fn redis_url_for_workers(&self) -> Option<String> {
+        Some(self.url_for_workers())
+    }
 }
 
 /// One worker's connection to the storage on Redis.
