@@ -237,6 +237,10 @@ pub struct PlayOptions {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
+    /// Run each worker as its own process: a pause is the kernel's SIGSTOP, a crash
+    /// SIGKILL (real servers only).
+    #[arg(long)]
+    pub processes: bool,
     #[command(flatten)]
     pub keep: Keep,
 }
@@ -286,7 +290,13 @@ impl Default for PlayArgs {
 
 impl Default for PlayOptions {
     fn default() -> Self {
-        PlayOptions { fencing: false, speed: 1.0, presenter: false, keep: Keep::default() }
+        PlayOptions {
+            fencing: false,
+            speed: 1.0,
+            presenter: false,
+            processes: false,
+            keep: Keep::default(),
+        }
     }
 }
 

@@ -81,6 +81,7 @@ fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         presenter: args.presenter,
         save: args.keep.save.clone(),
         record: args.keep.record.clone(),
+        processes: args.processes,
     };
     crate::tui::play(options, &backend.targets())
 }
