@@ -1,0 +1,99 @@
+//! A student's desk: joined with the URL the instructor handed out, it posts the
+//! student's worker's events to the student's own stream and reads the controls.
+
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::streams::StreamReadReply;
+
+use super::{ClassError, Control, RoomKeys, check_name, deadline, deadline_after};
+use crate::backend::redis::redact_url;
+use crate::engine::log::EventKind;
+
+pub struct Desk {
+    pub keys: RoomKeys,
+    pub name: String,
+    /// Posts; never blocks.
+    con: MultiplexedConnection,
+    /// Reads the controls with `XREAD BLOCK`, which would hold up posts on `con`.
+    listen: MultiplexedConnection,
+    /// The last event posted: the next is `seq + 1`, after a rejoin too.
+    seq: u64,
+    /// The last control read.
+    controls_seen: String,
+}
+
+impl Desk {
+    /// Join with a URL from the instructor (`redis://fencelab-ROOM-NAME:PASSWORD@...`).
+    /// Numbering carries on from the student's last event in the room, and controls
+    /// are read from now on (a pause sent before a rejoin is not played again).
+    pub async fn join(url: &str) -> Result<Desk, ClassError> {
+        let parsed = url::Url::parse(url).map_err(|_| ClassError::BadJoinUrl(redact_url(url)))?;
+        let (id, name) = parsed
+            .username()
+            .strip_prefix("fencelab-")
+            .and_then(|rest| rest.split_once('-'))
+            .ok_or_else(|| ClassError::BadJoinUrl(redact_url(url)))?;
+        check_name(id)?;
+        check_name(name)?;
+        let keys = RoomKeys::new(id);
+        let unreachable =
+            |e: ClassError| ClassError::Unreachable { url: redact_url(url), reason: e.to_string() };
+        let client = redis::Client::open(url).map_err(|e| unreachable(e.into()))?;
+        let mut con =
+            deadline(client.get_multiplexed_async_connection()).await.map_err(unreachable)?;
+        let listen =
+            deadline(client.get_multiplexed_async_connection()).await.map_err(unreachable)?;
+        let last = |key: String| {
+            let mut cmd = redis::cmd("XREVRANGE");
+            cmd.arg(key).arg("+").arg("-").arg("COUNT").arg(1);
+            cmd
+        };
+        let mine: Vec<(String, Vec<(String, String)>)> =
+            deadline(last(keys.stream(name)).query_async(&mut con)).await?;
+        let seq = mine
+            .first()
+            .and_then(|(_, fields)| fields.iter().find(|(k, _)| k == "seq"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let controls: Vec<(String, Vec<(String, String)>)> =
+            deadline(last(keys.controls()).query_async(&mut con)).await?;
+        let controls_seen = controls.first().map_or("0".to_string(), |(id, _)| id.clone());
+        Ok(Desk { keys, name: name.to_string(), con, listen, seq, controls_seen })
+    }
+
+    /// The number of the last event posted.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Post one event of this student's worker; returns its number.
+    pub async fn post(&mut self, kind: &EventKind) -> Result<u64, ClassError> {
+        let json = serde_json::to_string(kind).map_err(|e| ClassError::Redis(e.to_string()))?;
+        let seq = self.seq + 1;
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(self.keys.stream(&self.name)).arg("*");
+        cmd.arg("seq").arg(seq).arg("sender").arg(&self.name).arg("event").arg(json);
+        let _: String = deadline(cmd.query_async(&mut self.con)).await?;
+        self.seq = seq;
+        Ok(seq)
+    }
+
+    /// The controls sent since the last call, waiting up to `block` for one.
+    pub async fn controls(&mut self, block: Duration) -> Result<Vec<Control>, ClassError> {
+        let mut cmd = redis::cmd("XREAD");
+        cmd.arg("BLOCK").arg(block.as_millis() as u64).arg("STREAMS");
+        cmd.arg(self.keys.controls()).arg(&self.controls_seen);
+        let reply: Option<StreamReadReply> =
+            deadline_after(block, cmd.query_async(&mut self.listen)).await?;
+        let mut out = Vec::new();
+        for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+            self.controls_seen = entry.id.clone();
+            let control: Option<String> = entry.get("control");
+            if let Some(c) = control.and_then(|c| serde_json::from_str(&c).ok()) {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+}

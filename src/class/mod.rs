@@ -1,0 +1,137 @@
+//! A class on one Redis: the instructor's room, the students' desks, and the roll the
+//! instructor reads.
+//!
+//! The room lives in Redis, the system the class is learning about, under the room's
+//! own key prefix (the prefix of the run the class plays: `Keys::for_run(room id)`):
+//!
+//! ```text
+//! <prefix>lock, fence, storage...   the run's keys: every student's worker uses them
+//! <prefix>class:from:<student>      a stream per student: its worker's events, each
+//!                                   with `seq` (1, 2, ...), `sender` and `event` (JSON)
+//! <prefix>class:controls            the instructor's stream: pause, resume, crash,
+//!                                   fencing; students read it from their position
+//! ```
+//!
+//! Each student is a Redis ACL user made for the room ([`room`]): it can read the
+//! room's keys, write the run's keys and its *own* stream, and run only the commands
+//! a worker needs. So a student cannot post into another student's stream, and an
+//! event in its own stream that names someone else is refused by the roll ([`roll`])
+//! and shown. Positions are stream ids and sequence numbers, so a student who drops
+//! and rejoins carries on its numbering, and the roll sees every event once, in order.
+
+pub mod desk;
+pub mod roll;
+pub mod room;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Keys;
+
+/// Every call to the class's Redis has this deadline.
+const DEADLINE: Duration = Duration::from_secs(2);
+
+/// Why a class could not do something, phrased for the person at the terminal.
+#[derive(Debug, thiserror::Error)]
+pub enum ClassError {
+    #[error("cannot reach the class's Redis at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error(
+        "this Redis refused ACL SETUSER ({reason}): fencelab cannot give each student a user \
+         limited to the room's keys and a worker's commands, and will not hand out the \
+         admin password instead. Run the class on a Redis you administer (for a classroom, \
+         a redis-server on the LAN with a password of its own)"
+    )]
+    AclRefused { reason: String },
+    #[error("{0:?} is not a student name: use 1 to 32 letters, digits, '-' or '_'")]
+    BadName(String),
+    #[error("{0:?} is not a join URL: expect redis://fencelab-ROOM-NAME:PASSWORD@HOST:PORT")]
+    BadJoinUrl(String),
+    #[error("the class's Redis: {0}")]
+    Redis(String),
+    #[error("the class's Redis did not answer within {}s", DEADLINE.as_secs())]
+    Timeout,
+}
+
+impl From<redis::RedisError> for ClassError {
+    fn from(e: redis::RedisError) -> Self {
+        ClassError::Redis(e.to_string())
+    }
+}
+
+/// Run one Redis call with the class's deadline.
+async fn deadline<T>(call: impl Future<Output = redis::RedisResult<T>>) -> Result<T, ClassError> {
+    deadline_after(Duration::ZERO, call).await
+}
+
+/// The same for a call that blocks on purpose (`XREAD BLOCK`) for up to `blocks`.
+async fn deadline_after<T>(
+    blocks: Duration,
+    call: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, ClassError> {
+    match tokio::time::timeout(DEADLINE + blocks, call).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(ClassError::Timeout),
+    }
+}
+
+/// What the instructor asks of the class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Control {
+    Pause { student: String },
+    Resume { student: String },
+    Crash { student: String },
+    Fencing { on: bool },
+}
+
+/// The keys of one room: its run's keys, and the class's streams beside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomKeys {
+    pub id: String,
+    pub run: Keys,
+}
+
+impl RoomKeys {
+    pub fn new(id: &str) -> Self {
+        RoomKeys { id: id.to_string(), run: Keys::for_run(id) }
+    }
+
+    /// The stream of a student's events.
+    pub fn stream(&self, student: &str) -> String {
+        format!("{}class:from:{student}", self.run.prefix)
+    }
+
+    pub fn controls(&self) -> String {
+        format!("{}class:controls", self.run.prefix)
+    }
+
+    /// The Redis user of a student of this room; a join URL carries it, so it names
+    /// the room and the student.
+    pub fn user(&self, student: &str) -> String {
+        format!("fencelab-{}-{student}", self.id)
+    }
+}
+
+/// Names are spliced into key patterns and user names: nothing that globs or splits.
+pub fn check_name(name: &str) -> Result<(), ClassError> {
+    let ok = (1..=32).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok { Ok(()) } else { Err(ClassError::BadName(name.to_string())) }
+}
+
+/// A room id: 8 hex digits from the OS's random source.
+pub fn new_room_id() -> Result<String, ClassError> {
+    Ok(hex(&random_bytes::<4>()?))
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], ClassError> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| ClassError::Redis(format!("no randomness: {e}")))?;
+    Ok(bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
