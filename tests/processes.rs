@@ -169,3 +169,21 @@ fn no_worker_process_outlives_a_killed_fencelab() {
         wait_for(&format!("worker {pid} to end"), || (!alive(pid)).then_some(()));
     }
 }
+
+#[test]
+fn a_scenario_can_ask_for_worker_processes() {
+    let lesson = concat!(env!("CARGO_MANIFEST_DIR"), "/lessons/03-gc-pause.toml");
+    let gc_pause = std::fs::read_to_string(lesson).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kernel-pause.toml");
+    std::fs::write(&file, format!("processes = true\n{gc_pause}")).unwrap();
+    let out = bin().args(["run"]).arg(&file).args(["--fencing", "off"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("A: SIGSTOP to process"), "{text}");
+    assert!(text.contains("A: write ACCEPTED; still own lock? no"), "{text}");
+    // On the simulator the same file runs its workers in-process.
+    let sim = bin().args(["--sim", "run"]).arg(&file).args(["--fencing", "off"]).output().unwrap();
+    let text = String::from_utf8_lossy(&sim.stdout);
+    assert!(sim.status.success() && !text.contains("SIGSTOP"), "{text}");
+}

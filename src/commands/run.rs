@@ -137,9 +137,10 @@ async fn run_all(
             seed: deployment.simulated().then_some(planned.scenario.seed_or_default()),
             time_scale: 1.0 / args.speed,
             label: planned.label.clone(),
-            processes: match args.processes {
-                true => Some(crate::engine::process::worker_program(deployment.simulated())?),
-                false => None,
+            processes: match (args.processes, deployment.simulated()) {
+                (true, simulated) => Some(crate::engine::process::worker_program(simulated)?),
+                (false, true) => None,
+                (false, false) => crate::engine::process::for_scenario(None, &planned.scenario),
             },
             ..RunOptions::new(planned.fencing)
         };

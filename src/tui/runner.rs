@@ -86,7 +86,7 @@ impl Runner {
         } else {
             let options = RunOptions {
                 time_scale: 1.0 / speed,
-                processes: self.processes.clone(),
+                processes: crate::engine::process::for_scenario(self.processes.clone(), scenario),
                 ..RunOptions::new(fencing)
             };
             start_real(lock.as_ref(), storage.as_ref(), scenario, options).await?

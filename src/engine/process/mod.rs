@@ -103,6 +103,12 @@ pub fn worker_program(simulated: bool) -> Result<PathBuf, BackendError> {
     })
 }
 
+/// The program to run a scenario's workers with on real servers: the one asked for
+/// (`--processes`), else this program when the scenario says so (`processes = true`).
+pub fn for_scenario(asked: Option<PathBuf>, scenario: &Scenario) -> Option<PathBuf> {
+    asked.or_else(|| scenario.processes.then(|| worker_program(false).ok()).flatten())
+}
+
 /// CLOCK_MONOTONIC now, in ns: what `std::time::Instant` reads on Linux, shared by all
 /// processes of the machine (and running on while a process is stopped).
 fn monotonic_ns() -> u64 {
