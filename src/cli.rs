@@ -90,10 +90,40 @@ pub enum Command {
     },
     /// Print the man page (roff) to stdout (e.g. `fencelab man > fencelab.1`).
     Man,
+    /// Open a class: a room on Redis (`--redis URL`, or a private redis-server on the
+    /// LAN with a generated password), one join command per student (with a QR code),
+    /// then the run once every student has joined. Type `pause NAME`, `resume NAME`,
+    /// `crash NAME` or `fencing on|off` while it runs.
+    Class(ClassArgs),
+    /// Join a class with the URL the instructor shows: your worker runs here, as its
+    /// own process, and its events go to the room.
+    Join {
+        /// `redis://fencelab-ROOM-NAME:PASSWORD@HOST:PORT`, from the instructor.
+        url: String,
+    },
     /// One worker as its own process: started by `--processes`, which sends its orders
     /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.
     #[command(hide = true)]
     Worker,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ClassArgs {
+    /// The scenario the class plays: students take its workers' parts in turn.
+    #[arg(default_value = "playground")]
+    pub scenario: String,
+    /// The students' names, comma-separated (letters, digits, '-', '_').
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub students: Vec<String>,
+    /// Start with fencing tokens checked by the storage.
+    #[arg(long)]
+    pub fencing: bool,
+    /// Without --redis: the address the private redis-server listens on.
+    #[arg(long, default_value = "0.0.0.0", value_name = "ADDR")]
+    pub listen: String,
+    /// The host name or address students reach this machine by (default: its name).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -219,6 +219,7 @@ impl RunModel {
                 });
             }
             EventKind::FencingChanged { on } => self.fencing = *on,
+            EventKind::Refused { .. } => {}
             // A worker process frozen or killed by the kernel: its lane says so, so a
             // kernel pause is told apart from a worker that chose to wait.
             EventKind::Signal { worker, signal, .. } => {

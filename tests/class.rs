@@ -190,11 +190,11 @@ async fn a_student_who_drops_and_rejoins_carries_on_without_duplicates_or_gaps()
 #[tokio::test]
 async fn controls_reach_the_student_once() {
     let (_server, admin) = server();
-    let mut room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
     let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
     let pause = Control::Pause { student: "alice".into() };
-    room.control(&pause).await.unwrap();
-    room.control(&Control::Fencing { on: true }).await.unwrap();
+    room.controller().send(&pause).await.unwrap();
+    room.controller().send(&Control::Fencing { on: true }).await.unwrap();
     let got = desk.controls(Duration::from_millis(200)).await.unwrap();
     assert_eq!(got, [pause, Control::Fencing { on: true }]);
     assert!(desk.controls(Duration::from_millis(50)).await.unwrap().is_empty());

@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::streams::StreamReadReply;
 
-use super::{ClassError, Control, RoomKeys, check_name, deadline, deadline_after};
+use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, deadline_after};
 use crate::backend::redis::redact_url;
 use crate::engine::log::EventKind;
 
@@ -37,13 +37,8 @@ impl Desk {
         check_name(id)?;
         check_name(name)?;
         let keys = RoomKeys::new(id);
-        let unreachable =
-            |e: ClassError| ClassError::Unreachable { url: redact_url(url), reason: e.to_string() };
-        let client = redis::Client::open(url).map_err(|e| unreachable(e.into()))?;
-        let mut con =
-            deadline(client.get_multiplexed_async_connection()).await.map_err(unreachable)?;
-        let listen =
-            deadline(client.get_multiplexed_async_connection()).await.map_err(unreachable)?;
+        let mut con = connect(url).await?;
+        let listen = connect(url).await?;
         let last = |key: String| {
             let mut cmd = redis::cmd("XREVRANGE");
             cmd.arg(key).arg("+").arg("-").arg("COUNT").arg(1);

@@ -19,7 +19,9 @@
 //! and shown. Positions are stream ids and sequence numbers, so a student who drops
 //! and rejoins carries on its numbering, and the roll sees every event once, in order.
 
+pub mod attend;
 pub mod desk;
+pub mod host;
 pub mod roll;
 pub mod room;
 
@@ -28,6 +30,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Keys;
+use crate::scenario::Scenario;
 
 /// Every call to the class's Redis has this deadline.
 const DEADLINE: Duration = Duration::from_secs(2);
@@ -52,12 +55,30 @@ pub enum ClassError {
     Redis(String),
     #[error("the class's Redis did not answer within {}s", DEADLINE.as_secs())]
     Timeout,
+    #[error("{0}")]
+    Worker(String),
 }
 
 impl From<redis::RedisError> for ClassError {
     fn from(e: redis::RedisError) -> Self {
         ClassError::Redis(e.to_string())
     }
+}
+
+/// A connection to the class's Redis. The crate's own response timeout is off: every
+/// call here has a deadline of its own, longer for `XREAD BLOCK`.
+async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, ClassError> {
+    let unreachable = |reason: String| ClassError::Unreachable {
+        url: crate::backend::redis::redact_url(url),
+        reason,
+    };
+    let client = redis::Client::open(url).map_err(|e| unreachable(e.to_string()))?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(DEADLINE))
+        .set_response_timeout(None);
+    deadline(client.get_multiplexed_async_connection_with_config(&config))
+        .await
+        .map_err(|e| unreachable(e.to_string()))
 }
 
 /// Run one Redis call with the class's deadline.
@@ -77,13 +98,45 @@ async fn deadline_after<T>(
 }
 
 /// What the instructor asks of the class.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "do", rename_all = "snake_case")]
 pub enum Control {
-    Pause { student: String },
-    Resume { student: String },
-    Crash { student: String },
-    Fencing { on: bool },
+    /// Run `scenario`'s worker named after the student.
+    Start {
+        student: String,
+        scenario: Box<Scenario>,
+        fencing: bool,
+    },
+    Pause {
+        student: String,
+    },
+    Resume {
+        student: String,
+    },
+    Crash {
+        student: String,
+    },
+    /// The run is over (or stopped): end the worker if it still runs.
+    Stop {
+        student: String,
+    },
+    Fencing {
+        on: bool,
+    },
+}
+
+impl Control {
+    /// The student it is for (None: the whole class).
+    pub fn student(&self) -> Option<&str> {
+        match self {
+            Control::Start { student, .. }
+            | Control::Pause { student }
+            | Control::Resume { student }
+            | Control::Crash { student }
+            | Control::Stop { student } => Some(student),
+            Control::Fencing { .. } => None,
+        }
+    }
 }
 
 /// The keys of one room: its run's keys, and the class's streams beside them.
@@ -111,6 +164,25 @@ impl RoomKeys {
     /// the room and the student.
     pub fn user(&self, student: &str) -> String {
         format!("fencelab-{}-{student}", self.id)
+    }
+}
+
+/// The scenario as a class plays it: the students take its workers' parts in turn
+/// (with three students and workers A and B: A, B, A), each under the student's name.
+/// Expectations and questions name the scenario's own workers, so they are left out.
+pub fn for_students(scenario: &Scenario, students: &[String]) -> Scenario {
+    let parts = &scenario.workers;
+    let workers = students
+        .iter()
+        .zip(parts.iter().cycle())
+        .map(|(name, part)| crate::scenario::WorkerSpec { name: name.clone(), ..part.clone() })
+        .collect();
+    Scenario {
+        workers,
+        expect: Default::default(),
+        variants: Vec::new(),
+        checkpoints: Vec::new(),
+        ..scenario.clone()
     }
 }
 

@@ -8,8 +8,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamId, StreamReadReply};
 
-use super::{ClassError, RoomKeys, deadline, deadline_after};
-use crate::backend::redis::redact_url;
+use super::{ClassError, RoomKeys, deadline_after};
 use crate::engine::log::EventKind;
 
 /// How many events one read takes from each stream at most.
@@ -46,11 +45,7 @@ impl Roll {
         keys: RoomKeys,
         students: &[String],
     ) -> Result<Roll, ClassError> {
-        let unreachable = |reason: String| ClassError::Unreachable { url: redact_url(url), reason };
-        let client = redis::Client::open(url).map_err(|e| unreachable(e.to_string()))?;
-        let con = deadline(client.get_multiplexed_async_connection())
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        let con = super::connect(url).await?;
         let start = Position { id: "0".into(), seq: 0 };
         let students = students.iter().map(|s| (s.clone(), start.clone())).collect();
         Ok(Roll { keys, con, students })
@@ -102,9 +97,9 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
         Err(e) => return refused(format!("event {seq} is unreadable: {e}")),
     };
     let named = match &kind {
-        EventKind::Worker { worker, .. } | EventKind::Command { worker, .. } => {
-            Some(worker.as_str())
-        }
+        EventKind::Worker { worker, .. }
+        | EventKind::Command { worker, .. }
+        | EventKind::Signal { worker, .. } => Some(worker.as_str()),
         _ => None,
     };
     if sender != student || named != Some(student) {

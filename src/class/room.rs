@@ -3,7 +3,7 @@
 
 use redis::aio::MultiplexedConnection;
 
-use super::{ClassError, Control, RoomKeys, check_name, deadline, hex, random_bytes};
+use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, hex, random_bytes};
 use crate::backend::redis::redact_url;
 
 /// What a worker needs (as the README's minimal ACL for a shared Redis), plus reading
@@ -25,6 +25,24 @@ impl Seat {
     }
 }
 
+/// Tells the class something: appends to the controls stream, which only the
+/// instructor can write.
+#[derive(Clone)]
+pub struct Controller {
+    keys: RoomKeys,
+    con: MultiplexedConnection,
+}
+
+impl Controller {
+    pub async fn send(&mut self, control: &Control) -> Result<(), ClassError> {
+        let json = serde_json::to_string(control).map_err(|e| ClassError::Redis(e.to_string()))?;
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(self.keys.controls()).arg("*").arg("control").arg(json);
+        let _: String = deadline(cmd.query_async(&mut self.con)).await?;
+        Ok(())
+    }
+}
+
 /// An open room on the instructor's (admin) connection.
 pub struct Room {
     pub keys: RoomKeys,
@@ -41,12 +59,7 @@ impl Room {
         for s in students {
             check_name(s)?;
         }
-        let unreachable =
-            |reason: String| ClassError::Unreachable { url: redact_url(admin_url), reason };
-        let client = redis::Client::open(admin_url).map_err(|e| unreachable(e.to_string()))?;
-        let con = deadline(client.get_multiplexed_async_connection())
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        let con = connect(admin_url).await?;
         let mut room = Room { keys: RoomKeys::new(id), con, seats: Vec::new() };
         for s in students {
             let seat = room.seat(admin_url, s).await?;
@@ -89,14 +102,22 @@ impl Room {
         &self.seats
     }
 
-    /// Tell the class something: appended to the controls stream, which only the
-    /// instructor can write.
-    pub async fn control(&mut self, control: &Control) -> Result<(), ClassError> {
-        let json = serde_json::to_string(control).map_err(|e| ClassError::Redis(e.to_string()))?;
-        let mut cmd = redis::cmd("XADD");
-        cmd.arg(self.keys.controls()).arg("*").arg("control").arg(json);
-        let _: String = deadline(cmd.query_async(&mut self.con)).await?;
-        Ok(())
+    /// The students with a connection open to the room now (from `CLIENT LIST`'s
+    /// users): the instructor starts once every seat is taken.
+    pub async fn present(&mut self) -> Result<Vec<String>, ClassError> {
+        let list: String =
+            deadline(redis::cmd("CLIENT").arg("LIST").query_async(&mut self.con)).await?;
+        let users: Vec<&str> = list
+            .lines()
+            .filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("user=")))
+            .collect();
+        let seated = self.seats.iter().map(|s| s.name.clone());
+        Ok(seated.filter(|s| users.contains(&self.keys.user(s).as_str())).collect())
+    }
+
+    /// A sender of controls on the instructor's connection.
+    pub fn controller(&self) -> Controller {
+        Controller { keys: self.keys.clone(), con: self.con.clone() }
     }
 
     /// Close the room: delete every key under its prefix and every student's user.

@@ -1,6 +1,7 @@
 //! The subcommands: each turns parsed arguments into a run and prints a view of it.
 
 pub mod bench;
+pub mod class;
 pub mod run;
 pub mod scenario_ref;
 
@@ -53,6 +54,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Worker) => worker(),
+        Some(Command::Class(args)) => class::class(&args, &cli.backend),
+        Some(Command::Join { url }) => class::join(&url),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),

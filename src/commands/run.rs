@@ -311,7 +311,7 @@ async fn sweep_report(
 }
 
 /// Print each event as it is appended: a transcript line, or a JSON line.
-async fn print_live(log: Arc<EventLog>, json: bool) {
+pub(super) async fn print_live(log: Arc<EventLog>, json: bool) {
     let mut transcript = Transcript::default();
     log.follow(|event| {
         if json {
@@ -327,7 +327,7 @@ async fn print_live(log: Arc<EventLog>, json: bool) {
 
 /// Print a line to stdout. A closed pipe (`fencelab run | head`) is not an error
 /// worth stopping a run for: the run still finishes and deletes its keys.
-fn say(line: &str) {
+pub(super) fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}", printable(line)).and_then(|()| out.flush());
 }

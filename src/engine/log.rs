@@ -57,6 +57,9 @@ pub enum EventKind {
     /// The kernel was told to stop, continue or kill a worker that runs as its own
     /// process (`--processes`): a pause nothing inside the worker had a say in.
     Signal { worker: String, signal: KernelSignal, pid: u32 },
+    /// A class's room refused something a student posted (an event in another's name,
+    /// events that never arrived): shown, and kept out of the worker's lane.
+    Refused { student: String, why: String },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.

@@ -8,6 +8,7 @@
 //! before anything starts. [`PreparedRun::execute`] starts the clock-relative work,
 //! waits for every worker, reads the storage back, and deletes the run's keys.
 
+pub mod host;
 pub mod log;
 mod observer;
 pub mod pacer;
@@ -15,9 +16,7 @@ pub mod process;
 mod worker;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::keys::new_run_id;
 use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
 use crate::scenario::{Fault, Scenario};
+pub use host::{WorkerHost, WorkerRun};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
 pub use worker::WorkerCommand;
@@ -73,9 +73,6 @@ pub struct PreparedRun {
     cancel: CancellationToken,
     handle: RunControl,
 }
-
-/// One worker's whole run, as a task of this process or as a child process.
-type WorkerRun = Pin<Box<dyn Future<Output = Result<(), BackendError>> + Send>>;
 
 /// A handle for changing a run while it runs: pause or crash a worker, switch
 /// fencing, stop the run. Cheap to clone; every change is also recorded in the log.
@@ -130,16 +127,44 @@ pub async fn prepare(
     options: RunOptions,
     cancel: &CancellationToken,
 ) -> Result<PreparedRun, BackendError> {
+    prepare_placed(lock, storage, scenario, options, None, cancel).await
+}
+
+/// The same with every worker run by `host` (elsewhere), on the keys of run `run_id`
+/// (a class's room: its students' Redis users may touch only those).
+pub async fn prepare_hosted(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
+    scenario: &Scenario,
+    options: RunOptions,
+    (run_id, host): (&str, Arc<dyn WorkerHost>),
+    cancel: &CancellationToken,
+) -> Result<PreparedRun, BackendError> {
+    prepare_placed(lock, storage, scenario, options, Some((run_id.to_string(), host)), cancel).await
+}
+
+async fn prepare_placed(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
+    scenario: &Scenario,
+    options: RunOptions,
+    hosted: Option<(String, Arc<dyn WorkerHost>)>,
+    cancel: &CancellationToken,
+) -> Result<PreparedRun, BackendError> {
     let cancel = cancel.child_token();
     lock.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
-    let run_id = new_run_id(&mut rng);
+    let run_id = match &hosted {
+        Some((run_id, _)) => run_id.clone(),
+        None => new_run_id(&mut rng),
+    };
     // Keys a killed run cannot delete expire an hour after the run could have ended.
     let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
     let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
     let mut clients = Vec::with_capacity(scenario.workers.len());
     let mut children = Vec::new();
     match &options.processes {
+        _ if hosted.is_some() => {}
         Some(program) => {
             let urls = lock.redis_url_for_workers().zip(storage.redis_url_for_workers());
             let Some((lock_url, storage_url)) = urls else {
@@ -206,6 +231,13 @@ pub async fn prepare(
             )
             .run(),
         ));
+    }
+    if let Some((_, host)) = &hosted {
+        for spec in &scenario.workers {
+            let (tx, rx) = mpsc::unbounded_channel();
+            senders.insert(spec.name.clone(), tx);
+            workers.push(host.run(&spec.name, log.clone(), rx, fencing.clone(), cancel.clone()));
+        }
     }
     for (spec, child) in scenario.workers.iter().zip(children) {
         let (tx, rx) = mpsc::unbounded_channel();

@@ -78,6 +78,9 @@ impl Transcript {
                 }
             }
             EventKind::Command { .. } => Vec::new(),
+            EventKind::Refused { student, why } => {
+                vec![format!("! {at} room: refused from {student}: {why}")]
+            }
             EventKind::Signal { worker, signal, pid } => {
                 use crate::engine::log::KernelSignal;
                 let what = match signal {
