@@ -35,6 +35,13 @@ fn con(url: &str) -> redis::Connection {
     redis::Client::open(url).unwrap().get_connection().unwrap()
 }
 
+/// An entry written straight into a stream, as a student's credentials allow.
+fn raw_post(con: &mut redis::Connection, stream: &str, seq: u64, sender: &str, event: &str) {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream).arg("*").arg("seq").arg(seq).arg("sender").arg(sender).arg("event").arg(event);
+    let _: String = cmd.query(con).unwrap();
+}
+
 fn refused(con: &mut redis::Connection, cmd: &mut redis::Cmd) -> bool {
     cmd.query::<redis::Value>(con).is_err_and(|e| e.to_string().to_uppercase().contains("NOPERM"))
 }
@@ -97,28 +104,9 @@ async fn a_forged_event_is_refused_and_shown() {
     // event's worker.
     let mut c = con(room.seats()[0].join_url());
     let bobs = serde_json::to_string(&event("bob", 2)).unwrap();
-    let _: String = redis::cmd("XADD")
-        .arg(room.keys.stream("alice"))
-        .arg("*")
-        .arg("seq")
-        .arg(2)
-        .arg("sender")
-        .arg("bob")
-        .arg("event")
-        .arg(&bobs)
-        .query(&mut c)
-        .unwrap();
-    let _: String = redis::cmd("XADD")
-        .arg(room.keys.stream("alice"))
-        .arg("*")
-        .arg("seq")
-        .arg(2)
-        .arg("sender")
-        .arg("alice")
-        .arg("event")
-        .arg(&bobs)
-        .query(&mut c)
-        .unwrap();
+    let stream = room.keys.stream("alice");
+    raw_post(&mut c, &stream, 2, "bob", &bobs);
+    raw_post(&mut c, &stream, 2, "alice", &bobs);
     let arrived = roll.read(Duration::from_millis(100)).await.unwrap();
     assert_eq!(arrived.len(), 3, "{arrived:?}");
     assert_eq!(
@@ -153,19 +141,8 @@ async fn a_student_who_drops_and_rejoins_carries_on_without_duplicates_or_gaps()
     // The same event posted twice (a retry after a lost reply) counts once.
     let mut c = con(&url);
     let again = serde_json::to_string(&event("alice", 5)).unwrap();
-    let post = |seq: u64, c: &mut redis::Connection| {
-        let _: String = redis::cmd("XADD")
-            .arg(room.keys.stream("alice"))
-            .arg("*")
-            .arg("seq")
-            .arg(seq)
-            .arg("sender")
-            .arg("alice")
-            .arg("event")
-            .arg(&again)
-            .query(c)
-            .unwrap();
-    };
+    let stream = room.keys.stream("alice");
+    let post = |seq: u64, c: &mut redis::Connection| raw_post(c, &stream, seq, "alice", &again);
     post(5, &mut c);
     let second = roll.read(Duration::from_millis(100)).await.unwrap();
     let seqs: Vec<u64> = first
@@ -239,4 +216,150 @@ async fn a_redis_that_refuses_acl_setuser_is_named_as_such() {
         panic!("expected a refusal, got {:?}", refused.err())
     };
     assert!(e.to_string().contains("refused ACL SETUSER"), "{e}");
+}
+
+/// A class on loopback played by the real binaries: `fencelab class` with the
+/// students' names, one `fencelab join` per student. `script` gets the instructor's
+/// stdin (typed controls) once the run has started and the students' pids; returns the
+/// instructor's output and each student's.
+fn play_class(
+    students: &[&str],
+    fencing: bool,
+    script: impl FnOnce(&mut std::process::ChildStdin),
+) -> (String, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // The playground with a third part that starts later: alice alone takes the lock at 0.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("class.toml");
+    let playground = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/playground.toml");
+    let third = "\n[[workers]]\nname = \"C\"\nstart_ms = 600\nsteps = [{ do = \"acquire\" }, { do = \"write\", value = \"C\" }, { do = \"release\" }]\n";
+    std::fs::write(&scenario, std::fs::read_to_string(playground).unwrap() + third).unwrap();
+    let path = scenario.display().to_string();
+    let mut args = vec!["class", path.as_str(), "--students"];
+    let list = students.join(",");
+    args.push(&list);
+    args.extend(["--listen", "127.0.0.1", "--host", "127.0.0.1"]);
+    if fencing {
+        args.push("--fencing");
+    }
+    let mut instructor = support::bin()
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(instructor.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut urls = Vec::new();
+    while urls.len() < students.len() {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        if let Some(url) = line.trim().strip_prefix("fencelab join '") {
+            urls.push(url.trim_end_matches('\'').to_string());
+        }
+        seen.push_str(&line);
+    }
+    let joined: Vec<_> = urls
+        .iter()
+        .map(|url| support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap())
+        .collect();
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        seen.push_str(&line);
+        if line.starts_with("=== class") {
+            break;
+        }
+    }
+    let mut stdin = instructor.stdin.take().unwrap();
+    script(&mut stdin);
+    drop(stdin);
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        rest
+    });
+    let status = instructor.wait().unwrap();
+    seen.push_str(&rest.join().unwrap());
+    assert!(status.success(), "{seen}");
+    let screens = joined
+        .into_iter()
+        .map(|j| String::from_utf8_lossy(&j.wait_with_output().unwrap().stdout).into_owned())
+        .collect();
+    (seen, screens)
+}
+
+/// The pid of a student's worker process, from the `SIGSTOP` line on its screen.
+fn worker_pid(line: &str) -> Option<u32> {
+    line.split("to process ").nth(1)?.split(':').next()?.parse().ok()
+}
+
+fn pause_alice_then_resume(stdin: &mut std::process::ChildStdin) {
+    use std::io::Write;
+    // The playground: alice takes the lock at 0 and works 2.5 s in a 3 s lease.
+    std::thread::sleep(Duration::from_millis(1000));
+    writeln!(stdin, "pause alice").unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    writeln!(stdin, "resume alice").unwrap();
+}
+
+#[test]
+fn a_class_of_three_sees_the_frozen_students_stale_write_then_its_rejection() {
+    for fencing in [false, true] {
+        let (projector, screens) =
+            play_class(&["alice", "bob", "carol"], fencing, pause_alice_then_resume);
+        assert!(projector.contains("alice: SIGSTOP to process"), "{projector}");
+        let verdict =
+            if fencing { "REJECTED (stale token 1)" } else { "ACCEPTED; still own lock? no" };
+        assert!(projector.contains(&format!("alice: write {verdict}")), "{projector}");
+        // Alice's own screen shows the same, from her own machine's view.
+        assert!(screens[0].contains(&format!("alice: write {verdict}")), "{}", screens[0]);
+        // Bob and carol both wait for alice's lease; either may win it.
+        assert!(projector.contains("got lock, fencing token 2"), "{projector}");
+        assert!(screens[1].contains("bob: lock is taken (alice holds it)"), "{}", screens[1]);
+    }
+}
+
+#[test]
+fn a_paused_student_is_stopped_by_its_own_kernel() {
+    let mut stopped = Vec::new();
+    let (projector, screens) = play_class(&["alice", "bob"], false, |stdin| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(1000));
+        writeln!(stdin, "pause alice").unwrap();
+        // The join process runs the worker: find it among the fencelab workers that
+        // are stopped now.
+        std::thread::sleep(Duration::from_millis(500));
+        stopped = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+            .filter(|pid| {
+                let cmd =
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                cmd.contains("fencelab\0worker")
+                    && stat.rsplit(')').next().is_some_and(|s| s.starts_with(" T"))
+            })
+            .collect();
+        assert!(!stopped.is_empty(), "a worker process in state T");
+        writeln!(stdin, "resume alice").unwrap();
+    });
+    let pid = screens[0].lines().find_map(worker_pid);
+    assert!(pid.is_some_and(|pid| stopped.contains(&pid)), "{pid:?} in {stopped:?}\n{projector}");
+}
+
+#[test]
+fn a_student_killed_mid_lease_shows_crashed_and_the_lease_expires() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(1000));
+        writeln!(stdin, "crash alice").unwrap();
+    });
+    assert!(projector.contains("alice: SIGKILL to process"), "{projector}");
+    assert!(projector.contains("alice's lease expired"), "{projector}");
+    assert!(projector.contains("bob: got lock, fencing token 2"), "{projector}");
+    assert!(!projector.contains("alice: write"), "{projector}");
 }
