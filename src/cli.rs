@@ -363,6 +363,18 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         runs: u32,
     },
+    /// A class on loopback: N students (the real desk code, scripted) post events to
+    /// one room; reports events per second, the latency from a post to the
+    /// instructor's read (median, p99), whether any event was lost, and the time to
+    /// draw a frame of the run with a lane per student.
+    Class {
+        /// How many students.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=2000))]
+        students: u32,
+        /// How many events each student posts (one every 50 ms).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
+        events: u32,
+    },
     /// How long each kind of private server takes to start and answer (median).
     Servers {
         /// How many starts.

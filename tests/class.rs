@@ -363,3 +363,15 @@ fn a_student_killed_mid_lease_shows_crashed_and_the_lease_expires() {
     assert!(projector.contains("bob: got lock, fencing token 2"), "{projector}");
     assert!(!projector.contains("alice: write"), "{projector}");
 }
+
+#[test]
+fn bench_class_loses_no_event() {
+    let out = support::bin()
+        .args(["bench", "class", "--students", "30", "--events", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("received 150 of 150 events"), "{text}");
+    assert!(text.contains("no event lost"), "{text}");
+}

@@ -32,15 +32,9 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     let (_server, admin_url) = match &backend.redis {
         Some(url) => (None, url.clone()),
         None => {
-            let port = free_port(REDIS)?.to_string();
-            let password = new_room_id()? + &new_room_id()? + &new_room_id()? + &new_room_id()?;
-            let extra = ["--port", &port, "--bind", &args.listen, "--requirepass", &password];
-            let server = PrivateRedis::start_with(&extra)?;
-            let host = match &args.host {
-                Some(host) => host.clone(),
-                None => hostname().unwrap_or_else(|| args.listen.clone()),
-            };
-            (Some(server), format!("redis://:{password}@{host}:{port}"))
+            let host = args.host.clone().or_else(hostname).unwrap_or_else(|| args.listen.clone());
+            let (server, url) = private_redis(&args.listen, &host)?;
+            (Some(server), url)
         }
     };
     let runtime = crate::runtime::build(false)?;
@@ -67,6 +61,16 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     // The read of typed commands blocks a thread on stdin: do not wait for it.
     runtime.shutdown_background();
     result
+}
+
+/// A private redis-server listening on `listen` with a generated password (never
+/// shown: students get users of their own), and its admin URL naming `host`.
+pub(super) fn private_redis(listen: &str, host: &str) -> anyhow::Result<(PrivateRedis, String)> {
+    let port = free_port(REDIS)?.to_string();
+    let password = new_room_id()? + &new_room_id()? + &new_room_id()? + &new_room_id()?;
+    let extra = ["--port", &port, "--bind", listen, "--requirepass", &password];
+    let server = PrivateRedis::start_with(&extra)?;
+    Ok((server, format!("redis://:{password}@{host}:{port}")))
 }
 
 /// Wait until every student is connected (or the instructor gives up with Ctrl-C).

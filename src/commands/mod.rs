@@ -1,6 +1,7 @@
 //! The subcommands: each turns parsed arguments into a run and prints a view of it.
 
 pub mod bench;
+mod bench_class;
 pub mod class;
 pub mod run;
 pub mod scenario_ref;

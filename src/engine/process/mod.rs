@@ -111,7 +111,7 @@ pub fn for_scenario(asked: Option<PathBuf>, scenario: &Scenario) -> Option<PathB
 
 /// CLOCK_MONOTONIC now, in ns: what `std::time::Instant` reads on Linux, shared by all
 /// processes of the machine (and running on while a process is stopped).
-fn monotonic_ns() -> u64 {
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
