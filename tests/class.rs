@@ -222,10 +222,16 @@ async fn a_redis_that_refuses_acl_setuser_is_named_as_such() {
 /// students' names, one `fencelab join` per student. `script` gets the instructor's
 /// stdin (typed controls) once the run has started and the students' pids; returns the
 /// instructor's output and each student's.
+/// The students' `fencelab join` processes while a class plays, and their URLs.
+struct Joined<'a> {
+    students: &'a mut Vec<std::process::Child>,
+    urls: &'a [String],
+}
+
 fn play_class(
     students: &[&str],
     fencing: bool,
-    script: impl FnOnce(&mut std::process::ChildStdin),
+    script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
 ) -> (String, Vec<String>) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
@@ -261,7 +267,7 @@ fn play_class(
         }
         seen.push_str(&line);
     }
-    let joined: Vec<_> = urls
+    let mut joined: Vec<_> = urls
         .iter()
         .map(|url| support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap())
         .collect();
@@ -274,7 +280,7 @@ fn play_class(
         }
     }
     let mut stdin = instructor.stdin.take().unwrap();
-    script(&mut stdin);
+    script(&mut stdin, &mut Joined { students: &mut joined, urls: &urls });
     drop(stdin);
     let rest = std::thread::spawn(move || {
         let mut rest = String::new();
@@ -296,7 +302,7 @@ fn worker_pid(line: &str) -> Option<u32> {
     line.split("to process ").nth(1)?.split(':').next()?.parse().ok()
 }
 
-fn pause_alice_then_resume(stdin: &mut std::process::ChildStdin) {
+fn pause_alice_then_resume(stdin: &mut std::process::ChildStdin, _: &mut Joined) {
     use std::io::Write;
     // The playground: alice takes the lock at 0 and works 2.5 s in a 3 s lease.
     std::thread::sleep(Duration::from_millis(1000));
@@ -325,7 +331,7 @@ fn a_class_of_three_sees_the_frozen_students_stale_write_then_its_rejection() {
 #[test]
 fn a_paused_student_is_stopped_by_its_own_kernel() {
     let mut stopped = Vec::new();
-    let (projector, screens) = play_class(&["alice", "bob"], false, |stdin| {
+    let (projector, screens) = play_class(&["alice", "bob"], false, |stdin, _| {
         use std::io::Write;
         std::thread::sleep(Duration::from_millis(1000));
         writeln!(stdin, "pause alice").unwrap();
@@ -353,7 +359,7 @@ fn a_paused_student_is_stopped_by_its_own_kernel() {
 
 #[test]
 fn a_student_killed_mid_lease_shows_crashed_and_the_lease_expires() {
-    let (projector, _) = play_class(&["alice", "bob"], false, |stdin| {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, _| {
         use std::io::Write;
         std::thread::sleep(Duration::from_millis(1000));
         writeln!(stdin, "crash alice").unwrap();
@@ -374,4 +380,27 @@ fn bench_class_loses_no_event() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("received 150 of 150 events"), "{text}");
     assert!(text.contains("no event lost"), "{text}");
+}
+
+#[test]
+fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
+    let (projector, screens) = play_class(&["alice", "bob"], false, |_, joined| {
+        // alice holds the lock; her laptop's fencelab dies (its worker with it).
+        std::thread::sleep(Duration::from_millis(700));
+        joined.students[0].kill().unwrap();
+        joined.students[0].wait().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let again = support::bin()
+            .args(["join", &joined.urls[0]])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        joined.students[0] = again;
+    });
+    assert!(!projector.contains("refused"), "{projector}");
+    // Her new worker joins the run under way: it waits for her old lease to expire.
+    assert!(projector.contains("alice: lock is taken (alice holds it)"), "{projector}");
+    assert!(screens[0].contains("alice: got lock"), "{}", screens[0]);
+    let grants = projector.matches("alice: got lock").count();
+    assert_eq!(grants, 2, "{projector}");
 }

@@ -41,7 +41,21 @@ pub async fn attend(
             }
         }
     });
+    // Rejoining a run under way: its start was sent before this desk listened.
+    let mut under_way = None;
+    for control in desk.history().await? {
+        match control {
+            Control::Start { student, scenario, fencing } if student == me => {
+                under_way = Some((scenario, fencing));
+            }
+            Control::Stop { student } if student == me => under_way = None,
+            _ => {}
+        }
+    }
     let (scenario, fencing_on) = loop {
+        if let Some(start) = under_way.take() {
+            break start;
+        }
         match heard.recv().await {
             Some(Control::Start { student, scenario, fencing }) if student == me => {
                 break (scenario, fencing);

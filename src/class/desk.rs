@@ -74,6 +74,21 @@ impl Desk {
         Ok(seq)
     }
 
+    /// Every control sent to the room so far, oldest first: a student who rejoins
+    /// mid-run finds the start it missed.
+    pub async fn history(&mut self) -> Result<Vec<Control>, ClassError> {
+        let mut cmd = redis::cmd("XRANGE");
+        cmd.arg(self.keys.controls()).arg("-").arg("+");
+        let entries: Vec<(String, Vec<(String, String)>)> =
+            deadline(cmd.query_async(&mut self.con)).await?;
+        Ok(entries
+            .into_iter()
+            .flat_map(|(_, fields)| fields)
+            .filter(|(k, _)| k == "control")
+            .filter_map(|(_, v)| serde_json::from_str(&v).ok())
+            .collect())
+    }
+
     /// The controls sent since the last call, waiting up to `block` for one.
     pub async fn controls(&mut self, block: Duration) -> Result<Vec<Control>, ClassError> {
         let mut cmd = redis::cmd("XREAD");

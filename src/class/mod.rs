@@ -76,9 +76,12 @@ async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, ClassEr
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(DEADLINE))
         .set_response_timeout(None);
-    deadline(client.get_multiplexed_async_connection_with_config(&config))
-        .await
-        .map_err(|e| unreachable(e.to_string()))
+    deadline(client.get_multiplexed_async_connection_with_config(&config)).await.map_err(|e| {
+        unreachable(match e {
+            ClassError::Redis(reason) => reason,
+            other => other.to_string(),
+        })
+    })
 }
 
 /// Run one Redis call with the class's deadline.
