@@ -8,7 +8,7 @@ use anyhow::Context;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{print_live, say};
+use super::run::{EXIT_INTERRUPTED, print_live, say};
 use super::scenario_ref;
 use crate::backend::redis::RedisBackend;
 use crate::backend::server::{PrivateRedis, REDIS, free_port};
@@ -18,7 +18,7 @@ use crate::class::host::ClassHost;
 use crate::class::room::Room;
 use crate::class::{for_students, new_room_id};
 use crate::cli::{BackendArgs, ClassArgs};
-use crate::engine::log::EventKind;
+use crate::engine::log::{EventKind, RunOutcome};
 use crate::engine::{RunControl, RunOptions, WorkerCommand, prepare_hosted};
 use crate::output::transcript::{Transcript, verdict_after};
 
@@ -125,7 +125,14 @@ async fn play(
     for line in verdict_after(&outcome, &check(&events)) {
         say(&line);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(match outcome {
+        RunOutcome::Completed => ExitCode::SUCCESS,
+        RunOutcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        RunOutcome::Failed { error } => {
+            eprintln!("error: {}", crate::output::printable::printable(&error));
+            ExitCode::FAILURE
+        }
+    })
 }
 
 /// The instructor's controls, typed one per line: `pause NAME`, `resume NAME`,

@@ -25,7 +25,7 @@ use crate::runtime;
 use crate::scenario::{PlannedRun, Scenario, Sweep};
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
-const EXIT_INTERRUPTED: u8 = 130;
+pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = scenario_ref::load(&args.scenario)?.scenario;
