@@ -325,6 +325,9 @@ fn a_class_of_three_sees_the_frozen_students_stale_write_then_its_rejection() {
         // Bob and carol both wait for alice's lease; either may win it.
         assert!(projector.contains("got lock, fencing token 2"), "{projector}");
         assert!(screens[1].contains("bob: lock is taken (alice holds it)"), "{}", screens[1]);
+        // Bob's screen follows the room: the truth and the others' doings too.
+        assert!(screens[1].contains("alice's lease expired"), "{}", screens[1]);
+        assert!(screens[1].contains(&format!("alice: write {verdict}")), "{}", screens[1]);
     }
 }
 

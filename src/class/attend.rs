@@ -13,12 +13,24 @@ use tokio_util::sync::CancellationToken;
 use super::desk::Desk;
 use super::{ClassError, Control};
 use crate::engine::WorkerCommand;
-use crate::engine::log::{Event, EventLog, RunClock};
+use crate::engine::log::{Event, EventKind, EventLog, RunClock};
 use crate::engine::process::Orders;
 use crate::engine::process::parent::WorkerProcess;
 
 /// How long one read of the controls waits before trying again.
 const LISTEN: Duration = Duration::from_secs(1);
+/// How long a student's screen follows the room after its own worker is done.
+const ROOM_LINGER: Duration = Duration::from_secs(5);
+
+/// What this student's own machine already shows (its worker's doings).
+fn is_mine(kind: &EventKind, me: &str) -> bool {
+    match kind {
+        EventKind::Worker { worker, .. }
+        | EventKind::Command { worker, .. }
+        | EventKind::Signal { worker, .. } => worker == me,
+        _ => false,
+    }
+}
 
 /// Join with `url`, play the student's worker (run by `program worker`) when the
 /// instructor starts, and show each event with `show` as it is posted.
@@ -36,6 +48,21 @@ pub async fn attend(
         loop {
             for control in ears.controls(LISTEN).await? {
                 if heard_tx.send(control).is_err() {
+                    return Ok::<(), ClassError>(());
+                }
+            }
+        }
+    });
+    // A third desk watches the room (from its start: a rejoining student catches up).
+    let mut eyes = Desk::join(url).await?;
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let watcher = tokio::spawn(async move {
+        let mut after = "0".to_string();
+        loop {
+            let (last, events) = eyes.room(&after, LISTEN).await?;
+            after = last;
+            for event in events {
+                if seen_tx.send(event).is_err() {
                     return Ok::<(), ClassError>(());
                 }
             }
@@ -95,6 +122,9 @@ pub async fn attend(
     let mut grown = log.subscribe();
     let mut posted = 0;
     let mut hearing = true;
+    let mut watching = true;
+    let mut room_ended = false;
+    let mut linger = None;
     loop {
         let finished = done.is_cancelled();
         for event in log.since(posted) {
@@ -102,12 +132,31 @@ pub async fn attend(
             desk.post(&event.kind).await?;
             posted += 1;
         }
-        if finished {
+        if finished && (room_ended || !watching) {
             break;
         }
+        // After its own worker, the student still sees the rest of the run, a while.
+        let wait_room = async {
+            match linger {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = grown.changed() => {}
-            () = done.cancelled() => {}
+            () = done.cancelled(), if linger.is_none() => {
+                linger = Some(tokio::time::Instant::now() + ROOM_LINGER);
+            }
+            () = wait_room => break,
+            event = seen.recv(), if watching => match event {
+                Some(event) => {
+                    room_ended |= matches!(event.kind, EventKind::RunEnded { .. });
+                    if !is_mine(&event.kind, &me) {
+                        show(&event);
+                    }
+                }
+                None => watching = false,
+            },
             control = heard.recv(), if hearing => match control {
                 Some(Control::Fencing { on }) => fencing.store(on, Ordering::SeqCst),
                 Some(c) if c.student() == Some(me.as_str()) => match c {
@@ -127,6 +176,7 @@ pub async fn attend(
             },
         }
     }
+    watcher.abort();
     if !hearing {
         return Err(listener_failure(listener).await);
     }

@@ -8,7 +8,7 @@ use redis::streams::StreamReadReply;
 
 use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, deadline_after};
 use crate::backend::redis::redact_url;
-use crate::engine::log::EventKind;
+use crate::engine::log::{Event, EventKind};
 
 pub struct Desk {
     pub keys: RoomKeys,
@@ -87,6 +87,28 @@ impl Desk {
             .filter(|(k, _)| k == "control")
             .filter_map(|(_, v)| serde_json::from_str(&v).ok())
             .collect())
+    }
+
+    /// The instructor's log, mirrored: the events after `after` (a stream id; "0" for
+    /// all, so a rejoining student catches up), with the id of the last.
+    pub async fn room(
+        &mut self,
+        after: &str,
+        block: Duration,
+    ) -> Result<(String, Vec<Event>), ClassError> {
+        let mut cmd = redis::cmd("XREAD");
+        cmd.arg("BLOCK").arg(block.as_millis() as u64).arg("STREAMS");
+        cmd.arg(self.keys.room()).arg(after);
+        let reply: Option<StreamReadReply> =
+            deadline_after(block, cmd.query_async(&mut self.listen)).await?;
+        let mut last = after.to_string();
+        let mut out = Vec::new();
+        for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+            last = entry.id.clone();
+            let event: Option<String> = entry.get("event");
+            out.extend(event.and_then(|e| serde_json::from_str(&e).ok()));
+        }
+        Ok((last, out))
     }
 
     /// The controls sent since the last call, waiting up to `block` for one.

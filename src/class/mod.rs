@@ -10,6 +10,8 @@
 //!                                   with `seq` (1, 2, ...), `sender` and `event` (JSON)
 //! <prefix>class:controls            the instructor's stream: pause, resume, crash,
 //!                                   fencing; students read it from their position
+//! <prefix>class:room                the instructor's log, mirrored for the students'
+//!                                   screens (the truth, everyone's events)
 //! ```
 //!
 //! Each student is a Redis ACL user made for the room ([`room`]): it can read the
@@ -161,6 +163,12 @@ impl RoomKeys {
 
     pub fn controls(&self) -> String {
         format!("{}class:controls", self.run.prefix)
+    }
+
+    /// The run as the instructor's log has it (truth included), for the students'
+    /// screens: written by the instructor only.
+    pub fn room(&self) -> String {
+        format!("{}class:room", self.run.prefix)
     }
 
     /// The Redis user of a student of this room; a join URL carries it, so it names

@@ -5,6 +5,7 @@ use redis::aio::MultiplexedConnection;
 
 use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, hex, random_bytes};
 use crate::backend::redis::redact_url;
+use crate::engine::log::Event;
 
 /// What a worker needs (as the README's minimal ACL for a shared Redis), plus reading
 /// the room's streams and writing one's own. Nothing that lists, flushes or configures.
@@ -34,6 +35,15 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// Mirror one event of the instructor's log to the room's stream.
+    pub async fn mirror(&mut self, event: &Event) -> Result<(), ClassError> {
+        let json = serde_json::to_string(event).map_err(|e| ClassError::Redis(e.to_string()))?;
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(self.keys.room()).arg("*").arg("event").arg(json);
+        let _: String = deadline(cmd.query_async(&mut self.con)).await?;
+        Ok(())
+    }
+
     pub async fn send(&mut self, control: &Control) -> Result<(), ClassError> {
         let json = serde_json::to_string(control).map_err(|e| ClassError::Redis(e.to_string()))?;
         let mut cmd = redis::cmd("XADD");

@@ -117,10 +117,13 @@ async fn play(
     let prepared = prepare_hosted(&redis, &redis, scenario, options, run, cancel).await?;
     let log = prepared.log();
     let keys = tokio::spawn(obey_typed_commands(prepared.control()));
+    let mirror = tokio::spawn(mirror(log.clone(), room.controller()));
     let printer = tokio::spawn(print_live(log.clone(), false));
     let outcome = prepared.execute().await;
     keys.abort();
     let _ = printer.await;
+    // The students' screens get the end of the run before the room closes.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), mirror).await;
     let events = log.snapshot();
     for line in verdict_after(&outcome, &check(&events)) {
         say(&line);
@@ -133,6 +136,29 @@ async fn play(
             ExitCode::FAILURE
         }
     })
+}
+
+/// Mirror the log (but the inspector's commands) to the room, in order, to its end.
+async fn mirror(log: Arc<crate::engine::log::EventLog>, mut room: crate::class::room::Controller) {
+    let mut grown = log.subscribe();
+    let mut sent = 0;
+    loop {
+        for event in log.since(sent) {
+            sent += 1;
+            if matches!(event.kind, EventKind::Command { .. }) {
+                continue;
+            }
+            if room.mirror(&event).await.is_err() {
+                return;
+            }
+            if matches!(event.kind, EventKind::RunEnded { .. }) {
+                return;
+            }
+        }
+        if grown.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// The instructor's controls, typed one per line: `pause NAME`, `resume NAME`,
