@@ -219,10 +219,6 @@ impl RunClock {
         self.start
     }
 
-    pub fn time_scale(&self) -> f64 {
-        self.time_scale
-    }
-
     /// Scenario milliseconds since start, to the microsecond.
     pub fn now_ms(&self) -> f64 {
         let real_ms = self.start.elapsed().as_secs_f64() * 1000.0;

@@ -110,11 +110,6 @@ impl WorkerProcess {
         }
     }
 
-    /// The process id (for `/proc/PID/stat`, and the `Signal` events).
-    pub fn pid(&self) -> u32 {
-        self.pid as u32
-    }
-
     /// Run the worker to its end: start its clock, copy its events into `log`, obey
     /// `commands` with signals, pass fencing switches on, and kill it on `cancel`.
     pub async fn run(
