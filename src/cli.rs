@@ -90,6 +90,40 @@ pub enum Command {
     },
     /// Print the man page (roff) to stdout (e.g. `fencelab man > fencelab.1`).
     Man,
+    /// Open a class: a room on Redis (`--redis URL`, or a private redis-server on the
+    /// LAN with a generated password), one join command per student (with a QR code),
+    /// then the run once every student has joined. Type `pause NAME`, `resume NAME`,
+    /// `crash NAME` or `fencing on|off` while it runs.
+    Class(ClassArgs),
+    /// Join a class with the URL the instructor shows: your worker runs here, as its
+    /// own process, and its events go to the room.
+    Join {
+        /// `redis://fencelab-ROOM-NAME:PASSWORD@HOST:PORT`, from the instructor.
+        url: String,
+    },
+    /// One worker as its own process: started by `--processes`, which sends its orders
+    /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.
+    #[command(hide = true)]
+    Worker,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ClassArgs {
+    /// The scenario the class plays: students take its workers' parts in turn.
+    #[arg(default_value = "playground")]
+    pub scenario: String,
+    /// The students' names, comma-separated (letters, digits, '-', '_').
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub students: Vec<String>,
+    /// Start with fencing tokens checked by the storage.
+    #[arg(long)]
+    pub fencing: bool,
+    /// Without --redis: the address the private redis-server listens on.
+    #[arg(long, default_value = "0.0.0.0", value_name = "ADDR")]
+    pub listen: String,
+    /// The host name or address students reach this machine by (default: its name).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -211,6 +245,10 @@ pub struct RunArgs {
     /// time, on Redis too), 2 is double speed.
     #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
     pub speed: f64,
+    /// Run each worker as its own process: a pause is the kernel's SIGSTOP, a crash
+    /// SIGKILL (real servers only).
+    #[arg(long)]
+    pub processes: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -234,6 +272,10 @@ pub struct PlayOptions {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
+    /// Run each worker as its own process: a pause is the kernel's SIGSTOP, a crash
+    /// SIGKILL (real servers only).
+    #[arg(long)]
+    pub processes: bool,
     #[command(flatten)]
     pub keep: Keep,
 }
@@ -283,7 +325,13 @@ impl Default for PlayArgs {
 
 impl Default for PlayOptions {
     fn default() -> Self {
-        PlayOptions { fencing: false, speed: 1.0, presenter: false, keep: Keep::default() }
+        PlayOptions {
+            fencing: false,
+            speed: 1.0,
+            presenter: false,
+            processes: false,
+            keep: Keep::default(),
+        }
     }
 }
 
@@ -319,6 +367,18 @@ pub enum BenchWhat {
         /// How many runs.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
         runs: u32,
+    },
+    /// A class on loopback: N students (the real desk code, scripted) post events to
+    /// one room; reports events per second, the latency from a post to the
+    /// instructor's read (median, p99), whether any event was lost, and the time to
+    /// draw a frame of the run with a lane per student.
+    Class {
+        /// How many students.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=2000))]
+        students: u32,
+        /// How many events each student posts (one every 50 ms).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
+        events: u32,
     },
     /// How long each kind of private server takes to start and answer (median).
     Servers {

@@ -7,6 +7,7 @@
 
 pub mod backend;
 pub mod check;
+pub mod class;
 pub mod cli;
 pub mod commands;
 pub mod engine;

@@ -248,6 +248,16 @@ impl RunModel {
                 });
             }
             EventKind::FencingChanged { on } => self.fencing = *on,
+            EventKind::Refused { .. } => {}
+            // A worker process frozen or killed by the kernel: its lane says so, so a
+            // kernel pause is told apart from a worker that chose to wait.
+            EventKind::Signal { worker, signal, .. } => {
+                use crate::engine::log::KernelSignal;
+                if *signal != KernelSignal::Cont {
+                    let i = self.lane_index(worker);
+                    self.mark(t, i, signal.name().to_string());
+                }
+            }
             EventKind::Fault { node, kind, ms } => {
                 use crate::backend::FaultKind;
                 let i = node.saturating_sub(1);

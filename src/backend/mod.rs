@@ -213,6 +213,14 @@ pub trait LockService: Send + Sync + 'static {
     /// What the screen and transcript say about where the lock lives (passwords redacted).
     fn describe(&self) -> String;
 
+    /// The URL a worker running as its own process (`--processes`) reaches this Redis
+    /// with, password included: it goes to the child over a pipe, never on its command
+    /// line or screen. None when no other process can reach it (the simulator lives in
+    /// this one) or its kind is not run by worker processes (only one Redis is so far).
+    fn redis_url_for_workers(&self) -> Option<String> {
+        None
+    }
+
     /// Bring every server back to the scenario's starting state (servers a previous
     /// run killed are restarted, replication is restored). Called before each run.
     async fn reset(&self) -> Result<(), BackendError> {
@@ -290,6 +298,14 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Result<Box<dyn StorageClient>, BackendError> {
         let _ = (keys, link);
         Err(no_links())
+    }
+
+    /// The URL a worker running as its own process (`--processes`) reaches this Redis
+    /// with, password included: it goes to the child over a pipe, never on its command
+    /// line or screen. None when no other process can reach it (the simulator lives in
+    /// this one) or its kind is not run by worker processes (only one Redis is so far).
+    fn redis_url_for_workers(&self) -> Option<String> {
+        None
     }
 
     /// Said after the lock service in the header when the storage lives apart from it

@@ -39,6 +39,8 @@ pub struct RedisBackend {
     shown_url: String,
     /// Said in front of the URL on screen ("private redis-server", "Redis").
     label: String,
+    /// The URL as given, password included: only ever handed to a worker process.
+    url: String,
 }
 
 impl RedisBackend {
@@ -53,7 +55,7 @@ impl RedisBackend {
                 e.detail().unwrap_or("check the syntax")
             ),
         })?;
-        Ok(RedisBackend { client, shown_url, label: label.to_string() })
+        Ok(RedisBackend { client, shown_url, label: label.to_string(), url: url.to_string() })
     }
 
     fn classify(&self, e: RedisError) -> BackendError {
@@ -131,6 +133,11 @@ impl RedisBackend {
     /// "private redis-server unix:///...": the label, then the redacted URL.
     pub fn describe(&self) -> String {
         format!("{} {}", self.label, self.shown_url)
+    }
+
+    /// The URL as given (password included), for a worker process of this run.
+    pub fn url_for_workers(&self) -> String {
+        self.url.clone()
     }
 
     /// A new connection bound to a run's keys.

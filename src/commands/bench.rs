@@ -16,6 +16,7 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
     match args.what {
         BenchWhat::Handover { runs } => handover(runs, backend_args),
         BenchWhat::Servers { runs } => servers(runs),
+        BenchWhat::Class { students, events } => super::bench_class::bench(students, events),
     }
 }
 

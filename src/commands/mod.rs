@@ -1,6 +1,8 @@
 //! The subcommands: each turns parsed arguments into a run and prints a view of it.
 
 pub mod bench;
+mod bench_class;
+pub mod class;
 pub mod run;
 pub mod scenario_ref;
 
@@ -59,6 +61,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             to_stdout(&out)
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
+        Some(Command::Worker) => worker(),
+        Some(Command::Class(args)) => class::class(&args, &cli.backend),
+        Some(Command::Join { url }) => class::join(&url),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),
@@ -87,8 +92,20 @@ fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         presenter: args.presenter,
         save: args.keep.save.clone(),
         record: args.keep.record.clone(),
+        processes: args.processes,
     };
     crate::tui::play(options, &backend.targets())
+}
+
+/// `fencelab worker`: serve one worker process for a parent run (see `engine::process`).
+fn worker() -> anyhow::Result<ExitCode> {
+    let runtime = crate::runtime::build(false)?;
+    let served = crate::engine::process::child::serve(tokio::io::stdin(), tokio::io::stdout());
+    let served = runtime.block_on(served);
+    // The read of stdin blocks a thread that nothing can wake: do not wait for it.
+    runtime.shutdown_background();
+    served?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `numbers` (from 1) of a saved file, in that order.

@@ -25,7 +25,7 @@ use crate::runtime;
 use crate::scenario::{PlannedRun, Scenario, Sweep};
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
-const EXIT_INTERRUPTED: u8 = 130;
+pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = scenario_ref::load(&args.scenario)?.scenario;
@@ -137,6 +137,11 @@ async fn run_all(
             seed: deployment.simulated().then_some(planned.scenario.seed_or_default()),
             time_scale: 1.0 / args.speed,
             label: planned.label.clone(),
+            processes: match (args.processes, deployment.simulated()) {
+                (true, simulated) => Some(crate::engine::process::worker_program(simulated)?),
+                (false, true) => None,
+                (false, false) => crate::engine::process::for_scenario(None, &planned.scenario),
+            },
             ..RunOptions::new(planned.fencing)
         };
         let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
@@ -306,7 +311,7 @@ async fn sweep_report(
 }
 
 /// Print each event as it is appended: a transcript line, or a JSON line.
-async fn print_live(log: Arc<EventLog>, json: bool) {
+pub(super) async fn print_live(log: Arc<EventLog>, json: bool) {
     let mut transcript = Transcript::default();
     log.follow(|event| {
         if json {
@@ -322,7 +327,7 @@ async fn print_live(log: Arc<EventLog>, json: bool) {
 
 /// Print a line to stdout. A closed pipe (`fencelab run | head`) is not an error
 /// worth stopping a run for: the run still finishes and deletes its keys.
-fn say(line: &str) {
+pub(super) fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}", printable(line)).and_then(|()| out.flush());
 }

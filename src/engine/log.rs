@@ -73,6 +73,12 @@ pub enum EventKind {
     /// (stopped, overloaded) or went away (refused or closed the connection), with no
     /// fault in the scenario to explain it: the run ends with an error naming `server`.
     ServerLost { server: String, reason: String },
+    /// The kernel was told to stop, continue or kill a worker that runs as its own
+    /// process (`--processes`): a pause nothing inside the worker had a say in.
+    Signal { worker: String, signal: KernelSignal, pid: u32 },
+    /// A class's room refused something a student posted (an event in another's name,
+    /// events that never arrived): shown, and kept out of the worker's lane.
+    Refused { student: String, why: String },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.
@@ -176,6 +182,30 @@ pub struct Truth {
     pub expired: Option<String>,
 }
 
+/// A signal sent to a worker's process, as `kill(1)` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KernelSignal {
+    /// Freeze the process mid-instruction (it cannot catch or ignore this).
+    #[serde(rename = "SIGSTOP")]
+    Stop,
+    /// Let a stopped process run on from where it was frozen.
+    #[serde(rename = "SIGCONT")]
+    Cont,
+    /// End the process on the spot: it releases nothing.
+    #[serde(rename = "SIGKILL")]
+    Kill,
+}
+
+impl KernelSignal {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelSignal::Stop => "SIGSTOP",
+            KernelSignal::Cont => "SIGCONT",
+            KernelSignal::Kill => "SIGKILL",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum RunOutcome {
@@ -202,6 +232,15 @@ pub struct RunClock {
 impl RunClock {
     pub fn start_now(time_scale: f64) -> Self {
         RunClock { start: Instant::now(), time_scale }
+    }
+
+    /// A clock that started at `start`: a worker process keeps its parent's run clock.
+    pub fn started_at(start: Instant, time_scale: f64) -> Self {
+        RunClock { start, time_scale }
+    }
+
+    pub fn start(&self) -> Instant {
+        self.start
     }
 
     /// Scenario milliseconds since start, to the microsecond.

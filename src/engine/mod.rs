@@ -8,12 +8,15 @@
 //! before anything starts. [`PreparedRun::execute`] starts the clock-relative work,
 //! waits for every worker, reads the storage back, and deletes the run's keys.
 
+pub mod host;
 pub mod log;
 mod observer;
 pub mod pacer;
+pub mod process;
 mod worker;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -25,7 +28,8 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::keys::new_run_id;
 use crate::backend::link::Links;
 use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
-use crate::scenario::{Fault, Scenario, TokenSource};
+use crate::scenario::{Fault, Scenario};
+pub use host::{WorkerHost, WorkerRun};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
 pub use worker::WorkerCommand;
@@ -44,19 +48,22 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// What the run is called in headers ("fencing tokens: off", a lesson's variant).
     pub label: String,
+    /// Run each worker as its own process of this program (`fencelab worker`), so a
+    /// pause is the kernel's `SIGSTOP`; None: as tasks of this process.
+    pub processes: Option<PathBuf>,
 }
 
 impl RunOptions {
     pub fn new(fencing: bool) -> Self {
         let label = format!("fencing tokens: {}", if fencing { "on" } else { "off" });
-        RunOptions { fencing, time_scale: 1.0, seed: None, label }
+        RunOptions { fencing, time_scale: 1.0, seed: None, label, processes: None }
     }
 }
 
 /// A run whose connections are open and whose clock has started.
 pub struct PreparedRun {
     log: Arc<EventLog>,
-    workers: Vec<Worker>,
+    workers: Vec<WorkerRun>,
     observer: Observer,
     /// Connections of their own for reading the storage back and deleting the keys.
     bookkeeper: (Box<dyn LockClient>, Box<dyn StorageClient>),
@@ -125,10 +132,37 @@ pub async fn prepare(
     options: RunOptions,
     cancel: &CancellationToken,
 ) -> Result<PreparedRun, BackendError> {
+    prepare_placed(lock, storage, scenario, options, None, cancel).await
+}
+
+/// The same with every worker run by `host` (elsewhere), on the keys of run `run_id`
+/// (a class's room: its students' Redis users may touch only those).
+pub async fn prepare_hosted(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
+    scenario: &Scenario,
+    options: RunOptions,
+    (run_id, host): (&str, Arc<dyn WorkerHost>),
+    cancel: &CancellationToken,
+) -> Result<PreparedRun, BackendError> {
+    prepare_placed(lock, storage, scenario, options, Some((run_id.to_string(), host)), cancel).await
+}
+
+async fn prepare_placed(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
+    scenario: &Scenario,
+    options: RunOptions,
+    hosted: Option<(String, Arc<dyn WorkerHost>)>,
+    cancel: &CancellationToken,
+) -> Result<PreparedRun, BackendError> {
     let cancel = cancel.child_token();
     lock.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
-    let run_id = new_run_id(&mut rng);
+    let run_id = match &hosted {
+        Some((run_id, _)) => run_id.clone(),
+        None => new_run_id(&mut rng),
+    };
     // Keys a killed run cannot delete expire an hour after the run could have ended.
     let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
     let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
@@ -136,13 +170,48 @@ pub async fn prepare(
     let scale = RunClock::start_now(options.time_scale);
     let links = Arc::new(Links::new(&scenario.faults, |ms| scale.real(ms as f64), &cancel));
     let mut clients = Vec::with_capacity(scenario.workers.len());
-    for w in &scenario.workers {
-        clients.push(match links.of(&w.name) {
-            Some(link) => {
-                (lock.connect_via(&keys, link).await?, storage.connect_via(&keys, link).await?)
+    let mut children = Vec::new();
+    match &options.processes {
+        _ if hosted.is_some() => {}
+        Some(_) if scenario.faults.iter().any(|f| f.worker.is_some()) => {
+            return Err(BackendError::Unsupported(
+                "link faults go through fencelab's own proxy, which worker processes do not use yet: run it without --processes".into(),
+            ));
+        }
+        Some(program) => {
+            let urls = lock.redis_url_for_workers().zip(storage.redis_url_for_workers());
+            let Some((lock_url, storage_url)) = urls else {
+                return Err(BackendError::Unsupported(format!(
+                    "workers run as processes on one Redis (lock and storage) only; this run uses {}: run it without --processes",
+                    crate::backend::describe(lock, storage)
+                )));
+            };
+            for spec in &scenario.workers {
+                let orders = process::Orders {
+                    scenario: scenario.clone(),
+                    worker: spec.name.clone(),
+                    run_id: run_id.clone(),
+                    expire_ms: keys.expire_ms,
+                    lock_url: lock_url.clone(),
+                    storage_url: storage_url.clone(),
+                    fencing: options.fencing,
+                    time_scale: options.time_scale,
+                    seed: rng.u64(..),
+                };
+                children.push(process::parent::WorkerProcess::start(program, orders).await?);
             }
-            None => connect(lock, storage, &keys).await?,
-        });
+        }
+        None => {
+            for w in &scenario.workers {
+                clients.push(match links.of(&w.name) {
+                    Some(link) => (
+                        lock.connect_via(&keys, link).await?,
+                        storage.connect_via(&keys, link).await?,
+                    ),
+                    None => connect(lock, storage, &keys).await?,
+                });
+            }
+        }
     }
     let observer_clients = connect(lock, storage, &keys).await?;
     let bookkeeper = connect(lock, storage, &keys).await?;
@@ -164,31 +233,36 @@ pub async fn prepare(
         time_scale: options.time_scale,
     });
     let fencing = Arc::new(AtomicBool::new(options.fencing));
-    let settings = WorkerSettings {
-        ttl_ms: scenario.ttl_ms,
-        acquire: scenario.acquire,
-        release: scenario.release,
-        fencing: fencing.clone(),
-        renew: scenario.renew,
-        idempotency: scenario.idempotency,
-        tokens_from_storage: scenario.token_source() == TokenSource::Storage,
-        storage: scenario.storage,
-        fencing_compare: scenario.fencing_compare,
-    };
+    let settings = WorkerSettings::of(scenario, fencing.clone());
     let mut senders = BTreeMap::new();
-    let mut workers = Vec::new();
+    let mut workers: Vec<WorkerRun> = Vec::new();
     for (spec, (lock, storage)) in scenario.workers.iter().zip(clients) {
         let (tx, rx) = mpsc::unbounded_channel();
         senders.insert(spec.name.clone(), tx);
-        workers.push(Worker::new(
-            spec.clone(),
-            (lock, storage, keys.clone()),
-            settings.clone(),
-            log.clone(),
-            cancel.clone(),
-            rx,
-            fastrand::Rng::with_seed(rng.u64(..)),
+        workers.push(Box::pin(
+            Worker::new(
+                spec.clone(),
+                (lock, storage, keys.clone()),
+                settings.clone(),
+                log.clone(),
+                cancel.clone(),
+                rx,
+                fastrand::Rng::with_seed(rng.u64(..)),
+            )
+            .run(),
         ));
+    }
+    if let Some((_, host)) = &hosted {
+        for spec in &scenario.workers {
+            let (tx, rx) = mpsc::unbounded_channel();
+            senders.insert(spec.name.clone(), tx);
+            workers.push(host.run(&spec.name, log.clone(), rx, fencing.clone(), cancel.clone()));
+        }
+    }
+    for (spec, child) in scenario.workers.iter().zip(children) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        senders.insert(spec.name.clone(), tx);
+        workers.push(Box::pin(child.run(log.clone(), rx, fencing.clone(), cancel.clone())));
     }
     let handle = RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
     Ok(PreparedRun {
@@ -251,7 +325,7 @@ impl PreparedRun {
 
         let mut tasks = JoinSet::new();
         for w in workers {
-            tasks.spawn(w.run());
+            tasks.spawn(w);
         }
         let mut failure: Option<String> = None;
         while let Some(joined) = tasks.join_next().await {

@@ -23,7 +23,8 @@ use crate::backend::{
     holder_name, holder_value, wire,
 };
 use crate::scenario::{
-    AcquireMode, FenceCompare, ReleaseMode, RenewMode, Step, StorageKind, WorkerSpec,
+    AcquireMode, FenceCompare, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource,
+    WorkerSpec,
 };
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
@@ -46,6 +47,23 @@ pub struct WorkerSettings {
     pub storage: StorageKind,
     /// How the fenced storage compares tokens.
     pub fencing_compare: FenceCompare,
+}
+
+impl WorkerSettings {
+    /// What a scenario's workers share, with fencing switchable through `fencing`.
+    pub fn of(scenario: &Scenario, fencing: Arc<AtomicBool>) -> Self {
+        WorkerSettings {
+            ttl_ms: scenario.ttl_ms,
+            acquire: scenario.acquire,
+            release: scenario.release,
+            fencing,
+            renew: scenario.renew,
+            idempotency: scenario.idempotency,
+            tokens_from_storage: scenario.token_source() == TokenSource::Storage,
+            storage: scenario.storage,
+            fencing_compare: scenario.fencing_compare,
+        }
+    }
 }
 
 /// Something a person asks a running worker to do.
@@ -461,7 +479,7 @@ impl Worker {
 }
 
 /// Sleep until `at`, or forever when there is no `at`.
-async fn sleep_until_opt(at: Option<Instant>) {
+pub(super) async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => sleep_until(at).await,
         None => std::future::pending().await,

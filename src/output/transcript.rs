@@ -78,6 +78,18 @@ impl Transcript {
                 }
             }
             EventKind::Command { .. } => Vec::new(),
+            EventKind::Refused { student, why } => {
+                vec![format!("! {at} room: refused from {student}: {why}")]
+            }
+            EventKind::Signal { worker, signal, pid } => {
+                use crate::engine::log::KernelSignal;
+                let what = match signal {
+                    KernelSignal::Stop => "the kernel froze it mid-instruction",
+                    KernelSignal::Cont => "the kernel lets it run on",
+                    KernelSignal::Kill => "the kernel ended it; it released nothing",
+                };
+                vec![format!("! {at} {worker}: {} to process {pid}: {what}", signal.name())]
+            }
             EventKind::Fault { node, kind, ms } => vec![match kind {
                 crate::backend::FaultKind::ClockJump => format!(
                     "! {at} redis node {node}: its clock jumps {:.1}s ahead, so the keys it holds expire that much early",

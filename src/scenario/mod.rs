@@ -70,6 +70,9 @@ pub struct Scenario {
     pub seed: Option<u64>,
     /// Lessons: many seeded simulator runs with random pauses at several lease lengths.
     pub sweep: Option<Sweep>,
+    /// On real servers, run each worker as its own process, so pauses are the kernel's
+    /// (`SIGSTOP`); the simulator keeps its workers in-process.
+    pub processes: bool,
 }
 
 /// Something going wrong at a moment of the run: a lock server failing, or (for the

@@ -95,6 +95,9 @@ pub struct RawScenario {
     /// Lessons: many seeded simulator runs with random pauses at several lease lengths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// On real servers, run each worker as its own process (pauses are `SIGSTOP`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub processes: bool,
 }
 
 impl RawScenario {
@@ -138,6 +141,7 @@ impl From<RawScenario> for Scenario {
             speed,
             seed,
             sweep,
+            processes,
         } = raw;
         Scenario {
             lock,
@@ -161,6 +165,7 @@ impl From<RawScenario> for Scenario {
             speed,
             seed,
             sweep,
+            processes,
         }
     }
 }
@@ -189,6 +194,7 @@ impl From<Scenario> for RawScenario {
             speed,
             seed,
             sweep,
+            processes,
         } = s;
         let (lock, redlock_nodes, replica) = match lock {
             LockShape::Redis => (LockService::Redis, None, false),
@@ -220,6 +226,7 @@ impl From<Scenario> for RawScenario {
             speed,
             seed,
             sweep,
+            processes,
         }
     }
 }

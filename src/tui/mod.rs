@@ -45,6 +45,8 @@ pub struct Options {
     pub save: Option<std::path::PathBuf>,
     /// Where to record the screen (asciicast v2).
     pub record: Option<std::path::PathBuf>,
+    /// Run each worker as its own process (pauses are SIGSTOP).
+    pub processes: bool,
 }
 
 /// Open the playground; returns when the user quits.
@@ -66,6 +68,10 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     let deployment = deploy(targets, Shape::of(&options.lesson.scenario))?;
     let notice = deployment.fallback_notice();
     let (label, simulated) = (deployment.describe(), deployment.simulated());
+    let processes = match options.processes {
+        true => Some(crate::engine::process::worker_program(simulated)?),
+        false => None,
+    };
     let runtime = crate::runtime::build(false)?; // simulator runs get threads of their own
     let Lesson { scenario, narration } = options.lesson;
     let narrated = !narration.runs.is_empty() || !scenario.checkpoints.is_empty();
@@ -90,7 +96,7 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     }
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
     let source = Source::Live {
-        runner: Box::new(Runner::new(deployment)),
+        runner: Box::new(Runner::new(deployment).with_processes(processes)),
         targets,
         saver: Saver { file: save_file },
     };

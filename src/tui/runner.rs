@@ -4,6 +4,7 @@
 //! simulator each run gets a thread with a paused-clock runtime, and a [`Pacer`]
 //! plays its virtual time at the chosen speed (or holds it, or steps it).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,11 +37,18 @@ struct Live {
 pub struct Runner {
     deployment: Deployment,
     live: Option<Live>,
+    /// Runs workers as processes of this program (`--processes`) on real servers.
+    processes: Option<PathBuf>,
 }
 
 impl Runner {
     pub fn new(deployment: Deployment) -> Self {
-        Runner { deployment, live: None }
+        Runner { deployment, live: None, processes: None }
+    }
+
+    /// Run each worker as its own process of `program`, on real servers.
+    pub fn with_processes(self, program: Option<PathBuf>) -> Self {
+        Runner { processes: program, ..self }
     }
 
     /// Move to another deployment: the current run stops and cleans up first, then
@@ -76,7 +84,12 @@ impl Runner {
         self.live = Some(if self.deployment.simulated() {
             start_sim(lock.clone(), storage.clone(), scenario.clone(), fencing, speed)?
         } else {
-            start_real(lock.as_ref(), storage.as_ref(), scenario, fencing, speed).await?
+            let options = RunOptions {
+                time_scale: 1.0 / speed,
+                processes: crate::engine::process::for_scenario(self.processes.clone(), scenario),
+                ..RunOptions::new(fencing)
+            };
+            start_real(lock.as_ref(), storage.as_ref(), scenario, options).await?
         });
         Ok(())
     }
@@ -124,10 +137,8 @@ async fn start_real(
     lock: &dyn LockService,
     storage: &dyn Storage,
     scenario: &Scenario,
-    fencing: bool,
-    speed: f64,
+    options: RunOptions,
 ) -> Result<Live, BackendError> {
-    let options = RunOptions { time_scale: 1.0 / speed, ..RunOptions::new(fencing) };
     let prepared = prepare(lock, storage, scenario, options, &CancellationToken::new()).await?;
     let (log, control) = (prepared.log(), prepared.control());
     let task = tokio::spawn(async move {

@@ -28,6 +28,10 @@ impl LockService for RedisBackend {
     fn describe(&self) -> String {
         RedisBackend::describe(self)
     }
+
+    fn redis_url_for_workers(&self) -> Option<String> {
+        Some(self.url_for_workers())
+    }
 }
 
 #[async_trait]

@@ -22,6 +22,10 @@ impl Storage for RedisBackend {
     ) -> Result<Box<dyn StorageClient>, BackendError> {
         Ok(Box::new(RedisStorageClient(RedisBackend::connect_via(self, keys, link).await?)))
     }
+
+    fn redis_url_for_workers(&self) -> Option<String> {
+        Some(self.url_for_workers())
+    }
 }
 
 /// One worker's connection to the storage on Redis.

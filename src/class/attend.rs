@@ -1,0 +1,196 @@
+//! A student's side of a class run (`fencelab join`): wait for the instructor's start,
+//! run the student's worker as a process of its own on this machine (so the
+//! instructor's pause is a real `SIGSTOP` here), and post its events to the room.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::desk::Desk;
+use super::{ClassError, Control};
+use crate::engine::WorkerCommand;
+use crate::engine::log::{Event, EventKind, EventLog, RunClock};
+use crate::engine::process::Orders;
+use crate::engine::process::parent::WorkerProcess;
+
+/// How long one read of the controls waits before trying again.
+const LISTEN: Duration = Duration::from_secs(1);
+/// How long a student's screen follows the room after its own worker is done.
+const ROOM_LINGER: Duration = Duration::from_secs(5);
+
+/// What this student's own machine already shows (its worker's doings).
+fn is_mine(kind: &EventKind, me: &str) -> bool {
+    match kind {
+        EventKind::Worker { worker, .. }
+        | EventKind::Command { worker, .. }
+        | EventKind::Signal { worker, .. } => worker == me,
+        _ => false,
+    }
+}
+
+/// Join with `url`, play the student's worker (run by `program worker`) when the
+/// instructor starts, and show each event with `show` as it is posted.
+pub async fn attend(
+    url: &str,
+    program: &Path,
+    mut show: impl FnMut(&Event),
+) -> Result<(), ClassError> {
+    let mut desk = Desk::join(url).await?;
+    let me = desk.name.clone();
+    // A desk of its own for listening: its blocking reads never hold up a post.
+    let mut ears = Desk::join(url).await?;
+    let (heard_tx, mut heard) = mpsc::unbounded_channel();
+    let listener = tokio::spawn(async move {
+        loop {
+            for control in ears.controls(LISTEN).await? {
+                if heard_tx.send(control).is_err() {
+                    return Ok::<(), ClassError>(());
+                }
+            }
+        }
+    });
+    // A third desk watches the room (from its start: a rejoining student catches up).
+    let mut eyes = Desk::join(url).await?;
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let watcher = tokio::spawn(async move {
+        let mut after = "0".to_string();
+        loop {
+            let (last, events) = eyes.room(&after, LISTEN).await?;
+            after = last;
+            for event in events {
+                if seen_tx.send(event).is_err() {
+                    return Ok::<(), ClassError>(());
+                }
+            }
+        }
+    });
+    // Rejoining a run under way: its start was sent before this desk listened.
+    let mut under_way = None;
+    for control in desk.history().await? {
+        match control {
+            Control::Start { student, scenario, fencing } if student == me => {
+                under_way = Some((scenario, fencing));
+            }
+            Control::Stop { student } if student == me => under_way = None,
+            _ => {}
+        }
+    }
+    let (scenario, fencing_on) = loop {
+        if let Some(start) = under_way.take() {
+            break start;
+        }
+        match heard.recv().await {
+            Some(Control::Start { student, scenario, fencing }) if student == me => {
+                break (scenario, fencing);
+            }
+            Some(_) => {}
+            None => return Err(listener_failure(listener).await),
+        }
+    };
+    let orders = Orders {
+        scenario: *scenario,
+        worker: me.clone(),
+        run_id: desk.keys.id.clone(),
+        expire_ms: desk.keys.run.expire_ms,
+        lock_url: url.to_string(),
+        storage_url: url.to_string(),
+        fencing: fencing_on,
+        time_scale: 1.0,
+        seed: fastrand::u64(..),
+    };
+    let child = WorkerProcess::start(program, orders)
+        .await
+        .map_err(|e| ClassError::Worker(e.to_string()))?;
+    let log = Arc::new(EventLog::new(RunClock::start_now(1.0)));
+    let (commands, rx) = mpsc::unbounded_channel();
+    let fencing = Arc::new(AtomicBool::new(fencing_on));
+    let cancel = CancellationToken::new();
+    let done = CancellationToken::new();
+    let run = {
+        let (log, fencing, cancel, done) =
+            (log.clone(), fencing.clone(), cancel.clone(), done.clone());
+        tokio::spawn(async move {
+            let result = child.run(log, rx, fencing, cancel).await;
+            done.cancel();
+            result
+        })
+    };
+    let mut grown = log.subscribe();
+    let mut posted = 0;
+    let mut hearing = true;
+    let mut watching = true;
+    let mut room_ended = false;
+    let mut linger = None;
+    loop {
+        let finished = done.is_cancelled();
+        for event in log.since(posted) {
+            show(&event);
+            desk.post(&event.kind).await?;
+            posted += 1;
+        }
+        if finished && (room_ended || !watching) {
+            break;
+        }
+        // After its own worker, the student still sees the rest of the run, a while.
+        let wait_room = async {
+            match linger {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = grown.changed() => {}
+            () = done.cancelled(), if linger.is_none() => {
+                linger = Some(tokio::time::Instant::now() + ROOM_LINGER);
+            }
+            () = wait_room => break,
+            event = seen.recv(), if watching => match event {
+                Some(event) => {
+                    room_ended |= matches!(event.kind, EventKind::RunEnded { .. });
+                    if !is_mine(&event.kind, &me) {
+                        show(&event);
+                    }
+                }
+                None => watching = false,
+            },
+            control = heard.recv(), if hearing => match control {
+                Some(Control::Fencing { on }) => fencing.store(on, Ordering::SeqCst),
+                Some(c) if c.student() == Some(me.as_str()) => match c {
+                    Control::Pause { .. } => drop(commands.send(WorkerCommand::Pause { ms: None })),
+                    Control::Resume { .. } => drop(commands.send(WorkerCommand::Resume)),
+                    Control::Crash { .. } => drop(commands.send(WorkerCommand::Crash)),
+                    Control::Stop { .. } => cancel.cancel(),
+                    Control::Start { .. } | Control::Fencing { .. } => {}
+                },
+                Some(_) => {}
+                // The room cannot be heard any more: end the worker rather than let it
+                // run on unsteered.
+                None => {
+                    hearing = false;
+                    cancel.cancel();
+                }
+            },
+        }
+    }
+    watcher.abort();
+    if !hearing {
+        return Err(listener_failure(listener).await);
+    }
+    listener.abort();
+    match run.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(ClassError::Worker(e.to_string())),
+        Err(e) => Err(ClassError::Worker(format!("the worker task failed: {e}"))),
+    }
+}
+
+async fn listener_failure(listener: tokio::task::JoinHandle<Result<(), ClassError>>) -> ClassError {
+    match listener.await {
+        Ok(Err(e)) => e,
+        _ => ClassError::Worker("stopped listening to the room".into()),
+    }
+}

@@ -1,0 +1,131 @@
+//! A student's desk: joined with the URL the instructor handed out, it posts the
+//! student's worker's events to the student's own stream and reads the controls.
+
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::streams::StreamReadReply;
+
+use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, deadline_after};
+use crate::backend::redis::redact_url;
+use crate::engine::log::{Event, EventKind};
+
+pub struct Desk {
+    pub keys: RoomKeys,
+    pub name: String,
+    /// Posts; never blocks.
+    con: MultiplexedConnection,
+    /// Reads the controls with `XREAD BLOCK`, which would hold up posts on `con`.
+    listen: MultiplexedConnection,
+    /// The last event posted: the next is `seq + 1`, after a rejoin too.
+    seq: u64,
+    /// The last control read.
+    controls_seen: String,
+}
+
+impl Desk {
+    /// Join with a URL from the instructor (`redis://fencelab-ROOM-NAME:PASSWORD@...`).
+    /// Numbering carries on from the student's last event in the room, and controls
+    /// are read from now on (a pause sent before a rejoin is not played again).
+    pub async fn join(url: &str) -> Result<Desk, ClassError> {
+        let parsed = url::Url::parse(url).map_err(|_| ClassError::BadJoinUrl(redact_url(url)))?;
+        let (id, name) = parsed
+            .username()
+            .strip_prefix("fencelab-")
+            .and_then(|rest| rest.split_once('-'))
+            .ok_or_else(|| ClassError::BadJoinUrl(redact_url(url)))?;
+        check_name(id)?;
+        check_name(name)?;
+        let keys = RoomKeys::new(id);
+        let mut con = connect(url).await?;
+        let listen = connect(url).await?;
+        let last = |key: String| {
+            let mut cmd = redis::cmd("XREVRANGE");
+            cmd.arg(key).arg("+").arg("-").arg("COUNT").arg(1);
+            cmd
+        };
+        let mine: Vec<(String, Vec<(String, String)>)> =
+            deadline(last(keys.stream(name)).query_async(&mut con)).await?;
+        let seq = mine
+            .first()
+            .and_then(|(_, fields)| fields.iter().find(|(k, _)| k == "seq"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let controls: Vec<(String, Vec<(String, String)>)> =
+            deadline(last(keys.controls()).query_async(&mut con)).await?;
+        let controls_seen = controls.first().map_or("0".to_string(), |(id, _)| id.clone());
+        Ok(Desk { keys, name: name.to_string(), con, listen, seq, controls_seen })
+    }
+
+    /// The number of the last event posted.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Post one event of this student's worker; returns its number.
+    pub async fn post(&mut self, kind: &EventKind) -> Result<u64, ClassError> {
+        let json = serde_json::to_string(kind).map_err(|e| ClassError::Redis(e.to_string()))?;
+        let seq = self.seq + 1;
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(self.keys.stream(&self.name)).arg("*");
+        cmd.arg("seq").arg(seq).arg("sender").arg(&self.name).arg("event").arg(json);
+        let _: String = deadline(cmd.query_async(&mut self.con)).await?;
+        self.seq = seq;
+        Ok(seq)
+    }
+
+    /// Every control sent to the room so far, oldest first: a student who rejoins
+    /// mid-run finds the start it missed.
+    pub async fn history(&mut self) -> Result<Vec<Control>, ClassError> {
+        let mut cmd = redis::cmd("XRANGE");
+        cmd.arg(self.keys.controls()).arg("-").arg("+");
+        let entries: Vec<(String, Vec<(String, String)>)> =
+            deadline(cmd.query_async(&mut self.con)).await?;
+        Ok(entries
+            .into_iter()
+            .flat_map(|(_, fields)| fields)
+            .filter(|(k, _)| k == "control")
+            .filter_map(|(_, v)| serde_json::from_str(&v).ok())
+            .collect())
+    }
+
+    /// The instructor's log, mirrored: the events after `after` (a stream id; "0" for
+    /// all, so a rejoining student catches up), with the id of the last.
+    pub async fn room(
+        &mut self,
+        after: &str,
+        block: Duration,
+    ) -> Result<(String, Vec<Event>), ClassError> {
+        let mut cmd = redis::cmd("XREAD");
+        cmd.arg("BLOCK").arg(block.as_millis() as u64).arg("STREAMS");
+        cmd.arg(self.keys.room()).arg(after);
+        let reply: Option<StreamReadReply> =
+            deadline_after(block, cmd.query_async(&mut self.listen)).await?;
+        let mut last = after.to_string();
+        let mut out = Vec::new();
+        for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+            last = entry.id.clone();
+            let event: Option<String> = entry.get("event");
+            out.extend(event.and_then(|e| serde_json::from_str(&e).ok()));
+        }
+        Ok((last, out))
+    }
+
+    /// The controls sent since the last call, waiting up to `block` for one.
+    pub async fn controls(&mut self, block: Duration) -> Result<Vec<Control>, ClassError> {
+        let mut cmd = redis::cmd("XREAD");
+        cmd.arg("BLOCK").arg(block.as_millis() as u64).arg("STREAMS");
+        cmd.arg(self.keys.controls()).arg(&self.controls_seen);
+        let reply: Option<StreamReadReply> =
+            deadline_after(block, cmd.query_async(&mut self.listen)).await?;
+        let mut out = Vec::new();
+        for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+            self.controls_seen = entry.id.clone();
+            let control: Option<String> = entry.get("control");
+            if let Some(c) = control.and_then(|c| serde_json::from_str(&c).ok()) {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,146 @@
+//! `fencelab bench class`: a room of scripted students on loopback. Each student is
+//! the real desk code (`class::desk`), posting events that carry their posting time
+//! (CLOCK_MONOTONIC, one clock on one machine); the instructor is the real roll.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+
+use super::class::private_redis;
+use crate::class::desk::Desk;
+use crate::class::roll::{Arrival, Roll};
+use crate::class::room::Room;
+use crate::engine::log::{Event, EventKind, WorkerEvent};
+use crate::engine::process::monotonic_ns;
+use crate::scenario::{Scenario, Step, WorkerSpec, builtin};
+use crate::tui::app::{App, Msg};
+use crate::tui::theme::Theme;
+
+/// Time between two posts of one student.
+const PACE: Duration = Duration::from_millis(50);
+/// How long the instructor waits for the last event before calling the rest lost.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
+    let (_server, admin) = private_redis("127.0.0.1", "127.0.0.1")?;
+    let names: Vec<String> = (1..=students).map(|i| format!("s{i:03}")).collect();
+    let runtime = crate::runtime::build(false)?;
+    let report = runtime.block_on(async {
+        let room = Room::open(&admin, &crate::class::new_room_id()?, &names).await?;
+        let mut roll = Roll::connect(&admin, room.keys.clone(), &names).await?;
+        let mut desks = Vec::new();
+        for seat in room.seats() {
+            desks.push(Desk::join(seat.join_url()).await?);
+        }
+        let started = Instant::now();
+        for (i, mut desk) in desks.into_iter().enumerate() {
+            tokio::spawn(async move {
+                // Spread the students over one pace, as a class's clocks would be.
+                tokio::time::sleep(PACE * i as u32 / students).await;
+                for _ in 0..events {
+                    let kind = EventKind::Command {
+                        worker: desk.name.clone(),
+                        command: "bench".into(),
+                        reply: monotonic_ns().to_string(),
+                        latency_ms: 0.0,
+                    };
+                    if desk.post(&kind).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(PACE).await;
+                }
+            });
+        }
+        let wanted = (students * events) as usize;
+        let (mut latencies, mut refused, mut log) = (Vec::new(), Vec::new(), Vec::new());
+        let deadline = Instant::now() + PATIENCE;
+        while latencies.len() < wanted && Instant::now() < deadline {
+            for arrival in roll.read(Duration::from_millis(100)).await? {
+                match arrival {
+                    Arrival::Event { student, kind: EventKind::Command { reply, .. }, .. } => {
+                        let sent: u64 = reply.parse().unwrap_or(0);
+                        latencies.push(monotonic_ns().saturating_sub(sent) as f64 / 1e6);
+                        let t_ms = started.elapsed().as_secs_f64() * 1000.0;
+                        log.push((t_ms, student));
+                    }
+                    other => refused.push(format!("{other:?}")),
+                }
+            }
+        }
+        let took = started.elapsed().as_secs_f64();
+        room.close().await?;
+        anyhow::Ok((latencies, refused, log, took))
+    });
+    runtime.shutdown_background();
+    let (mut latencies, refused, log, took) = report?;
+    let wanted = (students * events) as usize;
+    latencies.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        latencies.get(((latencies.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(f64::NAN)
+    };
+    println!(
+        "{students} students x {events} events (one every {} ms each), on loopback:",
+        PACE.as_millis()
+    );
+    println!(
+        "  received {} of {wanted} events in {took:.2} s: {:.0} events/s",
+        latencies.len(),
+        latencies.len() as f64 / took
+    );
+    println!(
+        "  post -> instructor's read: median {:.2} ms, p99 {:.2} ms (target p99 < 50 ms), max {:.2} ms",
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    );
+    let frame = frame_ms(&names, &log);
+    println!("  a frame of the run with {students} lanes, 160x48: median {frame:.3} ms");
+    if latencies.len() != wanted || !refused.is_empty() {
+        bail!(
+            "{} events lost, {} refused: {:?}",
+            wanted - latencies.len(),
+            refused.len(),
+            refused.first()
+        );
+    }
+    println!("  no event lost, none refused, every student's numbers 1..{events} in order");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The median time to draw the run at 160x48: a lane per student, each with its
+/// events (as work steps) in the order the instructor received them.
+fn frame_ms(names: &[String], received: &[(f64, String)]) -> f64 {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let Some(Ok(base)) = builtin("playground") else { return f64::NAN };
+    let workers = names.iter().map(|n| WorkerSpec {
+        name: n.clone(),
+        start_ms: 0,
+        steps: vec![Step::Work { ms: 50 }],
+    });
+    let scenario = Scenario { workers: workers.collect(), ..base };
+    let events: Vec<Event> = received
+        .iter()
+        .enumerate()
+        .map(|(seq, (t_ms, name))| Event {
+            seq: seq as u64 + 1,
+            t_ms: *t_ms,
+            kind: EventKind::Worker { worker: name.clone(), what: WorkerEvent::Working { ms: 50 } },
+        })
+        .collect();
+    let end = events.last().map_or(0.0, |e| e.t_ms);
+    let mut app = App::new(scenario, false, 1.0, false, "class".into(), Theme::DEFAULT);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events));
+    app.update(Msg::Clock { reached_ms: end, real_ms: 0.0 });
+    let Ok(mut terminal) = Terminal::new(TestBackend::new(160, 48));
+    let mut times = Vec::new();
+    for _ in 0..30 {
+        let start = Instant::now();
+        let _ = terminal.draw(|f| crate::tui::render::draw(f, &app));
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}

@@ -1,0 +1,205 @@
+//! `fencelab class` (the instructor) and `fencelab join` (a student): a class plays a
+//! scenario on one Redis, each student's worker on the student's own machine.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::run::{EXIT_INTERRUPTED, print_live, say};
+use super::scenario_ref;
+use crate::backend::redis::RedisBackend;
+use crate::backend::server::{PrivateRedis, REDIS, free_port};
+use crate::check::check;
+use crate::class::attend::attend;
+use crate::class::host::ClassHost;
+use crate::class::room::Room;
+use crate::class::{for_students, new_room_id};
+use crate::cli::{BackendArgs, ClassArgs};
+use crate::engine::log::{EventKind, RunOutcome};
+use crate::engine::{RunControl, RunOptions, WorkerCommand, prepare_hosted};
+use crate::output::transcript::{Transcript, verdict_after};
+
+/// How often the instructor looks for students who have not joined yet.
+const ROLL_CALL: std::time::Duration = std::time::Duration::from_millis(250);
+
+pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let scenario = for_students(&scenario_ref::load(&args.scenario)?.scenario, &args.students);
+    // The user's Redis, or a private one students on the LAN can reach, with a
+    // password of its own (never shown: students get users of their own).
+    let (_server, admin_url) = match &backend.redis {
+        Some(url) => (None, url.clone()),
+        None => {
+            let host = args.host.clone().or_else(hostname).unwrap_or_else(|| args.listen.clone());
+            let (server, url) = private_redis(&args.listen, &host)?;
+            (Some(server), url)
+        }
+    };
+    let runtime = crate::runtime::build(false)?;
+    let result = runtime.block_on(async {
+        let cancel = CancellationToken::new();
+        crate::runtime::cancel_on_signals(cancel.clone());
+        let mut room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
+        say(&format!("class room {} is open; each student runs:", room.keys.id));
+        for seat in room.seats() {
+            let command = format!("fencelab join '{}'", seat.join_url());
+            say(&format!("\n{}:\n  {command}", seat.name));
+            if let Ok(code) = qrcode::QrCode::new(command.as_bytes()) {
+                say(&code.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build());
+            }
+        }
+        let outcome = async {
+            wait_for(&mut room, &args.students, &cancel).await?;
+            play(&mut room, &admin_url, &scenario, args.fencing, &cancel).await
+        }
+        .await;
+        room.close().await.context("closing the room")?;
+        outcome
+    });
+    // The read of typed commands blocks a thread on stdin: do not wait for it.
+    runtime.shutdown_background();
+    result
+}
+
+/// A private redis-server listening on `listen` with a generated password (never
+/// shown: students get users of their own), and its admin URL naming `host`.
+pub(super) fn private_redis(listen: &str, host: &str) -> anyhow::Result<(PrivateRedis, String)> {
+    let port = free_port(REDIS)?.to_string();
+    let password = new_room_id()? + &new_room_id()? + &new_room_id()? + &new_room_id()?;
+    let extra = ["--port", &port, "--bind", listen, "--requirepass", &password];
+    let server = PrivateRedis::start_with(&extra)?;
+    Ok((server, format!("redis://:{password}@{host}:{port}")))
+}
+
+/// Wait until every student is connected (or the instructor gives up with Ctrl-C).
+async fn wait_for(
+    room: &mut Room,
+    students: &[String],
+    cancel: &CancellationToken,
+) -> anyhow::Result<()> {
+    let mut told = Vec::new();
+    loop {
+        let present = room.present().await?;
+        for s in &present {
+            if !told.contains(s) {
+                say(&format!("{s} joined"));
+                told.push(s.clone());
+            }
+        }
+        if present.len() == students.len() {
+            return Ok(());
+        }
+        tokio::select! {
+            () = tokio::time::sleep(ROLL_CALL) => {}
+            () = cancel.cancelled() => anyhow::bail!("interrupted before every student joined"),
+        }
+    }
+}
+
+async fn play(
+    room: &mut Room,
+    admin_url: &str,
+    scenario: &crate::scenario::Scenario,
+    fencing: bool,
+    cancel: &CancellationToken,
+) -> anyhow::Result<ExitCode> {
+    say("\neveryone is here: the run starts");
+    let redis = RedisBackend::open(admin_url, "class Redis")?;
+    let host = ClassHost {
+        url: admin_url.to_string(),
+        keys: room.keys.clone(),
+        controller: room.controller(),
+    };
+    let options = RunOptions { label: "class".into(), ..RunOptions::new(fencing) };
+    let run = (room.keys.id.as_str(), Arc::new(host) as Arc<dyn crate::engine::WorkerHost>);
+    let prepared = prepare_hosted(&redis, &redis, scenario, options, run, cancel).await?;
+    let log = prepared.log();
+    let keys = tokio::spawn(obey_typed_commands(prepared.control()));
+    let mirror = tokio::spawn(mirror(log.clone(), room.controller()));
+    let printer = tokio::spawn(print_live(log.clone(), false));
+    let outcome = prepared.execute().await;
+    keys.abort();
+    let _ = printer.await;
+    // The students' screens get the end of the run before the room closes.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), mirror).await;
+    let events = log.snapshot();
+    for line in verdict_after(&outcome, &check(&events)) {
+        say(&line);
+    }
+    Ok(match outcome {
+        RunOutcome::Completed => ExitCode::SUCCESS,
+        RunOutcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        RunOutcome::Failed { error } => {
+            eprintln!("error: {}", crate::output::printable::printable(&error));
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// Mirror the log (but the inspector's commands) to the room, in order, to its end.
+async fn mirror(log: Arc<crate::engine::log::EventLog>, mut room: crate::class::room::Controller) {
+    let mut grown = log.subscribe();
+    let mut sent = 0;
+    loop {
+        for event in log.since(sent) {
+            sent += 1;
+            if matches!(event.kind, EventKind::Command { .. }) {
+                continue;
+            }
+            if room.mirror(&event).await.is_err() {
+                return;
+            }
+            if matches!(event.kind, EventKind::RunEnded { .. }) {
+                return;
+            }
+        }
+        if grown.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The instructor's controls, typed one per line: `pause NAME`, `resume NAME`,
+/// `crash NAME`, `fencing on|off`.
+async fn obey_typed_commands(control: RunControl) {
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["pause", who] => control.send(who, WorkerCommand::Pause { ms: None }),
+            ["resume", who] => control.send(who, WorkerCommand::Resume),
+            ["crash", who] => control.send(who, WorkerCommand::Crash),
+            ["fencing", "on"] => control.set_fencing(true),
+            ["fencing", "off"] => control.set_fencing(false),
+            _ => eprintln!("type: pause NAME, resume NAME, crash NAME, fencing on|off"),
+        }
+    }
+}
+
+/// `fencelab join URL`: the student's worker, here, with its events printed.
+pub fn join(url: &str) -> anyhow::Result<ExitCode> {
+    let program = crate::engine::process::worker_program(false)?;
+    let runtime = crate::runtime::build(false)?;
+    let mut transcript = Transcript::default();
+    let joined = runtime.block_on(attend(url, &program, |event| {
+        if !matches!(event.kind, EventKind::Command { .. }) {
+            for line in transcript.lines(event) {
+                say(&line);
+            }
+        }
+    }));
+    runtime.shutdown_background();
+    joined?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// This machine's name, as students on the LAN may reach it.
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into the buffer we own.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0)?;
+    ok.then(|| String::from_utf8_lossy(&buf[..end]).into_owned()).filter(|h| !h.is_empty())
+}

@@ -1,0 +1,409 @@
+//! A class on a private redis-server on TCP loopback with a password, as a classroom
+//! would run it: students' ACL users, their streams, the roll's checks, closing.
+
+mod support;
+
+use std::time::Duration;
+
+use fencelab::backend::server::{PrivateRedis, REDIS, free_port};
+use fencelab::class::desk::Desk;
+use fencelab::class::roll::{Arrival, Roll};
+use fencelab::class::room::Room;
+use fencelab::class::{ClassError, Control, RoomKeys};
+use fencelab::engine::log::{EventKind, WorkerEvent};
+
+const PASSWORD: &str = "instructor-secret";
+
+/// A redis-server on 127.0.0.1 with a password; returns it and the admin URL.
+fn server() -> (PrivateRedis, String) {
+    let port = free_port(REDIS).unwrap().to_string();
+    let args = ["--port", port.as_str(), "--bind", "127.0.0.1", "--requirepass", PASSWORD];
+    let server = PrivateRedis::start_with(&args).expect("a real redis-server");
+    (server, format!("redis://:{PASSWORD}@127.0.0.1:{port}"))
+}
+
+fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn event(worker: &str, token: u64) -> EventKind {
+    EventKind::Worker { worker: worker.into(), what: WorkerEvent::Acquired { token } }
+}
+
+/// A plain connection as `url`'s user.
+fn con(url: &str) -> redis::Connection {
+    redis::Client::open(url).unwrap().get_connection().unwrap()
+}
+
+/// An entry written straight into a stream, as a student's credentials allow.
+fn raw_post(con: &mut redis::Connection, stream: &str, seq: u64, sender: &str, event: &str) {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream).arg("*").arg("seq").arg(seq).arg("sender").arg(sender).arg("event").arg(event);
+    let _: String = cmd.query(con).unwrap();
+}
+
+fn refused(con: &mut redis::Connection, cmd: &mut redis::Cmd) -> bool {
+    cmd.query::<redis::Value>(con).is_err_and(|e| e.to_string().to_uppercase().contains("NOPERM"))
+}
+
+#[tokio::test]
+async fn a_student_can_touch_only_its_room_and_run_only_a_workers_commands() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let other = Room::open(&admin, "r2", &names(&["carol"])).await.unwrap();
+    let alice = room.seats()[0].join_url().to_string();
+    let mut c = con(&alice);
+    let (mine, theirs) = (RoomKeys::new("r1"), RoomKeys::new("r2"));
+
+    // What a worker does, in its own room: allowed.
+    let set: Option<String> = redis::cmd("SET")
+        .arg(&mine.run.lock)
+        .arg("alice:1")
+        .arg("NX")
+        .arg("PX")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(set.as_deref(), Some("OK"));
+    let _: i64 = redis::cmd("INCR").arg(&mine.run.fence).query(&mut c).unwrap();
+
+    // Another room: neither read nor write.
+    assert!(refused(&mut c, redis::cmd("GET").arg(&theirs.run.lock)));
+    assert!(refused(&mut c, redis::cmd("SET").arg(&theirs.run.lock).arg("x")));
+    assert!(refused(&mut c, redis::cmd("XRANGE").arg(theirs.stream("carol")).arg("-").arg("+")));
+    // Keys outside any room.
+    assert!(refused(&mut c, redis::cmd("GET").arg("someone:else")));
+    assert!(refused(&mut c, redis::cmd("SET").arg("someone:else").arg("x")));
+    // Admin commands.
+    assert!(refused(&mut c, &mut redis::cmd("FLUSHALL")));
+    assert!(refused(&mut c, redis::cmd("CONFIG").arg("GET").arg("requirepass")));
+    assert!(refused(&mut c, redis::cmd("KEYS").arg("*")));
+    assert!(refused(&mut c, redis::cmd("ACL").arg("LIST")));
+    // Another student's stream: readable (the room sees everything), not writable.
+    assert!(refused(&mut c, redis::cmd("XADD").arg(mine.stream("bob")).arg("*").arg("seq").arg(1)));
+    let _: Vec<redis::Value> =
+        redis::cmd("XRANGE").arg(mine.stream("bob")).arg("-").arg("+").query(&mut c).unwrap();
+    // Nor the instructor's controls.
+    assert!(refused(
+        &mut c,
+        redis::cmd("XADD").arg(mine.controls()).arg("*").arg("control").arg("{}")
+    ));
+    room.close().await.unwrap();
+    other.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_forged_event_is_refused_and_shown() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let mut roll =
+        Roll::connect(&admin, room.keys.clone(), &names(&["alice", "bob"])).await.unwrap();
+    let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    desk.post(&event("alice", 1)).await.unwrap();
+    // Alice posts in her own stream (all she can write) as Bob: by sender, then by the
+    // event's worker.
+    let mut c = con(room.seats()[0].join_url());
+    let bobs = serde_json::to_string(&event("bob", 2)).unwrap();
+    let stream = room.keys.stream("alice");
+    raw_post(&mut c, &stream, 2, "bob", &bobs);
+    raw_post(&mut c, &stream, 2, "alice", &bobs);
+    let arrived = roll.read(Duration::from_millis(100)).await.unwrap();
+    assert_eq!(arrived.len(), 3, "{arrived:?}");
+    assert_eq!(
+        arrived[0],
+        Arrival::Event { student: "alice".into(), seq: 1, kind: event("alice", 1) }
+    );
+    for forged in &arrived[1..] {
+        let Arrival::Refused { student, why } = forged else { panic!("{forged:?} accepted") };
+        assert_eq!(student, "alice");
+        assert!(why.contains("forged") && why.contains("bob"), "{why}");
+    }
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_student_who_drops_and_rejoins_carries_on_without_duplicates_or_gaps() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let url = room.seats()[0].join_url().to_string();
+    let mut roll = Roll::connect(&admin, room.keys.clone(), &names(&["alice"])).await.unwrap();
+    let mut desk = Desk::join(&url).await.unwrap();
+    for token in 1..=3 {
+        desk.post(&event("alice", token)).await.unwrap();
+    }
+    drop(desk);
+    let first = roll.read(Duration::from_millis(100)).await.unwrap();
+    let mut desk = Desk::join(&url).await.unwrap();
+    assert_eq!(desk.seq(), 3, "numbering carries on after a rejoin");
+    for token in 4..=5 {
+        desk.post(&event("alice", token)).await.unwrap();
+    }
+    // The same event posted twice (a retry after a lost reply) counts once.
+    let mut c = con(&url);
+    let again = serde_json::to_string(&event("alice", 5)).unwrap();
+    let stream = room.keys.stream("alice");
+    let post = |seq: u64, c: &mut redis::Connection| raw_post(c, &stream, seq, "alice", &again);
+    post(5, &mut c);
+    let second = roll.read(Duration::from_millis(100)).await.unwrap();
+    let seqs: Vec<u64> = first
+        .iter()
+        .chain(&second)
+        .map(|a| match a {
+            Arrival::Event { seq, .. } => *seq,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    // A gap is said, not hidden.
+    post(8, &mut c);
+    let gap = roll.read(Duration::from_millis(100)).await.unwrap();
+    assert!(
+        matches!(&gap[0], Arrival::Refused { why, .. } if why.contains("6 to 7 never arrived")),
+        "{gap:?}"
+    );
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn controls_reach_the_student_once() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    let pause = Control::Pause { student: "alice".into() };
+    room.controller().send(&pause).await.unwrap();
+    room.controller().send(&Control::Fencing { on: true }).await.unwrap();
+    let got = desk.controls(Duration::from_millis(200)).await.unwrap();
+    assert_eq!(got, [pause, Control::Fencing { on: true }]);
+    assert!(desk.controls(Duration::from_millis(50)).await.unwrap().is_empty());
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn closing_the_room_deletes_its_keys_and_its_users() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let alice = room.seats()[0].join_url().to_string();
+    let mut desk = Desk::join(&alice).await.unwrap();
+    desk.post(&event("alice", 1)).await.unwrap();
+    let mut a = con(&admin);
+    let _: () = redis::cmd("SET").arg("not:the:room").arg("kept").query(&mut a).unwrap();
+    room.close().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut a).unwrap();
+    assert_eq!(keys, ["not:the:room"]);
+    let users: Vec<String> = redis::cmd("ACL").arg("USERS").query(&mut a).unwrap();
+    assert_eq!(users, ["default"]);
+    let gone = redis::Client::open(alice.as_str()).unwrap().get_connection();
+    assert!(gone.is_err(), "alice's password no longer works");
+}
+
+#[tokio::test]
+async fn a_redis_that_refuses_acl_setuser_is_named_as_such() {
+    let (_server, admin) = server();
+    let mut a = con(&admin);
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("managed")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("+@all")
+        .arg("-acl")
+        .query(&mut a)
+        .unwrap();
+    let url = admin.replace(&format!(":{PASSWORD}@"), "managed:pw@");
+    let refused = Room::open(&url, "r1", &names(&["alice"])).await;
+    let Err(e @ ClassError::AclRefused { .. }) = refused else {
+        panic!("expected a refusal, got {:?}", refused.err())
+    };
+    assert!(e.to_string().contains("refused ACL SETUSER"), "{e}");
+}
+
+/// A class on loopback played by the real binaries: `fencelab class` with the
+/// students' names, one `fencelab join` per student. `script` gets the instructor's
+/// stdin (typed controls) once the run has started and the students' pids; returns the
+/// instructor's output and each student's.
+/// The students' `fencelab join` processes while a class plays, and their URLs.
+struct Joined<'a> {
+    students: &'a mut Vec<std::process::Child>,
+    urls: &'a [String],
+}
+
+fn play_class(
+    students: &[&str],
+    fencing: bool,
+    script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
+) -> (String, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // The playground with a third part that starts later: alice alone takes the lock at 0.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("class.toml");
+    let playground = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/playground.toml");
+    let third = "\n[[workers]]\nname = \"C\"\nstart_ms = 600\nsteps = [{ do = \"acquire\" }, { do = \"write\", value = \"C\" }, { do = \"release\" }]\n";
+    std::fs::write(&scenario, std::fs::read_to_string(playground).unwrap() + third).unwrap();
+    let path = scenario.display().to_string();
+    let mut args = vec!["class", path.as_str(), "--students"];
+    let list = students.join(",");
+    args.push(&list);
+    args.extend(["--listen", "127.0.0.1", "--host", "127.0.0.1"]);
+    if fencing {
+        args.push("--fencing");
+    }
+    let mut instructor = support::bin()
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(instructor.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut urls = Vec::new();
+    while urls.len() < students.len() {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        if let Some(url) = line.trim().strip_prefix("fencelab join '") {
+            urls.push(url.trim_end_matches('\'').to_string());
+        }
+        seen.push_str(&line);
+    }
+    let mut joined: Vec<_> = urls
+        .iter()
+        .map(|url| support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap())
+        .collect();
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        seen.push_str(&line);
+        if line.starts_with("=== class") {
+            break;
+        }
+    }
+    let mut stdin = instructor.stdin.take().unwrap();
+    script(&mut stdin, &mut Joined { students: &mut joined, urls: &urls });
+    drop(stdin);
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        rest
+    });
+    let status = instructor.wait().unwrap();
+    seen.push_str(&rest.join().unwrap());
+    assert!(status.success(), "{seen}");
+    let screens = joined
+        .into_iter()
+        .map(|j| String::from_utf8_lossy(&j.wait_with_output().unwrap().stdout).into_owned())
+        .collect();
+    (seen, screens)
+}
+
+/// The pid of a student's worker process, from the `SIGSTOP` line on its screen.
+fn worker_pid(line: &str) -> Option<u32> {
+    line.split("to process ").nth(1)?.split(':').next()?.parse().ok()
+}
+
+fn pause_alice_then_resume(stdin: &mut std::process::ChildStdin, _: &mut Joined) {
+    use std::io::Write;
+    // The playground: alice takes the lock at 0 and works 2.5 s in a 3 s lease.
+    std::thread::sleep(Duration::from_millis(1000));
+    writeln!(stdin, "pause alice").unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    writeln!(stdin, "resume alice").unwrap();
+}
+
+#[test]
+fn a_class_of_three_sees_the_frozen_students_stale_write_then_its_rejection() {
+    for fencing in [false, true] {
+        let (projector, screens) =
+            play_class(&["alice", "bob", "carol"], fencing, pause_alice_then_resume);
+        assert!(projector.contains("alice: SIGSTOP to process"), "{projector}");
+        let verdict =
+            if fencing { "REJECTED (stale token 1)" } else { "ACCEPTED; still own lock? no" };
+        assert!(projector.contains(&format!("alice: write {verdict}")), "{projector}");
+        // Alice's own screen shows the same, from her own machine's view.
+        assert!(screens[0].contains(&format!("alice: write {verdict}")), "{}", screens[0]);
+        // Bob and carol both wait for alice's lease; either may win it.
+        assert!(projector.contains("got lock, fencing token 2"), "{projector}");
+        assert!(screens[1].contains("bob: lock is taken (alice holds it)"), "{}", screens[1]);
+        // Bob's screen follows the room: the truth and the others' doings too.
+        assert!(screens[1].contains("alice's lease expired"), "{}", screens[1]);
+        assert!(screens[1].contains(&format!("alice: write {verdict}")), "{}", screens[1]);
+    }
+}
+
+#[test]
+fn a_paused_student_is_stopped_by_its_own_kernel() {
+    let mut stopped = Vec::new();
+    let (projector, screens) = play_class(&["alice", "bob"], false, |stdin, _| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(1000));
+        writeln!(stdin, "pause alice").unwrap();
+        // The join process runs the worker: find it among the fencelab workers that
+        // are stopped now.
+        std::thread::sleep(Duration::from_millis(500));
+        stopped = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+            .filter(|pid| {
+                let cmd =
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                cmd.contains("fencelab\0worker")
+                    && stat.rsplit(')').next().is_some_and(|s| s.starts_with(" T"))
+            })
+            .collect();
+        assert!(!stopped.is_empty(), "a worker process in state T");
+        writeln!(stdin, "resume alice").unwrap();
+    });
+    let pid = screens[0].lines().find_map(worker_pid);
+    assert!(pid.is_some_and(|pid| stopped.contains(&pid)), "{pid:?} in {stopped:?}\n{projector}");
+}
+
+#[test]
+fn a_student_killed_mid_lease_shows_crashed_and_the_lease_expires() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, _| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(1000));
+        writeln!(stdin, "crash alice").unwrap();
+    });
+    assert!(projector.contains("alice: SIGKILL to process"), "{projector}");
+    assert!(projector.contains("alice's lease expired"), "{projector}");
+    assert!(projector.contains("bob: got lock, fencing token 2"), "{projector}");
+    assert!(!projector.contains("alice: write"), "{projector}");
+}
+
+#[test]
+fn bench_class_loses_no_event() {
+    let out = support::bin()
+        .args(["bench", "class", "--students", "30", "--events", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("received 150 of 150 events"), "{text}");
+    assert!(text.contains("no event lost"), "{text}");
+}
+
+#[test]
+fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
+    let (projector, screens) = play_class(&["alice", "bob"], false, |_, joined| {
+        // alice holds the lock; her laptop's fencelab dies (its worker with it).
+        std::thread::sleep(Duration::from_millis(700));
+        joined.students[0].kill().unwrap();
+        joined.students[0].wait().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let again = support::bin()
+            .args(["join", &joined.urls[0]])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        joined.students[0] = again;
+    });
+    assert!(!projector.contains("refused"), "{projector}");
+    // Her new worker joins the run under way: it waits for her old lease to expire.
+    assert!(projector.contains("alice: lock is taken (alice holds it)"), "{projector}");
+    assert!(screens[0].contains("alice: got lock"), "{}", screens[0]);
+    let grants = projector.matches("alice: got lock").count();
+    assert_eq!(grants, 2, "{projector}");
+}

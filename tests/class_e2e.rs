@@ -1,0 +1,106 @@
+//! A class in real terminals (tmux): the instructor's `fencelab class` in one window,
+//! two students' `fencelab join` in two others, on a private redis-server on loopback.
+//! The instructor types a pause: the student's worker process is stopped by the
+//! kernel (state `T`), and both the projector and the student's own screen show its
+//! stale write when it resumes.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fencelab");
+
+fn tmux(socket: &str, args: &[&str]) -> Output {
+    Command::new("tmux")
+        .args(["-L", socket])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("this test needs tmux (apt-get install -y tmux): {e}"))
+}
+
+/// A window's text, wrapped lines joined (a join URL is longer than a line).
+fn screen(socket: &str, window: &str) -> String {
+    String::from_utf8_lossy(&tmux(socket, &["capture-pane", "-J", "-p", "-t", window]).stdout)
+        .into_owned()
+}
+
+fn until(socket: &str, window: &str, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = screen(socket, window);
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "{window} never showed {needle:?}:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn type_line(socket: &str, window: &str, line: &str) {
+    assert!(tmux(socket, &["send-keys", "-t", window, "-l", line]).status.success());
+    assert!(tmux(socket, &["send-keys", "-t", window, "Enter"]).status.success());
+}
+
+/// Ends the tmux server (and what runs in it) however the test ends.
+struct Server(String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        tmux(&self.0, &["kill-server"]);
+    }
+}
+
+#[test]
+fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale_write() {
+    let socket = format!("fencelab-class-e2e-{}", std::process::id());
+    let _server = Server(socket.clone());
+    let shell = ["env", "PS1=$ ", "bash", "--norc", "--noprofile"];
+    let mut new =
+        vec!["new-session", "-d", "-s", "class", "-n", "teacher", "-x", "200", "-y", "60"];
+    new.extend(shell);
+    assert!(tmux(&socket, &new).status.success());
+    type_line(
+        &socket,
+        "teacher",
+        &format!("{BIN} class --students alice,bob --listen 127.0.0.1 --host 127.0.0.1"),
+    );
+    until(&socket, "teacher", "bob:");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let urls = loop {
+        let urls: Vec<String> = screen(&socket, "teacher")
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("fencelab join '"))
+            .map(|u| u.trim_end_matches('\'').to_string())
+            .collect();
+        if urls.len() == 2 {
+            break urls;
+        }
+        assert!(Instant::now() < deadline, "two join commands on the teacher's screen");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for (name, url) in ["alice", "bob"].iter().zip(&urls) {
+        let mut window = vec!["new-window", "-d", "-t", "class", "-n", name];
+        window.extend(shell);
+        assert!(tmux(&socket, &window).status.success());
+        type_line(&socket, name, &format!("{BIN} join '{url}'"));
+    }
+    until(&socket, "teacher", "=== class");
+    // The playground: alice holds a 3 s lease and works 2.5 s; freeze her at ~1 s.
+    std::thread::sleep(Duration::from_millis(1000));
+    type_line(&socket, "teacher", "pause alice");
+    let alice = until(&socket, "alice", "SIGSTOP to process");
+    let pid: u32 = alice
+        .split("SIGSTOP to process ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|pid| pid.parse().ok())
+        .expect("the worker's pid on alice's screen");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    assert!(stat.rsplit(')').next().is_some_and(|s| s.starts_with(" T")), "{stat}");
+    // Bob takes the lock when alice's lease expires at 3 s; then alice wakes.
+    until(&socket, "teacher", "bob: got lock, fencing token 2");
+    type_line(&socket, "teacher", "resume alice");
+    let stale = "alice: write ACCEPTED; still own lock? no";
+    until(&socket, "teacher", stale);
+    until(&socket, "alice", stale);
+    until(&socket, "teacher", "stale write accepted");
+}
