@@ -63,6 +63,10 @@ fn step() -> impl Strategy<Value = String> {
         1 => Just("{ do = \"renew\" }".to_string()),
         1 => Just("{ do = \"check\", stop_if_lost = true }".to_string()),
         1 => Just("{ do = \"crash\" }".to_string()),
+        1 => Just("{ do = \"read-balance\" }".to_string()),
+        1 => (any::<bool>(), any::<bool>()).prop_map(|(if_version, retry)| format!(
+            "{{ do = \"write-balance\", if_version = {if_version}, retry = {retry} }}"
+        )),
     ]
 }
 
@@ -79,9 +83,14 @@ fn file() -> impl Strategy<Value = String> {
         prop::collection::vec(worker(), 0..5),
         prop_oneof![8 => Just(0usize), 2 => Just(1), 1 => Just(27), 1 => Just(200)],
         prop::option::weighted(0.2, (number(), number(), prop::collection::vec(number(), 0..3))),
+        // SQL steps need the database: without it they are refused at load.
+        prop::bool::weighted(0.5),
     )
-        .prop_map(|(ttl, speed, workers, extra, sweep)| {
+        .prop_map(|(ttl, speed, workers, extra, sweep, postgres)| {
             let mut src = format!("name = \"fuzz\"\ntitle = \"Fuzz\"\nttl_ms = {ttl}\n");
+            if postgres {
+                src.push_str("storage = \"postgres\"\n");
+            }
             if let Some(speed) = speed {
                 src.push_str(&format!("speed = {speed}\n"));
             }

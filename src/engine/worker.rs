@@ -17,7 +17,7 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, WorkerEvent};
-use crate::backend::sql::SqlOp;
+use crate::backend::sql::{CAS_TRIES, SqlOp, SqlReply};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
     holder_name, holder_value, wire,
@@ -96,8 +96,10 @@ pub struct Worker {
     token: Option<u64>,
     /// Makes lock values; seeded on the simulator so its runs repeat exactly.
     rng: fastrand::Rng,
-    /// The last value read from the SQL tables (stock left, users found).
+    /// The last value read from the SQL tables (stock left, users found, balance).
     seen: Option<i64>,
+    /// The account's version read with the balance.
+    seen_version: Option<i64>,
     /// The job this worker claimed.
     job: Option<i64>,
 }
@@ -132,6 +134,7 @@ impl Worker {
             token: None,
             rng,
             seen: None,
+            seen_version: None,
             job: None,
         }
     }
@@ -283,6 +286,10 @@ impl Worker {
                 }
                 None => self.skip_sql("no UPDATE: I claimed no job"),
             },
+            Step::ReadBalance => self.read_balance().await?,
+            Step::WriteBalance { if_version, retry } => {
+                self.write_balance(*if_version, *retry).await?;
+            }
         }
         Ok(Flow::Continue)
     }
@@ -457,14 +464,52 @@ impl Worker {
 
     /// Run a lesson statement on the SQL tables and log it; returns the value read.
     async fn sql(&mut self, op: SqlOp) -> Result<Option<i64>, BackendError> {
+        Ok(self.sql_reply(op).await?.value)
+    }
+
+    /// The same, returning the whole reply. The statement goes to the commands
+    /// inspector too, with psql's answer ("UPDATE 0"), as a lock command does.
+    async fn sql_reply(&mut self, op: SqlOp) -> Result<SqlReply, BackendError> {
+        let started = Instant::now();
         let reply = self.storage.sql(&self.spec.name, &op).await?;
+        self.command(started, (op.statement(), op.reply_shown(&reply)));
         self.emit(WorkerEvent::Sql {
             statement: op.statement(),
             rows: reply.rows,
             value: reply.value,
-            result: reply.result,
+            result: reply.result.clone(),
         });
-        Ok(reply.value)
+        Ok(reply)
+    }
+
+    async fn read_balance(&mut self) -> Result<(), BackendError> {
+        let reply = self.sql_reply(SqlOp::ReadBalance).await?;
+        (self.seen, self.seen_version) = (reply.value, reply.version);
+        Ok(())
+    }
+
+    /// A read-modify-write on the account. The new balance comes from the last read;
+    /// with `if_version` the database refuses it when the row changed since that read
+    /// (compare-and-set), and with `retry` the worker reads again and retries, a
+    /// bounded number of times, as an optimistic-locking loop does.
+    async fn write_balance(&mut self, if_version: bool, retry: bool) -> Result<(), BackendError> {
+        for _ in 0..CAS_TRIES {
+            let (Some(seen), Some(version)) = (self.seen, self.seen_version) else {
+                self.skip_sql("no UPDATE: I have not read the balance");
+                return Ok(());
+            };
+            let reply = self.sql_reply(SqlOp::WriteBalance { seen, version, if_version }).await?;
+            if reply.rows == 1 {
+                return Ok(());
+            }
+            if !retry {
+                self.skip_sql("UPDATE 0: my read is stale, so I give up the deposit");
+                return Ok(());
+            }
+            self.read_balance().await?;
+        }
+        self.skip_sql("gave up: the balance changed under every try");
+        Ok(())
     }
 
     /// A statement the worker's own logic decided not to send.

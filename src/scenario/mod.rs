@@ -450,7 +450,8 @@ pub enum Step {
     /// database connection closes, so an open transaction rolls back).
     Crash,
     // The steps below need no lock: the database does the work (storage = "postgres").
-    // The tables start with one item in stock, no users and three queued jobs.
+    // The tables start with one item in stock, no users, three queued jobs and an
+    // account with balance 100 at version 1.
     /// `SELECT qty FROM items`: remember how many are left.
     ReadStock,
     /// `UPDATE items SET qty = <what I read> - 1`, if what I read was above 0: the
@@ -477,6 +478,18 @@ pub enum Step {
     },
     /// Mark the claimed job done (and commit, when claimed in a transaction).
     FinishJob,
+    /// `SELECT balance, version FROM accounts`: remember both.
+    ReadBalance,
+    /// Deposit onto the balance I read (`SET balance = <read> + 50, version =
+    /// version + 1`). With `if_version`, only `WHERE version = <the version I read>`: a write
+    /// built on a stale read changes 0 rows. With `retry` too, a refused write reads
+    /// again and tries again (a few times at most), instead of giving up.
+    WriteBalance {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        if_version: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        retry: bool,
+    },
 }
 
 /// How the lock is taken; the gap between the two forms is itself a lesson.

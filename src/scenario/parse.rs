@@ -224,6 +224,8 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
             | Step::AddUser { .. }
             | Step::ClaimJob { .. }
             | Step::FinishJob
+            | Step::ReadBalance
+            | Step::WriteBalance { .. }
                 if s.storage != StorageKind::Postgres =>
             {
                 (sql_step_name(step), "a database: set storage = \"postgres\"")
@@ -244,6 +246,8 @@ fn sql_step_name(step: &Step) -> &'static str {
         Step::FindUser { .. } => "find-user",
         Step::AddUser { .. } => "add-user",
         Step::ClaimJob { .. } => "claim-job",
+        Step::ReadBalance => "read-balance",
+        Step::WriteBalance { .. } => "write-balance",
         _ => "finish-job",
     }
 }
@@ -526,6 +530,13 @@ steps = [{ do = "acquire" }]
         assert_eq!((err.line, err.column), (7, 17), "{err}");
         assert!(err.message.contains("read-stock needs a database"), "{err}");
         assert!(parse_scenario(&format!("storage = \"postgres\"\n{src}"), "t.toml").is_ok());
+        let src = MINIMAL.replace("\"acquire\"", "\"write-balance\", if_version = true");
+        let err = parse_scenario(&src, "t.toml").unwrap_err();
+        assert_eq!((err.line, err.column), (7, 17), "{err}");
+        assert!(err.message.contains("write-balance needs a database"), "{err}");
+        let src = MINIMAL.replace("\"acquire\"", "\"write-balance\", retri = true");
+        let err = parse_scenario(&format!("storage = \"postgres\"\n{src}"), "t.toml").unwrap_err();
+        assert!(err.message.contains("retri"), "{err}");
     }
 
     #[test]

@@ -27,7 +27,9 @@ use std::time::Duration;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, NoTls};
 
-use super::sql::{JOBS, STOCK, SqlOp, SqlReply, did_job, signed_up, sold};
+use super::sql::{
+    BALANCE, DEPOSIT, JOBS, STOCK, SqlOp, SqlReply, deposited, did_job, signed_up, sold,
+};
 use crate::backend::redis::redact_url;
 use crate::backend::{
     BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
@@ -180,6 +182,9 @@ fn setup(s: &str, expire_s: u64) -> String {
          CREATE TABLE IF NOT EXISTS {s}.jobs (
              id int PRIMARY KEY, state text NOT NULL DEFAULT 'queued', done_by text);
          INSERT INTO {s}.jobs (id) SELECT generate_series(1, {JOBS}) ON CONFLICT DO NOTHING;
+         CREATE TABLE IF NOT EXISTS {s}.accounts (
+             id int PRIMARY KEY, balance int NOT NULL, version int NOT NULL);
+         INSERT INTO {s}.accounts VALUES (1, {BALANCE}, 1) ON CONFLICT DO NOTHING;
          COMMIT;"
     )
 }
@@ -262,7 +267,7 @@ impl PgClient {
     ) -> Result<SqlReply, tokio_postgres::Error> {
         let s = &self.schema;
         let c = &self.client;
-        let read = |rows: u64, value: Option<i64>| SqlReply { rows, value, result: None };
+        let read = SqlReply::read;
         Ok(match op {
             SqlOp::ReadStock => {
                 let row =
@@ -274,18 +279,14 @@ impl PgClient {
                 let rows = c
                     .execute(&format!("UPDATE {s}.items SET qty = $1 WHERE id = 1"), &[&qty])
                     .await?;
-                SqlReply { rows, value: None, result: Some(sold(*seen)) }
+                SqlReply { rows, ..SqlReply::done(sold(*seen)) }
             }
             SqlOp::TakeStock => {
                 let sql = format!(
                     "UPDATE {s}.items SET qty = qty - 1 WHERE id = 1 AND qty > 0 RETURNING qty + 1"
                 );
                 let before = c.query_opt(&sql, &[]).await?.map(|r| i64::from(r.get::<_, i32>(0)));
-                SqlReply {
-                    rows: u64::from(before.is_some()),
-                    value: None,
-                    result: before.map(sold),
-                }
+                SqlReply { result: before.map(sold), ..SqlReply::rows(u64::from(before.is_some())) }
             }
             SqlOp::FindUser { email } => {
                 let sql = format!("SELECT count(*) FROM {s}.users WHERE email = $1");
@@ -300,7 +301,7 @@ impl PgClient {
                     format!("INSERT INTO {s}.users (email) VALUES ($1)")
                 };
                 let rows = c.execute(&sql, &[email]).await?;
-                SqlReply { rows, value: None, result: (rows == 1).then(|| signed_up(email)) }
+                SqlReply { result: (rows == 1).then(|| signed_up(email)), ..SqlReply::rows(rows) }
             }
             SqlOp::ClaimJob { skip_locked } => {
                 let mut sql =
@@ -320,7 +321,29 @@ impl PgClient {
                 let sql = format!("UPDATE {s}.jobs SET state = 'done', done_by = $2 WHERE id = $1");
                 let id = i32::try_from(*job).unwrap_or(0);
                 let rows = c.execute(&sql, &[&id, &worker]).await?;
-                SqlReply { rows, value: None, result: Some(did_job(*job)) }
+                SqlReply { rows, ..SqlReply::done(did_job(*job)) }
+            }
+            SqlOp::ReadBalance => {
+                let sql = format!("SELECT balance, version FROM {s}.accounts WHERE id = 1");
+                let row = c.query_one(&sql, &[]).await?;
+                let version = Some(i64::from(row.get::<_, i32>(1)));
+                SqlReply { version, ..read(1, Some(i64::from(row.get::<_, i32>(0)))) }
+            }
+            SqlOp::WriteBalance { seen, version, if_version } => {
+                let sql = format!(
+                    "UPDATE {s}.accounts SET balance = $1, version = version + 1 WHERE id = 1"
+                );
+                let balance = i32::try_from(seen + DEPOSIT).unwrap_or(i32::MAX);
+                let rows = if *if_version {
+                    let read_at = i32::try_from(*version).unwrap_or(0);
+                    c.execute(&format!("{sql} AND version = $2"), &[&balance, &read_at]).await?
+                } else {
+                    c.execute(&sql, &[&balance]).await?
+                };
+                SqlReply {
+                    result: (rows == 1).then(|| deposited(*seen, *version)),
+                    ..SqlReply::rows(rows)
+                }
             }
         })
     }
