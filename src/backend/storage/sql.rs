@@ -159,7 +159,7 @@ pub fn did_job(job: i64) -> String {
 
 /// Two deposits built on the same read record the same result: one of them is lost.
 pub fn deposited(seen: i64, version: i64) -> String {
-    format!("deposit {DEPOSIT} onto balance {seen} (version {version})")
+    format!("+{DEPOSIT} onto {seen} (version {version})")
 }
 
 /// The simulator's tables for one run.
