@@ -151,7 +151,10 @@ fn a_missing_java_names_the_debian_package() {
     let mut child = spawn_role("start", &[("PATH", &empty.path().to_string_lossy())]);
     let result = read_tagged(&mut child, "RESULT:");
     child.wait().unwrap();
-    assert_eq!(result, "zookeeper is not installed (install it with: apt-get install -y zookeeper)");
+    assert_eq!(
+        result,
+        "zookeeper is not installed (install it with: apt-get install -y zookeeper)"
+    );
 }
 
 #[test]
