@@ -1,6 +1,7 @@
-//! The private ZooKeeper: it stops with its owner (even one killed outright), says why
-//! when it cannot start, and its sessions really expire when their client stops
-//! heartbeating, which is what the lock recipe's lease rests on.
+//! The private ZooKeeper (its clean stop and a taken port are in `servers.rs`): it stops
+//! with its owner even when that is killed outright, names its package when Java is
+//! missing, and its sessions really expire when their client stops heartbeating, which
+//! is what the lock recipe's lease rests on.
 //!
 //! Some cases need a second process (one to kill, one to pause, one with no `java` on its
 //! PATH): the test binary runs itself again with `ROLE` set, and [`child_role`] plays it.
@@ -8,12 +9,11 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fencelab::backend::server::{PrivateZooKeeper, ServerError};
+use fencelab::backend::server::PrivateZooKeeper;
 use support::{alive, wait_for};
 use zookeeper_client as zk;
 
@@ -102,33 +102,6 @@ async fn queue(client: &zk::Client) -> Vec<String> {
     children
 }
 
-/// Processes whose command line names `dir` (the JVM gets its data dir as an argument).
-fn processes_in(dir: &Path) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(&*dir.to_string_lossy()) && alive(pid) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-#[test]
-fn a_private_zookeeper_leaves_nothing_behind() {
-    let started = Instant::now();
-    let server = zookeeper();
-    eprintln!("ZooKeeper answered after {:?}", started.elapsed());
-    let (pid, dir) = (server.pid(), server.dir().to_path_buf());
-    assert_eq!(processes_in(&dir), vec![pid], "the JVM is our own child, not behind a wrapper");
-    let stopping = Instant::now();
-    drop(server);
-    assert!(!alive(pid), "the JVM {pid} outlived its owner");
-    assert!(stopping.elapsed() < Duration::from_secs(1), "SIGTERM, not the kill after a second");
-    assert!(!dir.exists(), "left {} behind", dir.display());
-}
-
 #[test]
 fn the_jvm_dies_when_its_owner_is_killed_outright() {
     let mut owner = spawn_role("hold-server", &[]);
@@ -154,20 +127,6 @@ fn a_missing_java_names_the_debian_package() {
     assert_eq!(
         result,
         "zookeeper is not installed (install it with: apt-get install -y zookeeper)"
-    );
-}
-
-#[test]
-fn zookeeper_on_a_taken_port_says_so() {
-    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = taken.local_addr().unwrap().port();
-    let err = PrivateZooKeeper::start_on(port, Duration::from_secs(15)).err().unwrap();
-    assert!(matches!(err, ServerError::PortTaken { .. }), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "zookeeper could not listen on 127.0.0.1:{port}: another program already uses that port"
-        )
     );
 }
 
@@ -202,7 +161,9 @@ async fn a_paused_holder_loses_its_session_and_the_next_in_line_holds_the_lock()
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     eprintln!("the paused holder's znode went {:?} after SIGSTOP", paused.elapsed());
-    assert!(paused.elapsed() >= Duration::from_millis(600), "before its session timeout");
+    // The session lasts 600 ms from the last heartbeat, and the client sends one every
+    // third of that: the last may have left up to 200 ms before the pause.
+    assert!(paused.elapsed() >= Duration::from_millis(400), "before its session timeout");
     assert_eq!(queue(&me).await, vec![mine]);
     unsafe { libc::kill(holder.id() as libc::pid_t, libc::SIGKILL) };
     holder.wait().unwrap();
