@@ -59,6 +59,21 @@ fn a_private_etcd_leaves_nothing_behind() {
     leaves_nothing("etcd", server, PrivateEtcd::pid, |s| s.dir().to_path_buf());
 }
 
+/// The JVM is fencelab's own child (not behind `zkServer.sh`), so it is the only
+/// process in the dir, and SIGTERM stops it without the kill a second later.
+#[test]
+fn a_private_zookeeper_leaves_nothing_behind() {
+    use fencelab::backend::server::PrivateZooKeeper;
+    let started = std::time::Instant::now();
+    let server =
+        PrivateZooKeeper::start().unwrap_or_else(|e| panic!("this test needs ZooKeeper: {e}"));
+    eprintln!("ZooKeeper answered after {:?}", started.elapsed());
+    assert_eq!(processes_in(server.dir()), vec![server.pid()]);
+    let stopping = std::time::Instant::now();
+    leaves_nothing("zookeeper", server, PrivateZooKeeper::pid, |s| s.dir().to_path_buf());
+    assert!(stopping.elapsed() < Duration::from_secs(1), "it needed the kill");
+}
+
 #[test]
 fn a_taken_port_is_named_in_the_error() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -74,7 +89,7 @@ fn a_taken_port_is_named_in_the_error() {
 }
 
 #[test]
-fn etcd_on_a_taken_port_says_so() {
+fn etcd_and_zookeeper_on_a_taken_port_say_so() {
     use fencelab::backend::server::PrivateEtcd;
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
@@ -82,6 +97,14 @@ fn etcd_on_a_taken_port_says_so() {
     assert!(
         err.to_string().contains(&format!("127.0.0.1:{port}: another program already uses")),
         "{err}"
+    );
+    use fencelab::backend::server::{PrivateZooKeeper, START_TIMEOUT};
+    let err = PrivateZooKeeper::start_on(port, START_TIMEOUT).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "zookeeper could not listen on 127.0.0.1:{port}: another program already uses that port"
+        )
     );
 }
 

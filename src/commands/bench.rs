@@ -28,6 +28,7 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
     starts("private redis-server", runs, PrivateRedis::start)?;
     starts("private etcd", runs, crate::backend::server::PrivateEtcd::start)?;
     starts("private PostgreSQL (initdb + start)", runs, PrivatePostgres::start)?;
+    starts("private ZooKeeper (a JVM)", runs, crate::backend::server::PrivateZooKeeper::start)?;
     let (nodes, took) = crate::backend::server::RedisNodes::start(5)?;
     drop(nodes);
     println!(

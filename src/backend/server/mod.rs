@@ -10,6 +10,7 @@ mod pair;
 mod postgres;
 mod redis;
 mod redlock;
+mod zookeeper;
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -23,6 +24,7 @@ pub use pair::RedisPair;
 pub use postgres::PrivatePostgres;
 pub use redis::PrivateRedis;
 pub use redlock::RedisNodes;
+pub use zookeeper::PrivateZooKeeper;
 
 /// A server program and the Debian package that provides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,8 @@ pub struct Program {
 pub const REDIS: Program = Program { name: "redis-server", package: "redis-server" };
 pub const ETCD: Program = Program { name: "etcd", package: "etcd-server" };
 pub const POSTGRES: Program = Program { name: "postgres", package: "postgresql" };
+/// A Java program: `java` runs Debian's jars (see `zookeeper.rs`).
+pub const ZOOKEEPER: Program = Program { name: "zookeeper", package: "zookeeper" };
 
 /// How long a fresh server may take to answer.
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
