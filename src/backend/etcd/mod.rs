@@ -1,8 +1,8 @@
 //! etcd as the lease lock uses it: [`LeaseKv`], the handful of etcd calls the lock
-//! needs (grant, create-if-absent transaction, get, delete, keep-alive, revoke,
+//! needs (grant, a compare-and-swap transaction on the key's revision, get, delete, keep-alive, revoke,
 //! time-to-live, revision), and where clients come from ([`EtcdCluster`]). A real
-//! etcd is `real.rs` (through etcd's JSON gateway); the simulator's model of one is `sim/etcd.rs`; the lock itself
-//! is `lock/etcd.rs`.
+//! etcd is `real.rs` (through etcd's JSON gateway); the simulator's model of one is `sim/etcd.rs`; the locks
+//! over it are `lock/etcd.rs` (etcd's own lease) and `lock/k8s_lease.rs` (Kubernetes's Lease record).
 
 mod real;
 
@@ -23,13 +23,16 @@ pub struct KeyState {
 pub trait LeaseKv: Send + 'static {
     /// `LeaseGrant`: a new lease of `ttl_s` seconds.
     fn grant(&mut self, ttl_s: i64) -> impl Future<Output = Result<i64, BackendError>> + Send;
-    /// A transaction: if `key`'s create revision is 0 (it does not exist), put it with
-    /// `lease`. The new revision when it did, None when the key exists.
-    fn create(
+    /// A compare-and-swap transaction: if `key`'s mod revision is still `mod_revision`,
+    /// put it with `lease`. A key that does not exist has mod revision 0, so 0 means
+    /// "create it only if nobody has". The new revision when it put, None when the
+    /// key had changed.
+    fn put_if(
         &mut self,
         key: &str,
         value: &str,
         lease: i64,
+        mod_revision: i64,
     ) -> impl Future<Output = Result<Option<i64>, BackendError>> + Send;
     /// A plain put (no condition); returns the new revision.
     fn put(

@@ -96,7 +96,7 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let lease = if ttl_ms == 0 { 0 } else { self.kv.grant(lease_seconds(ttl_ms)).await? };
-        match self.kv.create(&self.keys.lock, value, lease).await? {
+        match self.kv.put_if(&self.keys.lock, value, lease, 0).await? {
             Some(revision) => {
                 self.lease = Some(lease).filter(|l| *l != 0);
                 Ok(AcquireReply::Granted { token: self.token(revision) })
