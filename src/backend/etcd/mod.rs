@@ -6,6 +6,8 @@
 
 mod real;
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 pub use real::RealEtcd;
 
 use super::BackendError;
@@ -74,4 +76,47 @@ pub trait EtcdCluster: Send + Sync + 'static {
 /// Lease seconds for a lease of `ttl_ms`: etcd counts whole seconds, so it rounds up.
 pub fn lease_seconds(ttl_ms: u64) -> i64 {
     i64::try_from(ttl_ms.div_ceil(1000).max(1)).unwrap_or(i64::MAX)
+}
+
+/// An etcd as the locks over it use it for runs: its clients, and the store's
+/// revision when the current run began.
+pub struct RunEtcd<C> {
+    cluster: C,
+    start_revision: AtomicI64,
+}
+
+impl<C: EtcdCluster> RunEtcd<C> {
+    pub fn new(cluster: C) -> Self {
+        RunEtcd { cluster, start_revision: AtomicI64::new(0) }
+    }
+
+    /// Before each run: note the revision the run's tokens are counted from.
+    pub async fn reset(&self) -> Result<(), BackendError> {
+        let revision = self.cluster.connect().await?.revision().await?;
+        self.start_revision.store(revision, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A new client, and how it turns revisions into tokens.
+    pub async fn connect(&self) -> Result<(C::Kv, Revisions), BackendError> {
+        let start = self.start_revision.load(Ordering::SeqCst);
+        Ok((self.cluster.connect().await?, Revisions { start }))
+    }
+
+    pub fn describe(&self) -> String {
+        self.cluster.describe()
+    }
+}
+
+/// Revisions as fencing tokens, counted from the revision at the start of the run,
+/// so runs read alike however long the server has been up.
+#[derive(Debug, Clone, Copy)]
+pub struct Revisions {
+    start: i64,
+}
+
+impl Revisions {
+    pub fn token(self, revision: i64) -> u64 {
+        u64::try_from(revision - self.start).unwrap_or(0)
+    }
 }

@@ -22,13 +22,10 @@
 //! record's own `leaseTransitions` also grows per holder, but clients write it, so a
 //! buggy one could write it back; the revision nobody can.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::backend::etcd::{EtcdCluster, LeaseKv};
+use crate::backend::etcd::{EtcdCluster, LeaseKv, Revisions, RunEtcd};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
     async_trait,
@@ -66,24 +63,23 @@ impl LeaseRecord {
 
 /// The Kubernetes-style Lease lock over an etcd (real or the simulator's).
 pub struct K8sLeaseBackend<C> {
-    cluster: Arc<C>,
-    /// The revision when the current run began: tokens are counted from it.
-    start_revision: Arc<AtomicI64>,
+    etcd: RunEtcd<C>,
 }
 
 impl<C: EtcdCluster> K8sLeaseBackend<C> {
     pub fn new(cluster: C) -> Self {
-        K8sLeaseBackend { cluster: Arc::new(cluster), start_revision: Default::default() }
+        K8sLeaseBackend { etcd: RunEtcd::new(cluster) }
     }
 }
 
 #[async_trait]
 impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        let (kv, revisions) = self.etcd.connect().await?;
         Ok(Box::new(K8sLeaseClient {
-            kv: self.cluster.connect().await?,
+            kv,
             keys: keys.clone(),
-            start_revision: self.start_revision.load(Ordering::SeqCst),
+            revisions,
             origin: Instant::now(),
             rate: 1.0,
             observed: None,
@@ -92,13 +88,11 @@ impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
     }
 
     fn describe(&self) -> String {
-        self.cluster.describe().replace("etcd lease lock", "Kubernetes-style Lease on etcd")
+        self.etcd.describe().replace("etcd lease lock", "Kubernetes-style Lease on etcd")
     }
 
     async fn reset(&self) -> Result<(), BackendError> {
-        let revision = self.cluster.connect().await?.revision().await?;
-        self.start_revision.store(revision, Ordering::SeqCst);
-        Ok(())
+        self.etcd.reset().await
     }
 }
 
@@ -120,7 +114,7 @@ struct Held {
 pub struct K8sLeaseClient<K> {
     kv: K,
     keys: Keys,
-    start_revision: i64,
+    revisions: Revisions,
     /// This client's clock reads 0 here...
     origin: Instant,
     /// ...and runs this many times as fast as real time (the worker's `clock_rate`).
@@ -133,10 +127,6 @@ impl<K: LeaseKv> K8sLeaseClient<K> {
     /// Now, on this client's own clock.
     fn clock_ms(&self) -> f64 {
         Instant::now().duration_since(self.origin).as_secs_f64() * 1000.0 * self.rate
-    }
-
-    fn token(&self, revision: i64) -> u64 {
-        u64::try_from(revision - self.start_revision).unwrap_or(0)
     }
 
     async fn record(&mut self) -> Result<Option<(i64, LeaseRecord)>, BackendError> {
@@ -203,7 +193,7 @@ impl<K: LeaseKv> LockClient for K8sLeaseClient<K> {
             lease_transitions: transitions,
         };
         Ok(match self.swap(record, expected).await? {
-            Some(revision) => AcquireReply::Granted { token: self.token(revision) },
+            Some(revision) => AcquireReply::Granted { token: self.revisions.token(revision) },
             // Another contender wrote first: read the new record at once.
             None => AcquireReply::Busy { pttl_ms: Some(0) },
         })
@@ -266,7 +256,7 @@ impl<K: LeaseKv> LockClient for K8sLeaseClient<K> {
         Ok(LockTruth {
             holder_value,
             pttl_ms: None,
-            counter: Some(self.token(revision)),
+            counter: Some(self.revisions.token(revision)),
             nodes: Vec::new(),
         })
     }
