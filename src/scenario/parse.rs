@@ -714,4 +714,24 @@ steps = [{ do = "acquire" }]
             assert!(parse_scenario(&src, "t.toml").is_ok(), "{tokens}");
         }
     }
+
+    #[test]
+    fn a_clock_rate_is_checked_and_only_taken_by_the_kubernetes_lease() {
+        let skewed = MINIMAL.replace("name = \"A\"\n", "name = \"A\"\nclock_rate = 1.5\n");
+        let lease = parse_scenario(&format!("lock = \"k8s-lease\"\n{skewed}"), "t.toml").unwrap();
+        assert_eq!(lease.workers[0].clock_rate, 1.5);
+        assert_eq!(parse_scenario(MINIMAL, "t.toml").unwrap().workers[0].clock_rate, 1.0);
+        let err = parse_scenario(&skewed, "t.toml").unwrap_err();
+        assert_eq!((err.line, err.column), (7, 1), "{err}");
+        assert!(err.message.contains("it matters with lock = \"k8s-lease\""), "{err}");
+        let fast = format!("lock = \"k8s-lease\"\n{}", skewed.replace("1.5", "80.0"));
+        let err = parse_scenario(&fast, "t.toml").unwrap_err();
+        assert!(err.message.contains("clock_rate = 80 is out of range"), "{err}");
+        let no_lease = format!("lock = \"k8s-lease\"\n{}", MINIMAL.replace("100", "0"));
+        let err = parse_scenario(&no_lease, "t.toml").unwrap_err();
+        assert!(err.message.contains("a Lease needs a duration"), "{err}");
+        let redlock = format!("lock = \"k8s-lease\"\nredlock_nodes = 3\n{MINIMAL}");
+        let err = parse_scenario(&redlock, "t.toml").unwrap_err();
+        assert!(err.message.contains("an etcd lock is one etcd server"), "{err}");
+    }
 }
