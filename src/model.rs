@@ -443,13 +443,13 @@ impl RunModel {
         i.checked_sub(1).and_then(|i| self.truth[i].value.as_deref())
     }
 
-    /// The remaining lease at `t` according to the latest truth reading (for the
-    /// draining TTL bar), with the holder.
-    pub fn lease_at(&self, t: f64) -> Option<(&str, f64)> {
+    /// The holder at `t` according to the latest truth reading, with its remaining
+    /// lease for the draining TTL bar (None: nothing on the server expires it).
+    pub fn lease_at(&self, t: f64) -> Option<(&str, Option<f64>)> {
         let (read_at, truth) = self.last_truth.as_ref()?;
         let holder = truth.holder.as_deref()?;
-        let left = truth.ttl_ms? - (t - read_at);
-        Some((holder, left.max(0.0)))
+        let left = truth.ttl_ms.map(|ttl| (ttl - (t - read_at)).max(0.0));
+        Some((holder, left))
     }
 
     /// The highest token the storage accepted so far.

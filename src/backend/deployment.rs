@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::etcd::RealEtcd;
 use super::lock::etcd::EtcdBackend;
+use super::lock::k8s_lease::K8sLeaseBackend;
 use super::lock::failover::FailoverBackend;
 use super::lock::redlock::RedlockBackend;
 use super::redis::RedisBackend;
@@ -122,6 +123,7 @@ fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService
         LockShape::Redlock { nodes } => Arc::new(RedlockBackend::new(SimNodes::new(nodes))),
         LockShape::Replicated => Arc::new(FailoverBackend::new(SimPair::default())),
         LockShape::Etcd => Arc::new(EtcdBackend::new(SimEtcd::default())),
+        LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(SimEtcd::default())),
     }
 }
 
@@ -132,6 +134,7 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
         LockShape::Redlock { nodes } => Arc::new(RedlockBackend::new(RedisNodes::start(nodes)?.0)),
         LockShape::Replicated => Arc::new(FailoverBackend::new(RedisPair::start()?)),
         LockShape::Etcd => Arc::new(EtcdBackend::new(on.etcd()?)),
+        LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(on.etcd()?)),
     })
 }
 

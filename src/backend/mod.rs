@@ -258,6 +258,13 @@ pub trait LockClient: Send {
         mode: RenewMode,
     ) -> Result<bool, BackendError>;
 
+    /// This worker's own clock runs `rate` times as fast as real time (its scenario
+    /// `clock_rate`). Only a lock whose clients judge expiry by their own clocks (the
+    /// Kubernetes-style Lease) reads it; the others keep time on their servers.
+    fn set_clock_rate(&mut self, rate: f64) {
+        let _ = rate;
+    }
+
     /// `GET lock`: the value of whoever holds the lock now.
     async fn holder(&mut self) -> Result<Option<String>, BackendError>;
 

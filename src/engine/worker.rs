@@ -114,13 +114,14 @@ enum Flow {
 impl Worker {
     pub fn new(
         spec: WorkerSpec,
-        (lock, storage, keys): (Box<dyn LockClient>, Box<dyn StorageClient>, Keys),
+        (mut lock, storage, keys): (Box<dyn LockClient>, Box<dyn StorageClient>, Keys),
         settings: WorkerSettings,
         log: Arc<EventLog>,
         cancel: CancellationToken,
         commands: mpsc::UnboundedReceiver<WorkerCommand>,
         rng: fastrand::Rng,
     ) -> Self {
+        lock.set_clock_rate(spec.clock_rate);
         Worker {
             spec,
             lock,

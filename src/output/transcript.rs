@@ -39,7 +39,9 @@ impl Transcript {
             EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
                 self.service = match scenario.lock.service() {
                     crate::scenario::LockService::Redis => "redis",
-                    crate::scenario::LockService::Etcd => "etcd",
+                    crate::scenario::LockService::Etcd | crate::scenario::LockService::K8sLease => {
+                        "etcd"
+                    }
                 };
                 let mut lines = vec![
                     format!("=== {label} ==="),

@@ -140,3 +140,29 @@ pub fn steps<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec
         Err(D::Error::custom(format!("{} steps: a worker has at most {MAX_STEPS}", steps.len())))
     }
 }
+
+/// `clock_rate`: from a clock at a quarter of true speed to one eight times too fast.
+pub const CLOCK_RATE: std::ops::RangeInclusive<f64> = 0.25..=8.0;
+
+/// A clock that keeps true time: what `clock_rate` is when not set.
+pub fn true_rate() -> f64 {
+    1.0
+}
+
+pub fn is_true_rate(rate: &f64) -> bool {
+    *rate == 1.0
+}
+
+/// `clock_rate = X`: finite, in [`CLOCK_RATE`].
+pub fn clock_rate<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if CLOCK_RATE.contains(&v) {
+        Ok(v)
+    } else {
+        Err(D::Error::custom(format!(
+            "clock_rate = {v} is out of range; use {} (a clock at a quarter of true speed) to {} (eight times too fast)",
+            CLOCK_RATE.start(),
+            CLOCK_RATE.end()
+        )))
+    }
+}

@@ -38,6 +38,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("21-late-grant"),
     lesson!("22-partitioned-holder"),
     lesson!("24-compare-and-set"),
+    lesson!("25-kubernetes-lease"),
 ];
 
 const PLAYGROUND: (&str, &str) =

@@ -180,6 +180,9 @@ pub enum LockService {
     Redis,
     /// etcd: a lease, a key created in a transaction, the revision as the token.
     Etcd,
+    /// Kubernetes's Lease protocol on etcd: a lease record updated by compare-and-swap
+    /// on its revision, expiry judged by each contender's own clock.
+    K8sLease,
 }
 
 /// The lock service a scenario runs on, in the shape it has: what the deployment
@@ -196,6 +199,8 @@ pub enum LockShape {
     Replicated,
     /// One etcd: a lease, a key created in a transaction, the revision as the token.
     Etcd,
+    /// One etcd holding a Kubernetes-style Lease record (`lock/k8s_lease.rs`).
+    K8sLease,
 }
 
 impl LockShape {
@@ -203,6 +208,7 @@ impl LockShape {
     pub fn service(self) -> LockService {
         match self {
             LockShape::Etcd => LockService::Etcd,
+            LockShape::K8sLease => LockService::K8sLease,
             _ => LockService::Redis,
         }
     }
@@ -212,7 +218,7 @@ impl LockShape {
         match self {
             LockShape::Redlock { nodes } => nodes,
             LockShape::Replicated => 2,
-            LockShape::Redis | LockShape::Etcd => 0,
+            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease => 0,
         }
     }
 
@@ -234,7 +240,7 @@ impl LockShape {
         match self {
             LockShape::Redlock { .. } => &[TokenSource::Storage],
             LockShape::Replicated => &[TokenSource::Lock, TokenSource::Storage],
-            LockShape::Redis | LockShape::Etcd => &[TokenSource::Lock],
+            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease => &[TokenSource::Lock],
         }
     }
 
@@ -245,6 +251,7 @@ impl LockShape {
             LockShape::Redlock { .. } => "Redlock nodes",
             LockShape::Replicated => "a primary with a replica",
             LockShape::Etcd => "etcd",
+            LockShape::K8sLease => "a Kubernetes-style Lease on etcd",
         }
     }
 }
@@ -321,6 +328,14 @@ impl LockService {
     fn is_default(&self) -> bool {
         *self == LockService::default()
     }
+
+    /// The server it runs on, as headers and transcripts name it.
+    pub fn server(self) -> &'static str {
+        match self {
+            LockService::Redis => "Redis",
+            LockService::Etcd | LockService::K8sLease => "etcd",
+        }
+    }
 }
 
 impl StorageKind {
@@ -393,6 +408,18 @@ pub struct WorkerSpec {
     pub start_ms: u64,
     #[serde(deserialize_with = "bounds::steps")]
     pub steps: Vec<Step>,
+    /// How fast this worker's own clock runs against real time (1.0: true). Only a
+    /// lock that reads the workers' clocks notices (`lock = "k8s-lease"`, where a
+    /// contender judges expiry by its own clock); the parser refuses it elsewhere.
+    /// A rate, not an offset: the Lease protocol only ever measures intervals on one
+    /// clock, so a clock that is off by a constant changes nothing, one that runs
+    /// fast does.
+    #[serde(
+        default = "bounds::true_rate",
+        deserialize_with = "bounds::clock_rate",
+        skip_serializing_if = "bounds::is_true_rate"
+    )]
+    pub clock_rate: f64,
 }
 
 /// One thing a worker does. Steps run in order; each waits for the previous one.

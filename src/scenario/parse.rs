@@ -110,8 +110,8 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
-    if s.lock == LockService::Etcd && redis_shapes {
-        return fail("lock", "lock = \"etcd\" is one etcd server: drop redlock_nodes and replica");
+    if s.lock != LockService::Redis && redis_shapes {
+        return fail("lock", "an etcd lock is one etcd server: drop redlock_nodes and replica");
     }
     if s.storage == StorageKind::Postgres && redis_shapes {
         return fail(
@@ -128,6 +128,12 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
             format!(
                 "ttl_ms = {bad}: etcd leases last whole seconds, so ttl_ms must be a multiple of 1000"
             ),
+        ));
+    }
+    if s.lock == LockService::K8sLease && all_ttls.clone().any(|t| t == 0) {
+        return Err((
+            Needle::Key("ttl_ms", Some(0)),
+            "ttl_ms = 0: a Lease needs a duration (a contender takes over once it has passed without a renewal)".to_string(),
         ));
     }
     if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
@@ -212,6 +218,16 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
         }
     }
     let variant_workers = s.variants.iter().flat_map(|v| v.workers.iter().flatten());
+    let skewed = s.workers.iter().chain(variant_workers.clone()).any(|w| w.clock_rate != 1.0);
+    if skewed && lock != LockShape::K8sLease {
+        return Err((
+            Needle::Key("clock_rate", None),
+            format!(
+                "clock_rate: {} never reads the workers' clocks (its server keeps the lease), so a worker's clock rate changes nothing; it matters with lock = \"k8s-lease\"",
+                lock.name()
+            ),
+        ));
+    }
     for step in s.workers.iter().chain(variant_workers).flat_map(|w| &w.steps) {
         let (name, needs) = match step {
             Step::WaitReplicas { .. } if lock != LockShape::Replicated => {
@@ -708,5 +724,25 @@ steps = [{ do = "acquire" }]
             let src = format!("replica = true\ntokens = \"{tokens}\"\n{MINIMAL}");
             assert!(parse_scenario(&src, "t.toml").is_ok(), "{tokens}");
         }
+    }
+
+    #[test]
+    fn a_clock_rate_is_checked_and_only_taken_by_the_kubernetes_lease() {
+        let skewed = MINIMAL.replace("name = \"A\"\n", "name = \"A\"\nclock_rate = 1.5\n");
+        let lease = parse_scenario(&format!("lock = \"k8s-lease\"\n{skewed}"), "t.toml").unwrap();
+        assert_eq!(lease.workers[0].clock_rate, 1.5);
+        assert_eq!(parse_scenario(MINIMAL, "t.toml").unwrap().workers[0].clock_rate, 1.0);
+        let err = parse_scenario(&skewed, "t.toml").unwrap_err();
+        assert_eq!((err.line, err.column), (7, 1), "{err}");
+        assert!(err.message.contains("it matters with lock = \"k8s-lease\""), "{err}");
+        let fast = format!("lock = \"k8s-lease\"\n{}", skewed.replace("1.5", "80.0"));
+        let err = parse_scenario(&fast, "t.toml").unwrap_err();
+        assert!(err.message.contains("clock_rate = 80 is out of range"), "{err}");
+        let no_lease = format!("lock = \"k8s-lease\"\n{}", MINIMAL.replace("100", "0"));
+        let err = parse_scenario(&no_lease, "t.toml").unwrap_err();
+        assert!(err.message.contains("a Lease needs a duration"), "{err}");
+        let redlock = format!("lock = \"k8s-lease\"\nredlock_nodes = 3\n{MINIMAL}");
+        let err = parse_scenario(&redlock, "t.toml").unwrap_err();
+        assert!(err.message.contains("an etcd lock is one etcd server"), "{err}");
     }
 }

@@ -61,8 +61,8 @@ pub struct RawScenario {
     /// replica); clients follow a promotion.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replica: bool,
-    /// Which lock service: Redis (one server, or Redlock / a replica as set above) or
-    /// an etcd lease lock.
+    /// Which lock service: Redis (one server, or Redlock / a replica as set above), an
+    /// etcd lease lock, or a Kubernetes-style Lease on etcd.
     #[serde(default, skip_serializing_if = "LockService::is_default")]
     pub lock: LockService,
     /// Where the workers' writes go: a list on Redis, or a PostgreSQL table that
@@ -107,6 +107,7 @@ impl RawScenario {
     pub fn lock_shape(&self) -> LockShape {
         match (self.lock, self.redlock_nodes, self.replica) {
             (LockService::Etcd, _, _) => LockShape::Etcd,
+            (LockService::K8sLease, _, _) => LockShape::K8sLease,
             (LockService::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
             (LockService::Redis, None, true) => LockShape::Replicated,
             (LockService::Redis, None, false) => LockShape::Redis,
@@ -201,6 +202,7 @@ impl From<Scenario> for RawScenario {
             LockShape::Redlock { nodes } => (LockService::Redis, Some(nodes), false),
             LockShape::Replicated => (LockService::Redis, None, true),
             LockShape::Etcd => (LockService::Etcd, None, false),
+            LockShape::K8sLease => (LockService::K8sLease, None, false),
         };
         RawScenario {
             name,

@@ -11,7 +11,7 @@ use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
 use crate::model::{Belief, RunModel};
 use crate::scenario::{
-    LockService, LockShape, PlannedRun, Scenario, Step, StorageKind, TokenSource, WorkerSpec,
+    LockShape, PlannedRun, Scenario, Step, StorageKind, TokenSource, WorkerSpec,
 };
 
 /// Speed factors the `[` and `]` keys step through.
@@ -73,7 +73,7 @@ impl Service {
                 storage: StorageKind::Redis,
             },
             LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
-            LockShape::Etcd => Service { lock: LockShape::Redis, ..self },
+            LockShape::Etcd | LockShape::K8sLease => Service { lock: LockShape::Redis, ..self },
         }
     }
 
@@ -96,6 +96,7 @@ impl Service {
     pub fn label(self) -> String {
         let lock = match self.lock {
             LockShape::Etcd => "etcd lease lock".to_string(),
+            LockShape::K8sLease => "Kubernetes-style Lease on etcd".to_string(),
             LockShape::Redlock { nodes } => format!("Redlock on {nodes} Redis servers"),
             LockShape::Replicated => "a Redis primary with a replica".to_string(),
             LockShape::Redis => "one Redis lock".to_string(),
@@ -302,10 +303,7 @@ impl App {
         if !self.uses_lock() && self.scenario.storage == StorageKind::Postgres {
             return "PostgreSQL";
         }
-        match self.scenario.lock.service() {
-            LockService::Redis => "Redis",
-            LockService::Etcd => "etcd",
-        }
+        self.scenario.lock.service().server()
     }
 
     /// Whether the scenario takes a lock at all (the SQL lessons do not): without
@@ -339,7 +337,7 @@ impl App {
         let scenario = self.run_scenario().unwrap_or(&self.scenario);
         match (scenario.lock, scenario.token_source()) {
             (_, TokenSource::Storage) => "the storage's counter",
-            (LockShape::Etcd, _) => "etcd revision",
+            (LockShape::Etcd | LockShape::K8sLease, _) => "etcd revision",
             _ => "Redis INCR",
         }
     }
@@ -898,6 +896,7 @@ impl App {
                 Step::Write { value: format!("report from {name}") },
                 Step::Release,
             ],
+            clock_rate: 1.0,
         });
         self.status = Some(format!("worker {name} added to the next run: press r to restart"));
     }

@@ -1,10 +1,12 @@
 //! etcd as the lease lock uses it: [`LeaseKv`], the handful of etcd calls the lock
-//! needs (grant, create-if-absent transaction, get, delete, keep-alive, revoke,
+//! needs (grant, a compare-and-swap transaction on the key's revision, get, delete, keep-alive, revoke,
 //! time-to-live, revision), and where clients come from ([`EtcdCluster`]). A real
-//! etcd is `real.rs` (through etcd's JSON gateway); the simulator's model of one is `sim/etcd.rs`; the lock itself
-//! is `lock/etcd.rs`.
+//! etcd is `real.rs` (through etcd's JSON gateway); the simulator's model of one is `sim/etcd.rs`; the locks
+//! over it are `lock/etcd.rs` (etcd's own lease) and `lock/k8s_lease.rs` (Kubernetes's Lease record).
 
 mod real;
+
+use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use real::RealEtcd;
 
@@ -23,13 +25,16 @@ pub struct KeyState {
 pub trait LeaseKv: Send + 'static {
     /// `LeaseGrant`: a new lease of `ttl_s` seconds.
     fn grant(&mut self, ttl_s: i64) -> impl Future<Output = Result<i64, BackendError>> + Send;
-    /// A transaction: if `key`'s create revision is 0 (it does not exist), put it with
-    /// `lease`. The new revision when it did, None when the key exists.
-    fn create(
+    /// A compare-and-swap transaction: if `key`'s mod revision is still `mod_revision`,
+    /// put it with `lease`. A key that does not exist has mod revision 0, so 0 means
+    /// "create it only if nobody has". The new revision when it put, None when the
+    /// key had changed.
+    fn put_if(
         &mut self,
         key: &str,
         value: &str,
         lease: i64,
+        mod_revision: i64,
     ) -> impl Future<Output = Result<Option<i64>, BackendError>> + Send;
     /// A plain put (no condition); returns the new revision.
     fn put(
@@ -71,4 +76,47 @@ pub trait EtcdCluster: Send + Sync + 'static {
 /// Lease seconds for a lease of `ttl_ms`: etcd counts whole seconds, so it rounds up.
 pub fn lease_seconds(ttl_ms: u64) -> i64 {
     i64::try_from(ttl_ms.div_ceil(1000).max(1)).unwrap_or(i64::MAX)
+}
+
+/// An etcd as the locks over it use it for runs: its clients, and the store's
+/// revision when the current run began.
+pub struct RunEtcd<C> {
+    cluster: C,
+    start_revision: AtomicI64,
+}
+
+impl<C: EtcdCluster> RunEtcd<C> {
+    pub fn new(cluster: C) -> Self {
+        RunEtcd { cluster, start_revision: AtomicI64::new(0) }
+    }
+
+    /// Before each run: note the revision the run's tokens are counted from.
+    pub async fn reset(&self) -> Result<(), BackendError> {
+        let revision = self.cluster.connect().await?.revision().await?;
+        self.start_revision.store(revision, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A new client, and how it turns revisions into tokens.
+    pub async fn connect(&self) -> Result<(C::Kv, Revisions), BackendError> {
+        let start = self.start_revision.load(Ordering::SeqCst);
+        Ok((self.cluster.connect().await?, Revisions { start }))
+    }
+
+    pub fn describe(&self) -> String {
+        self.cluster.describe()
+    }
+}
+
+/// Revisions as fencing tokens, counted from the revision at the start of the run,
+/// so runs read alike however long the server has been up.
+#[derive(Debug, Clone, Copy)]
+pub struct Revisions {
+    start: i64,
+}
+
+impl Revisions {
+    pub fn token(self, revision: i64) -> u64 {
+        u64::try_from(revision - self.start).unwrap_or(0)
+    }
 }

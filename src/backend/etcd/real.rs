@@ -248,16 +248,19 @@ impl LeaseKv for EtcdHttp {
         self.int(PATH, &answer, "ID")
     }
 
-    async fn create(
+    /// etcd compares a key that does not exist as if its revisions were 0.
+    async fn put_if(
         &mut self,
         key: &str,
         value: &str,
         lease: i64,
+        mod_revision: i64,
     ) -> Result<Option<i64>, BackendError> {
         const PATH: &str = "/v3/kv/txn";
         let txn = json!({
             "compare": [{
-                "key": b64(key), "target": "CREATE", "result": "EQUAL", "create_revision": "0",
+                "key": b64(key), "target": "MOD", "result": "EQUAL",
+                "mod_revision": mod_revision.to_string(),
             }],
             "success": [{ "request_put": put_request(key, value, lease) }],
         });

@@ -11,10 +11,7 @@
 //! The lock is written once over [`LeaseKv`], the handful of etcd calls it needs, and
 //! runs on a real etcd (`etcd/real.rs`) or on a model of one (`sim/etcd.rs`).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
-
-use crate::backend::etcd::{EtcdCluster, KeyState, LeaseKv, lease_seconds};
+use crate::backend::etcd::{EtcdCluster, KeyState, LeaseKv, Revisions, RunEtcd, lease_seconds};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
     async_trait,
@@ -27,36 +24,28 @@ const RETRY_MS: u64 = 50;
 
 /// The etcd lock.
 pub struct EtcdBackend<C> {
-    cluster: Arc<C>,
-    /// The revision when the current run began: tokens are counted from it.
-    start_revision: Arc<AtomicI64>,
+    etcd: RunEtcd<C>,
 }
 
 impl<C: EtcdCluster> EtcdBackend<C> {
     pub fn new(cluster: C) -> Self {
-        EtcdBackend { cluster: Arc::new(cluster), start_revision: Default::default() }
+        EtcdBackend { etcd: RunEtcd::new(cluster) }
     }
 }
 
 #[async_trait]
 impl<C: EtcdCluster> LockService for EtcdBackend<C> {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        Ok(Box::new(EtcdClient {
-            kv: self.cluster.connect().await?,
-            keys: keys.clone(),
-            lease: None,
-            start_revision: self.start_revision.load(Ordering::SeqCst),
-        }))
+        let (kv, revisions) = self.etcd.connect().await?;
+        Ok(Box::new(EtcdClient { kv, keys: keys.clone(), lease: None, revisions }))
     }
 
     fn describe(&self) -> String {
-        self.cluster.describe()
+        self.etcd.describe()
     }
 
     async fn reset(&self) -> Result<(), BackendError> {
-        let revision = self.cluster.connect().await?.revision().await?;
-        self.start_revision.store(revision, Ordering::SeqCst);
-        Ok(())
+        self.etcd.reset().await
     }
 }
 
@@ -65,14 +54,10 @@ pub struct EtcdClient<K> {
     kv: K,
     keys: Keys,
     lease: Option<i64>,
-    start_revision: i64,
+    revisions: Revisions,
 }
 
 impl<K: LeaseKv> EtcdClient<K> {
-    fn token(&self, revision: i64) -> u64 {
-        u64::try_from(revision - self.start_revision).unwrap_or(0)
-    }
-
     /// The lease of the key's holder, in ms, for a waiter to sleep on.
     async fn wait_hint(&mut self, holder: Option<KeyState>) -> Result<AcquireReply, BackendError> {
         let pttl_ms = match holder {
@@ -96,10 +81,10 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
         let lease = if ttl_ms == 0 { 0 } else { self.kv.grant(lease_seconds(ttl_ms)).await? };
-        match self.kv.create(&self.keys.lock, value, lease).await? {
+        match self.kv.put_if(&self.keys.lock, value, lease, 0).await? {
             Some(revision) => {
                 self.lease = Some(lease).filter(|l| *l != 0);
-                Ok(AcquireReply::Granted { token: self.token(revision) })
+                Ok(AcquireReply::Granted { token: self.revisions.token(revision) })
             }
             None => {
                 if lease != 0 {
@@ -158,7 +143,7 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         Ok(LockTruth {
             holder_value: key.map(|k| k.value),
             pttl_ms,
-            counter: Some(self.token(revision)),
+            counter: Some(self.revisions.token(revision)),
             nodes: Vec::new(),
         })
     }

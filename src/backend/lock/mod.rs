@@ -3,5 +3,6 @@
 
 pub mod etcd;
 pub mod failover;
+pub mod k8s_lease;
 pub mod redis;
 pub mod redlock;

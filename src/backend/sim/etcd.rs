@@ -94,14 +94,15 @@ impl LeaseKv for SimEtcd {
         Ok(id)
     }
 
-    async fn create(
+    async fn put_if(
         &mut self,
         key: &str,
         value: &str,
         lease: i64,
+        mod_revision: i64,
     ) -> Result<Option<i64>, BackendError> {
         let mut store = self.now();
-        if store.keys.contains_key(key) {
+        if store.keys.get(key).map_or(0, |k| k.mod_revision) != mod_revision {
             return Ok(None);
         }
         Ok(Some(store.put(key, value, lease)))

@@ -24,7 +24,6 @@ use svg::node::element::{Definitions, Group, Line, Pattern, Rectangle, Text, Tit
 
 use crate::engine::log::{Event, EventKind};
 use crate::model::RunModel;
-use crate::scenario::LockService;
 use columns::{Scale, tick_label, tick_step};
 use text::{Placer, TextBox, elide_middle};
 
@@ -202,11 +201,7 @@ fn run_line(model: &RunModel) -> String {
 
 fn service_of(model: &RunModel) -> &'static str {
     match model.events().first().map(|e| &e.kind) {
-        Some(EventKind::RunStarted { scenario, .. })
-            if scenario.lock.service() == LockService::Etcd =>
-        {
-            "etcd"
-        }
+        Some(EventKind::RunStarted { scenario, .. }) => scenario.lock.service().server(),
         _ => "Redis",
     }
 }

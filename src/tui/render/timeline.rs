@@ -13,6 +13,7 @@ use ratatui::widgets::{Block, Borders, Widget};
 use super::super::app::App;
 use super::super::theme::Theme;
 use crate::model::{Belief, RunModel, at};
+use crate::scenario::LockShape;
 
 /// Width of the label column on the left of each lane.
 const GUTTER: u16 = 16;
@@ -465,7 +466,7 @@ impl<'a> Ctx<'a> {
         let view = self.app.view_ms();
         let bar_width = (self.plot.width / 2).max(10) as usize;
         let text = match run.lease_at(view) {
-            Some((holder, left)) if run.ttl_ms > 0 => {
+            Some((holder, Some(left))) if run.ttl_ms > 0 => {
                 let filled = ((left / run.ttl_ms as f64) * bar_width as f64).round() as usize;
                 let bar = format!(
                     "{}{}",
@@ -480,6 +481,11 @@ impl<'a> Ctx<'a> {
                     run.ttl_ms as f64 / 1000.0,
                     self.app.service_name()
                 )
+            }
+            // Nothing expires a Kubernetes-style Lease on the server: each contender
+            // judges that by its own clock.
+            Some((holder, _)) if self.app.scenario.lock == LockShape::K8sLease => {
+                format!("held by {holder}; nothing in etcd expires it")
             }
             Some((holder, _)) => format!("{holder} holds it with no expiry"),
             None => format!("nobody holds the lock in {}", self.app.service_name()),
