@@ -304,6 +304,22 @@ fn a_lesson_with_narration_and_a_question_waiting_for_its_answer() {
 }
 
 #[test]
+fn the_commands_inspector_opens_in_a_lesson_on_a_projector_sized_screen() {
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    app.update(Msg::Logged(sim_events(&lesson.scenario, false)));
+    open_the_question(&mut app, 2100.0);
+    app.update(Action::ToggleInspector);
+    for (width, height) in [(100, 30), (80, 24)] {
+        let term = screen(&app, width, height);
+        let shown = text(term.backend().buffer());
+        assert!(shown.contains("Commands sent (i to close)"), "{width}x{height}:\n{shown}");
+        // The question stays on screen whole, with the keys that answer it.
+        assert!(shown.contains("Predict: press 1 to 3."), "{width}x{height}:\n{shown}");
+    }
+}
+
+#[test]
 fn every_step_reached_stays_in_the_panel_in_order() {
     let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::etcd::RealEtcd;
 use super::lock::etcd::EtcdBackend;
-use super::lock::k8s_lease::K8sLeaseBackend;
 use super::lock::failover::FailoverBackend;
+use super::lock::k8s_lease::K8sLeaseBackend;
 use super::lock::redlock::RedlockBackend;
 use super::redis::RedisBackend;
 use super::server::{

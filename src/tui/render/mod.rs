@@ -79,19 +79,20 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
             .min(body.height.saturating_sub(NARROW_TIMELINE_MIN));
         let [top, lesson] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(lesson_h)]).areas(body);
+        // `i` still shows the commands: under the timeline, which keeps its axis and a
+        // lane (the narration and its question stay whole).
+        let (top, bottom) = if app.inspector {
+            let h = INSPECTOR_HEIGHT.min(top.height.saturating_sub(4)).max(3);
+            let [top, bottom] =
+                Layout::vertical([Constraint::Min(0), Constraint::Length(h)]).areas(top);
+            (top, bottom)
+        } else {
+            (top, none)
+        };
         let [timeline, storage] =
             Layout::horizontal([Constraint::Min(30), Constraint::Length(NARROW_STORAGE_WIDTH)])
                 .areas(top);
-        return Areas {
-            header,
-            timeline,
-            tokens: none,
-            lesson,
-            storage,
-            hint,
-            bottom: none,
-            footer,
-        };
+        return Areas { header, timeline, tokens: none, lesson, storage, hint, bottom, footer };
     }
     let bottom_height = match (app.inspector, wide) {
         (true, _) => INSPECTOR_HEIGHT,
