@@ -412,7 +412,11 @@ impl Worker {
 
     /// [`Self::sleep_until`], ending early when `released` and the lock service
     /// announces a release (a release during a pause wakes the worker as it resumes).
-    async fn sleep_or_release(&mut self, at: Instant, released: bool) -> Result<Flow, BackendError> {
+    async fn sleep_or_release(
+        &mut self,
+        at: Instant,
+        released: bool,
+    ) -> Result<Flow, BackendError> {
         loop {
             let command = tokio::select! {
                 () = sleep_until(at) => return Ok(Flow::Continue),

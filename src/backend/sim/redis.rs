@@ -427,7 +427,7 @@ mod tests {
     use crate::scenario::FenceCompare;
 
     fn client(sim: &SimBackend) -> SimClient {
-        SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0 }
+        SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0, releases: None }
     }
 
     fn storage(sim: &SimBackend) -> SimStorageClient {
