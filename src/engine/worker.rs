@@ -335,8 +335,10 @@ impl Worker {
             if self.settings.wait == WaitStrategy::Notify && !listening {
                 let started = Instant::now();
                 listening = self.lock.listen_for_releases().await?;
-                self.command(started, wire::subscribe_releases(&self.keys));
-                continue;
+                if listening {
+                    self.command(started, wire::subscribe_releases(&self.keys));
+                    continue;
+                }
             }
             let asked = Instant::now();
             let wait = match (self.settings.wait, pttl_ms) {
