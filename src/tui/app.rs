@@ -895,15 +895,13 @@ impl App {
             WaitStrategy::Poll | WaitStrategy::Notify => WaitStrategy::Ttl,
         };
         s.poll_ms = (s.wait == WaitStrategy::Poll).then_some(PLAYGROUND_POLL_MS);
+        // Short enough for the status line at 80 columns.
         let how = match s.wait {
-            WaitStrategy::Ttl => "sleep until the holder's lease ends",
-            WaitStrategy::Poll => "try again every 100 ms",
-            WaitStrategy::Notify => "subscribe, woken by the release (or the lease's end)",
+            WaitStrategy::Ttl => "sleep to the lease's end",
+            WaitStrategy::Poll => "retry every 100 ms",
+            WaitStrategy::Notify => "are told of a release",
         };
-        self.status = Some(format!(
-            "waiters {how} (wait = \"{}\") from the next run: press r to restart",
-            s.wait.name()
-        ));
+        self.status = Some(format!("next run: waiters {how} (wait = {}): press r", s.wait.name()));
     }
 
     fn add_worker(&mut self) {
