@@ -23,6 +23,11 @@ pub struct Keys {
     pub storage_highest: String,
     /// The idempotency keys the storage has applied (a set).
     pub storage_applied: String,
+    /// The channel a releasing worker publishes on (`wait = "notify"`): a channel, not
+    /// a key, so `all()` leaves it out; named under the prefix so a shared server's
+    /// other subscribers never hear it, with the run's hash tag so a cluster's
+    /// sharded channels would keep it with the keys.
+    pub released: String,
     /// The TTL (real ms) the fence counter and the storage keys get each time they are
     /// written, so a run that cannot delete them (killed with SIGKILL, a server that
     /// stopped answering) leaves nothing behind for long: well beyond the run's length.
@@ -42,6 +47,7 @@ impl Keys {
             storage: format!("{prefix}storage"),
             storage_highest: format!("{prefix}storage:highest"),
             storage_applied: format!("{prefix}storage:applied"),
+            released: format!("{prefix}released"),
             prefix,
             run_id: run_id.to_string(),
             expire_ms: MIN_EXPIRE_MS,

@@ -249,6 +249,31 @@ pub trait LockClient: Send {
     /// Give the lock back. Returns whether a key was deleted.
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError>;
 
+    /// Give the lock back and, when a key was deleted, say so on the run's release
+    /// channel in the same atomic step (the `notify` waiting strategy). A lock service
+    /// without a channel (the scenario's validation keeps `notify` away from them)
+    /// just releases.
+    async fn release_announcing(
+        &mut self,
+        value: &str,
+        mode: ReleaseMode,
+    ) -> Result<bool, BackendError> {
+        self.release(value, mode).await
+    }
+
+    /// Start listening to the run's release channel, before the acquire attempt
+    /// that follows, so a release in between is not missed. Returns false when this
+    /// lock service has no channel (its waiters wake at the lease's end only).
+    async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
+        Ok(false)
+    }
+
+    /// Wait for the next release announced since listening began (or since the
+    /// last one this returned); never returns when not listening.
+    async fn next_release(&mut self) -> Result<(), BackendError> {
+        std::future::pending().await
+    }
+
     /// Extend the lease to `ttl_ms`: if `value` still owns the lock, or (`RenewMode::Set`)
     /// blindly, taking the lock back from whoever holds it.
     async fn renew(

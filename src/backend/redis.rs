@@ -29,7 +29,7 @@ use super::proxy::Upstream;
 use super::{BackendError, Keys, WorkerLink, scripts};
 
 /// How long to wait for a connection or a reply before calling Redis unreachable.
-const TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A Redis server, reached by URL.
 #[derive(Clone)]
@@ -192,7 +192,7 @@ impl RedisBackend {
         keys: &Keys,
         slack: Duration,
     ) -> Result<RedisClient, BackendError> {
-        let manager = ConnectionManager::new_with_config(client, manager_config(slack))
+        let manager = ConnectionManager::new_with_config(client.clone(), manager_config(slack))
             .await
             .map_err(|e| self.classify(e))?;
         let mut single = manager;
@@ -208,7 +208,8 @@ impl RedisBackend {
             Err(e) => return Err(self.classify(e)),
             Ok(_) => RedisCon::Single(single),
         };
-        Ok(RedisClient { con: Connection { con, link: None }, keys: keys.clone() })
+        let con = Connection { con, link: None };
+        Ok(RedisClient { con, keys: keys.clone(), subscriber: client, releases: None })
     }
 
     /// A connection to the cluster the URL's server belongs to. The client reads the
@@ -277,6 +278,11 @@ fn manager_config(slack: Duration) -> ConnectionManagerConfig {
 pub struct RedisClient {
     pub(crate) con: Connection,
     pub(crate) keys: Keys,
+    /// Where a subscriber connection goes (through the worker's link, if any): a
+    /// subscribed connection can send nothing else, so `notify` needs one of its own.
+    pub(crate) subscriber: redis::Client,
+    /// The run's release channel, once this client waits with `notify`.
+    pub(crate) releases: Option<redis::aio::PubSubStream>,
 }
 
 /// A worker's connection to Redis (reconnecting when it drops), and the link it goes

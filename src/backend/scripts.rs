@@ -7,6 +7,7 @@ use redis::Script;
 
 pub const ACQUIRE_LUA: &str = include_str!("../../assets/lua/acquire.lua");
 pub const RELEASE_LUA: &str = include_str!("../../assets/lua/release.lua");
+pub const RELEASE_NOTIFY_LUA: &str = include_str!("../../assets/lua/release_notify.lua");
 pub const RENEW_LUA: &str = include_str!("../../assets/lua/renew.lua");
 pub const FENCED_WRITE_LUA: &str = include_str!("../../assets/lua/fenced_write.lua");
 pub const IDEMPOTENT_WRITE_LUA: &str = include_str!("../../assets/lua/idempotent_write.lua");
@@ -14,6 +15,7 @@ pub const CLOCK_JUMP_LUA: &str = include_str!("../../assets/lua/clock_jump.lua")
 
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
+pub static RELEASE_NOTIFY: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_NOTIFY_LUA));
 pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW_LUA));
 pub static FENCED_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(FENCED_WRITE_LUA));
 pub static IDEMPOTENT_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(IDEMPOTENT_WRITE_LUA));
@@ -21,9 +23,10 @@ pub static CLOCK_JUMP: LazyLock<Script> = LazyLock::new(|| Script::new(CLOCK_JUM
 
 /// Every script with its file name and source: an error about a script names it by
 /// SHA and line only (`acl.rs`).
-pub static ALL: [(&str, &LazyLock<Script>, &str); 6] = [
+pub static ALL: [(&str, &LazyLock<Script>, &str); 7] = [
     ("acquire.lua", &ACQUIRE, ACQUIRE_LUA),
     ("release.lua", &RELEASE, RELEASE_LUA),
+    ("release_notify.lua", &RELEASE_NOTIFY, RELEASE_NOTIFY_LUA),
     ("renew.lua", &RENEW, RENEW_LUA),
     ("fenced_write.lua", &FENCED_WRITE, FENCED_WRITE_LUA),
     ("idempotent_write.lua", &IDEMPOTENT_WRITE, IDEMPOTENT_WRITE_LUA),

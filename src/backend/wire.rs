@@ -61,6 +61,18 @@ pub fn release(keys: &Keys, value: &str, mode: ReleaseMode, deleted: bool) -> (S
     (cmd, u8::from(deleted).to_string())
 }
 
+/// The release script of the `notify` waiting strategy (compare-and-delete, then
+/// `PUBLISH` on the run's release channel).
+pub fn release_announcing(keys: &Keys, value: &str, deleted: bool) -> (String, String) {
+    let script = evalsha(&scripts::RELEASE_NOTIFY, "release_notify.lua");
+    (format!("{script} 1 {} {value} {}", keys.lock, keys.released), u8::from(deleted).to_string())
+}
+
+/// A waiter's `SUBSCRIBE` to the run's release channel (its own connection).
+pub fn subscribe_releases(keys: &Keys) -> (String, String) {
+    (format!("SUBSCRIBE {}", keys.released), "1".to_string())
+}
+
 pub fn renew(
     keys: &Keys,
     value: &str,

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::deployment::{Deployment, Shape, deploy};
@@ -10,7 +10,7 @@ use crate::cli::{BackendArgs, BenchArgs, BenchWhat};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 use crate::engine::{RunOptions, run};
 use crate::runtime;
-use crate::scenario::{Scenario, builtin};
+use crate::scenario::{Scenario, Step, WaitStrategy, parse_scenario};
 
 pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     match args.what {
@@ -66,34 +66,84 @@ fn starts<T>(
     Ok(())
 }
 
-/// Run gc-pause (fencing off) `runs` times and report how long after A's lease
-/// expired B was granted the lock.
+/// Two workers on a 200 ms lease: A takes the lock and, in the `expiry` case, freezes
+/// past its lease (its key expires), or in the `release` case gives it back after
+/// 50 ms; B asks at 10 ms and waits.
+const HANDOVER: &str = r#"
+name = "handover"
+title = "hand-over"
+ttl_ms = 200
+
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "pause", ms = 400 }]
+
+[[workers]]
+name = "B"
+start_ms = 10
+steps = [{ do = "acquire" }, { do = "release" }]
+"#;
+
+/// The poll interval of the `poll` column: redis-py's `Lock` sleeps 0.1 s between
+/// tries by default.
+const POLL_MS: u64 = 100;
+
+/// For each waiting strategy, `runs` runs of each case: how long after the lock fell
+/// free (A's key expired, or A's release was sent) B was granted it. The `poll`
+/// column is the plain polling client the issue compares with: our worker looping
+/// as redis-py's `Lock.acquire` does (try, sleep 100 ms, try), in Rust.
 fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
-    let scenario = builtin("gc-pause").context("gc-pause is built in")??;
     let deployment = deploy(&backend_args.targets(), Shape::SINGLE)?;
-    println!(
-        "hand-over delay: B's grant minus A's lease end (A's grant + TTL), gc-pause, {runs} runs"
-    );
+    println!("hand-over: B's grant minus the moment the lock fell free, {runs} runs per cell");
     println!("backend: {}", deployment.describe());
     let rt = runtime::build(deployment.simulated())?;
-    let delays = rt.block_on(measure(&deployment, &scenario, runs))?;
-    let mut sorted = delays.clone();
-    sorted.sort_by(f64::total_cmp);
-    let runs_text: Vec<String> = delays.iter().map(|d| format!("{d:.2}")).collect();
-    println!("per run (ms): {}", runs_text.join(" "));
-    println!(
-        "median {:.2} ms, min {:.2} ms, max {:.2} ms",
-        median(&sorted),
-        sorted[0],
-        sorted[sorted.len() - 1]
-    );
+    println!("{:<22} {:>28} {:>28}", "B waits with", "after A's lease expired", "after A released");
+    for wait in [WaitStrategy::Ttl, WaitStrategy::Poll, WaitStrategy::Notify] {
+        let mut cells = Vec::new();
+        for case in [Case::Expiry, Case::Release] {
+            let scenario = handover_scenario(wait, case)?;
+            let mut delays = rt.block_on(measure(&deployment, &scenario, runs, case))?;
+            delays.sort_by(f64::total_cmp);
+            cells.push(format!(
+                "{:.2} / {:.2} / {:.2}",
+                median(&delays),
+                percentile(&delays, 90.0),
+                percentile(&delays, 99.0)
+            ));
+        }
+        let name = match wait {
+            WaitStrategy::Poll => format!("poll ({POLL_MS} ms)"),
+            other => other.name().to_string(),
+        };
+        println!("{name:<22} {:>28} {:>28}", cells[0], cells[1]);
+    }
+    println!("(ms: median / p90 / p99)");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the lock falls free by expiry or by release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    Expiry,
+    Release,
+}
+
+fn handover_scenario(wait: WaitStrategy, case: Case) -> anyhow::Result<Scenario> {
+    let mut scenario = parse_scenario(HANDOVER, "bench handover")?;
+    scenario.wait = wait;
+    scenario.poll_ms = (wait == WaitStrategy::Poll).then_some(POLL_MS);
+    if case == Case::Release {
+        scenario.workers[0].steps =
+            vec![Step::Acquire { give_up_ms: None }, Step::Work { ms: 50 }, Step::Release];
+    }
+    Ok(scenario)
 }
 
 async fn measure(
     deployment: &Deployment,
     scenario: &Scenario,
     runs: u32,
+    case: Case,
 ) -> anyhow::Result<Vec<f64>> {
     let cancel = CancellationToken::new();
     runtime::cancel_on_signals(cancel.clone());
@@ -105,7 +155,11 @@ async fn measure(
             bail!("interrupted");
         }
         let events = log.snapshot();
-        let Some(delay) = handover_delay(&events, scenario.ttl_ms as f64) else {
+        let free = match case {
+            Case::Expiry => granted(&events, "A").map(|t| t + scenario.ttl_ms as f64),
+            Case::Release => release_sent(&events, "A"),
+        };
+        let Some(delay) = granted(&events, "B").zip(free).map(|(b, free)| b - free) else {
             bail!("a run had no hand-over from A to B; is Redis healthy?");
         };
         delays.push(delay);
@@ -113,17 +167,32 @@ async fn measure(
     Ok(delays)
 }
 
-/// B's grant time minus the end of A's lease (A's grant time + TTL), in ms.
-pub fn handover_delay(events: &[Event], ttl_ms: f64) -> Option<f64> {
-    let granted = |who: &str| {
-        events.iter().find_map(|e| match &e.kind {
-            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == who => {
-                Some(e.t_ms)
-            }
-            _ => None,
-        })
-    };
-    Some(granted("B")? - (granted("A")? + ttl_ms))
+/// When `who` was granted the lock, in scenario ms.
+fn granted(events: &[Event], who: &str) -> Option<f64> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == who => {
+            Some(e.t_ms)
+        }
+        _ => None,
+    })
+}
+
+/// When `who` sent its release (the `Released` event is logged once the reply is
+/// back; a subscriber may be granted the lock before that).
+fn release_sent(events: &[Event], who: &str) -> Option<f64> {
+    let released = events.iter().position(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Released { .. } } if worker == who)
+    })?;
+    events[..released].iter().rev().find_map(|e| match &e.kind {
+        EventKind::Command { worker, latency_ms, .. } if worker == who => Some(e.t_ms - latency_ms),
+        _ => None,
+    })
+}
+
+/// The `p`th percentile of sorted values (nearest rank).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// The median of sorted values.

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::backend::StoredWrite;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, WaitStrategy};
 
 /// Version of the event format, written in the first event of every log.
 pub const LOG_FORMAT_VERSION: u32 = 1;
@@ -93,10 +93,15 @@ pub enum EventKind {
 pub enum WorkerEvent {
     Started,
     /// The lock is taken; the worker sleeps `retry_in_ms` (the holder's remaining
-    /// lease) and tries again. `retry_in_ms` is None when the lease never expires.
+    /// lease, or with `wait = "poll"` the interval) and tries again; with
+    /// `wait = "notify"` a release wakes it sooner. `retry_in_ms` is None when the
+    /// lease never expires.
     Waiting {
         holder: Option<String>,
         retry_in_ms: Option<f64>,
+        /// Absent in logs of `ttl` waiters (all logs before waiting strategies).
+        #[serde(default, skip_serializing_if = "WaitStrategy::is_default")]
+        wait: WaitStrategy,
     },
     /// The worker gave up waiting.
     GaveUp,

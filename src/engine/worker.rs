@@ -24,7 +24,7 @@ use crate::backend::{
 };
 use crate::scenario::{
     AcquireMode, FenceCompare, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource,
-    WorkerSpec,
+    WaitStrategy, WorkerSpec,
 };
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
@@ -47,6 +47,9 @@ pub struct WorkerSettings {
     pub storage: StorageKind,
     /// How the fenced storage compares tokens.
     pub fencing_compare: FenceCompare,
+    /// How a waiter learns the lock is free, and (`poll`) its interval in scenario ms.
+    pub wait: WaitStrategy,
+    pub poll_ms: u64,
 }
 
 impl WorkerSettings {
@@ -62,6 +65,8 @@ impl WorkerSettings {
             tokens_from_storage: scenario.token_source() == TokenSource::Storage,
             storage: scenario.storage,
             fencing_compare: scenario.fencing_compare,
+            wait: scenario.wait,
+            poll_ms: scenario.poll_ms.unwrap_or(NO_TTL_RETRY_MS as u64),
         }
     }
 }
@@ -222,8 +227,14 @@ impl Worker {
                 let value = self.value.take().unwrap_or_default();
                 let mode = self.settings.release;
                 let started = Instant::now();
-                let deleted = self.lock.release(&value, mode).await?;
-                self.command(started, wire::release(&self.keys, &value, mode, deleted));
+                let (deleted, shown) = if self.settings.wait == WaitStrategy::Notify {
+                    let deleted = self.lock.release_announcing(&value, mode).await?;
+                    (deleted, wire::release_announcing(&self.keys, &value, deleted))
+                } else {
+                    let deleted = self.lock.release(&value, mode).await?;
+                    (deleted, wire::release(&self.keys, &value, mode, deleted))
+                };
+                self.command(started, shown);
                 let unsafe_del = mode == ReleaseMode::Del;
                 self.emit(WorkerEvent::Released { deleted, unsafe_del });
             }
@@ -295,15 +306,22 @@ impl Worker {
         Ok(Flow::Continue)
     }
 
-    /// Try to take the lock; while it is taken, sleep exactly until the holder's
-    /// lease runs out (one ms past it, as Redis expires a key only once its deadline
-    /// has passed) and try again. No fixed poll interval: the hand-over happens
-    /// within a round trip of the expiry.
+    /// Try to take the lock; while it is taken, wait as the scenario's strategy says
+    /// and try again:
+    /// - `ttl`: exactly until the holder's lease runs out (one ms past it, as Redis
+    ///   expires a key only once its deadline has passed). No fixed poll interval: the
+    ///   hand-over after an expiry happens within a round trip; an early release goes
+    ///   unnoticed until then.
+    /// - `poll`: every `poll_ms`, whatever the lease says (redis-py's way).
+    /// - `notify`: as `ttl`, and also at once when the release script publishes. The
+    ///   subscription starts at the first refusal and the lock is asked again right
+    ///   after it (Redisson's order), so a release in between is not missed.
     async fn acquire(&mut self, give_up_ms: Option<u64>) -> Result<Flow, BackendError> {
         let clock = *self.log.clock();
         let give_up_at = give_up_ms.map(|ms| Instant::now() + clock.real(ms as f64));
         let value = holder_value(&self.spec.name, &mut self.rng);
         let mut announced: Option<Option<String>> = None;
+        let mut listening = false;
         loop {
             let (ttl, mode) = (self.real_ttl(), self.settings.acquire);
             let started = Instant::now();
@@ -322,15 +340,28 @@ impl Worker {
                 }
                 AcquireReply::Busy { pttl_ms } => pttl_ms,
             };
+            if self.settings.wait == WaitStrategy::Notify && !listening {
+                let started = Instant::now();
+                listening = self.lock.listen_for_releases().await?;
+                if listening {
+                    self.command(started, wire::subscribe_releases(&self.keys));
+                    continue;
+                }
+            }
             let asked = Instant::now();
-            let wait = match pttl_ms {
-                Some(ms) => std::time::Duration::from_millis(ms + 1),
-                None => clock.real(NO_TTL_RETRY_MS),
+            let wait = match (self.settings.wait, pttl_ms) {
+                (WaitStrategy::Poll, _) => clock.real(self.settings.poll_ms as f64),
+                (_, Some(ms)) => std::time::Duration::from_millis(ms + 1),
+                (_, None) => clock.real(NO_TTL_RETRY_MS),
             };
             let holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
             if announced.as_ref() != Some(&holder) {
-                let retry_in_ms = pttl_ms.map(|ms| clock.scenario_ms(ms as f64));
-                self.emit(WorkerEvent::Waiting { holder: holder.clone(), retry_in_ms });
+                let retry_in_ms = match self.settings.wait {
+                    WaitStrategy::Poll => Some(self.settings.poll_ms as f64),
+                    _ => pttl_ms.map(|ms| clock.scenario_ms(ms as f64)),
+                };
+                let wait = self.settings.wait;
+                self.emit(WorkerEvent::Waiting { holder: holder.clone(), retry_in_ms, wait });
                 announced = Some(holder);
             }
             let mut retry_at = asked + wait;
@@ -341,7 +372,7 @@ impl Worker {
                 }
                 retry_at = retry_at.min(limit);
             }
-            if self.sleep_until(retry_at).await == Flow::Stop {
+            if self.sleep_or_release(retry_at, listening).await? == Flow::Stop {
                 return Ok(Flow::Stop);
             }
             // Let every task woken at this same instant run first, the observer in
@@ -385,28 +416,41 @@ impl Worker {
     /// the sleep continues afterwards if `at` is still ahead), a crash or the run's
     /// cancellation stops it.
     async fn sleep_until(&mut self, at: Instant) -> Flow {
+        // Not woken by releases, so the only error (a lost channel) cannot happen.
+        self.sleep_or_release(at, false).await.unwrap_or(Flow::Stop)
+    }
+
+    /// [`Self::sleep_until`], ending early when `released` and the lock service
+    /// announces a release (a release during a pause wakes the worker as it resumes).
+    async fn sleep_or_release(
+        &mut self,
+        at: Instant,
+        released: bool,
+    ) -> Result<Flow, BackendError> {
         loop {
             let command = tokio::select! {
-                () = sleep_until(at) => return Flow::Continue,
-                () = self.cancel.cancelled() => return Flow::Stop,
+                () = sleep_until(at) => return Ok(Flow::Continue),
+                () = self.cancel.cancelled() => return Ok(Flow::Stop),
+                heard = self.lock.next_release(), if released => return heard.map(|()| Flow::Continue),
                 command = self.commands.recv() => command,
             };
             match command {
                 Some(command) => {
                     if self.obey(command).await == Flow::Stop {
-                        return Flow::Stop;
+                        return Ok(Flow::Stop);
                     }
                 }
                 // Nobody can send commands any more: just finish the sleep.
-                None => return self.sleep_plain(at).await,
+                None => return self.sleep_plain(at, released).await,
             }
         }
     }
 
-    async fn sleep_plain(&mut self, at: Instant) -> Flow {
+    async fn sleep_plain(&mut self, at: Instant, released: bool) -> Result<Flow, BackendError> {
         tokio::select! {
-            () = sleep_until(at) => Flow::Continue,
-            () = self.cancel.cancelled() => Flow::Stop,
+            () = sleep_until(at) => Ok(Flow::Continue),
+            () = self.cancel.cancelled() => Ok(Flow::Stop),
+            heard = self.lock.next_release(), if released => heard.map(|()| Flow::Continue),
         }
     }
 

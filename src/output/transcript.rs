@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 
 use crate::check::{Violation, ViolationKind};
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
+use crate::scenario::WaitStrategy;
 
 /// Turns events into transcript lines, remembering what it needs across events.
 pub struct Transcript {
@@ -160,14 +161,21 @@ impl Transcript {
 fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
     Some(match what {
         WorkerEvent::Started | WorkerEvent::Finished => return None,
-        WorkerEvent::Waiting { holder, retry_in_ms } => {
+        WorkerEvent::Waiting { holder, retry_in_ms, wait } => {
             let who = holder.as_deref().map_or("someone".to_string(), str::to_string);
-            match retry_in_ms {
-                Some(ms) => format!(
+            match (wait, retry_in_ms) {
+                (WaitStrategy::Poll, Some(ms)) => {
+                    format!("lock is taken ({who} holds it); retrying every {:.1}s", ms / 1000.0)
+                }
+                (WaitStrategy::Notify, Some(ms)) => format!(
+                    "lock is taken ({who} holds it); listening for its release, or its lease's end in {:.1}s",
+                    ms / 1000.0
+                ),
+                (_, Some(ms)) => format!(
                     "lock is taken ({who} holds it); retrying when its lease ends in {:.1}s",
                     ms / 1000.0
                 ),
-                None => format!("lock is taken ({who} holds it, with no expiry); waiting"),
+                (_, None) => format!("lock is taken ({who} holds it, with no expiry); waiting"),
             }
         }
         WorkerEvent::GaveUp => "gave up waiting for the lock".to_string(),

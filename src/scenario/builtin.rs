@@ -37,6 +37,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("20-redlock-clock-jump"),
     lesson!("21-late-grant"),
     lesson!("22-partitioned-holder"),
+    lesson!("23-waiters"),
     lesson!("24-compare-and-set"),
     lesson!("25-kubernetes-lease"),
 ];

@@ -40,6 +40,10 @@ pub struct Scenario {
     pub release: ReleaseMode,
     /// How a worker extends its lease.
     pub renew: RenewMode,
+    /// How a waiter learns that the lock is free again.
+    pub wait: WaitStrategy,
+    /// With `wait = "poll"`: how often a waiter re-tries, in scenario ms.
+    pub poll_ms: Option<u64>,
     /// The storage applies each idempotency key (a write's value) once: a storage that
     /// cannot check tokens, like a payment gateway.
     pub idempotency: bool,
@@ -355,6 +359,9 @@ pub struct Variant {
     pub fencing: Option<bool>,
     pub release: Option<ReleaseMode>,
     pub renew: Option<RenewMode>,
+    pub wait: Option<WaitStrategy>,
+    #[serde(default, deserialize_with = "bounds::opt_ms")]
+    pub poll_ms: Option<u64>,
     pub idempotency: Option<bool>,
     pub tokens: Option<TokenSource>,
     pub fencing_compare: Option<FenceCompare>,
@@ -552,6 +559,39 @@ pub enum RenewMode {
     Set,
 }
 
+/// How a worker waiting for the lock learns that it is free again (`wait = ...`).
+/// Each costs something different: the lesson `23-waiters` compares them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitStrategy {
+    /// Sleep until the holder's lease runs out (the acquire reply carries its `PTTL`),
+    /// then try again: one command per lease, but an early release goes unnoticed.
+    #[default]
+    Ttl,
+    /// Try again every `poll_ms` (redis-py's `Lock` polls every 100 ms): notices a
+    /// release within one interval, at one command per interval per waiter.
+    Poll,
+    /// The release script `PUBLISH`es on the run's release channel and waiters
+    /// `SUBSCRIBE` to it (Redisson's way), waking at the lease's end too, since an
+    /// expiry publishes nothing.
+    Notify,
+}
+
+impl WaitStrategy {
+    pub(crate) fn is_default(&self) -> bool {
+        *self == WaitStrategy::default()
+    }
+
+    /// The name lessons use (`wait = "notify"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitStrategy::Ttl => "ttl",
+            WaitStrategy::Poll => "poll",
+            WaitStrategy::Notify => "notify",
+        }
+    }
+}
+
 /// The expected outcome of a scenario in each fencing mode.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -670,6 +710,8 @@ impl Scenario {
         s.fencing = v.fencing.unwrap_or(s.fencing);
         s.release = v.release.unwrap_or(s.release);
         s.renew = v.renew.unwrap_or(s.renew);
+        s.wait = v.wait.unwrap_or(s.wait);
+        s.poll_ms = v.poll_ms.or(s.poll_ms);
         s.idempotency = v.idempotency.unwrap_or(s.idempotency);
         s.tokens = v.tokens.or(s.tokens);
         s.fencing_compare = v.fencing_compare.unwrap_or(s.fencing_compare);

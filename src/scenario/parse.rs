@@ -4,7 +4,9 @@ use std::fmt;
 
 use super::bounds::MAX_WORKERS;
 use super::raw::RawScenario;
-use super::{Fault, LockService, LockShape, Scenario, Step, StorageKind};
+use super::{
+    Fault, LockService, LockShape, ReleaseMode, Scenario, Step, StorageKind, WaitStrategy,
+};
 
 /// A scenario file that could not be used, with where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +41,7 @@ pub fn parse_scenario(src: &str, file: &str) -> Result<Scenario, ScenarioError> 
         at((Needle::Quoted(needle, occurrence), message))
     })?;
     validate_for_lock(&scenario).map_err(at)?;
+    validate_wait(&scenario).map_err(at)?;
     Ok(scenario)
 }
 
@@ -249,6 +252,52 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
             _ => continue,
         };
         return Err((Needle::Quoted(name.to_string(), 0), format!("{name} needs {needs}")));
+    }
+    Ok(())
+}
+
+/// A waiting strategy needs what it waits with: `poll` an interval (and only `poll`
+/// takes one), `notify` a release channel, which only the one-Redis lock has.
+fn validate_wait(s: &Scenario) -> Result<(), (Needle, String)> {
+    let runs = s.planned_runs(&[s.fencing]);
+    for run in runs.iter().map(|r| &r.scenario) {
+        let key = |k| Needle::Key(k, None);
+        match (run.wait, run.poll_ms) {
+            (WaitStrategy::Poll, None) => {
+                return Err((
+                    key("wait"),
+                    "wait = \"poll\" needs poll_ms = N (how often to re-try, in ms)".into(),
+                ));
+            }
+            (WaitStrategy::Poll, Some(0)) => {
+                return Err((
+                    key("poll_ms"),
+                    "poll_ms = 0: a waiter would re-try without pause; use 1 or more".into(),
+                ));
+            }
+            (WaitStrategy::Ttl | WaitStrategy::Notify, Some(_)) => {
+                return Err((
+                    key("poll_ms"),
+                    format!(
+                        "poll_ms is for wait = \"poll\"; this run waits with \"{}\"",
+                        run.wait.name()
+                    ),
+                ));
+            }
+            (WaitStrategy::Notify, _) if run.release == ReleaseMode::Del => {
+                return Err((key("wait"), "wait = \"notify\" publishes from the compare-and-delete script: drop release = \"del\"".into()));
+            }
+            (WaitStrategy::Notify, _) if run.lock != LockShape::Redis => {
+                return Err((
+                    key("wait"),
+                    format!(
+                        "wait = \"notify\" needs the one-Redis lock (its release script publishes); {} has no release channel",
+                        run.lock.name()
+                    ),
+                ));
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     AcquireMode, Checkpoint, Expect, Fault, FenceCompare, LockService, LockShape, ReleaseMode,
-    RenewMode, Scenario, StorageKind, Sweep, TokenSource, Variant, WorkerSpec, bounds,
+    RenewMode, Scenario, StorageKind, Sweep, TokenSource, Variant, WaitStrategy, WorkerSpec,
+    bounds,
 };
 
 /// A scenario as written in TOML and saved in logs: the lock service in three loose
@@ -37,6 +38,12 @@ pub struct RawScenario {
     /// How a worker extends its lease.
     #[serde(default)]
     pub renew: RenewMode,
+    /// How a waiter learns that the lock is free again (`"ttl"`, `"poll"`, `"notify"`).
+    #[serde(default, skip_serializing_if = "WaitStrategy::is_default")]
+    pub wait: WaitStrategy,
+    /// With `wait = "poll"`: how often a waiter re-tries, in scenario ms.
+    #[serde(default, deserialize_with = "bounds::opt_ms", skip_serializing_if = "Option::is_none")]
+    pub poll_ms: Option<u64>,
     /// The storage applies each idempotency key (a write's value) once: a storage that
     /// cannot check tokens, like a payment gateway.
     #[serde(default)]
@@ -127,6 +134,8 @@ impl From<RawScenario> for Scenario {
             acquire,
             release,
             renew,
+            wait,
+            poll_ms,
             idempotency,
             workers,
             expect,
@@ -154,6 +163,8 @@ impl From<RawScenario> for Scenario {
             acquire,
             release,
             renew,
+            wait,
+            poll_ms,
             idempotency,
             workers,
             expect,
@@ -182,6 +193,8 @@ impl From<Scenario> for RawScenario {
             acquire,
             release,
             renew,
+            wait,
+            poll_ms,
             idempotency,
             workers,
             expect,
@@ -213,6 +226,8 @@ impl From<Scenario> for RawScenario {
             acquire,
             release,
             renew,
+            wait,
+            poll_ms,
             idempotency,
             workers,
             expect,

@@ -11,13 +11,16 @@ use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
 use crate::model::{Belief, RunModel};
 use crate::scenario::{
-    LockShape, PlannedRun, Scenario, Step, StorageKind, TokenSource, WorkerSpec,
+    LockShape, PlannedRun, ReleaseMode, Scenario, Step, StorageKind, TokenSource, WaitStrategy,
+    WorkerSpec,
 };
 
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 /// How many lines PgUp and PgDn scroll the lesson's narration.
 const NARRATION_PAGE: isize = 8;
+/// The `poll` strategy's interval in the playground: redis-py's `Lock` default.
+const PLAYGROUND_POLL_MS: u64 = 100;
 /// Changes to the lease and pause length happen in these steps (ms).
 const STEP_MS: u64 = 500;
 const MAX_WORKERS: usize = 8;
@@ -769,6 +772,7 @@ impl App {
                     secs(ttl)
                 ));
             }
+            Action::NextWait => self.next_wait(),
             Action::PauseLengthDown | Action::PauseLengthUp => {
                 self.pause_ms = step(self.pause_ms, action == Action::PauseLengthUp);
                 self.status = Some(format!("pause length {}", secs(self.pause_ms)));
@@ -876,6 +880,26 @@ impl App {
             ));
             Vec::new()
         }
+    }
+
+    /// ttl → poll (every 100 ms) → notify → ttl. `notify` needs the one-Redis lock's
+    /// release channel: on other lock services the cycle skips it.
+    fn next_wait(&mut self) {
+        let s = &mut self.scenario;
+        let notify_fits = s.lock == LockShape::Redis && s.release == ReleaseMode::CompareAndDelete;
+        s.wait = match s.wait {
+            WaitStrategy::Ttl => WaitStrategy::Poll,
+            WaitStrategy::Poll if notify_fits => WaitStrategy::Notify,
+            WaitStrategy::Poll | WaitStrategy::Notify => WaitStrategy::Ttl,
+        };
+        s.poll_ms = (s.wait == WaitStrategy::Poll).then_some(PLAYGROUND_POLL_MS);
+        // Short enough for the status line at 80 columns.
+        let how = match s.wait {
+            WaitStrategy::Ttl => "sleep to the lease's end",
+            WaitStrategy::Poll => "retry every 100 ms",
+            WaitStrategy::Notify => "are told of a release",
+        };
+        self.status = Some(format!("next run: waiters {how} (wait = {}): press r", s.wait.name()));
     }
 
     fn add_worker(&mut self) {
@@ -1146,6 +1170,28 @@ mod tests {
         assert_eq!(app.scenario.workers.last().unwrap().name, "C");
         assert_eq!(app.pause_ms, DEFAULT_PAUSE_MS - 500);
         assert_eq!(app.run.lanes.len(), 2, "the running run keeps its workers");
+    }
+
+    #[test]
+    fn v_cycles_how_waiters_wake_and_skips_notify_where_there_is_no_release_channel() {
+        let mut app = app();
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            assert!(app.update(Action::NextWait).is_empty(), "it waits for the next run");
+            seen.push((app.scenario.wait, app.scenario.poll_ms));
+        }
+        assert_eq!(
+            seen,
+            [
+                (WaitStrategy::Poll, Some(PLAYGROUND_POLL_MS)),
+                (WaitStrategy::Notify, None),
+                (WaitStrategy::Ttl, None)
+            ]
+        );
+        app.scenario.lock = LockShape::Etcd;
+        app.update(Action::NextWait);
+        app.update(Action::NextWait);
+        assert_eq!(app.scenario.wait, WaitStrategy::Ttl, "etcd: poll, then back to ttl");
     }
 
     #[test]

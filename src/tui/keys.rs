@@ -57,6 +57,8 @@ pub enum Action {
     NextLock,
     /// The next storage: a Redis list, a PostgreSQL table.
     NextStorage,
+    /// How waiters wake, for the next run: by the lease, polling, or told.
+    NextWait,
 }
 
 /// One row of the table.
@@ -225,6 +227,14 @@ pub const BINDINGS: &[Binding] = &[
         &[KeyCode::Char('l'), KeyCode::Char('w')],
         Action::NextLock,
         "next lock service (Redis, Redlock, etcd) / storage (Redis, PostgreSQL)",
+        None,
+        InReplay::Cannot,
+    ),
+    b(
+        "v",
+        &[KeyCode::Char('v')],
+        Action::NextWait,
+        "how waiters wake (lease's end, poll every 100 ms, notify), for the next run",
         None,
         InReplay::Cannot,
     ),

@@ -4,7 +4,7 @@
 use redis::AsyncCommands;
 
 use crate::backend::node::LockNode;
-use crate::backend::redis::{RedisBackend, RedisClient, keeping, lost};
+use crate::backend::redis::{RedisBackend, RedisClient, TIMEOUT, keeping, lost};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
     WorkerLink, async_trait, scripts,
@@ -95,6 +95,66 @@ impl LockClient for RedisClient {
             ReleaseMode::Del => self.con.del(&self.keys.lock).await.map_err(lost)?,
         };
         Ok(deleted == 1)
+    }
+
+    async fn release_announcing(
+        &mut self,
+        value: &str,
+        mode: ReleaseMode,
+    ) -> Result<bool, BackendError> {
+        if mode == ReleaseMode::Del {
+            return self.release(value, mode).await;
+        }
+        let deleted: i64 = scripts::RELEASE_NOTIFY
+            .key(&self.keys.lock)
+            .arg(value)
+            .arg(&self.keys.released)
+            .invoke_async(&mut self.con)
+            .await
+            .map_err(lost)?;
+        Ok(deleted == 1)
+    }
+
+    /// A connection of its own (a subscribed one can send nothing else), opened and
+    /// subscribed within the usual deadline. Why not keyspace notifications for the
+    /// expiry too: they need `CONFIG SET notify-keyspace-events`, a change to the
+    /// server's config that fencelab never makes on a user's Redis; and the waiter
+    /// knows the lease's end already (the acquire reply's `PTTL`), so it sets a timer.
+    async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
+        if self.releases.is_some() {
+            return Ok(true);
+        }
+        let subscribe = async {
+            let mut pubsub = self.subscriber.get_async_pubsub().await?;
+            pubsub.subscribe(&self.keys.released).await?;
+            Ok::<_, redis::RedisError>(pubsub.into_on_message())
+        };
+        let stream = tokio::time::timeout(TIMEOUT, subscribe)
+            .await
+            .map_err(|_| BackendError::Lost {
+                service: "Redis",
+                message: format!("SUBSCRIBE took more than {} s", TIMEOUT.as_secs()),
+            })?
+            .map_err(lost)?;
+        self.releases = Some(stream);
+        Ok(true)
+    }
+
+    /// A closed subscriber connection (the server or the link gone) is an error, as
+    /// any lost connection is; the waiter's TTL timer does not depend on it.
+    async fn next_release(&mut self) -> Result<(), BackendError> {
+        use futures_util::StreamExt;
+        let Some(stream) = &mut self.releases else { return std::future::pending().await };
+        match stream.next().await {
+            Some(_) => Ok(()),
+            None => {
+                self.releases = None;
+                Err(BackendError::Lost {
+                    service: "Redis",
+                    message: "the release channel's connection closed".into(),
+                })
+            }
+        }
     }
 
     async fn renew(

@@ -81,6 +81,23 @@ impl LockClient for Linked<Box<dyn LockClient>> {
         carry(&self.link, self.inner.release(value, mode)).await
     }
 
+    async fn release_announcing(
+        &mut self,
+        value: &str,
+        mode: ReleaseMode,
+    ) -> Result<bool, BackendError> {
+        carry(&self.link, self.inner.release_announcing(value, mode)).await
+    }
+
+    async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
+        carry(&self.link, self.inner.listen_for_releases()).await
+    }
+
+    /// A message pushed to the subscriber: as late as any reply on this link.
+    async fn next_release(&mut self) -> Result<(), BackendError> {
+        carry(&self.link, self.inner.next_release()).await
+    }
+
     async fn renew(
         &mut self,
         value: &str,

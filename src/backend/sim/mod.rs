@@ -6,6 +6,7 @@
 mod etcd;
 mod link;
 mod nodes;
+mod pubsub;
 mod redis;
 
 pub use etcd::SimEtcd;

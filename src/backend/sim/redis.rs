@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::time::{Duration, Instant};
 
 use super::link::Linked;
+use super::pubsub::{Channels, Subscription};
 use crate::backend::node::LockNode;
 use crate::backend::sql::{SqlOp, SqlReply};
 use crate::backend::{
@@ -28,6 +29,8 @@ use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 #[derive(Clone, Default)]
 pub struct SimBackend {
     db: Arc<Mutex<SimDb>>,
+    /// Its pub/sub channels: not data, so a replica's copy or a restart leaves them.
+    channels: Channels,
 }
 
 /// A string value with an optional expiry deadline, as Redis keeps it.
@@ -132,7 +135,7 @@ impl SimBackend {
     /// A new client bound to a run's keys.
     pub fn client(&self, keys: &Keys) -> SimClient {
         let id = NEXT_CLIENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        SimClient { sim: self.clone(), keys: keys.clone(), id }
+        SimClient { sim: self.clone(), keys: keys.clone(), id, releases: None }
     }
 }
 
@@ -180,6 +183,19 @@ pub struct SimClient {
     sim: SimBackend,
     keys: Keys,
     id: u64,
+    /// The release channel, once this client waits with `notify`.
+    releases: Option<Subscription>,
+}
+
+impl SimClient {
+    /// Compare-and-delete (or a plain `DEL`) of the lock, while holding `db`.
+    fn release_in(&self, mut db: MutexGuard<'_, SimDb>, value: &str, mode: ReleaseMode) -> bool {
+        let lock = &self.keys.lock;
+        match mode {
+            ReleaseMode::CompareAndDelete => db.get(lock).as_deref() == Some(value) && db.del(lock),
+            ReleaseMode::Del => db.del(lock),
+        }
+    }
 }
 
 /// A closed connection ends its transaction: the row locks it held are released.
@@ -214,12 +230,40 @@ impl LockClient for SimClient {
     }
 
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        let mut db = self.sim.db();
-        let lock = &self.keys.lock;
-        Ok(match mode {
-            ReleaseMode::CompareAndDelete => db.get(lock).as_deref() == Some(value) && db.del(lock),
-            ReleaseMode::Del => db.del(lock),
-        })
+        let db = self.sim.db();
+        Ok(self.release_in(db, value, mode))
+    }
+
+    /// The release, then the `PUBLISH` with no await between them (the simulator's
+    /// runtime has one thread): no other command runs in between, as in the Lua
+    /// script on Redis.
+    async fn release_announcing(
+        &mut self,
+        value: &str,
+        mode: ReleaseMode,
+    ) -> Result<bool, BackendError> {
+        let db = self.sim.db();
+        let released = self.release_in(db, value, mode);
+        // Only the compare-and-delete script publishes (validation refuses the rest).
+        if released && mode == ReleaseMode::CompareAndDelete {
+            self.sim.channels.publish(&self.keys.released);
+        }
+        Ok(released)
+    }
+
+    async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
+        if self.releases.is_none() {
+            self.releases = Some(self.sim.channels.subscribe(&self.keys.released));
+        }
+        Ok(true)
+    }
+
+    async fn next_release(&mut self) -> Result<(), BackendError> {
+        match &mut self.releases {
+            Some(subscription) => subscription.next().await,
+            None => std::future::pending().await,
+        }
+        Ok(())
     }
 
     async fn renew(
@@ -383,7 +427,7 @@ mod tests {
     use crate::scenario::FenceCompare;
 
     fn client(sim: &SimBackend) -> SimClient {
-        SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0 }
+        SimClient { sim: sim.clone(), keys: Keys::for_run("t"), id: 0, releases: None }
     }
 
     fn storage(sim: &SimBackend) -> SimStorageClient {
