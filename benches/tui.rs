@@ -38,6 +38,7 @@ fn busy_scenario() -> Scenario {
                     ]
                 })
                 .collect(),
+            clock_rate: 1.0,
         })
         .collect();
     scenario
