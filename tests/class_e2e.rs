@@ -61,7 +61,7 @@ fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale
     type_line(
         &socket,
         "teacher",
-        &format!("{BIN} class --students alice,bob --listen 127.0.0.1 --host 127.0.0.1"),
+        &format!("{BIN} class --headless --students alice,bob --listen 127.0.0.1 --host 127.0.0.1"),
     );
     until(&socket, "teacher", "bob:");
     let deadline = Instant::now() + Duration::from_secs(10);
