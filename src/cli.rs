@@ -124,8 +124,8 @@ pub struct ClassArgs {
     /// The host name or address students reach this machine by (default: its name).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
-    /// Text instead of the full-screen view: join commands printed, the run as
-    /// lines, controls typed (`pause NAME`, `resume NAME`, `crash NAME`,
+    /// Text instead of the full-screen view (also when stdout is not a terminal):
+    /// join commands printed, the run as lines, controls typed (`pause NAME`, `resume NAME`, `crash NAME`,
     /// `fencing on|off`).
     #[arg(long)]
     pub headless: bool,

@@ -1,6 +1,7 @@
 //! `fencelab class` (the instructor) and `fencelab join` (a student): a class plays a
 //! scenario on one Redis, each student's worker on the student's own machine.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -42,7 +43,8 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         crate::runtime::cancel_on_signals(cancel.clone());
         let mut room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
         let outcome = async {
-            if !args.headless {
+            // Text when asked for, or when there is no terminal to draw on.
+            if !args.headless && std::io::stdout().is_terminal() {
                 let shown = instruct(&mut room, &admin_url, &scenario, args.fencing, &cancel);
                 return Ok(match shown.await? {
                     Some((outcome, log)) => verdict(outcome, &log),

@@ -2,11 +2,9 @@
 //! command and its QR code until the students are in, then the playground's screen
 //! (the same app, event loop and log) on the class's run, one lane per student.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::bail;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -54,9 +52,6 @@ pub async fn instruct(
     fencing: bool,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<(RunOutcome, Arc<EventLog>)>> {
-    if !std::io::stdout().is_terminal() {
-        bail!("stdout is not a terminal, so the class's screen cannot open; add --headless");
-    }
     let mut ui = Ui::enter(None)?;
     let seats = room.seats().iter();
     let seats = seats.map(|s| (s.name.clone(), format!("fencelab join '{}'", s.join_url())));
