@@ -100,6 +100,10 @@ pub enum Command {
     Join {
         /// `redis://fencelab-ROOM-NAME:PASSWORD@HOST:PORT`, from the instructor.
         url: String,
+        /// Print the run as lines instead of the full-screen view (also when stdout
+        /// is not a terminal).
+        #[arg(long)]
+        headless: bool,
     },
     /// One worker as its own process: started by `--processes`, which sends its orders
     /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.

@@ -81,7 +81,7 @@ fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale
         let mut window = vec!["new-window", "-d", "-t", "class", "-n", name];
         window.extend(shell);
         assert!(tmux(&socket, &window).status.success());
-        type_line(&socket, name, &format!("{BIN} join '{url}'"));
+        type_line(&socket, name, &format!("{BIN} join --headless '{url}'"));
     }
     until(&socket, "teacher", "=== class");
     // The playground: alice holds a 3 s lease and works 2.5 s; freeze her at ~1 s.

@@ -12,7 +12,7 @@ use super::run::{EXIT_INTERRUPTED, print_live, say};
 use super::scenario_ref;
 use crate::backend::server::{PrivateRedis, REDIS, free_port};
 use crate::check::check;
-use crate::class::attend::attend;
+use crate::class::attend::{Seen, attend};
 use crate::class::host::{mirror, prepare_class};
 use crate::class::room::Room;
 use crate::class::{for_students, new_room_id};
@@ -20,7 +20,7 @@ use crate::cli::{BackendArgs, ClassArgs};
 use crate::engine::log::{EventKind, EventLog, RunOutcome};
 use crate::engine::{RunControl, WorkerCommand};
 use crate::output::transcript::{Transcript, verdict_after};
-use crate::tui::class::instruct;
+use crate::tui::class::{attend_screen, instruct};
 
 /// How often the instructor looks for students who have not joined yet.
 const ROLL_CALL: std::time::Duration = std::time::Duration::from_millis(250);
@@ -163,13 +163,22 @@ async fn obey_typed_commands(control: RunControl) {
     }
 }
 
-/// `fencelab join URL`: the student's worker, here, with its events printed.
-pub fn join(url: &str) -> anyhow::Result<ExitCode> {
+/// `fencelab join URL`: the student's worker, here, with the run on the student's
+/// screen (or its events printed, `headless` or without a terminal).
+pub fn join(url: &str, headless: bool) -> anyhow::Result<ExitCode> {
     let program = crate::engine::process::worker_program(false)?;
     let runtime = crate::runtime::build(false)?;
+    if !headless && std::io::stdout().is_terminal() {
+        let shown = runtime.block_on(attend_screen(url.to_string(), program));
+        runtime.shutdown_background();
+        shown?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut transcript = Transcript::default();
-    let joined = runtime.block_on(attend(url, &program, |event| {
-        if !matches!(event.kind, EventKind::Command { .. }) {
+    let joined = runtime.block_on(attend(url, &program, |seen, event| {
+        // This machine's worker is shown as it happens, not again from the room.
+        let again = seen == Seen::Room { mine: true };
+        if !again && !matches!(event.kind, EventKind::Command { .. }) {
             for line in transcript.lines(event) {
                 say(&line);
             }

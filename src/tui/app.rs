@@ -230,6 +230,8 @@ pub struct App {
     pub variant: usize,
     /// Replaying a saved run (None: live).
     pub replay: Option<Replaying>,
+    /// A student's own screen in a class: whose lane is theirs ("you").
+    pub me: Option<String>,
 }
 
 /// The state of a replay, for the header.
@@ -283,6 +285,7 @@ impl App {
             variants: scenario_variants(&scenario_copy),
             variant: 0,
             replay: None,
+            me: None,
         }
         .with_first_variant()
     }

@@ -1,25 +1,34 @@
-//! The instructor's class on the projector: a start screen with each student's join
-//! command and its QR code until the students are in, then the playground's screen
-//! (the same app, event loop and log) on the class's run, one lane per student.
+//! A class in the TUI. The instructor's projector: a start screen with each student's
+//! join command and its QR code until the students are in, then the playground's
+//! screen (the same app, event loop and log) on the class's run, one lane per
+//! student. A student's screen: the same view of a copy of the room's log, their own
+//! lane selected and their situation said to them.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::bail;
+
 use ratatui::buffer::Buffer;
-use ratatui::crossterm::event::{Event, KeyCode, KeyEventKind};
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::crossterm::event::{Event as Input, KeyCode, KeyEventKind};
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::app::App;
 use super::keys::{Action, action_for};
 use super::theme::Theme;
 use super::{Source, Ui, event_loop};
+use crate::class::attend::{Seen, attend};
 use crate::class::host::{mirror, prepare_class};
 use crate::class::room::Room;
-use crate::engine::log::{EventLog, RunOutcome};
+use crate::class::{ClassError, seat_of};
+use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
 use crate::scenario::Scenario;
 
 /// How often the start screen looks for students who have joined.
@@ -70,7 +79,7 @@ pub async fn instruct(
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
     let label = format!("class room {} · {} students", room.keys.id, lobby.seats.len());
     let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
-    let source = Source::Hosted { log: log.clone(), control: control.clone() };
+    let source = Source::Hosted { log: log.clone(), control: Some(control.clone()) };
     let shown = event_loop(&mut app, source, ui).await;
     control.stop();
     let outcome = match tokio::time::timeout(WIND_DOWN, run).await {
@@ -99,7 +108,7 @@ async fn wait_in_lobby(
         tokio::select! {
             _ = roll_call.tick() => lobby.present = room.present().await?,
             Some(ev) = ui.input.recv() => {
-                let Event::Key(key) = ev else { continue };
+                let Input::Key(key) = ev else { continue };
                 if key.kind == KeyEventKind::Release {
                     continue;
                 }
@@ -177,4 +186,91 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
     };
     let keys = format!(" ↑↓ another student's code · {next} · q quits");
     buf.set_stringn(footer.x, footer.y, keys, footer.width as usize, theme.dim);
+}
+
+/// A student's screen: join with `url`, run the student's worker (as `program
+/// worker`), and show the class's run as the room sees it, the student's own lane
+/// selected and their situation said to them, until they quit.
+pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> {
+    let (id, me) = seat_of(&url)?;
+    let mut ui = Ui::enter(None)?;
+    let (heard, mut room) = mpsc::unbounded_channel();
+    let mut attending = tokio::spawn(async move {
+        attend(&url, &program, |seen, event| {
+            if let Seen::Room { .. } = seen {
+                let _ = heard.send(event.clone());
+            }
+        })
+        .await
+    });
+    let waiting = format!("room {id}: you are {me}. Waiting for the instructor to start the run");
+    let Some(first) = wait_for_start(&mut ui, &waiting, &mut room, &mut attending).await? else {
+        attending.abort();
+        return Ok(());
+    };
+    let EventKind::RunStarted { scenario, fencing, .. } = &first.kind else {
+        bail!("the room's log does not start with the run's start");
+    };
+    // The room's clock, as near as this machine can tell: its first event is now.
+    let start = std::time::Instant::now() - Duration::from_secs_f64(first.t_ms / 1000.0);
+    let log = Arc::new(EventLog::new(RunClock::started_at(start.into(), 1.0)));
+    let label = format!("class room {id} · you are {me}");
+    let theme = Theme::initial(false);
+    let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme);
+    let mine = app.scenario.workers.iter().position(|w| w.name == me);
+    app.selected = mine.unwrap_or(0);
+    app.me = Some(me);
+    log.copy(first);
+    let copier = {
+        let log = log.clone();
+        tokio::spawn(async move {
+            while let Some(event) = room.recv().await {
+                log.copy(event);
+            }
+        })
+    };
+    let shown = event_loop(&mut app, Source::Hosted { log, control: None }, ui).await;
+    // Quitting ends the worker process with the task that owns it.
+    attending.abort();
+    copier.abort();
+    shown
+}
+
+/// Say `waiting` until the room's first event (the run's start), which is returned;
+/// `None`: the student quit first. An error of joining ends the wait with it.
+async fn wait_for_start(
+    ui: &mut Ui,
+    waiting: &str,
+    room: &mut mpsc::UnboundedReceiver<Event>,
+    attending: &mut JoinHandle<Result<(), ClassError>>,
+) -> anyhow::Result<Option<Event>> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    loop {
+        ui.terminal.draw(|frame| {
+            let [_, middle, _] =
+                Layout::vertical([Constraint::Fill(1), Constraint::Length(2), Constraint::Fill(1)])
+                    .areas(frame.area());
+            let text = vec![Line::from(format!("fencelab · {waiting} …")), Line::from("q quits")];
+            frame.render_widget(Paragraph::new(text).alignment(Alignment::Center), middle);
+        })?;
+        tokio::select! {
+            Some(event) = room.recv() => return Ok(Some(event)),
+            joined = &mut *attending => return match joined {
+                Ok(Err(e)) => Err(e.into()),
+                _ => Err(anyhow::anyhow!("left the room before the run started")),
+            },
+            Some(ev) = ui.input.recv() => {
+                if let Input::Key(key) = ev
+                    && action_for(key) == Some(Action::Quit)
+                {
+                    return Ok(None);
+                }
+            }
+            _ = term.recv() => return Ok(None),
+            _ = int.recv() => return Ok(None),
+            _ = hup.recv() => return Ok(None),
+        }
+    }
 }

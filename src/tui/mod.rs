@@ -216,9 +216,10 @@ enum Source<'a> {
     /// A saved log, already in the app: time moves by play and keys.
     Saved,
     /// A run hosted elsewhere (a class's: the students' workers run on their own
-    /// machines): its log grows, a person's pauses and fencing reach it, and there is
-    /// no other run to start.
-    Hosted { log: Arc<EventLog>, control: RunControl },
+    /// machines): its log grows, and there is no other run to start. The instructor's
+    /// pauses and fencing reach it through `control`; a student's screen (a copy of
+    /// the room's log) has none.
+    Hosted { log: Arc<EventLog>, control: Option<RunControl> },
 }
 
 impl Source<'_> {
@@ -314,12 +315,15 @@ async fn apply(
 ) -> anyhow::Result<()> {
     if let Source::Hosted { control, .. } = source {
         for effect in effects {
-            match effect {
-                Effect::Worker(name, command) => control.send(&name, command),
-                Effect::SetFencing(on) => control.set_fencing(on),
+            match (effect, control.as_ref()) {
+                (Effect::Worker(..) | Effect::SetFencing(_), None) => {
+                    app.update(Msg::Notice("the instructor steers the class's run".into()));
+                }
+                (Effect::Worker(name, command), Some(control)) => control.send(&name, command),
+                (Effect::SetFencing(on), Some(control)) => control.set_fencing(on),
                 // Real time has no pace to change.
-                Effect::Pace(_) => {}
-                Effect::StartRun | Effect::SwitchService(_) => {
+                (Effect::Pace(_), _) => {}
+                (Effect::StartRun | Effect::SwitchService(_), _) => {
                     app.update(Msg::Notice("a class plays one run: open another class".into()));
                 }
             }

@@ -214,6 +214,8 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
     } else if app.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_some()) {
         // While a question waits, nothing here may comment on what comes next.
         (String::new(), t.dim)
+    } else if let Some((text, danger)) = yours(app) {
+        (text, if danger { t.danger } else { t.title })
     } else if let Some(text) = situation(app) {
         (text, t.danger)
     } else if let Some(status) = &app.status {
@@ -234,6 +236,37 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         )
     };
     Paragraph::new(Line::styled(format!(" {text}"), style)).render(area, buf);
+}
+
+/// A student's own situation in a class, said to them (and whether it is the danger):
+/// the point of the class is that, seen from inside, a frozen worker still holds the
+/// lock, before, while and after it is frozen.
+fn yours(app: &App) -> Option<(String, bool)> {
+    let me = app.me.as_deref()?;
+    let lane = app.run.lanes.iter().find(|l| l.name == me)?;
+    let now = app.view_ms();
+    let belief = at(&lane.spans, now).unwrap_or(Belief::Idle);
+    let holder = app.run.holder_at(now);
+    let frozen = matches!(belief, Belief::Paused { .. });
+    let text = match (belief.held_token(), frozen) {
+        (Some(token), _) if holder != Some(me) => {
+            let truth = holder.map_or("nobody holds it".to_string(), |h| format!("{h} holds it"));
+            let state = if frozen { "you are frozen, and " } else { "" };
+            let service = app.service_name();
+            let next = format!("{service} says {truth}: your next write is stale");
+            let text = format!("⚠ {me}: {state}you still hold the lock (token {token}); {next}");
+            return Some((text, true));
+        }
+        (Some(token), true) => format!("you are frozen; you still hold the lock (token {token})"),
+        (Some(token), false) => format!("you hold the lock (token {token})"),
+        (None, true) => "you are frozen".to_string(),
+        (None, false) => match belief {
+            Belief::Waiting => "you are waiting for the lock".to_string(),
+            Belief::Crashed => "your worker crashed".to_string(),
+            _ => return None,
+        },
+    };
+    Some((format!("{me}: {text}"), false))
 }
 
 /// What is going on right now that a learner should notice, if anything.
