@@ -7,7 +7,7 @@ use fencelab::class::for_students;
 use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::{Scenario, builtin};
-use fencelab::tui::app::{App, Msg};
+use fencelab::tui::app::{App, ClassSeat, Msg};
 use fencelab::tui::class::{Lobby, draw_lobby};
 use fencelab::tui::keys::Action;
 use fencelab::tui::render::{draw, lanes_per_page};
@@ -58,6 +58,7 @@ fn class_app(n: usize, width: u16, height: u16) -> App {
     let (scenario, events) = class_run(&students(n));
     let label = format!("class room 0a1b2c3d · {n} students");
     let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
     app.update(Msg::RunStarting);
     app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= 6000.0).collect()));
     app.update(Msg::Clock { reached_ms: 6000.0, real_ms: 0.0 });

@@ -230,8 +230,16 @@ pub struct App {
     pub variant: usize,
     /// Replaying a saved run (None: live).
     pub replay: Option<Replaying>,
-    /// A student's own screen in a class: whose lane is theirs ("you").
-    pub me: Option<String>,
+    /// Whose screen of a class's run this is (None: not a class's).
+    pub class: Option<ClassSeat>,
+}
+
+/// A class's run is one run, steered by the instructor; a student's screen says
+/// "you" of their own lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClassSeat {
+    Instructor,
+    Student(String),
 }
 
 /// The state of a replay, for the header.
@@ -285,7 +293,7 @@ impl App {
             variants: scenario_variants(&scenario_copy),
             variant: 0,
             replay: None,
-            me: None,
+            class: None,
         }
         .with_first_variant()
     }

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::app::App;
+use super::app::{App, ClassSeat};
 use super::keys::{Action, action_for};
 use super::theme::Theme;
 use super::{Source, Ui, event_loop};
@@ -79,6 +79,7 @@ pub async fn instruct(
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
     let label = format!("class room {} · {} students", room.keys.id, lobby.seats.len());
     let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
+    app.class = Some(ClassSeat::Instructor);
     let source = Source::Hosted { log: log.clone(), control: Some(control.clone()) };
     let shown = event_loop(&mut app, source, ui).await;
     control.stop();
@@ -219,7 +220,7 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme);
     let mine = app.scenario.workers.iter().position(|w| w.name == me);
     app.selected = mine.unwrap_or(0);
-    app.me = Some(me);
+    app.class = Some(ClassSeat::Student(me));
     log.copy(first);
     let copier = {
         let log = log.clone();

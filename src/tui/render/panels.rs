@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
-use super::super::app::{App, violation_time};
+use super::super::app::{App, ClassSeat, violation_time};
 use super::super::keys::BINDINGS;
 use crate::engine::log::RunOutcome;
 use crate::model::{Belief, at};
@@ -220,6 +220,11 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         (text, t.danger)
     } else if let Some(status) = &app.status {
         (status.clone(), t.title)
+    } else if run.ended.is_some() && app.class.is_some() {
+        ("Run over. ← → to inspect any moment, q quits.".to_string(), t.dim)
+    } else if app.class == Some(ClassSeat::Instructor) {
+        let keys = "↑↓ a student · space freezes (SIGSTOP) or thaws their worker";
+        (format!("{keys} · x crash · f fencing"), t.dim)
     } else if run.ended.is_some() {
         let next = match app.replay {
             Some(_) => String::new(),
@@ -242,7 +247,8 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
 /// the point of the class is that, seen from inside, a frozen worker still holds the
 /// lock, before, while and after it is frozen.
 fn yours(app: &App) -> Option<(String, bool)> {
-    let me = app.me.as_deref()?;
+    let Some(ClassSeat::Student(me)) = &app.class else { return None };
+    let me = me.as_str();
     let lane = app.run.lanes.iter().find(|l| l.name == me)?;
     let now = app.view_ms();
     let belief = at(&lane.spans, now).unwrap_or(Belief::Idle);
