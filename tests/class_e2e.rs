@@ -49,20 +49,35 @@ impl Drop for Server {
     }
 }
 
+const SHELL: [&str; 5] = ["env", "PS1=$ ", "bash", "--norc", "--noprofile"];
+
+/// A tmux server of its own with the instructor's window (`width` x `height`)
+/// running `fencelab class` for alice and bob on loopback, with `flags`.
+fn classroom(name: &str, (width, height): (&str, &str), flags: &str) -> (String, Server) {
+    let socket = format!("fencelab-class-{name}-{}", std::process::id());
+    let server = Server(socket.clone());
+    let mut new = vec!["new-session", "-d", "-s", "class", "-n", "teacher", "-x", width];
+    new.extend(["-y", height]);
+    new.extend(SHELL);
+    assert!(tmux(&socket, &new).status.success());
+    let students = "--students alice,bob --listen 127.0.0.1 --host 127.0.0.1";
+    type_line(&socket, "teacher", &format!("{BIN} class {flags} {students}"));
+    (socket, server)
+}
+
+/// alice and bob each run `fencelab join` with their URL in a window of their own.
+fn students_join(socket: &str, urls: &[String], flags: &str) {
+    for (name, url) in ["alice", "bob"].iter().zip(urls) {
+        let mut window = vec!["new-window", "-d", "-t", "class", "-n", name];
+        window.extend(SHELL);
+        assert!(tmux(socket, &window).status.success());
+        type_line(socket, name, &format!("{BIN} join {flags} '{url}'"));
+    }
+}
+
 #[test]
 fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale_write() {
-    let socket = format!("fencelab-class-e2e-{}", std::process::id());
-    let _server = Server(socket.clone());
-    let shell = ["env", "PS1=$ ", "bash", "--norc", "--noprofile"];
-    let mut new =
-        vec!["new-session", "-d", "-s", "class", "-n", "teacher", "-x", "200", "-y", "60"];
-    new.extend(shell);
-    assert!(tmux(&socket, &new).status.success());
-    type_line(
-        &socket,
-        "teacher",
-        &format!("{BIN} class --headless --students alice,bob --listen 127.0.0.1 --host 127.0.0.1"),
-    );
+    let (socket, _server) = classroom("e2e", ("200", "60"), "--headless");
     until(&socket, "teacher", "bob:");
     let deadline = Instant::now() + Duration::from_secs(10);
     let urls = loop {
@@ -77,12 +92,7 @@ fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale
         assert!(Instant::now() < deadline, "two join commands on the teacher's screen");
         std::thread::sleep(Duration::from_millis(50));
     };
-    for (name, url) in ["alice", "bob"].iter().zip(&urls) {
-        let mut window = vec!["new-window", "-d", "-t", "class", "-n", name];
-        window.extend(shell);
-        assert!(tmux(&socket, &window).status.success());
-        type_line(&socket, name, &format!("{BIN} join --headless '{url}'"));
-    }
+    students_join(&socket, &urls, "--headless");
     until(&socket, "teacher", "=== class");
     // The playground: alice holds a 3 s lease and works 2.5 s; freeze her at ~1 s.
     std::thread::sleep(Duration::from_millis(1000));
@@ -131,18 +141,7 @@ fn state(pid: u32) -> String {
 
 #[test]
 fn in_the_tui_the_instructors_hold_key_stops_a_students_process_and_both_screens_show_it() {
-    let socket = format!("fencelab-class-tui-{}", std::process::id());
-    let _server = Server(socket.clone());
-    let shell = ["env", "PS1=$ ", "bash", "--norc", "--noprofile"];
-    let mut new =
-        vec!["new-session", "-d", "-s", "class", "-n", "teacher", "-x", "160", "-y", "48"];
-    new.extend(shell);
-    assert!(tmux(&socket, &new).status.success());
-    type_line(
-        &socket,
-        "teacher",
-        &format!("{BIN} class --students alice,bob --listen 127.0.0.1 --host 127.0.0.1"),
-    );
+    let (socket, _server) = classroom("tui", ("160", "48"), "");
     // The start screen shows the selected student's join command: alice's, then bob's.
     let mut urls = Vec::new();
     for name in ["alice", "bob"] {
@@ -156,12 +155,7 @@ fn in_the_tui_the_instructors_hold_key_stops_a_students_process_and_both_screens
         urls.push(url.to_string());
         key(&socket, "teacher", "Down");
     }
-    for (name, url) in ["alice", "bob"].iter().zip(&urls) {
-        let mut window = vec!["new-window", "-d", "-t", "class", "-n", name];
-        window.extend(shell);
-        assert!(tmux(&socket, &window).status.success());
-        type_line(&socket, name, &format!("{BIN} join '{url}'"));
-    }
+    students_join(&socket, &urls, "");
     until(&socket, "alice", "you are alice. Waiting for the instructor");
     until(&socket, "teacher", "2 of 2 students joined");
     key(&socket, "teacher", "Enter");
