@@ -73,7 +73,8 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     let truth_lanes = if lock { runs.len() } else { 0 };
     let fixed = 1 + usize::from(lock) + titles + truth_lanes + node_lanes; // axis, lease, ...
     let room = (height as usize).saturating_sub(fixed);
-    if app.previous.is_none() && room < lanes * MIN_LANE_ROWS {
+    // A lesson's few lanes keep their marks, cut short as they were.
+    if app.previous.is_none() && app.lesson.is_none() && room < lanes * MIN_LANE_ROWS {
         return compact_rows(app, room, lock);
     }
     let per_lane = room.checked_div(lanes).unwrap_or(0);
