@@ -100,6 +100,10 @@ pub enum Command {
     Join {
         /// `redis://fencelab-ROOM-NAME:PASSWORD@HOST:PORT`, from the instructor.
         url: String,
+        /// Print the run as lines instead of the full-screen view (also when stdout
+        /// is not a terminal).
+        #[arg(long)]
+        headless: bool,
     },
     /// One worker as its own process: started by `--processes`, which sends its orders
     /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.
@@ -124,6 +128,11 @@ pub struct ClassArgs {
     /// The host name or address students reach this machine by (default: its name).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
+    /// Text instead of the full-screen view (also when stdout is not a terminal):
+    /// join commands printed, the run as lines, controls typed (`pause NAME`, `resume NAME`, `crash NAME`,
+    /// `fencing on|off`).
+    #[arg(long)]
+    pub headless: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -22,6 +22,16 @@ const LISTEN: Duration = Duration::from_secs(1);
 /// How long a student's screen follows the room after its own worker is done.
 const ROOM_LINGER: Duration = Duration::from_secs(5);
 
+/// Where an event a student is shown comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// This machine's worker, as it happens (the student's own clock).
+    Here,
+    /// The instructor's log as the room mirrors it (the room's clock, truth included);
+    /// `mine`: an event of this student's worker, already shown `Here`.
+    Room { mine: bool },
+}
+
 /// What this student's own machine already shows (its worker's doings).
 fn is_mine(kind: &EventKind, me: &str) -> bool {
     match kind {
@@ -33,11 +43,12 @@ fn is_mine(kind: &EventKind, me: &str) -> bool {
 }
 
 /// Join with `url`, play the student's worker (run by `program worker`) when the
-/// instructor starts, and show each event with `show` as it is posted.
+/// instructor starts, and show each event with `show` as it is posted (`Here`) and as
+/// the room mirrors it (`Room`).
 pub async fn attend(
     url: &str,
     program: &Path,
-    mut show: impl FnMut(&Event),
+    mut show: impl FnMut(Seen, &Event),
 ) -> Result<(), ClassError> {
     let mut desk = Desk::join(url).await?;
     let me = desk.name.clone();
@@ -128,7 +139,7 @@ pub async fn attend(
     loop {
         let finished = done.is_cancelled();
         for event in log.since(posted) {
-            show(&event);
+            show(Seen::Here, &event);
             desk.post(&event.kind).await?;
             posted += 1;
         }
@@ -151,9 +162,7 @@ pub async fn attend(
             event = seen.recv(), if watching => match event {
                 Some(event) => {
                     room_ended |= matches!(event.kind, EventKind::RunEnded { .. });
-                    if !is_mine(&event.kind, &me) {
-                        show(&event);
-                    }
+                    show(Seen::Room { mine: is_mine(&event.kind, &me) }, &event);
                 }
                 None => watching = false,
             },

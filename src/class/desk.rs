@@ -6,8 +6,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::streams::StreamReadReply;
 
-use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, deadline_after};
-use crate::backend::redis::redact_url;
+use super::{ClassError, Control, RoomKeys, connect, deadline, deadline_after, seat_of};
 use crate::engine::log::{Event, EventKind};
 
 pub struct Desk {
@@ -28,14 +27,8 @@ impl Desk {
     /// Numbering carries on from the student's last event in the room, and controls
     /// are read from now on (a pause sent before a rejoin is not played again).
     pub async fn join(url: &str) -> Result<Desk, ClassError> {
-        let parsed = url::Url::parse(url).map_err(|_| ClassError::BadJoinUrl(redact_url(url)))?;
-        let (id, name) = parsed
-            .username()
-            .strip_prefix("fencelab-")
-            .and_then(|rest| rest.split_once('-'))
-            .ok_or_else(|| ClassError::BadJoinUrl(redact_url(url)))?;
-        check_name(id)?;
-        check_name(name)?;
+        let (id, name) = seat_of(url)?;
+        let (id, name) = (id.as_str(), name.as_str());
         let keys = RoomKeys::new(id);
         let mut con = connect(url).await?;
         let listen = connect(url).await?;

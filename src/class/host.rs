@@ -11,15 +11,64 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::roll::{Arrival, Roll};
-use super::room::Controller;
+use super::room::{Controller, Room};
 use super::{ClassError, Control, RoomKeys};
 use crate::backend::BackendError;
+use crate::backend::redis::RedisBackend;
 use crate::engine::log::{EventKind, EventLog, WorkerEvent};
-use crate::engine::{WorkerCommand, WorkerHost, WorkerRun};
+use crate::engine::{
+    PreparedRun, RunOptions, WorkerCommand, WorkerHost, WorkerRun, prepare_hosted,
+};
+use crate::scenario::Scenario;
 
 /// How long one read of a student's stream waits for something before the loop looks
 /// at fencing again.
 const READ_BLOCK: Duration = Duration::from_millis(200);
+
+/// The class's run, ready to execute: every student's worker hosted by the room, on
+/// the room's keys of the class's Redis (`admin_url`). The text mode and the TUI both
+/// start it so.
+pub async fn prepare_class(
+    room: &Room,
+    admin_url: &str,
+    scenario: &Scenario,
+    fencing: bool,
+    cancel: &CancellationToken,
+) -> Result<PreparedRun, BackendError> {
+    let redis = RedisBackend::open(admin_url, "class Redis")?;
+    let host = ClassHost {
+        url: admin_url.to_string(),
+        keys: room.keys.clone(),
+        controller: room.controller(),
+    };
+    let options = RunOptions { label: "class".into(), ..RunOptions::new(fencing) };
+    let run = (room.keys.id.as_str(), Arc::new(host) as Arc<dyn WorkerHost>);
+    prepare_hosted(&redis, &redis, scenario, options, run, cancel).await
+}
+
+/// Mirror the log (but the inspector's commands) to the room, in order, to its end:
+/// the students' screens show the run as the instructor's does.
+pub async fn mirror(log: Arc<EventLog>, mut room: Controller) {
+    let mut grown = log.subscribe();
+    let mut sent = 0;
+    loop {
+        for event in log.since(sent) {
+            sent += 1;
+            if matches!(event.kind, EventKind::Command { .. }) {
+                continue;
+            }
+            if room.mirror(&event).await.is_err() {
+                return;
+            }
+            if matches!(event.kind, EventKind::RunEnded { .. }) {
+                return;
+            }
+        }
+        if grown.changed().await.is_err() {
+            return;
+        }
+    }
+}
 
 /// The room, as the engine's host of the students' workers.
 pub struct ClassHost {

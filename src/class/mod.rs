@@ -204,6 +204,20 @@ pub fn check_name(name: &str) -> Result<(), ClassError> {
     if ok { Ok(()) } else { Err(ClassError::BadName(name.to_string())) }
 }
 
+/// The room and the student a join URL names: its user is `fencelab-ROOM-NAME`.
+pub fn seat_of(url: &str) -> Result<(String, String), ClassError> {
+    let bad = || ClassError::BadJoinUrl(crate::backend::redis::redact_url(url));
+    let parsed = url::Url::parse(url).map_err(|_| bad())?;
+    let (id, name) = parsed
+        .username()
+        .strip_prefix("fencelab-")
+        .and_then(|rest| rest.split_once('-'))
+        .ok_or_else(bad)?;
+    check_name(id)?;
+    check_name(name)?;
+    Ok((id.to_string(), name.to_string()))
+}
+
 /// A room id: 8 hex digits from the OS's random source.
 pub fn new_room_id() -> Result<String, ClassError> {
     Ok(hex(&random_bytes::<4>()?))

@@ -1,8 +1,8 @@
 //! `fencelab class` (the instructor) and `fencelab join` (a student): a class plays a
 //! scenario on one Redis, each student's worker on the student's own machine.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::io::AsyncBufReadExt;
@@ -10,17 +10,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{EXIT_INTERRUPTED, print_live, say};
 use super::scenario_ref;
-use crate::backend::redis::RedisBackend;
 use crate::backend::server::{PrivateRedis, REDIS, free_port};
 use crate::check::check;
-use crate::class::attend::attend;
-use crate::class::host::ClassHost;
+use crate::class::attend::{Seen, attend};
+use crate::class::host::{mirror, prepare_class};
 use crate::class::room::Room;
 use crate::class::{for_students, new_room_id};
 use crate::cli::{BackendArgs, ClassArgs};
-use crate::engine::log::{EventKind, RunOutcome};
-use crate::engine::{RunControl, RunOptions, WorkerCommand, prepare_hosted};
+use crate::engine::log::{EventKind, EventLog, RunOutcome};
+use crate::engine::{RunControl, WorkerCommand};
 use crate::output::transcript::{Transcript, verdict_after};
+use crate::tui::class::{attend_screen, instruct};
 
 /// How often the instructor looks for students who have not joined yet.
 const ROLL_CALL: std::time::Duration = std::time::Duration::from_millis(250);
@@ -42,15 +42,26 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         let cancel = CancellationToken::new();
         crate::runtime::cancel_on_signals(cancel.clone());
         let mut room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
-        say(&format!("class room {} is open; each student runs:", room.keys.id));
-        for seat in room.seats() {
-            let command = format!("fencelab join '{}'", seat.join_url());
-            say(&format!("\n{}:\n  {command}", seat.name));
-            if let Ok(code) = qrcode::QrCode::new(command.as_bytes()) {
-                say(&code.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build());
-            }
-        }
         let outcome = async {
+            // Text when asked for, or when there is no terminal to draw on.
+            if !args.headless && std::io::stdout().is_terminal() {
+                let shown = instruct(&mut room, &admin_url, &scenario, args.fencing, &cancel);
+                return Ok(match shown.await? {
+                    Some((outcome, log)) => verdict(outcome, &log),
+                    None => ExitCode::from(EXIT_INTERRUPTED),
+                });
+            }
+            say(&format!("class room {} is open; each student runs:", room.keys.id));
+            for seat in room.seats() {
+                let command = format!("fencelab join '{}'", seat.join_url());
+                say(&format!("\n{}:\n  {command}", seat.name));
+                if let Ok(code) = qrcode::QrCode::new(command.as_bytes()) {
+                    say(&code
+                        .render::<qrcode::render::unicode::Dense1x2>()
+                        .quiet_zone(true)
+                        .build());
+                }
+            }
             wait_for(&mut room, &args.students, &cancel).await?;
             play(&mut room, &admin_url, &scenario, args.fencing, &cancel).await
         }
@@ -106,15 +117,7 @@ async fn play(
     cancel: &CancellationToken,
 ) -> anyhow::Result<ExitCode> {
     say("\neveryone is here: the run starts");
-    let redis = RedisBackend::open(admin_url, "class Redis")?;
-    let host = ClassHost {
-        url: admin_url.to_string(),
-        keys: room.keys.clone(),
-        controller: room.controller(),
-    };
-    let options = RunOptions { label: "class".into(), ..RunOptions::new(fencing) };
-    let run = (room.keys.id.as_str(), Arc::new(host) as Arc<dyn crate::engine::WorkerHost>);
-    let prepared = prepare_hosted(&redis, &redis, scenario, options, run, cancel).await?;
+    let prepared = prepare_class(room, admin_url, scenario, fencing, cancel).await?;
     let log = prepared.log();
     let keys = tokio::spawn(obey_typed_commands(prepared.control()));
     let mirror = tokio::spawn(mirror(log.clone(), room.controller()));
@@ -124,39 +127,21 @@ async fn play(
     let _ = printer.await;
     // The students' screens get the end of the run before the room closes.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), mirror).await;
-    let events = log.snapshot();
-    for line in verdict_after(&outcome, &check(&events)) {
+    Ok(verdict(outcome, &log))
+}
+
+/// Say how the run went (after the screen is given back, in the TUI), and the exit
+/// code that goes with it.
+fn verdict(outcome: RunOutcome, log: &EventLog) -> ExitCode {
+    for line in verdict_after(&outcome, &check(&log.snapshot())) {
         say(&line);
     }
-    Ok(match outcome {
+    match outcome {
         RunOutcome::Completed => ExitCode::SUCCESS,
         RunOutcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         RunOutcome::Failed { error } => {
             eprintln!("error: {}", crate::output::printable::printable(&error));
             ExitCode::FAILURE
-        }
-    })
-}
-
-/// Mirror the log (but the inspector's commands) to the room, in order, to its end.
-async fn mirror(log: Arc<crate::engine::log::EventLog>, mut room: crate::class::room::Controller) {
-    let mut grown = log.subscribe();
-    let mut sent = 0;
-    loop {
-        for event in log.since(sent) {
-            sent += 1;
-            if matches!(event.kind, EventKind::Command { .. }) {
-                continue;
-            }
-            if room.mirror(&event).await.is_err() {
-                return;
-            }
-            if matches!(event.kind, EventKind::RunEnded { .. }) {
-                return;
-            }
-        }
-        if grown.changed().await.is_err() {
-            return;
         }
     }
 }
@@ -178,13 +163,22 @@ async fn obey_typed_commands(control: RunControl) {
     }
 }
 
-/// `fencelab join URL`: the student's worker, here, with its events printed.
-pub fn join(url: &str) -> anyhow::Result<ExitCode> {
+/// `fencelab join URL`: the student's worker, here, with the run on the student's
+/// screen (or its events printed, `headless` or without a terminal).
+pub fn join(url: &str, headless: bool) -> anyhow::Result<ExitCode> {
     let program = crate::engine::process::worker_program(false)?;
     let runtime = crate::runtime::build(false)?;
+    if !headless && std::io::stdout().is_terminal() {
+        let shown = runtime.block_on(attend_screen(url.to_string(), program));
+        runtime.shutdown_background();
+        shown?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut transcript = Transcript::default();
-    let joined = runtime.block_on(attend(url, &program, |event| {
-        if !matches!(event.kind, EventKind::Command { .. }) {
+    let joined = runtime.block_on(attend(url, &program, |seen, event| {
+        // This machine's worker is shown as it happens, not again from the room.
+        let again = seen == Seen::Room { mine: true };
+        if !again && !matches!(event.kind, EventKind::Command { .. }) {
             for line in transcript.lines(event) {
                 say(&line);
             }

@@ -63,7 +63,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Worker) => worker(),
         Some(Command::Class(args)) => class::class(&args, &cli.backend),
-        Some(Command::Join { url }) => class::join(&url),
+        Some(Command::Join { url, headless }) => class::join(&url, headless),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),

@@ -295,6 +295,16 @@ impl EventLog {
         event
     }
 
+    /// Add an event as another log stamped it: a student's screen keeps a copy of the
+    /// class's log, in the instructor's numbering and time.
+    pub fn copy(&self, event: Event) {
+        let mut events = self.lock();
+        events.push(event);
+        let n = events.len();
+        drop(events);
+        self.len.send_replace(n);
+    }
+
     /// A copy of every event so far.
     pub fn snapshot(&self) -> Vec<Event> {
         self.lock().clone()

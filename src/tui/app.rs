@@ -209,6 +209,9 @@ pub struct App {
     scripted: Vec<(f64, String, WorkerCommand)>,
     pub sim_playing: bool,
     pub selected: usize,
+    /// How many lanes the screen shows at once (set by the event loop from the last
+    /// frame; all until then): what PgUp/PgDn move the selection by outside lessons.
+    pub lanes_per_page: usize,
     pub overlay: Overlay,
     /// How far the help is scrolled (it is taller than a projector's screen).
     pub help_scroll: u16,
@@ -231,6 +234,16 @@ pub struct App {
     pub variant: usize,
     /// Replaying a saved run (None: live).
     pub replay: Option<Replaying>,
+    /// Whose screen of a class's run this is (None: not a class's).
+    pub class: Option<ClassSeat>,
+}
+
+/// A class's run is one run, steered by the instructor; a student's screen says
+/// "you" of their own lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClassSeat {
+    Instructor,
+    Student(String),
 }
 
 /// The state of a replay, for the header.
@@ -270,6 +283,7 @@ impl App {
             scripted: Vec::new(),
             sim_playing: true,
             selected: 0,
+            lanes_per_page: usize::MAX,
             overlay: Overlay::None,
             help_scroll: 0,
             inspector: false,
@@ -283,6 +297,7 @@ impl App {
             variants: scenario_variants(&scenario_copy),
             variant: 0,
             replay: None,
+            class: None,
         }
         .with_first_variant()
     }
@@ -630,8 +645,18 @@ impl App {
     /// The lesson's keys: scroll and read back through the narration, take it again.
     fn lesson_key(&mut self, action: Action) -> Vec<Effect> {
         let first_fencing = self.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
+        let last_lane = self.run.lanes.len().saturating_sub(1);
         let Some(lesson) = self.lesson.as_mut() else {
-            self.status = Some("that key is for lessons (fencelab lessons)".into());
+            // Outside lessons, PgUp/PgDn page through the lanes (a class has many).
+            match action {
+                Action::NarrationUp => {
+                    self.selected = self.selected.saturating_sub(self.lanes_per_page);
+                }
+                Action::NarrationDown => {
+                    self.selected = (self.selected + self.lanes_per_page).min(last_lane);
+                }
+                _ => self.status = Some("that key is for lessons (fencelab lessons)".into()),
+            }
             return Vec::new();
         };
         match action {

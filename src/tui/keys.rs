@@ -98,7 +98,7 @@ pub const BINDINGS: &[Binding] = &[
         "PgUp/Dn",
         &[KeyCode::PageUp, KeyCode::PageDown],
         Action::NarrationUp,
-        "lessons: scroll the narration",
+        "lessons: scroll the narration; elsewhere: a page of lanes",
         None,
         InReplay::Same,
     ),

@@ -6,6 +6,7 @@
 //! screen costs next to no CPU.
 
 pub mod app;
+pub mod class;
 pub mod keys;
 pub mod lesson;
 mod loading;
@@ -17,6 +18,7 @@ pub mod theme;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -26,6 +28,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::backend::deployment::{Shape, Targets, deploy};
+use crate::engine::RunControl;
+use crate::engine::log::EventLog;
 use crate::lesson::Lesson;
 use app::{App, Effect, Msg, Service};
 use runner::Runner;
@@ -211,6 +215,22 @@ enum Source<'a> {
     Live { runner: Box<Runner>, targets: &'a Targets<'a>, saver: Saver },
     /// A saved log, already in the app: time moves by play and keys.
     Saved,
+    /// A run hosted elsewhere (a class's: the students' workers run on their own
+    /// machines): its log grows, and there is no other run to start. The instructor's
+    /// pauses and fencing reach it through `control`; a student's screen (a copy of
+    /// the room's log) has none.
+    Hosted { log: Arc<EventLog>, control: Option<RunControl> },
+}
+
+impl Source<'_> {
+    /// The log of the run being shown, when it is live.
+    fn log(&self) -> Option<&Arc<EventLog>> {
+        match self {
+            Source::Live { runner, .. } => runner.log(),
+            Source::Hosted { log, .. } => Some(log),
+            Source::Saved => None,
+        }
+    }
 }
 
 async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Result<()> {
@@ -222,23 +242,27 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
     let mut frames = tokio::time::interval(FRAME);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
-    let mut grown = None;
     if let Source::Live { runner, .. } = &mut source {
         start_run(app, runner).await;
-        grown = runner.log().map(|l| l.subscribe());
     }
+    if let Source::Hosted { .. } = &source {
+        app.update(Msg::RunStarting);
+    }
+    let mut grown = source.log().map(|l| l.subscribe());
     let mut last = std::time::Instant::now();
     loop {
         let mut effects = Vec::new();
         let mut reached_ms = 0.0;
-        if let Source::Live { runner, .. } = &source {
-            if let Some(log) = runner.log() {
-                let new = log.since(app.log().len());
-                if !new.is_empty() {
-                    app.update(Msg::Logged(new));
-                }
+        if let Some(log) = source.log() {
+            let new = log.since(app.log().len());
+            if !new.is_empty() {
+                app.update(Msg::Logged(new));
             }
-            reached_ms = runner.now_ms();
+        }
+        match &source {
+            Source::Live { runner, .. } => reached_ms = runner.now_ms(),
+            Source::Hosted { log, .. } => reached_ms = log.clock().now_ms(),
+            Source::Saved => {}
         }
         let now = std::time::Instant::now();
         let real_ms = (now - last).as_secs_f64() * 1000.0;
@@ -256,6 +280,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
             screen = frame.area();
             render::draw(frame, app);
         })?;
+        app.lanes_per_page = render::lanes_per_page(screen, app);
         let effects = tokio::select! {
             Some(ev) = input.recv() => {
                 record_key(&mut recording, &ev);
@@ -288,6 +313,23 @@ async fn apply(
     terminal: &mut terminal::Tui,
     grown: &mut Option<tokio::sync::watch::Receiver<usize>>,
 ) -> anyhow::Result<()> {
+    if let Source::Hosted { control, .. } = source {
+        for effect in effects {
+            match (effect, control.as_ref()) {
+                (Effect::Worker(..) | Effect::SetFencing(_), None) => {
+                    app.update(Msg::Notice("the instructor steers the class's run".into()));
+                }
+                (Effect::Worker(name, command), Some(control)) => control.send(&name, command),
+                (Effect::SetFencing(on), Some(control)) => control.set_fencing(on),
+                // Real time has no pace to change.
+                (Effect::Pace(_), _) => {}
+                (Effect::StartRun | Effect::SwitchService(_), _) => {
+                    app.update(Msg::Notice("a class plays one run: open another class".into()));
+                }
+            }
+        }
+        return Ok(());
+    }
     let Source::Live { runner, targets, saver } = source else { return Ok(()) };
     for effect in effects {
         if let Effect::SwitchService(to) = effect {

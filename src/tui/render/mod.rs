@@ -26,7 +26,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::app::{App, Overlay};
 
-pub use timeline::{LaneRow, lane_at, lane_rows};
+pub use timeline::{LaneRow, lane_at, lane_rows, lanes_per_page};
 
 /// Below this the screen cannot show a useful timeline; we say so instead.
 pub const MIN_WIDTH: u16 = 80;

@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
-use super::super::app::{App, violation_time};
+use super::super::app::{App, ClassSeat, violation_time};
 use super::super::keys::BINDINGS;
 use crate::engine::log::RunOutcome;
 use crate::model::{Belief, at};
@@ -214,10 +214,17 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
     } else if app.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_some()) {
         // While a question waits, nothing here may comment on what comes next.
         (String::new(), t.dim)
+    } else if let Some((text, danger)) = yours(app) {
+        (text, if danger { t.danger } else { t.title })
     } else if let Some(text) = situation(app) {
         (text, t.danger)
     } else if let Some(status) = &app.status {
         (status.clone(), t.title)
+    } else if run.ended.is_some() && app.class.is_some() {
+        ("Run over. ← → to inspect any moment, q quits.".to_string(), t.dim)
+    } else if app.class == Some(ClassSeat::Instructor) {
+        let keys = "↑↓ a student · space freezes (SIGSTOP) or thaws their worker";
+        (format!("{keys} · x crash · f fencing"), t.dim)
     } else if run.ended.is_some() {
         let next = match app.replay {
             Some(_) => String::new(),
@@ -234,6 +241,38 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         )
     };
     Paragraph::new(Line::styled(format!(" {text}"), style)).render(area, buf);
+}
+
+/// A student's own situation in a class, said to them (and whether it is the danger):
+/// the point of the class is that, seen from inside, a frozen worker still holds the
+/// lock, before, while and after it is frozen.
+fn yours(app: &App) -> Option<(String, bool)> {
+    let Some(ClassSeat::Student(me)) = &app.class else { return None };
+    let me = me.as_str();
+    let lane = app.run.lanes.iter().find(|l| l.name == me)?;
+    let now = app.view_ms();
+    let belief = at(&lane.spans, now).unwrap_or(Belief::Idle);
+    let holder = app.run.holder_at(now);
+    let frozen = matches!(belief, Belief::Paused { .. });
+    let text = match (belief.held_token(), frozen) {
+        (Some(token), _) if holder != Some(me) => {
+            let truth = holder.map_or("nobody holds it".to_string(), |h| format!("{h} holds it"));
+            let state = if frozen { "you are frozen, and " } else { "" };
+            let service = app.service_name();
+            let next = format!("{service} says {truth}: your next write is stale");
+            let text = format!("⚠ {me}: {state}you still hold the lock (token {token}); {next}");
+            return Some((text, true));
+        }
+        (Some(token), true) => format!("you are frozen; you still hold the lock (token {token})"),
+        (Some(token), false) => format!("you hold the lock (token {token})"),
+        (None, true) => "you are frozen".to_string(),
+        (None, false) => match belief {
+            Belief::Waiting => "you are waiting for the lock".to_string(),
+            Belief::Crashed => "your worker crashed".to_string(),
+            _ => return None,
+        },
+    };
+    Some((format!("{me}: {text}"), false))
 }
 
 /// What is going on right now that a learner should notice, if anything.
@@ -326,6 +365,11 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
 pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let mut spans = vec![Span::raw(" ")];
+    // A class's lanes past a screenful: say first how to reach the rest.
+    if app.lesson.is_none() && app.lanes_per_page < app.run.lanes.len() {
+        spans.push(Span::styled("PgUp/PgDn", t.key));
+        spans.push(Span::styled(" more lanes  ", t.dim));
+    }
     for b in BINDINGS {
         if let Some(what) = b.footer {
             spans.push(Span::styled(b.label, t.key));

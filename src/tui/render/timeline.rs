@@ -47,6 +47,11 @@ enum Row {
         node: usize,
     },
     Lease,
+    /// Compact lanes that do not all fit: which are shown, and how to see the rest.
+    More {
+        first: usize,
+        shown: usize,
+    },
 }
 
 /// A worker lane's place on screen (both of its rows), for mouse hit-testing.
@@ -68,7 +73,12 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     let lock = app.uses_lock();
     let truth_lanes = if lock { runs.len() } else { 0 };
     let fixed = 1 + usize::from(lock) + titles + truth_lanes + node_lanes; // axis, lease, ...
-    let per_lane = (height as usize).saturating_sub(fixed).checked_div(lanes).unwrap_or(0);
+    let room = (height as usize).saturating_sub(fixed);
+    // A lesson's few lanes keep their marks, cut short as they were.
+    if app.previous.is_none() && app.lesson.is_none() && room < lanes * MIN_LANE_ROWS {
+        return compact_rows(app, room, lock);
+    }
+    let per_lane = room.checked_div(lanes).unwrap_or(0);
     let per_lane = per_lane.clamp(MIN_LANE_ROWS, MAX_LANE_ROWS);
     let mut rows = vec![Row::Axis];
     for (previous, run) in runs {
@@ -88,6 +98,49 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
         rows.push(Row::Lease);
     }
     rows
+}
+
+/// A class has a lane per student: when two rows a lane do not fit in `room` rows,
+/// each lane gets one (its belief, label in the gutter), and past a screenful the
+/// lanes scroll a page at a time with the selection (PgUp/PgDn), a row saying which
+/// are shown.
+fn compact_rows(app: &App, room: usize, lock: bool) -> Vec<Row> {
+    let lanes = app.run.lanes.len();
+    let (first, shown) = lane_page(lanes, room, app.selected);
+    let mut rows = vec![Row::Axis];
+    rows.extend((first..first + shown).map(|lane| Row::Belief { previous: false, lane }));
+    if shown < lanes {
+        rows.push(Row::More { first, shown });
+    }
+    if lock {
+        rows.push(Row::Truth { previous: false });
+        rows.extend((0..app.run.nodes.len()).map(|node| Row::Node { previous: false, node }));
+        rows.push(Row::Lease);
+    }
+    rows
+}
+
+/// The first lane and how many are shown, `lanes` compact lanes in `room` rows: all
+/// of them, or the page (one row kept for the "more" line) holding `selected`.
+fn lane_page(lanes: usize, room: usize, selected: usize) -> (usize, usize) {
+    if lanes <= room {
+        return (0, lanes);
+    }
+    let per_page = room.saturating_sub(1).max(1);
+    let first = selected.min(lanes - 1) / per_page * per_page;
+    (first, per_page.min(lanes - first))
+}
+
+/// How many lanes one page of a timeline `height` rows tall shows: what PgUp/PgDn
+/// move the selection by.
+pub fn lanes_per_page(screen: Rect, app: &App) -> usize {
+    let area = inner(super::areas(screen, app).timeline);
+    rows(app, area.height)
+        .iter()
+        .take(area.height as usize)
+        .filter(|r| matches!(r, Row::Belief { previous: false, .. }))
+        .count()
+        .max(1)
 }
 
 fn inner(area: Rect) -> Rect {
@@ -238,6 +291,16 @@ impl<'a> Ctx<'a> {
             Row::Truth { previous } => self.truth(x, y, previous),
             Row::Node { previous, node } => self.node(x, y, previous, node),
             Row::Lease => self.lease(x, y),
+            Row::More { first, shown } => {
+                let lanes = self.app.run.lanes.len();
+                let text = format!(
+                    "  lanes {}-{} of {lanes} · PgUp/PgDn for more",
+                    first + 1,
+                    first + shown
+                );
+                let room = (self.plot.right() - x) as usize;
+                self.buf.set_stringn(x, y, text, room, self.theme.dim);
+            }
         }
     }
 

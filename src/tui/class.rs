@@ -1,0 +1,277 @@
+//! A class in the TUI. The instructor's projector: a start screen with each student's
+//! join command and its QR code until the students are in, then the playground's
+//! screen (the same app, event loop and log) on the class's run, one lane per
+//! student. A student's screen: the same view of a copy of the room's log, their own
+//! lane selected and their situation said to them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{Event as Input, KeyCode, KeyEventKind};
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::app::{App, ClassSeat};
+use super::keys::{Action, action_for};
+use super::theme::Theme;
+use super::{Source, Ui, event_loop};
+use crate::class::attend::{Seen, attend};
+use crate::class::host::{mirror, prepare_class};
+use crate::class::room::Room;
+use crate::class::{ClassError, seat_of};
+use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
+use crate::scenario::Scenario;
+
+/// How often the start screen looks for students who have joined.
+const ROLL_CALL: Duration = Duration::from_millis(250);
+/// How long quitting waits for the run to end and clean up, and for the students'
+/// screens to get its end.
+const WIND_DOWN: Duration = Duration::from_secs(3);
+
+/// The start screen's state: each student, whether they are in, whose code is shown.
+pub struct Lobby {
+    pub room: String,
+    /// (name, join command) per student.
+    pub seats: Vec<(String, String)>,
+    pub present: Vec<String>,
+    pub selected: usize,
+}
+
+impl Lobby {
+    pub fn everyone_in(&self) -> bool {
+        self.seats.iter().all(|(name, _)| self.present.contains(name))
+    }
+}
+
+/// Run the class in the TUI: the start screen, then the run until the instructor
+/// quits. `None`: the instructor quit before starting the run.
+pub async fn instruct(
+    room: &mut Room,
+    admin_url: &str,
+    scenario: &Scenario,
+    fencing: bool,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<(RunOutcome, Arc<EventLog>)>> {
+    let mut ui = Ui::enter(None)?;
+    let seats = room.seats().iter();
+    let seats = seats.map(|s| (s.name.clone(), format!("fencelab join '{}'", s.join_url())));
+    let mut lobby = Lobby {
+        room: room.keys.id.clone(),
+        seats: seats.collect(),
+        present: Vec::new(),
+        selected: 0,
+    };
+    if !wait_in_lobby(&mut ui, room, &mut lobby, cancel).await? {
+        return Ok(None);
+    }
+    let prepared = prepare_class(room, admin_url, scenario, fencing, cancel).await?;
+    let (log, control) = (prepared.log(), prepared.control());
+    let run = tokio::spawn(prepared.execute());
+    let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
+    let label = format!("class room {} · {} students", room.keys.id, lobby.seats.len());
+    let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
+    app.class = Some(ClassSeat::Instructor);
+    let source = Source::Hosted { log: log.clone(), control: Some(control.clone()) };
+    let shown = event_loop(&mut app, source, ui).await;
+    control.stop();
+    let outcome = match tokio::time::timeout(WIND_DOWN, run).await {
+        Ok(Ok(outcome)) => outcome,
+        _ => RunOutcome::Failed { error: "the class's run did not end in time".into() },
+    };
+    let _ = tokio::time::timeout(WIND_DOWN, mirrored).await;
+    shown?;
+    Ok(Some((outcome, log)))
+}
+
+/// Show the start screen until Enter (true) or a quit (false).
+async fn wait_in_lobby(
+    ui: &mut Ui,
+    room: &mut Room,
+    lobby: &mut Lobby,
+    cancel: &CancellationToken,
+) -> anyhow::Result<bool> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut roll_call = tokio::time::interval(ROLL_CALL);
+    let theme = Theme::initial(false);
+    loop {
+        ui.terminal.draw(|frame| draw_lobby(frame.area(), frame.buffer_mut(), lobby, &theme))?;
+        tokio::select! {
+            _ = roll_call.tick() => lobby.present = room.present().await?,
+            Some(ev) = ui.input.recv() => {
+                let Input::Key(key) = ev else { continue };
+                if key.kind == KeyEventKind::Release {
+                    continue;
+                }
+                let last = lobby.seats.len().saturating_sub(1);
+                match (key.code, action_for(key)) {
+                    (KeyCode::Enter, _) => return Ok(true),
+                    (_, Some(Action::Quit)) => return Ok(false),
+                    (_, Some(Action::SelectPrev)) => lobby.selected = lobby.selected.saturating_sub(1),
+                    (_, Some(Action::SelectNext)) => lobby.selected = (lobby.selected + 1).min(last),
+                    _ => {}
+                }
+            }
+            () = cancel.cancelled() => return Ok(false),
+            _ = term.recv() => return Ok(false),
+            _ = int.recv() => return Ok(false),
+            _ = hup.recv() => return Ok(false),
+        }
+    }
+}
+
+/// The start screen: the students (who is in) on the left, the selected student's
+/// join command and its QR code on the right.
+pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) {
+    buf.set_style(screen, theme.base);
+    let [header, body, footer] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)])
+            .areas(screen);
+    let joined = lobby.seats.iter().filter(|(n, _)| lobby.present.contains(n)).count();
+    let head = format!(
+        " fencelab class · room {} · {joined} of {} students joined",
+        lobby.room,
+        lobby.seats.len()
+    );
+    buf.set_stringn(header.x, header.y, head, header.width as usize, theme.title);
+    let [list, code] =
+        Layout::horizontal([Constraint::Length(24), Constraint::Min(20)]).areas(body);
+    // The list scrolls with the selection past a screenful.
+    let rows = list.height.saturating_sub(2).max(1) as usize;
+    let first = lobby.selected.saturating_sub(rows - 1);
+    let names: Vec<Line> = lobby
+        .seats
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .map(|(i, (name, _))| {
+            let mark = if lobby.present.contains(name) { "✓" } else { "·" };
+            let pointer = if i == lobby.selected { "▶" } else { " " };
+            let style = if i == lobby.selected { theme.selected } else { theme.title };
+            Line::styled(format!("{pointer}{mark} {name}"), style)
+        })
+        .collect();
+    let block = |title: String| {
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(theme.border)
+            .title(title)
+            .title_style(theme.title)
+    };
+    Paragraph::new(names).block(block(" Students ".into())).render(list, buf);
+    if let Some((name, command)) = lobby.seats.get(lobby.selected) {
+        let mut lines = vec![Line::from(Span::styled(command.clone(), theme.key)), Line::from("")];
+        // Dense1x2 puts two rows of modules in one row of text.
+        if let Ok(qr) = qrcode::QrCode::new(command.as_bytes()) {
+            let art = qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build();
+            lines.extend(art.lines().map(|l| Line::from(l.to_string())));
+        }
+        let title = format!(" {name}: type this, or scan it ");
+        Paragraph::new(lines).block(block(title)).render(code, buf);
+    }
+    let next = if lobby.everyone_in() {
+        "everyone is here: Enter starts the run"
+    } else {
+        "Enter starts the run (late students catch up)"
+    };
+    let keys = format!(" ↑↓ another student's code · {next} · q quits");
+    buf.set_stringn(footer.x, footer.y, keys, footer.width as usize, theme.dim);
+}
+
+/// A student's screen: join with `url`, run the student's worker (as `program
+/// worker`), and show the class's run as the room sees it, the student's own lane
+/// selected and their situation said to them, until they quit.
+pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> {
+    let (id, me) = seat_of(&url)?;
+    let mut ui = Ui::enter(None)?;
+    let (heard, mut room) = mpsc::unbounded_channel();
+    let mut attending = tokio::spawn(async move {
+        attend(&url, &program, |seen, event| {
+            if let Seen::Room { .. } = seen {
+                let _ = heard.send(event.clone());
+            }
+        })
+        .await
+    });
+    let waiting = format!("room {id}: you are {me}. Waiting for the instructor to start the run");
+    let Some(first) = wait_for_start(&mut ui, &waiting, &mut room, &mut attending).await? else {
+        attending.abort();
+        return Ok(());
+    };
+    let EventKind::RunStarted { scenario, fencing, .. } = &first.kind else {
+        bail!("the room's log does not start with the run's start");
+    };
+    // The room's clock, as near as this machine can tell: its first event is now.
+    let start = std::time::Instant::now() - Duration::from_secs_f64(first.t_ms / 1000.0);
+    let log = Arc::new(EventLog::new(RunClock::started_at(start.into(), 1.0)));
+    let label = format!("class room {id} · you are {me}");
+    let theme = Theme::initial(false);
+    let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme);
+    let mine = app.scenario.workers.iter().position(|w| w.name == me);
+    app.selected = mine.unwrap_or(0);
+    app.class = Some(ClassSeat::Student(me));
+    log.copy(first);
+    let copier = {
+        let log = log.clone();
+        tokio::spawn(async move {
+            while let Some(event) = room.recv().await {
+                log.copy(event);
+            }
+        })
+    };
+    let shown = event_loop(&mut app, Source::Hosted { log, control: None }, ui).await;
+    // Quitting ends the worker process with the task that owns it.
+    attending.abort();
+    copier.abort();
+    shown
+}
+
+/// Say `waiting` until the room's first event (the run's start), which is returned;
+/// `None`: the student quit first. An error of joining ends the wait with it.
+async fn wait_for_start(
+    ui: &mut Ui,
+    waiting: &str,
+    room: &mut mpsc::UnboundedReceiver<Event>,
+    attending: &mut JoinHandle<Result<(), ClassError>>,
+) -> anyhow::Result<Option<Event>> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    loop {
+        ui.terminal.draw(|frame| {
+            let [_, middle, _] =
+                Layout::vertical([Constraint::Fill(1), Constraint::Length(2), Constraint::Fill(1)])
+                    .areas(frame.area());
+            let text = vec![Line::from(format!("fencelab · {waiting} …")), Line::from("q quits")];
+            frame.render_widget(Paragraph::new(text).alignment(Alignment::Center), middle);
+        })?;
+        tokio::select! {
+            Some(event) = room.recv() => return Ok(Some(event)),
+            joined = &mut *attending => return match joined {
+                Ok(Err(e)) => Err(e.into()),
+                _ => Err(anyhow::anyhow!("left the room before the run started")),
+            },
+            Some(ev) = ui.input.recv() => {
+                if let Input::Key(key) = ev
+                    && action_for(key) == Some(Action::Quit)
+                {
+                    return Ok(None);
+                }
+            }
+            _ = term.recv() => return Ok(None),
+            _ = int.recv() => return Ok(None),
+            _ = hup.recv() => return Ok(None),
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The instructor's class screens, drawn from simulator runs of the class's scenario
+//! (a lane per student) on a virtual clock: 3 and 30 students at the projector sizes,
+//! the compact lanes paging with PgUp/PgDn, and the start screen.
+
+use fencelab::backend::sim::SimBackend;
+use fencelab::class::for_students;
+use fencelab::engine::log::Event;
+use fencelab::engine::{RunOptions, WorkerCommand, prepare};
+use fencelab::scenario::{Scenario, builtin};
+use fencelab::tui::app::{App, ClassSeat, Msg};
+use fencelab::tui::class::{Lobby, draw_lobby};
+use fencelab::tui::keys::Action;
+use fencelab::tui::render::{draw, lanes_per_page};
+use fencelab::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use tokio_util::sync::CancellationToken;
+
+const SIZES: [(u16, u16); 3] = [(80, 24), (100, 30), (160, 48)];
+
+fn students(n: usize) -> Vec<String> {
+    match n {
+        3 => ["alice", "bob", "carol"].map(String::from).to_vec(),
+        _ => (1..=n).map(|i| format!("s{i:02}")).collect(),
+    }
+}
+
+/// The playground as a class of `students` plays it, the first student frozen for
+/// 4 s at 1 s (as the instructor's `1` does), seen at 6 s.
+fn class_run(students: &[String]) -> (Scenario, Vec<Event>) {
+    let scenario = for_students(&builtin("playground").unwrap().unwrap(), students);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let events = rt.block_on(async {
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(false) };
+        let sim = SimBackend::default();
+        let prepared =
+            prepare(&sim, &sim, &scenario, options, &CancellationToken::new()).await.unwrap();
+        let (log, control) = (prepared.log(), prepared.control());
+        let (clock, first) = (*log.clock(), students[0].clone());
+        tokio::spawn(async move {
+            tokio::time::sleep_until(clock.instant_at(1000.0)).await;
+            control.send(&first, WorkerCommand::Pause { ms: Some(4000) });
+        });
+        prepared.execute().await;
+        log.snapshot()
+    });
+    (scenario, events)
+}
+
+/// The instructor's app at 6 s, as the event loop leaves it after a frame at
+/// `width` x `height` (which sets how many lanes a page holds).
+fn class_app(n: usize, width: u16, height: u16) -> App {
+    let (scenario, events) = class_run(&students(n));
+    let label = format!("class room 0a1b2c3d · {n} students");
+    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= 6000.0).collect()));
+    app.update(Msg::Clock { reached_ms: 6000.0, real_ms: 0.0 });
+    app.lanes_per_page = lanes_per_page(Rect::new(0, 0, width, height), &app);
+    app
+}
+
+fn text(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| draw(f, app)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    (0..height)
+        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn three_students_each_have_a_full_lane_at_every_size() {
+    for (width, height) in SIZES {
+        let app = class_app(3, width, height);
+        let screen = text(&app, width, height);
+        for name in ["1 alice", "2 bob", "3 carol"] {
+            assert!(screen.contains(name), "{width}x{height} has no lane {name}:\n{screen}");
+        }
+        assert!(!screen.contains("PgUp/PgDn"), "3 lanes fit at {width}x{height}:\n{screen}");
+        insta::assert_snapshot!(format!("three_students_{width}x{height}"), screen);
+    }
+}
+
+#[test]
+fn thirty_students_get_compact_lanes_and_page_where_they_do_not_fit() {
+    for (width, height) in SIZES {
+        let app = class_app(30, width, height);
+        let screen = text(&app, width, height);
+        let page = app.lanes_per_page;
+        // A projector's 160x48 has a row for each of 30 compact lanes.
+        if (width, height) == (160, 48) {
+            assert_eq!(page, 30);
+            assert!(screen.contains("30 s30") && !screen.contains("PgUp/PgDn"), "{screen}");
+            insta::assert_snapshot!(format!("thirty_students_{width}x{height}"), screen);
+            continue;
+        }
+        assert!(page < 30, "30 lanes cannot all fit at {width}x{height}");
+        let more = format!("lanes 1-{page} of 30 · PgUp/PgDn for more");
+        assert!(screen.contains(&more), "{width}x{height}: no {more:?}:\n{screen}");
+        assert!(screen.contains("PgUp/PgDn more lanes"), "the footer says so:\n{screen}");
+        // One row a lane: every lane of the page is on screen, the next one is not.
+        assert!(screen.contains(&format!("{page} s{page:02}")), "{screen}");
+        assert!(!screen.contains(&format!("{} s{:02}", page + 1, page + 1)), "{screen}");
+        insta::assert_snapshot!(format!("thirty_students_{width}x{height}"), screen);
+    }
+}
+
+#[test]
+fn page_down_shows_the_next_students_and_selects_the_first_of_them() {
+    let (width, height) = (80, 24);
+    let mut app = class_app(30, width, height);
+    let page = app.lanes_per_page;
+    app.update(Msg::Key(Action::NarrationDown));
+    assert_eq!(app.selected, page);
+    let screen = text(&app, width, height);
+    let first = page + 1;
+    assert!(screen.contains(&format!("▶{first} s{first:02}")), "{screen}");
+    assert!(!screen.contains(" 1 s01"), "the first page is scrolled away:\n{screen}");
+    app.update(Msg::Key(Action::NarrationUp));
+    assert_eq!(app.selected, 0);
+    // Past the last page the selection stops at the last student.
+    for _ in 0..10 {
+        app.update(Msg::Key(Action::NarrationDown));
+    }
+    assert_eq!(app.selected, 29);
+    assert!(text(&app, width, height).contains("▶30 s30"));
+}
+
+#[test]
+fn the_start_screen_shows_who_is_in_and_the_selected_students_join_command() {
+    let seats = students(3)
+        .into_iter()
+        .map(|n| {
+            let command = format!("fencelab join 'redis://fencelab-0a1b2c3d-{n}:secret@host:6379'");
+            (n, command)
+        })
+        .collect();
+    let lobby =
+        Lobby { room: "0a1b2c3d".into(), seats, present: vec!["alice".into()], selected: 1 };
+    let (width, height) = (100, 30);
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| draw_lobby(f.area(), f.buffer_mut(), &lobby, &Theme::DEFAULT)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    let screen: String = (0..height)
+        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+        .collect();
+    assert!(screen.contains("1 of 3 students joined"), "{screen}");
+    assert!(screen.contains("✓ alice") && screen.contains("▶· bob"), "{screen}");
+    assert!(screen.contains("fencelab join 'redis://fencelab-0a1b2c3d-bob:"), "{screen}");
+    assert!(screen.contains('█'), "a QR code:\n{screen}");
+    insta::assert_snapshot!(screen);
+}
