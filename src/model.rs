@@ -275,7 +275,8 @@ impl RunModel {
                     | FaultKind::Promote
                     | FaultKind::Delay
                     | FaultKind::Partition
-                    | FaultKind::Heal => {}
+                    | FaultKind::Heal
+                    | FaultKind::Pause => {}
                 }
             }
             EventKind::ServerLost { server, reason } => {

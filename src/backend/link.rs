@@ -104,7 +104,9 @@ impl Links {
             tasks: tasks.clone(),
         };
         for f in faults {
-            let Some(worker) = &f.worker else { continue };
+            let Some(worker) = f.worker.as_ref().filter(|_| f.kind.through_link()) else {
+                continue;
+            };
             let late = real(f.ms.filter(|_| f.kind == FaultKind::Delay).unwrap_or(0));
             if let Some(link) = links.links.get_mut(worker) {
                 link.max_delay = link.max_delay.max(late);

@@ -69,7 +69,8 @@ impl NodeHealth {
             | FaultKind::ClockJump
             | FaultKind::Delay
             | FaultKind::Partition
-            | FaultKind::Heal => {}
+            | FaultKind::Heal
+            | FaultKind::Pause => {}
         }
     }
 

@@ -147,7 +147,9 @@ impl Student {
                     let control = match command {
                         // A pause of a set length ends with the student's resume key or
                         // the instructor's: the room has one kind of pause.
-                        Some(WorkerCommand::Pause { .. }) => Control::Pause { student },
+                        Some(WorkerCommand::Pause { .. } | WorkerCommand::Stall { .. }) => {
+                            Control::Pause { student }
+                        }
                         Some(WorkerCommand::Resume) => Control::Resume { student },
                         Some(WorkerCommand::Crash) => Control::Crash { student },
                         None => {

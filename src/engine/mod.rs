@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::keys::new_run_id;
 use crate::backend::link::Links;
 use crate::backend::{BackendError, Keys, LockClient, LockService, Storage, StorageClient};
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::{Fault, FaultKind, Scenario};
 pub use host::{WorkerHost, WorkerRun};
 use log::{EventKind, EventLog, LOG_FORMAT_VERSION, RunClock, RunOutcome};
 use observer::Observer;
@@ -173,7 +173,7 @@ async fn prepare_placed(
     let mut children = Vec::new();
     match &options.processes {
         _ if hosted.is_some() => {}
-        Some(_) if scenario.faults.iter().any(|f| f.worker.is_some()) => {
+        Some(_) if scenario.faults.iter().any(|f| f.kind.through_link()) => {
             return Err(BackendError::Unsupported(
                 "link faults go through fencelab's own proxy, which worker processes do not use yet: run it without --processes".into(),
             ));
@@ -302,7 +302,7 @@ impl PreparedRun {
             links,
             cancel,
             // Held until the end so the workers' command channels stay open.
-            handle: _handle,
+            handle,
         } = self;
         let stop_observer = CancellationToken::new();
         let observer = tokio::spawn({
@@ -320,7 +320,8 @@ impl PreparedRun {
             }
         });
         let faults = (!faults.is_empty()).then(|| {
-            tokio::spawn(inject(faults, fault_client, links.clone(), log.clone(), cancel.clone()))
+            let (links, control) = (links.clone(), handle.clone());
+            tokio::spawn(inject(faults, fault_client, (links, control), log.clone(), cancel.clone()))
         });
 
         let mut tasks = JoinSet::new();
@@ -392,12 +393,12 @@ impl PreparedRun {
     }
 }
 
-/// Make lock servers and links fail at the scenario's moments, and record each in the
-/// log.
+/// Make lock servers and links fail, and workers freeze, at the scenario's moments,
+/// and record each in the log (a frozen worker logs its own pause).
 async fn inject(
     mut faults: Vec<Fault>,
     mut client: Option<Box<dyn LockClient>>,
-    links: Arc<Links>,
+    (links, control): (Arc<Links>, RunControl),
     log: Arc<EventLog>,
     cancel: CancellationToken,
 ) -> Result<(), BackendError> {
@@ -408,6 +409,9 @@ async fn inject(
             () = cancel.cancelled() => return Ok(()),
         }
         match (&f.worker, client.as_mut()) {
+            (Some(worker), _) if f.kind == FaultKind::Pause => {
+                control.send(worker, WorkerCommand::Stall { ms: f.ms.unwrap_or(0) });
+            }
             (Some(worker), _) => {
                 // Logged first: what the fault does to the worker's calls comes after it.
                 log.append(EventKind::Link { worker: worker.clone(), kind: f.kind, ms: f.ms });

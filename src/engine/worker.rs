@@ -81,6 +81,11 @@ pub enum WorkerCommand {
     Resume,
     /// Die on the spot, without releasing the lock.
     Crash,
+    /// Freeze for `ms` because the scenario says so (a `pause` fault), not a person:
+    /// logged as the script's pause is.
+    Stall {
+        ms: u64,
+    },
 }
 
 pub struct Worker {
@@ -471,30 +476,34 @@ impl Worker {
                 Flow::Stop
             }
             WorkerCommand::Resume => Flow::Continue,
-            WorkerCommand::Pause { ms } => {
-                self.emit(WorkerEvent::Paused { ms, by_user: true });
-                let until = ms.map(|ms| Instant::now() + self.log.clock().real(ms as f64));
-                loop {
-                    let next = tokio::select! {
-                        () = sleep_until_opt(until) => break,
-                        () = self.cancel.cancelled() => return Flow::Stop,
-                        next = self.commands.recv() => next,
-                    };
-                    match next {
-                        // A closed channel means nobody can resume us: resume now.
-                        Some(WorkerCommand::Resume) | None => break,
-                        Some(WorkerCommand::Crash) => {
-                            self.emit(WorkerEvent::Crashed);
-                            return Flow::Stop;
-                        }
-                        // Already paused: a second pause changes nothing.
-                        Some(WorkerCommand::Pause { .. }) => {}
-                    }
+            WorkerCommand::Pause { ms } => self.freeze(ms, true).await,
+            WorkerCommand::Stall { ms } => self.freeze(Some(ms), false).await,
+        }
+    }
+
+    /// Stop doing anything for `ms` (or until resumed), still obeying a crash.
+    async fn freeze(&mut self, ms: Option<u64>, by_user: bool) -> Flow {
+        self.emit(WorkerEvent::Paused { ms, by_user });
+        let until = ms.map(|ms| Instant::now() + self.log.clock().real(ms as f64));
+        loop {
+            let next = tokio::select! {
+                () = sleep_until_opt(until) => break,
+                () = self.cancel.cancelled() => return Flow::Stop,
+                next = self.commands.recv() => next,
+            };
+            match next {
+                // A closed channel means nobody can resume us: resume now.
+                Some(WorkerCommand::Resume) | None => break,
+                Some(WorkerCommand::Crash) => {
+                    self.emit(WorkerEvent::Crashed);
+                    return Flow::Stop;
                 }
-                self.emit(WorkerEvent::Resumed);
-                Flow::Continue
+                // Already paused: a second pause changes nothing.
+                Some(WorkerCommand::Pause { .. } | WorkerCommand::Stall { .. }) => {}
             }
         }
+        self.emit(WorkerEvent::Resumed);
+        Flow::Continue
     }
 
     fn command(&self, started: Instant, (command, reply): (String, String)) {

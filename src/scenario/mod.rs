@@ -136,6 +136,11 @@ pub enum FaultKind {
     Partition,
     /// The worker's links work normally again.
     Heal,
+    /// The worker freezes for `ms` wherever it is (a stop-the-world GC, a VM losing its
+    /// CPU): in the middle of waiting, renewing or writing, not only between its steps.
+    /// What the playground's pause key does, on a schedule; `fencelab break` searches
+    /// over these.
+    Pause,
 }
 
 /// What a kind of fault needs besides its moment.
@@ -155,7 +160,7 @@ impl FaultKind {
                 FaultNeeds { node: true, ms: false }
             }
             FaultKind::ClockJump => FaultNeeds { node: true, ms: true },
-            FaultKind::Delay => FaultNeeds { node: false, ms: true },
+            FaultKind::Delay | FaultKind::Pause => FaultNeeds { node: false, ms: true },
             FaultKind::Partition | FaultKind::Heal => FaultNeeds { node: false, ms: false },
         }
     }
@@ -171,7 +176,14 @@ impl FaultKind {
             FaultKind::Delay => "delay",
             FaultKind::Partition => "partition",
             FaultKind::Heal => "heal",
+            FaultKind::Pause => "pause",
         }
+    }
+
+    /// Whether it hits a worker's link to the servers (the proxy carries it), rather
+    /// than a server or the worker itself.
+    pub fn through_link(self) -> bool {
+        matches!(self, FaultKind::Delay | FaultKind::Partition | FaultKind::Heal)
     }
 }
 

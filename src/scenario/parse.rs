@@ -168,7 +168,10 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
             (None, Some(w)) if !s.workers.iter().any(|x| &x.name == w) => Some(format!(
                 "fault `{kind}` at {at} ms names worker {w:?}, which the scenario does not have"
             )),
-            (None, Some(_)) if (s.lock, s.storage) != (LockShape::Redis, StorageKind::Redis) => {
+            (None, Some(_))
+                if f.kind.through_link()
+                    && (s.lock, s.storage) != (LockShape::Redis, StorageKind::Redis) =>
+            {
                 Some(format!(
                     "fault `{kind}` at {at} ms: link faults need the lock and the storage on one Redis (the proxy carries Redis connections only)"
                 ))
@@ -535,6 +538,23 @@ steps = [{ do = "acquire" }]
             postgres.contains("link faults need the lock and the storage on one Redis"),
             "{postgres}"
         );
+    }
+
+    #[test]
+    fn a_pause_fault_needs_a_worker_and_a_length_on_any_lock() {
+        let at = |head: &str, fault: &str| {
+            let src = format!("{head}{MINIMAL}[[faults]]\nat_ms = 5\n{fault}");
+            parse_scenario(&src, "t.toml").map(|_| ()).map_err(|e| (e.line, e.message))
+        };
+        assert_eq!(at("", "worker = \"A\"\ndo = \"pause\"\nms = 3000\n"), Ok(()));
+        // Not a link fault: it needs no proxy, so any lock and storage can have it.
+        let elsewhere = "redlock_nodes = 3\n";
+        assert_eq!(at(elsewhere, "worker = \"A\"\ndo = \"pause\"\nms = 3000\n"), Ok(()));
+        let (line, no_ms) = at("", "worker = \"A\"\ndo = \"pause\"\n").unwrap_err();
+        assert_eq!(line, 8, "the [[faults]] line");
+        assert!(no_ms.contains("`pause` at 5 ms needs `ms = N`"), "{no_ms}");
+        let nobody = at("", "do = \"pause\"\nms = 3000\n").unwrap_err().1;
+        assert!(nobody.contains("needs `worker = \"A\"`"), "{nobody}");
     }
 
     #[test]

@@ -874,7 +874,7 @@ impl App {
         }
         let name = lane.name.clone();
         self.status = Some(match command {
-            WorkerCommand::Pause { ms: Some(ms) } => {
+            WorkerCommand::Pause { ms: Some(ms) } | WorkerCommand::Stall { ms } => {
                 format!("{name} paused for {} (a GC pause)", secs(ms))
             }
             WorkerCommand::Pause { ms: None } => {

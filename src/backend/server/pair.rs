@@ -101,7 +101,7 @@ impl Pair for RedisPair {
                 run(&url, redis::cmd("REPLICAOF").arg("NO").arg("ONE"))
             })?,
             FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
-            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal => {
+            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal | FaultKind::Pause => {
                 return Err(not_on_a_server(kind));
             }
         }

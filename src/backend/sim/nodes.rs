@@ -80,7 +80,7 @@ impl Pair for SimPair {
             FaultKind::Detach | FaultKind::Promote => self.detached.store(true, Ordering::SeqCst),
             FaultKind::Kill => self.nodes[node].wipe(),
             FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
-            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal => {
+            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal | FaultKind::Pause => {
                 return Err(not_on_a_server(kind));
             }
         }

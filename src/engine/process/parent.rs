@@ -47,11 +47,12 @@ pub struct WorkerProcess {
     stderr: Option<ChildStderr>,
 }
 
-/// A pause under way: when it ends by itself, and whether a person asked for it (the
-/// parent then says `Resumed` for the worker, which cannot know it was stopped).
+/// A pause under way: when it ends by itself, and whether it came from outside the
+/// worker (a person, a `pause` fault: the parent then says `Resumed` for the worker,
+/// which cannot know it was stopped).
 struct Frozen {
     until: Option<Instant>,
-    by_user: bool,
+    from_outside: bool,
 }
 
 impl WorkerProcess {
@@ -148,9 +149,10 @@ impl WorkerProcess {
                 },
                 command = commands.recv(), if !ended_by_us => match command {
                     Some(WorkerCommand::Pause { ms }) if frozen.is_none() => {
-                        let until = ms.map(|ms| Instant::now() + log.clock().real(ms as f64));
-                        let paused = WorkerEvent::Paused { ms, by_user: true };
-                        frozen = Some(self.freeze(&log, until, Some(paused)).await?);
+                        frozen = Some(self.pause(&log, ms, true).await?);
+                    }
+                    Some(WorkerCommand::Stall { ms }) if frozen.is_none() => {
+                        frozen = Some(self.pause(&log, Some(ms), false).await?);
                     }
                     Some(WorkerCommand::Resume) => {
                         if let Some(f) = frozen.take() {
@@ -163,7 +165,7 @@ impl WorkerProcess {
                         log.append(self.worker_event(WorkerEvent::Crashed));
                         ended_by_us = true;
                     }
-                    Some(WorkerCommand::Pause { .. }) | None => {}
+                    Some(WorkerCommand::Pause { .. } | WorkerCommand::Stall { .. }) | None => {}
                 },
                 () = sleep_until_opt(thaw) => {
                     if let Some(f) = frozen.take() {
@@ -195,32 +197,45 @@ impl WorkerProcess {
         Err(error.into())
     }
 
+    /// A pause from outside the child (a person's, or a scheduled `pause` fault):
+    /// frozen for `ms` of the run's time, or until resumed.
+    async fn pause(
+        &mut self,
+        log: &EventLog,
+        ms: Option<u64>,
+        by_user: bool,
+    ) -> Result<Frozen, ProcessError> {
+        let until = ms.map(|ms| Instant::now() + log.clock().real(ms as f64));
+        self.freeze(log, until, Some(WorkerEvent::Paused { ms, by_user })).await
+    }
+
     /// `SIGSTOP`, then wait until the kernel has stopped the process and take in what
     /// it wrote before, so the log has its last events before the pause, not after.
-    /// `by_user` is the `Paused` event a person's pause adds for the worker.
+    /// `paused` is the `Paused` event logged for the worker when the pause comes from
+    /// outside it (a person, a `pause` fault); the child logs its script's own.
     async fn freeze(
         &mut self,
         log: &EventLog,
         until: Option<Instant>,
-        by_user: Option<WorkerEvent>,
+        paused: Option<WorkerEvent>,
     ) -> Result<Frozen, ProcessError> {
         self.kill(libc::SIGSTOP);
         let pid = self.pid;
         let stopped = tokio::task::spawn_blocking(move || wait_stopped(pid));
         let _ = tokio::time::timeout(STOP_TIMEOUT, stopped).await;
         self.drain(log, Some(DRAIN_GRACE)).await?;
-        let user = by_user.is_some();
-        if let Some(paused) = by_user {
+        let from_outside = paused.is_some();
+        if let Some(paused) = paused {
             log.append(self.worker_event(paused));
         }
         log.append(self.signal_event(KernelSignal::Stop));
-        Ok(Frozen { until, by_user: user })
+        Ok(Frozen { until, from_outside })
     }
 
     fn thaw(&mut self, log: &EventLog, frozen: &Frozen) {
         self.kill(libc::SIGCONT);
         log.append(self.signal_event(KernelSignal::Cont));
-        if frozen.by_user {
+        if frozen.from_outside {
             log.append(self.worker_event(WorkerEvent::Resumed));
         }
     }
