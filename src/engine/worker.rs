@@ -369,6 +369,9 @@ impl Worker {
                 self.emit(WorkerEvent::Waiting { holder: holder.clone(), retry_in_ms, wait });
                 announced = Some(holder);
             }
+            // A lease's end is worth waking for on time: Redis frees the key in the
+            // millisecond after its deadline, and tokio's timers only fire on whole ones.
+            let on_time = self.settings.wait != WaitStrategy::Poll && pttl_ms.is_some();
             let mut retry_at = asked + wait;
             if let Some(limit) = give_up_at {
                 if Instant::now() >= limit {
@@ -377,7 +380,8 @@ impl Worker {
                 }
                 retry_at = retry_at.min(limit);
             }
-            if self.sleep_or_release(retry_at, listening).await? == Flow::Stop {
+            let wake = Wake { released: listening, on_time };
+            if self.sleep_or_release(retry_at, wake).await? == Flow::Stop {
                 return Ok(Flow::Stop);
             }
             // Let every task woken at this same instant run first, the observer in
@@ -422,19 +426,17 @@ impl Worker {
     /// cancellation stops it.
     async fn sleep_until(&mut self, at: Instant) -> Flow {
         // Not woken by releases, so the only error (a lost channel) cannot happen.
-        self.sleep_or_release(at, false).await.unwrap_or(Flow::Stop)
+        let wake = Wake { released: false, on_time: false };
+        self.sleep_or_release(at, wake).await.unwrap_or(Flow::Stop)
     }
 
-    /// [`Self::sleep_until`], ending early when `released` and the lock service
+    /// [`Self::sleep_until`], ending early when `wake.released` and the lock service
     /// announces a release (a release during a pause wakes the worker as it resumes).
-    async fn sleep_or_release(
-        &mut self,
-        at: Instant,
-        released: bool,
-    ) -> Result<Flow, BackendError> {
+    async fn sleep_or_release(&mut self, at: Instant, wake: Wake) -> Result<Flow, BackendError> {
+        let released = wake.released;
         loop {
             let command = tokio::select! {
-                () = sleep_until(at) => return Ok(Flow::Continue),
+                () = sleep_until_maybe_on_time(at, wake.on_time) => return Ok(Flow::Continue),
                 () = self.cancel.cancelled() => return Ok(Flow::Stop),
                 heard = self.lock.next_release(), if released => return heard.map(|()| Flow::Continue),
                 command = self.commands.recv() => command,
@@ -577,10 +579,73 @@ impl Worker {
     }
 }
 
+/// How a waiter's sleep may end early or must end exactly.
+#[derive(Debug, Clone, Copy)]
+struct Wake {
+    /// The lock service's release announcements wake it (`wait = "notify"`).
+    released: bool,
+    /// It waits for a lease's end: wake within tens of microseconds of `at`, not
+    /// on the next whole millisecond after it.
+    on_time: bool,
+}
+
+/// Sleep until `at`; `on_time`: sleep on tokio's timer until the last millisecond,
+/// then yield until `at` (tokio's timers fire on whole milliseconds, so a plain sleep
+/// wakes up to ~1 ms late, which is most of a hand-over after expiry on a local
+/// Redis; `fencelab bench handover`). The simulator's clock moves only by timers:
+/// when yielding does not move it, this is a paused clock, and the timer finishes.
+async fn sleep_until_maybe_on_time(at: Instant, on_time: bool) {
+    if !on_time {
+        return sleep_until(at).await;
+    }
+    sleep_until(at.checked_sub(std::time::Duration::from_millis(1)).unwrap_or(at)).await;
+    let mut last = Instant::now();
+    while last < at {
+        tokio::task::yield_now().await;
+        let now = Instant::now();
+        if now == last {
+            return sleep_until(at).await;
+        }
+        last = now;
+    }
+}
+
 /// Sleep until `at`, or forever when there is no `at`.
 pub(super) async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::sleep_until_maybe_on_time;
+
+    /// On the simulator's paused clock, yielding never moves time: the sleep must
+    /// notice that and let the timer finish, ending where a plain sleep ends (not
+    /// hang, not end a millisecond early), so the simulator's runs stay as they were.
+    #[tokio::test(start_paused = true)]
+    async fn an_on_time_sleep_on_a_paused_clock_ends_where_a_plain_sleep_does() {
+        let length = Duration::from_micros(1_500_300);
+        let start = Instant::now();
+        tokio::time::sleep_until(start + length).await;
+        let plain = start.elapsed();
+        let start = Instant::now();
+        let slept = sleep_until_maybe_on_time(start + length, true);
+        tokio::time::timeout(Duration::from_secs(5), slept).await.expect("the sleep ends");
+        assert_eq!(start.elapsed(), plain);
+    }
+
+    /// On a real clock it ends at its moment or after, never before.
+    #[tokio::test]
+    async fn an_on_time_sleep_on_a_real_clock_never_ends_early() {
+        let at = Instant::now() + Duration::from_millis(3);
+        sleep_until_maybe_on_time(at, true).await;
+        assert!(Instant::now() >= at);
     }
 }
