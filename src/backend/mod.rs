@@ -22,6 +22,7 @@ pub mod server;
 pub mod sim;
 pub mod storage;
 pub mod wire;
+pub mod zookeeper;
 
 use serde::{Deserialize, Serialize};
 
@@ -288,6 +289,13 @@ pub trait LockClient: Send {
     /// Kubernetes-style Lease) reads it; the others keep time on their servers.
     fn set_clock_rate(&mut self, rate: f64) {
         let _ = rate;
+    }
+
+    /// The worker stops doing anything (or goes on): a pause step, or a person's
+    /// pause. Only a lock whose client keeps its lease alive in the background
+    /// (ZooKeeper's session heartbeats) reads it: a paused process sends nothing.
+    fn set_paused(&mut self, paused: bool) {
+        let _ = paused;
     }
 
     /// `GET lock`: the value of whoever holds the lock now.

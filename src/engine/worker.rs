@@ -182,9 +182,11 @@ impl Worker {
             Step::Acquire { give_up_ms } => return self.acquire(*give_up_ms).await,
             Step::Pause { ms } => {
                 self.emit(WorkerEvent::Paused { ms: Some(*ms), by_user: false });
+                self.lock.set_paused(true);
                 if self.sleep_scenario(*ms as f64).await == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
+                self.lock.set_paused(false);
                 self.emit(WorkerEvent::Resumed);
             }
             Step::Work { ms } => {
@@ -473,6 +475,7 @@ impl Worker {
             WorkerCommand::Resume => Flow::Continue,
             WorkerCommand::Pause { ms } => {
                 self.emit(WorkerEvent::Paused { ms, by_user: true });
+                self.lock.set_paused(true);
                 let until = ms.map(|ms| Instant::now() + self.log.clock().real(ms as f64));
                 loop {
                     let next = tokio::select! {
@@ -491,6 +494,7 @@ impl Worker {
                         Some(WorkerCommand::Pause { .. }) => {}
                     }
                 }
+                self.lock.set_paused(false);
                 self.emit(WorkerEvent::Resumed);
                 Flow::Continue
             }

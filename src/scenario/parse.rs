@@ -5,7 +5,8 @@ use std::fmt;
 use super::bounds::MAX_WORKERS;
 use super::raw::RawScenario;
 use super::{
-    Fault, LockService, LockShape, ReleaseMode, Scenario, Step, StorageKind, WaitStrategy,
+    Fault, LockService, LockShape, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
+    WaitStrategy, ZOOKEEPER_SESSION_MS,
 };
 
 /// A scenario file that could not be used, with where and why.
@@ -113,6 +114,9 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
+    if s.lock == LockService::ZooKeeper && redis_shapes {
+        return fail("lock", "a ZooKeeper lock is one ZooKeeper server: drop redlock_nodes and replica");
+    }
     if s.lock != LockService::Redis && redis_shapes {
         return fail("lock", "an etcd lock is one etcd server: drop redlock_nodes and replica");
     }
@@ -130,6 +134,18 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
             Needle::Key("ttl_ms", Some(bad)),
             format!(
                 "ttl_ms = {bad}: etcd leases last whole seconds, so ttl_ms must be a multiple of 1000"
+            ),
+        ));
+    }
+    if s.lock == LockService::ZooKeeper
+        && let Some(bad) = all_ttls.clone().find(|t| !ZOOKEEPER_SESSION_MS.contains(t))
+    {
+        return Err((
+            Needle::Key("ttl_ms", Some(bad)),
+            format!(
+                "ttl_ms = {bad}: on ZooKeeper the lease is a session's timeout, which fencelab's ZooKeeper grants from {} to {} ms (2 to 20 ticks of 100 ms)",
+                ZOOKEEPER_SESSION_MS.start(),
+                ZOOKEEPER_SESSION_MS.end()
             ),
         ));
     }
@@ -287,6 +303,7 @@ fn validate_wait(s: &Scenario) -> Result<(), (Needle, String)> {
             (WaitStrategy::Notify, _) if run.release == ReleaseMode::Del => {
                 return Err((key("wait"), "wait = \"notify\" publishes from the compare-and-delete script: drop release = \"del\"".into()));
             }
+            _ if run.lock == LockShape::ZooKeeper => validate_zookeeper(run)?,
             (WaitStrategy::Notify, _) if run.lock != LockShape::Redis => {
                 return Err((
                     key("wait"),
@@ -298,6 +315,24 @@ fn validate_wait(s: &Scenario) -> Result<(), (Needle, String)> {
             }
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// ZooKeeper's recipe waits by watching and only ever deletes its own znode.
+fn validate_zookeeper(run: &Scenario) -> Result<(), (Needle, String)> {
+    if run.wait == WaitStrategy::Ttl {
+        return Err((
+            Needle::Key("lock", None),
+            "lock = \"zookeeper\" needs wait = \"notify\" (a waiter watches the znode before its own) or \"poll\": no client can read another session's time left, so \"ttl\" has nothing to sleep to".into(),
+        ));
+    }
+    if run.release == ReleaseMode::Del || run.renew == RenewMode::Set {
+        let key = if run.release == ReleaseMode::Del { "release" } else { "renew" };
+        return Err((
+            Needle::Key(key, None),
+            format!("lock = \"zookeeper\": the recipe only deletes its own znode and its session renews itself, so {key} keeps its default"),
+        ));
     }
     Ok(())
 }

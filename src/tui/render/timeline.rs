@@ -550,6 +550,10 @@ impl<'a> Ctx<'a> {
             Some((holder, _)) if self.app.scenario.lock == LockShape::K8sLease => {
                 format!("held by {holder}; nothing in etcd expires it")
             }
+            // A session's time left is the server's own: no client can read it.
+            Some((holder, _)) if self.app.scenario.lock == LockShape::ZooKeeper => {
+                format!("held by {holder}; its session ends after a timeout without heartbeats")
+            }
             Some((holder, _)) => format!("{holder} holds it with no expiry"),
             None => format!("nobody holds the lock in {}", self.app.service_name()),
         };
