@@ -91,8 +91,9 @@ impl Heart {
         let heart = Heart { handle, paused: Arc::default(), stop: Some(stop) };
         let connector = zk::Client::connector()
             .with_session_timeout(Duration::from_millis(session_ms))
-            .with_connection_timeout(CALL)
-            .with_fail_eagerly();
+            // Not `fail_eagerly`: a server that has just said `imok` can refuse its
+            // first session for a moment; the crate tries again until our deadline.
+            .with_connection_timeout(CALL);
         let address = address.to_string();
         let url = address.clone();
         let connecting = heart.handle.spawn(async move { connector.connect(&address).await });
