@@ -19,8 +19,8 @@ use super::server::{
     ServerError,
 };
 use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimZooKeeper};
-use super::zookeeper::RealZooKeeper;
 use super::storage::postgres::PgStorage;
+use super::zookeeper::RealZooKeeper;
 use super::{BackendError, LockService, Storage};
 use crate::scenario::{LockShape, Scenario, StorageKind};
 

@@ -115,7 +115,10 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
     if s.lock == LockService::ZooKeeper && redis_shapes {
-        return fail("lock", "a ZooKeeper lock is one ZooKeeper server: drop redlock_nodes and replica");
+        return fail(
+            "lock",
+            "a ZooKeeper lock is one ZooKeeper server: drop redlock_nodes and replica",
+        );
     }
     if s.lock != LockService::Redis && redis_shapes {
         return fail("lock", "an etcd lock is one etcd server: drop redlock_nodes and replica");
@@ -331,7 +334,9 @@ fn validate_zookeeper(run: &Scenario) -> Result<(), (Needle, String)> {
         let key = if run.release == ReleaseMode::Del { "release" } else { "renew" };
         return Err((
             Needle::Key(key, None),
-            format!("lock = \"zookeeper\": the recipe only deletes its own znode and its session renews itself, so {key} keeps its default"),
+            format!(
+                "lock = \"zookeeper\": the recipe only deletes its own znode and its session renews itself, so {key} keeps its default"
+            ),
         ));
     }
     Ok(())
@@ -808,6 +813,31 @@ steps = [{ do = "acquire" }]
             let src = format!("replica = true\ntokens = \"{tokens}\"\n{MINIMAL}");
             assert!(parse_scenario(&src, "t.toml").is_ok(), "{tokens}");
         }
+    }
+
+    #[test]
+    fn a_zookeeper_lock_is_refused_what_its_recipe_cannot_do_at_the_line() {
+        let zk = |extra: &str, ttl: &str| {
+            format!("lock = \"zookeeper\"\n{extra}{}", MINIMAL.replace("100", ttl))
+        };
+        assert!(parse_scenario(&zk("wait = \"notify\"\n", "1000"), "t.toml").is_ok());
+        // The session is the lease: 200 to 2000 ms.
+        let err = error(&zk("wait = \"notify\"\n", "5000"));
+        assert_eq!((err.line, err.column), (6, 1), "{err}");
+        assert!(
+            err.message.contains("ttl_ms = 5000: on ZooKeeper the lease is a session's timeout"),
+            "{err}"
+        );
+        // Nothing tells a waiter when another session ends: no "ttl" waiting.
+        let err = error(&zk("", "1000"));
+        assert_eq!((err.line, err.column), (1, 1), "{err}");
+        assert!(err.message.contains("needs wait = \"notify\""), "{err}");
+        // The recipe deletes only its own znode.
+        let err = error(&zk("wait = \"poll\"\npoll_ms = 50\nrelease = \"del\"\n", "1000"));
+        assert_eq!((err.line, err.column), (4, 1), "{err}");
+        assert!(err.message.contains("release keeps its default"), "{err}");
+        let err = error(&zk("redlock_nodes = 3\n", "1000"));
+        assert!(err.message.contains("a ZooKeeper lock is one ZooKeeper server"), "{err}");
     }
 
     #[test]

@@ -50,7 +50,15 @@ impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
         session.ensure(&run).await?;
         let base = session.ensure(&dir).await?;
         let lease_ms = keys.lease_ms;
-        Ok(Box::new(ZkLockClient { session, run, dir, base, lease_ms, mine: None, before_mine: None }))
+        Ok(Box::new(ZkLockClient {
+            session,
+            run,
+            dir,
+            base,
+            lease_ms,
+            mine: None,
+            before_mine: None,
+        }))
     }
 
     fn describe(&self) -> String {
@@ -134,7 +142,12 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
 
     /// Heartbeats keep the session alive by themselves; a renewal asks whether our
     /// znode is still first, i.e. whether the session (the lease) survived.
-    async fn renew(&mut self, _value: &str, _ttl_ms: u64, _mode: RenewMode) -> Result<bool, BackendError> {
+    async fn renew(
+        &mut self,
+        _value: &str,
+        _ttl_ms: u64,
+        _mode: RenewMode,
+    ) -> Result<bool, BackendError> {
         let queue = self.session.queue(&self.dir).await?;
         Ok(self.first(&queue))
     }

@@ -172,7 +172,9 @@ impl ZkSession {
             match timeout(CALL, call(client)).await {
                 Ok(Err(zk::Error::SessionExpired)) => continue,
                 Ok(done) => return done.map_err(|e| failed(e.to_string())),
-                Err(_) => return Err(failed(format!("{} did not answer within {CALL:?}", self.address))),
+                Err(_) => {
+                    return Err(failed(format!("{} did not answer within {CALL:?}", self.address)));
+                }
             }
         }
         Err(failed("the session expired twice in a row".to_string()))
