@@ -247,6 +247,14 @@ pub trait LockClient: Send {
         tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError>;
 
+    /// The last `acquire` or `listen_for_releases` as this lock service's own protocol
+    /// spells it (command, reply), for the commands inspector; None: Redis's spelling
+    /// (`wire.rs`) says it. ZooKeeper's says which znode was created, its sequence
+    /// number and its czxid, and which znode a waiter watches.
+    fn call_shown(&mut self) -> Option<(String, String)> {
+        None
+    }
+
     /// Give the lock back. Returns whether a key was deleted.
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError>;
 

@@ -332,7 +332,10 @@ impl Worker {
                 false => None,
             };
             let reply = self.lock.acquire(&value, ttl, mode, tokens).await?;
-            self.command(started, wire::acquire(&self.keys, &value, ttl, mode, &reply));
+            let shown = self.lock.call_shown();
+            let shown =
+                shown.unwrap_or_else(|| wire::acquire(&self.keys, &value, ttl, mode, &reply));
+            self.command(started, shown);
             let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {
                     self.value = Some(value);
@@ -346,7 +349,11 @@ impl Worker {
                 let started = Instant::now();
                 listening = self.lock.listen_for_releases().await?;
                 if listening {
-                    self.command(started, wire::subscribe_releases(&self.keys));
+                    let shown = self.lock.call_shown();
+                    self.command(
+                        started,
+                        shown.unwrap_or_else(|| wire::subscribe_releases(&self.keys)),
+                    );
                     continue;
                 }
             }

@@ -58,6 +58,7 @@ impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
             lease_ms,
             mine: None,
             before_mine: None,
+            shown: None,
         }))
     }
 
@@ -80,6 +81,8 @@ pub struct ZkLockClient<S> {
     mine: Option<Queued>,
     /// The znode just before ours, which a waiter watches.
     before_mine: Option<String>,
+    /// The last acquire's calls and answers, for the inspector.
+    shown: Option<(String, String)>,
 }
 
 impl<S: Znodes> ZkLockClient<S> {
@@ -111,11 +114,21 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
         let queued = |q: &Queue, mine: &Option<Queued>| {
             mine.as_ref().is_some_and(|m| q.children.iter().any(|c| c.name == m.name))
         };
+        let mut calls = Vec::new();
+        let mut answers = Vec::new();
         // Not yet queued, or our znode went with an expired session: join (again).
         if !queued(&queue, &self.mine) {
-            self.mine = Some(self.session.enqueue(&self.dir, value).await?);
+            let mine = self.session.enqueue(&self.dir, value).await?;
+            calls.push(format!("create -e -s {}/lock- {value}", self.dir));
+            let token = self.token(mine.czxid);
+            answers.push(format!("{} (sequence {}, czxid +{token})", mine.name, mine.seq));
+            self.mine = Some(mine);
             queue = self.session.queue(&self.dir).await?;
         }
+        calls.push(format!("getChildren {}", self.dir));
+        let names: Vec<&str> = queue.children.iter().map(|c| c.name.as_str()).collect();
+        answers.push(format!("[{}]", names.join(", ")));
+        self.shown = Some((calls.join("; "), answers.join("; ")));
         if let Some(mine) = self.mine.as_ref().filter(|_| self.first(&queue)) {
             self.before_mine = None;
             return Ok(AcquireReply::Granted { token: self.token(mine.czxid) });
@@ -128,6 +141,10 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
         // A silent holder's znode outlives it by at most a session timeout: the
         // waiter looks again after one, if the watch (`next_release`) has not woken it.
         Ok(AcquireReply::Busy { pttl_ms: Some(self.lease_ms) })
+    }
+
+    fn call_shown(&mut self) -> Option<(String, String)> {
+        self.shown.take()
     }
 
     /// Delete our znode (whatever the mode: the recipe only ever deletes its own). An
@@ -154,6 +171,8 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
 
     /// The watch on the znode before ours is this lock's release channel.
     async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
+        let watched = self.before_mine.clone().unwrap_or_default();
+        self.shown = Some((format!("exists -w {watched}"), "watching it".to_string()));
         Ok(true)
     }
 
