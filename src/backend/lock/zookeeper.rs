@@ -20,7 +20,7 @@
 use crate::backend::zookeeper::{Queue, Queued, ZkEnsemble, Znodes};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
-    async_trait,
+    async_trait, holder_name,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -126,8 +126,13 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
             queue = self.session.queue(&self.dir).await?;
         }
         calls.push(format!("getChildren {}", self.dir));
-        let names: Vec<&str> = queue.children.iter().map(|c| c.name.as_str()).collect();
-        answers.push(format!("[{}]", names.join(", ")));
+        // Each znode with its owner and the session it lives by.
+        let owners: Vec<String> = queue
+            .children
+            .iter()
+            .map(|c| format!("{} {} session {:#x}", c.name, holder_name(&c.data), c.session))
+            .collect();
+        answers.push(format!("[{}]", owners.join(", ")));
         self.shown = Some((calls.join("; "), answers.join("; ")));
         if let Some(mine) = self.mine.as_ref().filter(|_| self.first(&queue)) {
             self.before_mine = None;
