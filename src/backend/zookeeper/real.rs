@@ -89,19 +89,27 @@ impl Heart {
             })
             .map_err(|e| failed(format!("cannot start a session's thread: {e}")))?;
         let heart = Heart { handle, paused: Arc::default(), stop: Some(stop) };
-        let connector = zk::Client::connector()
-            .with_session_timeout(Duration::from_millis(session_ms))
-            // Not `fail_eagerly`: a server that has just said `imok` can refuse its
-            // first session for a moment; the crate tries again until our deadline.
-            .with_connection_timeout(CALL);
         let address = address.to_string();
-        let url = address.clone();
-        let connecting = heart.handle.spawn(async move { connector.connect(&address).await });
-        let client = match timeout(CALL, connecting).await {
-            Ok(Ok(Ok(client))) => client,
-            Ok(Ok(Err(e))) => return Err(unreachable(&url, e.to_string())),
-            Ok(Err(e)) => return Err(unreachable(&url, e.to_string())),
-            Err(_) => return Err(unreachable(&url, format!("no answer within {CALL:?}"))),
+        let deadline = tokio::time::Instant::now() + CALL;
+        // The crate gives up on a session not established within its timeout (as
+        // short as 200 ms), which a JVM that has just started, on a busy machine, can
+        // miss: try again until our own deadline.
+        let client = loop {
+            let connector = zk::Client::connector()
+                .with_session_timeout(Duration::from_millis(session_ms))
+                .with_connection_timeout(CALL);
+            let to = address.clone();
+            let connecting = heart.handle.spawn(async move { connector.connect(&to).await });
+            let reason = match tokio::time::timeout_at(deadline, connecting).await {
+                Ok(Ok(Ok(client))) => break client,
+                Ok(Ok(Err(zk::Error::Timeout))) if tokio::time::Instant::now() < deadline => {
+                    continue;
+                }
+                Ok(Ok(Err(e))) => e.to_string(),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no session within {CALL:?}"),
+            };
+            return Err(unreachable(&address, reason));
         };
         let granted = client.session_timeout();
         if granted != Duration::from_millis(session_ms) {
@@ -161,24 +169,56 @@ impl ZkSession {
         Ok(&self.client)
     }
 
-    /// Run `call` on a live session, once more on a new one if it failed because the
-    /// session had expired meanwhile.
+    /// Run `call` on a live session. A call that fails because the connection broke
+    /// (after a pause, the crate finds the server gone quiet and reconnects) or the
+    /// session expired is tried again once the session has settled: reconnected, or
+    /// expired and replaced by a new one.
     async fn call<T, F>(&mut self, call: impl Fn(zk::Client) -> F) -> Result<T, BackendError>
     where
         F: Future<Output = Result<T, zk::Error>>,
     {
-        for _ in 0..2 {
+        let mut last = String::new();
+        for _ in 0..3 {
             let client = self.live().await?.clone();
-            match timeout(CALL, call(client)).await {
-                Ok(Err(zk::Error::SessionExpired)) => continue,
-                Ok(done) => return done.map_err(|e| failed(e.to_string())),
+            match timeout(CALL, call(client.clone())).await {
+                Ok(Ok(done)) => return Ok(done),
+                Ok(Err(e)) if settled(&client, &e).await => last = e.to_string(),
+                Ok(Err(e)) => return Err(failed(e.to_string())),
                 Err(_) => {
                     return Err(failed(format!("{} did not answer within {CALL:?}", self.address)));
                 }
             }
         }
-        Err(failed("the session expired twice in a row".to_string()))
+        Err(failed(format!("{} kept failing: {last}", self.address)))
     }
+}
+
+/// After a call failed with `error`: whether to try it again, because the session was
+/// interrupted (the connection broke, or the session expired: the crate reports a
+/// server gone quiet with a message of its own) and it has settled since, connected
+/// again or expired (a new session replaces it). A refusal (no such znode, ...) is the
+/// call's answer.
+async fn settled(client: &zk::Client, error: &zk::Error) -> bool {
+    let interrupted = matches!(
+        error,
+        zk::Error::ConnectionLoss | zk::Error::SessionExpired | zk::Error::Custom(_)
+    );
+    if !interrupted {
+        return false;
+    }
+    let mut state = client.state_watcher();
+    let settle = async {
+        loop {
+            match state.peek_state() {
+                zk::SessionState::SyncConnected | zk::SessionState::Expired => return true,
+                s if s.is_terminated() => return false,
+                _ => {
+                    state.changed().await;
+                }
+            }
+        }
+    };
+    timeout(CALL, settle).await.unwrap_or(false)
 }
 
 impl Drop for ZkSession {
