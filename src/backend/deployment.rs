@@ -12,12 +12,15 @@ use super::lock::etcd::EtcdBackend;
 use super::lock::failover::FailoverBackend;
 use super::lock::k8s_lease::K8sLeaseBackend;
 use super::lock::redlock::RedlockBackend;
+use super::lock::zookeeper::ZooKeeperBackend;
 use super::redis::RedisBackend;
 use super::server::{
-    PrivateEtcd, PrivatePostgres, PrivateRedis, Program, RedisNodes, RedisPair, ServerError,
+    PrivateEtcd, PrivatePostgres, PrivateRedis, PrivateZooKeeper, Program, RedisNodes, RedisPair,
+    ServerError,
 };
-use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair};
+use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimZooKeeper};
 use super::storage::postgres::PgStorage;
+use super::zookeeper::RealZooKeeper;
 use super::{BackendError, LockService, Storage};
 use crate::scenario::{LockShape, Scenario, StorageKind};
 
@@ -124,6 +127,7 @@ fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService
         LockShape::Replicated => Arc::new(FailoverBackend::new(SimPair::default())),
         LockShape::Etcd => Arc::new(EtcdBackend::new(SimEtcd::default())),
         LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(SimEtcd::default())),
+        LockShape::ZooKeeper => Arc::new(ZooKeeperBackend::new(SimZooKeeper::default())),
     }
 }
 
@@ -135,6 +139,7 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
         LockShape::Replicated => Arc::new(FailoverBackend::new(RedisPair::start()?)),
         LockShape::Etcd => Arc::new(EtcdBackend::new(on.etcd()?)),
         LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(on.etcd()?)),
+        LockShape::ZooKeeper => Arc::new(ZooKeeperBackend::new(on.zookeeper()?)),
     })
 }
 
@@ -249,6 +254,12 @@ impl Servers<'_> {
                 PgStorage::open(&url, Some("private PostgreSQL"))?
             }
         })
+    }
+
+    /// A private ZooKeeper (fencelab takes no address of one yet).
+    fn zookeeper(&mut self) -> Result<RealZooKeeper, Unavailable> {
+        let address = self.start(PrivateZooKeeper::start, PrivateZooKeeper::address)?;
+        Ok(RealZooKeeper::new(&address, "private ZooKeeper"))
     }
 
     /// The user's etcd, or a private one.

@@ -32,6 +32,10 @@ pub struct Keys {
     /// written, so a run that cannot delete them (killed with SIGKILL, a server that
     /// stopped answering) leaves nothing behind for long: well beyond the run's length.
     pub expire_ms: u64,
+    /// The scenario's lease in real ms, for a lock whose lease is fixed when a client
+    /// connects rather than at each acquire (a ZooKeeper session's timeout); 0 until
+    /// the run sets it.
+    pub lease_ms: u64,
 }
 
 /// A run's keys expire this long after their last write, at the least (1 hour).
@@ -51,6 +55,7 @@ impl Keys {
             prefix,
             run_id: run_id.to_string(),
             expire_ms: MIN_EXPIRE_MS,
+            lease_ms: 0,
         }
     }
 
@@ -58,6 +63,12 @@ impl Keys {
     /// ms) plus an hour after their last write.
     pub fn expiring_after(mut self, run_ms: u64) -> Self {
         self.expire_ms = run_ms.saturating_add(MIN_EXPIRE_MS).min(i64::MAX as u64);
+        self
+    }
+
+    /// The same keys, for a run whose lease is `lease_ms` real ms.
+    pub fn with_lease(mut self, lease_ms: u64) -> Self {
+        self.lease_ms = lease_ms;
         self
     }
 

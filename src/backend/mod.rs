@@ -22,6 +22,7 @@ pub mod server;
 pub mod sim;
 pub mod storage;
 pub mod wire;
+pub mod zookeeper;
 
 use serde::{Deserialize, Serialize};
 
@@ -246,6 +247,14 @@ pub trait LockClient: Send {
         tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError>;
 
+    /// The last `acquire` or `listen_for_releases` as this lock service's own protocol
+    /// spells it (command, reply), for the commands inspector; None: Redis's spelling
+    /// (`wire.rs`) says it. ZooKeeper's says which znode was created, its sequence
+    /// number and its czxid, and which znode a waiter watches.
+    fn call_shown(&mut self) -> Option<(String, String)> {
+        None
+    }
+
     /// Give the lock back. Returns whether a key was deleted.
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError>;
 
@@ -288,6 +297,13 @@ pub trait LockClient: Send {
     /// Kubernetes-style Lease) reads it; the others keep time on their servers.
     fn set_clock_rate(&mut self, rate: f64) {
         let _ = rate;
+    }
+
+    /// The worker stops doing anything (or goes on): a pause step, or a person's
+    /// pause. Only a lock whose client keeps its lease alive in the background
+    /// (ZooKeeper's session heartbeats) reads it: a paused process sends nothing.
+    fn set_paused(&mut self, paused: bool) {
+        let _ = paused;
     }
 
     /// `GET lock`: the value of whoever holds the lock now.

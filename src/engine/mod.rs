@@ -165,9 +165,12 @@ async fn prepare_placed(
     };
     // Keys a killed run cannot delete expire an hour after the run could have ended.
     let longest = scenario.longest_run_ms() as f64 * options.time_scale.max(1.0);
-    let keys = Keys::for_run(&run_id).expiring_after(longest.min(u64::MAX as f64) as u64);
-    // Only for turning the links' delays into real time; the run's clock starts below.
+    // Only for turning durations into real time; the run's clock starts below.
     let scale = RunClock::start_now(options.time_scale);
+    let lease_ms = scale.real(scenario.ttl_ms as f64).as_millis();
+    let keys = Keys::for_run(&run_id)
+        .expiring_after(longest.min(u64::MAX as f64) as u64)
+        .with_lease(u64::try_from(lease_ms).unwrap_or(u64::MAX));
     let links = Arc::new(Links::new(&scenario.faults, |ms| scale.real(ms as f64), &cancel));
     let mut clients = Vec::with_capacity(scenario.workers.len());
     let mut children = Vec::new();

@@ -187,9 +187,11 @@ impl Worker {
             Step::Acquire { give_up_ms } => return self.acquire(*give_up_ms).await,
             Step::Pause { ms } => {
                 self.emit(WorkerEvent::Paused { ms: Some(*ms), by_user: false });
+                self.lock.set_paused(true);
                 if self.sleep_scenario(*ms as f64).await == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
+                self.lock.set_paused(false);
                 self.emit(WorkerEvent::Resumed);
             }
             Step::Work { ms } => {
@@ -335,7 +337,10 @@ impl Worker {
                 false => None,
             };
             let reply = self.lock.acquire(&value, ttl, mode, tokens).await?;
-            self.command(started, wire::acquire(&self.keys, &value, ttl, mode, &reply));
+            let shown = self.lock.call_shown();
+            let shown =
+                shown.unwrap_or_else(|| wire::acquire(&self.keys, &value, ttl, mode, &reply));
+            self.command(started, shown);
             let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {
                     self.value = Some(value);
@@ -349,7 +354,11 @@ impl Worker {
                 let started = Instant::now();
                 listening = self.lock.listen_for_releases().await?;
                 if listening {
-                    self.command(started, wire::subscribe_releases(&self.keys));
+                    let shown = self.lock.call_shown();
+                    self.command(
+                        started,
+                        shown.unwrap_or_else(|| wire::subscribe_releases(&self.keys)),
+                    );
                     continue;
                 }
             }
@@ -486,6 +495,8 @@ impl Worker {
     /// Stop doing anything for `ms` (or until resumed), still obeying a crash.
     async fn freeze(&mut self, ms: Option<u64>, by_user: bool) -> Flow {
         self.emit(WorkerEvent::Paused { ms, by_user });
+        // A lock kept alive by a heartbeat of its own (ZooKeeper's session) stops it too.
+        self.lock.set_paused(true);
         let until = ms.map(|ms| Instant::now() + self.log.clock().real(ms as f64));
         loop {
             let next = tokio::select! {
@@ -504,6 +515,7 @@ impl Worker {
                 Some(WorkerCommand::Pause { .. } | WorkerCommand::Stall { .. }) => {}
             }
         }
+        self.lock.set_paused(false);
         self.emit(WorkerEvent::Resumed);
         Flow::Continue
     }

@@ -43,6 +43,7 @@ impl Transcript {
                     crate::scenario::LockService::Etcd | crate::scenario::LockService::K8sLease => {
                         "etcd"
                     }
+                    crate::scenario::LockService::ZooKeeper => "zookeeper",
                 };
                 let mut lines = vec![
                     format!("=== {label} ==="),

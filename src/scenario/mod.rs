@@ -199,7 +199,16 @@ pub enum LockService {
     /// Kubernetes's Lease protocol on etcd: a lease record updated by compare-and-swap
     /// on its revision, expiry judged by each contender's own clock.
     K8sLease,
+    /// ZooKeeper's lock recipe: ephemeral sequential znodes, the session as the lease,
+    /// the znode's creation zxid as the token.
+    #[serde(rename = "zookeeper")]
+    ZooKeeper,
 }
+
+/// The session timeouts (real ms) fencelab's ZooKeeper grants: 2 to 20 ticks of 100 ms
+/// (`backend/server/zookeeper.rs`). On ZooKeeper the session is the lease, so this
+/// bounds `ttl_ms`.
+pub const ZOOKEEPER_SESSION_MS: std::ops::RangeInclusive<u64> = 200..=2000;
 
 /// The lock service a scenario runs on, in the shape it has: what the deployment
 /// starts, and what the scenario's steps and faults may ask of it.
@@ -217,6 +226,8 @@ pub enum LockShape {
     Etcd,
     /// One etcd holding a Kubernetes-style Lease record (`lock/k8s_lease.rs`).
     K8sLease,
+    /// One ZooKeeper: the lock recipe (`lock/zookeeper.rs`).
+    ZooKeeper,
 }
 
 impl LockShape {
@@ -225,6 +236,7 @@ impl LockShape {
         match self {
             LockShape::Etcd => LockService::Etcd,
             LockShape::K8sLease => LockService::K8sLease,
+            LockShape::ZooKeeper => LockService::ZooKeeper,
             _ => LockService::Redis,
         }
     }
@@ -234,7 +246,7 @@ impl LockShape {
         match self {
             LockShape::Redlock { nodes } => nodes,
             LockShape::Replicated => 2,
-            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease => 0,
+            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper => 0,
         }
     }
 
@@ -256,7 +268,9 @@ impl LockShape {
         match self {
             LockShape::Redlock { .. } => &[TokenSource::Storage],
             LockShape::Replicated => &[TokenSource::Lock, TokenSource::Storage],
-            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease => &[TokenSource::Lock],
+            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper => {
+                &[TokenSource::Lock]
+            }
         }
     }
 
@@ -268,6 +282,7 @@ impl LockShape {
             LockShape::Replicated => "a primary with a replica",
             LockShape::Etcd => "etcd",
             LockShape::K8sLease => "a Kubernetes-style Lease on etcd",
+            LockShape::ZooKeeper => "ZooKeeper",
         }
     }
 }
@@ -350,6 +365,7 @@ impl LockService {
         match self {
             LockService::Redis => "Redis",
             LockService::Etcd | LockService::K8sLease => "etcd",
+            LockService::ZooKeeper => "ZooKeeper",
         }
     }
 }

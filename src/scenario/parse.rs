@@ -5,7 +5,8 @@ use std::fmt;
 use super::bounds::MAX_WORKERS;
 use super::raw::RawScenario;
 use super::{
-    Fault, LockService, LockShape, ReleaseMode, Scenario, Step, StorageKind, WaitStrategy,
+    Fault, LockService, LockShape, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
+    WaitStrategy, ZOOKEEPER_SESSION_MS,
 };
 
 /// A scenario file that could not be used, with where and why.
@@ -113,6 +114,12 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
+    if s.lock == LockService::ZooKeeper && redis_shapes {
+        return fail(
+            "lock",
+            "a ZooKeeper lock is one ZooKeeper server: drop redlock_nodes and replica",
+        );
+    }
     if s.lock != LockService::Redis && redis_shapes {
         return fail("lock", "an etcd lock is one etcd server: drop redlock_nodes and replica");
     }
@@ -130,6 +137,18 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
             Needle::Key("ttl_ms", Some(bad)),
             format!(
                 "ttl_ms = {bad}: etcd leases last whole seconds, so ttl_ms must be a multiple of 1000"
+            ),
+        ));
+    }
+    if s.lock == LockService::ZooKeeper
+        && let Some(bad) = all_ttls.clone().find(|t| !ZOOKEEPER_SESSION_MS.contains(t))
+    {
+        return Err((
+            Needle::Key("ttl_ms", Some(bad)),
+            format!(
+                "ttl_ms = {bad}: on ZooKeeper the lease is a session's timeout, which fencelab's ZooKeeper grants from {} to {} ms (2 to 20 ticks of 100 ms)",
+                ZOOKEEPER_SESSION_MS.start(),
+                ZOOKEEPER_SESSION_MS.end()
             ),
         ));
     }
@@ -290,6 +309,7 @@ fn validate_wait(s: &Scenario) -> Result<(), (Needle, String)> {
             (WaitStrategy::Notify, _) if run.release == ReleaseMode::Del => {
                 return Err((key("wait"), "wait = \"notify\" publishes from the compare-and-delete script: drop release = \"del\"".into()));
             }
+            _ if run.lock == LockShape::ZooKeeper => validate_zookeeper(run)?,
             (WaitStrategy::Notify, _) if run.lock != LockShape::Redis => {
                 return Err((
                     key("wait"),
@@ -301,6 +321,26 @@ fn validate_wait(s: &Scenario) -> Result<(), (Needle, String)> {
             }
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// ZooKeeper's recipe waits by watching and only ever deletes its own znode.
+fn validate_zookeeper(run: &Scenario) -> Result<(), (Needle, String)> {
+    if run.wait == WaitStrategy::Ttl {
+        return Err((
+            Needle::Key("lock", None),
+            "lock = \"zookeeper\" needs wait = \"notify\" (a waiter watches the znode before its own) or \"poll\": no client can read another session's time left, so \"ttl\" has nothing to sleep to".into(),
+        ));
+    }
+    if run.release == ReleaseMode::Del || run.renew == RenewMode::Set {
+        let key = if run.release == ReleaseMode::Del { "release" } else { "renew" };
+        return Err((
+            Needle::Key(key, None),
+            format!(
+                "lock = \"zookeeper\": the recipe only deletes its own znode and its session renews itself, so {key} keeps its default"
+            ),
+        ));
     }
     Ok(())
 }
@@ -793,6 +833,31 @@ steps = [{ do = "acquire" }]
             let src = format!("replica = true\ntokens = \"{tokens}\"\n{MINIMAL}");
             assert!(parse_scenario(&src, "t.toml").is_ok(), "{tokens}");
         }
+    }
+
+    #[test]
+    fn a_zookeeper_lock_is_refused_what_its_recipe_cannot_do_at_the_line() {
+        let zk = |extra: &str, ttl: &str| {
+            format!("lock = \"zookeeper\"\n{extra}{}", MINIMAL.replace("100", ttl))
+        };
+        assert!(parse_scenario(&zk("wait = \"notify\"\n", "1000"), "t.toml").is_ok());
+        // The session is the lease: 200 to 2000 ms.
+        let err = error(&zk("wait = \"notify\"\n", "5000"));
+        assert_eq!((err.line, err.column), (6, 1), "{err}");
+        assert!(
+            err.message.contains("ttl_ms = 5000: on ZooKeeper the lease is a session's timeout"),
+            "{err}"
+        );
+        // Nothing tells a waiter when another session ends: no "ttl" waiting.
+        let err = error(&zk("", "1000"));
+        assert_eq!((err.line, err.column), (1, 1), "{err}");
+        assert!(err.message.contains("needs wait = \"notify\""), "{err}");
+        // The recipe deletes only its own znode.
+        let err = error(&zk("wait = \"poll\"\npoll_ms = 50\nrelease = \"del\"\n", "1000"));
+        assert_eq!((err.line, err.column), (4, 1), "{err}");
+        assert!(err.message.contains("release keeps its default"), "{err}");
+        let err = error(&zk("redlock_nodes = 3\n", "1000"));
+        assert!(err.message.contains("a ZooKeeper lock is one ZooKeeper server"), "{err}");
     }
 
     #[test]

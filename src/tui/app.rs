@@ -76,7 +76,9 @@ impl Service {
                 storage: StorageKind::Redis,
             },
             LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
-            LockShape::Etcd | LockShape::K8sLease => Service { lock: LockShape::Redis, ..self },
+            LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper => {
+                Service { lock: LockShape::Redis, ..self }
+            }
         }
     }
 
@@ -100,6 +102,7 @@ impl Service {
         let lock = match self.lock {
             LockShape::Etcd => "etcd lease lock".to_string(),
             LockShape::K8sLease => "Kubernetes-style Lease on etcd".to_string(),
+            LockShape::ZooKeeper => "ZooKeeper lock recipe".to_string(),
             LockShape::Redlock { nodes } => format!("Redlock on {nodes} Redis servers"),
             LockShape::Replicated => "a Redis primary with a replica".to_string(),
             LockShape::Redis => "one Redis lock".to_string(),
@@ -356,6 +359,7 @@ impl App {
         match (scenario.lock, scenario.token_source()) {
             (_, TokenSource::Storage) => "the storage's counter",
             (LockShape::Etcd | LockShape::K8sLease, _) => "etcd revision",
+            (LockShape::ZooKeeper, _) => "ZooKeeper czxid",
             _ => "Redis INCR",
         }
     }

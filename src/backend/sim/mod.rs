@@ -1,6 +1,6 @@
 //! The simulator's models, on tokio's clock: a Redis (keys, deadlines, the lock and
 //! storage commands, the SQL tables of the lessons without a lock), the servers of
-//! Redlock and of a failover pair, and an etcd. Each is a model, not a mock: the
+//! Redlock and of a failover pair, an etcd and a ZooKeeper. Each is a model, not a mock: the
 //! differential test runs every lesson on it and on real servers and compares.
 
 mod etcd;
@@ -8,7 +8,9 @@ mod link;
 mod nodes;
 mod pubsub;
 mod redis;
+mod zookeeper;
 
 pub use etcd::SimEtcd;
 pub use nodes::{SimNodes, SimPair};
 pub use redis::{SimBackend, SimClient, SimStorageClient};
+pub use zookeeper::SimZooKeeper;

@@ -454,7 +454,12 @@ impl<'a> Ctx<'a> {
 
     fn truth(&mut self, x: u16, y: u16, previous: bool) {
         let run = self.run(previous);
-        let label = format!(" {} holder", self.app.service_name());
+        let service = self.app.service_name();
+        let mut label = format!(" {service} holder");
+        // "ZooKeeper holder" is wider than the labels' column: the name alone says it.
+        if label.chars().count() >= usize::from(self.plot.x.saturating_sub(x)) {
+            label = format!(" {service}");
+        }
         self.buf.set_string(x, y, label, self.theme.title);
         let reached = self.reached(previous);
         for c in 0..self.plot.width {
@@ -549,6 +554,10 @@ impl<'a> Ctx<'a> {
             // judges that by its own clock.
             Some((holder, _)) if self.app.scenario.lock == LockShape::K8sLease => {
                 format!("held by {holder}; nothing in etcd expires it")
+            }
+            // A session's time left is the server's own: no client can read it.
+            Some((holder, _)) if self.app.scenario.lock == LockShape::ZooKeeper => {
+                format!("held by {holder}; its session ends after a timeout without heartbeats")
             }
             Some((holder, _)) => format!("{holder} holds it with no expiry"),
             None => format!("nobody holds the lock in {}", self.app.service_name()),

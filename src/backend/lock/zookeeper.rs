@@ -1,0 +1,226 @@
+//! ZooKeeper's lock recipe: each contender joins a queue with an ephemeral sequential
+//! znode under the lock path; the first in sequence order holds the lock; each other
+//! one watches only the znode just before its own (so a release wakes one waiter, not
+//! the whole herd). There is no lease on the lock itself: the znode lives as long as
+//! its creator's *session*, and the session as long as heartbeats reach the server
+//! within its timeout (the scenario's `ttl_ms`). A client that stops (a GC pause)
+//! sends none, the server expires the session, the znode goes, and the next in line
+//! holds the lock, while the paused client still believes it does.
+//!
+//! The fencing token is the znode's creation zxid (`czxid`): the zxid numbers every
+//! transaction of the whole ensemble, so it only grows, across every lock path. The
+//! sequence number in the znode's name would order one queue too, but it is counted
+//! per parent: another lock path hands out the same numbers. Tokens are shown counted
+//! from the zxid that created the run's lock path, so runs read alike on a fresh
+//! server and on one that has been up for a while.
+//!
+//! Paths: `/fencelab/<run id>/lock/lock-NNNNNNNNNN`; the run's own paths are deleted at
+//! cleanup, and `/fencelab` too once no run uses it. Nothing else is touched.
+
+use crate::backend::zookeeper::{Queue, Queued, ZkEnsemble, Znodes};
+use crate::backend::{
+    AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
+    async_trait, holder_name,
+};
+use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+
+/// Every run's paths live under this one.
+const ROOT: &str = "/fencelab";
+
+/// The ZooKeeper lock.
+pub struct ZooKeeperBackend<E> {
+    zk: E,
+}
+
+impl<E: ZkEnsemble> ZooKeeperBackend<E> {
+    pub fn new(zk: E) -> Self {
+        ZooKeeperBackend { zk }
+    }
+}
+
+#[async_trait]
+impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
+    /// Open a session whose timeout is the run's lease, and make the run's lock path
+    /// if this is the run's first client (clients connect one after another).
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        let mut session = self.zk.connect(keys.lease_ms).await?;
+        let run = format!("{ROOT}/{}", keys.run_id);
+        let dir = format!("{run}/lock");
+        session.ensure(ROOT).await?;
+        session.ensure(&run).await?;
+        let base = session.ensure(&dir).await?;
+        let lease_ms = keys.lease_ms;
+        Ok(Box::new(ZkLockClient {
+            session,
+            run,
+            dir,
+            base,
+            lease_ms,
+            mine: None,
+            before_mine: None,
+            shown: None,
+        }))
+    }
+
+    fn describe(&self) -> String {
+        self.zk.describe()
+    }
+}
+
+/// One worker's session and its place in the queue.
+pub struct ZkLockClient<S> {
+    session: S,
+    /// `/fencelab/<run id>`, and the lock path under it.
+    run: String,
+    dir: String,
+    /// The lock path's creation zxid: tokens count from it.
+    base: i64,
+    /// The session timeout, in real ms.
+    lease_ms: u64,
+    /// This client's znode in the queue, once it has joined.
+    mine: Option<Queued>,
+    /// The znode just before ours, which a waiter watches.
+    before_mine: Option<String>,
+    /// The last acquire's calls and answers, for the inspector.
+    shown: Option<(String, String)>,
+}
+
+impl<S: Znodes> ZkLockClient<S> {
+    fn token(&self, zxid: i64) -> u64 {
+        u64::try_from(zxid - self.base).unwrap_or(0)
+    }
+
+    /// Whether `queue` puts our znode first.
+    fn first(&self, queue: &Queue) -> bool {
+        let first = queue.children.first().map(|c| c.name.as_str());
+        self.mine.as_ref().is_some_and(|mine| first == Some(mine.name.as_str()))
+    }
+}
+
+#[async_trait]
+impl<S: Znodes> LockClient for ZkLockClient<S> {
+    /// Join the queue (once: a waiter asking again keeps its place), then hold the
+    /// lock if first, else note the znode before ours to watch. The lease is the
+    /// session's timeout, fixed when the session opened, so `ttl_ms` is not sent, and
+    /// `mode` (Redis's one or two round trips) does not apply.
+    async fn acquire(
+        &mut self,
+        value: &str,
+        _ttl_ms: u64,
+        _mode: AcquireMode,
+        _tokens: Option<&mut dyn StorageClient>,
+    ) -> Result<AcquireReply, BackendError> {
+        let mut queue = self.session.queue(&self.dir).await?;
+        let queued = |q: &Queue, mine: &Option<Queued>| {
+            mine.as_ref().is_some_and(|m| q.children.iter().any(|c| c.name == m.name))
+        };
+        let mut calls = Vec::new();
+        let mut answers = Vec::new();
+        // Not yet queued, or our znode went with an expired session: join (again).
+        if !queued(&queue, &self.mine) {
+            let mine = self.session.enqueue(&self.dir, value).await?;
+            calls.push(format!("create -e -s {}/lock- {value}", self.dir));
+            let token = self.token(mine.czxid);
+            answers.push(format!("{} (sequence {}, czxid +{token})", mine.name, mine.seq));
+            self.mine = Some(mine);
+            queue = self.session.queue(&self.dir).await?;
+        }
+        calls.push(format!("getChildren {}", self.dir));
+        // Each znode with its owner and the session it lives by.
+        let owners: Vec<String> = queue
+            .children
+            .iter()
+            .map(|c| format!("{} {} session {:#x}", c.name, holder_name(&c.data), c.session))
+            .collect();
+        answers.push(format!("[{}]", owners.join(", ")));
+        self.shown = Some((calls.join("; "), answers.join("; ")));
+        if let Some(mine) = self.mine.as_ref().filter(|_| self.first(&queue)) {
+            self.before_mine = None;
+            return Ok(AcquireReply::Granted { token: self.token(mine.czxid) });
+        }
+        let mine = self.mine.as_ref().map(|m| m.name.as_str());
+        let at = queue.children.iter().position(|c| Some(c.name.as_str()) == mine);
+        self.before_mine = at
+            .and_then(|i| i.checked_sub(1))
+            .map(|i| format!("{}/{}", self.dir, queue.children[i].name));
+        // A silent holder's znode outlives it by at most a session timeout: the
+        // waiter looks again after one, if the watch (`next_release`) has not woken it.
+        Ok(AcquireReply::Busy { pttl_ms: Some(self.lease_ms) })
+    }
+
+    fn call_shown(&mut self) -> Option<(String, String)> {
+        self.shown.take()
+    }
+
+    /// Delete our znode (whatever the mode: the recipe only ever deletes its own). An
+    /// expired session's znode is already gone: false.
+    async fn release(&mut self, _value: &str, _mode: ReleaseMode) -> Result<bool, BackendError> {
+        self.before_mine = None;
+        match self.mine.take() {
+            Some(mine) => self.session.delete(&format!("{}/{}", self.dir, mine.name)).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Heartbeats keep the session alive by themselves; a renewal asks whether our
+    /// znode is still first, i.e. whether the session (the lease) survived.
+    async fn renew(
+        &mut self,
+        _value: &str,
+        _ttl_ms: u64,
+        _mode: RenewMode,
+    ) -> Result<bool, BackendError> {
+        let queue = self.session.queue(&self.dir).await?;
+        Ok(self.first(&queue))
+    }
+
+    /// The watch on the znode before ours is this lock's release channel.
+    async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
+        let watched = self.before_mine.clone().unwrap_or_default();
+        self.shown = Some((format!("exists -w {watched}"), "watching it".to_string()));
+        Ok(true)
+    }
+
+    /// Until the znode before ours goes (released, or its session expired).
+    async fn next_release(&mut self) -> Result<(), BackendError> {
+        match self.before_mine.clone() {
+            Some(path) => self.session.gone(&path).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn set_paused(&mut self, paused: bool) {
+        self.session.set_paused(paused);
+    }
+
+    async fn holder(&mut self) -> Result<Option<String>, BackendError> {
+        let queue = self.session.queue(&self.dir).await?;
+        Ok(queue.children.into_iter().next().map(|c| c.data))
+    }
+
+    /// The first znode's owner; the "counter" is the zxid of the queue's last change,
+    /// which no token handed out so far exceeds. A session's time left is the server's
+    /// own: no client can read it, so the lease row stays empty.
+    async fn observe(&mut self) -> Result<LockTruth, BackendError> {
+        let queue = self.session.queue(&self.dir).await?;
+        Ok(LockTruth {
+            counter: Some(self.token(queue.pzxid)),
+            holder_value: queue.children.into_iter().next().map(|c| c.data),
+            pttl_ms: None,
+            nodes: Vec::new(),
+        })
+    }
+
+    /// Delete the run's paths, every worker's znode first: they are all this run's.
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        let queue = self.session.queue(&self.dir).await?;
+        for child in queue.children {
+            self.session.delete(&format!("{}/{}", self.dir, child.name)).await?;
+        }
+        self.session.delete(&self.dir).await?;
+        self.session.delete(&self.run).await?;
+        // Only when empty: another run may be using it (false otherwise).
+        self.session.delete(ROOT).await?;
+        Ok(())
+    }
+}
