@@ -6,7 +6,8 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use super::{
-    ETCD, START_TIMEOUT, ServerError, free_port, memory_dir, spawn, stop, wait_until_ready,
+    ETCD, START_TIMEOUT, ServerError, free_port, memory_dir, on_free_ports, spawn, stop,
+    wait_until_ready,
 };
 
 pub struct PrivateEtcd {
@@ -17,7 +18,7 @@ pub struct PrivateEtcd {
 
 impl PrivateEtcd {
     pub fn start() -> Result<Self, ServerError> {
-        Self::start_on(free_port(ETCD)?, START_TIMEOUT)
+        on_free_ports(|| Self::start_on(free_port(ETCD)?, START_TIMEOUT))
     }
 
     /// Start on a given client port, giving up after `within`.

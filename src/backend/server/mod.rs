@@ -159,6 +159,24 @@ pub(crate) fn wait_until_ready(
     }
 }
 
+/// How many times a server started on free ports is tried again on new ones.
+const PORT_ATTEMPTS: usize = 4;
+
+/// Start a server on ports from [`free_port`], choosing new ones when another process
+/// bound one between our choice and the server's own bind: a race nothing can close
+/// from outside the server, seen when tests start servers side by side.
+pub(crate) fn on_free_ports<T>(
+    mut start: impl FnMut() -> Result<T, ServerError>,
+) -> Result<T, ServerError> {
+    for _ in 1..PORT_ATTEMPTS {
+        match start() {
+            Err(ServerError::PortTaken { .. }) => continue,
+            other => return other,
+        }
+    }
+    start()
+}
+
 /// A loopback port nobody listens on right now.
 pub fn free_port(program: Program) -> Result<u16, ServerError> {
     std::net::TcpListener::bind("127.0.0.1:0")

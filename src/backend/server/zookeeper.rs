@@ -14,7 +14,8 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use super::{
-    START_TIMEOUT, ServerError, ZOOKEEPER, free_port, memory_dir, spawn, stop, wait_until_ready,
+    START_TIMEOUT, ServerError, ZOOKEEPER, free_port, memory_dir, on_free_ports, spawn, stop,
+    wait_until_ready,
 };
 
 /// Where Debian's `zookeeper` package puts the server (its manifest names the jars it
@@ -35,7 +36,7 @@ pub struct PrivateZooKeeper {
 
 impl PrivateZooKeeper {
     pub fn start() -> Result<Self, ServerError> {
-        Self::start_on(free_port(ZOOKEEPER)?, START_TIMEOUT)
+        on_free_ports(|| Self::start_on(free_port(ZOOKEEPER)?, START_TIMEOUT))
     }
 
     /// Start on a given client port, giving up after `within`.
