@@ -272,3 +272,39 @@ pub(crate) fn stop(child: &mut Child, signal: libc::c_int) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{PORT_ATTEMPTS, ServerError, on_free_ports};
+
+    fn taken() -> ServerError {
+        ServerError::PortTaken { program: "etcd", port: 1 }
+    }
+
+    #[test]
+    fn a_port_taken_under_a_server_is_tried_again_a_few_times_then_reported() {
+        let mut tries = 0;
+        let started = on_free_ports(|| {
+            tries += 1;
+            if tries < 3 { Err(taken()) } else { Ok(tries) }
+        });
+        assert_eq!(started.unwrap(), 3);
+
+        let mut tries = 0;
+        let never = on_free_ports::<()>(|| {
+            tries += 1;
+            Err(taken())
+        });
+        assert!(matches!(never, Err(ServerError::PortTaken { .. })));
+        assert_eq!(tries, PORT_ATTEMPTS);
+
+        // Any other failure is not a race: reported at once.
+        let mut tries = 0;
+        let missing = on_free_ports::<()>(|| {
+            tries += 1;
+            Err(ServerError::Setup { program: "etcd", reason: "no".into() })
+        });
+        assert!(matches!(missing, Err(ServerError::Setup { .. })));
+        assert_eq!(tries, 1);
+    }
+}
