@@ -218,6 +218,7 @@ impl RunModel {
                 self.scenario_title = scenario.title.clone();
                 self.backend = backend.clone();
                 self.ttl_ms = scenario.ttl_ms;
+                self.stale_rule = StaleRule::for_lock(scenario.lock);
                 self.fencing_at_start = *fencing;
                 self.fencing = *fencing;
                 for w in &scenario.workers {

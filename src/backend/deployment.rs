@@ -12,6 +12,7 @@ use super::lock::etcd::EtcdBackend;
 use super::lock::failover::FailoverBackend;
 use super::lock::k8s_lease::K8sLeaseBackend;
 use super::lock::redlock::RedlockBackend;
+use super::lock::stream::StreamQueue;
 use super::redis::RedisBackend;
 use super::server::{
     PrivateEtcd, PrivatePostgres, PrivateRedis, Program, RedisNodes, RedisPair, ServerError,
@@ -124,6 +125,8 @@ fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService
         LockShape::Replicated => Arc::new(FailoverBackend::new(SimPair::default())),
         LockShape::Etcd => Arc::new(EtcdBackend::new(SimEtcd::default())),
         LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(SimEtcd::default())),
+        // The queue and the storage on one server, as the one-Redis lock.
+        LockShape::Stream => Arc::new(StreamQueue::new(storage.clone())),
     }
 }
 
@@ -135,6 +138,7 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
         LockShape::Replicated => Arc::new(FailoverBackend::new(RedisPair::start()?)),
         LockShape::Etcd => Arc::new(EtcdBackend::new(on.etcd()?)),
         LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(on.etcd()?)),
+        LockShape::Stream => Arc::new(StreamQueue::new(on.redis()?)),
     })
 }
 
@@ -146,7 +150,8 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
     if targets.sim {
         return Ok(simulate(shape, SimReason::Requested));
     }
-    if shape.lock != LockShape::Redis && targets.redis.is_some() {
+    let on_one_redis = matches!(shape.lock, LockShape::Redis | LockShape::Stream);
+    if !on_one_redis && targets.redis.is_some() {
         return Err(SelectError::NeedsPrivateServers);
     }
     let mut servers = Servers { targets: *targets, started: Vec::new(), redis: None };

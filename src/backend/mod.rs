@@ -290,6 +290,14 @@ pub trait LockClient: Send {
         let _ = rate;
     }
 
+    /// The commands the last call sent, each spelled by `wire.rs` with how long it
+    /// took, for a lock service whose one call sends different commands depending on
+    /// the answers (a queue's acquire: `XREADGROUP`, then perhaps `XAUTOCLAIM` and
+    /// `XPENDING`). Empty: the worker spells the call itself from its arguments.
+    fn take_sent(&mut self) -> Vec<((String, String), std::time::Duration)> {
+        Vec::new()
+    }
+
     /// `GET lock`: the value of whoever holds the lock now.
     async fn holder(&mut self) -> Result<Option<String>, BackendError>;
 

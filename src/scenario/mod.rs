@@ -187,6 +187,9 @@ pub enum LockService {
     /// Kubernetes's Lease protocol on etcd: a lease record updated by compare-and-swap
     /// on its revision, expiry judged by each contender's own clock.
     K8sLease,
+    /// No lock: a Redis Stream of jobs and a consumer group (`lock/stream.rs`); a
+    /// message's idle time is its lease.
+    Stream,
 }
 
 /// The lock service a scenario runs on, in the shape it has: what the deployment
@@ -205,7 +208,19 @@ pub enum LockShape {
     Etcd,
     /// One etcd holding a Kubernetes-style Lease record (`lock/k8s_lease.rs`).
     K8sLease,
+    /// A queue with competing consumers: a Redis Stream of [`QUEUED_JOBS`] jobs and a
+    /// consumer group. A grant is a message (`XREADGROUP`, or `XAUTOCLAIM` of one
+    /// idle longer than `ttl_ms`), its token the job's number, a release `XACK`.
+    Stream,
 }
+
+/// How many jobs a queue (`lock = "stream"`) holds when a run starts: message ids
+/// `1-0`, `2-0`, ..., so job n's id is `n-0` on every server and in the simulator.
+pub const QUEUED_JOBS: u64 = 1;
+
+/// In a write's value on a queue, the id of the job's message (`"receipt for
+/// {id}"` -> `"receipt for 1-0"`): an idempotency key made from the message.
+pub const MESSAGE_ID: &str = "{id}";
 
 impl LockShape {
     /// The service it runs on.
@@ -213,6 +228,7 @@ impl LockShape {
         match self {
             LockShape::Etcd => LockService::Etcd,
             LockShape::K8sLease => LockService::K8sLease,
+            LockShape::Stream => LockService::Stream,
             _ => LockService::Redis,
         }
     }
@@ -222,7 +238,7 @@ impl LockShape {
         match self {
             LockShape::Redlock { nodes } => nodes,
             LockShape::Replicated => 2,
-            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease => 0,
+            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease | LockShape::Stream => 0,
         }
     }
 
@@ -244,7 +260,9 @@ impl LockShape {
         match self {
             LockShape::Redlock { .. } => &[TokenSource::Storage],
             LockShape::Replicated => &[TokenSource::Lock, TokenSource::Storage],
-            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease => &[TokenSource::Lock],
+            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease | LockShape::Stream => {
+                &[TokenSource::Lock]
+            }
         }
     }
 
@@ -256,6 +274,7 @@ impl LockShape {
             LockShape::Replicated => "a primary with a replica",
             LockShape::Etcd => "etcd",
             LockShape::K8sLease => "a Kubernetes-style Lease on etcd",
+            LockShape::Stream => "a queue on a Redis Stream",
         }
     }
 }
@@ -336,7 +355,7 @@ impl LockService {
     /// The server it runs on, as headers and transcripts name it.
     pub fn server(self) -> &'static str {
         match self {
-            LockService::Redis => "Redis",
+            LockService::Redis | LockService::Stream => "Redis",
             LockService::Etcd | LockService::K8sLease => "etcd",
         }
     }
@@ -461,7 +480,8 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         stop_if_lost: bool,
     },
-    /// Write `value` to the storage, with the fencing token from the last grant.
+    /// Write `value` to the storage, with the fencing token from the last grant. On a
+    /// queue, [`MESSAGE_ID`] in it stands for the id of the job's message.
     Write { value: String },
     /// Give the lock back (compare-and-delete, or plain `DEL` if the scenario says so).
     Release,

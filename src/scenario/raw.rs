@@ -115,6 +115,7 @@ impl RawScenario {
         match (self.lock, self.redlock_nodes, self.replica) {
             (LockService::Etcd, _, _) => LockShape::Etcd,
             (LockService::K8sLease, _, _) => LockShape::K8sLease,
+            (LockService::Stream, _, _) => LockShape::Stream,
             (LockService::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
             (LockService::Redis, None, true) => LockShape::Replicated,
             (LockService::Redis, None, false) => LockShape::Redis,
@@ -216,6 +217,7 @@ impl From<Scenario> for RawScenario {
             LockShape::Replicated => (LockService::Redis, None, true),
             LockShape::Etcd => (LockService::Etcd, None, false),
             LockShape::K8sLease => (LockService::K8sLease, None, false),
+            LockShape::Stream => (LockService::Stream, None, false),
         };
         RawScenario {
             name,

@@ -76,7 +76,9 @@ impl Service {
                 storage: StorageKind::Redis,
             },
             LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
-            LockShape::Etcd | LockShape::K8sLease => Service { lock: LockShape::Redis, ..self },
+            LockShape::Etcd | LockShape::K8sLease | LockShape::Stream => {
+                Service { lock: LockShape::Redis, ..self }
+            }
         }
     }
 
@@ -103,6 +105,7 @@ impl Service {
             LockShape::Redlock { nodes } => format!("Redlock on {nodes} Redis servers"),
             LockShape::Replicated => "a Redis primary with a replica".to_string(),
             LockShape::Redis => "one Redis lock".to_string(),
+            LockShape::Stream => "a queue on a Redis Stream".to_string(),
         };
         let storage = match self.storage {
             StorageKind::Redis => "storage a Redis list",
@@ -356,6 +359,7 @@ impl App {
         match (scenario.lock, scenario.token_source()) {
             (_, TokenSource::Storage) => "the storage's counter",
             (LockShape::Etcd | LockShape::K8sLease, _) => "etcd revision",
+            (LockShape::Stream, _) => "the job's number (message n-0)",
             _ => "Redis INCR",
         }
     }

@@ -6,3 +6,4 @@ pub mod failover;
 pub mod k8s_lease;
 pub mod redis;
 pub mod redlock;
+pub mod stream;

@@ -41,9 +41,11 @@ struct Entry {
 }
 
 #[derive(Default, Clone)]
-struct SimDb {
+pub(super) struct SimDb {
     strings: HashMap<String, Entry>,
     lists: HashMap<String, Vec<String>>,
+    /// Streams with their consumer group (`lock = "stream"`), by key.
+    pub(super) streams: HashMap<String, super::stream::SimStream>,
     /// Each run's SQL tables (lessons without a lock), by the run's key prefix.
     tables: HashMap<String, crate::backend::sql::Tables>,
 }
@@ -94,16 +96,19 @@ impl SimDb {
         self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 
-    fn del(&mut self, key: &str) -> bool {
-        let existed = self.live(key).is_some() || self.lists.contains_key(key);
+    pub(super) fn del(&mut self, key: &str) -> bool {
+        let existed = self.live(key).is_some()
+            || self.lists.contains_key(key)
+            || self.streams.contains_key(key);
         self.strings.remove(key);
         self.lists.remove(key);
+        self.streams.remove(key);
         existed
     }
 }
 
 impl SimBackend {
-    fn db(&self) -> MutexGuard<'_, SimDb> {
+    pub(super) fn db(&self) -> MutexGuard<'_, SimDb> {
         // A poisoned lock means a panic in another worker; the data is still consistent
         // because every method finishes its update before it can panic.
         self.db.lock().unwrap_or_else(|p| p.into_inner())
@@ -120,6 +125,7 @@ impl SimBackend {
         let mut db = self.db();
         db.strings.clear();
         db.lists.clear();
+        db.streams.clear();
         db.tables.clear();
     }
 
@@ -127,7 +133,7 @@ impl SimBackend {
     /// cleanup leaves nothing behind.
     pub fn key_count(&self) -> usize {
         let db = self.db();
-        db.strings.len() + db.lists.len()
+        db.strings.len() + db.lists.len() + db.streams.len()
     }
 }
 
