@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 // The kinds are named by scenarios' expectations, so they live with the scenario.
-use crate::scenario::{Expectation, LockShape};
 pub use crate::scenario::ViolationKind;
+use crate::scenario::{Expectation, LockShape};
 
 /// One violation: who, when, which tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -399,7 +399,14 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
                 Violation::DoneTwice { result, first, second, at_ms, seq }
             } else {
                 let (worker, token) = (worker.clone(), *token);
-                Violation::StaleWrite { worker, token, after_worker: first, after_token, at_ms, seq }
+                Violation::StaleWrite {
+                    worker,
+                    token,
+                    after_worker: first,
+                    after_token,
+                    at_ms,
+                    seq,
+                }
             });
         }
         if redis_holder.as_deref() != Some(worker.as_str()) {

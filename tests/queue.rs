@@ -146,6 +146,9 @@ fn what_a_queue_cannot_do_is_refused_at_its_line() {
     assert!(err.starts_with("q.toml:5:1:") && err.contains("idempotency = true"), "{err}");
     let err = refusal("lock = \"stream\"", "{ do = \"acquire\" }, { do = \"renew\" }");
     assert!(err.starts_with("q.toml:7:") && err.contains("not by renewing"), "{err}");
-    let err = refusal("lock = \"stream\"\n[[variants]]\nname = \"v\"\nttl_ms = 0", "{ do = \"acquire\" }");
+    let err = refusal(
+        "lock = \"stream\"\n[[variants]]\nname = \"v\"\nttl_ms = 0",
+        "{ do = \"acquire\" }",
+    );
     assert!(err.contains("ttl_ms = 0: a queue's consumers claim"), "{err}");
 }

@@ -24,8 +24,8 @@ use crate::backend::{
     holder_name, holder_value, wire,
 };
 use crate::scenario::{
-    AcquireMode, FenceCompare, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource,
-    WaitStrategy, WorkerSpec,
+    AcquireMode, FenceCompare, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
+    TokenSource, WaitStrategy, WorkerSpec,
 };
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.

@@ -78,9 +78,10 @@ impl Transcript {
                     None => String::new(),
                 };
                 if self.queue {
-                    let claimed = truth.holder.as_ref().map_or(String::new(), |new| {
-                        format!("; {new} claimed it")
-                    });
+                    let claimed = truth
+                        .holder
+                        .as_ref()
+                        .map_or(String::new(), |new| format!("; {new} claimed it"));
                     let believes = match self.believers.contains(old) {
                         true => format!(", but {old} still believes the job is its own"),
                         false => String::new(),

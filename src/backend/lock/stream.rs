@@ -263,9 +263,8 @@ impl ConsumerGroup for RedisClient {
                 }
             }
         };
-        let _: String = keeping(&mut self.con, add, None, &[&k.jobs], k.expire_ms)
-            .await
-            .map_err(lost)?;
+        let _: String =
+            keeping(&mut self.con, add, None, &[&k.jobs], k.expire_ms).await.map_err(lost)?;
         Ok(())
     }
 
@@ -306,9 +305,8 @@ impl ConsumerGroup for RedisClient {
     }
 
     async fn pending(&mut self, job: Option<u64>) -> Result<Option<Pending>, BackendError> {
-        let (from, to) = job.map_or(("-".to_string(), "+".to_string()), |j| {
-            (message_id(j), message_id(j))
-        });
+        let (from, to) =
+            job.map_or(("-".to_string(), "+".to_string()), |j| (message_id(j), message_id(j)));
         let reply: StreamPendingCountReply = redis::cmd("XPENDING")
             .arg(&self.keys.jobs)
             .arg(GROUP)

@@ -95,7 +95,8 @@ impl ConsumerGroup for SimConsumer {
         self.with(|s| {
             let job = s.entries.iter().copied().find(|&j| j > s.last_delivered)?;
             s.last_delivered = job;
-            let delivery = Delivery { consumer: consumer.to_string(), at: Instant::now(), count: 1 };
+            let delivery =
+                Delivery { consumer: consumer.to_string(), at: Instant::now(), count: 1 };
             s.pending.insert(job, delivery);
             Some(job)
         })
@@ -109,7 +110,8 @@ impl ConsumerGroup for SimConsumer {
         let min_idle = Duration::from_millis(min_idle_ms);
         self.with(|s| {
             let (job, d) = s.pending.iter_mut().find(|(_, d)| d.at.elapsed() >= min_idle)?;
-            *d = Delivery { consumer: consumer.to_string(), at: Instant::now(), count: d.count + 1 };
+            *d =
+                Delivery { consumer: consumer.to_string(), at: Instant::now(), count: d.count + 1 };
             Some(*job)
         })
     }
