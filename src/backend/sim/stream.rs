@@ -13,10 +13,7 @@ use std::collections::BTreeMap;
 
 use tokio::time::{Duration, Instant};
 
-use super::redis::SimBackend;
-use crate::backend::lock::stream::{ConsumerGroup, Pending, QueueServer};
-use crate::backend::{BackendError, Keys, async_trait};
-use crate::scenario::QUEUED_JOBS;
+use crate::backend::lock::stream::Pending;
 
 /// A stream of jobs (entry n is message `n-0`) with its consumer group.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +33,44 @@ struct Delivery {
     count: u64,
 }
 
+impl SimStream {
+    /// A stream holding jobs `1..=jobs` and a group that has delivered none
+    /// (`XGROUP CREATE ... 0 MKSTREAM`, then the `XADD`s).
+    pub fn with_jobs(jobs: u64) -> Self {
+        SimStream { entries: (1..=jobs).collect(), ..SimStream::default() }
+    }
+
+    /// `XREADGROUP ... >`: the first job after the last delivered one, now pending
+    /// for `consumer`.
+    pub fn read_new(&mut self, consumer: &str) -> Option<u64> {
+        let job = self.entries.iter().copied().find(|&j| j > self.last_delivered)?;
+        self.last_delivered = job;
+        let delivery = Delivery { consumer: consumer.to_string(), at: Instant::now(), count: 1 };
+        self.pending.insert(job, delivery);
+        Some(job)
+    }
+
+    /// `XAUTOCLAIM ... <min_idle_ms> 0-0 COUNT 1`: the first pending job (in id order)
+    /// idle at least that long, now `consumer`'s, delivered once more.
+    pub fn autoclaim(&mut self, consumer: &str, min_idle_ms: u64) -> Option<u64> {
+        let min_idle = Duration::from_millis(min_idle_ms);
+        let (job, d) = self.pending.iter_mut().find(|(_, d)| d.at.elapsed() >= min_idle)?;
+        *d = Delivery { consumer: consumer.to_string(), at: Instant::now(), count: d.count + 1 };
+        Some(*job)
+    }
+
+    /// `XPENDING ... <from> <to> 1`: the first pending job of `job`'s range (all: None).
+    pub fn pending(&self, job: Option<u64>) -> Option<Pending> {
+        let mut entries = self.pending.iter().filter(|(j, _)| job.is_none_or(|want| **j == want));
+        entries.next().map(|(j, d)| d.to_pending(*j))
+    }
+
+    /// `XACK`: whether the job was pending.
+    pub fn ack(&mut self, job: u64) -> bool {
+        self.pending.remove(&job).is_some()
+    }
+}
+
 impl Delivery {
     fn to_pending(&self, job: u64) -> Pending {
         Pending {
@@ -44,94 +79,5 @@ impl Delivery {
             idle_ms: self.at.elapsed().as_millis() as u64,
             deliveries: self.count,
         }
-    }
-}
-
-#[async_trait]
-impl QueueServer for SimBackend {
-    async fn open(&self, keys: &Keys) -> Result<Box<dyn ConsumerGroup>, BackendError> {
-        Ok(Box::new(SimConsumer { sim: self.clone(), keys: keys.clone() }))
-    }
-
-    fn describe(&self) -> String {
-        "SIMULATOR (virtual clock, no Redis)".to_string()
-    }
-}
-
-/// One consumer's connection to the simulated stream.
-struct SimConsumer {
-    sim: SimBackend,
-    keys: Keys,
-}
-
-impl SimConsumer {
-    /// Run `f` on the run's stream (under the database's one lock: atomic, as a
-    /// Redis command is); a stream that is not there is Redis's `NOGROUP` error.
-    fn with<T>(&self, f: impl FnOnce(&mut SimStream) -> T) -> Result<T, BackendError> {
-        let mut db = self.sim.db();
-        match db.streams.get_mut(&self.keys.jobs) {
-            Some(stream) => Ok(f(stream)),
-            None => Err(BackendError::sim(format!(
-                "NOGROUP No such key '{}' or consumer group '{}'",
-                self.keys.jobs,
-                crate::backend::lock::stream::GROUP
-            ))),
-        }
-    }
-}
-
-#[async_trait]
-impl ConsumerGroup for SimConsumer {
-    async fn create(&mut self) -> Result<(), BackendError> {
-        let mut db = self.sim.db();
-        db.streams.entry(self.keys.jobs.clone()).or_insert_with(|| SimStream {
-            entries: (1..=QUEUED_JOBS).collect(),
-            ..SimStream::default()
-        });
-        Ok(())
-    }
-
-    async fn read_new(&mut self, consumer: &str) -> Result<Option<u64>, BackendError> {
-        self.with(|s| {
-            let job = s.entries.iter().copied().find(|&j| j > s.last_delivered)?;
-            s.last_delivered = job;
-            let delivery =
-                Delivery { consumer: consumer.to_string(), at: Instant::now(), count: 1 };
-            s.pending.insert(job, delivery);
-            Some(job)
-        })
-    }
-
-    async fn autoclaim(
-        &mut self,
-        consumer: &str,
-        min_idle_ms: u64,
-    ) -> Result<Option<u64>, BackendError> {
-        let min_idle = Duration::from_millis(min_idle_ms);
-        self.with(|s| {
-            let (job, d) = s.pending.iter_mut().find(|(_, d)| d.at.elapsed() >= min_idle)?;
-            *d =
-                Delivery { consumer: consumer.to_string(), at: Instant::now(), count: d.count + 1 };
-            Some(*job)
-        })
-    }
-
-    async fn pending(&mut self, job: Option<u64>) -> Result<Option<Pending>, BackendError> {
-        self.with(|s| {
-            let mut entries = s.pending.iter().filter(|(j, _)| job.is_none_or(|want| **j == want));
-            entries.next().map(|(j, d)| d.to_pending(*j))
-        })
-    }
-
-    async fn ack(&mut self, job: u64) -> Result<bool, BackendError> {
-        self.with(|s| s.pending.remove(&job).is_some())
-    }
-
-    async fn delete(&mut self) -> Result<(), BackendError> {
-        let mut db = self.sim.db();
-        for key in self.keys.all() {
-            db.del(key);
-        }
-        Ok(())
     }
 }
