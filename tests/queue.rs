@@ -152,3 +152,24 @@ fn what_a_queue_cannot_do_is_refused_at_its_line() {
     );
     assert!(err.contains("ttl_ms = 0: a queue's consumers claim"), "{err}");
 }
+
+#[test]
+fn fencing_switched_on_for_a_queue_changes_nothing_job_numbers_are_no_order() {
+    let lesson = fencelab::scenario::builtin("queue").unwrap().unwrap();
+    let run = &lesson.planned_runs(&[false])[0];
+    let fenced = support::sim_run(&run.scenario, true);
+    assert_eq!(support::storage(&fenced), ["B:1", "A:1"]);
+    let writes: Vec<&str> = fenced
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Command { command, .. } if command.contains(":storage ") => {
+                Some(command.split_whitespace().next().unwrap_or(""))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(writes, ["RPUSH", "RPUSH"], "plain appends, no fenced_write.lua");
+    let kinds: Vec<String> =
+        fencelab::check::check(&fenced).iter().map(|v| v.kind().to_string()).collect();
+    assert_eq!(kinds, ["overlapping-belief", "done-twice", "write-by-non-holder"]);
+}

@@ -24,8 +24,8 @@ use crate::backend::{
     holder_name, holder_value, wire,
 };
 use crate::scenario::{
-    AcquireMode, FenceCompare, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
-    TokenSource, WaitStrategy, WorkerSpec,
+    AcquireMode, FenceCompare, LockShape, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
+    StorageKind, TokenSource, WaitStrategy, WorkerSpec,
 };
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
@@ -42,6 +42,9 @@ pub struct WorkerSettings {
     pub renew: RenewMode,
     /// The storage dedups by idempotency key instead of checking tokens.
     pub idempotency: bool,
+    /// The workers consume a queue (`lock = "stream"`): tokens are job numbers, which
+    /// a fenced storage cannot order, so fencing never applies to their writes.
+    pub queue: bool,
     /// Grants take their token from the storage's counter, not the lock's.
     pub tokens_from_storage: bool,
     /// What the storage is, for the inspector's form of each write.
@@ -63,6 +66,7 @@ impl WorkerSettings {
             fencing,
             renew: scenario.renew,
             idempotency: scenario.idempotency,
+            queue: scenario.lock == LockShape::Stream,
             tokens_from_storage: scenario.token_source() == TokenSource::Storage,
             storage: scenario.storage,
             fencing_compare: scenario.fencing_compare,
@@ -209,7 +213,7 @@ impl Worker {
                     StoredWrite { worker: self.spec.name.clone(), token: self.token, value };
                 let check = if self.settings.idempotency {
                     WriteCheck::IdempotencyKey
-                } else if self.settings.fencing.load(Ordering::SeqCst) {
+                } else if self.settings.fencing.load(Ordering::SeqCst) && !self.settings.queue {
                     WriteCheck::Fencing(self.settings.fencing_compare)
                 } else {
                     WriteCheck::None

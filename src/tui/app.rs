@@ -758,6 +758,11 @@ impl App {
                 return self.command_selected(command);
             }
             Action::CrashSelected => return self.command_selected(WorkerCommand::Crash),
+            Action::ToggleFencing if self.scenario.lock == LockShape::Stream => {
+                self.status = Some(
+                    "a queue's tokens are job numbers, which no storage can order: fencing does not apply (an idempotency key does)".to_string(),
+                );
+            }
             Action::ToggleFencing => {
                 self.fencing = !self.fencing;
                 let on = if self.fencing { "ON" } else { "OFF" };
@@ -1163,6 +1168,15 @@ mod tests {
             app.update(Action::HoldSelected),
             [Effect::Worker("A".into(), WorkerCommand::Resume)]
         );
+    }
+
+    #[test]
+    fn on_a_queue_the_fencing_key_says_why_it_does_not_apply() {
+        let queue = builtin("queue").unwrap().unwrap();
+        let mut app = App::new(queue, false, 1.0, true, "test".into(), Theme::DEFAULT);
+        assert!(app.update(Action::ToggleFencing).is_empty());
+        assert!(!app.fencing);
+        assert!(app.status.as_deref().is_some_and(|s| s.contains("an idempotency key does")));
     }
 
     #[test]
