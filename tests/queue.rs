@@ -44,6 +44,10 @@ async fn on_redis_xautoclaim_moves_an_idle_job_to_the_claimer_and_the_first_cons
     let queue = StreamQueue::new(RedisBackend::open(&server.url(), "test").unwrap());
     let keys = Keys::for_run("q1");
     let (mut a, mut b) = (queue.connect(&keys).await.unwrap(), queue.connect(&keys).await.unwrap());
+    let ttl: i64 = redis::cmd("PTTL").arg(&keys.jobs).query(&mut con).unwrap();
+    assert!(ttl > 3_000_000, "the stream expires by itself if the run cannot delete it: {ttl}");
+    let length: usize = redis::cmd("XLEN").arg(&keys.jobs).query(&mut con).unwrap();
+    assert_eq!(length, 1, "the second client found the group and added no job");
 
     assert_eq!(acquire(&mut a, "A:1").await, AcquireReply::Granted { token: 1 });
     assert_eq!(pending(&mut con, &keys), [("1-0".to_string(), "A:1".to_string(), 1)]);

@@ -227,6 +227,12 @@ impl LockClient for QueueClient {
     }
 }
 
+/// `BUSYGROUP`: another client of the run made the group (and added the jobs) first.
+fn busy_group(e: &redis::RedisError) -> bool {
+    let errors = e.clone().into_server_errors();
+    errors.is_some_and(|all| all.iter().any(|(_, server)| server.code() == "BUSYGROUP"))
+}
+
 #[async_trait]
 impl QueueServer for RedisBackend {
     async fn open(&self, keys: &Keys) -> Result<Box<dyn ConsumerGroup>, BackendError> {
@@ -242,18 +248,18 @@ impl QueueServer for RedisBackend {
 impl ConsumerGroup for RedisClient {
     async fn create(&mut self) -> Result<(), BackendError> {
         let k = &self.keys;
-        let created: redis::RedisResult<String> = redis::cmd("XGROUP")
-            .arg("CREATE")
-            .arg(&k.jobs)
-            .arg(GROUP)
-            .arg("0")
-            .arg("MKSTREAM")
-            .query_async(&mut self.con)
-            .await;
-        match created {
-            Ok(_) => {}
-            Err(e) if e.code() == Some("BUSYGROUP") => return Ok(()),
-            Err(e) => return Err(lost(e)),
+        // The stream gets its expiry in the round trip that makes it: a run killed
+        // right after leaves nothing that stays.
+        let group = |p: &mut redis::Pipeline| {
+            p.cmd("XGROUP").arg("CREATE").arg(&k.jobs).arg(GROUP).arg("0").arg("MKSTREAM");
+        };
+        let created: redis::RedisResult<String> =
+            keeping(&mut self.con, group, None, &[&k.jobs], k.expire_ms).await;
+        if let Err(e) = created {
+            return match busy_group(&e) {
+                true => Ok(()),
+                false => Err(lost(e)),
+            };
         }
         let add = |p: &mut redis::Pipeline| {
             for job in 1..=QUEUED_JOBS {
