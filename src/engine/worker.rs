@@ -205,7 +205,7 @@ impl Worker {
             Step::Write { value } => {
                 // A queue's job names its message: `{id}` is its id, so a key made
                 // from it is the same for whoever does the job.
-                let value = match self.token {
+                let value = match self.token.filter(|_| self.settings.queue) {
                     Some(job) => value.replace(MESSAGE_ID, &message_id(job)),
                     None => value.clone(),
                 };

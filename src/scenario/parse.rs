@@ -115,7 +115,13 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
     if s.lock != LockService::Redis && redis_shapes {
-        return fail("lock", "an etcd lock is one etcd server: drop redlock_nodes and replica");
+        let message = match s.lock {
+            LockService::Stream => {
+                "a queue (lock = \"stream\") is one Redis: drop redlock_nodes and replica"
+            }
+            _ => "an etcd lock is one etcd server: drop redlock_nodes and replica",
+        };
+        return fail("lock", message);
     }
     if s.storage == StorageKind::Postgres && redis_shapes {
         return fail(
