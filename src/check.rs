@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 // The kinds are named by scenarios' expectations, so they live with the scenario.
-use crate::scenario::Expectation;
 pub use crate::scenario::ViolationKind;
+use crate::scenario::{Expectation, LockShape};
 
 /// One violation: who, when, which tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +129,17 @@ impl fmt::Display for Violation {
 /// Violations name exact moments: an overlap can last a single millisecond.
 fn secs(ms: f64) -> String {
     format!("{:.3}s", ms / 1000.0)
+}
+
+/// The lock service the log's run used.
+fn lock_of(events: &[Event]) -> LockShape {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunStarted { scenario, .. } => Some(scenario.lock),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// Every violation in the log, in log order.
@@ -313,12 +324,28 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
 pub struct StaleRule {
     /// The highest token accepted so far, and whose write it was.
     highest: Option<(String, u64)>,
+    /// On a queue (`lock = "stream"`) tokens are job numbers: which worker's write
+    /// of each job was accepted first. Then a second worker's write of the job is
+    /// the violation (done twice), and a lower number is just an earlier job.
+    jobs: Option<BTreeMap<u64, String>>,
     /// When each worker's current grant was handed out (its `Acquired` event's seq):
     /// between two writes with the same token, the older grant's is the stale one.
     granted: BTreeMap<String, u64>,
 }
 
 impl StaleRule {
+    /// The rule for a run on `lock`.
+    pub fn for_lock(lock: LockShape) -> Self {
+        let jobs = (lock == LockShape::Stream).then(BTreeMap::new);
+        StaleRule { jobs, ..StaleRule::default() }
+    }
+
+    /// Whether tokens are a queue's job numbers (what [`Self::accepted`] returns is
+    /// then the job done twice).
+    pub fn counts_jobs(&self) -> bool {
+        self.jobs.is_some()
+    }
+
     /// `worker` was granted the lock by the event numbered `seq`.
     pub fn granted(&mut self, worker: &str, seq: u64) {
         self.granted.insert(worker.to_string(), seq);
@@ -327,6 +354,10 @@ impl StaleRule {
     /// The storage accepted `worker`'s write with `token`. If it is stale, returns
     /// the write it came after (its writer and token).
     pub fn accepted(&mut self, worker: &str, token: u64) -> Option<(String, u64)> {
+        if let Some(done) = &mut self.jobs {
+            let first = done.entry(token).or_insert_with(|| worker.to_string());
+            return (first != worker).then(|| (first.clone(), token));
+        }
         let older_grant = |other: &str| self.granted.get(worker) < self.granted.get(other);
         let stale = self.highest.as_ref().filter(|(after_worker, after_token)| {
             token < *after_token || (token == *after_token && older_grant(after_worker))
@@ -345,7 +376,7 @@ impl StaleRule {
 }
 
 fn bad_writes(events: &[Event]) -> Vec<Violation> {
-    let mut rule = StaleRule::default();
+    let mut rule = StaleRule::for_lock(lock_of(events));
     let mut found = Vec::new();
     for e in events {
         let (worker, token, redis_holder) = match &e.kind {
@@ -362,13 +393,20 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
         if let Some(token) = token
             && let Some((after_worker, after_token)) = rule.accepted(worker, *token)
         {
-            found.push(Violation::StaleWrite {
-                worker: worker.clone(),
-                token: *token,
-                after_worker,
-                after_token,
-                at_ms: e.t_ms,
-                seq: e.seq,
+            let (first, at_ms, seq) = (after_worker, e.t_ms, e.seq);
+            found.push(if rule.counts_jobs() {
+                let (second, result) = (worker.clone(), format!("job {token}"));
+                Violation::DoneTwice { result, first, second, at_ms, seq }
+            } else {
+                let (worker, token) = (worker.clone(), *token);
+                Violation::StaleWrite {
+                    worker,
+                    token,
+                    after_worker: first,
+                    after_token,
+                    at_ms,
+                    seq,
+                }
             });
         }
         if redis_holder.as_deref() != Some(worker.as_str()) {

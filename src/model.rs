@@ -88,9 +88,9 @@ pub struct WriteMark {
     pub accepted: bool,
     /// Accepted although a higher token had been accepted before (or an equal one from
     /// a newer grant): the stale write; or
-    /// (SQL lessons) the same result recorded before: done twice.
+    /// (SQL lessons and queues) the same result (job) recorded before: done twice.
     pub stale: bool,
-    /// SQL lessons: what the statement made happen ("did job 1").
+    /// SQL lessons: what the statement made happen ("did job 1"); a queue: its job.
     pub result: Option<String>,
 }
 
@@ -218,6 +218,7 @@ impl RunModel {
                 self.scenario_title = scenario.title.clone();
                 self.backend = backend.clone();
                 self.ttl_ms = scenario.ttl_ms;
+                self.stale_rule = StaleRule::for_lock(scenario.lock);
                 self.fencing_at_start = *fencing;
                 self.fencing = *fencing;
                 for w in &scenario.workers {
@@ -335,7 +336,10 @@ impl RunModel {
                     token: *token,
                     accepted: *accepted,
                     stale,
-                    result: None,
+                    // A queue's write is its job (done twice, when `stale`).
+                    result: token
+                        .filter(|_| self.stale_rule.counts_jobs())
+                        .map(|job| format!("job {job}")),
                 });
                 // Who the lock service listed right after the write: a reading too.
                 self.told_holder(t, worker, redis_holder.clone());

@@ -295,8 +295,9 @@ fn the_readmes_minimal_acl_is_enough_for_a_shared_redis() {
     }
     let () = cmd.query(&mut con).unwrap_or_else(|e| panic!("{acl}: {e}"));
     let url = format!("{}?user=fencelab&pass=acl-secret", server.url());
-    // Script and two-step acquires, fenced and idempotent writes, renewals, releases.
-    for scenario in ["gc-pause", "unsafe-release", "stalled-renewal", "payment-gateway"] {
+    // Script and two-step acquires, fenced and idempotent writes, renewals, releases,
+    // and a queue's stream commands.
+    for scenario in ["gc-pause", "unsafe-release", "stalled-renewal", "payment-gateway", "queue"] {
         let out = run(&["run", scenario, "--redis", &url]);
         assert!(out.status.success(), "{scenario}: {}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);

@@ -12,6 +12,7 @@ use super::lock::etcd::EtcdBackend;
 use super::lock::failover::FailoverBackend;
 use super::lock::k8s_lease::K8sLeaseBackend;
 use super::lock::redlock::RedlockBackend;
+use super::lock::stream::StreamQueue;
 use super::lock::zookeeper::ZooKeeperBackend;
 use super::redis::RedisBackend;
 use super::server::{
@@ -128,6 +129,8 @@ fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService
         LockShape::Etcd => Arc::new(EtcdBackend::new(SimEtcd::default())),
         LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(SimEtcd::default())),
         LockShape::ZooKeeper => Arc::new(ZooKeeperBackend::new(SimZooKeeper::default())),
+        // The queue and the storage on one server, as the one-Redis lock.
+        LockShape::Stream => Arc::new(StreamQueue::new(storage.clone())),
     }
 }
 
@@ -140,6 +143,7 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
         LockShape::Etcd => Arc::new(EtcdBackend::new(on.etcd()?)),
         LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(on.etcd()?)),
         LockShape::ZooKeeper => Arc::new(ZooKeeperBackend::new(on.zookeeper()?)),
+        LockShape::Stream => Arc::new(StreamQueue::new(on.redis()?)),
     })
 }
 
@@ -151,7 +155,8 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
     if targets.sim {
         return Ok(simulate(shape, SimReason::Requested));
     }
-    if shape.lock != LockShape::Redis && targets.redis.is_some() {
+    let on_one_redis = matches!(shape.lock, LockShape::Redis | LockShape::Stream);
+    if !on_one_redis && targets.redis.is_some() {
         return Err(SelectError::NeedsPrivateServers);
     }
     let mut servers = Servers { targets: *targets, started: Vec::new(), redis: None };

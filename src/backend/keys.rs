@@ -23,6 +23,9 @@ pub struct Keys {
     pub storage_highest: String,
     /// The idempotency keys the storage has applied (a set).
     pub storage_applied: String,
+    /// The queue of jobs (`lock = "stream"`): a Redis Stream whose consumer group,
+    /// pending entries and consumers live inside it, so deleting it deletes them all.
+    pub jobs: String,
     /// The channel a releasing worker publishes on (`wait = "notify"`): a channel, not
     /// a key, so `all()` leaves it out; named under the prefix so a shared server's
     /// other subscribers never hear it, with the run's hash tag so a cluster's
@@ -51,6 +54,7 @@ impl Keys {
             storage: format!("{prefix}storage"),
             storage_highest: format!("{prefix}storage:highest"),
             storage_applied: format!("{prefix}storage:applied"),
+            jobs: format!("{prefix}jobs"),
             released: format!("{prefix}released"),
             prefix,
             run_id: run_id.to_string(),
@@ -73,8 +77,15 @@ impl Keys {
     }
 
     /// All keys of the run: what cleanup deletes.
-    pub fn all(&self) -> [&str; 5] {
-        [&self.lock, &self.fence, &self.storage, &self.storage_highest, &self.storage_applied]
+    pub fn all(&self) -> [&str; 6] {
+        [
+            &self.lock,
+            &self.fence,
+            &self.storage,
+            &self.storage_highest,
+            &self.storage_applied,
+            &self.jobs,
+        ]
     }
 }
 

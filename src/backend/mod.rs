@@ -247,14 +247,6 @@ pub trait LockClient: Send {
         tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError>;
 
-    /// The last `acquire` or `listen_for_releases` as this lock service's own protocol
-    /// spells it (command, reply), for the commands inspector; None: Redis's spelling
-    /// (`wire.rs`) says it. ZooKeeper's says which znode was created, its sequence
-    /// number and its czxid, and which znode a waiter watches.
-    fn call_shown(&mut self) -> Option<(String, String)> {
-        None
-    }
-
     /// Give the lock back. Returns whether a key was deleted.
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError>;
 
@@ -304,6 +296,16 @@ pub trait LockClient: Send {
     /// (ZooKeeper's session heartbeats) reads it: a paused process sends nothing.
     fn set_paused(&mut self, paused: bool) {
         let _ = paused;
+    }
+
+    /// The commands the last `acquire` or `listen_for_releases` sent, as this lock
+    /// service spells them, with how long each took: for a service whose one call sends
+    /// different commands depending on the answers (a queue's acquire: `XREADGROUP`,
+    /// then perhaps `XAUTOCLAIM` and `XPENDING`) or speaks its own protocol (ZooKeeper:
+    /// which znode was created, its sequence number and czxid, which one a waiter
+    /// watches). Empty: the worker spells the call from its arguments (`wire.rs`).
+    fn take_sent(&mut self) -> Vec<((String, String), std::time::Duration)> {
+        Vec::new()
     }
 
     /// `GET lock`: the value of whoever holds the lock now.

@@ -93,6 +93,46 @@ pub fn renew(
     }
 }
 
+/// A queue's read of the next new job (`lock = "stream"`): the message, or `(nil)`.
+pub fn xreadgroup(keys: &Keys, group: &str, consumer: &str, job: Option<u64>) -> (String, String) {
+    let cmd = format!("XREADGROUP GROUP {group} {consumer} COUNT 1 STREAMS {} >", keys.jobs);
+    (cmd, job.map_or("(nil)".to_string(), |n| format!("[{} [{n}-0 job {n}]]", keys.jobs)))
+}
+
+/// A queue's claim of a job idle for at least `min_idle_ms` (real ms).
+pub fn xautoclaim(
+    keys: &Keys,
+    group: &str,
+    consumer: &str,
+    min_idle_ms: u64,
+    job: Option<u64>,
+) -> (String, String) {
+    let cmd = format!("XAUTOCLAIM {} {group} {consumer} {min_idle_ms} 0-0 COUNT 1", keys.jobs);
+    let claimed = job.map_or(String::new(), |n| format!("{n}-0 job {n}"));
+    (cmd, format!("[0-0, [{claimed}], []]"))
+}
+
+/// A queue's look at its pending list: the first entry of job `job`'s range (all
+/// jobs: `None`), as (job, consumer, idle ms, deliveries).
+pub fn xpending(
+    keys: &Keys,
+    group: &str,
+    job: Option<u64>,
+    found: Option<(u64, &str, u64, u64)>,
+) -> (String, String) {
+    let range = job.map_or("- +".to_string(), |n| format!("{n}-0 {n}-0"));
+    let cmd = format!("XPENDING {} {group} {range} 1", keys.jobs);
+    let reply = found.map_or("(empty array)".to_string(), |(n, consumer, idle, count)| {
+        format!("[{n}-0 {consumer} {idle} {count}]")
+    });
+    (cmd, reply)
+}
+
+/// A queue's acknowledgement: 1 when the job was still pending.
+pub fn xack(keys: &Keys, group: &str, job: u64, acked: bool) -> (String, String) {
+    (format!("XACK {} {group} {job}-0", keys.jobs), u8::from(acked).to_string())
+}
+
 pub fn get_lock(keys: &Keys, holder: Option<&str>) -> (String, String) {
     (format!("GET {}", keys.lock), holder.map_or("(nil)".to_string(), |h| format!("\"{h}\"")))
 }

@@ -17,14 +17,15 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, WorkerEvent};
+use crate::backend::lock::stream::message_id;
 use crate::backend::sql::{CAS_TRIES, SqlOp, SqlReply};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
     holder_name, holder_value, wire,
 };
 use crate::scenario::{
-    AcquireMode, FenceCompare, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource,
-    WaitStrategy, WorkerSpec,
+    AcquireMode, FenceCompare, LockShape, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
+    StorageKind, TokenSource, WaitStrategy, WorkerSpec,
 };
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
@@ -41,6 +42,9 @@ pub struct WorkerSettings {
     pub renew: RenewMode,
     /// The storage dedups by idempotency key instead of checking tokens.
     pub idempotency: bool,
+    /// The workers consume a queue (`lock = "stream"`): tokens are job numbers, which
+    /// a fenced storage cannot order, so fencing never applies to their writes.
+    pub queue: bool,
     /// Grants take their token from the storage's counter, not the lock's.
     pub tokens_from_storage: bool,
     /// What the storage is, for the inspector's form of each write.
@@ -62,6 +66,7 @@ impl WorkerSettings {
             fencing,
             renew: scenario.renew,
             idempotency: scenario.idempotency,
+            queue: scenario.lock == LockShape::Stream,
             tokens_from_storage: scenario.token_source() == TokenSource::Storage,
             storage: scenario.storage,
             fencing_compare: scenario.fencing_compare,
@@ -205,14 +210,17 @@ impl Worker {
                 return Ok(self.stop_if(*stop_if_lost && !still_owner));
             }
             Step::Write { value } => {
-                let write = StoredWrite {
-                    worker: self.spec.name.clone(),
-                    token: self.token,
-                    value: value.clone(),
+                // A queue's job names its message: `{id}` is its id, so a key made
+                // from it is the same for whoever does the job.
+                let value = match self.token.filter(|_| self.settings.queue) {
+                    Some(job) => value.replace(MESSAGE_ID, &message_id(job)),
+                    None => value.clone(),
                 };
+                let write =
+                    StoredWrite { worker: self.spec.name.clone(), token: self.token, value };
                 let check = if self.settings.idempotency {
                     WriteCheck::IdempotencyKey
-                } else if self.settings.fencing.load(Ordering::SeqCst) {
+                } else if self.settings.fencing.load(Ordering::SeqCst) && !self.settings.queue {
                     WriteCheck::Fencing(self.settings.fencing_compare)
                 } else {
                     WriteCheck::None
@@ -224,7 +232,7 @@ impl Worker {
                 self.command(started, shown);
                 let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
                 self.emit(WorkerEvent::Wrote {
-                    value: value.clone(),
+                    value: write.value,
                     token: self.token,
                     accepted,
                     redis_holder,
@@ -241,7 +249,7 @@ impl Worker {
                     let deleted = self.lock.release(&value, mode).await?;
                     (deleted, wire::release(&self.keys, &value, mode, deleted))
                 };
-                self.command(started, shown);
+                self.calls(started, shown);
                 let unsafe_del = mode == ReleaseMode::Del;
                 self.emit(WorkerEvent::Released { deleted, unsafe_del });
             }
@@ -337,10 +345,7 @@ impl Worker {
                 false => None,
             };
             let reply = self.lock.acquire(&value, ttl, mode, tokens).await?;
-            let shown = self.lock.call_shown();
-            let shown =
-                shown.unwrap_or_else(|| wire::acquire(&self.keys, &value, ttl, mode, &reply));
-            self.command(started, shown);
+            self.calls(started, wire::acquire(&self.keys, &value, ttl, mode, &reply));
             let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {
                     self.value = Some(value);
@@ -354,11 +359,7 @@ impl Worker {
                 let started = Instant::now();
                 listening = self.lock.listen_for_releases().await?;
                 if listening {
-                    let shown = self.lock.call_shown();
-                    self.command(
-                        started,
-                        shown.unwrap_or_else(|| wire::subscribe_releases(&self.keys)),
-                    );
+                    self.calls(started, wire::subscribe_releases(&self.keys));
                     continue;
                 }
             }
@@ -415,7 +416,7 @@ impl Worker {
     async fn get_holder(&mut self) -> Result<Option<String>, BackendError> {
         let started = Instant::now();
         let holder = self.lock.holder().await?;
-        self.command(started, wire::get_lock(&self.keys, holder.as_deref()));
+        self.calls(started, wire::get_lock(&self.keys, holder.as_deref()));
         Ok(holder)
     }
 
@@ -520,8 +521,24 @@ impl Worker {
         Flow::Continue
     }
 
-    fn command(&self, started: Instant, (command, reply): (String, String)) {
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    fn command(&self, started: Instant, shown: (String, String)) {
+        self.command_took(shown, started.elapsed());
+    }
+
+    /// Log a lock call's commands: those the lock client spelled as it sent them (a
+    /// queue's acquire sends one to three, depending on the answers), else `spelled`.
+    fn calls(&mut self, started: Instant, spelled: (String, String)) {
+        let sent = self.lock.take_sent();
+        if sent.is_empty() {
+            return self.command(started, spelled);
+        }
+        for (shown, took) in sent {
+            self.command_took(shown, took);
+        }
+    }
+
+    fn command_took(&self, (command, reply): (String, String), took: std::time::Duration) {
+        let latency_ms = took.as_secs_f64() * 1000.0;
         self.log.append(EventKind::Command {
             worker: self.spec.name.clone(),
             command,

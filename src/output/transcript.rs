@@ -24,11 +24,13 @@ pub struct Transcript {
     believers: BTreeSet<String>,
     /// What the expiry lines say expired the lease ("redis", "etcd").
     service: &'static str,
+    /// The run is a queue's (`lock = "stream"`): grants are jobs, said so.
+    queue: bool,
 }
 
 impl Default for Transcript {
     fn default() -> Self {
-        Transcript { believers: BTreeSet::new(), service: "redis" }
+        Transcript { believers: BTreeSet::new(), service: "redis", queue: false }
     }
 }
 
@@ -38,8 +40,10 @@ impl Transcript {
         let at = format!("{:.1}s", e.t_ms / 1000.0);
         match &e.kind {
             EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
+                self.queue = scenario.lock == crate::scenario::LockShape::Stream;
                 self.service = match scenario.lock.service() {
                     crate::scenario::LockService::Redis => "redis",
+                    crate::scenario::LockService::Stream => "queue",
                     crate::scenario::LockService::Etcd | crate::scenario::LockService::K8sLease => {
                         "etcd"
                     }
@@ -59,7 +63,9 @@ impl Transcript {
             }
             EventKind::Worker { worker, what } => {
                 self.track_belief(worker, what);
-                worker_line(worker, what)
+                let queue = if self.queue { queue_line(worker, what) } else { None };
+                queue
+                    .or_else(|| worker_line(worker, what))
                     .map(|text| format!("+ {at} {worker}: {text}"))
                     .into_iter()
                     .collect()
@@ -72,6 +78,19 @@ impl Transcript {
                     Some(new) => format!("; {new} holds the lock now"),
                     None => String::new(),
                 };
+                if self.queue {
+                    let claimed = truth
+                        .holder
+                        .as_ref()
+                        .map_or(String::new(), |new| format!("; {new} claimed it"));
+                    let believes = match self.believers.contains(old) {
+                        true => format!(", but {old} still believes the job is its own"),
+                        false => String::new(),
+                    };
+                    return vec![format!(
+                        "~ {at} queue: {old}'s job has been idle for the lease{claimed}{believes}"
+                    )];
+                }
                 if self.believers.contains(old) {
                     vec![format!(
                         "~ {at} {}: {old}'s lease expired{after}, but {old} still believes it holds the lock",
@@ -244,6 +263,38 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
             "WAIT: {acked} of {wanted} replica has the lock key: it exists on the primary alone"
         ),
         WorkerEvent::Failed { error } => format!("FAILED: {error}"),
+    })
+}
+
+/// A queue's events in its own words (a job, not a lock); None: as for a lock.
+fn queue_line(worker: &str, what: &WorkerEvent) -> Option<String> {
+    Some(match what {
+        WorkerEvent::Acquired { token } => format!("got job {token} (message {token}-0)"),
+        WorkerEvent::Waiting { holder: Some(who), retry_in_ms: Some(ms), .. } => format!(
+            "no new job; job pending with {who}: claiming it once idle for the lease, in {:.1}s",
+            ms / 1000.0
+        ),
+        WorkerEvent::Waiting { retry_in_ms: None, .. } => {
+            "no new job and none pending: the queue is empty; asking again".to_string()
+        }
+        WorkerEvent::GaveUp => "gave up waiting for a job".to_string(),
+        WorkerEvent::Wrote { accepted, redis_holder, .. } => {
+            let verdict = match accepted {
+                true => "ACCEPTED",
+                false => "REJECTED (a repeat: its idempotency key was applied before)",
+            };
+            let mine = yes_no(redis_holder.as_deref() == Some(worker));
+            format!("did the job: write {verdict}; job still mine? {mine}")
+        }
+        WorkerEvent::Released { deleted: true, .. } => "acknowledged the job (XACK: 1)".into(),
+        WorkerEvent::Released { deleted: false, .. } => {
+            "XACK answered 0: the job was no longer pending as mine".into()
+        }
+        WorkerEvent::Checked { still_owner } => {
+            format!("checked: job still mine? {}", yes_no(*still_owner))
+        }
+        WorkerEvent::Crashed => "crashed without acknowledging its job".to_string(),
+        _ => return None,
     })
 }
 

@@ -41,6 +41,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("24-compare-and-set"),
     lesson!("25-kubernetes-lease"),
     lesson!("26-zookeeper"),
+    lesson!("27-queue"),
 ];
 
 const PLAYGROUND: (&str, &str) =

@@ -203,6 +203,9 @@ pub enum LockService {
     /// the znode's creation zxid as the token.
     #[serde(rename = "zookeeper")]
     ZooKeeper,
+    /// No lock: a Redis Stream of jobs and a consumer group (`lock/stream.rs`); a
+    /// message's idle time is its lease.
+    Stream,
 }
 
 /// The session timeouts (real ms) fencelab's ZooKeeper grants: 2 to 20 ticks of 100 ms
@@ -228,7 +231,19 @@ pub enum LockShape {
     K8sLease,
     /// One ZooKeeper: the lock recipe (`lock/zookeeper.rs`).
     ZooKeeper,
+    /// A queue with competing consumers: a Redis Stream of [`QUEUED_JOBS`] jobs and a
+    /// consumer group. A grant is a message (`XREADGROUP`, or `XAUTOCLAIM` of one
+    /// idle longer than `ttl_ms`), its token the job's number, a release `XACK`.
+    Stream,
 }
+
+/// How many jobs a queue (`lock = "stream"`) holds when a run starts: message ids
+/// `1-0`, `2-0`, ..., so job n's id is `n-0` on every server and in the simulator.
+pub const QUEUED_JOBS: u64 = 1;
+
+/// In a write's value on a queue, the id of the job's message (`"receipt for
+/// {id}"` -> `"receipt for 1-0"`): an idempotency key made from the message.
+pub const MESSAGE_ID: &str = "{id}";
 
 impl LockShape {
     /// The service it runs on.
@@ -237,6 +252,7 @@ impl LockShape {
             LockShape::Etcd => LockService::Etcd,
             LockShape::K8sLease => LockService::K8sLease,
             LockShape::ZooKeeper => LockService::ZooKeeper,
+            LockShape::Stream => LockService::Stream,
             _ => LockService::Redis,
         }
     }
@@ -246,7 +262,11 @@ impl LockShape {
         match self {
             LockShape::Redlock { nodes } => nodes,
             LockShape::Replicated => 2,
-            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper => 0,
+            LockShape::Redis
+            | LockShape::Etcd
+            | LockShape::K8sLease
+            | LockShape::ZooKeeper
+            | LockShape::Stream => 0,
         }
     }
 
@@ -268,9 +288,11 @@ impl LockShape {
         match self {
             LockShape::Redlock { .. } => &[TokenSource::Storage],
             LockShape::Replicated => &[TokenSource::Lock, TokenSource::Storage],
-            LockShape::Redis | LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper => {
-                &[TokenSource::Lock]
-            }
+            LockShape::Redis
+            | LockShape::Etcd
+            | LockShape::K8sLease
+            | LockShape::ZooKeeper
+            | LockShape::Stream => &[TokenSource::Lock],
         }
     }
 
@@ -283,6 +305,7 @@ impl LockShape {
             LockShape::Etcd => "etcd",
             LockShape::K8sLease => "a Kubernetes-style Lease on etcd",
             LockShape::ZooKeeper => "ZooKeeper",
+            LockShape::Stream => "a queue on a Redis Stream",
         }
     }
 }
@@ -363,7 +386,7 @@ impl LockService {
     /// The server it runs on, as headers and transcripts name it.
     pub fn server(self) -> &'static str {
         match self {
-            LockService::Redis => "Redis",
+            LockService::Redis | LockService::Stream => "Redis",
             LockService::Etcd | LockService::K8sLease => "etcd",
             LockService::ZooKeeper => "ZooKeeper",
         }
@@ -489,7 +512,8 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         stop_if_lost: bool,
     },
-    /// Write `value` to the storage, with the fencing token from the last grant.
+    /// Write `value` to the storage, with the fencing token from the last grant. On a
+    /// queue, [`MESSAGE_ID`] in it stands for the id of the job's message.
     Write { value: String },
     /// Give the lock back (compare-and-delete, or plain `DEL` if the scenario says so).
     Release,

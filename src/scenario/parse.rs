@@ -5,7 +5,7 @@ use std::fmt;
 use super::bounds::MAX_WORKERS;
 use super::raw::RawScenario;
 use super::{
-    Fault, LockService, LockShape, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
+    Fault, LockService, LockShape, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
     WaitStrategy, ZOOKEEPER_SESSION_MS,
 };
 
@@ -121,7 +121,13 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     if s.lock != LockService::Redis && redis_shapes {
-        return fail("lock", "an etcd lock is one etcd server: drop redlock_nodes and replica");
+        let message = match s.lock {
+            LockService::Stream => {
+                "a queue (lock = \"stream\") is one Redis: drop redlock_nodes and replica"
+            }
+            _ => "an etcd lock is one etcd server: drop redlock_nodes and replica",
+        };
+        return fail("lock", message);
     }
     if s.storage == StorageKind::Postgres && redis_shapes {
         return fail(
@@ -156,6 +162,12 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         return Err((
             Needle::Key("ttl_ms", Some(0)),
             "ttl_ms = 0: a Lease needs a duration (a contender takes over once it has passed without a renewal)".to_string(),
+        ));
+    }
+    if s.lock == LockService::Stream && all_ttls.clone().any(|t| t == 0) {
+        return Err((
+            Needle::Key("ttl_ms", Some(0)),
+            "ttl_ms = 0: a queue's consumers claim a job once it has been idle this long (XAUTOCLAIM's min-idle-time); 0 would take every job from its consumer at once".to_string(),
         ));
     }
     if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
@@ -253,6 +265,9 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
             ),
         ));
     }
+    if let Some(needle) = queue_error(s) {
+        return Err(needle);
+    }
     for step in s.workers.iter().chain(variant_workers).flat_map(|w| &w.steps) {
         let (name, needs) = match step {
             Step::WaitReplicas { .. } if lock != LockShape::Replicated => {
@@ -276,6 +291,39 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
         return Err((Needle::Quoted(name.to_string(), 0), format!("{name} needs {needs}")));
     }
     Ok(())
+}
+
+/// What a queue (`lock = "stream"`) cannot do, and `{id}` anywhere else: its tokens
+/// are job numbers, not an order a fenced storage could check, and a consumer keeps
+/// its job by being idle less than the lease, not by renewing.
+fn queue_error(s: &Scenario) -> Option<(Needle, String)> {
+    let queue = s.lock == LockShape::Stream;
+    let variant_workers = s.variants.iter().flat_map(|v| v.workers.iter().flatten());
+    let mut steps = s.workers.iter().chain(variant_workers).flat_map(|w| &w.steps);
+    if !queue {
+        let id = steps.find_map(|step| match step {
+            Step::Write { value } if value.contains(MESSAGE_ID) => Some(value),
+            _ => None,
+        })?;
+        return Some((
+            Needle::Quoted(id.clone(), 0),
+            format!("{MESSAGE_ID} in a write names a queue's message: it needs lock = \"stream\""),
+        ));
+    }
+    let fenced = std::iter::once(s.fencing).chain(s.variants.iter().filter_map(|v| v.fencing));
+    if fenced.into_iter().any(|on| on) {
+        return Some((
+            Needle::Key("fencing", None),
+            "fencing: a queue's tokens are job numbers, which say nothing about order; make the job idempotent instead (idempotency = true)".to_string(),
+        ));
+    }
+    if steps.any(|step| matches!(step, Step::Renew { .. })) {
+        return Some((
+            Needle::Quoted("renew".to_string(), 0),
+            "renew: a queue's consumer keeps its job by acknowledging it before it has been idle ttl_ms, not by renewing".to_string(),
+        ));
+    }
+    None
 }
 
 /// A waiting strategy needs what it waits with: `poll` an interval (and only `poll`

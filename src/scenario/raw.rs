@@ -116,6 +116,7 @@ impl RawScenario {
             (LockService::Etcd, _, _) => LockShape::Etcd,
             (LockService::K8sLease, _, _) => LockShape::K8sLease,
             (LockService::ZooKeeper, _, _) => LockShape::ZooKeeper,
+            (LockService::Stream, _, _) => LockShape::Stream,
             (LockService::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
             (LockService::Redis, None, true) => LockShape::Replicated,
             (LockService::Redis, None, false) => LockShape::Redis,
@@ -218,6 +219,7 @@ impl From<Scenario> for RawScenario {
             LockShape::Etcd => (LockService::Etcd, None, false),
             LockShape::K8sLease => (LockService::K8sLease, None, false),
             LockShape::ZooKeeper => (LockService::ZooKeeper, None, false),
+            LockShape::Stream => (LockService::Stream, None, false),
         };
         RawScenario {
             name,

@@ -76,7 +76,7 @@ impl Service {
                 storage: StorageKind::Redis,
             },
             LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
-            LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper => {
+            LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper | LockShape::Stream => {
                 Service { lock: LockShape::Redis, ..self }
             }
         }
@@ -106,6 +106,7 @@ impl Service {
             LockShape::Redlock { nodes } => format!("Redlock on {nodes} Redis servers"),
             LockShape::Replicated => "a Redis primary with a replica".to_string(),
             LockShape::Redis => "one Redis lock".to_string(),
+            LockShape::Stream => "a queue on a Redis Stream".to_string(),
         };
         let storage = match self.storage {
             StorageKind::Redis => "storage a Redis list",
@@ -360,6 +361,7 @@ impl App {
             (_, TokenSource::Storage) => "the storage's counter",
             (LockShape::Etcd | LockShape::K8sLease, _) => "etcd revision",
             (LockShape::ZooKeeper, _) => "ZooKeeper czxid",
+            (LockShape::Stream, _) => "the job's number (message n-0)",
             _ => "Redis INCR",
         }
     }
@@ -758,6 +760,11 @@ impl App {
                 return self.command_selected(command);
             }
             Action::CrashSelected => return self.command_selected(WorkerCommand::Crash),
+            Action::ToggleFencing if self.scenario.lock == LockShape::Stream => {
+                self.status = Some(
+                    "a queue's tokens are job numbers, which no storage can order: fencing does not apply (an idempotency key does)".to_string(),
+                );
+            }
             Action::ToggleFencing => {
                 self.fencing = !self.fencing;
                 let on = if self.fencing { "ON" } else { "OFF" };
@@ -1163,6 +1170,15 @@ mod tests {
             app.update(Action::HoldSelected),
             [Effect::Worker("A".into(), WorkerCommand::Resume)]
         );
+    }
+
+    #[test]
+    fn on_a_queue_the_fencing_key_says_why_it_does_not_apply() {
+        let queue = builtin("queue").unwrap().unwrap();
+        let mut app = App::new(queue, false, 1.0, true, "test".into(), Theme::DEFAULT);
+        assert!(app.update(Action::ToggleFencing).is_empty());
+        assert!(!app.fencing);
+        assert!(app.status.as_deref().is_some_and(|s| s.contains("an idempotency key does")));
     }
 
     #[test]

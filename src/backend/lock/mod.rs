@@ -6,4 +6,5 @@ pub mod failover;
 pub mod k8s_lease;
 pub mod redis;
 pub mod redlock;
+pub mod stream;
 pub mod zookeeper;

@@ -17,6 +17,10 @@
 //! Paths: `/fencelab/<run id>/lock/lock-NNNNNNNNNN`; the run's own paths are deleted at
 //! cleanup, and `/fencelab` too once no run uses it. Nothing else is touched.
 
+use std::time::Duration;
+
+use tokio::time::Instant;
+
 use crate::backend::zookeeper::{Queue, Queued, ZkEnsemble, Znodes};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
@@ -58,7 +62,7 @@ impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
             lease_ms,
             mine: None,
             before_mine: None,
-            shown: None,
+            sent: Vec::new(),
         }))
     }
 
@@ -81,8 +85,8 @@ pub struct ZkLockClient<S> {
     mine: Option<Queued>,
     /// The znode just before ours, which a waiter watches.
     before_mine: Option<String>,
-    /// The last acquire's calls and answers, for the inspector.
-    shown: Option<(String, String)>,
+    /// The last call's requests and answers, for the inspector, with how long it took.
+    sent: Vec<((String, String), Duration)>,
 }
 
 impl<S: Znodes> ZkLockClient<S> {
@@ -110,6 +114,7 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
         _mode: AcquireMode,
         _tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
+        let started = Instant::now();
         let mut queue = self.session.queue(&self.dir).await?;
         let queued = |q: &Queue, mine: &Option<Queued>| {
             mine.as_ref().is_some_and(|m| q.children.iter().any(|c| c.name == m.name))
@@ -133,7 +138,7 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
             .map(|c| format!("{} {} session {:#x}", c.name, holder_name(&c.data), c.session))
             .collect();
         answers.push(format!("[{}]", owners.join(", ")));
-        self.shown = Some((calls.join("; "), answers.join("; ")));
+        self.sent = vec![((calls.join("; "), answers.join("; ")), started.elapsed())];
         if let Some(mine) = self.mine.as_ref().filter(|_| self.first(&queue)) {
             self.before_mine = None;
             return Ok(AcquireReply::Granted { token: self.token(mine.czxid) });
@@ -148,8 +153,8 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
         Ok(AcquireReply::Busy { pttl_ms: Some(self.lease_ms) })
     }
 
-    fn call_shown(&mut self) -> Option<(String, String)> {
-        self.shown.take()
+    fn take_sent(&mut self) -> Vec<((String, String), Duration)> {
+        std::mem::take(&mut self.sent)
     }
 
     /// Delete our znode (whatever the mode: the recipe only ever deletes its own). An
@@ -177,7 +182,9 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
     /// The watch on the znode before ours is this lock's release channel.
     async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
         let watched = self.before_mine.clone().unwrap_or_default();
-        self.shown = Some((format!("exists -w {watched}"), "watching it".to_string()));
+        // The watch itself is set by `next_release`'s call: nothing is sent yet.
+        let shown = (format!("exists -w {watched}"), "watching it".to_string());
+        self.sent = vec![(shown, Duration::ZERO)];
         Ok(true)
     }
 

@@ -17,13 +17,15 @@ use tokio::time::{Duration, Instant};
 
 use super::link::Linked;
 use super::pubsub::{Channels, Subscription};
+use super::stream::SimStream;
+use crate::backend::lock::stream::{ConsumerGroup, GROUP, Pending, QueueServer};
 use crate::backend::node::LockNode;
 use crate::backend::sql::{SqlOp, SqlReply};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, Storage, StorageClient,
     StorageTruth, StoredWrite, WorkerLink, WriteCheck, async_trait,
 };
-use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
+use crate::scenario::{AcquireMode, QUEUED_JOBS, ReleaseMode, RenewMode};
 
 /// The simulator. Cloning it shares the same database.
 #[derive(Clone, Default)]
@@ -44,6 +46,8 @@ struct Entry {
 struct SimDb {
     strings: HashMap<String, Entry>,
     lists: HashMap<String, Vec<String>>,
+    /// Streams with their consumer group (`lock = "stream"`), by key.
+    streams: HashMap<String, SimStream>,
     /// Each run's SQL tables (lessons without a lock), by the run's key prefix.
     tables: HashMap<String, crate::backend::sql::Tables>,
 }
@@ -95,9 +99,12 @@ impl SimDb {
     }
 
     fn del(&mut self, key: &str) -> bool {
-        let existed = self.live(key).is_some() || self.lists.contains_key(key);
+        let existed = self.live(key).is_some()
+            || self.lists.contains_key(key)
+            || self.streams.contains_key(key);
         self.strings.remove(key);
         self.lists.remove(key);
+        self.streams.remove(key);
         existed
     }
 }
@@ -120,6 +127,7 @@ impl SimBackend {
         let mut db = self.db();
         db.strings.clear();
         db.lists.clear();
+        db.streams.clear();
         db.tables.clear();
     }
 
@@ -127,7 +135,7 @@ impl SimBackend {
     /// cleanup leaves nothing behind.
     pub fn key_count(&self) -> usize {
         let db = self.db();
-        db.strings.len() + db.lists.len()
+        db.strings.len() + db.lists.len() + db.streams.len()
     }
 }
 
@@ -418,6 +426,78 @@ impl StorageClient for SimStorageClient {
             db.lists.entry(self.0.keys.storage.clone()).or_default().push(entry);
         }
         Ok(reply)
+    }
+}
+
+/// The simulator as a queue's server: consumers of `sim/stream.rs`'s model, kept in
+/// the same database as the keys (so cleanup and a restart treat it as Redis does).
+#[async_trait]
+impl QueueServer for SimBackend {
+    async fn open(&self, keys: &Keys) -> Result<Box<dyn ConsumerGroup>, BackendError> {
+        Ok(Box::new(SimConsumer { sim: self.clone(), keys: keys.clone() }))
+    }
+
+    fn describe(&self) -> String {
+        LockService::describe(self)
+    }
+}
+
+/// One consumer's connection to the simulated stream.
+struct SimConsumer {
+    sim: SimBackend,
+    keys: Keys,
+}
+
+impl SimConsumer {
+    /// Run `f` on the run's stream (under the database's one lock: atomic, as a
+    /// Redis command is); a stream that is not there is Redis's `NOGROUP` error.
+    fn with<T>(&self, f: impl FnOnce(&mut SimStream) -> T) -> Result<T, BackendError> {
+        let mut db = self.sim.db();
+        let stream = db.streams.get_mut(&self.keys.jobs).ok_or_else(|| {
+            BackendError::sim(format!(
+                "NOGROUP No such key '{}' or consumer group '{GROUP}'",
+                self.keys.jobs
+            ))
+        })?;
+        Ok(f(stream))
+    }
+}
+
+#[async_trait]
+impl ConsumerGroup for SimConsumer {
+    async fn create(&mut self) -> Result<(), BackendError> {
+        let mut db = self.sim.db();
+        let jobs = self.keys.jobs.clone();
+        db.streams.entry(jobs).or_insert_with(|| SimStream::with_jobs(QUEUED_JOBS));
+        Ok(())
+    }
+
+    async fn read_new(&mut self, consumer: &str) -> Result<Option<u64>, BackendError> {
+        self.with(|s| s.read_new(consumer))
+    }
+
+    async fn autoclaim(
+        &mut self,
+        consumer: &str,
+        min_idle_ms: u64,
+    ) -> Result<Option<u64>, BackendError> {
+        self.with(|s| s.autoclaim(consumer, min_idle_ms))
+    }
+
+    async fn pending(&mut self, job: Option<u64>) -> Result<Option<Pending>, BackendError> {
+        self.with(|s| s.pending(job))
+    }
+
+    async fn ack(&mut self, job: u64) -> Result<bool, BackendError> {
+        self.with(|s| s.ack(job))
+    }
+
+    async fn delete(&mut self) -> Result<(), BackendError> {
+        let mut db = self.sim.db();
+        for key in self.keys.all() {
+            db.del(key);
+        }
+        Ok(())
     }
 }
 

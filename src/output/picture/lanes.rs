@@ -363,6 +363,7 @@ fn writes(
         let mut label = match (verdict, &w.result) {
             // SQL lessons: what the statement did, and whether it had been done before.
             (Verdict::Stale, Some(result)) => format!("✔ {result}: done twice"),
+            (Verdict::Rejected, Some(result)) => format!("✘ {result}: repeat refused"),
             (_, Some(result)) => format!("✔ {result}"),
             (Verdict::Stale, None) => format!("✔ write {token} STALE"),
             (Verdict::Accepted, None) => format!("✔ write {token}"),

@@ -11,7 +11,7 @@ use super::super::app::{App, ClassSeat, violation_time};
 use super::super::keys::BINDINGS;
 use crate::engine::log::RunOutcome;
 use crate::model::{Belief, at};
-use crate::scenario::StorageKind;
+use crate::scenario::{LockShape, StorageKind};
 
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()
@@ -166,8 +166,12 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
         .map(|(i, w)| {
             let n = first + i + 1;
             if let Some(result) = &w.result {
-                let (verdict, style) =
-                    if w.stale { ("⚠ DONE TWICE", t.danger) } else { ("✔", t.accepted) };
+                // A queue's repeat that its idempotency key kept out is refused.
+                let (verdict, style) = match (w.accepted, w.stale) {
+                    (false, _) => ("✘ REPEAT REFUSED", t.rejected),
+                    (true, true) => ("⚠ DONE TWICE", t.danger),
+                    (true, false) => ("✔", t.accepted),
+                };
                 let row = match compact {
                     true => format!("{n:>2}. {} {result} ", w.worker),
                     false => format!("{n:>3}. {:<3} {result} ", w.worker),
@@ -288,8 +292,16 @@ fn situation(app: &App) -> Option<String> {
     let holder = run.holder_at(now);
     for l in &run.lanes {
         let b = at(&l.spans, now).unwrap_or(Belief::Idle);
-        if b.held_token().is_some() && holder != Some(l.name.as_str()) {
+        if let Some(job) = b.held_token().filter(|_| holder != Some(l.name.as_str())) {
             let truth = holder.map_or("nobody holds it".to_string(), |h| format!("{h} holds it"));
+            if app.scenario.lock == LockShape::Stream {
+                let now =
+                    holder.map_or("it is no longer pending".into(), |h| format!("{h} has it"));
+                return Some(format!(
+                    "⚠ {} still believes job {job} is its own, but {now}: it will do the job anyway.",
+                    l.name
+                ));
+            }
             return Some(format!(
                 "⚠ {} still believes it holds the lock, but {} says {truth}: its next write is stale.",
                 l.name,
