@@ -179,6 +179,71 @@ async fn controls_reach_the_student_once() {
 }
 
 #[tokio::test]
+async fn the_class_answers_a_question_and_the_tally_counts_the_latest_answer_of_each() {
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob", "carol"]);
+    let mut room = Room::open(&admin, "r1", &students).await.unwrap();
+    let ask = Control::Ask {
+        number: 1,
+        question: "Who holds the lock?".into(),
+        choices: names(&["bob", "alice", "nobody"]),
+    };
+    room.controller().send(&ask).await.unwrap();
+    let mut desks = Vec::new();
+    for seat in room.seats() {
+        desks.push(Desk::join(seat.join_url()).await.unwrap());
+    }
+    // Joined after the question: a student finds it in the room's history.
+    assert!(desks[0].history().await.unwrap().contains(&ask));
+    let before = room.tally(1, 3).await.unwrap();
+    assert_eq!(before.counts, [0, 0, 0]);
+    assert_eq!(before.missing, students);
+    // Alice first answers wrong, then right: her latest answer counts.
+    desks[0].answer(1, 2).await.unwrap();
+    desks[0].answer(1, 1).await.unwrap();
+    desks[1].answer(1, 1).await.unwrap();
+    desks[2].answer(1, 2).await.unwrap();
+    // An answer to another question is not this one's.
+    desks[2].answer(2, 1).await.unwrap();
+    let tally = room.tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [2, 1, 0]);
+    assert!(tally.missing.is_empty(), "{tally:?}");
+    assert!(tally.refused.is_empty(), "{tally:?}");
+    assert_eq!(
+        tally.chosen,
+        [("alice".to_string(), 1), ("bob".to_string(), 1), ("carol".to_string(), 2)]
+    );
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_forged_answer_is_refused_and_named() {
+    let (_server, admin) = server();
+    let mut room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let mut c = con(room.seats()[0].join_url());
+    // Alice cannot write Bob's answers at all...
+    let bobs = room.keys.answers("bob");
+    let mut into_bobs = redis::cmd("XADD");
+    into_bobs.arg(&bobs).arg("*").arg("question").arg(1).arg("sender").arg("bob");
+    assert!(refused(&mut c, into_bobs.arg("choice").arg(3)));
+    // ...and an answer in her own stream that claims to be Bob's is refused.
+    let mut as_bob = redis::cmd("XADD");
+    as_bob.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+    let _: String = as_bob.arg("sender").arg("bob").arg("choice").arg(3).query(&mut c).unwrap();
+    // So is a choice the question does not have.
+    let mut no_such = redis::cmd("XADD");
+    no_such.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+    let _: String = no_such.arg("sender").arg("alice").arg("choice").arg(9).query(&mut c).unwrap();
+    let tally = room.tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [0, 0, 0]);
+    assert_eq!(tally.missing, names(&["alice", "bob"]));
+    assert_eq!(tally.refused.len(), 2, "{tally:?}");
+    assert!(tally.refused[0].contains("forged") && tally.refused[0].contains("bob"));
+    assert!(tally.refused[1].contains("not a choice"));
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn closing_the_room_deletes_its_keys_and_its_users() {
     let (_server, admin) = server();
     let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();

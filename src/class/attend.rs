@@ -173,7 +173,10 @@ pub async fn attend(
                     Control::Resume { .. } => drop(commands.send(WorkerCommand::Resume)),
                     Control::Crash { .. } => drop(commands.send(WorkerCommand::Crash)),
                     Control::Stop { .. } => cancel.cancel(),
-                    Control::Start { .. } | Control::Fencing { .. } => {}
+                    Control::Start { .. }
+                    | Control::Fencing { .. }
+                    | Control::Ask { .. }
+                    | Control::Reveal { .. } => {}
                 },
                 Some(_) => {}
                 // The room cannot be heard any more: end the worker rather than let it

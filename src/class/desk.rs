@@ -67,6 +67,11 @@ impl Desk {
         Ok(seq)
     }
 
+    /// Answer question `number` with `choice` (from 1); the latest answer counts.
+    pub async fn answer(&mut self, number: u32, choice: usize) -> Result<(), ClassError> {
+        super::quiz::post(&mut self.con, &self.keys, &self.name, number, choice).await
+    }
+
     /// Every control sent to the room so far, oldest first: a student who rejoins
     /// mid-run finds the start it missed.
     pub async fn history(&mut self) -> Result<Vec<Control>, ClassError> {

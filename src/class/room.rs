@@ -3,6 +3,7 @@
 
 use redis::aio::MultiplexedConnection;
 
+use super::quiz::{self, Tally};
 use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, hex, random_bytes};
 use crate::backend::redis::redact_url;
 use crate::engine::log::Event;
@@ -90,8 +91,9 @@ impl Room {
         rules.extend(keys.run.all().iter().map(|k| format!("~{k}")));
         // The whole room: read only (the other students' streams, the controls).
         rules.push(format!("%R~{}*", keys.run.prefix));
-        // Its own stream: write.
+        // Its own streams, events and answers: write.
         rules.push(format!("%W~{}", keys.stream(student)));
+        rules.push(format!("%W~{}", keys.answers(student)));
         let mut cmd = redis::cmd("ACL");
         cmd.arg("SETUSER").arg(&rules);
         let set: Result<(), ClassError> = deadline(cmd.query_async(&mut self.con)).await;
@@ -123,6 +125,12 @@ impl Room {
             .collect();
         let seated = self.seats.iter().map(|s| s.name.clone());
         Ok(seated.filter(|s| users.contains(&self.keys.user(s).as_str())).collect())
+    }
+
+    /// The students' answers to question `number` (of `choices` choices), counted.
+    pub async fn tally(&mut self, number: u32, choices: usize) -> Result<Tally, ClassError> {
+        let students: Vec<String> = self.seats.iter().map(|s| s.name.clone()).collect();
+        quiz::count(&mut self.con, &self.keys, &students, number, choices).await
     }
 
     /// A sender of controls on the instructor's connection.

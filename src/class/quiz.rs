@@ -1,0 +1,83 @@
+//! The lesson's questions put to the class: the instructor poses a checkpoint's
+//! question on the controls stream, each student answers into a stream of its own
+//! (`<prefix>class:answers:<student>`, the only answers stream its ACL user may
+//! write), and the instructor counts them before the reveal.
+//!
+//! One answer per student counts: the *latest*, so a student may change their mind
+//! until the reveal. An answer whose `sender` is not the stream's owner is refused
+//! and named, as forged events are.
+
+use redis::aio::MultiplexedConnection;
+
+use super::{ClassError, RoomKeys, deadline};
+
+/// The answers to one question, as the instructor's screen shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// How many students chose each choice (index 0: choice 1).
+    pub counts: Vec<usize>,
+    /// Each student's counted choice (from 1), in roll order.
+    pub chosen: Vec<(String, usize)>,
+    /// The students with no answer yet, in roll order.
+    pub missing: Vec<String>,
+    /// Answers refused, with why (forged, or a choice that does not exist).
+    pub refused: Vec<String>,
+}
+
+/// Post `student`'s answer `choice` (from 1) to question `number`.
+pub(super) async fn post(
+    con: &mut MultiplexedConnection,
+    keys: &RoomKeys,
+    student: &str,
+    number: u32,
+    choice: usize,
+) -> Result<(), ClassError> {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(keys.answers(student)).arg("*");
+    cmd.arg("question").arg(number).arg("sender").arg(student).arg("choice").arg(choice);
+    let _: String = deadline(cmd.query_async(con)).await?;
+    Ok(())
+}
+
+/// Count the answers of `students` to question `number` of `choices` choices.
+pub(super) async fn count(
+    con: &mut MultiplexedConnection,
+    keys: &RoomKeys,
+    students: &[String],
+    number: u32,
+    choices: usize,
+) -> Result<Tally, ClassError> {
+    let mut tally = Tally { counts: vec![0; choices], ..Tally::default() };
+    for student in students {
+        let mut cmd = redis::cmd("XRANGE");
+        cmd.arg(keys.answers(student)).arg("-").arg("+");
+        let entries: Vec<(String, Vec<(String, String)>)> =
+            deadline(cmd.query_async(con)).await?;
+        let mut latest = None;
+        for (id, fields) in entries {
+            let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+            if field("question").and_then(|q| q.parse::<u32>().ok()) != Some(number) {
+                continue;
+            }
+            let sender = field("sender").unwrap_or_default();
+            let choice = field("choice").and_then(|c| c.parse::<usize>().ok());
+            if sender != *student {
+                tally.refused.push(format!(
+                    "forged: answer {id} in {student}'s answers claims to be {sender:?}'s"
+                ));
+            } else if let Some(c) = choice.filter(|c| (1..=choices).contains(c)) {
+                latest = Some(c);
+            } else {
+                tally.refused.push(format!("answer {id} of {student} is not a choice"));
+            }
+        }
+        match latest {
+            Some(c) => {
+                tally.counts[c - 1] += 1;
+                tally.chosen.push((student.clone(), c));
+            }
+            None => tally.missing.push(student.clone()),
+        }
+    }
+    Ok(tally)
+}
