@@ -51,8 +51,7 @@ pub(super) async fn count(
     for student in students {
         let mut cmd = redis::cmd("XRANGE");
         cmd.arg(keys.answers(student)).arg("-").arg("+");
-        let entries: Vec<(String, Vec<(String, String)>)> =
-            deadline(cmd.query_async(con)).await?;
+        let entries: Vec<(String, Vec<(String, String)>)> = deadline(cmd.query_async(con)).await?;
         let mut latest = None;
         for (id, fields) in entries {
             let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
