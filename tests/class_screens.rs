@@ -4,6 +4,7 @@
 
 use fencelab::backend::sim::SimBackend;
 use fencelab::class::for_students;
+use fencelab::class::quiz::Tally;
 use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::{Scenario, builtin};
@@ -11,6 +12,7 @@ use fencelab::tui::app::{App, ClassSeat, Msg};
 use fencelab::tui::class::{Lobby, draw_lobby};
 use fencelab::tui::keys::Action;
 use fencelab::tui::render::{draw, lanes_per_page};
+use fencelab::tui::tally::draw_tally;
 use fencelab::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -156,5 +158,44 @@ fn the_start_screen_shows_who_is_in_and_the_selected_students_join_command() {
     assert!(screen.contains("✓ alice") && screen.contains("▶· bob"), "{screen}");
     assert!(screen.contains("fencelab join 'redis://fencelab-0a1b2c3d-bob:"), "{screen}");
     assert!(screen.contains('█'), "a QR code:\n{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn the_tally_of_a_question_shows_a_bar_per_choice_and_who_has_not_answered() {
+    let lesson = builtin("gc-pause").unwrap().unwrap();
+    let question = &lesson.checkpoints[0];
+    let tally = Tally {
+        counts: {
+            let mut counts = vec![0; question.choices.len()];
+            counts[0] = 2;
+            counts[1] = 1;
+            counts
+        },
+        chosen: vec![("alice".into(), 1), ("bob".into(), 1), ("carol".into(), 2)],
+        missing: vec!["dave".into()],
+        refused: vec!["forged: answer 1-0 in dave's answers claims to be \"bob\"'s".into()],
+    };
+    let (width, height) = (100, 30);
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal
+        .draw(|f| {
+            draw_tally(
+                f.area(),
+                f.buffer_mut(),
+                &question.question,
+                &question.choices,
+                &tally,
+                &Theme::DEFAULT,
+            )
+        })
+        .unwrap();
+    let buf = terminal.backend().buffer().clone();
+    let screen: String = (0..height)
+        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+        .collect();
+    assert!(screen.contains("3 of 4 answered"), "{screen}");
+    assert!(screen.contains("not answered yet: dave"), "{screen}");
+    assert!(screen.contains("refused: forged"), "{screen}");
     insta::assert_snapshot!(screen);
 }

@@ -13,6 +13,7 @@ mod loading;
 pub mod record;
 pub mod render;
 mod runner;
+pub mod tally;
 mod terminal;
 pub mod theme;
 
