@@ -11,6 +11,7 @@ use fencelab::class::roll::{Arrival, Roll};
 use fencelab::class::room::Room;
 use fencelab::class::{ClassError, Control, RoomKeys};
 use fencelab::engine::log::{EventKind, WorkerEvent};
+use fencelab::scenario::builtin;
 
 const PASSWORD: &str = "instructor-secret";
 
@@ -182,20 +183,22 @@ async fn controls_reach_the_student_once() {
 async fn the_class_answers_a_question_and_the_tally_counts_the_latest_answer_of_each() {
     let (_server, admin) = server();
     let students = names(&["alice", "bob", "carol"]);
-    let mut room = Room::open(&admin, "r1", &students).await.unwrap();
+    let room = Room::open(&admin, "r1", &students).await.unwrap();
+    let asked = &builtin("gc-pause").unwrap().unwrap().checkpoints[0];
+    let mut quiz = room.quizmaster();
+    quiz.ask(1, asked).await.unwrap();
     let ask = Control::Ask {
         number: 1,
-        question: "Who holds the lock?".into(),
-        choices: names(&["bob", "alice", "nobody"]),
+        question: asked.question.clone(),
+        choices: asked.choices.clone(),
     };
-    room.controller().send(&ask).await.unwrap();
     let mut desks = Vec::new();
     for seat in room.seats() {
         desks.push(Desk::join(seat.join_url()).await.unwrap());
     }
     // Joined after the question: a student finds it in the room's history.
     assert!(desks[0].history().await.unwrap().contains(&ask));
-    let before = room.tally(1, 3).await.unwrap();
+    let before = quiz.tally(1, 3).await.unwrap();
     assert_eq!(before.counts, [0, 0, 0]);
     assert_eq!(before.missing, students);
     // Alice first answers wrong, then right: her latest answer counts.
@@ -205,7 +208,7 @@ async fn the_class_answers_a_question_and_the_tally_counts_the_latest_answer_of_
     desks[2].answer(1, 2).await.unwrap();
     // An answer to another question is not this one's.
     desks[2].answer(2, 1).await.unwrap();
-    let tally = room.tally(1, 3).await.unwrap();
+    let tally = quiz.tally(1, 3).await.unwrap();
     assert_eq!(tally.counts, [2, 1, 0]);
     assert!(tally.missing.is_empty(), "{tally:?}");
     assert!(tally.refused.is_empty(), "{tally:?}");
@@ -213,13 +216,18 @@ async fn the_class_answers_a_question_and_the_tally_counts_the_latest_answer_of_
         tally.chosen,
         [("alice".to_string(), 1), ("bob".to_string(), 1), ("carol".to_string(), 2)]
     );
+    // The reveal reaches every student, after the question.
+    quiz.reveal(1, asked).await.unwrap();
+    let reveal =
+        Control::Reveal { number: 1, answer: asked.answer, explain: asked.explain.clone() };
+    assert!(desks[1].history().await.unwrap().ends_with(&[ask, reveal]));
     room.close().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_forged_answer_is_refused_and_named() {
     let (_server, admin) = server();
-    let mut room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
     let mut c = con(room.seats()[0].join_url());
     // Alice cannot write Bob's answers at all...
     let bobs = room.keys.answers("bob");
@@ -234,7 +242,7 @@ async fn a_forged_answer_is_refused_and_named() {
     let mut no_such = redis::cmd("XADD");
     no_such.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
     let _: String = no_such.arg("sender").arg("alice").arg("choice").arg(9).query(&mut c).unwrap();
-    let tally = room.tally(1, 3).await.unwrap();
+    let tally = room.quizmaster().tally(1, 3).await.unwrap();
     assert_eq!(tally.counts, [0, 0, 0]);
     assert_eq!(tally.missing, names(&["alice", "bob"]));
     assert_eq!(tally.refused.len(), 2, "{tally:?}");

@@ -9,7 +9,9 @@
 
 use redis::aio::MultiplexedConnection;
 
-use super::{ClassError, RoomKeys, deadline};
+use super::room::Controller;
+use super::{ClassError, Control, RoomKeys, deadline};
+use crate::scenario::Checkpoint;
 
 /// The answers to one question, as the instructor's screen shows them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +24,35 @@ pub struct Tally {
     pub missing: Vec<String>,
     /// Answers refused, with why (forged, or a choice that does not exist).
     pub refused: Vec<String>,
+}
+
+/// The instructor's side of the questions: poses them, counts the answers, reveals.
+#[derive(Clone)]
+pub struct Quizmaster {
+    pub(super) keys: RoomKeys,
+    pub(super) con: MultiplexedConnection,
+    pub(super) controller: Controller,
+    pub(super) students: Vec<String>,
+}
+
+impl Quizmaster {
+    /// Pose question `number` (the lesson's checkpoint `asked`) to every student.
+    pub async fn ask(&mut self, number: u32, asked: &Checkpoint) -> Result<(), ClassError> {
+        let question = asked.question.clone();
+        let choices = asked.choices.clone();
+        self.controller.send(&Control::Ask { number, question, choices }).await
+    }
+
+    /// Tell every student the right choice of question `number`, and why.
+    pub async fn reveal(&mut self, number: u32, asked: &Checkpoint) -> Result<(), ClassError> {
+        let (answer, explain) = (asked.answer, asked.explain.clone());
+        self.controller.send(&Control::Reveal { number, answer, explain }).await
+    }
+
+    /// The answers to question `number` of `choices` choices so far.
+    pub async fn tally(&mut self, number: u32, choices: usize) -> Result<Tally, ClassError> {
+        count(&mut self.con, &self.keys, &self.students, number, choices).await
+    }
 }
 
 /// Post `student`'s answer `choice` (from 1) to question `number`.
@@ -40,7 +71,7 @@ pub(super) async fn post(
 }
 
 /// Count the answers of `students` to question `number` of `choices` choices.
-pub(super) async fn count(
+async fn count(
     con: &mut MultiplexedConnection,
     keys: &RoomKeys,
     students: &[String],

@@ -3,7 +3,7 @@
 
 use redis::aio::MultiplexedConnection;
 
-use super::quiz::{self, Tally};
+use super::quiz::Quizmaster;
 use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, hex, random_bytes};
 use crate::backend::redis::redact_url;
 use crate::engine::log::Event;
@@ -127,10 +127,14 @@ impl Room {
         Ok(seated.filter(|s| users.contains(&self.keys.user(s).as_str())).collect())
     }
 
-    /// The students' answers to question `number` (of `choices` choices), counted.
-    pub async fn tally(&mut self, number: u32, choices: usize) -> Result<Tally, ClassError> {
-        let students: Vec<String> = self.seats.iter().map(|s| s.name.clone()).collect();
-        quiz::count(&mut self.con, &self.keys, &students, number, choices).await
+    /// The instructor's questioner of this room's students.
+    pub fn quizmaster(&self) -> Quizmaster {
+        Quizmaster {
+            keys: self.keys.clone(),
+            con: self.con.clone(),
+            controller: self.controller(),
+            students: self.seats.iter().map(|s| s.name.clone()).collect(),
+        }
     }
 
     /// A sender of controls on the instructor's connection.
