@@ -266,4 +266,8 @@ fn a_partitioned_workers_lane_shows_its_link_failing_and_its_unanswered_renewals
     let marks: Vec<&str> =
         with_class(&doc, "link").iter().filter_map(|n| n.text()).map(str::trim).collect();
     assert_eq!(marks, ["✂", "?renew", "?renew", "⇄"]);
+    // The legend says what the marks mean, where they are drawn and only there.
+    assert!(svg.contains("✂ cut · ⇄ healed"), "{svg}");
+    let gc_pause = timeline_svg(&lesson_run("gc-pause", false), Palette::Light);
+    assert!(!gc_pause.contains("✂ cut"));
 }

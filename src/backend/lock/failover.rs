@@ -106,8 +106,9 @@ pub(crate) fn not_on_pair(kind: FaultKind) -> BackendError {
     BackendError::Unsupported(format!("the failover pair has no `{}` fault", kind.name()))
 }
 
-/// The lock on the pair's current primary. Its own counter would be lost in the
-/// failover it teaches, so a grant takes its token from the worker's storage.
+/// The lock on the pair's current primary. By default a grant's token is `INCR` on
+/// that primary, whose counter the failover can send back (lesson 14 shows it);
+/// `tokens = "storage"` takes it from the worker's storage instead, which survives.
 pub struct FailoverBackend<P> {
     pair: Arc<P>,
 }

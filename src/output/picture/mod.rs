@@ -155,7 +155,10 @@ pub fn picture(models: &[RunModel], palette: Palette) -> Picture {
     }
     parts.push(axis(&scale, axis_baseline, top, y, &mut placer, &c));
     parts.push(sections);
-    let (legend, bottom) = legend(service_of(first), y + 20.0, &mut placer, &c);
+    // Link faults' marks (lessons 21, 22) are explained only where they are drawn.
+    let links =
+        models.iter().any(|m| m.events().iter().any(|e| matches!(e.kind, EventKind::Link { .. })));
+    let (legend, bottom) = legend(service_of(first), links, y + 20.0, &mut placer, &c);
     parts.push(legend);
     let height = (bottom + 24.0).round();
 
@@ -302,7 +305,7 @@ fn axis(
 }
 
 /// What the colours and marks mean, in rows that wrap at the right edge.
-fn legend(service: &str, y: f64, placer: &mut Placer, c: &Colours) -> (Group, f64) {
+fn legend(service: &str, links: bool, y: f64, placer: &mut Placer, c: &Colours) -> (Group, f64) {
     let items: [(&str, f64, bool, String); 4] = [
         (WORKERS[0], 1.0, false, "believes it holds the lock".to_string()),
         (c.dim, 0.35, true, "paused (GC, slow disk)".to_string()),
@@ -327,8 +330,9 @@ fn legend(service: &str, y: f64, placer: &mut Placer, c: &Colours) -> (Group, f6
     let notes = [
         "thin bar: the lease, from its grant to its release;  ╳ where it ran out",
         "✔ accepted / ✘ rejected write, with its fencing token",
+        "the worker's link: ~2.5s replies that late · ✂ cut · ⇄ healed · ?renew no answer",
     ];
-    for note in notes {
+    for note in &notes[..if links { 3 } else { 2 }] {
         y += 30.0;
         g = put(placer, g, fitted(LEFT, y, BODY, false, note), c.dim);
     }
