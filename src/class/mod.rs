@@ -132,10 +132,12 @@ pub enum Control {
     Fencing {
         on: bool,
     },
-    /// Question `number` of the lesson (a checkpoint's), to every student: the run
-    /// holds until the reveal.
+    /// Question `number` of the lesson (a checkpoint's), to every student: the
+    /// screens hold at its moment `at_ms` (scenario ms) until the reveal, so nothing
+    /// later gives the answer away.
     Ask {
         number: u32,
+        at_ms: u64,
         question: String,
         choices: Vec<String>,
     },

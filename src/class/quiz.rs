@@ -9,7 +9,7 @@
 
 use redis::aio::MultiplexedConnection;
 
-use super::room::Controller;
+use super::room::{Controller, Room};
 use super::{ClassError, Control, RoomKeys, deadline};
 use crate::scenario::Checkpoint;
 
@@ -29,18 +29,28 @@ pub struct Tally {
 /// The instructor's side of the questions: poses them, counts the answers, reveals.
 #[derive(Clone)]
 pub struct Quizmaster {
-    pub(super) keys: RoomKeys,
-    pub(super) con: MultiplexedConnection,
-    pub(super) controller: Controller,
-    pub(super) students: Vec<String>,
+    keys: RoomKeys,
+    con: MultiplexedConnection,
+    controller: Controller,
+    students: Vec<String>,
 }
 
 impl Quizmaster {
+    /// The questioner of `room`'s students, on the instructor's connection.
+    pub fn of(room: &Room) -> Quizmaster {
+        Quizmaster {
+            keys: room.keys.clone(),
+            con: room.connection(),
+            controller: room.controller(),
+            students: room.seats().iter().map(|s| s.name.clone()).collect(),
+        }
+    }
+
     /// Pose question `number` (the lesson's checkpoint `asked`) to every student.
     pub async fn ask(&mut self, number: u32, asked: &Checkpoint) -> Result<(), ClassError> {
-        let question = asked.question.clone();
-        let choices = asked.choices.clone();
-        self.controller.send(&Control::Ask { number, question, choices }).await
+        let (at_ms, question, choices) =
+            (asked.at_ms, asked.question.clone(), asked.choices.clone());
+        self.controller.send(&Control::Ask { number, at_ms, question, choices }).await
     }
 
     /// Tell every student the right choice of question `number`, and why.

@@ -3,7 +3,6 @@
 
 use redis::aio::MultiplexedConnection;
 
-use super::quiz::Quizmaster;
 use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, hex, random_bytes};
 use crate::backend::redis::redact_url;
 use crate::engine::log::Event;
@@ -127,14 +126,9 @@ impl Room {
         Ok(seated.filter(|s| users.contains(&self.keys.user(s).as_str())).collect())
     }
 
-    /// The instructor's questioner of this room's students.
-    pub fn quizmaster(&self) -> Quizmaster {
-        Quizmaster {
-            keys: self.keys.clone(),
-            con: self.con.clone(),
-            controller: self.controller(),
-            students: self.seats.iter().map(|s| s.name.clone()).collect(),
-        }
+    /// The instructor's (admin) connection, for the room's other readers.
+    pub(super) fn connection(&self) -> MultiplexedConnection {
+        self.con.clone()
     }
 
     /// A sender of controls on the instructor's connection.

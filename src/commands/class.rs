@@ -26,7 +26,8 @@ use crate::tui::class::{attend_screen, instruct};
 const ROLL_CALL: std::time::Duration = std::time::Duration::from_millis(250);
 
 pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
-    let scenario = for_students(&scenario_ref::load(&args.scenario)?.scenario, &args.students);
+    let lesson = scenario_ref::load(&args.scenario)?;
+    let scenario = for_students(&lesson.scenario, &args.students);
     // The user's Redis, or a private one students on the LAN can reach, with a
     // password of its own (never shown: students get users of their own).
     let (_server, admin_url) = match &backend.redis {
@@ -45,7 +46,9 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         let outcome = async {
             // Text when asked for, or when there is no terminal to draw on.
             if !args.headless && std::io::stdout().is_terminal() {
-                let shown = instruct(&mut room, &admin_url, &scenario, args.fencing, &cancel);
+                let questions = &lesson.scenario.checkpoints;
+                let shown =
+                    instruct(&mut room, &admin_url, &scenario, questions, args.fencing, &cancel);
                 return Ok(match shown.await? {
                     Some((outcome, log)) => verdict(outcome, &log),
                     None => ExitCode::from(EXIT_INTERRUPTED),

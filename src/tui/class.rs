@@ -22,14 +22,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::app::{App, ClassSeat};
 use super::keys::{Action, action_for};
+use super::lesson::LessonState;
+use super::question::QuizLink;
 use super::theme::Theme;
 use super::{Source, Ui, event_loop};
 use crate::class::attend::{Seen, attend};
 use crate::class::host::{mirror, prepare_class};
+use crate::class::quiz::Quizmaster;
 use crate::class::room::Room;
 use crate::class::{ClassError, seat_of};
 use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
-use crate::scenario::Scenario;
+use crate::lesson::Narration;
+use crate::scenario::{Checkpoint, Scenario};
 
 /// How often the start screen looks for students who have joined.
 const ROLL_CALL: Duration = Duration::from_millis(250);
@@ -53,11 +57,13 @@ impl Lobby {
 }
 
 /// Run the class in the TUI: the start screen, then the run until the instructor
-/// quits. `None`: the instructor quit before starting the run.
+/// quits; the lesson's `checkpoints` are posed to the class at their moments. `None`:
+/// the instructor quit before starting the run.
 pub async fn instruct(
     room: &mut Room,
     admin_url: &str,
     scenario: &Scenario,
+    checkpoints: &[Checkpoint],
     fencing: bool,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<(RunOutcome, Arc<EventLog>)>> {
@@ -80,7 +86,14 @@ pub async fn instruct(
     let label = format!("class room {} · {} students", room.keys.id, lobby.seats.len());
     let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
     app.class = Some(ClassSeat::Instructor);
-    let source = Source::Hosted { log: log.clone(), control: Some(control.clone()) };
+    if !checkpoints.is_empty() {
+        // The screen holds at each question as a lesson's does, while the class answers.
+        let label = app.run_label();
+        let held = LessonState::new(Narration::default(), &label, checkpoints.to_vec(), Vec::new());
+        app = app.with_lesson(held);
+    }
+    let quiz = Some(QuizLink::instructor(Quizmaster::of(room), checkpoints.to_vec()));
+    let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
     let shown = event_loop(&mut app, source, ui).await;
     control.stop();
     let outcome = match tokio::time::timeout(WIND_DOWN, run).await {
@@ -196,8 +209,9 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     let (id, me) = seat_of(&url)?;
     let mut ui = Ui::enter(None)?;
     let (heard, mut room) = mpsc::unbounded_channel();
+    let joined = url.clone();
     let mut attending = tokio::spawn(async move {
-        attend(&url, &program, |seen, event| {
+        attend(&joined, &program, |seen, event| {
             if let Seen::Room { .. } = seen {
                 let _ = heard.send(event.clone());
             }
@@ -230,7 +244,8 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
             }
         })
     };
-    let shown = event_loop(&mut app, Source::Hosted { log, control: None }, ui).await;
+    let quiz = Some(QuizLink::student(url));
+    let shown = event_loop(&mut app, Source::Hosted { log, control: None, quiz }, ui).await;
     // Quitting ends the worker process with the task that owns it.
     attending.abort();
     copier.abort();
