@@ -147,28 +147,51 @@ fn page_down_shows_the_next_students_and_selects_the_first_of_them() {
     assert!(text(&app, width, height).contains("▶30 s30"));
 }
 
-#[test]
-fn the_start_screen_shows_who_is_in_and_the_selected_students_join_command() {
+fn lobby() -> Lobby {
     let seats = students(3)
         .into_iter()
         .map(|n| {
-            let command = format!("fencelab join 'redis://fencelab-0a1b2c3d-{n}:secret@host:6379'");
-            (n, command)
+            let url = format!("redis://fencelab-0a1b2c3d-{n}:{}@host.example:6379", "f".repeat(32));
+            (n, format!("fencelab join '{url}'"))
         })
         .collect();
-    let lobby =
-        Lobby { room: "0a1b2c3d".into(), seats, present: vec!["alice".into()], selected: 1 };
-    let (width, height) = (100, 30);
+    Lobby { room: "0a1b2c3d".into(), seats, present: vec!["alice".into()], selected: 1 }
+}
+
+fn lobby_text(lobby: &Lobby, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw_lobby(f.area(), f.buffer_mut(), &lobby, &Theme::DEFAULT)).unwrap();
+    terminal.draw(|f| draw_lobby(f.area(), f.buffer_mut(), lobby, &Theme::DEFAULT)).unwrap();
     let buf = terminal.backend().buffer().clone();
-    let screen: String = (0..height)
+    (0..height)
         .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
-        .collect();
+        .collect()
+}
+
+/// The selected student's command as the screen shows it, its lines joined.
+fn command_shown(screen: &str) -> String {
+    let rows = screen.lines().filter_map(|l| l.split('│').nth(3)).map(str::trim_end);
+    rows.take_while(|r| !r.is_empty()).collect()
+}
+
+#[test]
+fn the_start_screen_shows_who_is_in_and_the_selected_students_join_command() {
+    let lobby = lobby();
+    let screen = lobby_text(&lobby, 100, 30);
     assert!(screen.contains("1 of 3 students joined"), "{screen}");
     assert!(screen.contains("✓ alice") && screen.contains("▶· bob"), "{screen}");
-    assert!(screen.contains("fencelab join 'redis://fencelab-0a1b2c3d-bob:"), "{screen}");
+    assert_eq!(command_shown(&screen), lobby.seats[1].1, "whole:\n{screen}");
     assert!(screen.contains('█'), "a QR code:\n{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_start_screen_too_small_for_the_qr_code_shows_the_command_alone_and_says_so() {
+    let lobby = lobby();
+    let screen = lobby_text(&lobby, 80, 24);
+    assert_eq!(command_shown(&screen), lobby.seats[1].1, "whole:\n{screen}");
+    assert!(!screen.contains('█') && !screen.contains('▀'), "no cut code:\n{screen}");
+    assert!(screen.contains("QR code needs a larger terminal"), "{screen}");
+    assert!(screen.contains("Enter starts the run (late students catch up)"), "{screen}");
     insta::assert_snapshot!(screen);
 }
 
@@ -267,6 +290,22 @@ fn enter_reveals_to_the_class_and_the_run_goes_on() {
     assert_eq!(app.view_ms(), end, "the view goes on to the run's end");
     let screen = text(&app, 100, 30);
     assert!(screen.contains("STALE"), "{screen}");
+    // The projector keeps the revealed tally until Enter closes it.
+    assert!(screen.contains("Question 1 · 2 of 3 answered · revealed"), "{screen}");
+    assert!(screen.contains("✔ The answer is 1: A's"), "{screen}");
+    assert!(app.update(Msg::Key(Action::Continue)).is_empty());
+    assert!(app.posed.is_none());
+}
+
+#[test]
+fn an_enter_before_anyone_has_answered_asks_again_before_revealing() {
+    let mut app = instructor_at_the_question();
+    let nobody = Tally { counts: vec![0; 3], missing: students(3), ..Tally::default() };
+    app.update(Msg::Quiz(QuizNews::Tallied { number: 1, tally: nobody }));
+    assert!(app.update(Msg::Key(Action::Continue)).is_empty(), "not revealed yet");
+    assert!(app.held());
+    assert!(text(&app, 100, 30).contains("nobody has answered yet: Enter again reveals anyway"));
+    assert_eq!(app.update(Msg::Key(Action::Continue)), [Effect::Quiz(QuizStep::Reveal(0))]);
 }
 
 /// bob's screen (B's part) with the whole run in its copy of the room's log, when

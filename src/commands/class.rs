@@ -46,9 +46,8 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         let outcome = async {
             // Text when asked for, or when there is no terminal to draw on.
             if !args.headless && std::io::stdout().is_terminal() {
-                let questions = &lesson.scenario.checkpoints;
                 let shown =
-                    instruct(&mut room, &admin_url, &scenario, questions, args.fencing, &cancel);
+                    instruct(&mut room, &admin_url, &scenario, &lesson, args.fencing, &cancel);
                 return Ok(match shown.await? {
                     Some((outcome, log)) => verdict(outcome, &log),
                     None => ExitCode::from(EXIT_INTERRUPTED),

@@ -539,8 +539,6 @@ impl App {
             (at + STEP_SETTLE_MS).min(next_question)
         });
         self.moment = None;
-        // A new hold takes the panel: a revealed question's tally gives way.
-        self.posed = None;
         let mut effects = Vec::new();
         if let Some((i, posed)) = posed {
             self.posed = Some(posed);
@@ -572,16 +570,23 @@ impl App {
     }
 
     /// Enter in a class: the instructor reveals the open question and the run goes
-    /// on; a revealed question's panel closes (and a lesson's hold, if any, goes on).
+    /// on; a revealed question's panel closes (a lesson's step reached meanwhile is
+    /// then shown, held as usual).
     fn continue_class(&mut self) -> Option<Vec<Effect>> {
-        let posed = self.posed.as_ref()?;
+        let posed = self.posed.as_mut()?;
         if !posed.is_open() {
             self.posed = None;
-            return None;
+            return Some(Vec::new());
         }
         if self.class != Some(ClassSeat::Instructor) {
             let n = posed.choices.len();
             self.status = Some(format!("press 1 to {n} to answer: the instructor reveals"));
+            return Some(Vec::new());
+        }
+        // An Enter meant for the narration must not reveal before anyone could answer.
+        if posed.tally.chosen.is_empty() && !posed.confirming {
+            posed.confirming = true;
+            self.status = Some("nobody has answered yet: Enter again reveals anyway".into());
             return Some(Vec::new());
         }
         let lesson = self.lesson.as_mut()?;

@@ -13,14 +13,14 @@ use anyhow::bail;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{Event as Input, KeyCode, KeyEventKind};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::app::{App, ClassSeat};
+use super::app::{App, ClassSeat, Msg};
 use super::keys::{Action, action_for};
 use super::lesson::LessonState;
 use super::question::QuizLink;
@@ -32,8 +32,8 @@ use crate::class::quiz::Quizmaster;
 use crate::class::room::Room;
 use crate::class::{ClassError, seat_of};
 use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
-use crate::lesson::Narration;
-use crate::scenario::{Checkpoint, Scenario};
+use crate::lesson::Lesson;
+use crate::scenario::Scenario;
 
 /// How often the start screen looks for students who have joined.
 const ROLL_CALL: Duration = Duration::from_millis(250);
@@ -57,13 +57,14 @@ impl Lobby {
 }
 
 /// Run the class in the TUI: the start screen, then the run until the instructor
-/// quits; the lesson's `checkpoints` are posed to the class at their moments. `None`:
-/// the instructor quit before starting the run.
+/// quits. A `lesson`'s narration is shown on the projector at its moments, as a
+/// lesson shows it, and its questions are posed to the class. `None`: the instructor
+/// quit before starting the run.
 pub async fn instruct(
     room: &mut Room,
     admin_url: &str,
     scenario: &Scenario,
-    checkpoints: &[Checkpoint],
+    lesson: &Lesson,
     fencing: bool,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<(RunOutcome, Arc<EventLog>)>> {
@@ -86,13 +87,17 @@ pub async fn instruct(
     let label = format!("class room {} · {} students", room.keys.id, lobby.seats.len());
     let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
     app.class = Some(ClassSeat::Instructor);
-    if !checkpoints.is_empty() {
-        // The screen holds at each question as a lesson's does, while the class answers.
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    if !lesson.narration.runs.is_empty() || !checkpoints.is_empty() {
+        // The screen holds at each step and question as a lesson's does (the run goes
+        // on underneath), while the class answers.
         let label = app.run_label();
-        let held = LessonState::new(Narration::default(), &label, checkpoints.to_vec(), Vec::new());
-        app = app.with_lesson(held);
+        let narration = lesson.narration.clone();
+        app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), Vec::new()));
+        // The narration names the scenario's workers; the lanes, the students.
+        app.update(Msg::Notice(parts(&lesson.scenario, &lobby.seats)));
     }
-    let quiz = Some(QuizLink::instructor(Quizmaster::of(room), checkpoints.to_vec()));
+    let quiz = Some(QuizLink::instructor(Quizmaster::of(room), checkpoints));
     let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
     let shown = event_loop(&mut app, source, ui).await;
     control.stop();
@@ -103,6 +108,27 @@ pub async fn instruct(
     let _ = tokio::time::timeout(WIND_DOWN, mirrored).await;
     shown?;
     Ok(Some((outcome, log)))
+}
+
+/// Who plays which of the scenario's workers: "parts: alice and carol play A, bob
+/// plays B" (the students take the parts in turn, as `for_students` gives them).
+fn parts(scenario: &Scenario, seats: &[(String, String)]) -> String {
+    let said: Vec<String> = scenario
+        .workers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, part)| {
+            let names: Vec<&str> = seats
+                .iter()
+                .skip(i)
+                .step_by(scenario.workers.len())
+                .map(|(name, _)| name.as_str())
+                .collect();
+            let plays = if names.len() == 1 { "plays" } else { "play" };
+            (!names.is_empty()).then(|| format!("{} {plays} {}", names.join(" and "), part.name))
+        })
+        .collect();
+    format!("parts: {}", said.join(", "))
 }
 
 /// Show the start screen until Enter (true) or a quit (false).
@@ -184,13 +210,36 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
     };
     Paragraph::new(names).block(block(" Students ".into())).render(list, buf);
     if let Some((name, command)) = lobby.seats.get(lobby.selected) {
-        let mut lines = vec![Line::from(Span::styled(command.clone(), theme.key)), Line::from("")];
-        // Dense1x2 puts two rows of modules in one row of text.
-        if let Ok(qr) = qrcode::QrCode::new(command.as_bytes()) {
-            let art = qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build();
-            lines.extend(art.lines().map(|l| Line::from(l.to_string())));
-        }
-        let title = format!(" {name}: type this, or scan it ");
+        let inner = block(String::new()).inner(code);
+        // The command is typed from the screen: broken where the panel ends, never cut.
+        let chars: Vec<char> = command.chars().collect();
+        let mut lines: Vec<Line> = chars
+            .chunks(usize::from(inner.width.max(1)))
+            .map(|row| Line::styled(row.iter().collect::<String>(), theme.key))
+            .collect();
+        // Dense1x2 puts two rows of modules in one row of text. The quiet zone is a
+        // blank row (two modules) above and below and two columns either side: the
+        // code's own four-module zone would not fit a 100x30 screen with the command.
+        let art = qrcode::QrCode::new(command.as_bytes())
+            .map(|qr| qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(false).build());
+        let art: Vec<String> =
+            art.iter().flat_map(|a| a.lines()).map(|l| format!("  {l}  ")).collect();
+        let room_left = inner.height.saturating_sub(lines.len() as u16 + 2);
+        let widest = art.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let title = if art.is_empty() {
+            format!(" {name}: type this ")
+        } else if widest <= usize::from(inner.width) && art.len() <= usize::from(room_left) {
+            lines.push(Line::from(""));
+            lines.extend(art.into_iter().map(Line::from));
+            format!(" {name}: type this, or scan it ")
+        } else {
+            // A cut code scans as nothing (or as something else): whole, or not at all.
+            let (w, h) = (widest + 24 + 2, art.len() + lines.len() + 2 + 4);
+            lines.push(Line::from(""));
+            let larger = format!("Its QR code needs a larger terminal (about {w}x{h}).");
+            lines.push(Line::styled(larger, theme.dim));
+            format!(" {name}: type this ")
+        };
         Paragraph::new(lines).block(block(title)).render(code, buf);
     }
     let next = if lobby.everyone_in() {

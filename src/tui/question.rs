@@ -40,6 +40,8 @@ pub struct Posed {
     pub mine: Option<usize>,
     /// Once revealed: the right choice (from 1) and why.
     pub revealed: Option<(usize, String)>,
+    /// The instructor pressed Enter before anyone answered: the next Enter reveals.
+    pub confirming: bool,
 }
 
 impl Posed {
@@ -53,6 +55,7 @@ impl Posed {
             tally: Tally { counts: vec![0; c.choices.len()], ..Tally::default() },
             mine: None,
             revealed: None,
+            confirming: false,
         }
     }
 
@@ -246,8 +249,10 @@ fn news_of(control: Control) -> Option<QuizNews> {
     match control {
         Control::Ask { number, at_ms, question, choices } => {
             let tally = Tally::default();
-            let (mine, revealed) = (None, None);
-            Some(QuizNews::Asked(Posed { number, at_ms, question, choices, tally, mine, revealed }))
+            let (mine, revealed, confirming) = (None, None, false);
+            let posed =
+                Posed { number, at_ms, question, choices, tally, mine, revealed, confirming };
+            Some(QuizNews::Asked(posed))
         }
         Control::Reveal { number, answer, explain } => {
             Some(QuizNews::Revealed { number, answer, explain })

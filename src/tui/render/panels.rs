@@ -235,7 +235,11 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
             None => format!("c to run \"{}\" below this one, ", app.compare_label()),
         };
         (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
-    } else if app.lesson.is_some() || !app.uses_lock() || run.lanes.is_empty() {
+    } else if app.lesson.is_some()
+        || app.class.is_some()
+        || !app.uses_lock()
+        || run.lanes.is_empty()
+    {
         (String::new(), t.dim)
     } else {
         (
