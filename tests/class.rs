@@ -669,3 +669,46 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     drop(projector);
     room.close().await.unwrap();
 }
+
+#[test]
+fn an_absent_student_does_not_hold_up_the_class_the_instructor_starts_without_them() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let args = ["class", "playground", "--students", "alice,bob", "--headless"];
+    let mut instructor = support::bin()
+        .args(args)
+        .args(["--listen", "127.0.0.1", "--host", "127.0.0.1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(instructor.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut read_until = |needle: &str, seen: &mut String| loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        seen.push_str(&line);
+        if line.contains(needle) {
+            return line;
+        }
+    };
+    let alice = read_until("fencelab join '", &mut seen);
+    let url = alice.trim().trim_start_matches("fencelab join '").trim_end_matches('\'');
+    read_until("press Enter to start without those missing", &mut seen);
+    let joined = support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap();
+    read_until("alice joined", &mut seen);
+    // bob never comes: Enter starts the run with alice alone, and it ends.
+    let mut stdin = instructor.stdin.take().unwrap();
+    writeln!(stdin).unwrap();
+    read_until("starting without bob", &mut seen);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    seen.push_str(&rest);
+    drop(stdin);
+    assert!(instructor.wait().unwrap().success(), "{seen}");
+    assert!(seen.contains("alice: got lock, fencing token 1"), "{seen}");
+    let run = seen.split("the run starts").nth(1).unwrap_or_default();
+    assert!(!run.contains("bob"), "bob sits this run out:\n{seen}");
+    let screen = joined.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&screen.stdout).contains("alice: got lock"));
+}

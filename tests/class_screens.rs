@@ -191,7 +191,7 @@ fn a_start_screen_too_small_for_the_qr_code_shows_the_command_alone_and_says_so(
     assert_eq!(command_shown(&screen), lobby.seats[1].1, "whole:\n{screen}");
     assert!(!screen.contains('█') && !screen.contains('▀'), "no cut code:\n{screen}");
     assert!(screen.contains("QR code needs a larger terminal"), "{screen}");
-    assert!(screen.contains("Enter starts the run (late students catch up)"), "{screen}");
+    assert!(screen.contains("Enter starts without those missing"), "{screen}");
     insta::assert_snapshot!(screen);
 }
 

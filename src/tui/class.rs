@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::app::{App, ClassSeat, Msg};
+use super::app::{App, ClassSeat};
 use super::keys::{Action, action_for};
 use super::lesson::LessonState;
 use super::question::QuizLink;
@@ -30,7 +30,7 @@ use crate::class::attend::{Seen, attend};
 use crate::class::host::{mirror, prepare_class};
 use crate::class::quiz::Quizmaster;
 use crate::class::room::Room;
-use crate::class::{ClassError, seat_of};
+use crate::class::{ClassError, for_students, seat_of};
 use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
 use crate::lesson::Lesson;
 use crate::scenario::Scenario;
@@ -63,7 +63,6 @@ impl Lobby {
 pub async fn instruct(
     room: &mut Room,
     admin_url: &str,
-    scenario: &Scenario,
     lesson: &Lesson,
     fencing: bool,
     cancel: &CancellationToken,
@@ -80,11 +79,16 @@ pub async fn instruct(
     if !wait_in_lobby(&mut ui, room, &mut lobby, cancel).await? {
         return Ok(None);
     }
+    // The students here play; one who never came sits the run out rather than hold
+    // it up (a worker that never starts would keep the run from ending).
+    let here: Vec<String> =
+        lobby.seats.iter().map(|(n, _)| n.clone()).filter(|n| lobby.present.contains(n)).collect();
+    let scenario = &for_students(&lesson.scenario, &here);
     let prepared = prepare_class(room, admin_url, scenario, fencing, cancel).await?;
     let (log, control) = (prepared.log(), prepared.control());
     let run = tokio::spawn(prepared.execute());
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
-    let label = format!("class room {} · {} students", room.keys.id, lobby.seats.len());
+    let label = format!("class room {} · {} students", room.keys.id, here.len());
     let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
     app.class = Some(ClassSeat::Instructor);
     let checkpoints = lesson.scenario.checkpoints.clone();
@@ -92,10 +96,14 @@ pub async fn instruct(
         // The screen holds at each step and question as a lesson's does (the run goes
         // on underneath), while the class answers.
         let label = app.run_label();
-        let narration = lesson.narration.clone();
+        let mut narration = lesson.narration.clone();
+        // The narration names the scenario's workers, the lanes the students: each
+        // run's first step says who plays whom.
+        let cast = parts(&lesson.scenario, &here);
+        for first in narration.runs.iter_mut().filter_map(|r| r.steps.first_mut()) {
+            first.body = format!("*{cast}.*\n\n{}", first.body);
+        }
         app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), Vec::new()));
-        // The narration names the scenario's workers; the lanes, the students.
-        app.update(Msg::Notice(parts(&lesson.scenario, &lobby.seats)));
     }
     let quiz = Some(QuizLink::instructor(Quizmaster::of(room), checkpoints));
     let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
@@ -110,25 +118,25 @@ pub async fn instruct(
     Ok(Some((outcome, log)))
 }
 
-/// Who plays which of the scenario's workers: "parts: alice and carol play A, bob
-/// plays B" (the students take the parts in turn, as `for_students` gives them).
-fn parts(scenario: &Scenario, seats: &[(String, String)]) -> String {
+/// Who plays which of the scenario's workers: "In this class alice and carol play
+/// A, bob plays B" (the students take the parts in turn, as `for_students` does).
+fn parts(scenario: &Scenario, students: &[String]) -> String {
     let said: Vec<String> = scenario
         .workers
         .iter()
         .enumerate()
         .filter_map(|(i, part)| {
-            let names: Vec<&str> = seats
+            let names: Vec<&str> = students
                 .iter()
                 .skip(i)
                 .step_by(scenario.workers.len())
-                .map(|(name, _)| name.as_str())
+                .map(String::as_str)
                 .collect();
             let plays = if names.len() == 1 { "plays" } else { "play" };
             (!names.is_empty()).then(|| format!("{} {plays} {}", names.join(" and "), part.name))
         })
         .collect();
-    format!("parts: {}", said.join(", "))
+    format!("In this class {}", said.join(", "))
 }
 
 /// Show the start screen until Enter (true) or a quit (false).
@@ -154,7 +162,7 @@ async fn wait_in_lobby(
                 }
                 let last = lobby.seats.len().saturating_sub(1);
                 match (key.code, action_for(key)) {
-                    (KeyCode::Enter, _) => return Ok(true),
+                    (KeyCode::Enter, _) if !lobby.present.is_empty() => return Ok(true),
                     (_, Some(Action::Quit)) => return Ok(false),
                     (_, Some(Action::SelectPrev)) => lobby.selected = lobby.selected.saturating_sub(1),
                     (_, Some(Action::SelectNext)) => lobby.selected = (lobby.selected + 1).min(last),
@@ -244,8 +252,10 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
     }
     let next = if lobby.everyone_in() {
         "everyone is here: Enter starts the run"
+    } else if lobby.present.is_empty() {
+        "waiting for the first student"
     } else {
-        "Enter starts the run (late students catch up)"
+        "Enter starts without those missing"
     };
     let keys = format!(" ↑↓ another student's code · {next} · q quits");
     buf.set_stringn(footer.x, footer.y, keys, footer.width as usize, theme.dim);
