@@ -186,7 +186,7 @@ async fn the_class_answers_a_question_and_the_tally_counts_the_latest_answer_of_
     let students = names(&["alice", "bob", "carol"]);
     let room = Room::open(&admin, "r1", &students).await.unwrap();
     let asked = &builtin("gc-pause").unwrap().unwrap().checkpoints[0];
-    let mut quiz = Quizmaster::of(&room);
+    let mut quiz = Quizmaster::of(&room, &students);
     quiz.ask(1, asked).await.unwrap();
     let ask = Control::Ask {
         number: 1,
@@ -244,7 +244,7 @@ async fn a_forged_answer_is_refused_and_named() {
     let mut no_such = redis::cmd("XADD");
     no_such.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
     let _: String = no_such.arg("sender").arg("alice").arg("choice").arg(9).query(&mut c).unwrap();
-    let tally = Quizmaster::of(&room).tally(1, 3).await.unwrap();
+    let tally = Quizmaster::of(&room, &names(&["alice", "bob"])).tally(1, 3).await.unwrap();
     assert_eq!(tally.counts, [0, 0, 0]);
     assert_eq!(tally.missing, names(&["alice", "bob"]));
     assert_eq!(tally.refused.len(), 2, "{tally:?}");
@@ -610,7 +610,7 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     app.update(fencelab::tui::app::Msg::RunStarting);
     let mut projector = Screen {
         app,
-        link: QuizLink::instructor(Quizmaster::of(&room), lesson.checkpoints.clone()),
+        link: QuizLink::instructor(Quizmaster::of(&room, &students), lesson.checkpoints.clone()),
     };
     let instructor = |_: usize| (log.snapshot(), log.clock().now_ms());
     let student = |i: usize| {
@@ -644,7 +644,8 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
 
     // Enter reveals; each student's screen says right or wrong.
     projector.key(Action::Continue);
-    assert!(!projector.app.held(), "the run goes on");
+    let revealed = projector.text(100, 30);
+    assert!(revealed.contains("✔ The answer is 1: A's"), "{revealed}");
     {
         let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
         let told = |s: &[&mut Screen]| {
@@ -657,6 +658,10 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
         assert!(screen.contains(verdict), "{screen}");
     }
     assert!(desks[2].text(100, 30).contains("✔ The answer is 1: A's"));
+    // The students' screens go on; the projector's next Enter does too.
+    assert!(desks.iter().all(|d| !d.app.held()));
+    projector.key(Action::Continue);
+    assert!(!projector.app.held() && projector.app.posed.is_none());
 
     control.stop();
     cancel.cancel();

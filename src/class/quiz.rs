@@ -36,13 +36,14 @@ pub struct Quizmaster {
 }
 
 impl Quizmaster {
-    /// The questioner of `room`'s students, on the instructor's connection.
-    pub fn of(room: &Room) -> Quizmaster {
+    /// The questioner of `students` (those playing) in `room`, on the instructor's
+    /// connection.
+    pub fn of(room: &Room, students: &[String]) -> Quizmaster {
         Quizmaster {
             keys: room.keys.clone(),
             con: room.connection(),
             controller: room.controller(),
-            students: room.seats().iter().map(|s| s.name.clone()).collect(),
+            students: students.to_vec(),
         }
     }
 

@@ -569,14 +569,19 @@ impl App {
         self.resume_after_hold()
     }
 
-    /// Enter in a class: the instructor reveals the open question and the run goes
-    /// on; a revealed question's panel closes (a lesson's step reached meanwhile is
-    /// then shown, held as usual).
+    /// Enter in a class. The instructor's first Enter reveals the open question (the
+    /// students' screens go on); the projector stays at the question, its answer shown,
+    /// until the next Enter goes on. A student's Enter closes a revealed question.
     fn continue_class(&mut self) -> Option<Vec<Effect>> {
         let posed = self.posed.as_mut()?;
         if !posed.is_open() {
             self.posed = None;
-            return Some(Vec::new());
+            let Some(lesson) = self.lesson.as_mut().filter(|l| l.open_checkpoint().is_some())
+            else {
+                return Some(Vec::new());
+            };
+            lesson.close_question();
+            return Some(self.resume_after_hold());
         }
         if self.class != Some(ClassSeat::Instructor) {
             let n = posed.choices.len();
@@ -589,16 +594,10 @@ impl App {
             self.status = Some("nobody has answered yet: Enter again reveals anyway".into());
             return Some(Vec::new());
         }
-        let lesson = self.lesson.as_mut()?;
-        let (i, c) = lesson.open_checkpoint()?;
-        let revealed = (c.answer, c.explain.clone());
-        lesson.close_question();
-        if let Some(posed) = self.posed.as_mut() {
-            posed.revealed = Some(revealed);
-        }
-        let mut effects = vec![Effect::Quiz(QuizStep::Reveal(i))];
-        effects.extend(self.resume_after_hold());
-        Some(effects)
+        let (i, c) = self.lesson.as_ref()?.open_checkpoint()?;
+        posed.revealed = Some((c.answer, c.explain.clone()));
+        self.status = Some("revealed to the class: Enter goes on".into());
+        Some(vec![Effect::Quiz(QuizStep::Reveal(i))])
     }
 
     /// A number key while a class's question is open: a student's answer (sent at

@@ -105,7 +105,7 @@ pub async fn instruct(
         }
         app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), Vec::new()));
     }
-    let quiz = Some(QuizLink::instructor(Quizmaster::of(room), checkpoints));
+    let quiz = Some(QuizLink::instructor(Quizmaster::of(room, &here), checkpoints));
     let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
     let shown = event_loop(&mut app, source, ui).await;
     control.stop();
@@ -242,7 +242,8 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
             format!(" {name}: type this, or scan it ")
         } else {
             // A cut code scans as nothing (or as something else): whole, or not at all.
-            let (w, h) = (widest + 24 + 2, art.len() + lines.len() + 2 + 4);
+            let w = (widest + 24 + 2).max(usize::from(screen.width));
+            let h = (art.len() + lines.len() + 2 + 4).max(usize::from(screen.height));
             lines.push(Line::from(""));
             let larger = format!("Its QR code needs a larger terminal (about {w}x{h}).");
             lines.push(Line::styled(larger, theme.dim));

@@ -195,7 +195,12 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
             format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back ", m / 1000.0)
         }
         None if app.held() => match (&app.class, &app.posed) {
-            (Some(ClassSeat::Instructor), Some(_)) => " Timeline · held for the question ".into(),
+            (Some(ClassSeat::Instructor), Some(p)) if p.is_open() => {
+                " Timeline · held for the question ".into()
+            }
+            (Some(ClassSeat::Instructor), Some(_)) => {
+                " Timeline · held for the question · Enter goes on ".into()
+            }
             (Some(ClassSeat::Student(_)), _) => " Timeline · held until the reveal ".into(),
             _ => " Timeline · held for the lesson · Enter goes on ".to_string(),
         },
