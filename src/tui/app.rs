@@ -645,7 +645,10 @@ impl App {
                     return self.resume_after_hold();
                 }
             }
-            QuizNews::Failed(error) => self.error = Some(format!("the class's questions: {error}")),
+            QuizNews::Failed(error) => {
+                let why = "has the instructor ended the class?";
+                self.error = Some(format!("the room's questions stopped: {error} ({why})"));
+            }
         }
         Vec::new()
     }
