@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use fencelab::backend::server::{PrivateRedis, REDIS, free_port};
 use fencelab::class::desk::Desk;
+use fencelab::class::quiz::Quizmaster;
 use fencelab::class::roll::{Arrival, Roll};
 use fencelab::class::room::Room;
 use fencelab::class::{ClassError, Control, RoomKeys};
 use fencelab::engine::log::{EventKind, WorkerEvent};
+use fencelab::scenario::builtin;
 
 const PASSWORD: &str = "instructor-secret";
 
@@ -175,6 +177,79 @@ async fn controls_reach_the_student_once() {
     let got = desk.controls(Duration::from_millis(200)).await.unwrap();
     assert_eq!(got, [pause, Control::Fencing { on: true }]);
     assert!(desk.controls(Duration::from_millis(50)).await.unwrap().is_empty());
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_class_answers_a_question_and_the_tally_counts_the_latest_answer_of_each() {
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob", "carol"]);
+    let room = Room::open(&admin, "r1", &students).await.unwrap();
+    let asked = &builtin("gc-pause").unwrap().unwrap().checkpoints[0];
+    let mut quiz = Quizmaster::of(&room, &students);
+    quiz.ask(1, asked).await.unwrap();
+    let ask = Control::Ask {
+        number: 1,
+        at_ms: asked.at_ms,
+        question: asked.question.clone(),
+        choices: asked.choices.clone(),
+    };
+    let mut desks = Vec::new();
+    for seat in room.seats() {
+        desks.push(Desk::join(seat.join_url()).await.unwrap());
+    }
+    // Joined after the question: a student finds it in the room's history.
+    assert!(desks[0].history().await.unwrap().contains(&ask));
+    let before = quiz.tally(1, 3).await.unwrap();
+    assert_eq!(before.counts, [0, 0, 0]);
+    assert_eq!(before.missing, students);
+    // Alice first answers wrong, then right: her latest answer counts.
+    desks[0].answer(1, 2).await.unwrap();
+    desks[0].answer(1, 1).await.unwrap();
+    desks[1].answer(1, 1).await.unwrap();
+    desks[2].answer(1, 2).await.unwrap();
+    // An answer to another question is not this one's.
+    desks[2].answer(2, 1).await.unwrap();
+    let tally = quiz.tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [2, 1, 0]);
+    assert!(tally.missing.is_empty(), "{tally:?}");
+    assert!(tally.refused.is_empty(), "{tally:?}");
+    assert_eq!(
+        tally.chosen,
+        [("alice".to_string(), 1), ("bob".to_string(), 1), ("carol".to_string(), 2)]
+    );
+    // The reveal reaches every student, after the question.
+    quiz.reveal(1, asked).await.unwrap();
+    let reveal =
+        Control::Reveal { number: 1, answer: asked.answer, explain: asked.explain.clone() };
+    assert!(desks[1].history().await.unwrap().ends_with(&[ask, reveal]));
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_forged_answer_is_refused_and_named() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let mut c = con(room.seats()[0].join_url());
+    // Alice cannot write Bob's answers at all...
+    let bobs = room.keys.answers("bob");
+    let mut into_bobs = redis::cmd("XADD");
+    into_bobs.arg(&bobs).arg("*").arg("question").arg(1).arg("sender").arg("bob");
+    assert!(refused(&mut c, into_bobs.arg("choice").arg(3)));
+    // ...and an answer in her own stream that claims to be Bob's is refused.
+    let mut as_bob = redis::cmd("XADD");
+    as_bob.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+    let _: String = as_bob.arg("sender").arg("bob").arg("choice").arg(3).query(&mut c).unwrap();
+    // So is a choice the question does not have.
+    let mut no_such = redis::cmd("XADD");
+    no_such.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+    let _: String = no_such.arg("sender").arg("alice").arg("choice").arg(9).query(&mut c).unwrap();
+    let tally = Quizmaster::of(&room, &names(&["alice", "bob"])).tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [0, 0, 0]);
+    assert_eq!(tally.missing, names(&["alice", "bob"]));
+    assert_eq!(tally.refused.len(), 2, "{tally:?}");
+    assert!(tally.refused[0].contains("forged") && tally.refused[0].contains("bob"));
+    assert!(tally.refused[1].contains("not a choice"));
     room.close().await.unwrap();
 }
 
@@ -406,4 +481,239 @@ fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
     assert!(screens[0].contains("alice: got lock"), "{}", screens[0]);
     let grants = projector.matches("alice: got lock").count();
     assert_eq!(grants, 2, "{projector}");
+}
+
+/// One class screen driven as the event loop drives it: its log (when it has one)
+/// and clock in, its questions' steps out to the room, the room's news in.
+struct Screen {
+    app: fencelab::tui::app::App,
+    link: fencelab::tui::question::QuizLink,
+}
+
+impl Screen {
+    /// Feed `events` (those not yet seen) and time up to `reached_ms`, carry out the
+    /// app's steps, take in the room's news.
+    fn tick(&mut self, events: &[fencelab::engine::log::Event], reached_ms: f64) {
+        use fencelab::tui::app::Msg;
+        let new = events[self.app.log().len().min(events.len())..].to_vec();
+        if !new.is_empty() {
+            self.app.update(Msg::Logged(new));
+        }
+        let effects = self.app.update(Msg::Clock { reached_ms, real_ms: 20.0 });
+        self.carry_out(effects);
+        while let Ok(news) = self.link.news.try_recv() {
+            let effects = self.app.update(Msg::Quiz(news));
+            self.carry_out(effects);
+        }
+    }
+
+    fn key(&mut self, action: fencelab::tui::keys::Action) {
+        let effects = self.app.update(fencelab::tui::app::Msg::Key(action));
+        self.carry_out(effects);
+    }
+
+    fn carry_out(&self, effects: Vec<fencelab::tui::app::Effect>) {
+        for effect in effects {
+            if let fencelab::tui::app::Effect::Quiz(step) = effect {
+                self.link.steps.send(step).unwrap();
+            }
+        }
+    }
+
+    fn text(&self, width: u16, height: u16) -> String {
+        let backend = ratatui::backend::TestBackend::new(width, height);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        terminal.draw(|f| fencelab::tui::render::draw(f, &self.app)).unwrap();
+        let buf = terminal.backend().buffer().clone();
+        (0..height)
+            .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect()
+    }
+}
+
+/// Tick `screens` every 20 ms until `done` holds of them (at most 15 s).
+async fn until(
+    screens: &mut [&mut Screen],
+    events: impl Fn(usize) -> (Vec<fencelab::engine::log::Event>, f64),
+    done: impl Fn(&[&mut Screen]) -> bool,
+    what: &str,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !done(screens) {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        for (i, screen) in screens.iter_mut().enumerate() {
+            let (log, reached) = events(i);
+            screen.tick(&log, reached);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal() {
+    use fencelab::class::attend::{Seen, attend};
+    use fencelab::class::for_students;
+    use fencelab::class::host::{mirror, prepare_class};
+    use fencelab::lesson::Narration;
+    use fencelab::tui::app::{App, ClassSeat};
+    use fencelab::tui::keys::Action;
+    use fencelab::tui::lesson::LessonState;
+    use fencelab::tui::question::QuizLink;
+    use fencelab::tui::theme::Theme;
+    use std::sync::{Arc, Mutex};
+    use tokio_util::sync::CancellationToken;
+
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob", "carol"]);
+    let mut room = Room::open(&admin, "r1", &students).await.unwrap();
+    let lesson = builtin("gc-pause").unwrap().unwrap();
+    let scenario = for_students(&lesson, &students);
+    let program = std::path::PathBuf::from(env!("CARGO_BIN_EXE_fencelab"));
+    // Each student: the real `join` code (its worker a process of its own), the room's
+    // log copied for the screen, and the screen's line to the room's questions.
+    let mut seen = Vec::new();
+    let mut joined = Vec::new();
+    let mut desks = Vec::new();
+    for seat in room.seats() {
+        let copy = Arc::new(Mutex::new(Vec::new()));
+        let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
+        joined.push(tokio::spawn(async move {
+            attend(&url, &program, |from, event| {
+                if let Seen::Room { .. } = from {
+                    into.lock().unwrap().push(event.clone());
+                }
+            })
+            .await
+        }));
+        seen.push(copy);
+        let label = format!("you are {}", seat.name);
+        let mut app = App::new(scenario.clone(), false, 1.0, false, label, Theme::DEFAULT);
+        app.class = Some(ClassSeat::Student(seat.name.clone()));
+        app.update(fencelab::tui::app::Msg::RunStarting);
+        desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
+    }
+    while room.present().await.unwrap().len() < students.len() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The instructor: the class's run, its log mirrored to the room, the projector's
+    // app holding at the lesson's checkpoints.
+    let cancel = CancellationToken::new();
+    let prepared = prepare_class(&room, &admin, &scenario, false, &cancel).await.unwrap();
+    let (log, control) = (prepared.log(), prepared.control());
+    let run = tokio::spawn(prepared.execute());
+    let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
+    let label = app.run_label();
+    let checkpoints = lesson.checkpoints.clone();
+    app = app.with_lesson(LessonState::new(Narration::default(), &label, checkpoints, vec![]));
+    app.update(fencelab::tui::app::Msg::RunStarting);
+    let mut projector = Screen {
+        app,
+        link: QuizLink::instructor(Quizmaster::of(&room, &students), lesson.checkpoints.clone()),
+    };
+    let instructor = |_: usize| (log.snapshot(), log.clock().now_ms());
+    let student = |i: usize| {
+        let events = seen[i].lock().unwrap().clone();
+        let reached = events.last().map_or(0.0, |e| e.t_ms);
+        (events, reached)
+    };
+
+    // The run reaches the question: the projector holds there and poses it.
+    until(&mut [&mut projector], instructor, |s| s[0].app.posed.is_some(), "posed").await;
+    assert_eq!(projector.app.view_ms(), 2100.0);
+    {
+        let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
+        let asked = |s: &[&mut Screen]| s.iter().all(|s| s.app.posed.is_some());
+        until(&mut screens, student, asked, "every student is asked").await;
+    }
+    for desk in &desks {
+        assert!(desk.app.view_ms() <= 2100.0, "a student sees past the question");
+    }
+    // alice and bob answer 1 (right), carol 2 (wrong).
+    desks[0].key(Action::PauseWorker(0));
+    desks[1].key(Action::PauseWorker(0));
+    desks[2].key(Action::PauseWorker(1));
+    let counted =
+        |s: &[&mut Screen]| s[0].app.posed.as_ref().is_some_and(|p| p.tally.counts == [2, 1, 0]);
+    until(&mut [&mut projector], instructor, counted, "the tally counts 2/1/0").await;
+    let screen = projector.text(100, 30);
+    assert!(screen.contains("Question 1 · 3 of 3 answered · Enter reveals"), "{screen}");
+    assert!(screen.contains("everyone has answered"), "{screen}");
+    assert!(!screen.contains("STALE"), "the projector shows past the question:\n{screen}");
+
+    // Enter reveals; each student's screen says right or wrong.
+    projector.key(Action::Continue);
+    let revealed = projector.text(100, 30);
+    assert!(revealed.contains("✔ The answer is 1: A's"), "{revealed}");
+    {
+        let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
+        let told = |s: &[&mut Screen]| {
+            s.iter().all(|s| s.app.posed.as_ref().is_some_and(|p| !p.is_open()))
+        };
+        until(&mut screens, student, told, "every student is told").await;
+    }
+    for (desk, verdict) in desks.iter().zip(["✔ Right: 1.", "✔ Right: 1.", "✘ Not 2."]) {
+        let screen = desk.text(100, 30);
+        assert!(screen.contains(verdict), "{screen}");
+    }
+    assert!(desks[2].text(100, 30).contains("✔ The answer is 1: A's"));
+    // The students' screens go on; the projector's next Enter does too.
+    assert!(desks.iter().all(|d| !d.app.held()));
+    projector.key(Action::Continue);
+    assert!(!projector.app.held() && projector.app.posed.is_none());
+
+    control.stop();
+    cancel.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), run).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), mirrored).await;
+    for join in joined {
+        let _ = tokio::time::timeout(Duration::from_secs(10), join).await;
+    }
+    drop(desks);
+    drop(projector);
+    room.close().await.unwrap();
+}
+
+#[test]
+fn an_absent_student_does_not_hold_up_the_class_the_instructor_starts_without_them() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let args = ["class", "playground", "--students", "alice,bob", "--headless"];
+    let mut instructor = support::bin()
+        .args(args)
+        .args(["--listen", "127.0.0.1", "--host", "127.0.0.1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(instructor.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut read_until = |needle: &str, seen: &mut String| loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        seen.push_str(&line);
+        if line.contains(needle) {
+            return line;
+        }
+    };
+    let alice = read_until("fencelab join '", &mut seen);
+    let url = alice.trim().trim_start_matches("fencelab join '").trim_end_matches('\'');
+    read_until("press Enter to start without those missing", &mut seen);
+    let joined = support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap();
+    read_until("alice joined", &mut seen);
+    // bob never comes: Enter starts the run with alice alone, and it ends.
+    let mut stdin = instructor.stdin.take().unwrap();
+    writeln!(stdin).unwrap();
+    read_until("starting without bob", &mut seen);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    seen.push_str(&rest);
+    drop(stdin);
+    assert!(instructor.wait().unwrap().success(), "{seen}");
+    assert!(seen.contains("alice: got lock, fencing token 1"), "{seen}");
+    let run = seen.split("the run starts").nth(1).unwrap_or_default();
+    assert!(!run.contains("bob"), "bob sits this run out:\n{seen}");
+    let screen = joined.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&screen.stdout).contains("alice: got lock"));
 }

@@ -4,13 +4,18 @@
 
 use fencelab::backend::sim::SimBackend;
 use fencelab::class::for_students;
+use fencelab::class::quiz::Tally;
 use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
+use fencelab::lesson::Narration;
 use fencelab::scenario::{Scenario, builtin};
-use fencelab::tui::app::{App, ClassSeat, Msg};
+use fencelab::tui::app::{App, ClassSeat, Effect, Msg};
 use fencelab::tui::class::{Lobby, draw_lobby};
 use fencelab::tui::keys::Action;
+use fencelab::tui::lesson::LessonState;
+use fencelab::tui::question::{Posed, QuizNews, QuizStep};
 use fencelab::tui::render::{draw, lanes_per_page};
+use fencelab::tui::tally::draw_tally;
 use fencelab::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -29,7 +34,13 @@ fn students(n: usize) -> Vec<String> {
 /// The playground as a class of `students` plays it, the first student frozen for
 /// 4 s at 1 s (as the instructor's `1` does), seen at 6 s.
 fn class_run(students: &[String]) -> (Scenario, Vec<Event>) {
-    let scenario = for_students(&builtin("playground").unwrap().unwrap(), students);
+    sim_class("playground", students, true)
+}
+
+/// Built-in scenario `name` as a class of `students` plays it on the simulator, to
+/// its end; `freeze`: the first student frozen for 4 s at 1 s.
+fn sim_class(name: &str, students: &[String], freeze: bool) -> (Scenario, Vec<Event>) {
+    let scenario = for_students(&builtin(name).unwrap().unwrap(), students);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -42,10 +53,12 @@ fn class_run(students: &[String]) -> (Scenario, Vec<Event>) {
             prepare(&sim, &sim, &scenario, options, &CancellationToken::new()).await.unwrap();
         let (log, control) = (prepared.log(), prepared.control());
         let (clock, first) = (*log.clock(), students[0].clone());
-        tokio::spawn(async move {
-            tokio::time::sleep_until(clock.instant_at(1000.0)).await;
-            control.send(&first, WorkerCommand::Pause { ms: Some(4000) });
-        });
+        if freeze {
+            tokio::spawn(async move {
+                tokio::time::sleep_until(clock.instant_at(1000.0)).await;
+                control.send(&first, WorkerCommand::Pause { ms: Some(4000) });
+            });
+        }
         prepared.execute().await;
         log.snapshot()
     });
@@ -134,27 +147,207 @@ fn page_down_shows_the_next_students_and_selects_the_first_of_them() {
     assert!(text(&app, width, height).contains("▶30 s30"));
 }
 
-#[test]
-fn the_start_screen_shows_who_is_in_and_the_selected_students_join_command() {
+fn lobby() -> Lobby {
     let seats = students(3)
         .into_iter()
         .map(|n| {
-            let command = format!("fencelab join 'redis://fencelab-0a1b2c3d-{n}:secret@host:6379'");
-            (n, command)
+            let url = format!("redis://fencelab-0a1b2c3d-{n}:{}@host.example:6379", "f".repeat(32));
+            (n, format!("fencelab join '{url}'"))
         })
         .collect();
-    let lobby =
-        Lobby { room: "0a1b2c3d".into(), seats, present: vec!["alice".into()], selected: 1 };
+    Lobby { room: "0a1b2c3d".into(), seats, present: vec!["alice".into()], selected: 1 }
+}
+
+fn lobby_text(lobby: &Lobby, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| draw_lobby(f.area(), f.buffer_mut(), lobby, &Theme::DEFAULT)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    (0..height)
+        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+        .collect()
+}
+
+/// The selected student's command as the screen shows it, its lines joined.
+fn command_shown(screen: &str) -> String {
+    let rows = screen.lines().filter_map(|l| l.split('│').nth(3)).map(str::trim_end);
+    rows.take_while(|r| !r.is_empty()).collect()
+}
+
+#[test]
+fn the_start_screen_shows_who_is_in_and_the_selected_students_join_command() {
+    let lobby = lobby();
+    let screen = lobby_text(&lobby, 100, 30);
+    assert!(screen.contains("1 of 3 students joined"), "{screen}");
+    assert!(screen.contains("✓ alice") && screen.contains("▶· bob"), "{screen}");
+    assert_eq!(command_shown(&screen), lobby.seats[1].1, "whole:\n{screen}");
+    assert!(screen.contains('█'), "a QR code:\n{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_start_screen_too_small_for_the_qr_code_shows_the_command_alone_and_says_so() {
+    let lobby = lobby();
+    let screen = lobby_text(&lobby, 80, 24);
+    assert_eq!(command_shown(&screen), lobby.seats[1].1, "whole:\n{screen}");
+    assert!(!screen.contains('█') && !screen.contains('▀'), "no cut code:\n{screen}");
+    assert!(screen.contains("QR code needs a larger terminal"), "{screen}");
+    assert!(screen.contains("Enter starts without those missing"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn the_tally_of_a_question_shows_a_bar_per_choice_and_who_has_not_answered() {
+    let mut posed = gc_pause_question();
+    posed.tally = Tally {
+        counts: vec![2, 1, 0],
+        chosen: vec![("alice".into(), 1), ("bob".into(), 1), ("carol".into(), 2)],
+        missing: vec!["dave".into()],
+        refused: vec!["forged: answer 1-0 in dave's answers claims to be \"bob\"'s".into()],
+    };
     let (width, height) = (100, 30);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw_lobby(f.area(), f.buffer_mut(), &lobby, &Theme::DEFAULT)).unwrap();
+    terminal.draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &Theme::DEFAULT)).unwrap();
     let buf = terminal.backend().buffer().clone();
     let screen: String = (0..height)
         .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
         .collect();
-    assert!(screen.contains("1 of 3 students joined"), "{screen}");
-    assert!(screen.contains("✓ alice") && screen.contains("▶· bob"), "{screen}");
-    assert!(screen.contains("fencelab join 'redis://fencelab-0a1b2c3d-bob:"), "{screen}");
-    assert!(screen.contains('█'), "a QR code:\n{screen}");
+    assert!(screen.contains("3 of 4 answered"), "{screen}");
+    assert!(screen.contains("not answered yet: dave"), "{screen}");
+    assert!(screen.contains("refused: forged"), "{screen}");
+    assert!(!screen.contains('✔'), "the answer is not marked before the reveal:\n{screen}");
     insta::assert_snapshot!(screen);
+}
+
+/// gc-pause's question, as posed to the class.
+fn gc_pause_question() -> Posed {
+    Posed::of(1, &builtin("gc-pause").unwrap().unwrap().checkpoints[0])
+}
+
+/// gc-pause as a class of three plays it (alice and carol take A's part, bob B's),
+/// on the simulator, to its end.
+fn gc_pause_class() -> (Scenario, Vec<Event>) {
+    sim_class("gc-pause", &students(3), false)
+}
+
+/// The instructor's app with the whole gc-pause run logged: it holds at the
+/// question's moment and poses it; two of three have answered.
+fn instructor_at_the_question() -> App {
+    let (scenario, events) = gc_pause_class();
+    let checkpoints = builtin("gc-pause").unwrap().unwrap().checkpoints;
+    let label = "class room 0a1b2c3d · 3 students".to_string();
+    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
+    let run = app.run_label();
+    app = app.with_lesson(LessonState::new(Narration::default(), &run, checkpoints, vec![]));
+    app.update(Msg::RunStarting);
+    let end = events.last().unwrap().t_ms;
+    app.update(Msg::Logged(events));
+    let effects = app.update(Msg::Clock { reached_ms: end, real_ms: 0.0 });
+    assert_eq!(effects, [Effect::Quiz(QuizStep::Ask(0))], "the question is posed to the room");
+    assert_eq!(app.view_ms(), 2100.0, "held at the question's moment");
+    let tally = Tally {
+        counts: vec![1, 1, 0],
+        chosen: vec![("alice".into(), 1), ("carol".into(), 2)],
+        missing: vec!["bob".into()],
+        refused: vec![],
+    };
+    app.update(Msg::Quiz(QuizNews::Tallied { number: 1, tally }));
+    app
+}
+
+/// `app` drawn at 100x30 and 80x24: it says each of `says`, shows nothing later
+/// than the question (A's stale write at 3 s), and matches snapshot `name_WxH`.
+fn held_at_the_question(name: &str, app: impl Fn() -> App, says: &[&str]) {
+    for (width, height) in [(100, 30), (80, 24)] {
+        let screen = text(&app(), width, height);
+        for said in says {
+            assert!(screen.contains(said), "{width}x{height} does not say {said:?}:\n{screen}");
+        }
+        assert!(!screen.contains("STALE"), "{width}x{height} shows a later moment:\n{screen}");
+        insta::assert_snapshot!(format!("{name}_{width}x{height}"), screen);
+    }
+}
+
+#[test]
+fn the_instructors_screen_holds_at_the_question_and_shows_the_tally() {
+    let says = ["Question 1 · 2 of 3 answered · Enter reveals", "not answered yet: bob"];
+    held_at_the_question("instructor_question", instructor_at_the_question, &says);
+}
+
+#[test]
+fn enter_reveals_to_the_class_and_the_run_goes_on() {
+    let mut app = instructor_at_the_question();
+    // The instructor's number keys do not answer for the class.
+    assert!(app.update(Msg::Key(Action::PauseWorker(0))).is_empty());
+    let effects = app.update(Msg::Key(Action::Continue));
+    assert_eq!(effects, [Effect::Quiz(QuizStep::Reveal(0))]);
+    let posed = app.posed.as_ref().unwrap();
+    assert_eq!(posed.revealed.as_ref().map(|r| r.0), Some(1));
+    // The projector stays at the question, its answer shown, until the next Enter.
+    let end = app.log().last().unwrap().t_ms;
+    app.update(Msg::Clock { reached_ms: end, real_ms: 1000.0 });
+    assert_eq!(app.view_ms(), 2100.0);
+    let screen = text(&app, 100, 30);
+    assert!(screen.contains("Question 1 · 2 of 3 answered · revealed"), "{screen}");
+    assert!(screen.contains("✔ The answer is 1: A's"), "{screen}");
+    assert!(!screen.contains("STALE"), "{screen}");
+    assert!(app.update(Msg::Key(Action::Continue)).is_empty());
+    assert!(app.posed.is_none());
+    for _ in 0..100 {
+        app.update(Msg::Clock { reached_ms: end, real_ms: 100.0 });
+    }
+    assert_eq!(app.view_ms(), end, "the view goes on to the run's end");
+    assert!(text(&app, 100, 30).contains("STALE"));
+}
+
+#[test]
+fn an_enter_before_anyone_has_answered_asks_again_before_revealing() {
+    let mut app = instructor_at_the_question();
+    let nobody = Tally { counts: vec![0; 3], missing: students(3), ..Tally::default() };
+    app.update(Msg::Quiz(QuizNews::Tallied { number: 1, tally: nobody }));
+    assert!(app.update(Msg::Key(Action::Continue)).is_empty(), "not revealed yet");
+    assert!(app.held());
+    assert!(text(&app, 100, 30).contains("nobody has answered yet: Enter again reveals anyway"));
+    assert_eq!(app.update(Msg::Key(Action::Continue)), [Effect::Quiz(QuizStep::Reveal(0))]);
+}
+
+/// bob's screen (B's part) with the whole run in its copy of the room's log, when
+/// the instructor poses the question; bob answers 2.
+fn student_asked() -> App {
+    let (scenario, events) = gc_pause_class();
+    let label = "class room 0a1b2c3d · you are bob".to_string();
+    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT);
+    app.class = Some(ClassSeat::Student("bob".into()));
+    app.selected = 1;
+    app.update(Msg::RunStarting);
+    let end = events.last().unwrap().t_ms;
+    app.update(Msg::Logged(events));
+    app.update(Msg::Clock { reached_ms: end, real_ms: 0.0 });
+    assert_eq!(app.view_ms(), end);
+    app.update(Msg::Quiz(QuizNews::Asked(gc_pause_question())));
+    assert_eq!(app.view_ms(), 2100.0, "back at the question's moment, nothing later");
+    let sent = app.update(Msg::Key(Action::PauseWorker(1)));
+    assert_eq!(sent, [Effect::Quiz(QuizStep::Answer { number: 1, choice: 2 })]);
+    app
+}
+
+#[test]
+fn a_students_screen_shows_the_question_and_their_latest_answer() {
+    let says =
+        ["Question 1 from the instructor", "▶ 2) B's", "latest answer counts until the reveal"];
+    held_at_the_question("student_question", student_asked, &says);
+}
+
+#[test]
+fn at_the_reveal_a_student_sees_right_or_wrong_as_in_a_lesson() {
+    let mut app = student_asked();
+    let c = &builtin("gc-pause").unwrap().unwrap().checkpoints[0];
+    let (answer, explain) = (c.answer, c.explain.clone());
+    app.update(Msg::Quiz(QuizNews::Revealed { number: 1, answer, explain }));
+    let screen = text(&app, 100, 30);
+    assert!(screen.contains("✘ Not 2."), "{screen}");
+    assert!(screen.contains("✔ The answer is 1: A's"), "{screen}");
+    // The run goes on from the question; Enter closes the panel.
+    app.update(Msg::Key(Action::Continue));
+    assert!(app.posed.is_none());
 }

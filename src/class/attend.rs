@@ -53,17 +53,7 @@ pub async fn attend(
     let mut desk = Desk::join(url).await?;
     let me = desk.name.clone();
     // A desk of its own for listening: its blocking reads never hold up a post.
-    let mut ears = Desk::join(url).await?;
-    let (heard_tx, mut heard) = mpsc::unbounded_channel();
-    let listener = tokio::spawn(async move {
-        loop {
-            for control in ears.controls(LISTEN).await? {
-                if heard_tx.send(control).is_err() {
-                    return Ok::<(), ClassError>(());
-                }
-            }
-        }
-    });
+    let (mut heard, listener) = Desk::join(url).await?.listen(LISTEN);
     // A third desk watches the room (from its start: a rejoining student catches up).
     let mut eyes = Desk::join(url).await?;
     let (seen_tx, mut seen) = mpsc::unbounded_channel();
@@ -173,7 +163,10 @@ pub async fn attend(
                     Control::Resume { .. } => drop(commands.send(WorkerCommand::Resume)),
                     Control::Crash { .. } => drop(commands.send(WorkerCommand::Crash)),
                     Control::Stop { .. } => cancel.cancel(),
-                    Control::Start { .. } | Control::Fencing { .. } => {}
+                    Control::Start { .. }
+                    | Control::Fencing { .. }
+                    | Control::Ask { .. }
+                    | Control::Reveal { .. } => {}
                 },
                 Some(_) => {}
                 // The room cannot be heard any more: end the worker rather than let it

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::streams::StreamReadReply;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use super::{ClassError, Control, RoomKeys, connect, deadline, deadline_after, seat_of};
 use crate::engine::log::{Event, EventKind};
@@ -67,6 +69,11 @@ impl Desk {
         Ok(seq)
     }
 
+    /// Answer question `number` with `choice` (from 1); the latest answer counts.
+    pub async fn answer(&mut self, number: u32, choice: usize) -> Result<(), ClassError> {
+        super::quiz::post(&mut self.con, &self.keys, &self.name, number, choice).await
+    }
+
     /// Every control sent to the room so far, oldest first: a student who rejoins
     /// mid-run finds the start it missed.
     pub async fn history(&mut self) -> Result<Vec<Control>, ClassError> {
@@ -102,6 +109,26 @@ impl Desk {
             out.extend(event.and_then(|e| serde_json::from_str(&e).ok()));
         }
         Ok((last, out))
+    }
+
+    /// Listen to the room on a task of its own, reading with `block`: every control
+    /// from now on, in order, until the receiver is dropped. A desk that only listens,
+    /// so its blocking reads never hold up another desk's posts.
+    pub fn listen(
+        mut self,
+        block: Duration,
+    ) -> (mpsc::UnboundedReceiver<Control>, JoinHandle<Result<(), ClassError>>) {
+        let (heard_tx, heard) = mpsc::unbounded_channel();
+        let listener = tokio::spawn(async move {
+            loop {
+                for control in self.controls(block).await? {
+                    if heard_tx.send(control).is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        });
+        (heard, listener)
     }
 
     /// The controls sent since the last call, waiting up to `block` for one.

@@ -9,7 +9,10 @@
 //! <prefix>class:from:<student>      a stream per student: its worker's events, each
 //!                                   with `seq` (1, 2, ...), `sender` and `event` (JSON)
 //! <prefix>class:controls            the instructor's stream: pause, resume, crash,
-//!                                   fencing; students read it from their position
+//!                                   fencing, questions; students read it from their
+//!                                   position
+//! <prefix>class:answers:<student>   a student's answers (`question`, `sender`,
+//!                                   `choice`), counted by the instructor ([`quiz`])
 //! <prefix>class:room                the instructor's log, mirrored for the students'
 //!                                   screens (the truth, everyone's events)
 //! ```
@@ -24,6 +27,7 @@
 pub mod attend;
 pub mod desk;
 pub mod host;
+pub mod quiz;
 pub mod roll;
 pub mod room;
 
@@ -128,6 +132,21 @@ pub enum Control {
     Fencing {
         on: bool,
     },
+    /// Question `number` of the lesson (a checkpoint's), to every student: the
+    /// screens hold at its moment `at_ms` (scenario ms) until the reveal, so nothing
+    /// later gives the answer away.
+    Ask {
+        number: u32,
+        at_ms: u64,
+        question: String,
+        choices: Vec<String>,
+    },
+    /// The right choice (from 1) of question `number`, and why.
+    Reveal {
+        number: u32,
+        answer: usize,
+        explain: String,
+    },
 }
 
 impl Control {
@@ -139,7 +158,7 @@ impl Control {
             | Control::Resume { student }
             | Control::Crash { student }
             | Control::Stop { student } => Some(student),
-            Control::Fencing { .. } => None,
+            Control::Fencing { .. } | Control::Ask { .. } | Control::Reveal { .. } => None,
         }
     }
 }
@@ -159,6 +178,11 @@ impl RoomKeys {
     /// The stream of a student's events.
     pub fn stream(&self, student: &str) -> String {
         format!("{}class:from:{student}", self.run.prefix)
+    }
+
+    /// The stream of a student's answers to the lesson's questions.
+    pub fn answers(&self, student: &str) -> String {
+        format!("{}class:answers:{student}", self.run.prefix)
     }
 
     pub fn controls(&self) -> String {

@@ -90,8 +90,9 @@ impl Room {
         rules.extend(keys.run.all().iter().map(|k| format!("~{k}")));
         // The whole room: read only (the other students' streams, the controls).
         rules.push(format!("%R~{}*", keys.run.prefix));
-        // Its own stream: write.
+        // Its own streams, events and answers: write.
         rules.push(format!("%W~{}", keys.stream(student)));
+        rules.push(format!("%W~{}", keys.answers(student)));
         let mut cmd = redis::cmd("ACL");
         cmd.arg("SETUSER").arg(&rules);
         let set: Result<(), ClassError> = deadline(cmd.query_async(&mut self.con)).await;
@@ -123,6 +124,11 @@ impl Room {
             .collect();
         let seated = self.seats.iter().map(|s| s.name.clone());
         Ok(seated.filter(|s| users.contains(&self.keys.user(s).as_str())).collect())
+    }
+
+    /// The instructor's (admin) connection, for the room's other readers.
+    pub(super) fn connection(&self) -> MultiplexedConnection {
+        self.con.clone()
     }
 
     /// A sender of controls on the instructor's connection.

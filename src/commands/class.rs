@@ -22,11 +22,14 @@ use crate::engine::{RunControl, WorkerCommand};
 use crate::output::transcript::{Transcript, verdict_after};
 use crate::tui::class::{attend_screen, instruct};
 
+/// The instructor's typed lines (headless).
+type Typed = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
+
 /// How often the instructor looks for students who have not joined yet.
 const ROLL_CALL: std::time::Duration = std::time::Duration::from_millis(250);
 
 pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
-    let scenario = for_students(&scenario_ref::load(&args.scenario)?.scenario, &args.students);
+    let lesson = scenario_ref::load(&args.scenario)?;
     // The user's Redis, or a private one students on the LAN can reach, with a
     // password of its own (never shown: students get users of their own).
     let (_server, admin_url) = match &backend.redis {
@@ -45,7 +48,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         let outcome = async {
             // Text when asked for, or when there is no terminal to draw on.
             if !args.headless && std::io::stdout().is_terminal() {
-                let shown = instruct(&mut room, &admin_url, &scenario, args.fencing, &cancel);
+                let shown = instruct(&mut room, &admin_url, &lesson, args.fencing, &cancel);
                 return Ok(match shown.await? {
                     Some((outcome, log)) => verdict(outcome, &log),
                     None => ExitCode::from(EXIT_INTERRUPTED),
@@ -62,8 +65,10 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                         .build());
                 }
             }
-            wait_for(&mut room, &args.students, &cancel).await?;
-            play(&mut room, &admin_url, &scenario, args.fencing, &cancel).await
+            let mut typed = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+            let here = wait_for(&mut room, &args.students, &mut typed, &cancel).await?;
+            let scenario = for_students(&lesson.scenario, &here);
+            play(&mut room, &admin_url, &scenario, args.fencing, typed, &cancel).await
         }
         .await;
         room.close().await.context("closing the room")?;
@@ -84,13 +89,18 @@ pub(super) fn private_redis(listen: &str, host: &str) -> anyhow::Result<(Private
     Ok((server, format!("redis://:{password}@{host}:{port}")))
 }
 
-/// Wait until every student is connected (or the instructor gives up with Ctrl-C).
+/// Wait until every student is connected, or the instructor presses Enter to start
+/// without those missing (or gives up with Ctrl-C): an absent student never holds up
+/// the class. Returns the students who play, in roll order.
 async fn wait_for(
     room: &mut Room,
     students: &[String],
+    typed: &mut Typed,
     cancel: &CancellationToken,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
+    say("\nwaiting for every student; press Enter to start without those missing");
     let mut told = Vec::new();
+    let mut typing = true;
     loop {
         let present = room.present().await?;
         for s in &present {
@@ -100,10 +110,21 @@ async fn wait_for(
             }
         }
         if present.len() == students.len() {
-            return Ok(());
+            return Ok(present);
         }
         tokio::select! {
             () = tokio::time::sleep(ROLL_CALL) => {}
+            line = typed.next_line(), if typing => match line {
+                Ok(Some(_)) if present.is_empty() => say("nobody has joined yet"),
+                Ok(Some(_)) => {
+                    let missing: Vec<&str> =
+                        students.iter().filter(|s| !present.contains(s)).map(String::as_str).collect();
+                    say(&format!("starting without {}: they sit this run out", missing.join(", ")));
+                    return Ok(present);
+                }
+                // No more input (not a terminal, or closed): wait for everyone.
+                _ => typing = false,
+            },
             () = cancel.cancelled() => anyhow::bail!("interrupted before every student joined"),
         }
     }
@@ -114,12 +135,13 @@ async fn play(
     admin_url: &str,
     scenario: &crate::scenario::Scenario,
     fencing: bool,
+    typed: Typed,
     cancel: &CancellationToken,
 ) -> anyhow::Result<ExitCode> {
-    say("\neveryone is here: the run starts");
+    say("\nthe run starts");
     let prepared = prepare_class(room, admin_url, scenario, fencing, cancel).await?;
     let log = prepared.log();
-    let keys = tokio::spawn(obey_typed_commands(prepared.control()));
+    let keys = tokio::spawn(obey_typed_commands(prepared.control(), typed));
     let mirror = tokio::spawn(mirror(log.clone(), room.controller()));
     let printer = tokio::spawn(print_live(log.clone(), false));
     let outcome = prepared.execute().await;
@@ -148,8 +170,7 @@ fn verdict(outcome: RunOutcome, log: &EventLog) -> ExitCode {
 
 /// The instructor's controls, typed one per line: `pause NAME`, `resume NAME`,
 /// `crash NAME`, `fencing on|off`.
-async fn obey_typed_commands(control: RunControl) {
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+async fn obey_typed_commands(control: RunControl, mut lines: Typed) {
     while let Ok(Some(line)) = lines.next_line().await {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {

@@ -6,6 +6,7 @@
 
 use super::keys::Action;
 use super::lesson::LessonState;
+use super::question::{Posed, QuizNews, QuizStep};
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
@@ -44,6 +45,8 @@ pub enum Effect {
     Pace(PaceChange),
     /// Move to another lock service or storage (starting its servers), then start a run.
     SwitchService(Service),
+    /// Tell the class's room about a question (a class's screens only).
+    Quiz(QuizStep),
 }
 
 /// The lock service and storage a run uses: what `l` and `w` cycle through.
@@ -160,6 +163,8 @@ pub enum Msg {
     Notice(String),
     /// A signal asked us to stop.
     Quit,
+    /// What the class's room said about a question.
+    Quiz(QuizNews),
 }
 
 impl From<Action> for Msg {
@@ -240,6 +245,8 @@ pub struct App {
     pub replay: Option<Replaying>,
     /// Whose screen of a class's run this is (None: not a class's).
     pub class: Option<ClassSeat>,
+    /// The question posed to the class, open or just revealed.
+    pub posed: Option<Posed>,
 }
 
 /// A class's run is one run, steered by the instructor; a student's screen says
@@ -302,6 +309,7 @@ impl App {
             variant: 0,
             replay: None,
             class: None,
+            posed: None,
         }
         .with_first_variant()
     }
@@ -424,6 +432,7 @@ impl App {
                 self.quit = true;
                 Vec::new()
             }
+            Msg::Quiz(news) => self.quiz_news(news),
         };
         self.reveal();
         effects
@@ -517,6 +526,13 @@ impl App {
         // wakes at 3 s; its write reaches the storage just after): never up to a
         // question's moment.
         let question = lesson.open_checkpoint().is_some();
+        // The instructor's projector poses the question to the class instead.
+        let posed = match (&self.class, lesson.open_checkpoint()) {
+            (Some(ClassSeat::Instructor), Some((i, c))) => {
+                Some((i, Posed::of(u32::try_from(i + 1).unwrap_or(u32::MAX), c)))
+            }
+            _ => None,
+        };
         let next_question = lesson
             .checkpoints
             .iter()
@@ -529,18 +545,24 @@ impl App {
             (at + STEP_SETTLE_MS).min(next_question)
         });
         self.moment = None;
-        if self.simulated {
-            // On the simulator time itself stops.
-            self.sim_playing = false;
-            vec![Effect::Pace(PaceChange::Playing(false))]
-        } else {
-            // Real servers' time cannot stop: the run goes on underneath while the
-            // cursor waits at the hold.
-            Vec::new()
+        let mut effects = Vec::new();
+        if let Some((i, posed)) = posed {
+            self.posed = Some(posed);
+            effects.push(Effect::Quiz(QuizStep::Ask(i)));
         }
+        // On the simulator time itself stops. Real servers' time cannot: the run goes
+        // on underneath while the cursor waits at the hold.
+        if self.simulated {
+            self.sim_playing = false;
+            effects.push(Effect::Pace(PaceChange::Playing(false)));
+        }
+        effects
     }
 
     fn continue_lesson(&mut self) -> Vec<Effect> {
+        if let Some(effects) = self.continue_class() {
+            return effects;
+        }
         let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
         if lesson.hold.is_none() {
             return Vec::new();
@@ -551,6 +573,90 @@ impl App {
             return Vec::new();
         }
         self.resume_after_hold()
+    }
+
+    /// Enter in a class. The instructor's first Enter reveals the open question (the
+    /// students' screens go on); the projector stays at the question, its answer shown,
+    /// until the next Enter goes on. A student's Enter closes a revealed question.
+    fn continue_class(&mut self) -> Option<Vec<Effect>> {
+        let posed = self.posed.as_mut()?;
+        if !posed.is_open() {
+            self.posed = None;
+            let Some(lesson) = self.lesson.as_mut().filter(|l| l.open_checkpoint().is_some())
+            else {
+                return Some(Vec::new());
+            };
+            lesson.close_question();
+            return Some(self.resume_after_hold());
+        }
+        if self.class != Some(ClassSeat::Instructor) {
+            let n = posed.choices.len();
+            self.status = Some(format!("press 1 to {n} to answer: the instructor reveals"));
+            return Some(Vec::new());
+        }
+        // An Enter meant for the narration must not reveal before anyone could answer.
+        if posed.tally.chosen.is_empty() && !posed.confirming {
+            posed.confirming = true;
+            self.status = Some("nobody has answered yet: Enter again reveals anyway".into());
+            return Some(Vec::new());
+        }
+        let (i, c) = self.lesson.as_ref()?.open_checkpoint()?;
+        posed.revealed = Some((c.answer, c.explain.clone()));
+        self.status = Some("revealed to the class: Enter goes on".into());
+        Some(vec![Effect::Quiz(QuizStep::Reveal(i))])
+    }
+
+    /// A number key while a class's question is open: a student's answer (sent at
+    /// once; the latest counts). The instructor's class answers on their own screens.
+    fn answer_posed(&mut self, i: usize) -> Option<Vec<Effect>> {
+        let posed = self.posed.as_mut().filter(|p| p.is_open())?;
+        let n = posed.choices.len();
+        let (status, effects) = match &self.class {
+            Some(ClassSeat::Student(_)) if i < n => {
+                posed.mine = Some(i + 1);
+                let step = QuizStep::Answer { number: posed.number, choice: i + 1 };
+                let said =
+                    format!("answer {} sent: your latest answer counts until the reveal", i + 1);
+                (said, vec![Effect::Quiz(step)])
+            }
+            Some(ClassSeat::Student(_)) => (format!("press 1 to {n} to answer"), Vec::new()),
+            _ => ("the class answers on their own screens: Enter reveals".into(), Vec::new()),
+        };
+        self.status = Some(status);
+        Some(effects)
+    }
+
+    /// News of a question posed to the class.
+    fn quiz_news(&mut self, news: QuizNews) -> Vec<Effect> {
+        match news {
+            QuizNews::Asked(posed) => {
+                // A student's screen holds at the question's moment, as a lesson does:
+                // nothing later is drawn until the reveal (if the view was already
+                // past it, it goes back there).
+                let at = posed.at_ms as f64;
+                self.hold_at = Some(at);
+                self.cursor_ms = self.cursor_ms.min(at);
+                self.following = false;
+                self.moment = None;
+                self.posed = Some(posed);
+            }
+            QuizNews::Tallied { number, tally } => {
+                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
+                    posed.tally = tally;
+                }
+            }
+            QuizNews::Revealed { number, answer, explain } => {
+                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
+                    posed.revealed = Some((answer, explain));
+                    return self.resume_after_hold();
+                }
+            }
+            QuizNews::Failed(error) => {
+                let why = "has the instructor ended the class?";
+                self.error = Some(format!("the room's questions stopped: {error} ({why})"));
+            }
+        }
+        Vec::new()
     }
 
     /// Go on from a hold: from where the cursor stopped, at the run's pace.
@@ -734,6 +840,9 @@ impl App {
                 self.selected = (self.selected + 1).min(self.run.lanes.len().saturating_sub(1));
             }
             Action::PauseWorker(i) => {
+                if let Some(effects) = self.answer_posed(i) {
+                    return effects;
+                }
                 if let Some(lesson) = self.lesson.as_mut()
                     && lesson.open_checkpoint().is_some()
                 {

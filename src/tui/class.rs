@@ -13,7 +13,7 @@ use anyhow::bail;
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{Event as Input, KeyCode, KeyEventKind};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
@@ -22,13 +22,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::app::{App, ClassSeat};
 use super::keys::{Action, action_for};
+use super::lesson::LessonState;
+use super::question::QuizLink;
 use super::theme::Theme;
 use super::{Source, Ui, event_loop};
 use crate::class::attend::{Seen, attend};
 use crate::class::host::{mirror, prepare_class};
+use crate::class::quiz::Quizmaster;
 use crate::class::room::Room;
-use crate::class::{ClassError, seat_of};
+use crate::class::{ClassError, for_students, seat_of};
 use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
+use crate::lesson::Lesson;
 use crate::scenario::Scenario;
 
 /// How often the start screen looks for students who have joined.
@@ -53,11 +57,13 @@ impl Lobby {
 }
 
 /// Run the class in the TUI: the start screen, then the run until the instructor
-/// quits. `None`: the instructor quit before starting the run.
+/// quits. A `lesson`'s narration is shown on the projector at its moments, as a
+/// lesson shows it, and its questions are posed to the class. `None`: the instructor
+/// quit before starting the run.
 pub async fn instruct(
     room: &mut Room,
     admin_url: &str,
-    scenario: &Scenario,
+    lesson: &Lesson,
     fencing: bool,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Option<(RunOutcome, Arc<EventLog>)>> {
@@ -73,14 +79,34 @@ pub async fn instruct(
     if !wait_in_lobby(&mut ui, room, &mut lobby, cancel).await? {
         return Ok(None);
     }
+    // The students here play; one who never came sits the run out rather than hold
+    // it up (a worker that never starts would keep the run from ending).
+    let here: Vec<String> =
+        lobby.seats.iter().map(|(n, _)| n.clone()).filter(|n| lobby.present.contains(n)).collect();
+    let scenario = &for_students(&lesson.scenario, &here);
     let prepared = prepare_class(room, admin_url, scenario, fencing, cancel).await?;
     let (log, control) = (prepared.log(), prepared.control());
     let run = tokio::spawn(prepared.execute());
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
-    let label = format!("class room {} · {} students", room.keys.id, lobby.seats.len());
+    let label = format!("class room {} · {} students", room.keys.id, here.len());
     let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
     app.class = Some(ClassSeat::Instructor);
-    let source = Source::Hosted { log: log.clone(), control: Some(control.clone()) };
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    if !lesson.narration.runs.is_empty() || !checkpoints.is_empty() {
+        // The screen holds at each step and question as a lesson's does (the run goes
+        // on underneath), while the class answers.
+        let label = app.run_label();
+        let mut narration = lesson.narration.clone();
+        // The narration names the scenario's workers, the lanes the students: each
+        // run's first step says who plays whom.
+        let cast = parts(&lesson.scenario, &here);
+        for first in narration.runs.iter_mut().filter_map(|r| r.steps.first_mut()) {
+            first.body = format!("*{cast}.*\n\n{}", first.body);
+        }
+        app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), Vec::new()));
+    }
+    let quiz = Some(QuizLink::instructor(Quizmaster::of(room, &here), checkpoints));
+    let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
     let shown = event_loop(&mut app, source, ui).await;
     control.stop();
     let outcome = match tokio::time::timeout(WIND_DOWN, run).await {
@@ -90,6 +116,27 @@ pub async fn instruct(
     let _ = tokio::time::timeout(WIND_DOWN, mirrored).await;
     shown?;
     Ok(Some((outcome, log)))
+}
+
+/// Who plays which of the scenario's workers: "In this class alice and carol play
+/// A, bob plays B" (the students take the parts in turn, as `for_students` does).
+fn parts(scenario: &Scenario, students: &[String]) -> String {
+    let said: Vec<String> = scenario
+        .workers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, part)| {
+            let names: Vec<&str> = students
+                .iter()
+                .skip(i)
+                .step_by(scenario.workers.len())
+                .map(String::as_str)
+                .collect();
+            let plays = if names.len() == 1 { "plays" } else { "play" };
+            (!names.is_empty()).then(|| format!("{} {plays} {}", names.join(" and "), part.name))
+        })
+        .collect();
+    format!("In this class {}", said.join(", "))
 }
 
 /// Show the start screen until Enter (true) or a quit (false).
@@ -115,7 +162,7 @@ async fn wait_in_lobby(
                 }
                 let last = lobby.seats.len().saturating_sub(1);
                 match (key.code, action_for(key)) {
-                    (KeyCode::Enter, _) => return Ok(true),
+                    (KeyCode::Enter, _) if !lobby.present.is_empty() => return Ok(true),
                     (_, Some(Action::Quit)) => return Ok(false),
                     (_, Some(Action::SelectPrev)) => lobby.selected = lobby.selected.saturating_sub(1),
                     (_, Some(Action::SelectNext)) => lobby.selected = (lobby.selected + 1).min(last),
@@ -171,19 +218,45 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
     };
     Paragraph::new(names).block(block(" Students ".into())).render(list, buf);
     if let Some((name, command)) = lobby.seats.get(lobby.selected) {
-        let mut lines = vec![Line::from(Span::styled(command.clone(), theme.key)), Line::from("")];
-        // Dense1x2 puts two rows of modules in one row of text.
-        if let Ok(qr) = qrcode::QrCode::new(command.as_bytes()) {
-            let art = qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build();
-            lines.extend(art.lines().map(|l| Line::from(l.to_string())));
-        }
-        let title = format!(" {name}: type this, or scan it ");
+        let inner = block(String::new()).inner(code);
+        // The command is typed from the screen: broken where the panel ends, never cut.
+        let chars: Vec<char> = command.chars().collect();
+        let mut lines: Vec<Line> = chars
+            .chunks(usize::from(inner.width.max(1)))
+            .map(|row| Line::styled(row.iter().collect::<String>(), theme.key))
+            .collect();
+        // Dense1x2 puts two rows of modules in one row of text. The quiet zone is a
+        // blank row (two modules) above and below and two columns either side: the
+        // code's own four-module zone would not fit a 100x30 screen with the command.
+        let art = qrcode::QrCode::new(command.as_bytes())
+            .map(|qr| qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(false).build());
+        let art: Vec<String> =
+            art.iter().flat_map(|a| a.lines()).map(|l| format!("  {l}  ")).collect();
+        let room_left = inner.height.saturating_sub(lines.len() as u16 + 2);
+        let widest = art.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let title = if art.is_empty() {
+            format!(" {name}: type this ")
+        } else if widest <= usize::from(inner.width) && art.len() <= usize::from(room_left) {
+            lines.push(Line::from(""));
+            lines.extend(art.into_iter().map(Line::from));
+            format!(" {name}: type this, or scan it ")
+        } else {
+            // A cut code scans as nothing (or as something else): whole, or not at all.
+            let w = (widest + 24 + 2).max(usize::from(screen.width));
+            let h = (art.len() + lines.len() + 2 + 4).max(usize::from(screen.height));
+            lines.push(Line::from(""));
+            let larger = format!("Its QR code needs a larger terminal (about {w}x{h}).");
+            lines.push(Line::styled(larger, theme.dim));
+            format!(" {name}: type this ")
+        };
         Paragraph::new(lines).block(block(title)).render(code, buf);
     }
     let next = if lobby.everyone_in() {
         "everyone is here: Enter starts the run"
+    } else if lobby.present.is_empty() {
+        "waiting for the first student"
     } else {
-        "Enter starts the run (late students catch up)"
+        "Enter starts without those missing"
     };
     let keys = format!(" ↑↓ another student's code · {next} · q quits");
     buf.set_stringn(footer.x, footer.y, keys, footer.width as usize, theme.dim);
@@ -196,8 +269,9 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     let (id, me) = seat_of(&url)?;
     let mut ui = Ui::enter(None)?;
     let (heard, mut room) = mpsc::unbounded_channel();
+    let joined = url.clone();
     let mut attending = tokio::spawn(async move {
-        attend(&url, &program, |seen, event| {
+        attend(&joined, &program, |seen, event| {
             if let Seen::Room { .. } = seen {
                 let _ = heard.send(event.clone());
             }
@@ -230,7 +304,8 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
             }
         })
     };
-    let shown = event_loop(&mut app, Source::Hosted { log, control: None }, ui).await;
+    let quiz = Some(QuizLink::student(url));
+    let shown = event_loop(&mut app, Source::Hosted { log, control: None, quiz }, ui).await;
     // Quitting ends the worker process with the task that owns it.
     attending.abort();
     copier.abort();

@@ -207,6 +207,15 @@ impl LessonState {
         }
     }
 
+    /// Go on past the open question without an answer here: a class answered it on
+    /// their own screens (the instructor's projector only reveals).
+    pub fn close_question(&mut self) {
+        if let Some(Hold::Checkpoint(_)) = self.hold {
+            self.asked += 1;
+            self.hold = None;
+        }
+    }
+
     /// Continue past the hold (Enter). False when a question still waits for its answer.
     pub fn release(&mut self) -> bool {
         match self.hold {

@@ -10,9 +10,11 @@ pub mod class;
 pub mod keys;
 pub mod lesson;
 mod loading;
+pub mod question;
 pub mod record;
 pub mod render;
 mod runner;
+pub mod tally;
 mod terminal;
 pub mod theme;
 
@@ -32,6 +34,7 @@ use crate::engine::RunControl;
 use crate::engine::log::EventLog;
 use crate::lesson::Lesson;
 use app::{App, Effect, Msg, Service};
+use question::QuizLink;
 use runner::Runner;
 use theme::Theme;
 
@@ -218,8 +221,8 @@ enum Source<'a> {
     /// A run hosted elsewhere (a class's: the students' workers run on their own
     /// machines): its log grows, and there is no other run to start. The instructor's
     /// pauses and fencing reach it through `control`; a student's screen (a copy of
-    /// the room's log) has none.
-    Hosted { log: Arc<EventLog>, control: Option<RunControl> },
+    /// the room's log) has none. Questions go to and come from the room via `quiz`.
+    Hosted { log: Arc<EventLog>, control: Option<RunControl>, quiz: Option<QuizLink> },
 }
 
 impl Source<'_> {
@@ -229,6 +232,17 @@ impl Source<'_> {
             Source::Live { runner, .. } => runner.log(),
             Source::Hosted { log, .. } => Some(log),
             Source::Saved => None,
+        }
+    }
+
+    /// The next news about a class's question (never, outside a class).
+    async fn quiz_news(&mut self) -> question::QuizNews {
+        match self {
+            Source::Hosted { quiz: Some(link), .. } => match link.news.recv().await {
+                Some(news) => news,
+                None => std::future::pending().await,
+            },
+            _ => std::future::pending().await,
         }
     }
 }
@@ -289,6 +303,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
             () = log_grew(&mut grown) => Vec::new(),
             _ = frames.tick(), if app.animating() => Vec::new(),
             () = wake_at(app.next_wakeup()) => Vec::new(),
+            news = source.quiz_news() => app.update(Msg::Quiz(news)),
             _ = term.recv() => app.update(Msg::Quit),
             _ = int.recv() => app.update(Msg::Quit),
             _ = hup.recv() => app.update(Msg::Quit),
@@ -313,9 +328,14 @@ async fn apply(
     terminal: &mut terminal::Tui,
     grown: &mut Option<tokio::sync::watch::Receiver<usize>>,
 ) -> anyhow::Result<()> {
-    if let Source::Hosted { control, .. } = source {
+    if let Source::Hosted { control, quiz, .. } = source {
         for effect in effects {
             match (effect, control.as_ref()) {
+                (Effect::Quiz(step), _) => {
+                    if let Some(link) = quiz.as_ref() {
+                        let _ = link.steps.send(step);
+                    }
+                }
                 (Effect::Worker(..) | Effect::SetFencing(_), None) => {
                     app.update(Msg::Notice("the instructor steers the class's run".into()));
                 }

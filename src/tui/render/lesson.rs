@@ -130,7 +130,7 @@ fn panel_lines(
     if let Some((i, c)) = lesson.open_checkpoint() {
         lines.push(Line::raw(""));
         question_from = Some(lines.len());
-        question(&mut lines, c, lesson.answers[i], width, t);
+        question(&mut lines, c, lesson.answers[i], lesson.answers[i].is_some(), width, t);
     } else {
         if lesson.hold.is_none() && lesson.finished() && app.run.ended.is_some() {
             lines.push(Line::raw(""));
@@ -140,42 +140,52 @@ fn panel_lines(
     (lines, read_from, question_from)
 }
 
-/// The question and its choices; once answered, the verdict, the right answer by
+/// The question and its choices, `yours` marked; once `revealed` (a lesson reveals at
+/// the answer, a class at the instructor's Enter), the verdict, the right answer by
 /// name, and why.
-fn question(
+pub(super) fn question(
     lines: &mut Vec<Line<'static>>,
     c: &Checkpoint,
-    answer: Option<usize>,
+    yours: Option<usize>,
+    revealed: bool,
     width: usize,
     t: &Theme,
 ) {
     lines.extend(wrapped("? ", &c.question, width, t.key));
     for (n, choice) in c.choices.iter().enumerate() {
         let n = n + 1;
-        let (mark, style) = match answer {
-            Some(_) if n == c.answer => ("✔", t.accepted),
-            Some(a) if a == n => ("✘", t.rejected),
+        let mine = yours == Some(n);
+        let (mark, style) = match (revealed, mine) {
+            (true, _) if n == c.answer => ("✔", t.accepted),
+            (true, true) => ("✘", t.rejected),
+            (false, true) => ("▶", t.selected),
             _ => (" ", t.base),
         };
-        let note = match answer {
-            Some(a) if a == n && n == c.answer => "  ← yours, right",
-            Some(a) if a == n => "  ← yours",
-            Some(_) if n == c.answer => "  ← the answer",
+        let note = match (revealed, mine) {
+            (true, true) if n == c.answer => "  ← yours, right",
+            (_, true) => "  ← yours",
+            (true, false) if n == c.answer => "  ← the answer",
             _ => "",
         };
         lines.extend(wrapped(&format!("{mark} {n}) "), &format!("{choice}{note}"), width, style));
     }
     // What to press (predict, or go on) is the panel's pinned last row.
-    let Some(a) = answer else { return };
+    if !revealed {
+        return;
+    }
     lines.push(Line::raw(""));
-    if a == c.answer {
-        lines.push(Line::styled(format!("✔ Right: {a}."), t.accepted));
-    } else {
-        let right = c.answer.checked_sub(1).and_then(|i| c.choices.get(i));
-        let right = right.map_or("", String::as_str);
-        lines.push(Line::styled(format!("✘ Not {a}."), t.rejected));
-        let named = format!("The answer is {}: {right}.", c.answer);
-        lines.extend(wrapped("✔ ", &named, width, t.accepted));
+    let right = c.answer.checked_sub(1).and_then(|i| c.choices.get(i));
+    let named = format!("The answer is {}: {}.", c.answer, right.map_or("", String::as_str));
+    match yours {
+        Some(a) if a == c.answer => lines.push(Line::styled(format!("✔ Right: {a}."), t.accepted)),
+        Some(a) => {
+            lines.push(Line::styled(format!("✘ Not {a}."), t.rejected));
+            lines.extend(wrapped("✔ ", &named, width, t.accepted));
+        }
+        None => {
+            lines.push(Line::styled("· You did not answer.", t.dim));
+            lines.extend(wrapped("✔ ", &named, width, t.accepted));
+        }
     }
     lines.extend(wrapped("", &c.explain, width, t.base));
 }

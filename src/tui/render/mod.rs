@@ -19,6 +19,7 @@ mod lesson;
 pub mod markdown;
 mod overlay;
 mod panels;
+mod question;
 mod timeline;
 
 use ratatui::Frame;
@@ -61,10 +62,23 @@ pub struct Areas {
     pub footer: Rect,
 }
 
+/// What goes where a lesson's narration goes: the narration, or a class's question.
+fn panel_shown(app: &App) -> bool {
+    app.lesson.is_some() || app.posed.is_some()
+}
+
+/// Rows that panel needs at `width`.
+fn panel_height(app: &App, width: u16) -> u16 {
+    match &app.posed {
+        Some(posed) => question::height(app, posed, width),
+        None => lesson::narration_height(app, width),
+    }
+}
+
 pub fn areas(screen: Rect, app: &App) -> Areas {
     let none = Rect::default();
     let wide = screen.width >= WIDE;
-    if app.lesson.is_some() && !wide {
+    if panel_shown(app) && !wide {
         // A lesson on a projector-sized screen: no monitor; the narration gets the room
         // it needs (its question, choices and feedback), under the timeline.
         let [header, body, hint, footer] = Layout::vertical([
@@ -75,8 +89,8 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
         ])
         .areas(screen);
         // The timeline keeps at least its axis and two thin lanes.
-        let lesson_h = lesson::narration_height(app, body.width)
-            .min(body.height.saturating_sub(NARROW_TIMELINE_MIN));
+        let lesson_h =
+            panel_height(app, body.width).min(body.height.saturating_sub(NARROW_TIMELINE_MIN));
         let [top, lesson] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(lesson_h)]).areas(body);
         // `i` still shows the commands: under the timeline, which keeps its axis and a
@@ -108,11 +122,11 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
     ])
     .areas(screen);
     let tokens_shown = app.uses_lock();
-    if app.lesson.is_some() {
+    if panel_shown(app) {
         let width = LESSON_SIDEBAR_WIDTH.min(screen.width / 2);
         let [timeline, sidebar] =
             Layout::horizontal([Constraint::Min(30), Constraint::Length(width)]).areas(body);
-        let needed = lesson::narration_height(app, sidebar.width);
+        let needed = panel_height(app, sidebar.width);
         let lesson_h = needed
             .min(sidebar.height.saturating_sub(4))
             .max(sidebar.height.saturating_sub(LESSON_STORAGE_HEIGHT));
@@ -152,8 +166,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let a = areas(screen, app);
     panels::header(a.header, buf, app);
     timeline::render(a.timeline, buf, app);
-    if !a.lesson.is_empty() {
-        lesson::narration(a.lesson, buf, app);
+    match &app.posed {
+        Some(posed) if !a.lesson.is_empty() => question::draw(a.lesson, buf, app, posed),
+        _ if !a.lesson.is_empty() => lesson::narration(a.lesson, buf, app),
+        _ => {}
     }
     if !a.tokens.is_empty() {
         panels::tokens(a.tokens, buf, app);

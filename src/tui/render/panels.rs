@@ -215,6 +215,10 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
             parts.push(format!("· {}: {holder}", app.service_name()));
         }
         (parts.join("  "), t.title)
+    } else if app.posed.as_ref().is_some_and(|p| p.is_open()) {
+        // While a class's question waits, nothing here may comment on what comes
+        // next; a student's answer, sent, is said.
+        (app.status.clone().unwrap_or_default(), t.title)
     } else if app.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_some()) {
         // While a question waits, nothing here may comment on what comes next.
         (String::new(), t.dim)
@@ -235,7 +239,11 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
             None => format!("c to run \"{}\" below this one, ", app.compare_label()),
         };
         (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
-    } else if app.lesson.is_some() || !app.uses_lock() || run.lanes.is_empty() {
+    } else if app.lesson.is_some()
+        || app.class.is_some()
+        || !app.uses_lock()
+        || run.lanes.is_empty()
+    {
         (String::new(), t.dim)
     } else {
         (

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Widget};
 
-use super::super::app::App;
+use super::super::app::{App, ClassSeat};
 use super::super::theme::Theme;
 use crate::model::{Belief, RunModel, at};
 use crate::scenario::LockShape;
@@ -194,7 +194,16 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
         Some(m) => {
             format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back ", m / 1000.0)
         }
-        None if app.held() => " Timeline · held for the lesson · Enter goes on ".to_string(),
+        None if app.held() => match (&app.class, &app.posed) {
+            (Some(ClassSeat::Instructor), Some(p)) if p.is_open() => {
+                " Timeline · held for the question ".into()
+            }
+            (Some(ClassSeat::Instructor), Some(_)) => {
+                " Timeline · held for the question · Enter goes on ".into()
+            }
+            (Some(ClassSeat::Student(_)), _) => " Timeline · held until the reveal ".into(),
+            _ => " Timeline · held for the lesson · Enter goes on ".to_string(),
+        },
         None => " Timeline · now at the right edge ".to_string(),
     };
     Block::default()

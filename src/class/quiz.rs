@@ -1,0 +1,128 @@
+//! The lesson's questions put to the class: the instructor poses a checkpoint's
+//! question on the controls stream, each student answers into a stream of its own
+//! (`<prefix>class:answers:<student>`, the only answers stream its ACL user may
+//! write), and the instructor counts them before the reveal.
+//!
+//! One answer per student counts: the *latest*, so a student may change their mind
+//! until the reveal. An answer whose `sender` is not the stream's owner is refused
+//! and named, as forged events are.
+
+use redis::aio::MultiplexedConnection;
+
+use super::room::{Controller, Room};
+use super::{ClassError, Control, RoomKeys, deadline};
+use crate::scenario::Checkpoint;
+
+/// The answers to one question, as the instructor's screen shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// How many students chose each choice (index 0: choice 1).
+    pub counts: Vec<usize>,
+    /// Each student's counted choice (from 1), in roll order.
+    pub chosen: Vec<(String, usize)>,
+    /// The students with no answer yet, in roll order.
+    pub missing: Vec<String>,
+    /// Answers refused, with why (forged, or a choice that does not exist).
+    pub refused: Vec<String>,
+}
+
+/// The instructor's side of the questions: poses them, counts the answers, reveals.
+#[derive(Clone)]
+pub struct Quizmaster {
+    keys: RoomKeys,
+    con: MultiplexedConnection,
+    controller: Controller,
+    students: Vec<String>,
+}
+
+impl Quizmaster {
+    /// The questioner of `students` (those playing) in `room`, on the instructor's
+    /// connection.
+    pub fn of(room: &Room, students: &[String]) -> Quizmaster {
+        Quizmaster {
+            keys: room.keys.clone(),
+            con: room.connection(),
+            controller: room.controller(),
+            students: students.to_vec(),
+        }
+    }
+
+    /// Pose question `number` (the lesson's checkpoint `asked`) to every student.
+    pub async fn ask(&mut self, number: u32, asked: &Checkpoint) -> Result<(), ClassError> {
+        let (at_ms, question, choices) =
+            (asked.at_ms, asked.question.clone(), asked.choices.clone());
+        self.controller.send(&Control::Ask { number, at_ms, question, choices }).await
+    }
+
+    /// Tell every student the right choice of question `number`, and why.
+    pub async fn reveal(&mut self, number: u32, asked: &Checkpoint) -> Result<(), ClassError> {
+        let (answer, explain) = (asked.answer, asked.explain.clone());
+        self.controller.send(&Control::Reveal { number, answer, explain }).await
+    }
+
+    /// The answers to question `number` of `choices` choices so far.
+    pub async fn tally(&mut self, number: u32, choices: usize) -> Result<Tally, ClassError> {
+        count(&mut self.con, &self.keys, &self.students, number, choices).await
+    }
+}
+
+/// Post `student`'s answer `choice` (from 1) to question `number`.
+pub(super) async fn post(
+    con: &mut MultiplexedConnection,
+    keys: &RoomKeys,
+    student: &str,
+    number: u32,
+    choice: usize,
+) -> Result<(), ClassError> {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(keys.answers(student)).arg("*");
+    cmd.arg("question").arg(number).arg("sender").arg(student).arg("choice").arg(choice);
+    let _: String = deadline(cmd.query_async(con)).await?;
+    Ok(())
+}
+
+/// Count the answers of `students` to question `number` of `choices` choices.
+async fn count(
+    con: &mut MultiplexedConnection,
+    keys: &RoomKeys,
+    students: &[String],
+    number: u32,
+    choices: usize,
+) -> Result<Tally, ClassError> {
+    let mut tally = Tally { counts: vec![0; choices], ..Tally::default() };
+    // Every student's answers in one round trip: a class of 200 is one call, not 200.
+    let mut pipe = redis::pipe();
+    for student in students {
+        pipe.cmd("XRANGE").arg(keys.answers(student)).arg("-").arg("+");
+    }
+    type Entries = Vec<(String, Vec<(String, String)>)>;
+    let streams: Vec<Entries> = deadline(pipe.query_async(con)).await?;
+    for (student, entries) in students.iter().zip(streams) {
+        let mut latest = None;
+        for (id, fields) in entries {
+            let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+            if field("question").and_then(|q| q.parse::<u32>().ok()) != Some(number) {
+                continue;
+            }
+            let sender = field("sender").unwrap_or_default();
+            let choice = field("choice").and_then(|c| c.parse::<usize>().ok());
+            if sender != *student {
+                tally.refused.push(format!(
+                    "forged: answer {id} in {student}'s answers claims to be {sender:?}'s"
+                ));
+            } else if let Some(c) = choice.filter(|c| (1..=choices).contains(c)) {
+                latest = Some(c);
+            } else {
+                tally.refused.push(format!("answer {id} of {student} is not a choice"));
+            }
+        }
+        match latest {
+            Some(c) => {
+                tally.counts[c - 1] += 1;
+                tally.chosen.push((student.clone(), c));
+            }
+            None => tally.missing.push(student.clone()),
+        }
+    }
+    Ok(tally)
+}
