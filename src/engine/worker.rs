@@ -622,18 +622,27 @@ struct Wake {
 /// then yield until `at` (tokio's timers fire on whole milliseconds, so a plain sleep
 /// wakes up to ~1 ms late, which is most of a hand-over after expiry on a local
 /// Redis; `fencelab bench handover`). The simulator's clock moves only by timers:
-/// when yielding does not move it, this is a paused clock, and the timer finishes.
+/// when yielding does not move it, this is a paused clock, and the plain timer
+/// finishes the wait. That timer is set first, as a plain sleep sets it, so waiters
+/// due at the same virtual moment still wake in the order they always did.
 async fn sleep_until_maybe_on_time(at: Instant, on_time: bool) {
-    if !on_time {
-        return sleep_until(at).await;
+    let timer = sleep_until(at);
+    tokio::pin!(timer);
+    let last_millisecond = at.checked_sub(std::time::Duration::from_millis(1));
+    let Some(early) = last_millisecond.filter(|_| on_time) else {
+        return timer.await;
+    };
+    tokio::select! {
+        biased;
+        () = &mut timer => return,
+        () = sleep_until(early) => {}
     }
-    sleep_until(at.checked_sub(std::time::Duration::from_millis(1)).unwrap_or(at)).await;
     let mut last = Instant::now();
     while last < at {
         tokio::task::yield_now().await;
         let now = Instant::now();
         if now == last {
-            return sleep_until(at).await;
+            return timer.await;
         }
         last = now;
     }
@@ -668,6 +677,35 @@ mod tests {
         let slept = sleep_until_maybe_on_time(start + length, true);
         tokio::time::timeout(Duration::from_secs(5), slept).await.expect("the sleep ends");
         assert_eq!(start.elapsed(), plain);
+    }
+
+    /// Waiters due at the same virtual moment wake in the order plain sleeps would
+    /// (the simulator's runs, and so the lessons' outcomes, depend on that order).
+    #[tokio::test(start_paused = true)]
+    async fn on_a_paused_clock_waiters_due_together_wake_in_a_plain_sleeps_order() {
+        async fn order(on_time: bool) -> Vec<usize> {
+            let at = Instant::now() + Duration::from_millis(2000);
+            let woke = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let mut tasks = Vec::new();
+            for i in 0..4 {
+                let woke = woke.clone();
+                tasks.push(tokio::spawn(async move {
+                    if on_time {
+                        sleep_until_maybe_on_time(at, true).await;
+                    } else {
+                        tokio::time::sleep_until(at).await;
+                    }
+                    woke.lock().unwrap().push(i);
+                }));
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+            let order = woke.lock().unwrap().clone();
+            order
+        }
+        assert_eq!(order(true).await, order(false).await);
     }
 
     /// On a real clock it ends at its moment or after, never before.
