@@ -19,7 +19,13 @@ use crate::scenario::builtin_names;
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     if matches!(
         cli.command,
-        None | Some(Command::Run(_) | Command::Play(_) | Command::Lesson(_) | Command::Bench(_) | Command::Break(_))
+        None | Some(
+            Command::Run(_)
+                | Command::Play(_)
+                | Command::Lesson(_)
+                | Command::Bench(_)
+                | Command::Break(_)
+        )
     ) {
         // These start private servers: an earlier one killed outright left its dirs.
         crate::backend::server::sweep_orphaned_dirs();

@@ -68,7 +68,11 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
             print_transcript(&found.events);
             if let Some(path) = &args.save {
                 save(found, path)?;
-                say(&format!("saved as {} (check it: fencelab run {} --check)", path.display(), path.display()));
+                say(&format!(
+                    "saved as {} (check it: fencelab run {} --check)",
+                    path.display(),
+                    path.display()
+                ));
             }
             let confirm = !args.no_confirm;
             if confirm && !cancel.is_cancelled() {
@@ -131,7 +135,9 @@ fn confirm_on_servers(
 ) -> anyhow::Result<ExitCode> {
     let deployment = deploy(&backend.targets(), Shape::of(scenario))?;
     if deployment.simulated() {
-        say("not confirmed on real servers: running on the simulator (--sim, or the servers are not installed)");
+        say(
+            "not confirmed on real servers: running on the simulator (--sim, or the servers are not installed)",
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let expected: Expectation = match scenario.expect.for_mode(scenario.fencing) {
@@ -139,7 +145,8 @@ fn confirm_on_servers(
         None => return Ok(ExitCode::SUCCESS),
     };
     let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
-    let run = crate::engine::run(lock, storage, scenario, RunOptions::new(scenario.fencing), cancel);
+    let run =
+        crate::engine::run(lock, storage, scenario, RunOptions::new(scenario.fencing), cancel);
     let events = runtime.block_on(run)?.snapshot();
     if cancel.is_cancelled() {
         say("interrupted while confirming on real servers");

@@ -55,9 +55,17 @@ pub struct Progress {
 }
 
 /// A harmful violation: the storage took a write it should not have, or something
-/// happened twice. Overlapping belief alone is harmless when the storage fences.
-pub fn harmful(v: &Violation) -> bool {
-    v.kind() != ViolationKind::OverlappingBelief
+/// happened twice. Overlapping belief alone is harmless: two workers believing is
+/// not two workers writing. With fencing, a write by a worker that no longer held the
+/// lock is harmless too: the fenced storage took it in token order (it refuses any
+/// token lower than one it accepted), so nothing a newer holder wrote was undone;
+/// that is what fencing promises, and a stale write is what breaks the promise.
+pub fn harmful(v: &Violation, fencing: bool) -> bool {
+    match v.kind() {
+        ViolationKind::OverlappingBelief => false,
+        ViolationKind::WriteByNonHolder => !fencing,
+        ViolationKind::StaleWrite | ViolationKind::DoneTwice => true,
+    }
 }
 
 /// A schedule that breaks the design, shrunk, and its run.
@@ -121,9 +129,10 @@ impl Judge<'_> {
     /// Whether it breaks; counts harmless violations on the way.
     fn breaks(&mut self, schedule: &[space::Move]) -> anyhow::Result<bool> {
         let (_, violations) = self.run(schedule)?;
-        let broke = violations.iter().any(harmful);
+        let broke = violations.iter().any(|v| harmful(v, self.fencing));
         if !broke {
             let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
+            kinds.sort();
             kinds.dedup();
             for k in kinds {
                 *self.harmless.entry(k).or_default() += 1;
@@ -134,7 +143,11 @@ impl Judge<'_> {
 }
 
 fn count_pauses(s: &Scenario) -> usize {
-    s.workers.iter().flat_map(|w| &w.steps).filter(|st| matches!(st, crate::scenario::Step::Pause { .. })).count()
+    s.workers
+        .iter()
+        .flat_map(|w| &w.steps)
+        .filter(|st| matches!(st, crate::scenario::Step::Pause { .. }))
+        .count()
 }
 
 /// When the run's last event happened, in scenario ms.
@@ -157,8 +170,12 @@ pub fn search(
     let mut design = space::design(scenario, &kinds);
     design.fencing = options.fencing.unwrap_or(scenario.fencing);
     let started = Instant::now();
-    let mut judge =
-        Judge { trials: Trials::new()?, design: &design, fencing: design.fencing, harmless: BTreeMap::new() };
+    let mut judge = Judge {
+        trials: Trials::new()?,
+        design: &design,
+        fencing: design.fencing,
+        harmless: BTreeMap::new(),
+    };
     let (clean_events, _) = judge.run(&[])?;
     let space = Space::new(&design, &kinds, end_ms(&clean_events));
     let mut outcome = Outcome {
@@ -241,7 +258,9 @@ fn counterexample(
 ) -> Scenario {
     let mut s = space::apply(design, schedule);
     s.name = format!("{}-broken", original.name);
-    s.title = format!("{}, broken", original.title);
+    // Lesson titles carry their number ("3. The GC pause"); the copy is not that lesson.
+    let title = original.title.split_once(". ").filter(|(n, _)| n.parse::<u32>().is_ok());
+    s.title = format!("{}, broken", title.map_or(original.title.as_str(), |(_, t)| t));
     let story: Vec<String> = schedule.iter().map(ToString::to_string).collect();
     s.summary = if story.is_empty() {
         "It breaks with no fault at all.".to_string()
@@ -252,7 +271,9 @@ fn counterexample(
         .iter()
         .rev()
         .find_map(|e| match &e.kind {
-            EventKind::RunEnded { storage, .. } => Some(storage.iter().map(|w| w.short()).collect()),
+            EventKind::RunEnded { storage, .. } => {
+                Some(storage.iter().map(|w| w.short()).collect())
+            }
             _ => None,
         })
         .unwrap_or_default();

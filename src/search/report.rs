@@ -9,7 +9,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -101,13 +101,10 @@ fn harmless_line(o: &Outcome) -> String {
     if o.harmless.is_empty() {
         return "with fencing: the checker found nothing at all".to_string();
     }
-    let kinds: Vec<String> = o
-        .harmless
-        .iter()
-        .map(|(k, n)| format!("{k} in {} of them", thousands(*n)))
-        .collect();
+    let kinds: Vec<String> =
+        o.harmless.iter().map(|(k, n)| format!("{k} in {} of them", thousands(*n))).collect();
     format!(
-        "with fencing: the checker's violations were confined to harmless ones ({}): the storage refused every stale write",
+        "with fencing: the checker's violations were confined to harmless ones ({}): the storage refused every stale write, and took every write in token order",
         space::and_list(&kinds)
     )
 }

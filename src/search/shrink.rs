@@ -131,7 +131,9 @@ mod tests {
 
     /// A toy design: it breaks when A is frozen past 2 s and the freeze starts by 0.5 s.
     fn toy(s: &Schedule) -> anyhow::Result<bool> {
-        Ok(s.iter().any(|m| m.target == Target::Worker("A".into()) && m.at_ms <= 500 && m.at_ms + m.ms > 2000))
+        Ok(s.iter().any(|m| {
+            m.target == Target::Worker("A".into()) && m.at_ms <= 500 && m.at_ms + m.ms > 2000
+        }))
     }
 
     #[test]

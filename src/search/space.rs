@@ -75,7 +75,10 @@ fn impossible(scenario: &Scenario, kind: FaultKind) -> Option<String> {
 
 /// The kinds asked for, each checked against the scenario; `None` asks for every kind
 /// the scenario can have.
-pub fn kinds_for(scenario: &Scenario, asked: Option<&[FaultKind]>) -> Result<Vec<FaultKind>, SpaceError> {
+pub fn kinds_for(
+    scenario: &Scenario,
+    asked: Option<&[FaultKind]>,
+) -> Result<Vec<FaultKind>, SpaceError> {
     match asked {
         None => Ok(SEARCHABLE.into_iter().filter(|&k| impossible(scenario, k).is_none()).collect()),
         Some(kinds) => {
@@ -173,7 +176,9 @@ impl fmt::Display for Move {
             FaultKind::Pause => write!(f, "{} freezes at {at} for {ms}", self.target),
             FaultKind::Delay => write!(f, "from {at}, {}'s replies arrive {ms} late", self.target),
             FaultKind::ClockJump => write!(f, "at {at}, {}'s clock jumps {ms} ahead", self.target),
-            FaultKind::Kill => write!(f, "{} dies at {at} and restarts, empty, {ms} later", self.target),
+            FaultKind::Kill => {
+                write!(f, "{} dies at {at} and restarts, empty, {ms} later", self.target)
+            }
             other => write!(f, "{} at {at} on {}", other.name(), self.target),
         }
     }
@@ -199,7 +204,7 @@ pub struct Grid {
 }
 
 impl Grid {
-    pub fn len(&self) -> u64 {
+    pub fn count(&self) -> u64 {
         (self.to - self.from) / self.step + 1
     }
 
@@ -210,7 +215,7 @@ impl Grid {
     /// Every value, smallest first.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = u64> + use<> {
         let g = *self;
-        (0..g.len()).map(move |i| g.at(i))
+        (0..g.count()).map(move |i| g.at(i))
     }
 }
 
@@ -252,29 +257,34 @@ impl Space {
         let mut targets = Vec::new();
         for &kind in kinds {
             if kind == FaultKind::Pause || kind == FaultKind::Delay {
-                targets.extend(design.workers.iter().map(|w| (kind, Target::Worker(w.name.clone()))));
+                targets
+                    .extend(design.workers.iter().map(|w| (kind, Target::Worker(w.name.clone()))));
             } else {
                 targets.extend((1..=design.lock.nodes()).map(|n| (kind, Target::Node(n))));
             }
         }
         let start_step = round_step(end_ms, GRID_PARTS);
-        let start = Grid { from: 0, to: end_ms.div_ceil(start_step) * start_step, step: start_step };
+        let start =
+            Grid { from: 0, to: end_ms.div_ceil(start_step) * start_step, step: start_step };
         let lease = if design.ttl_ms == 0 { 5000 } else { design.ttl_ms };
         let longest = 2 * lease + end_ms;
         let length_step = round_step(longest, GRID_PARTS);
-        let length =
-            Grid { from: length_step, to: longest.div_ceil(length_step) * length_step, step: length_step };
+        let length = Grid {
+            from: length_step,
+            to: longest.div_ceil(length_step) * length_step,
+            step: length_step,
+        };
         Space { kinds: kinds.to_vec(), targets, start, length, max_faults: MAX_FAULTS }
     }
 
     /// How many one-fault schedules there are.
     pub fn singles(&self) -> u64 {
-        self.targets.len() as u64 * self.start.len() * self.length.len()
+        self.targets.len() as u64 * self.start.count() * self.length.count()
     }
 
     /// The `i`-th one-fault schedule (target, then start, then length).
     pub fn single(&self, i: u64) -> Move {
-        let (lengths, starts) = (self.length.len(), self.start.len());
+        let (lengths, starts) = (self.length.count(), self.start.count());
         let (kind, target) = &self.targets[(i / (lengths * starts)) as usize];
         Move {
             kind: *kind,
@@ -302,8 +312,12 @@ impl Space {
             .kinds
             .iter()
             .map(|&k| {
-                let on: Vec<String> =
-                    self.targets.iter().filter(|(tk, _)| *tk == k).map(|(_, t)| t.to_string()).collect();
+                let on: Vec<String> = self
+                    .targets
+                    .iter()
+                    .filter(|(tk, _)| *tk == k)
+                    .map(|(_, t)| t.to_string())
+                    .collect();
                 format!("{} of {}", plural(k), and_list(&on))
             })
             .collect();
@@ -358,7 +372,9 @@ mod tests {
 
     #[test]
     fn unknown_and_empty_fault_lists_are_refused() {
-        assert!(matches!(parse_kinds("pause,explode"), Err(SpaceError::Unknown(n, _)) if n == "explode"));
+        assert!(
+            matches!(parse_kinds("pause,explode"), Err(SpaceError::Unknown(n, _)) if n == "explode")
+        );
         assert_eq!(parse_kinds(" , "), Err(SpaceError::Empty(searchable_names())));
         assert_eq!(parse_kinds("pause,pause,kill").unwrap(), [FaultKind::Pause, FaultKind::Kill]);
     }
@@ -380,6 +396,14 @@ mod tests {
         all.sort();
         all.dedup();
         assert_eq!(all.len(), 12);
-        assert_eq!(space.single(11), Move { kind: FaultKind::Pause, target: Target::Worker("B".into()), at_ms: 100, ms: 200 });
+        assert_eq!(
+            space.single(11),
+            Move {
+                kind: FaultKind::Pause,
+                target: Target::Worker("B".into()),
+                at_ms: 100,
+                ms: 200
+            }
+        );
     }
 }
