@@ -3,6 +3,7 @@
 //! a scenario file, and confirm it on real servers.
 
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -44,46 +45,100 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
         let _inside = signals.enter();
         runtime::cancel_on_signals(cancel.clone());
     }
-    let bar = progress_bar(budget);
-    let outcome = search::search(&scenario, &options, &cancel, |p: Progress| {
-        if let Some(bar) = &bar {
-            bar.set_position(p.tried);
-            bar.set_message(format!("{} violations found", p.violations));
-        }
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let outcome = outcome?;
-
-    say(&report::design_line(&outcome));
-    for line in report::summary(&outcome) {
-        say(&line);
-    }
-    let code = match &outcome.found {
-        None if outcome.interrupted => ExitCode::from(EXIT_INTERRUPTED),
-        None => ExitCode::SUCCESS,
-        Some(found) => {
-            say("");
-            print_transcript(&found.events);
-            if let Some(path) = &args.save {
-                save(found, path)?;
-                say(&format!(
-                    "saved as {} (check it: fencelab run {} --check)",
-                    path.display(),
-                    path.display()
-                ));
-            }
-            let confirm = !args.no_confirm;
-            if confirm && !cancel.is_cancelled() {
-                confirm_on_servers(&found.scenario, backend, &cancel, &signals)?
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+    // A lesson with variants is several designs: each is searched in turn.
+    let runs: Vec<(String, Scenario)> = if scenario.variants.is_empty() {
+        vec![(String::new(), scenario.clone())]
+    } else {
+        let runs = scenario.planned_runs(&[scenario.fencing]);
+        runs.into_iter().map(|r| (r.label, r.scenario)).collect()
     };
+    let mut code = ExitCode::SUCCESS;
+    for (n, (label, design)) in runs.iter().enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        if !label.is_empty() {
+            if n > 0 {
+                say("");
+            }
+            say(&format!("### {label}"));
+        }
+        let save_to = args.save.as_ref().map(|p| numbered(p, n, runs.len()));
+        let one = One { args, backend, cancel: &cancel, signals: &signals, save_to };
+        let result =
+            one.search(design, &Options { fencing: Some(design.fencing), ..options.clone() })?;
+        if result != ExitCode::SUCCESS {
+            code = result;
+        }
+    }
+    if cancel.is_cancelled() {
+        code = ExitCode::from(EXIT_INTERRUPTED);
+    }
     signals.shutdown_timeout(Duration::from_secs(1));
     Ok(code)
+}
+
+/// FILE for one run; FILE-1, FILE-2 ... (before the extension) for several.
+fn numbered(path: &Path, n: usize, runs: usize) -> PathBuf {
+    if runs == 1 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{}.{}", n + 1, ext.to_string_lossy()),
+        None => format!("{stem}-{}", n + 1),
+    };
+    path.with_file_name(name)
+}
+
+/// One design's search, printed, saved and confirmed.
+struct One<'a> {
+    args: &'a BreakArgs,
+    backend: &'a BackendArgs,
+    cancel: &'a CancellationToken,
+    signals: &'a tokio::runtime::Runtime,
+    save_to: Option<PathBuf>,
+}
+
+impl One<'_> {
+    fn search(&self, scenario: &Scenario, options: &Options) -> anyhow::Result<ExitCode> {
+        let bar = progress_bar(options.budget);
+        let outcome = search::search(scenario, options, self.cancel, |p: Progress| {
+            if let Some(bar) = &bar {
+                bar.set_position(p.tried);
+                bar.set_message(format!("{} violations found", p.violations));
+            }
+        });
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let outcome = outcome?;
+        say(&report::design_line(&outcome));
+        for line in report::summary(&outcome) {
+            say(&line);
+        }
+        let Some(found) = &outcome.found else {
+            return Ok(if outcome.interrupted {
+                ExitCode::from(EXIT_INTERRUPTED)
+            } else {
+                ExitCode::SUCCESS
+            });
+        };
+        say("");
+        print_transcript(&found.events);
+        if let Some(path) = &self.save_to {
+            save(found, path)?;
+            say(&format!(
+                "saved as {} (check it: fencelab run {} --check)",
+                path.display(),
+                path.display()
+            ));
+        }
+        if self.args.no_confirm || self.cancel.is_cancelled() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        confirm_on_servers(&found.scenario, self.backend, self.cancel, self.signals)
+    }
 }
 
 /// A bar on stderr, only when a person is watching it.

@@ -40,6 +40,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("23-waiters"),
     lesson!("24-compare-and-set"),
     lesson!("25-kubernetes-lease"),
+    lesson!("28-break-it"),
 ];
 
 const PLAYGROUND: (&str, &str) =
