@@ -271,7 +271,7 @@ pub struct BreakArgs {
     /// taken out.
     pub scenario: String,
     /// The fault kinds to search, comma-separated: pause, delay, clock-jump, kill
-    /// (default: every one the scenario's lock can have).
+    /// (default: pause, and clock-jump and kill where the lock has servers to fail).
     #[arg(long, value_name = "LIST")]
     pub faults: Option<String>,
     /// Try at most N schedules (default 10000).

@@ -127,7 +127,7 @@ impl Runner {
                     }
                 }
             }
-            Effect::StartRun | Effect::SwitchService(_) => {}
+            Effect::StartRun | Effect::SwitchService(_) | Effect::Search(..) => {}
         }
     }
 }
