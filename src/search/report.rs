@@ -96,6 +96,19 @@ pub fn summary(o: &Outcome) -> Vec<String> {
     lines
 }
 
+/// What held, in one short line for a status bar: the count first, the detail after.
+pub fn short(o: &Outcome) -> String {
+    let singles = if o.singles >= o.space.singles() {
+        "every single fault".to_string()
+    } else {
+        format!("{} single faults", thousands(o.singles))
+    };
+    let pairs =
+        if o.pairs > 0 { format!(", {} random pairs", thousands(o.pairs)) } else { String::new() };
+    let stop = if o.interrupted { " (stopped)" } else { "" };
+    format!("nothing broke it{stop}: {} schedules ({singles}{pairs})", thousands(o.tried()))
+}
+
 /// With fencing: the checker's findings were all of the harmless kind.
 fn harmless_line(o: &Outcome) -> String {
     if o.harmless.is_empty() {

@@ -43,7 +43,7 @@ impl Search {
                         story: report::story(&found.shrunk),
                         scenario: Box::new(found.scenario),
                     },
-                    None => Searched::Held(report::summary(&o).join("; ")),
+                    None => Searched::Held(report::short(&o)),
                 },
                 Err(e) => Searched::Failed(format!("{e:#}")),
             };
