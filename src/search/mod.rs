@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::check::{Violation, ViolationKind, check};
-use crate::engine::log::{Event, EventKind};
+use crate::engine::log::Event;
 use crate::scenario::{Expectation, FaultKind, Scenario};
 use space::{Schedule, Space};
 use trial::Trials;
@@ -267,16 +267,7 @@ fn counterexample(
     } else {
         format!("Found by fencelab break: {}.", space::and_list(&story))
     };
-    let storage = events
-        .iter()
-        .rev()
-        .find_map(|e| match &e.kind {
-            EventKind::RunEnded { storage, .. } => {
-                Some(storage.iter().map(|w| w.short()).collect())
-            }
-            _ => None,
-        })
-        .unwrap_or_default();
+    let storage = crate::check::stored(events);
     let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
     kinds.sort();
     kinds.dedup();

@@ -8,7 +8,7 @@
 //! one grid step longer than the shortest that breaks, when that still breaks: a story
 //! with room to spare is one real servers tell the same way.
 
-use super::space::{Schedule, Space};
+use super::space::{Move, Schedule, Space};
 
 /// Room kept past the shortest length, and before the latest start, that break
 /// the design on the simulator (in whole grid steps, at least this much).
@@ -48,60 +48,83 @@ pub fn shrink(
     Ok(s)
 }
 
-/// The `i`-th fault at the shortest grid length that breaks, plus one step of margin.
+/// The `i`-th fault at the shortest grid length that breaks, plus some room.
 fn shortest(
     s: &mut Schedule,
     i: usize,
     space: &Space,
     breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let current = s[i].ms;
-    for ms in space.length.values().take_while(|&ms| ms < current) {
-        let mut tried = s.clone();
-        tried[i].ms = ms;
-        if breaks(&tried)? {
-            let mut roomy = tried.clone();
-            roomy[i].ms = ms + room(space.length.step, LENGTH_ROOM_MS);
-            *s = if roomy[i].ms >= current {
-                // The length it had broke it already: keep it.
-                return Ok(());
-            } else if breaks(&roomy)? {
-                roomy
-            } else {
-                tried
-            };
-            return Ok(());
-        }
-    }
-    Ok(())
+    let (current, room) = (s[i].ms, room(space.length.step, LENGTH_ROOM_MS));
+    let lengths = space.length.values().take_while(|&ms| ms < current);
+    let toward = Toward { field: length_of, better: |a, b| a < b, back: |v: u64| v + room };
+    toward.improve(s, i, lengths, breaks)
 }
 
-/// The `i`-th fault at the latest grid start that still breaks.
+/// The `i`-th fault at the latest grid start that still breaks, less some room.
 fn latest(
     s: &mut Schedule,
     i: usize,
     space: &Space,
     breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let current = s[i].at_ms;
-    for at in space.start.values().rev().take_while(|&at| at > current) {
-        let mut tried = s.clone();
-        tried[i].at_ms = at;
-        if breaks(&tried)? {
-            let mut roomy = tried.clone();
-            roomy[i].at_ms = at.saturating_sub(room(space.start.step, START_ROOM_MS));
-            *s = if roomy[i].at_ms <= current {
-                // The start it had is within the room already: keep it.
+    let (current, room) = (s[i].at_ms, room(space.start.step, START_ROOM_MS));
+    let starts = space.start.values().rev().take_while(|&at| at > current);
+    let toward =
+        Toward { field: start_of, better: |a, b| a > b, back: |v: u64| v.saturating_sub(room) };
+    toward.improve(s, i, starts, breaks)
+}
+
+fn length_of(m: &mut Move) -> &mut u64 {
+    &mut m.ms
+}
+
+fn start_of(m: &mut Move) -> &mut u64 {
+    &mut m.at_ms
+}
+
+/// Which value of a fault to improve, which way is better, and how to step back
+/// from the best toward where it was, for room.
+struct Toward<B, R> {
+    field: fn(&mut Move) -> &mut u64,
+    better: B,
+    back: R,
+}
+
+impl<B, R> Toward<B, R>
+where
+    B: Fn(u64, u64) -> bool,
+    R: Fn(u64) -> u64,
+{
+    /// Take the first of `candidates` (best first, all better than the current value)
+    /// that still breaks, stepped back by the room when that breaks too; the current
+    /// value when the room reaches it.
+    fn improve(
+        &self,
+        s: &mut Schedule,
+        i: usize,
+        candidates: impl Iterator<Item = u64>,
+        breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        let current = *(self.field)(&mut s[i]);
+        for value in candidates {
+            let mut tried = s.clone();
+            *(self.field)(&mut tried[i]) = value;
+            if !breaks(&tried)? {
+                continue;
+            }
+            let roomy_value = (self.back)(value);
+            if !(self.better)(roomy_value, current) {
+                // The value it had is within the room already: keep it.
                 return Ok(());
-            } else if breaks(&roomy)? {
-                roomy
-            } else {
-                tried
-            };
+            }
+            let mut roomy = tried.clone();
+            *(self.field)(&mut roomy[i]) = roomy_value;
+            *s = if breaks(&roomy)? { roomy } else { tried };
             return Ok(());
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The room kept, in whole grid steps: at least `min_ms`.
