@@ -50,8 +50,6 @@ pub struct Progress {
     pub tried: u64,
     /// Schedules with a harmful violation (the search stops at the first).
     pub violations: u64,
-    /// Of `Budget::Schedules`, the total; None for a time budget.
-    pub of: Option<u64>,
 }
 
 /// A harmful violation: the storage took a write it should not have, or something
@@ -197,10 +195,6 @@ pub fn search(
     let mut rng = fastrand::Rng::with_seed(options.seed);
     let mut order: Vec<u64> = (0..space.singles()).collect();
     rng.shuffle(&mut order);
-    let of = match options.budget {
-        Budget::Schedules(n) => Some(n),
-        Budget::Time(_) => None,
-    };
     let within = |tried: u64| match options.budget {
         Budget::Schedules(n) => tried < n,
         Budget::Time(limit) => started.elapsed() < limit,
@@ -227,10 +221,10 @@ pub fn search(
         }
         if last_report.elapsed() > Duration::from_millis(100) {
             last_report = Instant::now();
-            progress(Progress { tried: outcome.tried(), violations: 0, of });
+            progress(Progress { tried: outcome.tried(), violations: 0 });
         }
     }
-    progress(Progress { tried: outcome.tried(), violations: u64::from(first.is_some()), of });
+    progress(Progress { tried: outcome.tried(), violations: u64::from(first.is_some()) });
     outcome.harmless = std::mem::take(&mut judge.harmless);
     if let Some(original) = first {
         let mut shrink_trials = 0;
