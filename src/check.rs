@@ -422,10 +422,9 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
     found
 }
 
-/// Compare a run with what its scenario expects. Returns each difference, in words.
-pub fn compare(expected: &Expectation, events: &[Event], violations: &[Violation]) -> Vec<String> {
-    let mut diffs = Vec::new();
-    let storage: Vec<String> = events
+/// What the storage held at the run's end, as expectations write it (`WORKER:TOKEN`).
+pub fn stored(events: &[Event]) -> Vec<String> {
+    events
         .iter()
         .rev()
         .find_map(|e| match &e.kind {
@@ -434,7 +433,13 @@ pub fn compare(expected: &Expectation, events: &[Event], violations: &[Violation
             }
             _ => None,
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Compare a run with what its scenario expects. Returns each difference, in words.
+pub fn compare(expected: &Expectation, events: &[Event], violations: &[Violation]) -> Vec<String> {
+    let mut diffs = Vec::new();
+    let storage = stored(events);
     if storage != expected.storage {
         diffs.push(format!(
             "storage holds [{}], expected [{}]",

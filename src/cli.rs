@@ -76,6 +76,10 @@ pub enum Command {
     Lesson(LessonArgs),
     /// Measure things about a real run (see `fencelab bench --help`).
     Bench(BenchArgs),
+    /// Search fault schedules (pauses, reply delays, clock jumps, server kills) for one
+    /// that breaks a lock design, on the simulator; shrink it to the smallest story,
+    /// print it, and confirm it on real servers. Or say exactly what was covered.
+    Break(BreakArgs),
     /// Replay a saved run (`--save FILE`) in the TUI: play, pause, step event by event,
     /// scrub, jump to violations. Needs no Redis.
     Replay(ReplayArgs),
@@ -258,6 +262,37 @@ pub struct RunArgs {
     /// SIGKILL (real servers only).
     #[arg(long)]
     pub processes: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BreakArgs {
+    /// A built-in scenario name or a path to a scenario .toml file: its lock, workers
+    /// and fencing are the design; its own pauses and faults of the kinds searched are
+    /// taken out.
+    pub scenario: String,
+    /// The fault kinds to search, comma-separated: pause, delay, clock-jump, kill
+    /// (default: pause, and clock-jump and kill where the lock has servers to fail).
+    #[arg(long, value_name = "LIST")]
+    pub faults: Option<String>,
+    /// Try at most N schedules (default 10000).
+    #[arg(long, value_name = "N", conflicts_with = "time")]
+    pub budget: Option<u64>,
+    /// Search for at most S seconds of wall time instead.
+    #[arg(long, value_name = "S")]
+    pub time: Option<f64>,
+    /// The seed that orders the schedules and draws the random ones.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the counterexample as a lesson-format scenario file (its `expect` stated,
+    /// so it passes `fencelab run FILE --check`).
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Replay the counterexample on real servers (the default, when they are available).
+    #[arg(long, overrides_with = "no_confirm")]
+    pub confirm: bool,
+    /// Do not replay it on real servers.
+    #[arg(long, overrides_with = "confirm")]
+    pub no_confirm: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,6 +5,7 @@ mod bench_class;
 pub mod class;
 pub mod run;
 pub mod scenario_ref;
+pub mod search;
 
 use std::process::ExitCode;
 
@@ -18,7 +19,13 @@ use crate::scenario::builtin_names;
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     if matches!(
         cli.command,
-        None | Some(Command::Run(_) | Command::Play(_) | Command::Lesson(_) | Command::Bench(_))
+        None | Some(
+            Command::Run(_)
+                | Command::Play(_)
+                | Command::Lesson(_)
+                | Command::Bench(_)
+                | Command::Break(_)
+        )
     ) {
         // These start private servers: an earlier one killed outright left its dirs.
         crate::backend::server::sweep_orphaned_dirs();
@@ -61,6 +68,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             to_stdout(&out)
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
+        Some(Command::Break(args)) => search::run(&args, &cli.backend),
         Some(Command::Worker) => worker(),
         Some(Command::Class(args)) => class::class(&args, &cli.backend),
         Some(Command::Join { url, headless }) => class::join(&url, headless),

@@ -42,6 +42,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("25-kubernetes-lease"),
     lesson!("26-zookeeper"),
     lesson!("27-queue"),
+    lesson!("28-break-it"),
 ];
 
 const PLAYGROUND: (&str, &str) =

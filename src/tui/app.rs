@@ -47,6 +47,9 @@ pub enum Effect {
     SwitchService(Service),
     /// Tell the class's room about a question (a class's screens only).
     Quiz(QuizStep),
+    /// Search this scenario, with this fencing, for a schedule that breaks it (on a
+    /// thread: the screen stays responsive); the answer comes back as `Msg::Searched`.
+    Search(Box<Scenario>, bool),
 }
 
 /// The lock service and storage a run uses: what `l` and `w` cycle through.
@@ -165,6 +168,23 @@ pub enum Msg {
     Quit,
     /// What the class's room said about a question.
     Quiz(QuizNews),
+    /// `b`'s search has tried this many schedules.
+    Searching(u64),
+    /// `b`'s search ended: the counterexample to run below this run, or what was covered.
+    Searched(Searched),
+}
+
+/// What `b`'s search came back with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Searched {
+    /// The shrunk schedule's scenario, and the story in a line.
+    Broken {
+        scenario: Box<Scenario>,
+        story: String,
+    },
+    /// Nothing broke it: what was covered, in a line.
+    Held(String),
+    Failed(String),
 }
 
 impl From<Action> for Msg {
@@ -247,6 +267,10 @@ pub struct App {
     pub class: Option<ClassSeat>,
     /// The question posed to the class, open or just revealed.
     pub posed: Option<Posed>,
+    /// `b`'s search is running.
+    pub searching: bool,
+    /// The counterexample `b` found, and its story: the next run runs it.
+    counterexample: Option<(Scenario, String)>,
 }
 
 /// A class's run is one run, steered by the instructor; a student's screen says
@@ -310,6 +334,8 @@ impl App {
             replay: None,
             class: None,
             posed: None,
+            searching: false,
+            counterexample: None,
         }
         .with_first_variant()
     }
@@ -376,6 +402,9 @@ impl App {
 
     /// The scenario and fencing the next run uses.
     pub fn next_run(&self) -> (Scenario, bool) {
+        if let Some((scenario, _)) = &self.counterexample {
+            return (scenario.clone(), scenario.fencing);
+        }
         match self.variants.get(self.variant) {
             Some(v) => (v.scenario.clone(), self.fencing),
             None => (self.scenario.clone(), self.fencing),
@@ -433,6 +462,13 @@ impl App {
                 Vec::new()
             }
             Msg::Quiz(news) => self.quiz_news(news),
+            Msg::Searching(tried) => {
+                if self.searching {
+                    self.status = Some(format!("break: {tried} schedules tried (q quits)"));
+                }
+                Vec::new()
+            }
+            Msg::Searched(searched) => self.searched(searched),
         };
         self.reveal();
         effects
@@ -748,6 +784,9 @@ impl App {
 
     /// What the next run is called: its variant's name, or its fencing.
     pub fn run_label(&self) -> String {
+        if let Some((_, story)) = &self.counterexample {
+            return format!("broken by: {story}");
+        }
         match self.variants.get(self.variant) {
             Some(v) => v.label.clone(),
             None => format!("fencing tokens: {}", if self.fencing { "on" } else { "off" }),
@@ -887,12 +926,15 @@ impl App {
             Action::Restart => {
                 self.previous = None;
                 self.scripted.clear();
+                self.counterexample = None;
                 return vec![Effect::StartRun];
             }
+            Action::Break => return self.break_it(),
             Action::Compare => {
                 if self.run.lanes.is_empty() {
                     return Vec::new();
                 }
+                self.counterexample = None;
                 if self.variants.is_empty() {
                     self.fencing = !self.run.fencing_at_start;
                 } else {
@@ -966,8 +1008,12 @@ impl App {
             Action::StepBack => {
                 self.status = Some(", steps back through a replay (fencelab replay FILE)".into());
             }
-            Action::NextLock => return self.switch(Some(Service::of(&self.scenario).next_lock())),
+            Action::NextLock => {
+                self.counterexample = None;
+                return self.switch(Some(Service::of(&self.scenario).next_lock()));
+            }
             Action::NextStorage => {
+                self.counterexample = None;
                 return self.switch(Service::of(&self.scenario).next_storage());
             }
         }
@@ -1137,6 +1183,44 @@ impl App {
     }
 
     /// The scenario the current run was started with.
+    /// `b`: search the scenario of the run on screen, with the fencing it ran with.
+    fn break_it(&mut self) -> Vec<Effect> {
+        let Some(scenario) = self.run_scenario().filter(|_| self.log_ended().is_some()) else {
+            self.status = Some("b searches a run once it has ended".to_string());
+            return Vec::new();
+        };
+        if self.searching {
+            self.status = Some("break: already searching".to_string());
+            return Vec::new();
+        }
+        let scenario = Box::new(scenario.clone());
+        self.searching = true;
+        self.status = Some("break: searching for the faults that break this run (q quits)".into());
+        vec![Effect::Search(scenario, self.run.fencing_at_start)]
+    }
+
+    /// `b`'s answer: run the counterexample below this run, or say what held.
+    fn searched(&mut self, searched: Searched) -> Vec<Effect> {
+        self.searching = false;
+        match searched {
+            Searched::Broken { scenario, story } => {
+                self.scripted.clear();
+                self.previous = Some(self.run.clone());
+                self.previous_label = self.run_label.clone();
+                self.counterexample = Some((*scenario, story));
+                vec![Effect::StartRun]
+            }
+            Searched::Held(covered) => {
+                self.status = Some(format!("break: {covered}"));
+                Vec::new()
+            }
+            Searched::Failed(error) => {
+                self.status = Some(format!("break failed: {error}"));
+                Vec::new()
+            }
+        }
+    }
+
     fn run_scenario(&self) -> Option<&Scenario> {
         self.log.first().and_then(|e| match &e.kind {
             EventKind::RunStarted { scenario, .. } => Some(scenario.as_ref()),
@@ -1522,6 +1606,57 @@ mod tests {
         assert_eq!(app.run.seen(), 3, "an inspected moment cuts the model too");
         app.update(Msg::Seek(99_999.0));
         assert_eq!(app.view_ms(), 3000.5, "never past the cursor");
+    }
+
+    #[test]
+    fn b_searches_an_ended_run_and_runs_the_counterexample_below_it() {
+        let mut app = app();
+        assert!(app.update(Action::Break).is_empty(), "nothing to search before a run");
+        app.update(Msg::RunStarting);
+        let (scenario, fencing) = app.next_run();
+        let started = EventKind::RunStarted {
+            version: 1,
+            run_id: "t".into(),
+            scenario: Box::new(scenario.clone()),
+            fencing,
+            label: "fencing tokens: off".into(),
+            backend: "test".into(),
+            time_scale: 1.0,
+        };
+        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind: started }]);
+        assert!(app.update(Action::Break).is_empty(), "not while the run goes on");
+        let ended = EventKind::RunEnded {
+            storage: vec![],
+            outcome: crate::engine::log::RunOutcome::Completed,
+        };
+        log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended }]);
+        assert_eq!(
+            app.update(Action::Break),
+            [Effect::Search(Box::new(scenario.clone()), fencing)]
+        );
+        assert!(app.searching);
+        assert!(app.update(Action::Break).is_empty(), "one search at a time");
+        let mut broken = scenario.clone();
+        broken.name = "broken".into();
+        let story = "A freezes at 0.05 s for 2.2 s".to_string();
+        let answer = Searched::Broken { scenario: Box::new(broken.clone()), story: story.clone() };
+        assert_eq!(app.update(Msg::Searched(answer)), [Effect::StartRun]);
+        assert!(!app.searching && app.previous.is_some());
+        assert_eq!(app.next_run().0, broken);
+        app.update(Msg::RunStarting);
+        assert_eq!(app.run_label, format!("broken by: {story}"));
+        app.update(Action::Restart);
+        assert_eq!(app.next_run().0.name, scenario.name, "r runs the scenario again");
+    }
+
+    #[test]
+    fn b_says_what_held_when_nothing_broke_it() {
+        let mut app = app();
+        app.searching = true;
+        let held = Searched::Held("all single pauses ...: no violation".into());
+        assert!(app.update(Msg::Searched(held)).is_empty());
+        assert_eq!(app.status.as_deref(), Some("break: all single pauses ...: no violation"));
+        assert!(app.previous.is_none());
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub enum Action {
     ToggleFencing,
     Restart,
     Compare,
+    /// When a run has ended: search its scenario for a schedule that breaks it, and
+    /// run that as a compare.
+    Break,
     ToggleInspector,
     SpeedDown,
     SpeedUp,
@@ -180,6 +183,14 @@ pub const BINDINGS: &[Binding] = &[
         Action::Compare,
         "rerun: a lesson's next variant, or fencing flipped; one run above the other",
         Some("compare"),
+        InReplay::Cannot,
+    ),
+    b(
+        "b",
+        &[KeyCode::Char('b')],
+        Action::Break,
+        "when a run has ended: search for the faults that break it, then run them below",
+        None,
         InReplay::Cannot,
     ),
     b(
@@ -427,6 +438,7 @@ mod tests {
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(action_for(ctrl_c), Some(Action::Quit));
         assert_eq!(press(KeyCode::Char('c')), Some(Action::Compare));
+        assert_eq!(press(KeyCode::Char('b')), Some(Action::Break));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod question;
 pub mod record;
 pub mod render;
 mod runner;
+mod search;
 pub mod tally;
 mod terminal;
 pub mod theme;
@@ -263,6 +264,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
         app.update(Msg::RunStarting);
     }
     let mut grown = source.log().map(|l| l.subscribe());
+    let mut search = search::Search::new();
     let mut last = std::time::Instant::now();
     loop {
         let mut effects = Vec::new();
@@ -282,7 +284,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
         let real_ms = (now - last).as_secs_f64() * 1000.0;
         last = now;
         effects.extend(app.update(Msg::Clock { reached_ms, real_ms }));
-        apply(app, &mut source, effects, &mut terminal, &mut grown).await?;
+        apply(app, &mut source, effects, &mut terminal, &mut grown, &search).await?;
         // Each lesson step is a marker in the recording.
         let step = app.lesson.as_ref().and_then(|l| l.current()).map(|s| s.title.clone());
         if step.is_some() && step != step_shown {
@@ -301,6 +303,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
                 handle_input(app, ev, screen)
             }
             () = log_grew(&mut grown) => Vec::new(),
+            msg = search.next() => app.update(msg),
             _ = frames.tick(), if app.animating() => Vec::new(),
             () = wake_at(app.next_wakeup()) => Vec::new(),
             news = source.quiz_news() => app.update(Msg::Quiz(news)),
@@ -308,7 +311,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
             _ = int.recv() => app.update(Msg::Quit),
             _ = hup.recv() => app.update(Msg::Quit),
         };
-        apply(app, &mut source, effects, &mut terminal, &mut grown).await?;
+        apply(app, &mut source, effects, &mut terminal, &mut grown, &search).await?;
         if app.quit {
             break;
         }
@@ -327,6 +330,7 @@ async fn apply(
     effects: Vec<Effect>,
     terminal: &mut terminal::Tui,
     grown: &mut Option<tokio::sync::watch::Receiver<usize>>,
+    search: &search::Search,
 ) -> anyhow::Result<()> {
     if let Source::Hosted { control, quiz, .. } = source {
         for effect in effects {
@@ -343,7 +347,7 @@ async fn apply(
                 (Effect::SetFencing(on), Some(control)) => control.set_fencing(on),
                 // Real time has no pace to change.
                 (Effect::Pace(_), _) => {}
-                (Effect::StartRun | Effect::SwitchService(_), _) => {
+                (Effect::StartRun | Effect::SwitchService(_) | Effect::Search(..), _) => {
                     app.update(Msg::Notice("a class plays one run: open another class".into()));
                 }
             }
@@ -357,7 +361,9 @@ async fn apply(
             terminal.draw(|frame| render::draw(frame, app))?;
             switch_service(app, runner, targets, to).await;
         }
-        if matches!(effect, Effect::StartRun | Effect::SwitchService(_)) {
+        if let Effect::Search(scenario, fencing) = effect {
+            search.start(*scenario, fencing);
+        } else if matches!(effect, Effect::StartRun | Effect::SwitchService(_)) {
             saver.save(runner)?;
             start_run(app, runner).await;
             *grown = runner.log().map(|l| l.subscribe());

@@ -127,7 +127,7 @@ impl Runner {
                     }
                 }
             }
-            Effect::StartRun | Effect::SwitchService(_) | Effect::Quiz(_) => {}
+            Effect::StartRun | Effect::SwitchService(_) | Effect::Quiz(_) | Effect::Search(..) => {}
         }
     }
 }

@@ -1,0 +1,227 @@
+//! `fencelab break`: search a scenario's fault schedules on the simulator (`search`),
+//! print what it covered or the shrunk counterexample with its transcript, save it as
+//! a scenario file, and confirm it on real servers.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use super::run::{EXIT_INTERRUPTED, say};
+use super::scenario_ref;
+use crate::backend::deployment::{Shape, deploy};
+use crate::check::{check, compare};
+use crate::cli::{BackendArgs, BreakArgs};
+use crate::engine::RunOptions;
+use crate::engine::log::Event;
+use crate::output::transcript::{Transcript, verdict};
+use crate::runtime;
+use crate::scenario::{Expectation, Scenario};
+use crate::search::{self, Budget, Found, Options, Progress, report, space};
+
+/// Schedules tried when neither --budget nor --time is given.
+const DEFAULT_BUDGET: u64 = 10_000;
+
+pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let scenario = scenario_ref::load(&args.scenario)?.scenario;
+    let kinds = args.faults.as_deref().map(space::parse_kinds).transpose()?;
+    let budget = match (args.budget, args.time) {
+        (_, Some(s)) if !(s > 0.0 && s.is_finite()) => {
+            anyhow::bail!("--time {s}: give a number of seconds above 0")
+        }
+        (_, Some(s)) => Budget::Time(Duration::from_secs_f64(s)),
+        (n, None) => Budget::Schedules(n.unwrap_or(DEFAULT_BUDGET)),
+    };
+    let options = Options { kinds, budget, seed: args.seed, fencing: None };
+
+    // Signals are heard on a real-time runtime of their own; the search runs here,
+    // between trials it looks at the token.
+    let signals = runtime::build(false)?;
+    let cancel = CancellationToken::new();
+    {
+        let _inside = signals.enter();
+        runtime::cancel_on_signals(cancel.clone());
+    }
+    // A lesson with variants is several designs: each is searched in turn.
+    let runs: Vec<(String, Scenario)> = if scenario.variants.is_empty() {
+        vec![(String::new(), scenario.clone())]
+    } else {
+        let runs = scenario.planned_runs(&[scenario.fencing]);
+        runs.into_iter().map(|r| (r.label, r.scenario)).collect()
+    };
+    let mut code = ExitCode::SUCCESS;
+    for (n, (label, design)) in runs.iter().enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        if !label.is_empty() {
+            if n > 0 {
+                say("");
+            }
+            say(&format!("### {label}"));
+        }
+        let save_to = args.save.as_ref().map(|p| numbered(p, n, runs.len()));
+        let one = One { args, backend, cancel: &cancel, signals: &signals, save_to };
+        let result =
+            one.search(design, &Options { fencing: Some(design.fencing), ..options.clone() })?;
+        if result != ExitCode::SUCCESS {
+            code = result;
+        }
+    }
+    if cancel.is_cancelled() {
+        code = ExitCode::from(EXIT_INTERRUPTED);
+    }
+    signals.shutdown_timeout(Duration::from_secs(1));
+    Ok(code)
+}
+
+/// FILE for one run; FILE-1, FILE-2 ... (before the extension) for several.
+fn numbered(path: &Path, n: usize, runs: usize) -> PathBuf {
+    if runs == 1 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{}.{}", n + 1, ext.to_string_lossy()),
+        None => format!("{stem}-{}", n + 1),
+    };
+    path.with_file_name(name)
+}
+
+/// One design's search, printed, saved and confirmed.
+struct One<'a> {
+    args: &'a BreakArgs,
+    backend: &'a BackendArgs,
+    cancel: &'a CancellationToken,
+    signals: &'a tokio::runtime::Runtime,
+    save_to: Option<PathBuf>,
+}
+
+impl One<'_> {
+    fn search(&self, scenario: &Scenario, options: &Options) -> anyhow::Result<ExitCode> {
+        let bar = progress_bar(options.budget);
+        let outcome = search::search(scenario, options, self.cancel, |p: Progress| {
+            if let Some(bar) = &bar {
+                bar.set_position(p.tried);
+                bar.set_message(format!("{} violations found", p.violations));
+            }
+        });
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let outcome = outcome?;
+        say(&report::design_line(&outcome));
+        for line in report::summary(&outcome) {
+            say(&line);
+        }
+        let Some(found) = &outcome.found else {
+            return Ok(if outcome.interrupted {
+                ExitCode::from(EXIT_INTERRUPTED)
+            } else {
+                ExitCode::SUCCESS
+            });
+        };
+        say("");
+        print_transcript(&found.events);
+        if let Some(path) = &self.save_to {
+            save(found, path)?;
+            say(&format!(
+                "saved as {} (check it: fencelab run {} --check)",
+                path.display(),
+                path.display()
+            ));
+        }
+        if self.args.no_confirm || self.cancel.is_cancelled() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        confirm_on_servers(&found.scenario, self.backend, self.cancel, self.signals)
+    }
+}
+
+/// A bar on stderr, only when a person is watching it.
+fn progress_bar(budget: Budget) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = match budget {
+        Budget::Schedules(n) => indicatif::ProgressBar::new(n),
+        Budget::Time(_) => indicatif::ProgressBar::no_length(),
+    };
+    let style = indicatif::ProgressStyle::with_template(
+        "{spinner} {pos}/{len} schedules  {per_sec}  {msg}  {elapsed}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    Some(bar)
+}
+
+fn print_transcript(events: &[Event]) {
+    let mut transcript = Transcript::default();
+    for e in events {
+        for line in transcript.lines(e) {
+            say(&line);
+        }
+    }
+    for line in verdict(&check(events)) {
+        say(&line);
+    }
+}
+
+/// The counterexample as a scenario file, with a comment saying where it came from.
+fn save(found: &Found, path: &std::path::Path) -> anyhow::Result<()> {
+    let body = toml::to_string(&found.scenario).context("cannot write the scenario as TOML")?;
+    let head = format!(
+        "# Found by `fencelab break`, shrunk to the smallest story that still breaks it:\n{}\n",
+        found.shrunk.iter().map(|m| format!("# - {m}\n")).collect::<String>()
+    );
+    std::fs::write(path, head + &body).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Run the counterexample on real servers and compare with the simulator's outcome.
+fn confirm_on_servers(
+    scenario: &Scenario,
+    backend: &BackendArgs,
+    cancel: &CancellationToken,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<ExitCode> {
+    let deployment = deploy(&backend.targets(), Shape::of(scenario))?;
+    if deployment.simulated() {
+        say(
+            "not confirmed on real servers: running on the simulator (--sim, or the servers are not installed)",
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let expected: Expectation = match scenario.expect.for_mode(scenario.fencing) {
+        Some(e) => e.clone(),
+        None => return Ok(ExitCode::SUCCESS),
+    };
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let run =
+        crate::engine::run(lock, storage, scenario, RunOptions::new(scenario.fencing), cancel);
+    let events = runtime.block_on(run)?.snapshot();
+    if cancel.is_cancelled() {
+        say("interrupted while confirming on real servers");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    let diffs = compare(&expected, &events, &check(&events));
+    if diffs.is_empty() {
+        say(&format!(
+            "confirmed on {}: the same outcome (storage [{}], checker [{}])",
+            deployment.describe(),
+            expected.storage.join(", "),
+            expected.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ));
+        Ok(ExitCode::SUCCESS)
+    } else {
+        say(&format!(
+            "the simulator and {} disagree: {} (a finding for the differential test)",
+            deployment.describe(),
+            diffs.join("; ")
+        ));
+        Ok(ExitCode::FAILURE)
+    }
+}

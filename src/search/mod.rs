@@ -1,0 +1,277 @@
+//! `fencelab break`: search the fault schedules a lock design can meet for one that
+//! makes the checker report a harmful violation, then shrink it to the smallest story.
+//!
+//! Why this order: one-fault schedules are few enough to try every one (every start on
+//! a grid × every length × every target), and most designs fall to one fault; pairs are
+//! too many, so they are drawn at random with a seed. Every schedule is tried in a
+//! seeded shuffled order, so a budget smaller than the space still samples all of it
+//! evenly, and the same seed gives the same search on every machine.
+
+pub mod report;
+pub mod shrink;
+pub mod space;
+pub mod trial;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::check::{Violation, ViolationKind, check};
+use crate::engine::log::Event;
+use crate::scenario::{Expectation, FaultKind, Scenario};
+use space::{Schedule, Space};
+use trial::Trials;
+
+/// How far the search may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// At most this many schedules (at least 1).
+    Schedules(u64),
+    /// Until this much wall time has passed.
+    Time(Duration),
+}
+
+/// What to search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The fault kinds; None: every kind the scenario can have.
+    pub kinds: Option<Vec<FaultKind>>,
+    pub budget: Budget,
+    /// Orders the one-fault schedules and draws the pairs.
+    pub seed: u64,
+    /// Whether the storage fences; None: as the scenario says.
+    pub fencing: Option<bool>,
+}
+
+/// Where the search has got to, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub tried: u64,
+    /// Schedules with a harmful violation (the search stops at the first).
+    pub violations: u64,
+}
+
+/// A harmful violation: the storage took a write it should not have, or something
+/// happened twice. Overlapping belief alone is harmless: two workers believing is
+/// not two workers writing. With fencing, a write by a worker that no longer held the
+/// lock is harmless too: the fenced storage took it in token order (it refuses any
+/// token lower than one it accepted), so nothing a newer holder wrote was undone;
+/// that is what fencing promises, and a stale write is what breaks the promise.
+pub fn harmful(v: &Violation, fencing: bool) -> bool {
+    match v.kind() {
+        ViolationKind::OverlappingBelief => false,
+        ViolationKind::WriteByNonHolder => !fencing,
+        ViolationKind::StaleWrite | ViolationKind::DoneTwice => true,
+    }
+}
+
+/// A schedule that breaks the design, shrunk, and its run.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// As first found.
+    pub original: Schedule,
+    /// The smallest story that still breaks it.
+    pub shrunk: Schedule,
+    /// The design with the shrunk schedule as faults, its expectation stated.
+    pub scenario: Scenario,
+    /// The shrunk schedule's run on the simulator.
+    pub events: Vec<Event>,
+    /// How many trials shrinking took.
+    pub shrink_trials: u64,
+}
+
+/// What a search covered and what it found.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The scenario as searched: its own chosen schedule taken out.
+    pub design: Scenario,
+    /// How many scripted pause steps, and faults, the design lost.
+    pub paused_steps: usize,
+    pub faults_taken: usize,
+    pub fencing: bool,
+    pub space: Space,
+    /// One-fault schedules tried, and two-fault ones.
+    pub singles: u64,
+    pub pairs: u64,
+    pub seed: u64,
+    /// Schedules whose run had only harmless violations, by kind.
+    pub harmless: BTreeMap<ViolationKind, u64>,
+    pub found: Option<Found>,
+    /// A signal (or the TUI's q) stopped it early.
+    pub interrupted: bool,
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    pub fn tried(&self) -> u64 {
+        self.singles + self.pairs
+    }
+}
+
+/// The design breaks under `schedule` (with its run), as the scenario's fencing says.
+struct Judge<'a> {
+    trials: Trials,
+    design: &'a Scenario,
+    fencing: bool,
+    harmless: BTreeMap<ViolationKind, u64>,
+}
+
+impl Judge<'_> {
+    fn run(&self, schedule: &[space::Move]) -> anyhow::Result<(Vec<Event>, Vec<Violation>)> {
+        let events = self.trials.trial(&space::apply(self.design, schedule), self.fencing)?;
+        let violations = check(&events);
+        Ok((events, violations))
+    }
+
+    /// Whether it breaks; counts harmless violations on the way.
+    fn breaks(&mut self, schedule: &[space::Move]) -> anyhow::Result<bool> {
+        let (_, violations) = self.run(schedule)?;
+        let broke = violations.iter().any(|v| harmful(v, self.fencing));
+        if !broke {
+            let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
+            kinds.sort();
+            kinds.dedup();
+            for k in kinds {
+                *self.harmless.entry(k).or_default() += 1;
+            }
+        }
+        Ok(broke)
+    }
+}
+
+fn count_pauses(s: &Scenario) -> usize {
+    s.workers
+        .iter()
+        .flat_map(|w| &w.steps)
+        .filter(|st| matches!(st, crate::scenario::Step::Pause { .. }))
+        .count()
+}
+
+/// When the run's last event happened, in scenario ms.
+fn end_ms(events: &[Event]) -> u64 {
+    events.last().map_or(0, |e| e.t_ms.ceil() as u64)
+}
+
+/// Search `scenario` for a breaking schedule. `progress` is called now and then;
+/// `cancel` stops the search between trials, with what was covered so far.
+pub fn search(
+    scenario: &Scenario,
+    options: &Options,
+    cancel: &CancellationToken,
+    mut progress: impl FnMut(Progress),
+) -> anyhow::Result<Outcome> {
+    let kinds = space::kinds_for(scenario, options.kinds.as_deref())?;
+    if options.budget == Budget::Schedules(0) {
+        anyhow::bail!("--budget 0 tries nothing: give at least 1 schedule");
+    }
+    let mut design = space::design(scenario, &kinds);
+    design.fencing = options.fencing.unwrap_or(scenario.fencing);
+    let started = Instant::now();
+    let mut judge = Judge {
+        trials: Trials::new()?,
+        design: &design,
+        fencing: design.fencing,
+        harmless: BTreeMap::new(),
+    };
+    let (clean_events, _) = judge.run(&[])?;
+    let space = Space::new(&design, &kinds, end_ms(&clean_events));
+    let mut outcome = Outcome {
+        design: design.clone(),
+        paused_steps: count_pauses(scenario) - count_pauses(&design),
+        faults_taken: scenario.faults.len() - design.faults.len(),
+        fencing: design.fencing,
+        space: space.clone(),
+        singles: 0,
+        pairs: 0,
+        seed: options.seed,
+        harmless: BTreeMap::new(),
+        found: None,
+        interrupted: false,
+        elapsed: Duration::ZERO,
+    };
+    // A design that breaks with no fault at all is its own smallest story.
+    let mut first: Option<Schedule> = judge.breaks(&[])?.then(Vec::new);
+    let mut rng = fastrand::Rng::with_seed(options.seed);
+    let mut order: Vec<u64> = (0..space.singles()).collect();
+    rng.shuffle(&mut order);
+    let within = |tried: u64| match options.budget {
+        Budget::Schedules(n) => tried < n,
+        Budget::Time(limit) => started.elapsed() < limit,
+    };
+    let mut last_report = Instant::now();
+    while first.is_none() && within(outcome.tried()) {
+        if cancel.is_cancelled() {
+            outcome.interrupted = true;
+            break;
+        }
+        let schedule = match order.get(outcome.singles as usize) {
+            Some(&i) => {
+                outcome.singles += 1;
+                vec![space.single(i)]
+            }
+            None if space.max_faults >= 2 && space.singles() > 1 => {
+                outcome.pairs += 1;
+                space.random_pair(&mut rng)
+            }
+            None => break,
+        };
+        if judge.breaks(&schedule)? {
+            first = Some(schedule);
+        }
+        if last_report.elapsed() > Duration::from_millis(100) {
+            last_report = Instant::now();
+            progress(Progress { tried: outcome.tried(), violations: 0 });
+        }
+    }
+    progress(Progress { tried: outcome.tried(), violations: u64::from(first.is_some()) });
+    outcome.harmless = std::mem::take(&mut judge.harmless);
+    if let Some(original) = first {
+        let mut shrink_trials = 0;
+        let shrunk = shrink::shrink(&original, &space, |s| {
+            shrink_trials += 1;
+            judge.breaks(s)
+        })?;
+        let (events, violations) = judge.run(&shrunk)?;
+        let scenario = counterexample(scenario, &design, &shrunk, &events, &violations);
+        outcome.found = Some(Found { original, shrunk, scenario, events, shrink_trials });
+    }
+    outcome.elapsed = started.elapsed();
+    Ok(outcome)
+}
+
+/// The design with the schedule as `[[faults]]`, and the simulator's outcome stated
+/// as its expectation, so the file passes `--check` and says what real servers must
+/// show.
+fn counterexample(
+    original: &Scenario,
+    design: &Scenario,
+    schedule: &[space::Move],
+    events: &[Event],
+    violations: &[Violation],
+) -> Scenario {
+    let mut s = space::apply(design, schedule);
+    s.name = format!("{}-broken", original.name);
+    // Lesson titles carry their number ("3. The GC pause"); the copy is not that lesson.
+    let title = original.title.split_once(". ").filter(|(n, _)| n.parse::<u32>().is_ok());
+    s.title = format!("{}, broken", title.map_or(original.title.as_str(), |(_, t)| t));
+    let story: Vec<String> = schedule.iter().map(ToString::to_string).collect();
+    s.summary = if story.is_empty() {
+        "It breaks with no fault at all.".to_string()
+    } else {
+        format!("Found by fencelab break: {}.", space::and_list(&story))
+    };
+    let storage = crate::check::stored(events);
+    let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
+    kinds.sort();
+    kinds.dedup();
+    let expectation = Some(Expectation { storage, violations: kinds });
+    s.expect = Default::default();
+    if design.fencing {
+        s.expect.fencing_on = expectation;
+    } else {
+        s.expect.fencing_off = expectation;
+    }
+    s.speed = None;
+    s
+}

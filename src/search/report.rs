@@ -1,0 +1,142 @@
+//! What a search covered and found, in words: a "no violation" means only as much as
+//! the space it was looked for in, so the space is always said.
+
+use super::space::secs;
+use super::{Outcome, space};
+
+/// 12000 as "12,000".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What was taken out of the scenario to make the design searched.
+pub fn design_line(o: &Outcome) -> String {
+    let mut taken = vec![];
+    if o.paused_steps > 0 {
+        taken.push(format!(
+            "its {} scripted pause(s) made {} of work, where a searched pause can land",
+            o.paused_steps,
+            secs(space::PAUSE_SITE_MS)
+        ));
+    }
+    if o.faults_taken > 0 {
+        taken.push(format!("its {} fault(s) of the kinds searched taken out", o.faults_taken));
+    }
+    format!(
+        "design: {} ({} lease, fencing {}){}{}",
+        o.design.name,
+        if o.design.ttl_ms == 0 { "no".to_string() } else { secs(o.design.ttl_ms) },
+        if o.fencing { "on" } else { "off" },
+        if taken.is_empty() { "" } else { "; " },
+        taken.join("; ")
+    )
+}
+
+/// The schedules tried, in words.
+pub fn coverage(o: &Outcome) -> String {
+    let singles = o.space.singles();
+    let mut line = if o.singles >= singles {
+        format!("all {}: {} schedules", o.space.describe(), thousands(singles))
+    } else {
+        format!(
+            "{} of the {} {} (in a random order, seed {})",
+            thousands(o.singles),
+            thousands(singles),
+            o.space.describe(),
+            o.seed
+        )
+    };
+    if o.pairs > 0 {
+        line.push_str(&format!(
+            ", and {} random pairs of them (seed {})",
+            thousands(o.pairs),
+            o.seed
+        ));
+    }
+    line
+}
+
+/// The closing lines: found, or covered without finding.
+pub fn summary(o: &Outcome) -> Vec<String> {
+    let took = format!("{:.1} s", o.elapsed.as_secs_f64());
+    let per_s = o.tried() as f64 / o.elapsed.as_secs_f64().max(1e-3);
+    let mut lines = Vec::new();
+    match &o.found {
+        Some(found) if found.original.is_empty() => {
+            lines.push("it breaks with no fault at all: its own steps are enough".to_string());
+        }
+        Some(found) => {
+            lines.push(format!(
+                "broke it after {} schedules ({took}, {per_s:.0}/s): {}",
+                thousands(o.tried()),
+                story(&found.original)
+            ));
+            lines.push(format!(
+                "shrunk in {} trials to the smallest story that still breaks it:",
+                found.shrink_trials
+            ));
+            lines.extend(found.shrunk.iter().enumerate().map(|(i, m)| format!("  {}. {m}", i + 1)));
+        }
+        None => {
+            let stop = if o.interrupted { "interrupted; covered so far: " } else { "" };
+            lines.push(format!("{stop}{}: no violation ({took})", coverage(o)));
+            if o.fencing {
+                lines.push(harmless_line(o));
+            }
+        }
+    }
+    lines
+}
+
+/// What held, in one short line for a status bar: the count first, the detail after.
+pub fn short(o: &Outcome) -> String {
+    let singles = if o.singles >= o.space.singles() {
+        "every single fault".to_string()
+    } else {
+        format!("{} single faults", thousands(o.singles))
+    };
+    let pairs =
+        if o.pairs > 0 { format!(", {} random pairs", thousands(o.pairs)) } else { String::new() };
+    let stop = if o.interrupted { " (stopped)" } else { "" };
+    format!("nothing broke it{stop}: {} schedules ({singles}{pairs})", thousands(o.tried()))
+}
+
+/// With fencing: the checker's findings were all of the harmless kind.
+fn harmless_line(o: &Outcome) -> String {
+    if o.harmless.is_empty() {
+        return "with fencing: the checker found nothing at all".to_string();
+    }
+    let kinds: Vec<String> =
+        o.harmless.iter().map(|(k, n)| format!("{k} in {} of them", thousands(*n))).collect();
+    format!(
+        "with fencing: the checker's violations were confined to harmless ones ({}): the storage refused every stale write, and took every write in token order",
+        space::and_list(&kinds)
+    )
+}
+
+/// A schedule in one line.
+pub fn story(schedule: &[space::Move]) -> String {
+    if schedule.is_empty() {
+        return "no fault".to_string();
+    }
+    let parts: Vec<String> = schedule.iter().map(ToString::to_string).collect();
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(super::thousands(12000), "12,000");
+        assert_eq!(super::thousands(999), "999");
+        assert_eq!(super::thousands(1234567), "1,234,567");
+    }
+}

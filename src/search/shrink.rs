@@ -1,0 +1,178 @@
+//! Shrink a breaking schedule to the smallest story that still breaks the design:
+//! fewest faults first (each one left out in turn), then for each fault the shortest
+//! length and then the latest start on the search's grids.
+//!
+//! The shortest length that breaks on the simulator is exact to the millisecond, and
+//! real servers are not: a pause 1 ms longer than the lease breaks the design on the
+//! simulator and, a few ms of scheduling later, may not on Redis. So the length kept is
+//! one grid step longer than the shortest that breaks, when that still breaks: a story
+//! with room to spare is one real servers tell the same way.
+
+use super::space::{Move, Schedule, Space};
+
+/// Room kept past the shortest length, and before the latest start, that break
+/// the design on the simulator (in whole grid steps, at least this much).
+const LENGTH_ROOM_MS: u64 = 100;
+const START_ROOM_MS: u64 = 50;
+
+/// Passes over the faults: a later start can make a shorter length break again.
+const PASSES: usize = 2;
+
+pub fn shrink(
+    original: &Schedule,
+    space: &Space,
+    mut breaks: impl FnMut(&Schedule) -> anyhow::Result<bool>,
+) -> anyhow::Result<Schedule> {
+    let mut s = original.clone();
+    // Fewest faults.
+    let mut i = 0;
+    while i < s.len() {
+        let mut without = s.clone();
+        without.remove(i);
+        if breaks(&without)? {
+            s = without;
+        } else {
+            i += 1;
+        }
+    }
+    for _ in 0..PASSES {
+        let before = s.clone();
+        for i in 0..s.len() {
+            shortest(&mut s, i, space, &mut breaks)?;
+            latest(&mut s, i, space, &mut breaks)?;
+        }
+        if s == before {
+            break;
+        }
+    }
+    Ok(s)
+}
+
+/// The `i`-th fault at the shortest grid length that breaks, plus some room.
+fn shortest(
+    s: &mut Schedule,
+    i: usize,
+    space: &Space,
+    breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let (current, room) = (s[i].ms, room(space.length.step, LENGTH_ROOM_MS));
+    let lengths = space.length.values().take_while(|&ms| ms < current);
+    let toward = Toward { field: length_of, better: |a, b| a < b, back: |v: u64| v + room };
+    toward.improve(s, i, lengths, breaks)
+}
+
+/// The `i`-th fault at the latest grid start that still breaks, less some room.
+fn latest(
+    s: &mut Schedule,
+    i: usize,
+    space: &Space,
+    breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let (current, room) = (s[i].at_ms, room(space.start.step, START_ROOM_MS));
+    let starts = space.start.values().rev().take_while(|&at| at > current);
+    let toward =
+        Toward { field: start_of, better: |a, b| a > b, back: |v: u64| v.saturating_sub(room) };
+    toward.improve(s, i, starts, breaks)
+}
+
+fn length_of(m: &mut Move) -> &mut u64 {
+    &mut m.ms
+}
+
+fn start_of(m: &mut Move) -> &mut u64 {
+    &mut m.at_ms
+}
+
+/// Which value of a fault to improve, which way is better, and how to step back
+/// from the best toward where it was, for room.
+struct Toward<B, R> {
+    field: fn(&mut Move) -> &mut u64,
+    better: B,
+    back: R,
+}
+
+impl<B, R> Toward<B, R>
+where
+    B: Fn(u64, u64) -> bool,
+    R: Fn(u64) -> u64,
+{
+    /// Take the first of `candidates` (best first, all better than the current value)
+    /// that still breaks, stepped back by the room when that breaks too; the current
+    /// value when the room reaches it.
+    fn improve(
+        &self,
+        s: &mut Schedule,
+        i: usize,
+        candidates: impl Iterator<Item = u64>,
+        breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        let current = *(self.field)(&mut s[i]);
+        for value in candidates {
+            let mut tried = s.clone();
+            *(self.field)(&mut tried[i]) = value;
+            if !breaks(&tried)? {
+                continue;
+            }
+            let roomy_value = (self.back)(value);
+            if !(self.better)(roomy_value, current) {
+                // The value it had is within the room already: keep it.
+                return Ok(());
+            }
+            let mut roomy = tried.clone();
+            *(self.field)(&mut roomy[i]) = roomy_value;
+            *s = if breaks(&roomy)? { roomy } else { tried };
+            return Ok(());
+        }
+        Ok(())
+    }
+}
+
+/// The room kept, in whole grid steps: at least `min_ms`.
+fn room(step: u64, min_ms: u64) -> u64 {
+    min_ms.div_ceil(step).max(1) * step
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::FaultKind;
+    use crate::search::space::{Grid, Move, Target};
+
+    fn pause(who: &str, at_ms: u64, ms: u64) -> Move {
+        Move { kind: FaultKind::Pause, target: Target::Worker(who.into()), at_ms, ms }
+    }
+
+    fn space() -> Space {
+        Space {
+            kinds: vec![FaultKind::Pause],
+            targets: vec![],
+            start: Grid { from: 0, to: 1000, step: 100 },
+            length: Grid { from: 100, to: 5000, step: 100 },
+            max_faults: 2,
+        }
+    }
+
+    /// A toy design: it breaks when A is frozen past 2 s and the freeze starts by 0.5 s.
+    fn toy(s: &Schedule) -> anyhow::Result<bool> {
+        Ok(s.iter().any(|m| {
+            m.target == Target::Worker("A".into()) && m.at_ms <= 500 && m.at_ms + m.ms > 2000
+        }))
+    }
+
+    #[test]
+    fn shrinks_to_one_fault_the_shortest_and_latest_with_room_to_spare() {
+        let found = vec![pause("B", 700, 4000), pause("A", 100, 4800)];
+        let shrunk = shrink(&found, &space(), toy).unwrap();
+        // B's pause is left out. At 0.1 s the shortest is 2 s, kept as 2.1 s (room);
+        // the latest start is 0.5 s, kept as 0.4 s; from there the shortest is 1.7 s,
+        // kept as 1.8 s.
+        assert_eq!(shrunk, vec![pause("A", 400, 1800)]);
+    }
+
+    #[test]
+    fn a_schedule_that_stops_breaking_is_left_as_it_was() {
+        let found = vec![pause("A", 0, 100)];
+        let shrunk = shrink(&found, &space(), |_| Ok(false)).unwrap();
+        assert_eq!(shrunk, found);
+    }
+}

@@ -1,0 +1,51 @@
+//! One trial: a scenario run to its end on the simulator, its log returned.
+//!
+//! Every run of the search goes through [`Trials::trial`], so a faster simulator
+//! (an event-stepping path that skips tokio) replaces the full one at this one spot.
+//! Today it is the full simulator, the one every view trusts, on one paused-clock
+//! runtime reused for every run (building a runtime per run costs more than the run).
+
+use tokio::runtime::Runtime;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::deployment::{Shape, Targets, deploy};
+use crate::engine::log::Event;
+use crate::engine::{RunOptions, prepare};
+use crate::scenario::Scenario;
+
+/// How long past its longest possible end a simulated run may go on before it is
+/// stopped (a waiter on a lock without a lease that nobody releases): virtual time,
+/// so it costs nothing to be generous.
+const STUCK_AFTER_MS: u64 = 3_600_000;
+
+/// Runs trials, one after another, on one runtime.
+pub struct Trials {
+    runtime: Runtime,
+}
+
+impl Trials {
+    pub fn new() -> anyhow::Result<Self> {
+        Ok(Trials { runtime: crate::runtime::build(true)? })
+    }
+
+    /// Run `scenario` on the simulator with its seed; the events, in log order.
+    pub fn trial(&self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+        let deployment = deploy(&Targets::SIM, Shape::of(scenario))?;
+        self.runtime.block_on(async {
+            let options =
+                RunOptions { seed: Some(scenario.seed_or_default()), ..RunOptions::new(fencing) };
+            let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+            let prepared =
+                prepare(lock, storage, scenario, options, &CancellationToken::new()).await?;
+            let (log, control) = (prepared.log(), prepared.control());
+            let limit = scenario.longest_run_ms().saturating_add(STUCK_AFTER_MS);
+            let watchdog = tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(limit)).await;
+                control.stop();
+            });
+            prepared.execute().await;
+            watchdog.abort();
+            Ok(log.snapshot())
+        })
+    }
+}
