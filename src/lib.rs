@@ -16,4 +16,5 @@ pub mod model;
 pub mod output;
 pub mod runtime;
 pub mod scenario;
+pub mod stepper;
 pub mod tui;
