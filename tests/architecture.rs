@@ -14,7 +14,7 @@ use std::path::Path;
 /// Modules that present a run to a person; the domain must not depend on them.
 const VIEWS: [&str; 5] = ["tui", "output", "commands", "cli", "main"];
 /// The domain: what a run is and how it happens.
-const DOMAIN: [&str; 6] = ["scenario", "backend", "engine", "check", "lesson", "model"];
+const DOMAIN: [&str; 7] = ["scenario", "backend", "engine", "check", "lesson", "model", "stepper"];
 
 type Module = Vec<String>;
 

@@ -1,4 +1,5 @@
-//! `fencelab bench`: measurements of real runs, reported as medians.
+//! `fencelab bench`: measurements of real runs, reported as medians (`bench_sim.rs`:
+//! runs a second on the stepper and the simulator).
 
 use std::process::ExitCode;
 
@@ -17,6 +18,7 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
         BenchWhat::Handover { runs } => handover(runs, backend_args),
         BenchWhat::Servers { runs } => servers(runs),
         BenchWhat::Class { students, events } => super::bench_class::bench(students, events),
+        BenchWhat::Sim { runs, engine_runs } => super::bench_sim::bench(runs, engine_runs),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod bench;
 mod bench_class;
+mod bench_sim;
 pub mod class;
 pub mod run;
 pub mod scenario_ref;

@@ -126,12 +126,17 @@ impl<'a> Cx<'a> {
 }
 
 /// The log being written: events numbered and stamped as `EventLog::append` does.
-#[derive(Default)]
 struct Log {
     events: Vec<Event>,
 }
 
 impl Log {
+    /// Room for a run's events: a few per step, and the observer's.
+    fn with_capacity(scenario: &Scenario) -> Self {
+        let steps: usize = scenario.workers.iter().map(|w| w.steps.len() + 2).sum();
+        Log { events: Vec::with_capacity(4 * steps + 8) }
+    }
+
     pub fn push(&mut self, now: u64, kind: EventKind) {
         let seq = self.events.len() as u64;
         self.events.push(Event { seq, t_ms: now as f64, kind });
@@ -270,7 +275,7 @@ impl<'a> Run<'a> {
             cx: Cx {
                 now: 0,
                 db: Db::default(),
-                log: Log::default(),
+                log: Log::with_capacity(scenario),
                 sched: Sched::new(tasks),
                 listening: vec![false; names.len()],
                 names,
