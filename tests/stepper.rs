@@ -8,6 +8,7 @@ mod support;
 
 use fencelab::check::{Violation, check};
 use fencelab::engine::log::{Event, EventKind};
+use fencelab::output::transcript::Transcript;
 use fencelab::scenario::builtin_names;
 use fencelab::scenario::{Fault, FaultKind, Scenario, builtin};
 use fencelab::stepper;
@@ -95,6 +96,22 @@ fn the_comparison_tells_two_different_runs_apart() {
     let (off, on) = (stepper::run(&gc_pause, false, 0), stepper::run(&gc_pause, true, 0));
     assert!(compared(&gc_pause, false, &sim_run(&gc_pause, false), &on).is_some());
     assert!(compared(&gc_pause, false, &sim_run(&gc_pause, false), &off).is_none());
+}
+
+/// The transcript of a stepped run is the simulator's, line for line, but for the
+/// backend's name.
+#[test]
+fn a_stepped_run_prints_the_simulators_transcript() {
+    let text = |events: &[Event]| -> Vec<String> {
+        let mut transcript = Transcript::default();
+        events.iter().flat_map(|e| transcript.lines(e)).filter(|l| !l.starts_with("# ")).collect()
+    };
+    let pause_fault = all_scenarios().into_iter().find(|s| s.name == "pause-fault").unwrap();
+    for fencing in [false, true] {
+        let stepped = text(&stepper::run(&pause_fault, fencing, 0));
+        assert_eq!(stepped, text(&sim_run(&pause_fault, fencing)));
+        assert!(stepped.iter().any(|l| l.contains("paused")), "{stepped:#?}");
+    }
 }
 
 /// `n` random `pause` fault schedules on `scenario`: one or two faults, each on a

@@ -368,3 +368,65 @@ impl<'a> Run<'a> {
         self.cx.log.events
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Fault, builtin};
+
+    fn fault(kind: FaultKind, worker: &str) -> Fault {
+        Fault { at_ms: 100, node: None, worker: Some(worker.into()), ms: Some(100), kind }
+    }
+
+    fn gc_pause() -> Scenario {
+        builtin("gc-pause").unwrap().unwrap()
+    }
+
+    #[test]
+    fn what_it_does_not_model_goes_to_the_simulator() {
+        assert!(supports(&gc_pause()));
+        let with = |change: fn(&mut Scenario)| {
+            let mut s = gc_pause();
+            change(&mut s);
+            supports(&s)
+        };
+        assert!(!with(|s| s.lock = LockShape::Redlock { nodes: 3 }));
+        assert!(!with(|s| s.storage = StorageKind::Postgres));
+        assert!(!with(|s| s.acquire = AcquireMode::TwoStep));
+        assert!(!with(|s| s.workers[0].steps.push(Step::ReadStock)));
+        assert!(!with(|s| s.faults.push(fault(FaultKind::Delay, "A"))));
+        assert!(with(|s| s.faults.push(fault(FaultKind::Pause, "B"))));
+        let mut s = gc_pause();
+        s.faults.push(fault(FaultKind::Pause, "Z"));
+        assert!(!supports(&s), "a fault on a worker the scenario does not have");
+    }
+
+    #[test]
+    fn a_frozen_holder_writes_after_its_lease_ended_and_fencing_refuses_it() {
+        let writes = |fencing| {
+            let events = run(&gc_pause(), fencing, 0);
+            let Some(EventKind::RunEnded { storage, outcome }) = events.last().map(|e| &e.kind)
+            else {
+                panic!("the log ends with run_ended");
+            };
+            assert_eq!(*outcome, RunOutcome::Completed);
+            storage.iter().map(StoredWrite::short).collect::<Vec<_>>()
+        };
+        assert_eq!(writes(false), ["B:2", "A:1"]);
+        assert_eq!(writes(true), ["B:2"]);
+    }
+
+    #[test]
+    fn a_waiter_on_a_lock_that_never_expires_is_stopped_at_a_bound() {
+        let mut s = gc_pause();
+        s.ttl_ms = 0;
+        s.workers[0].steps.truncate(1);
+        let events = run(&s, false, 0);
+        let last = events.last().unwrap();
+        assert!(
+            matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Interrupted, .. }),
+            "{last:?}"
+        );
+        assert!(last.t_ms <= 60_100.0, "{}", last.t_ms);
+    }
+}
