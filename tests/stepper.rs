@@ -7,7 +7,7 @@
 mod support;
 
 use fencelab::check::{Violation, check};
-use fencelab::engine::log::{Event, EventKind};
+use fencelab::engine::log::{Event, EventKind, RunOutcome};
 use fencelab::output::transcript::Transcript;
 use fencelab::scenario::builtin_names;
 use fencelab::scenario::{Fault, FaultKind, Scenario, builtin};
@@ -139,6 +139,31 @@ fn schedules(scenario: &Scenario, n: usize, grid: bool, rng: &mut fastrand::Rng)
         .collect()
 }
 
+/// `n` random schedules of Redlock's node faults on `scenario`: one to three node
+/// faults at 0-5 s, each a clock jump (0-6 s) or a kill with the restart 0-3 s later
+/// (a majority lost for good would leave a waiter retrying forever), with one `pause`
+/// of a random worker.
+fn node_schedules(scenario: &Scenario, n: usize, rng: &mut fastrand::Rng) -> Vec<Scenario> {
+    let nodes = scenario.lock.nodes();
+    schedules(scenario, n, false, rng)
+        .into_iter()
+        .map(|mut s| {
+            s.faults.truncate(1);
+            for _ in 0..rng.usize(1..=3) {
+                let (at_ms, node) = (rng.u64(0..=5000), Some(rng.usize(1..=nodes)));
+                let fault = |kind, at_ms, ms| Fault { at_ms, node, worker: None, ms, kind };
+                if rng.bool() {
+                    s.faults.push(fault(FaultKind::ClockJump, at_ms, Some(rng.u64(0..=6000))));
+                } else {
+                    s.faults.push(fault(FaultKind::Kill, at_ms, None));
+                    s.faults.push(fault(FaultKind::Restart, at_ms + rng.u64(0..=3000), None));
+                }
+            }
+            s
+        })
+        .collect()
+}
+
 /// Where the two differ, the simulator itself may be the one that varies: tokio's
 /// `select!` picks at random among branches ready at once (a fault landing at the
 /// instant a sleep ends). Such a schedule is counted, not failed, if the stepper
@@ -148,17 +173,34 @@ fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
     let mut rng = fastrand::Rng::with_seed(16);
     let (mut compared_runs, mut undecided) = (0, Vec::new());
     let mut differences = Vec::new();
-    for name in ["gc-pause", "check-then-write", "longer-leases", "playground"] {
+    let names = ["gc-pause", "check-then-write", "longer-leases", "playground"];
+    let redlock = ["redlock-pause", "redlock-clock-jump"];
+    for name in names.into_iter().chain(redlock) {
         assert!(builtin_names().iter().any(|n| n == name), "{name} is no longer built in");
         let scenario = builtin(name).unwrap().unwrap();
-        for s in schedules(&scenario, 60, false, &mut rng)
-            .into_iter()
-            .chain(schedules(&scenario, 60, true, &mut rng))
-        {
+        let all = match redlock.contains(&name) {
+            true => node_schedules(&scenario, 100, &mut rng),
+            false => {
+                let mut all = schedules(&scenario, 60, false, &mut rng);
+                all.extend(schedules(&scenario, 60, true, &mut rng));
+                all
+            }
+        };
+        for s in all {
             assert!(stepper::supports(&s));
             for fencing in [false, true] {
                 compared_runs += 1;
                 let stepped = stepper::run(&s, fencing, 0);
+                // A run that never ends would hang the simulator: none may be drawn.
+                let ended = stepped.last().map(|e| &e.kind);
+                assert!(
+                    matches!(
+                        ended,
+                        Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
+                    ),
+                    "{name} {:?} did not end: {ended:?}",
+                    s.faults
+                );
                 let first = sim_run(&s, fencing);
                 let Some(diff) = compared(&s, fencing, &first, &stepped) else {
                     continue;

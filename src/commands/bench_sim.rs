@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use super::bench::{median, percentile};
+use super::stats::{median, percentile};
 use crate::backend::sim::SimBackend;
 use crate::check::{ViolationKind, check};
 use crate::engine::log::Event;

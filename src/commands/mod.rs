@@ -6,6 +6,7 @@ mod bench_sim;
 pub mod class;
 pub mod run;
 pub mod scenario_ref;
+mod stats;
 
 use std::process::ExitCode;
 

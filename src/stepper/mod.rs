@@ -31,8 +31,12 @@
 //! It covers one Redis with its list storage: `SET NX PX` acquire with the `ttl`,
 //! `poll` and `notify` waiters and `give_up_ms`, compare-and-delete or `DEL`, renew
 //! (if owner, or `SET`), check, work, pause, write (fenced `<=`/`<`, idempotent, or
-//! not), crash, and `pause` faults. [`supports`] says whether a scenario stays within
-//! that; the simulator runs the rest.
+//! not), crash, and `pause` faults; and Redlock on N nodes (tokens from the storage,
+//! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults.
+//! [`supports`] says whether a scenario stays within that; the simulator runs the
+//! rest. A run that would never end (a waiter on a lock that never expires, with no
+//! `give_up_ms`) is cut at four times the scenario's longest run, at least a minute,
+//! and ends `Interrupted`: a search must not hang on one schedule.
 
 mod observer;
 mod redis;
@@ -43,7 +47,9 @@ use std::collections::VecDeque;
 use crate::backend::StoredWrite;
 use crate::backend::keys::new_run_id;
 use crate::engine::log::{Event, EventKind, LOG_FORMAT_VERSION, RunOutcome, WorkerEvent};
-use crate::scenario::{AcquireMode, FaultKind, LockShape, Scenario, Step, StorageKind};
+use crate::scenario::{
+    AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, WaitStrategy,
+};
 use observer::Observer;
 use redis::Db;
 use worker::Worker;
@@ -67,15 +73,25 @@ pub fn supports(scenario: &Scenario) -> bool {
                 | Step::Crash
         )
     };
-    let fault_known = |kind: FaultKind, worker: &Option<String>| {
-        kind == FaultKind::Pause
-            && worker.as_ref().is_some_and(|w| scenario.workers.iter().any(|s| &s.name == w))
+    let nodes = match scenario.lock {
+        LockShape::Redis => 0,
+        // Redlock has no release channel: its `notify` waiters wait as `ttl` ones do,
+        // which is not modelled.
+        LockShape::Redlock { nodes } if scenario.wait != WaitStrategy::Notify => nodes,
+        _ => return false,
     };
-    scenario.lock == LockShape::Redis
+    let fault_known = |f: &Fault| match (f.kind, &f.worker) {
+        (FaultKind::Pause, Some(w)) => scenario.workers.iter().any(|s| &s.name == w),
+        (FaultKind::Kill | FaultKind::Restart | FaultKind::ClockJump, None) => {
+            (1..=nodes).contains(&f.node.unwrap_or(0))
+        }
+        _ => false,
+    };
+    nodes <= 64
         && scenario.storage == StorageKind::Redis
         && scenario.acquire == AcquireMode::Script
         && scenario.workers.iter().all(|w| w.clock_rate == 1.0 && w.steps.iter().all(step))
-        && scenario.faults.iter().all(|f| fault_known(f.kind, &f.worker))
+        && scenario.faults.iter().all(fault_known)
 }
 
 /// Run `scenario` (which [`supports`] accepts) with fencing on or off, and return the
@@ -237,6 +253,23 @@ impl Sched {
     }
 }
 
+/// A fault of the scenario, as the injector plays it.
+#[derive(Clone, Copy)]
+struct Injected {
+    at_ms: u64,
+    what: Hit,
+    ms: u64,
+    kind: FaultKind,
+}
+
+/// What a fault hits.
+#[derive(Clone, Copy)]
+enum Hit {
+    Worker(usize),
+    /// A Redlock node, counting from 0.
+    Node(usize),
+}
+
 struct Run<'a> {
     scenario: &'a Scenario,
     fencing: bool,
@@ -244,23 +277,29 @@ struct Run<'a> {
     cx: Cx<'a>,
     observer: Observer<'a>,
     workers: Vec<Worker<'a>>,
-    /// The `pause` faults, in time order, and how many have been injected.
-    faults: Vec<(u64, usize, u64)>,
+    /// The faults, in time order, and how many have been injected.
+    faults: Vec<Injected>,
     injected: usize,
 }
 
 impl<'a> Run<'a> {
     fn new(scenario: &'a Scenario, fencing: bool, seed: u64) -> Self {
         let names: Vec<&str> = scenario.workers.iter().map(|w| w.name.as_str()).collect();
-        let mut faults: Vec<(u64, usize, u64)> = scenario
+        let mut faults: Vec<Injected> = scenario
             .faults
             .iter()
             .filter_map(|f| {
-                let worker = names.iter().position(|n| Some(*n) == f.worker.as_deref())?;
-                Some((f.at_ms, worker, f.ms.unwrap_or(0)))
+                let (at_ms, ms) = (f.at_ms, f.ms.unwrap_or(0));
+                Some(match &f.worker {
+                    Some(w) => {
+                        let worker = names.iter().position(|n| n == w)?;
+                        Injected { at_ms, what: Hit::Worker(worker), ms, kind: f.kind }
+                    }
+                    None => Injected { at_ms, what: Hit::Node(f.node_index()), ms, kind: f.kind },
+                })
             })
             .collect();
-        faults.sort_by_key(|f| f.0);
+        faults.sort_by_key(|f| f.at_ms);
         let workers = scenario
             .workers
             .iter()
@@ -274,7 +313,7 @@ impl<'a> Run<'a> {
             seed,
             cx: Cx {
                 now: 0,
-                db: Db::default(),
+                db: Db::new(scenario.lock.nodes()),
                 log: Log::with_capacity(scenario),
                 sched: Sched::new(tasks),
                 listening: vec![false; names.len()],
@@ -304,7 +343,7 @@ impl<'a> Run<'a> {
                 time_scale: 1.0,
             },
         );
-        let paused: u64 = self.faults.iter().map(|f| f.2).sum();
+        let paused: u64 = self.faults.iter().map(|f| f.ms).sum();
         let bound = self.scenario.longest_run_ms().saturating_add(paused).saturating_mul(4);
         // Spawned in the engine's order: the observer, the faults, the workers.
         self.cx.sched.wake(OBSERVER);
@@ -336,20 +375,35 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The faults due now, in order: each freezes its worker (a second one while
-    /// frozen changes nothing, as `WorkerCommand::Stall` does nothing then).
+    /// The faults due now, in order. A `pause` freezes its worker (a second one while
+    /// frozen changes nothing, as `WorkerCommand::Stall` does nothing then); a node's
+    /// fault is done, then logged, as the engine's injector does.
     fn inject(&mut self) {
         let now = self.cx.now;
-        while let Some(&(at, worker, ms)) = self.faults.get(self.injected)
-            && at <= now
+        while let Some(&Injected { at_ms, what, ms, kind }) = self.faults.get(self.injected)
+            && at_ms <= now
         {
             self.injected += 1;
-            if self.workers[worker].stall(ms) {
-                self.cx.sched.wake_early(FIRST_WORKER + worker);
+            match what {
+                Hit::Worker(worker) => {
+                    if self.workers[worker].stall(ms) {
+                        self.cx.sched.wake_early(FIRST_WORKER + worker);
+                    }
+                }
+                Hit::Node(node) => {
+                    match kind {
+                        FaultKind::Kill => self.cx.db.kill(node),
+                        FaultKind::Restart => self.cx.db.restart(node),
+                        _ => self.cx.db.jump_clock(node, now, ms),
+                    }
+                    let ms = kind.needs().ms.then_some(ms);
+                    self.cx.log.push(now, EventKind::Fault { node: node + 1, kind, ms });
+                    self.cx.sched.wake(OBSERVER);
+                }
             }
         }
-        if let Some(&(at, ..)) = self.faults.get(self.injected) {
-            self.cx.sched.sleep(FAULTS, at);
+        if let Some(f) = self.faults.get(self.injected) {
+            self.cx.sched.sleep(FAULTS, f.at_ms);
         }
     }
 
@@ -390,7 +444,13 @@ mod tests {
             change(&mut s);
             supports(&s)
         };
-        assert!(!with(|s| s.lock = LockShape::Redlock { nodes: 3 }));
+        assert!(with(|s| s.lock = LockShape::Redlock { nodes: 3 }));
+        assert!(!with(|s| {
+            s.lock = LockShape::Redlock { nodes: 3 };
+            s.wait = WaitStrategy::Notify;
+        }));
+        assert!(!with(|s| s.lock = LockShape::Replicated));
+        assert!(!with(|s| s.lock = LockShape::Etcd));
         assert!(!with(|s| s.storage = StorageKind::Postgres));
         assert!(!with(|s| s.acquire = AcquireMode::TwoStep));
         assert!(!with(|s| s.workers[0].steps.push(Step::ReadStock)));

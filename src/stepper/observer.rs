@@ -3,6 +3,7 @@
 //! is due to end, and every 100 ms; an event only when the picture changed or the
 //! lease's end moved; `expired` when the holder changed at its lease's end).
 
+use super::redis::Value;
 use super::{Cx, OBSERVER};
 use crate::engine::log::{EventKind, Truth};
 
@@ -13,8 +14,10 @@ const DEADLINE_SLACK_MS: f64 = 5.0;
 
 #[derive(Default)]
 pub(super) struct Observer<'a> {
-    /// The last recorded holder, token counter and storage high-water mark.
+    /// The last recorded holder, token counter and storage high-water mark, and
+    /// (Redlock) each node's holder.
     last: Option<(Option<&'a str>, u64, u64)>,
+    last_nodes: Vec<Option<&'a str>>,
     /// When the last recorded lease ends, in ms.
     last_deadline: Option<f64>,
 }
@@ -24,6 +27,9 @@ impl<'a> Observer<'a> {
     pub fn read(&mut self, cx: &mut Cx<'a>) {
         let now = cx.now;
         let holder = cx.db.holder(now).map(|v| cx.name(v));
+        let names = &cx.names;
+        let name = |v: Value| names.get(v.worker).copied().unwrap_or("");
+        let nodes: Vec<Option<&'a str>> = cx.db.node_holders(now).map(|v| v.map(name)).collect();
         let pttl = cx.db.pttl(now);
         let (fence, highest) = (cx.db.fence, cx.db.highest);
         let now_ms = now as f64;
@@ -41,18 +47,21 @@ impl<'a> Observer<'a> {
             (Some(d), Some(prev)) => (d - prev).abs() > DEADLINE_SLACK_MS,
             (d, prev) => d.is_some() != prev.is_some(),
         };
-        let changed = expired.is_some() || self.last != Some((holder, fence, highest));
+        let changed = expired.is_some()
+            || self.last != Some((holder, fence, highest))
+            || self.last_nodes != nodes;
         if changed || moved {
             let truth = Truth {
                 holder: holder.map(str::to_string),
                 ttl_ms,
                 fence_counter: fence,
                 storage_highest: highest,
-                nodes: Vec::new(),
+                nodes: nodes.iter().map(|n| n.map(str::to_string)).collect(),
                 expired: expired.map(str::to_string),
             };
             cx.log.push(now, EventKind::Truth(truth));
             self.last = Some((holder, fence, highest));
+            self.last_nodes = nodes;
             self.last_deadline = deadline;
         }
         let at_expiry = pttl.map_or(u64::MAX, |ms| now + ms + 1);

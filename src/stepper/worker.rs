@@ -3,7 +3,7 @@
 //! when it is polled again.
 
 use super::Cx;
-use super::redis::{Check, Value};
+use super::redis::{Check, Reply, Value};
 use crate::engine::log::WorkerEvent;
 use crate::scenario::{ReleaseMode, RenewMode, Scenario, Step, WaitStrategy, WorkerSpec};
 
@@ -277,12 +277,14 @@ impl<'a> Worker<'a> {
     fn try_acquire(&mut self, cx: &mut Cx<'a>) {
         let now = cx.now;
         let value = self.attempt.value.unwrap_or(Value::EMPTY);
-        if let Some(token) = cx.db.acquire(now, value, self.settings.ttl_ms) {
-            (self.value, self.token) = (Some(value), Some(token));
-            self.emit(cx, WorkerEvent::Acquired { token });
-            return self.next(cx);
-        }
-        let pttl = cx.db.pttl(now);
+        let pttl = match cx.db.acquire(now, value, self.settings.ttl_ms) {
+            Reply::Granted(token) => {
+                (self.value, self.token) = (Some(value), Some(token));
+                self.emit(cx, WorkerEvent::Acquired { token });
+                return self.next(cx);
+            }
+            Reply::Busy(pttl) => pttl,
+        };
         let wait = self.settings.wait;
         if wait == WaitStrategy::Notify && !self.attempt.listening {
             // Subscribe, then ask once more: a release in between is not missed.
