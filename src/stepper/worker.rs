@@ -260,7 +260,10 @@ impl<'a> Worker<'a> {
             }
             Step::Crash => self.stop(cx, WorkerEvent::Crashed),
             // `supports` keeps every other step out.
-            _ => self.stop(cx, WorkerEvent::Failed { error: "not modelled".into() }),
+            _ => {
+                let error = "the stepper does not model this step: run it on the simulator";
+                self.stop(cx, WorkerEvent::Failed { error: error.into() });
+            }
         }
     }
 
