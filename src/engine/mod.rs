@@ -321,13 +321,7 @@ impl PreparedRun {
         });
         let faults = (!faults.is_empty()).then(|| {
             let (links, control) = (links.clone(), handle.clone());
-            tokio::spawn(inject(
-                faults,
-                fault_client,
-                (links, control),
-                log.clone(),
-                cancel.clone(),
-            ))
+            tokio::spawn(inject(faults, fault_client, (links, control), log.clone(), cancel.clone()))
         });
 
         let mut tasks = JoinSet::new();
