@@ -424,6 +424,17 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
         events: u32,
     },
+    /// How many gc-pause-sized runs a second a search can try: gc-pause with a random
+    /// pause fault, run and checked, on the stepper and on the simulator (one runtime
+    /// reused, and one per run), two threads each; time per run (median, p90, p99).
+    Sim {
+        /// How many runs on the stepper.
+        #[arg(long, default_value_t = 400_000, value_parser = clap::value_parser!(u32).range(1..=100_000_000))]
+        runs: u32,
+        /// How many runs on each of the simulator's paths (each is about 50x slower).
+        #[arg(long, default_value_t = 4_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+        engine_runs: u32,
+    },
     /// How long each kind of private server takes to start and answer (median).
     Servers {
         /// How many starts.

@@ -17,4 +17,5 @@ pub mod output;
 pub mod runtime;
 pub mod scenario;
 pub mod search;
+pub mod stepper;
 pub mod tui;

@@ -14,7 +14,8 @@ use std::path::Path;
 /// Modules that present a run to a person; the domain must not depend on them.
 const VIEWS: [&str; 5] = ["tui", "output", "commands", "cli", "main"];
 /// The domain: what a run is and how it happens.
-const DOMAIN: [&str; 7] = ["scenario", "backend", "engine", "check", "lesson", "model", "search"];
+const DOMAIN: [&str; 8] =
+    ["scenario", "backend", "engine", "check", "lesson", "model", "search", "stepper"];
 
 type Module = Vec<String>;
 

@@ -1,10 +1,12 @@
-//! `fencelab bench`: measurements of real runs, reported as medians.
+//! `fencelab bench`: measurements of real runs, reported as medians (`bench_sim.rs`:
+//! runs a second on the stepper and the simulator).
 
 use std::process::ExitCode;
 
 use anyhow::bail;
 use tokio_util::sync::CancellationToken;
 
+use super::stats::{median, percentile};
 use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::cli::{BackendArgs, BenchArgs, BenchWhat};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
@@ -17,6 +19,7 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
         BenchWhat::Handover { runs } => handover(runs, backend_args),
         BenchWhat::Servers { runs } => servers(runs),
         BenchWhat::Class { students, events } => super::bench_class::bench(students, events),
+        BenchWhat::Sim { runs, engine_runs } => super::bench_sim::bench(runs, engine_runs),
     }
 }
 
@@ -187,16 +190,4 @@ fn release_sent(events: &[Event], who: &str) -> Option<f64> {
         EventKind::Command { worker, latency_ms, .. } if worker == who => Some(e.t_ms - latency_ms),
         _ => None,
     })
-}
-
-/// The `p`th percentile of sorted values (nearest rank).
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-/// The median of sorted values.
-pub fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
 }

@@ -2,10 +2,12 @@
 
 pub mod bench;
 mod bench_class;
+mod bench_sim;
 pub mod class;
 pub mod run;
 pub mod scenario_ref;
 pub mod search;
+mod stats;
 
 use std::process::ExitCode;
 

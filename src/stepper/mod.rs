@@ -1,0 +1,492 @@
+//! The stepper: a run of a scenario as a plain discrete-event loop, for searches that
+//! need a hundred thousand runs a second (`fencelab break`, `fencelab bench sim`).
+//!
+//! The simulator proper runs the engine itself (tokio tasks, channels, the observer,
+//! the backends behind trait objects) on a paused-clock runtime: the same code as on
+//! real servers, which is what makes it trustworthy, and about 6,000 runs a second,
+//! most of it building runtimes, spawning tasks and formatting commands. This module
+//! is the same run written as a loop over instants, on one thread, with no runtime,
+//! no tasks, no channels and no shared pointers: a few `Vec`s per run.
+//!
+//! Why it is shaped like tokio's scheduler rather than like "every worker, in order":
+//! where two things happen at one instant (a waiter retrying the moment a lease ends,
+//! a worker waking as another releases), the order decides the outcome, and the
+//! simulator's order is the current-thread runtime's. So the loop keeps its three
+//! rules: timers due at one instant fire in the order they were set; a woken task
+//! runs, until it waits again, in the order it was woken; a waiter that slept
+//! (`yield_now` in `engine/worker.rs`) tries again only after every task woken at
+//! that instant has run. The observer is a task like the others, woken by the log
+//! growing, by its lease-end timer and every 100 ms, so `Truth` events fall where the
+//! engine's would. Where the runtime itself is not deterministic (`select!` picks at
+//! random among branches ready together: a `pause` fault landing at the very instant
+//! a worker's sleep ends), the stepper takes the fault first.
+//!
+//! Kept honest by `tests/stepper.rs`: for every scenario it supports, and for
+//! hundreds of random `pause` fault schedules, its outcomes, storage and checker
+//! violations equal the simulator's, which `tests/differential.rs` holds to real
+//! Redis. It logs no `Command` events (the inspector's commands): on the simulator
+//! they take no time, so the checker learns nothing from them, and formatting them
+//! was most of a run's cost.
+//!
+//! It covers one Redis with its list storage: `SET NX PX` acquire with the `ttl`,
+//! `poll` and `notify` waiters and `give_up_ms`, compare-and-delete or `DEL`, renew
+//! (if owner, or `SET`), check, work, pause, write (fenced `<=`/`<`, idempotent, or
+//! not), crash, and `pause` faults; and Redlock on N nodes (tokens from the storage,
+//! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults.
+//! [`supports`] says whether a scenario stays within that; the simulator runs the
+//! rest. A run that would never end (a waiter on a lock that never expires, with no
+//! `give_up_ms`) is cut at four times the scenario's longest run, at least a minute,
+//! and ends `Interrupted`: a search must not hang on one schedule.
+
+mod observer;
+mod redis;
+mod worker;
+
+use std::collections::VecDeque;
+
+use crate::backend::StoredWrite;
+use crate::backend::keys::new_run_id;
+use crate::engine::log::{Event, EventKind, LOG_FORMAT_VERSION, RunOutcome, WorkerEvent};
+use crate::scenario::{
+    AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, WaitStrategy,
+};
+use observer::Observer;
+use redis::Db;
+use worker::Worker;
+
+/// How the stepper's runs name their backend in `RunStarted`.
+pub const BACKEND: &str = "SIMULATOR (event stepper, virtual clock, no Redis)";
+
+/// Whether the stepper models everything `scenario` uses; when it does not, run the
+/// scenario on the simulator.
+pub fn supports(scenario: &Scenario) -> bool {
+    let step = |s: &Step| {
+        matches!(
+            s,
+            Step::Acquire { .. }
+                | Step::Pause { .. }
+                | Step::Work { .. }
+                | Step::Check { .. }
+                | Step::Write { .. }
+                | Step::Release
+                | Step::Renew { .. }
+                | Step::Crash
+        )
+    };
+    let nodes = match scenario.lock {
+        LockShape::Redis => 0,
+        // Redlock has no release channel: its `notify` waiters wait as `ttl` ones do,
+        // which is not modelled.
+        LockShape::Redlock { nodes } if scenario.wait != WaitStrategy::Notify => nodes,
+        _ => return false,
+    };
+    let fault_known = |f: &Fault| match (f.kind, &f.worker) {
+        (FaultKind::Pause, Some(w)) => scenario.workers.iter().any(|s| &s.name == w),
+        (FaultKind::Kill | FaultKind::Restart | FaultKind::ClockJump, None) => {
+            (1..=nodes).contains(&f.node.unwrap_or(0))
+        }
+        _ => false,
+    };
+    nodes <= 64
+        && scenario.storage == StorageKind::Redis
+        && scenario.acquire == AcquireMode::Script
+        && scenario.workers.iter().all(|w| w.clock_rate == 1.0 && w.steps.iter().all(step))
+        && scenario.faults.iter().all(fault_known)
+}
+
+/// Run `scenario` (which [`supports`] accepts) with fencing on or off, and return the
+/// events the engine would log on the simulator, `Command` events aside. `seed` makes
+/// the run id, as the simulator's seed does.
+pub fn run(scenario: &Scenario, fencing: bool, seed: u64) -> Vec<Event> {
+    let mut run = Run::new(scenario, fencing, seed);
+    run.play();
+    run.finish()
+}
+
+/// What a task of the run changes when it runs: the time, the database, the log and
+/// the schedule.
+struct Cx<'a> {
+    pub now: u64,
+    pub db: Db<'a>,
+    pub log: Log,
+    pub sched: Sched,
+    /// Workers' names, by index: the lock values' owners.
+    pub names: Vec<&'a str>,
+    /// Which workers sleep listening on the release channel, by index.
+    pub listening: Vec<bool>,
+}
+
+impl<'a> Cx<'a> {
+    /// The worker a lock value names ("" for the empty value), as `holder_name` reads it.
+    pub fn name(&self, value: redis::Value) -> &'a str {
+        self.names.get(value.worker).copied().unwrap_or("")
+    }
+
+    /// `PUBLISH` on the release channel: every worker sleeping on it wakes, before
+    /// the release is logged (the engine logs a call once it returns).
+    pub fn announce_release(&mut self) {
+        self.db.published += 1;
+        for (i, &listening) in self.listening.iter().enumerate() {
+            if listening {
+                self.sched.wake(FIRST_WORKER + i);
+            }
+        }
+    }
+
+    /// Log what worker `index` did; the observer wakes, as the log grew.
+    pub fn emit(&mut self, index: usize, what: WorkerEvent) {
+        let worker = self.names[index].to_string();
+        self.log.push(self.now, EventKind::Worker { worker, what });
+        self.sched.wake(OBSERVER);
+    }
+}
+
+/// The log being written: events numbered and stamped as `EventLog::append` does.
+struct Log {
+    events: Vec<Event>,
+}
+
+impl Log {
+    /// Room for a run's events: a few per step, and the observer's.
+    fn with_capacity(scenario: &Scenario) -> Self {
+        let steps: usize = scenario.workers.iter().map(|w| w.steps.len() + 2).sum();
+        Log { events: Vec::with_capacity(4 * steps + 8) }
+    }
+
+    pub fn push(&mut self, now: u64, kind: EventKind) {
+        let seq = self.events.len() as u64;
+        self.events.push(Event { seq, t_ms: now as f64, kind });
+    }
+}
+
+/// Task numbers: the observer, the fault injector, then the workers.
+const OBSERVER: usize = 0;
+const FAULTS: usize = 1;
+const FIRST_WORKER: usize = 2;
+
+/// The current-thread runtime's order, for tasks numbered as above: each task's one
+/// timer (with the order it was set in), the run queue, and the tasks that yielded.
+struct Sched {
+    timers: Vec<Option<(u64, u64)>>,
+    timers_set: u64,
+    queue: VecDeque<usize>,
+    queued: Vec<bool>,
+    deferred: Vec<usize>,
+    /// Scratch for the timers firing at one instant.
+    firing: Vec<(u64, usize)>,
+}
+
+impl Sched {
+    fn new(tasks: usize) -> Self {
+        Sched {
+            timers: vec![None; tasks],
+            timers_set: 0,
+            queue: VecDeque::with_capacity(tasks),
+            queued: vec![false; tasks],
+            deferred: Vec::with_capacity(tasks),
+            firing: Vec::with_capacity(tasks),
+        }
+    }
+
+    /// Wake `task` at `at` (later than now): its previous timer is dropped, as a
+    /// `select!` drops its sleep when it polls again.
+    pub fn sleep(&mut self, task: usize, at: u64) {
+        self.timers[task] = Some((at, self.timers_set));
+        self.timers_set += 1;
+    }
+
+    /// `task` waits for nothing any more.
+    pub fn cancel(&mut self, task: usize) {
+        self.timers[task] = None;
+    }
+
+    /// Put `task` on the run queue, unless it is there already.
+    pub fn wake(&mut self, task: usize) {
+        if !self.queued[task] {
+            self.queued[task] = true;
+            self.queue.push_back(task);
+        }
+    }
+
+    /// `yield_now`: run `task` again once everything woken at this instant has run.
+    pub fn defer(&mut self, task: usize) {
+        self.deferred.push(task);
+    }
+
+    /// Wake a task that may have yielded: it runs now, not with the deferred ones.
+    pub fn wake_early(&mut self, task: usize) {
+        self.deferred.retain(|&t| t != task);
+        self.wake(task);
+    }
+
+    fn next(&mut self) -> Option<usize> {
+        if self.queue.is_empty() {
+            for task in self.deferred.drain(..) {
+                self.queued[task] = true;
+                self.queue.push_back(task);
+            }
+        }
+        let task = self.queue.pop_front()?;
+        self.queued[task] = false;
+        Some(task)
+    }
+
+    /// Move the clock to the next timer and wake what is due then, in the order the
+    /// timers were set; None when no timer is left.
+    fn advance(&mut self) -> Option<u64> {
+        let at = self.timers.iter().flatten().map(|&(at, _)| at).min()?;
+        self.firing.clear();
+        for (task, timer) in self.timers.iter_mut().enumerate() {
+            if let Some((t, set)) = *timer
+                && t == at
+            {
+                self.firing.push((set, task));
+                *timer = None;
+            }
+        }
+        self.firing.sort_unstable();
+        for i in 0..self.firing.len() {
+            let task = self.firing[i].1;
+            self.wake(task);
+        }
+        Some(at)
+    }
+}
+
+/// A fault of the scenario, as the injector plays it.
+#[derive(Clone, Copy)]
+struct Injected {
+    at_ms: u64,
+    what: Hit,
+    ms: u64,
+    kind: FaultKind,
+}
+
+/// What a fault hits.
+#[derive(Clone, Copy)]
+enum Hit {
+    Worker(usize),
+    /// A Redlock node, counting from 0.
+    Node(usize),
+}
+
+struct Run<'a> {
+    scenario: &'a Scenario,
+    fencing: bool,
+    seed: u64,
+    cx: Cx<'a>,
+    observer: Observer<'a>,
+    workers: Vec<Worker<'a>>,
+    /// The faults, in time order, and how many have been injected.
+    faults: Vec<Injected>,
+    injected: usize,
+}
+
+impl<'a> Run<'a> {
+    fn new(scenario: &'a Scenario, fencing: bool, seed: u64) -> Self {
+        let names: Vec<&str> = scenario.workers.iter().map(|w| w.name.as_str()).collect();
+        let mut faults: Vec<Injected> = scenario
+            .faults
+            .iter()
+            .filter_map(|f| {
+                let (at_ms, ms) = (f.at_ms, f.ms.unwrap_or(0));
+                Some(match &f.worker {
+                    Some(w) => {
+                        let worker = names.iter().position(|n| n == w)?;
+                        Injected { at_ms, what: Hit::Worker(worker), ms, kind: f.kind }
+                    }
+                    None => Injected { at_ms, what: Hit::Node(f.node_index()), ms, kind: f.kind },
+                })
+            })
+            .collect();
+        faults.sort_by_key(|f| f.at_ms);
+        let workers = scenario
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| Worker::new(i, spec, scenario, fencing))
+            .collect();
+        let tasks = FIRST_WORKER + scenario.workers.len();
+        Run {
+            scenario,
+            fencing,
+            seed,
+            cx: Cx {
+                now: 0,
+                db: Db::new(scenario.lock.nodes()),
+                log: Log::with_capacity(scenario),
+                sched: Sched::new(tasks),
+                listening: vec![false; names.len()],
+                names,
+            },
+            observer: Observer::default(),
+            workers,
+            faults,
+            injected: 0,
+        }
+    }
+
+    /// Every instant until the workers are done, or until a bound no scenario's run
+    /// reaches (a waiter on a lock that never expires retries forever).
+    fn play(&mut self) {
+        let label = format!("fencing tokens: {}", if self.fencing { "on" } else { "off" });
+        let run_id = new_run_id(&mut fastrand::Rng::with_seed(self.seed));
+        self.cx.log.push(
+            0,
+            EventKind::RunStarted {
+                version: LOG_FORMAT_VERSION,
+                run_id,
+                scenario: Box::new(self.scenario.clone()),
+                fencing: self.fencing,
+                label,
+                backend: BACKEND.to_string(),
+                time_scale: 1.0,
+            },
+        );
+        let paused: u64 = self.faults.iter().map(|f| f.ms).sum();
+        let bound = self.scenario.longest_run_ms().saturating_add(paused).saturating_mul(4);
+        // Spawned in the engine's order: the observer, the faults, the workers.
+        self.cx.sched.wake(OBSERVER);
+        if !self.faults.is_empty() {
+            self.cx.sched.wake(FAULTS);
+        }
+        for i in 0..self.workers.len() {
+            self.cx.sched.wake(FIRST_WORKER + i);
+        }
+        loop {
+            while let Some(task) = self.cx.sched.next() {
+                self.poll(task);
+            }
+            if self.workers.iter().all(Worker::done) {
+                return;
+            }
+            match self.cx.sched.advance() {
+                Some(at) if at <= bound.max(60_000) => self.cx.now = at,
+                _ => return,
+            }
+        }
+    }
+
+    fn poll(&mut self, task: usize) {
+        match task {
+            OBSERVER => self.observer.read(&mut self.cx),
+            FAULTS => self.inject(),
+            worker => self.workers[worker - FIRST_WORKER].poll(&mut self.cx, worker),
+        }
+    }
+
+    /// The faults due now, in order. A `pause` freezes its worker (a second one while
+    /// frozen changes nothing, as `WorkerCommand::Stall` does nothing then); a node's
+    /// fault is done, then logged, as the engine's injector does.
+    fn inject(&mut self) {
+        let now = self.cx.now;
+        while let Some(&Injected { at_ms, what, ms, kind }) = self.faults.get(self.injected)
+            && at_ms <= now
+        {
+            self.injected += 1;
+            match what {
+                Hit::Worker(worker) => {
+                    if self.workers[worker].stall(ms) {
+                        self.cx.sched.wake_early(FIRST_WORKER + worker);
+                    }
+                }
+                Hit::Node(node) => {
+                    match kind {
+                        FaultKind::Kill => self.cx.db.kill(node),
+                        FaultKind::Restart => self.cx.db.restart(node),
+                        _ => self.cx.db.jump_clock(node, now, ms),
+                    }
+                    let ms = kind.needs().ms.then_some(ms);
+                    self.cx.log.push(now, EventKind::Fault { node: node + 1, kind, ms });
+                    self.cx.sched.wake(OBSERVER);
+                }
+            }
+        }
+        if let Some(f) = self.faults.get(self.injected) {
+            self.cx.sched.sleep(FAULTS, f.at_ms);
+        }
+    }
+
+    fn finish(mut self) -> Vec<Event> {
+        let done = self.workers.iter().all(Worker::done);
+        let storage = std::mem::take(&mut self.cx.db.storage)
+            .into_iter()
+            .map(|(worker, token, value)| StoredWrite {
+                worker: self.cx.names[worker].to_string(),
+                token,
+                value: value.to_string(),
+            })
+            .collect();
+        let outcome = if done { RunOutcome::Completed } else { RunOutcome::Interrupted };
+        self.cx.log.push(self.cx.now, EventKind::RunEnded { storage, outcome });
+        self.cx.log.events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Fault, builtin};
+
+    fn fault(kind: FaultKind, worker: &str) -> Fault {
+        Fault { at_ms: 100, node: None, worker: Some(worker.into()), ms: Some(100), kind }
+    }
+
+    fn gc_pause() -> Scenario {
+        builtin("gc-pause").unwrap().unwrap()
+    }
+
+    #[test]
+    fn what_it_does_not_model_goes_to_the_simulator() {
+        assert!(supports(&gc_pause()));
+        let with = |change: fn(&mut Scenario)| {
+            let mut s = gc_pause();
+            change(&mut s);
+            supports(&s)
+        };
+        assert!(with(|s| s.lock = LockShape::Redlock { nodes: 3 }));
+        assert!(!with(|s| {
+            s.lock = LockShape::Redlock { nodes: 3 };
+            s.wait = WaitStrategy::Notify;
+        }));
+        assert!(!with(|s| s.lock = LockShape::Replicated));
+        assert!(!with(|s| s.lock = LockShape::Etcd));
+        assert!(!with(|s| s.storage = StorageKind::Postgres));
+        assert!(!with(|s| s.acquire = AcquireMode::TwoStep));
+        assert!(!with(|s| s.workers[0].steps.push(Step::ReadStock)));
+        assert!(!with(|s| s.faults.push(fault(FaultKind::Delay, "A"))));
+        assert!(with(|s| s.faults.push(fault(FaultKind::Pause, "B"))));
+        let mut s = gc_pause();
+        s.faults.push(fault(FaultKind::Pause, "Z"));
+        assert!(!supports(&s), "a fault on a worker the scenario does not have");
+    }
+
+    #[test]
+    fn a_frozen_holder_writes_after_its_lease_ended_and_fencing_refuses_it() {
+        let writes = |fencing| {
+            let events = run(&gc_pause(), fencing, 0);
+            let Some(EventKind::RunEnded { storage, outcome }) = events.last().map(|e| &e.kind)
+            else {
+                panic!("the log ends with run_ended");
+            };
+            assert_eq!(*outcome, RunOutcome::Completed);
+            storage.iter().map(StoredWrite::short).collect::<Vec<_>>()
+        };
+        assert_eq!(writes(false), ["B:2", "A:1"]);
+        assert_eq!(writes(true), ["B:2"]);
+    }
+
+    #[test]
+    fn a_waiter_on_a_lock_that_never_expires_is_stopped_at_a_bound() {
+        let mut s = gc_pause();
+        s.ttl_ms = 0;
+        s.workers[0].steps.truncate(1);
+        let events = run(&s, false, 0);
+        let last = events.last().unwrap();
+        assert!(
+            matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Interrupted, .. }),
+            "{last:?}"
+        );
+        assert!(last.t_ms <= 60_100.0, "{}", last.t_ms);
+    }
+}

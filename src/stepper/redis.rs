@@ -1,0 +1,353 @@
+//! The one Redis the stepper's workers share: the lock key, the token counter, the
+//! storage list with its fencing and idempotency checks, and the release channel.
+//!
+//! The same rules as `backend/sim/redis.rs` (and the Lua scripts on a real server),
+//! on plain fields: one key, so no map; lock values are numbers, not random strings,
+//! since all a value must do is be equal only to itself; the storage keeps borrowed
+//! values until the run ends. A key expires once `now > deadline`, as on Redis.
+
+use crate::scenario::{FenceCompare, ReleaseMode, RenewMode};
+
+/// A lock value: whose grant wrote it. Each acquire step makes a new one, as the
+/// engine draws a new random value per acquire; [`Value::EMPTY`] is the empty string a
+/// worker sends when it never held the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Value {
+    /// The worker's index, or `usize::MAX` for the empty value.
+    pub worker: usize,
+    /// Counts the worker's acquire steps.
+    pub grant: u32,
+}
+
+impl Value {
+    pub const EMPTY: Value = Value { worker: usize::MAX, grant: 0 };
+}
+
+/// How a write is checked, as `WriteCheck` says on the engine's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Check {
+    None,
+    Fencing(FenceCompare),
+    IdempotencyKey,
+}
+
+/// One accepted write: the writer's index, its token, its value.
+pub(super) type Stored<'a> = (usize, Option<u64>, &'a str);
+
+/// What a lock's server answers a refused acquire with: the holder's lease left
+/// (None: it never expires), the engine's `AcquireReply::Busy`.
+pub(super) enum Reply {
+    Granted(u64),
+    Busy(Option<u64>),
+}
+
+/// One Redis server of the lock: whether it is up, and its lock key with its
+/// deadline (None: the key never expires).
+#[derive(Clone, Copy)]
+struct Node {
+    up: bool,
+    lock: Option<(Value, Option<u64>)>,
+}
+
+impl Node {
+    /// The key at `now`, expired lazily; a server that is down answers nothing.
+    fn live(&mut self, now: u64) -> Option<(Value, Option<u64>)> {
+        if self.lock.is_some_and(|(_, deadline)| deadline.is_some_and(|d| now > d)) {
+            self.lock = None;
+        }
+        self.lock.filter(|_| self.up)
+    }
+
+    /// `PTTL`: -2 no key (or down), -1 no expiry, else ms left.
+    fn pttl(&mut self, now: u64) -> i64 {
+        match self.live(now) {
+            None => -2,
+            Some((_, None)) => -1,
+            Some((_, Some(d))) => d.saturating_sub(now) as i64,
+        }
+    }
+
+    fn set_nx(&mut self, now: u64, value: Value, ttl_ms: u64) -> bool {
+        let free = self.up && self.live(now).is_none();
+        if free {
+            self.lock = Some((value, (ttl_ms > 0).then_some(now + ttl_ms)));
+        }
+        free
+    }
+
+    fn release(&mut self, now: u64, value: Value, mode: ReleaseMode) -> bool {
+        let deleted = match mode {
+            ReleaseMode::CompareAndDelete => self.live(now).is_some_and(|(v, _)| v == value),
+            ReleaseMode::Del => self.live(now).is_some(),
+        };
+        if deleted {
+            self.lock = None;
+        }
+        deleted
+    }
+
+    fn renew(&mut self, now: u64, value: Value, ttl_ms: u64, mode: RenewMode) -> bool {
+        if !self.up {
+            return false;
+        }
+        match mode {
+            RenewMode::Set => {
+                self.lock = Some((value, Some(now + ttl_ms.max(1))));
+                true
+            }
+            RenewMode::IfOwner if self.live(now).is_some_and(|(v, _)| v == value) => {
+                self.lock = Some((value, Some(now + ttl_ms)));
+                true
+            }
+            RenewMode::IfOwner => false,
+        }
+    }
+}
+
+/// The lock's servers and the storage. With one node it is the article's one Redis
+/// (the acquire script: `SET NX PX`, then `INCR` beside the key); with several it is
+/// Redlock (`backend/lock/redlock.rs`): a majority of the nodes up grants, the token
+/// comes from the storage's counter, a refusal gives back the votes it got.
+pub(super) struct Db<'a> {
+    nodes: Vec<Node>,
+    /// The token counter: the lock's `INCR`, or the storage's under Redlock.
+    pub fence: u64,
+    /// The highest token the fenced storage accepted.
+    pub highest: u64,
+    /// Messages published on the release channel so far: a subscriber that has seen
+    /// fewer wakes (`sim/pubsub.rs` counts the same way).
+    pub published: u64,
+    /// Idempotency keys applied.
+    applied: Vec<&'a str>,
+    /// The storage list, in order.
+    pub storage: Vec<Stored<'a>>,
+}
+
+/// How long a Redlock waiter waits when no node has a lease to wait for (the
+/// engine's `RETRY_WITHOUT_LEASE_MS`).
+const RETRY_WITHOUT_LEASE_MS: u64 = 50;
+
+impl<'a> Db<'a> {
+    /// One Redis (`nodes == 1`), or Redlock on `nodes`.
+    pub fn new(nodes: usize) -> Self {
+        Db {
+            nodes: vec![Node { up: true, lock: None }; nodes.max(1)],
+            fence: 0,
+            highest: 0,
+            published: 0,
+            applied: Vec::new(),
+            storage: Vec::new(),
+        }
+    }
+
+    fn redlock(&self) -> bool {
+        self.nodes.len() > 1
+    }
+
+    fn quorum(&self) -> usize {
+        self.nodes.len() / 2 + 1
+    }
+
+    /// The value a majority of the nodes up holds (`GET lock` on one Redis).
+    pub fn holder(&mut self, now: u64) -> Option<Value> {
+        let quorum = self.quorum();
+        for node in &mut self.nodes {
+            node.live(now);
+        }
+        let held = |n: &Node| n.lock.filter(|_| n.up).map(|(v, _)| v);
+        let nodes = &self.nodes;
+        nodes
+            .iter()
+            .filter_map(held)
+            .find(|v| nodes.iter().filter(|n| held(n) == Some(*v)).count() >= quorum)
+    }
+
+    /// The holder's lease left as the observer reads it: on one Redis the key's
+    /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires.
+    pub fn pttl(&mut self, now: u64) -> Option<u64> {
+        let holder = self.holder(now)?;
+        let quorum = self.quorum();
+        let mut left: Vec<i64> = self
+            .nodes
+            .iter_mut()
+            .filter_map(|n| n.live(now).is_some_and(|(v, _)| v == holder).then(|| n.pttl(now)))
+            .collect();
+        left.sort_unstable_by(|a, b| b.cmp(a));
+        left.get(quorum - 1).and_then(|p| u64::try_from(*p).ok())
+    }
+
+    /// Each node's holder, for Redlock's truth (none for one Redis).
+    pub fn node_holders(&mut self, now: u64) -> impl Iterator<Item = Option<Value>> + '_ {
+        let redlock = self.redlock();
+        self.nodes.iter_mut().filter(move |_| redlock).map(move |n| n.live(now).map(|(v, _)| v))
+    }
+
+    /// Take the lock: a token, or how long the current lease has left.
+    pub fn acquire(&mut self, now: u64, value: Value, ttl_ms: u64) -> Reply {
+        if !self.redlock() {
+            let node = &mut self.nodes[0];
+            if !node.set_nx(now, value, ttl_ms) {
+                // As `AcquireReply::from_pttl`: -1 never expires.
+                let pttl = node.pttl(now);
+                return Reply::Busy((pttl != -1).then_some(pttl.max(0) as u64));
+            }
+            self.fence += 1;
+            return Reply::Granted(self.fence);
+        }
+        let mut votes = 0u64;
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            if node.up && node.set_nx(now, value, ttl_ms) {
+                votes |= 1 << i;
+            }
+        }
+        // Asking takes no time here: the lease is valid if it outlasts the drift.
+        let valid = ttl_ms == 0 || ttl_ms > ttl_ms / 100 + 2;
+        if votes.count_ones() as usize >= self.quorum() && valid {
+            self.fence += 1;
+            return Reply::Granted(self.fence);
+        }
+        let mut longest: Option<i64> = None;
+        for (i, node) in self.nodes.iter_mut().enumerate().filter(|(_, n)| n.up) {
+            if votes & (1 << i) != 0 {
+                node.release(now, value, ReleaseMode::CompareAndDelete);
+            } else {
+                let pttl = node.pttl(now);
+                longest = Some(
+                    longest.map_or(pttl, |l| if pttl == -1 || l == -1 { -1 } else { l.max(pttl) }),
+                );
+            }
+        }
+        match longest {
+            Some(-1) => Reply::Busy(None),
+            Some(pttl) if pttl > 0 => Reply::Busy(Some(pttl as u64)),
+            _ => Reply::Busy(Some(RETRY_WITHOUT_LEASE_MS)),
+        }
+    }
+
+    /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
+    pub fn release(&mut self, now: u64, value: Value, mode: ReleaseMode) -> bool {
+        self.nodes.iter_mut().fold(false, |any, n| n.release(now, value, mode) | any)
+    }
+
+    /// Extend the lease where still the owner (or, `Set`, take the key whatever it
+    /// holds) on every node up; whether a majority did.
+    pub fn renew(&mut self, now: u64, value: Value, ttl_ms: u64, mode: RenewMode) -> bool {
+        let quorum = self.quorum();
+        let votes = self
+            .nodes
+            .iter_mut()
+            .filter_map(|n| n.renew(now, value, ttl_ms, mode).then_some(()))
+            .count();
+        votes >= quorum
+    }
+
+    /// A node is killed (it comes back empty: nothing is kept on disk) or restarted.
+    pub fn kill(&mut self, node: usize) {
+        self.nodes[node] = Node { up: false, lock: None };
+    }
+
+    pub fn restart(&mut self, node: usize) {
+        self.nodes[node].up = true;
+    }
+
+    /// A node's clock jumps `ms` ahead: its key reaches its deadline that much sooner,
+    /// or is gone if it had no more than that left (`assets/lua/clock_jump.lua`).
+    pub fn jump_clock(&mut self, node: usize, now: u64, ms: u64) {
+        let node = &mut self.nodes[node];
+        if let Some((value, Some(deadline))) = node.live(now) {
+            node.lock =
+                deadline.checked_sub(ms).filter(|d| *d > now).map(|sooner| (value, Some(sooner)));
+        }
+    }
+
+    /// A write to the storage list, checked as the scenario says; whether it landed.
+    pub fn write(&mut self, write: Stored<'a>, check: Check) -> bool {
+        let accepted = match check {
+            Check::None => true,
+            Check::Fencing(compare) => {
+                let token = write.1.unwrap_or(0);
+                let accepts = compare.accepts(self.highest, token);
+                if accepts {
+                    self.highest = token;
+                }
+                accepts
+            }
+            Check::IdempotencyKey => {
+                let repeat = self.applied.contains(&write.2);
+                if !repeat {
+                    self.applied.push(write.2);
+                }
+                !repeat
+            }
+        };
+        if accepted {
+            self.storage.push(write);
+        }
+        accepted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Value = Value { worker: 0, grant: 1 };
+    const B: Value = Value { worker: 1, grant: 1 };
+
+    fn granted(reply: Reply) -> Option<u64> {
+        match reply {
+            Reply::Granted(token) => Some(token),
+            Reply::Busy(_) => None,
+        }
+    }
+
+    #[test]
+    fn a_lease_ends_one_millisecond_after_its_deadline_as_on_redis() {
+        let mut db = Db::new(1);
+        assert_eq!(granted(db.acquire(0, A, 2000)), Some(1));
+        assert_eq!(granted(db.acquire(2000, B, 2000)), None, "at the deadline the key exists");
+        assert_eq!(db.pttl(1500), Some(500));
+        assert_eq!(granted(db.acquire(2001, B, 2000)), Some(2));
+    }
+
+    #[test]
+    fn redlock_grants_on_a_majority_of_the_nodes_up_and_gives_back_a_minority() {
+        let mut db = Db::new(5);
+        db.kill(0);
+        db.kill(1);
+        assert_eq!(granted(db.acquire(0, A, 2000)), Some(1), "3 of 5 is a majority");
+        db.kill(2);
+        assert_eq!(db.holder(10), None, "2 of 5 is not");
+        assert!(matches!(db.acquire(10, B, 2000), Reply::Busy(Some(1990))));
+        db.restart(0);
+        db.restart(1);
+        assert!(matches!(db.acquire(20, B, 2000), Reply::Busy(Some(1980))));
+        assert_eq!(db.node_holders(20).collect::<Vec<_>>(), [None, None, None, Some(A), Some(A)]);
+        db.jump_clock(3, 20, 1000);
+        assert_eq!(db.pttl(20), None, "A has no majority");
+        db.jump_clock(4, 20, 5000);
+        assert_eq!(db.node_holders(20).collect::<Vec<_>>(), [None, None, None, Some(A), None]);
+    }
+
+    #[test]
+    fn compare_and_delete_spares_another_holders_key_and_del_does_not() {
+        let mut db = Db::new(1);
+        db.acquire(0, B, 0);
+        assert!(!db.release(10, A, ReleaseMode::CompareAndDelete));
+        assert_eq!(db.holder(10), Some(B));
+        assert!(db.release(10, A, ReleaseMode::Del));
+        assert_eq!(db.holder(10), None);
+    }
+
+    #[test]
+    fn a_fenced_write_with_a_lower_token_is_refused() {
+        let mut db = Db::new(1);
+        let fenced = Check::Fencing(FenceCompare::AllowEqual);
+        assert!(db.write((1, Some(2), "b"), fenced));
+        assert!(db.write((1, Some(2), "b"), fenced), "equal: the same holder again");
+        assert!(!db.write((0, Some(1), "a"), fenced));
+        assert!(!db.write((1, Some(2), "b"), Check::Fencing(FenceCompare::Strict)));
+        assert!(db.write((0, Some(1), "a"), Check::None));
+        assert_eq!(db.storage.len(), 3);
+    }
+}

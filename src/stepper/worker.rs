@@ -1,0 +1,333 @@
+//! One worker of the stepper: `engine/worker.rs`'s script as a state machine. Where
+//! the engine's worker awaits, this one returns, leaving in `at` where to go on from
+//! when it is polled again.
+
+use super::Cx;
+use super::redis::{Check, Reply, Value};
+use crate::engine::log::WorkerEvent;
+use crate::scenario::{ReleaseMode, RenewMode, Scenario, Step, WaitStrategy, WorkerSpec};
+
+/// How often a waiter re-tries a lock that has no expiry, in ms (the engine's
+/// `NO_TTL_RETRY_MS`, and its default poll interval).
+const NO_TTL_RETRY_MS: u64 = 100;
+
+/// What every worker of a run shares, as `WorkerSettings` holds it.
+struct Settings {
+    ttl_ms: u64,
+    release: ReleaseMode,
+    renew: RenewMode,
+    check: Check,
+    wait: WaitStrategy,
+    poll_ms: u64,
+}
+
+/// Where a worker is in its script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// Sleeping until its start.
+    Start,
+    /// At a step boundary (frozen there by a fault).
+    Step,
+    /// In a `pause` step, until `until`.
+    PauseEnd,
+    /// In a `work` step, until `until`.
+    WorkEnd,
+    /// Waiting for the lock until `until` (or a release, when listening).
+    Waiting,
+    /// Woken from waiting: it asks again once the instant's other tasks have run.
+    Retry,
+    Done,
+}
+
+/// The acquire step under way.
+#[derive(Default)]
+struct Attempt<'a> {
+    value: Option<Value>,
+    give_up_at: Option<u64>,
+    /// The holder last announced in a `Waiting` event.
+    announced: Option<Option<&'a str>>,
+    /// Subscribed during this step (`wait = "notify"`).
+    listening: bool,
+}
+
+pub(super) struct Worker<'a> {
+    index: usize,
+    spec: &'a WorkerSpec,
+    settings: Settings,
+    pc: usize,
+    at: At,
+    /// When the sleep it is in ends.
+    until: u64,
+    /// Frozen by a `pause` fault until then.
+    frozen_until: Option<u64>,
+    /// A `pause` fault delivered and not yet obeyed, with its length.
+    stall: Option<u64>,
+    /// The current grant's value and the last grant's token.
+    value: Option<Value>,
+    token: Option<u64>,
+    grants: u32,
+    /// Subscribed to the release channel, and how many messages it has heard.
+    subscribed: bool,
+    heard: u64,
+    attempt: Attempt<'a>,
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(index: usize, spec: &'a WorkerSpec, scenario: &Scenario, fencing: bool) -> Self {
+        let check = if scenario.idempotency {
+            Check::IdempotencyKey
+        } else if fencing {
+            Check::Fencing(scenario.fencing_compare)
+        } else {
+            Check::None
+        };
+        let settings = Settings {
+            ttl_ms: scenario.ttl_ms,
+            release: scenario.release,
+            renew: scenario.renew,
+            check,
+            wait: scenario.wait,
+            poll_ms: scenario.poll_ms.unwrap_or(NO_TTL_RETRY_MS),
+        };
+        Worker {
+            index,
+            spec,
+            settings,
+            pc: 0,
+            at: At::Start,
+            until: spec.start_ms,
+            frozen_until: None,
+            stall: None,
+            value: None,
+            token: None,
+            grants: 0,
+            subscribed: false,
+            heard: 0,
+            attempt: Attempt::default(),
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.at == At::Done
+    }
+
+    /// A `pause` fault for `ms` reaches the worker; whether it wakes it. A frozen or
+    /// finished worker ignores it, and so does one with a fault still to obey.
+    pub fn stall(&mut self, ms: u64) -> bool {
+        if self.done() || self.frozen_until.is_some() || self.stall.is_some() {
+            return false;
+        }
+        self.stall = Some(ms);
+        true
+    }
+
+    /// Run until the worker waits again (or ends).
+    pub fn poll(&mut self, cx: &mut Cx<'a>, task: usize) {
+        self.run(cx, task);
+        cx.listening[self.index] = self.listens();
+    }
+
+    fn run(&mut self, cx: &mut Cx<'a>, task: usize) {
+        loop {
+            if let Some(until) = self.frozen_until {
+                if cx.now < until {
+                    return cx.sched.sleep(task, until);
+                }
+                self.frozen_until = None;
+                self.emit(cx, WorkerEvent::Resumed);
+            }
+            match self.at {
+                At::Done => return cx.sched.cancel(task),
+                At::Step | At::Start | At::PauseEnd | At::WorkEnd | At::Waiting
+                    if self.stall.is_some() =>
+                {
+                    self.freeze(cx);
+                }
+                At::Step => self.step(cx),
+                At::Retry => self.try_acquire(cx),
+                At::Start | At::PauseEnd | At::WorkEnd | At::Waiting => {
+                    let listening = self.at == At::Waiting && self.attempt.listening;
+                    let heard = listening && cx.db.published > self.heard;
+                    if !heard && self.until > cx.now {
+                        return cx.sched.sleep(task, self.until);
+                    }
+                    if heard {
+                        self.heard = cx.db.published;
+                    }
+                    match self.at {
+                        At::Start => {
+                            self.emit(cx, WorkerEvent::Started);
+                            self.at = At::Step;
+                        }
+                        At::PauseEnd => {
+                            self.emit(cx, WorkerEvent::Resumed);
+                            self.next(cx);
+                        }
+                        At::WorkEnd => self.next(cx),
+                        _ => {
+                            // Let every task woken at this instant run first, as the
+                            // engine's waiter does with `yield_now`.
+                            self.at = At::Retry;
+                            return cx.sched.defer(task);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Obey the fault: frozen for its length, wherever the worker is.
+    fn freeze(&mut self, cx: &mut Cx<'a>) {
+        let ms = self.stall.take().unwrap_or(0);
+        self.emit(cx, WorkerEvent::Paused { ms: Some(ms), by_user: false });
+        self.frozen_until = Some(cx.now + ms);
+    }
+
+    /// On to the next step, or the end of the script.
+    fn next(&mut self, cx: &mut Cx<'a>) {
+        self.pc += 1;
+        self.at = At::Step;
+        if self.pc >= self.spec.steps.len() {
+            self.emit(cx, WorkerEvent::Finished);
+            self.at = At::Done;
+        }
+    }
+
+    /// Stop here: a crash, a lost lock noticed, giving up.
+    fn stop(&mut self, cx: &mut Cx<'a>, what: WorkerEvent) {
+        self.emit(cx, what);
+        self.at = At::Done;
+    }
+
+    fn step(&mut self, cx: &mut Cx<'a>) {
+        let Some(step) = self.spec.steps.get(self.pc) else {
+            // An empty script: the parser refuses one, so this is only for safety.
+            return self.stop(cx, WorkerEvent::Finished);
+        };
+        let now = cx.now;
+        match step {
+            Step::Acquire { give_up_ms } => {
+                self.grants += 1;
+                self.attempt = Attempt {
+                    value: Some(Value { worker: self.index, grant: self.grants }),
+                    give_up_at: give_up_ms.map(|ms| now + ms),
+                    announced: None,
+                    listening: false,
+                };
+                self.try_acquire(cx);
+            }
+            Step::Pause { ms } => {
+                self.emit(cx, WorkerEvent::Paused { ms: Some(*ms), by_user: false });
+                (self.at, self.until) = (At::PauseEnd, now + ms);
+            }
+            Step::Work { ms } => {
+                self.emit(cx, WorkerEvent::Working { ms: *ms });
+                (self.at, self.until) = (At::WorkEnd, now + ms);
+            }
+            Step::Check { stop_if_lost } => {
+                let holder = cx.db.holder(now);
+                let still_owner = holder.is_some() && holder == self.value;
+                self.emit(cx, WorkerEvent::Checked { still_owner });
+                self.go_on_unless(cx, *stop_if_lost && !still_owner);
+            }
+            Step::Write { value } => {
+                let accepted = cx.db.write((self.index, self.token, value), self.settings.check);
+                let redis_holder = cx.db.holder(now).map(|v| cx.name(v).to_string());
+                let token = self.token;
+                let value = value.clone();
+                self.emit(cx, WorkerEvent::Wrote { value, token, accepted, redis_holder });
+                self.next(cx);
+            }
+            Step::Release => {
+                let value = self.value.take().unwrap_or(Value::EMPTY);
+                let mode = self.settings.release;
+                let deleted = cx.db.release(now, value, mode);
+                if deleted
+                    && mode == ReleaseMode::CompareAndDelete
+                    && self.settings.wait == WaitStrategy::Notify
+                {
+                    cx.announce_release();
+                }
+                let unsafe_del = mode == ReleaseMode::Del;
+                self.emit(cx, WorkerEvent::Released { deleted, unsafe_del });
+                self.next(cx);
+            }
+            Step::Renew { stop_if_lost } => {
+                let value = self.value.unwrap_or(Value::EMPTY);
+                let extended = cx.db.renew(now, value, self.settings.ttl_ms, self.settings.renew);
+                self.emit(cx, WorkerEvent::Renewed { extended });
+                self.go_on_unless(cx, *stop_if_lost && !extended);
+            }
+            Step::Crash => self.stop(cx, WorkerEvent::Crashed),
+            // `supports` keeps every other step out.
+            _ => {
+                let error = "the stepper does not model this step: run it on the simulator";
+                self.stop(cx, WorkerEvent::Failed { error: error.into() });
+            }
+        }
+    }
+
+    fn go_on_unless(&mut self, cx: &mut Cx<'a>, lost: bool) {
+        if lost {
+            self.stop(cx, WorkerEvent::StoppedWork);
+        } else {
+            self.next(cx);
+        }
+    }
+
+    /// One try of the acquire step; when the lock is taken, wait as the scenario's
+    /// strategy says (the engine's `Worker::acquire`, one loop turn).
+    fn try_acquire(&mut self, cx: &mut Cx<'a>) {
+        let now = cx.now;
+        let value = self.attempt.value.unwrap_or(Value::EMPTY);
+        let pttl = match cx.db.acquire(now, value, self.settings.ttl_ms) {
+            Reply::Granted(token) => {
+                (self.value, self.token) = (Some(value), Some(token));
+                self.emit(cx, WorkerEvent::Acquired { token });
+                return self.next(cx);
+            }
+            Reply::Busy(pttl) => pttl,
+        };
+        let wait = self.settings.wait;
+        if wait == WaitStrategy::Notify && !self.attempt.listening {
+            // Subscribe, then ask once more: a release in between is not missed.
+            self.attempt.listening = true;
+            if !self.subscribed {
+                (self.subscribed, self.heard) = (true, cx.db.published);
+            }
+            return self.try_acquire(cx);
+        }
+        let wait_ms = match (wait, pttl) {
+            (WaitStrategy::Poll, _) => self.settings.poll_ms,
+            (_, Some(ms)) => ms + 1,
+            (_, None) => NO_TTL_RETRY_MS,
+        };
+        let holder = cx.db.holder(now).map(|v| cx.name(v));
+        if self.attempt.announced != Some(holder) {
+            let retry_in_ms = match wait {
+                WaitStrategy::Poll => Some(self.settings.poll_ms as f64),
+                _ => pttl.map(|ms| ms as f64),
+            };
+            let holder_name = holder.map(str::to_string);
+            self.emit(cx, WorkerEvent::Waiting { holder: holder_name, retry_in_ms, wait });
+            self.attempt.announced = Some(holder);
+        }
+        let mut retry_at = now + wait_ms;
+        if let Some(limit) = self.attempt.give_up_at {
+            if now >= limit {
+                return self.stop(cx, WorkerEvent::GaveUp);
+            }
+            retry_at = retry_at.min(limit);
+        }
+        (self.at, self.until) = (At::Waiting, retry_at);
+    }
+
+    /// Whether a release announced now wakes this worker: it sleeps listening.
+    fn listens(&self) -> bool {
+        self.at == At::Waiting && self.attempt.listening && self.frozen_until.is_none()
+    }
+
+    fn emit(&self, cx: &mut Cx<'a>, what: WorkerEvent) {
+        cx.emit(self.index, what);
+    }
+}
