@@ -86,7 +86,7 @@ fn with_fencing_no_pause_breaks_gc_pause_within_the_budget() {
     assert!(outcome.harmless.contains_key(&ViolationKind::OverlappingBelief));
     let summary = fencelab::search::report::summary(&outcome).join("\n");
     assert!(summary.contains("all single pauses of A and B from 0 s to"), "{summary}");
-    assert!(summary.contains("no violation"), "{summary}");
+    assert!(summary.contains("no harmful violation"), "{summary}");
     assert!(summary.contains("with fencing"), "{summary}");
 }
 
@@ -136,8 +136,8 @@ fn with_nothing_found_it_says_what_was_covered() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("300 of the"), "{stdout}");
-    assert!(stdout.contains("no violation"), "{stdout}");
-    assert!(stdout.contains("confined to harmless ones (overlapping-belief"), "{stdout}");
+    assert!(stdout.contains("no harmful violation"), "{stdout}");
+    assert!(stdout.contains("only what fencing makes harmless (overlapping-belief"), "{stdout}");
     // Not a terminal: no progress bar.
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 }

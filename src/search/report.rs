@@ -22,8 +22,9 @@ pub fn design_line(o: &Outcome) -> String {
     let mut taken = vec![];
     if o.paused_steps > 0 {
         taken.push(format!(
-            "its {} scripted pause(s) made {} of work, where a searched pause can land",
+            "{} scripted pause{} replaced by {} of work, so that a searched pause can land there",
             o.paused_steps,
+            if o.paused_steps == 1 { "" } else { "s" },
             secs(space::PAUSE_SITE_MS)
         ));
     }
@@ -87,7 +88,8 @@ pub fn summary(o: &Outcome) -> Vec<String> {
         }
         None => {
             let stop = if o.interrupted { "interrupted; covered so far: " } else { "" };
-            lines.push(format!("{stop}{}: no violation ({took})", coverage(o)));
+            let none = if o.fencing { "no harmful violation" } else { "no violation" };
+            lines.push(format!("{stop}{}: {none} ({took})", coverage(o)));
             if o.fencing {
                 lines.push(harmless_line(o));
             }
@@ -117,7 +119,7 @@ fn harmless_line(o: &Outcome) -> String {
     let kinds: Vec<String> =
         o.harmless.iter().map(|(k, n)| format!("{k} in {} of them", thousands(*n))).collect();
     format!(
-        "with fencing: the checker's violations were confined to harmless ones ({}): the storage refused every stale write, and took every write in token order",
+        "with fencing, the checker found only what fencing makes harmless ({}): the storage refused every stale write and took the writes in token order",
         space::and_list(&kinds)
     )
 }

@@ -306,7 +306,7 @@ fn situation(app: &App) -> Option<String> {
                 let now =
                     holder.map_or("it is no longer pending".into(), |h| format!("{h} has it"));
                 return Some(format!(
-                    "⚠ {} still believes job {job} is its own, but {now}: it will do the job anyway.",
+                    "⚠ {} still believes job {job} is its own, but {now}.",
                     l.name
                 ));
             }
