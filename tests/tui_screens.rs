@@ -154,6 +154,24 @@ fn compare_shows_both_runs_one_above_the_other() {
     insta::assert_snapshot!(term.backend());
 }
 
+/// At 80x24 two runs of two lanes each do not fit: the run just asked for is
+/// drawn whole, alone, rather than under the earlier one with its lanes cut off.
+#[test]
+fn a_compare_too_tall_for_the_screen_shows_the_run_just_asked_for() {
+    let off = playground_log(false, Some(1000.0));
+    let on = playground_log(true, Some(1000.0));
+    let mut app = app_at(&off, 10_000.0, false);
+    app.update(Action::Compare);
+    show_at(&mut app, &on, 10_000.0);
+    let term = screen(&app, 80, 24);
+    let shown = text(term.backend().buffer());
+    assert!(shown.contains("this run: fencing tokens: on"), "{shown}");
+    assert!(!shown.contains("earlier run: fencing tokens: off"), "{shown}");
+    for lane in ["A ", "B "] {
+        assert!(shown.lines().any(|l| l.contains(&format!("│{lane}"))), "lane {lane}: {shown}");
+    }
+}
+
 #[test]
 fn danger_zone_and_verdicts_are_coloured_and_have_their_own_glyphs() {
     let events = playground_log(false, Some(1000.0));

@@ -65,15 +65,16 @@ pub struct LaneRow {
 
 /// The rows of a timeline `height` rows tall.
 fn rows(app: &App, height: u16) -> Vec<Row> {
-    let runs: Vec<(bool, &RunModel)> =
-        app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
-    let lanes: usize = runs.iter().map(|(_, r)| r.lanes.len()).sum();
-    let titles = if app.previous.is_some() { runs.len() } else { 0 };
-    let node_lanes: usize = runs.iter().map(|(_, r)| r.nodes.len()).sum();
     let lock = app.uses_lock();
-    let truth_lanes = if lock { runs.len() } else { 0 };
-    let fixed = 1 + usize::from(lock) + titles + truth_lanes + node_lanes; // axis, lease, ...
-    let room = (height as usize).saturating_sub(fixed);
+    let mut runs: Vec<(bool, &RunModel)> =
+        app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
+    // A compare run on a screen too small for both: the run just asked for, alone,
+    // rather than the earlier one with this one cut off below it.
+    if runs.len() > 1 && room_for(&runs, app, lock, height) < lanes_in(&runs) * MIN_LANE_ROWS {
+        runs.remove(0);
+    }
+    let lanes = lanes_in(&runs);
+    let room = room_for(&runs, app, lock, height);
     // A lesson's few lanes keep their marks, cut short as they were.
     if app.previous.is_none() && app.lesson.is_none() && room < lanes * MIN_LANE_ROWS {
         return compact_rows(app, room, lock);
@@ -98,6 +99,21 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
         rows.push(Row::Lease);
     }
     rows
+}
+
+/// How many lanes `runs` have between them.
+fn lanes_in(runs: &[(bool, &RunModel)]) -> usize {
+    runs.iter().map(|(_, r)| r.lanes.len()).sum()
+}
+
+/// The rows left for `runs`' lanes in a timeline `height` rows tall, after the axis,
+/// the lease row, and each run's title, truth row and node rows.
+fn room_for(runs: &[(bool, &RunModel)], app: &App, lock: bool, height: u16) -> usize {
+    let titles = if app.previous.is_some() { runs.len() } else { 0 };
+    let node_lanes: usize = runs.iter().map(|(_, r)| r.nodes.len()).sum();
+    let truth_lanes = if lock { runs.len() } else { 0 };
+    let fixed = 1 + usize::from(lock) + titles + truth_lanes + node_lanes;
+    (height as usize).saturating_sub(fixed)
 }
 
 /// A class has a lane per student: when two rows a lane do not fit in `room` rows,
