@@ -275,10 +275,10 @@ pub struct BreakArgs {
     #[arg(long, value_name = "LIST")]
     pub faults: Option<String>,
     /// Try at most N schedules (default 10000).
-    #[arg(long, value_name = "N", conflicts_with = "time")]
+    #[arg(long, value_name = "N", conflicts_with = "time", allow_negative_numbers = true)]
     pub budget: Option<u64>,
     /// Search for at most S seconds of wall time instead.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub time: Option<f64>,
     /// The seed that orders the schedules and draws the random ones.
     #[arg(long, default_value_t = 1)]

@@ -157,6 +157,13 @@ fn bad_input_is_one_clear_line() {
         assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
+    // A negative count is a bad value (clap's usage error, exit 2), not a flag to
+    // pass with `--`.
+    let out = run(&["break", "gc-pause", "--budget", "-1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value '-1' for '--budget <N>'"), "{err}");
+    assert!(!err.contains("tip"), "{err}");
 }
 
 #[test]

@@ -1204,6 +1204,8 @@ impl App {
         self.searching = false;
         match searched {
             Searched::Broken { scenario, story } => {
+                // The search's progress is over; the new run's title tells the story.
+                self.status = None;
                 self.scripted.clear();
                 self.previous = Some(self.run.clone());
                 self.previous_label = self.run_label.clone();
@@ -1640,8 +1642,11 @@ mod tests {
         broken.name = "broken".into();
         let story = "A freezes at 0.05 s for 2.2 s".to_string();
         let answer = Searched::Broken { scenario: Box::new(broken.clone()), story: story.clone() };
+        app.update(Msg::Searching(3));
+        assert!(app.status.as_deref().is_some_and(|s| s.contains("3 schedules")));
         assert_eq!(app.update(Msg::Searched(answer)), [Effect::StartRun]);
         assert!(!app.searching && app.previous.is_some());
+        assert_eq!(app.status, None, "the search's progress line goes with it");
         assert_eq!(app.next_run().0, broken);
         app.update(Msg::RunStarting);
         assert_eq!(app.run_label, format!("broken by: {story}"));
