@@ -184,6 +184,10 @@ struct Belief<'a> {
     start: &'a Event,
     end: Option<&'a Event>,
     lease_end: Option<f64>,
+    /// When it gave the lock back: its release was sent (the `Released` event is
+    /// logged once the reply is back, and a waiter told by the release itself, `wait =
+    /// "notify"`, may log its grant in between).
+    released_at: Option<f64>,
 }
 
 /// What is known of one worker's current lease while it believes it holds the lock.
@@ -266,7 +270,10 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         };
         if ends && let Some(lease) = open.remove(worker.as_str()) {
             let lease_end = lease.ended().filter(|t| *t <= e.t_ms);
-            beliefs.push(Belief { worker, start: lease.start, end: Some(e), lease_end });
+            let released_at = matches!(what, WorkerEvent::Released { .. })
+                .then(|| e.t_ms - last_call.get(worker.as_str()).copied().unwrap_or(0.0));
+            let (start, end) = (lease.start, Some(e));
+            beliefs.push(Belief { worker, start, end, lease_end, released_at });
         }
     }
     beliefs.extend(open.into_iter().map(|(worker, lease)| Belief {
@@ -274,6 +281,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         start: lease.start,
         end: None,
         lease_end: lease.ended(),
+        released_at: None,
     }));
 
     // Two beliefs overlap when the later one starts before either ends. Sweep them in
@@ -286,7 +294,10 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     let mut found = Vec::new();
     for &later in &by_start {
         let b = &beliefs[later];
-        active.retain(|&i| beliefs[i].end.is_none_or(|end| end.seq > b.start.seq));
+        active.retain(|&i| {
+            let given_back = beliefs[i].released_at.is_some_and(|t| t < b.start.t_ms);
+            beliefs[i].end.is_none_or(|end| end.seq > b.start.seq) && !given_back
+        });
         // Several overlaps starting at one grant are listed in the order the beliefs
         // ended (the order `beliefs` holds them), as they always were.
         let mut pairs: Vec<usize> =
@@ -487,6 +498,33 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Q's release is sent at 10.0 ms and its reply logged at 10.9; R, woken by the
+    /// release itself (`wait = "notify"`), logs its grant at 10.7, in between. Q had
+    /// given the lock back: no overlap. A grant before Q sent its release still is one.
+    #[test]
+    fn a_grant_logged_while_the_holders_release_reply_is_in_flight_is_no_overlap() {
+        let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
+        let act = |who: &str, what: WorkerEvent| EventKind::Worker { worker: who.into(), what };
+        let call = |who: &str, latency_ms: f64| EventKind::Command {
+            worker: who.into(),
+            command: String::new(),
+            reply: String::new(),
+            latency_ms,
+        };
+        let released = WorkerEvent::Released { deleted: true, unsafe_del: false };
+        let log = |r_granted_at: f64| {
+            vec![
+                at(0, 0.0, act("Q", WorkerEvent::Acquired { token: 1 })),
+                at(1, r_granted_at, act("R", WorkerEvent::Acquired { token: 2 })),
+                at(2, 10.9, call("Q", 0.9)),
+                at(3, 10.9, act("Q", released.clone())),
+            ]
+        };
+        let overlaps = |events: &[Event]| overlapping_beliefs(events).len();
+        assert_eq!(overlaps(&log(10.7)), 0);
+        assert_eq!(overlaps(&log(9.5)), 1);
     }
 
     #[test]
