@@ -28,6 +28,9 @@ pub const MAX_SWEEP_LEASES: usize = 16;
 /// `[sweep] redis_sample`: runs per lease length repeated on real servers, all at once.
 pub const MAX_REDIS_SAMPLE: u32 = 20;
 
+/// A question's choices: one number key each, 1 to 9 (the TUI's and a class's).
+pub const MAX_CHOICES: usize = 9;
+
 /// Worker names: short, so they fit a lane label, and plain, so they are safe to print.
 pub const MAX_NAME: usize = 12;
 

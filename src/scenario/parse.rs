@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::bounds::MAX_WORKERS;
+use super::bounds::{MAX_CHOICES, MAX_WORKERS};
 use super::raw::RawScenario;
 use super::{
     Fault, LockService, LockShape, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
@@ -483,6 +483,16 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
         }
     }
     for c in &s.checkpoints {
+        if c.choices.len() > MAX_CHOICES {
+            return Err((
+                c.question.clone(),
+                0,
+                format!(
+                    "this question has {} choices: expected at most {MAX_CHOICES}, since the keys 1 to {MAX_CHOICES} answer it",
+                    c.choices.len()
+                ),
+            ));
+        }
         if !(1..=c.choices.len()).contains(&c.answer) {
             return Err((
                 c.question.clone(),
@@ -571,6 +581,21 @@ steps = [{ do = "acquire" }]
         let err = parse_scenario(&src, "t.toml").unwrap_err();
         assert_eq!(err.line, 10, "{err}");
         assert!(err.message.contains("answer = 3 but there are 2 choices"), "{err}");
+    }
+
+    #[test]
+    fn a_question_with_more_choices_than_number_keys_is_refused_at_load() {
+        let choices: Vec<String> = (1..=100).map(|n| format!("\"c{n}\"")).collect();
+        let src = format!(
+            "{MINIMAL}[[checkpoints]]\nat_ms = 5\nquestion = \"Which?\"\nchoices = [{}]\nanswer = 1\nexplain = \"\"\n",
+            choices.join(", ")
+        );
+        let err = parse_scenario(&src, "t.toml").unwrap_err();
+        assert_eq!((err.line, err.column), (10, 12), "{err}");
+        assert!(err.message.contains("100 choices: expected at most 9"), "{err}");
+        // Nine is the most a key can answer, and is accepted.
+        let nine = src.replace(&choices[9..].join(", "), "").replace(", ]", "]");
+        assert!(parse_scenario(&nine, "t.toml").is_ok(), "{nine}");
     }
 
     #[test]

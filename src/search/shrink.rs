@@ -55,8 +55,8 @@ fn shortest(
     space: &Space,
     breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let (current, room) = (s[i].ms, room(space.length.step, LENGTH_ROOM_MS));
-    let lengths = space.length.values().take_while(|&ms| ms < current);
+    let (current, room) = (s[i].ms, room(space.length_step, LENGTH_ROOM_MS));
+    let lengths = space.length.iter().copied().take_while(|&ms| ms < current);
     let toward = Toward { field: length_of, better: |a, b| a < b, back: |v: u64| v + room };
     toward.improve(s, i, lengths, breaks)
 }
@@ -147,7 +147,9 @@ mod tests {
             kinds: vec![FaultKind::Pause],
             targets: vec![],
             start: Grid { from: 0, to: 1000, step: 100 },
-            length: Grid { from: 100, to: 5000, step: 100 },
+            length: (1..=50).map(|i| i * 100).collect(),
+            length_step: 100,
+            timeouts: vec![],
             max_faults: 2,
         }
     }

@@ -1,7 +1,8 @@
 //! The bounded space of fault schedules `fencelab break` searches: which faults, on
 //! which workers or servers, starting when (a grid over the design's own run) and
 //! lasting how long (a grid reaching past two leases, since a pause shorter than the
-//! lease can never outlive it).
+//! lease can never outlive it, and a length just past each of the design's own
+//! leases and timeouts).
 //!
 //! A *design* is the scenario with the schedule someone chose taken out: its scripted
 //! `pause` steps and its faults of the kinds searched. What is left (the lock, the
@@ -9,7 +10,7 @@
 
 use std::fmt;
 
-use crate::scenario::{Fault, FaultKind, LockShape, Scenario, Step, StorageKind};
+use crate::scenario::{Fault, FaultKind, LockShape, Scenario, Step, StorageKind, WaitStrategy};
 
 /// The fault kinds `break` can search over, by their scenario-file names.
 pub const SEARCHABLE: [FaultKind; 4] =
@@ -239,6 +240,66 @@ fn round_step(span: u64, parts: u64) -> u64 {
     }
 }
 
+/// A lease or a timeout of the design, in scenario ms: a fault just longer than one
+/// (a pause past the lease, a server down past the session timeout) is where a
+/// design is likeliest to break, so the length grid always holds a length just past
+/// each, whatever its step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeout {
+    /// What it is, with the field it comes from and its value ("the lease (ttl_ms =
+    /// 2000)").
+    pub what: String,
+    pub ms: u64,
+}
+
+/// How far past a lease or timeout its length goes: the room shrinking keeps too.
+pub const PAST_MS: u64 = 100;
+
+/// Every lease and timeout `design` has, each once, shortest first: the lock's own
+/// (the lease, Redlock's TTL, etcd's lease, the Kubernetes Lease's
+/// duration, ZooKeeper's session timeout, the queue's claim threshold), the poll
+/// interval, and each worker's `give_up_ms` and `wait-replicas` timeout.
+pub fn timeouts(design: &Scenario) -> Vec<Timeout> {
+    let mut all = Vec::new();
+    let ttl = design.ttl_ms;
+    if ttl > 0 {
+        let (what, ms) = match design.lock {
+            LockShape::Redis | LockShape::Replicated => {
+                (format!("the lease (ttl_ms = {ttl})"), ttl)
+            }
+            LockShape::Redlock { .. } => (format!("Redlock's TTL (ttl_ms = {ttl})"), ttl),
+            LockShape::Etcd => (format!("etcd's lease (ttl_ms = {ttl})"), ttl),
+            LockShape::K8sLease => (format!("the Lease's duration (ttl_ms = {ttl})"), ttl),
+            LockShape::ZooKeeper => (format!("the session timeout (ttl_ms = {ttl})"), ttl),
+            LockShape::Stream => {
+                (format!("the claim threshold, XAUTOCLAIM's min-idle-time (ttl_ms = {ttl})"), ttl)
+            }
+        };
+        all.push(Timeout { what, ms });
+    }
+    if let Some(poll) = design.poll_ms.filter(|&ms| ms > 0 && design.wait == WaitStrategy::Poll) {
+        all.push(Timeout { what: format!("the poll interval (poll_ms = {poll})"), ms: poll });
+    }
+    for w in &design.workers {
+        for step in &w.steps {
+            match step {
+                Step::Acquire { give_up_ms: Some(ms) } if *ms > 0 => all.push(Timeout {
+                    what: format!("{}'s wait for the lock (give_up_ms = {ms})", w.name),
+                    ms: *ms,
+                }),
+                Step::WaitReplicas { timeout_ms, .. } if *timeout_ms > 0 => all.push(Timeout {
+                    what: format!("{}'s wait-replicas (timeout_ms = {timeout_ms})", w.name),
+                    ms: *timeout_ms,
+                }),
+                _ => {}
+            }
+        }
+    }
+    all.sort_by_key(|t| t.ms);
+    all.dedup_by_key(|t| t.ms);
+    all
+}
+
 /// Every schedule of at most `max_faults` faults, on the grids.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Space {
@@ -246,7 +307,12 @@ pub struct Space {
     /// Each kind with each thing it can hit.
     pub targets: Vec<(FaultKind, Target)>,
     pub start: Grid,
-    pub length: Grid,
+    /// The lengths tried, shortest first: a grid of `length_step`, and [`PAST_MS`]
+    /// past each of `timeouts`.
+    pub length: Vec<u64>,
+    pub length_step: u64,
+    /// The design's leases and timeouts the lengths reach past.
+    pub timeouts: Vec<Timeout>,
     pub max_faults: usize,
 }
 
@@ -258,7 +324,11 @@ pub const MAX_FAULTS: usize = 2;
 
 impl Space {
     /// The space for `design`, whose fault-free run ends at `end_ms`: starts from 0 to
-    /// then, lengths up to two leases and the run (5 s for a lock without a lease).
+    /// then, lengths up to two of its longest lease or timeout and the run (5 s for a
+    /// design without any), and just past each lease and timeout. A run that never
+    /// ends by itself (a waiter for a job nobody will free, stopped an hour later)
+    /// counts until the design's longest possible run (`Scenario::longest_run_ms`):
+    /// an hour-long run would make the grids' steps minutes long.
     pub fn new(design: &Scenario, kinds: &[FaultKind], end_ms: u64) -> Space {
         let mut targets = Vec::new();
         for &kind in kinds {
@@ -269,34 +339,48 @@ impl Space {
                 targets.extend((1..=design.lock.nodes()).map(|n| (kind, Target::Node(n))));
             }
         }
+        let end_ms = end_ms.min(design.longest_run_ms());
         let start_step = round_step(end_ms, GRID_PARTS);
         let start =
             Grid { from: 0, to: end_ms.div_ceil(start_step) * start_step, step: start_step };
-        let lease = if design.ttl_ms == 0 { 5000 } else { design.ttl_ms };
+        let timeouts = timeouts(design);
+        let lease = timeouts.last().map_or(5000, |t| t.ms);
         let longest = 2 * lease + end_ms;
         let length_step = round_step(longest, GRID_PARTS);
-        let length = Grid {
+        let grid = Grid {
             from: length_step,
             to: longest.div_ceil(length_step) * length_step,
             step: length_step,
         };
-        Space { kinds: kinds.to_vec(), targets, start, length, max_faults: MAX_FAULTS }
+        let mut length: Vec<u64> =
+            grid.values().chain(timeouts.iter().map(|t| t.ms + PAST_MS)).collect();
+        length.sort_unstable();
+        length.dedup();
+        Space {
+            kinds: kinds.to_vec(),
+            targets,
+            start,
+            length,
+            length_step,
+            timeouts,
+            max_faults: MAX_FAULTS,
+        }
     }
 
     /// How many one-fault schedules there are.
     pub fn singles(&self) -> u64 {
-        self.targets.len() as u64 * self.start.count() * self.length.count()
+        self.targets.len() as u64 * self.start.count() * self.length.len() as u64
     }
 
     /// The `i`-th one-fault schedule (target, then start, then length).
     pub fn single(&self, i: u64) -> Move {
-        let (lengths, starts) = (self.length.count(), self.start.count());
+        let (lengths, starts) = (self.length.len() as u64, self.start.count());
         let (kind, target) = &self.targets[(i / (lengths * starts)) as usize];
         Move {
             kind: *kind,
             target: target.clone(),
             at_ms: self.start.at(i / lengths % starts),
-            ms: self.length.at(i % lengths),
+            ms: self.length[(i % lengths) as usize],
         }
     }
 
@@ -327,16 +411,27 @@ impl Space {
                 format!("{} of {}", plural(k), and_list(&on))
             })
             .collect();
-        format!(
+        let (shortest, longest) =
+            (self.length.first().copied().unwrap_or(0), self.length.last().copied().unwrap_or(0));
+        let mut line = format!(
             "single {} from {} to {} in {} ms steps, lengths {} to {} in {} ms steps",
             and_list(&kinds),
             secs(self.start.from),
             secs(self.start.to),
             self.start.step,
-            secs(self.length.from),
-            secs(self.length.to),
-            self.length.step
-        )
+            secs(shortest),
+            secs(longest),
+            self.length_step
+        );
+        if !self.timeouts.is_empty() {
+            let past: Vec<String> = self
+                .timeouts
+                .iter()
+                .map(|t| format!("{} past {}", secs(t.ms + PAST_MS), t.what))
+                .collect();
+            line.push_str(&format!(" and {}", and_list(&past)));
+        }
+        line
     }
 }
 
@@ -376,6 +471,82 @@ mod tests {
         assert_eq!(round_step(0, 40), 10);
     }
 
+    /// A design of `lock` (a line of TOML) with a lease of `ttl_ms`, B giving up
+    /// after 0.7 s.
+    fn design_of(lock: &str, ttl_ms: u64) -> Scenario {
+        let src = format!(
+            "name = \"t\"\ntitle = \"T\"\nttl_ms = {ttl_ms}\n{lock}\n[[workers]]\nname = \"A\"\n\
+             steps = [{{ do = \"acquire\" }}, {{ do = \"work\", ms = 200 }}, {{ do = \"write\", value = \"a\" }}]\n\
+             [[workers]]\nname = \"B\"\nstart_ms = 100\n\
+             steps = [{{ do = \"acquire\", give_up_ms = 700 }}, {{ do = \"write\", value = \"b\" }}]\n"
+        );
+        crate::scenario::parse_scenario(&src, "t.toml").unwrap_or_else(|e| panic!("{lock}: {e}"))
+    }
+
+    /// The grid holds a length just past each of the design's leases and timeouts,
+    /// for every kind of lock, whatever the step of the rest of the grid.
+    #[test]
+    fn the_length_grid_reaches_just_past_each_lease_and_timeout_of_every_lock_kind() {
+        for (lock, lease_ms, says) in [
+            ("lock = \"redis\"", 1500, "the lease (ttl_ms = 1500)"),
+            ("redlock_nodes = 5", 1500, "Redlock's TTL (ttl_ms = 1500)"),
+            ("replica = true", 1500, "the lease (ttl_ms = 1500)"),
+            // etcd grants whole seconds.
+            ("lock = \"etcd\"", 2000, "etcd's lease (ttl_ms = 2000)"),
+            ("lock = \"k8s-lease\"", 1500, "the Lease's duration (ttl_ms = 1500)"),
+            (
+                "lock = \"zookeeper\"\nwait = \"notify\"",
+                1500,
+                "the session timeout (ttl_ms = 1500)",
+            ),
+            (
+                "lock = \"stream\"",
+                1500,
+                "the claim threshold, XAUTOCLAIM's min-idle-time (ttl_ms = 1500)",
+            ),
+        ] {
+            let design = design_of(lock, lease_ms);
+            // A run that never ends by itself, stopped an hour later.
+            let space = Space::new(&design, &[FaultKind::Pause], 3_700_000);
+            let found: Vec<(&str, u64)> =
+                space.timeouts.iter().map(|t| (t.what.as_str(), t.ms)).collect();
+            assert!(found.contains(&(says, lease_ms)), "{lock}: {found:?}");
+            assert!(
+                found.iter().any(|(w, ms)| w.contains("give_up_ms = 700") && *ms == 700),
+                "{lock}: {found:?}"
+            );
+            for t in &space.timeouts {
+                assert!(
+                    space.length.contains(&(t.ms + PAST_MS)),
+                    "{lock}: {} in {:?}",
+                    t.what,
+                    space.length
+                );
+            }
+            // The steps stay those of the design's own times, not of an hour.
+            assert!(space.length_step <= 500 && space.start.step <= 500, "{lock}: {space:?}");
+            assert!(
+                *space.length.last().unwrap()
+                    <= 2 * lease_ms + design.longest_run_ms() + space.length_step
+            );
+            assert!(
+                space.describe().contains(&format!("{} past {says}", secs(lease_ms + PAST_MS))),
+                "{}",
+                space.describe()
+            );
+        }
+    }
+
+    #[test]
+    fn a_poll_interval_is_a_timeout_too() {
+        let mut design = design_of("lock = \"redis\"", 1500);
+        design.wait = WaitStrategy::Poll;
+        design.poll_ms = Some(300);
+        let space = Space::new(&design, &[FaultKind::Pause], 1000);
+        assert!(space.timeouts.iter().any(|t| t.what == "the poll interval (poll_ms = 300)"));
+        assert!(space.length.contains(&400), "{:?}", space.length);
+    }
+
     #[test]
     fn unknown_and_empty_fault_lists_are_refused() {
         assert!(
@@ -394,7 +565,9 @@ mod tests {
                 (FaultKind::Pause, Target::Worker("B".into())),
             ],
             start: Grid { from: 0, to: 100, step: 50 },
-            length: Grid { from: 100, to: 200, step: 100 },
+            length: vec![100, 200],
+            length_step: 100,
+            timeouts: vec![],
             max_faults: 2,
         };
         assert_eq!(space.singles(), 12);
