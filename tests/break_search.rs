@@ -183,3 +183,18 @@ fn sigint_ends_the_search_promptly_with_what_was_covered() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("interrupted; covered so far"), "{stdout}");
 }
+
+/// Lesson 27's break: a consumer paused past the queue's claim threshold (2 s) does
+/// its job a second time. The search's lengths reach just past that threshold, so
+/// it finds the break, and a private redis-server shows the same.
+#[test]
+fn break_queue_finds_lesson_27s_double_job_and_confirms_it_on_redis() {
+    let out = run(&["break", "queue", "--budget", "200"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let first = stdout.split("### idempotency key").next().unwrap();
+    assert!(first.contains("1. A freezes at"), "{first}");
+    assert!(first.contains("broke it after"), "{first}");
+    assert!(first.contains("done twice"), "{first}");
+    assert!(first.contains("confirmed on private redis-server"), "{first}");
+}
