@@ -274,14 +274,15 @@ pub struct BreakArgs {
     /// (default: pause, and clock-jump and kill where the lock has servers to fail).
     #[arg(long, value_name = "LIST")]
     pub faults: Option<String>,
-    /// Try at most N schedules (default 10000).
-    #[arg(long, value_name = "N", conflicts_with = "time", allow_negative_numbers = true)]
+    /// Try at most N schedules (default 10000, at most a billion).
+    #[arg(long, value_name = "N", conflicts_with = "time", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(..=1_000_000_000))]
     pub budget: Option<u64>,
-    /// Search for at most S seconds of wall time instead.
+    /// Search for at most S seconds of wall time instead (at most a day).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub time: Option<f64>,
     /// The seed that orders the schedules and draws the random ones.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Write the counterexample as a lesson-format scenario file (its `expect` stated,
     /// so it passes `fencelab run FILE --check`).

@@ -34,14 +34,11 @@ fn servers(runs: u32) -> anyhow::Result<ExitCode> {
     starts("private ZooKeeper (a JVM)", runs, crate::backend::server::PrivateZooKeeper::start)?;
     let (nodes, took) = crate::backend::server::RedisNodes::start(5)?;
     drop(nodes);
-    println!(
-        "five Redlock nodes, started one after another: {:.1} ms",
-        took.as_secs_f64() * 1000.0
-    );
+    out!("five Redlock nodes, started one after another: {:.1} ms", took.as_secs_f64() * 1000.0);
     let started = std::time::Instant::now();
     let pair = crate::backend::server::RedisPair::start()?;
     let took = started.elapsed().as_secs_f64() * 1000.0;
-    println!("a primary and its replica, until the replica is in sync: {took:.1} ms");
+    out!("a primary and its replica, until the replica is in sync: {took:.1} ms");
     drop(pair);
     Ok(ExitCode::SUCCESS)
 }
@@ -60,7 +57,7 @@ fn starts<T>(
         drop(server);
     }
     times.sort_by(f64::total_cmp);
-    println!(
+    out!(
         "{what}, {runs} starts: median {:.1} ms (min {:.1}, max {:.1})",
         median(&times),
         times[0],
@@ -97,10 +94,10 @@ const POLL_MS: u64 = 100;
 /// as redis-py's `Lock.acquire` does (try, sleep 100 ms, try), in Rust.
 fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let deployment = deploy(&backend_args.targets(), Shape::SINGLE)?;
-    println!("hand-over: B's grant minus the moment the lock fell free, {runs} runs per cell");
-    println!("backend: {}", deployment.describe());
+    out!("hand-over: B's grant minus the moment the lock fell free, {runs} runs per cell");
+    out!("backend: {}", deployment.describe());
     let rt = runtime::build(deployment.simulated())?;
-    println!("{:<22} {:>28} {:>28}", "B waits with", "after A's lease expired", "after A released");
+    out!("{:<22} {:>28} {:>28}", "B waits with", "after A's lease expired", "after A released");
     for wait in [WaitStrategy::Ttl, WaitStrategy::Poll, WaitStrategy::Notify] {
         let mut cells = Vec::new();
         for case in [Case::Expiry, Case::Release] {
@@ -118,9 +115,9 @@ fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
             WaitStrategy::Poll => format!("poll ({POLL_MS} ms)"),
             other => other.name().to_string(),
         };
-        println!("{name:<22} {:>28} {:>28}", cells[0], cells[1]);
+        out!("{name:<22} {:>28} {:>28}", cells[0], cells[1]);
     }
-    println!("(ms: median / p90 / p99)");
+    out!("(ms: median / p90 / p99)");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -79,23 +79,23 @@ pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
     let at = |q: f64| {
         latencies.get(((latencies.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(f64::NAN)
     };
-    println!(
+    out!(
         "{students} students x {events} events (one every {} ms each), on loopback:",
         PACE.as_millis()
     );
-    println!(
+    out!(
         "  received {} of {wanted} events in {took:.2} s: {:.0} events/s",
         latencies.len(),
         latencies.len() as f64 / took
     );
-    println!(
+    out!(
         "  post -> instructor's read: median {:.2} ms, p99 {:.2} ms (target p99 < 50 ms), max {:.2} ms",
         at(0.5),
         at(0.99),
         at(1.0)
     );
     let frame = frame_ms(&names, &log);
-    println!("  a frame of the run with {students} lanes, 160x48: median {frame:.3} ms");
+    out!("  a frame of the run with {students} lanes, 160x48: median {frame:.3} ms");
     if latencies.len() != wanted || !refused.is_empty() {
         bail!(
             "{} events lost, {} refused: {:?}",
@@ -104,7 +104,7 @@ pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
             refused.first()
         );
     }
-    println!("  no event lost, none refused, every student's numbers 1..{events} in order");
+    out!("  no event lost, none refused, every student's numbers 1..{events} in order");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -28,12 +28,18 @@ pub fn bench(runs: u32, engine_runs: u32) -> anyhow::Result<ExitCode> {
     let gc_pause =
         builtin("gc-pause").context("gc-pause is built in")?.context("gc-pause is built in")?;
     anyhow::ensure!(stepper::supports(&gc_pause), "the stepper no longer models gc-pause");
-    println!(
+    out!(
         "gc-pause with one random pause fault, run and checked; {THREADS} threads, each with its own {SCHEDULES} schedules"
     );
-    println!(
+    out!(
         "{:<44} {:>9} {:>12} {:>10} {:>10} {:>10} {:>11}",
-        "path", "runs", "runs/s", "median µs", "p90 µs", "p99 µs", "stale write"
+        "path",
+        "runs",
+        "runs/s",
+        "median µs",
+        "p90 µs",
+        "p99 µs",
+        "stale write"
     );
     let stepped = measure(
         &gc_pause,
@@ -41,22 +47,22 @@ pub fn bench(runs: u32, engine_runs: u32) -> anyhow::Result<ExitCode> {
         || Ok(()),
         |(), s, fencing| Ok(stale_write(&stepper::run(s, fencing, 0))),
     )?;
-    stepped.print("stepper (event loop, no runtime)");
+    stepped.print("stepper (event loop, no runtime)")?;
     let reused = measure(
         &gc_pause,
         engine_runs,
         || Ok((runtime::build(true)?, SimBackend::default())),
         |(rt, sim), s, fencing| engine_run(rt, sim, s, fencing),
     )?;
-    reused.print("simulator, one runtime reused (the sweep)");
+    reused.print("simulator, one runtime reused (the sweep)")?;
     let fresh = measure(
         &gc_pause,
         engine_runs,
         || Ok(()),
         |(), s, fencing| engine_run(&runtime::build(true)?, &SimBackend::default(), s, fencing),
     )?;
-    fresh.print("simulator, a runtime per run");
-    println!(
+    fresh.print("simulator, a runtime per run")?;
+    out!(
         "stepper: {:.0}x the reused runtime, {:.0}x a runtime per run",
         stepped.per_second() / reused.per_second(),
         stepped.per_second() / fresh.per_second()
@@ -65,7 +71,7 @@ pub fn bench(runs: u32, engine_runs: u32) -> anyhow::Result<ExitCode> {
     // them, the times per run much less.
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         let load = load.split(' ').next().unwrap_or("?");
-        println!("load average (1 min) at the end: {load}, on {THREADS} threads");
+        out!("load average (1 min) at the end: {load}, on {THREADS} threads");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -121,10 +127,10 @@ impl Measured {
         self.micros.len() as f64 / self.wall_s
     }
 
-    fn print(&self, path: &str) {
+    fn print(&self, path: &str) -> anyhow::Result<()> {
         let m = &self.micros;
         let share = 100.0 * self.violated as f64 / m.len().max(1) as f64;
-        println!(
+        out!(
             "{path:<44} {:>9} {:>12.0} {:>10.1} {:>10.1} {:>10.1} {:>10.1}%",
             m.len(),
             self.per_second(),
@@ -133,6 +139,7 @@ impl Measured {
             percentile(m, 99.0),
             share
         );
+        Ok(())
     }
 }
 

@@ -1,5 +1,13 @@
 //! The subcommands: each turns parsed arguments into a run and prints a view of it.
 
+/// `out!("...", args)`: one line on stdout through `output::stdout`, returning from
+/// the command when stdout has gone (closed: quietly; failed: with the error).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        crate::output::stdout::line(&format!($($arg)*))?
+    };
+}
+
 pub mod bench;
 mod bench_class;
 mod bench_sim;
@@ -17,8 +25,13 @@ use crate::cli::{BackendArgs, Cli, Command, ExportArgs, PictureTheme, PlayArgs, 
 use crate::output::printable::printable;
 use crate::scenario::builtin_names;
 
-/// Run what the command line asks for.
+/// Run what the command line asks for; a closed or failed stdout is judged once, here
+/// (`output::stdout`), for every command.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    crate::output::stdout::finish(command(cli))
+}
+
+fn command(cli: Cli) -> anyhow::Result<ExitCode> {
     if matches!(
         cli.command,
         None | Some(
@@ -82,15 +95,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Write a command's whole output to stdout. A reader that has gone (`fencelab
-/// lessons | head -1`) is not an error: the program ends quietly, with success.
+/// Write a command's whole output to stdout (see `output::stdout` for a reader that
+/// has gone and a full disk).
 fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    crate::output::stdout::bytes(bytes)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {

@@ -169,7 +169,7 @@ async fn run_all(
                 report.interrupted = true;
                 eprintln!(
                     "interrupted: a server did not answer within {} s, so the run was abandoned; \
-                     its keys expire by themselves",
+                     its keys were not deleted: they expire {KEYS_EXPIRE}",
                     ABANDON_AFTER.as_secs()
                 );
                 break;
@@ -181,11 +181,10 @@ async fn run_all(
             watchdog.abort();
             if stuck.load(Ordering::SeqCst) {
                 report.failed = true;
-                eprintln!(
-                    "error: the run had not ended an hour (scenario time) after it could have: \
-                     a worker waits for a lock that never expires (ttl_ms = 0) and that nobody \
-                     will release; give it give_up_ms, or the lock a lease"
-                );
+                tell(&format!(
+                    "error: the run had not ended an hour (scenario time) after it could have: {}",
+                    stuck_because(&planned.scenario)
+                ));
                 break;
             }
         }
@@ -204,7 +203,7 @@ async fn run_all(
             RunOutcome::Completed => {}
             RunOutcome::Interrupted => {
                 report.interrupted = true;
-                eprintln!("interrupted: the run was stopped and its keys deleted");
+                tell(&interrupted(&events));
                 break;
             }
             RunOutcome::Failed { error } => {
@@ -226,6 +225,44 @@ async fn run_all(
         }
     }
     Ok(report)
+}
+
+/// When the keys of a run that could not delete them go (`Keys::expiring_after`: an
+/// hour after the run's longest possible end).
+const KEYS_EXPIRE: &str = "by themselves in about an hour";
+
+/// What an interrupted run did with its keys, as its log tells: a server the
+/// observer lost was not asked to delete anything (`engine::execute`).
+fn interrupted(events: &[crate::engine::log::Event]) -> String {
+    let lost = events.iter().find_map(|e| match &e.kind {
+        crate::engine::log::EventKind::ServerLost { server, .. } => Some(server.as_str()),
+        _ => None,
+    });
+    match lost {
+        Some(server) => format!(
+            "interrupted: the run was stopped; {server} did not answer, so its keys were not \
+             deleted: they expire {KEYS_EXPIRE}"
+        ),
+        None => "interrupted: the run was stopped and its keys deleted".to_string(),
+    }
+}
+
+/// Why a simulated run never ended, in the scenario's own values.
+fn stuck_because(scenario: &Scenario) -> String {
+    match (scenario.lock, scenario.ttl_ms) {
+        (_, 0) => "a worker waits for a lock that never expires (ttl_ms = 0) and that nobody \
+                   will release; give it give_up_ms, or the lock a lease"
+            .to_string(),
+        (crate::scenario::LockShape::Stream, ttl) => format!(
+            "a worker waits for a job and none is left: the queue's jobs were all handed out, \
+             and a consumer claims one only once it has been pending {ttl} ms (ttl_ms = {ttl}); \
+             give the waiter give_up_ms"
+        ),
+        (_, ttl) => format!(
+            "a worker still waits for the lock, though its lease is {ttl} ms (ttl_ms = {ttl}); \
+             give it give_up_ms"
+        ),
+    }
 }
 
 /// On the simulator, stop a run still going an hour of scenario time after it could
@@ -325,11 +362,11 @@ pub(super) async fn print_live(log: Arc<EventLog>, json: bool) {
     .await;
 }
 
-/// Print a line to stdout. A closed pipe (`fencelab run | head`) is not an error
-/// worth stopping a run for: the run still finishes and deletes its keys.
+/// Print a line to stdout. A closed pipe (`fencelab run | head`) or a full disk does
+/// not stop a run: it still finishes and deletes its keys, and `output::stdout`
+/// makes the failed write the command's exit.
 pub(super) fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", printable(line)).and_then(|()| out.flush());
+    let _ = crate::output::stdout::line(line);
 }
 
 /// Print a line to stderr, with control characters made visible.

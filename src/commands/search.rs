@@ -25,12 +25,18 @@ use crate::search::{self, Budget, Found, Options, Progress, report, space};
 /// Schedules tried when neither --budget nor --time is given.
 const DEFAULT_BUDGET: u64 = 10_000;
 
+/// The longest `--time`, in seconds: a day. Longer is a slip of the keyboard (and
+/// `1e20` would not fit a `Duration`).
+const MAX_TIME_S: f64 = 86_400.0;
+
 pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = scenario_ref::load(&args.scenario)?.scenario;
     let kinds = args.faults.as_deref().map(space::parse_kinds).transpose()?;
     let budget = match (args.budget, args.time) {
-        (_, Some(s)) if !(s > 0.0 && s.is_finite()) => {
-            anyhow::bail!("--time {s}: give a number of seconds above 0")
+        (_, Some(s)) if !(s > 0.0 && s <= MAX_TIME_S) => {
+            anyhow::bail!(
+                "--time {s}: give a number of seconds above 0, at most {MAX_TIME_S} (a day)"
+            )
         }
         (_, Some(s)) => Budget::Time(Duration::from_secs_f64(s)),
         (n, None) => Budget::Schedules(n.unwrap_or(DEFAULT_BUDGET)),

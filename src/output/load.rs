@@ -34,17 +34,90 @@ pub enum LoadError {
         "{file}:{line}: t_ms {t_ms} goes back in time (line {previous_line} was at {previous}): a log's events are in time order"
     )]
     OutOfOrder { file: String, line: usize, t_ms: f64, previous_line: usize, previous: f64 },
+    #[error(
+        "{file}:{line}: the line is longer than {max} bytes: no fencelab event is that long (is this a fencelab log?)"
+    )]
+    LineTooLong { file: String, line: usize, max: usize },
+    #[error(
+        "{file}: more than {max} bytes: a saved log that large is not one fencelab wrote for a run (the longest runs save a few hundred MB)"
+    )]
+    TooLarge { file: String, max: u64 },
 }
+
+/// The longest line read: a run's start holds its whole scenario (26 workers of up
+/// to 1000 steps is under 2 MB); anything longer is not an event, and reading it
+/// whole would let one line take all the memory there is.
+pub const MAX_LINE_BYTES: usize = 8 << 20;
+
+/// The most a log may hold in all: about seven million events, a few GB once read.
+pub const MAX_LOG_BYTES: u64 = 1 << 30;
 
 /// Every run in the file, each a list of events starting with `run_started`.
 pub fn load_runs(path: &Path) -> Result<Vec<Vec<Event>>, LoadError> {
-    use std::io::BufRead;
     let file = path.display().to_string();
     let unreadable =
         |e: std::io::Error| LoadError::Unreadable { file: file.clone(), reason: e.to_string() };
     // Line by line: a log of hundreds of MB is never held whole next to its events.
     let reader = std::io::BufReader::new(std::fs::File::open(path).map_err(unreadable)?);
-    parse_lines(reader.lines(), &file)
+    parse_lines(bounded_lines(reader, &file), &file)
+}
+
+/// The lines of `reader`, each read only up to [`MAX_LINE_BYTES`] and all of them up
+/// to [`MAX_LOG_BYTES`]: a longer line, or more, ends the reading with an error
+/// before it is held in memory.
+fn bounded_lines<R: std::io::BufRead>(
+    mut reader: R,
+    file: &str,
+) -> impl Iterator<Item = Result<String, LoadError>> {
+    let (file, mut number, mut total, mut done) = (file.to_string(), 0, 0u64, false);
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        number += 1;
+        let line = next_line(&mut reader, &file, number, &mut total).transpose();
+        done = !matches!(line, Some(Ok(_)));
+        line
+    })
+}
+
+/// Line `number` of `reader` (None at the end), `total` the bytes read so far.
+fn next_line(
+    reader: &mut impl std::io::BufRead,
+    file: &str,
+    number: usize,
+    total: &mut u64,
+) -> Result<Option<String>, LoadError> {
+    use std::io::{BufRead, Read};
+    let mut bytes = Vec::new();
+    let limit = MAX_LINE_BYTES as u64 + 1;
+    let read = reader
+        .by_ref()
+        .take(limit)
+        .read_until(b'\n', &mut bytes)
+        .map_err(|e| LoadError::Unreadable { file: file.to_string(), reason: e.to_string() })?;
+    if read == 0 {
+        return Ok(None);
+    }
+    *total += read as u64;
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    } else if bytes.len() > MAX_LINE_BYTES {
+        let (file, max) = (file.to_string(), MAX_LINE_BYTES);
+        return Err(LoadError::LineTooLong { file, line: number, max });
+    }
+    if *total > MAX_LOG_BYTES {
+        return Err(LoadError::TooLarge { file: file.to_string(), max: MAX_LOG_BYTES });
+    }
+    if bytes.last() == Some(&b'\r') {
+        bytes.pop();
+    }
+    String::from_utf8(bytes).map(Some).map_err(|_| LoadError::Damaged {
+        file: file.to_string(),
+        line: number,
+        column: 1,
+        reason: "not UTF-8 text".into(),
+    })
 }
 
 /// The same, from text already read (`file` names it in errors).
@@ -53,15 +126,14 @@ pub fn parse_runs(text: &str, file: &str) -> Result<Vec<Vec<Event>>, LoadError> 
 }
 
 fn parse_lines(
-    lines: impl Iterator<Item = std::io::Result<String>>,
+    lines: impl Iterator<Item = Result<String, LoadError>>,
     file: &str,
 ) -> Result<Vec<Vec<Event>>, LoadError> {
     let mut runs: Vec<Vec<Event>> = Vec::new();
     // The line and time of the run's latest event, to refuse time going backwards.
     let mut latest: Option<(usize, f64)> = None;
     for (i, line) in lines.enumerate() {
-        let line = line
-            .map_err(|e| LoadError::Unreadable { file: file.to_string(), reason: e.to_string() })?;
+        let line = line?;
         if line.trim().is_empty() {
             continue;
         }

@@ -5,4 +5,5 @@ pub mod jsonl;
 pub mod load;
 pub mod picture;
 pub mod printable;
+pub mod stdout;
 pub mod transcript;
