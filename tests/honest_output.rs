@@ -306,3 +306,23 @@ fn an_interrupted_run_says_what_became_of_its_keys() {
         assert!((1..=3_700_000 + 120_000).contains(ttl), "{key} expires in {ttl} ms");
     }
 }
+
+/// Lesson 27 with its pause made 0.1 s of work (the design `break` searches): A
+/// finishes the queue's only job, and B waits for a job that never comes. The
+/// message names the real lease, 2000, not a lock without one.
+#[test]
+fn a_run_that_never_ends_is_told_in_its_own_values() {
+    let lesson = std::fs::read_to_string("lessons/27-queue.toml").unwrap();
+    let design = lesson.replace("{ do = \"pause\", ms = 2500 }", "{ do = \"work\", ms = 100 }");
+    let design = &design[..design.find("[[variants]]").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queue-design.toml");
+    std::fs::write(&file, design).unwrap();
+    let args = ["--sim", "run", file.to_str().unwrap(), "--fencing", "off"];
+    let out = fencelab(&args).stdout(Stdio::null()).output().unwrap();
+    no_panic(&args, &out);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("(ttl_ms = 2000)") && !err.contains("ttl_ms = 0"), "{err}");
+    assert!(err.contains("a worker waits for a job and none is left"), "{err}");
+}
