@@ -193,37 +193,12 @@ fn export_time(text: &str) -> (Duration, Output) {
     (started.elapsed(), out)
 }
 
-/// gc-pause's run (fencing off: a stale write each time) `times` over, one after
-/// another, as one saved run: its labels and marks grow with the events.
-fn repeated_gc_pause(times: usize) -> String {
-    let gc_pause = fencelab::scenario::builtin("gc-pause").unwrap().unwrap();
-    let events = support::sim_run(&gc_pause, false);
-    let (first, body, last) = (&events[0], &events[1..events.len() - 1], &events[events.len() - 1]);
-    let span = last.t_ms + 1.0;
-    let mut out = fencelab::output::jsonl::to_line(first) + "\n";
-    let mut seq = 1;
-    let mut push = |e: &fencelab::engine::log::Event, t_ms: f64| {
-        let mut e = e.clone();
-        (e.seq, e.t_ms) = (seq, t_ms);
-        seq += 1;
-        out.push_str(&fencelab::output::jsonl::to_line(&e));
-        out.push('\n');
-    };
-    for k in 0..times {
-        for e in body {
-            push(e, e.t_ms + k as f64 * span);
-        }
-    }
-    push(last, times as f64 * span);
-    out
-}
-
 /// 100k events: quadratic (each label elided a character at a time), this took
 /// 165 s in a debug build; linear, under a second. The bound is generous for a
 /// loaded machine and far below the quadratic cost.
 #[test]
 fn export_of_100k_events_is_linear_enough() {
-    let log = repeated_gc_pause(3800);
+    let log = support::repeated_gc_pause(3800);
     assert!(log.lines().count() > 100_000);
     let (took, out) = export_time(&log);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -233,7 +208,8 @@ fn export_of_100k_events_is_linear_enough() {
 #[test]
 fn export_of_a_100k_character_worker_name_is_linear() {
     let name = "W".repeat(100_000);
-    let log = repeated_gc_pause(10).replace("\"worker\":\"A\"", &format!("\"worker\":\"{name}\""));
+    let log = support::repeated_gc_pause(10)
+        .replace("\"worker\":\"A\"", &format!("\"worker\":\"{name}\""));
     let (took, out) = export_time(&log);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(took < Duration::from_secs(20), "took {took:?}");

@@ -227,3 +227,28 @@ pub fn long_log(cycles: usize, last_ms: f64) -> String {
     );
     out
 }
+
+/// gc-pause's run (fencing off: a stale write each time) `times` over, one after
+/// another, as one saved run: its labels and marks grow with the events.
+pub fn repeated_gc_pause(times: usize) -> String {
+    let gc_pause = fencelab::scenario::builtin("gc-pause").unwrap().unwrap();
+    let events = sim_run(&gc_pause, false);
+    let (first, body, last) = (&events[0], &events[1..events.len() - 1], &events[events.len() - 1]);
+    let span = last.t_ms + 1.0;
+    let mut out = fencelab::output::jsonl::to_line(first) + "\n";
+    let mut seq = 1;
+    let mut push = |e: &fencelab::engine::log::Event, t_ms: f64| {
+        let mut e = e.clone();
+        (e.seq, e.t_ms) = (seq, t_ms);
+        seq += 1;
+        out.push_str(&fencelab::output::jsonl::to_line(&e));
+        out.push('\n');
+    };
+    for k in 0..times {
+        for e in body {
+            push(e, e.t_ms + k as f64 * span);
+        }
+    }
+    push(last, times as f64 * span);
+    out
+}
