@@ -29,8 +29,8 @@ type Typed = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
 const ROLL_CALL: std::time::Duration = std::time::Duration::from_millis(250);
 /// After SIGINT or SIGTERM: how long the run has to end, and then closing the room,
 /// so the class exits well within a second even on a Redis that stopped answering.
-const WIND_DOWN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_millis(300);
-const CLOSE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_millis(300);
+const WIND_DOWN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_millis(200);
+const CLOSE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     let lesson = scenario_ref::load(&args.scenario)?;
