@@ -24,6 +24,10 @@ pub(crate) fn refusal(text: &str) -> Option<BackendError> {
     }
     let (_, after) = text.split_once("no permissions to run the '")?;
     let (command, _) = after.split_once('\'')?;
+    // fencelab loads a script only when Redis answered NOSCRIPT to its EVALSHA.
+    if command.eq_ignore_ascii_case("script|load") {
+        return Some(BackendError::ScriptsGone);
+    }
     refused(command.to_uppercase(), format!("+{}", command.to_lowercase()))
 }
 
@@ -74,6 +78,7 @@ mod tests {
         let m = message("NoPerm: this user has no permissions to run the 'evalsha' command");
         assert!(m.starts_with("Redis's ACL refused EVALSHA: the user needs `+evalsha`"), "{m}");
         let m = message("NoPerm: this user has no permissions to run the 'script|load' command");
+        assert!(m.starts_with("Redis no longer has fencelab's Lua scripts (NOSCRIPT"), "{m}");
         assert!(m.contains("`+script|load`"), "{m}");
         let m = message("NoPerm: this user has no permissions to access one of the keys used");
         assert!(m.contains("`~fencelab:*`"), "{m}");

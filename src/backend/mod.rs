@@ -53,6 +53,15 @@ pub enum BackendError {
         "Redis's ACL refused {what}: the user needs `{rule}` (README.md, \"Where the lock lives\", has the minimal ACL for fencelab)"
     )]
     AclRefused { what: String, rule: String },
+    /// Redis lost fencelab's scripts (`NOSCRIPT`) and this user may not load them: a
+    /// class's student, whom only the instructor's fencelab loads scripts for.
+    #[error(
+        "Redis no longer has fencelab's Lua scripts (NOSCRIPT: someone ran SCRIPT FLUSH, or \
+         Redis restarted) and this user may not load them. In a class the instructor's \
+         fencelab loads them again within seconds: join again then. Elsewhere the user needs \
+         `+script|load` (README.md, \"Where the lock lives\", has the minimal ACL for fencelab)"
+    )]
+    ScriptsGone,
     /// The observer's reading of a server failed or took too long (`engine/observer.rs`).
     #[error("{server} {reason}")]
     ServerLost { server: String, reason: String },

@@ -32,3 +32,8 @@ pub static ALL: [(&str, &LazyLock<Script>, &str); 7] = [
     ("idempotent_write.lua", &IDEMPOTENT_WRITE, IDEMPOTENT_WRITE_LUA),
     ("clock_jump.lua", &CLOCK_JUMP, CLOCK_JUMP_LUA),
 ];
+
+/// The scripts a worker runs (every one but the clock jump, which is a fault the run
+/// itself injects): what a class's instructor loads and lets students run by SHA.
+pub static FOR_WORKERS: [&LazyLock<Script>; 6] =
+    [&ACQUIRE, &RELEASE, &RELEASE_NOTIFY, &RENEW, &FENCED_WRITE, &IDEMPOTENT_WRITE];

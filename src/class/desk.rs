@@ -31,9 +31,12 @@ impl Desk {
     pub async fn join(url: &str) -> Result<Desk, ClassError> {
         let (id, name) = seat_of(url)?;
         let (id, name) = (id.as_str(), name.as_str());
-        let keys = RoomKeys::new(id);
+        let mut keys = RoomKeys::new(id);
         let mut con = connect(url).await?;
         let listen = connect(url).await?;
+        // The worker's writes expire with the room's lease: a room whose instructor is
+        // gone leaves nothing behind for long.
+        keys.run.expire_ms = super::lease::lease_of(&mut con, &keys).await?;
         let last = |key: String| {
             let mut cmd = redis::cmd("XREVRANGE");
             cmd.arg(key).arg("+").arg("-").arg("COUNT").arg(1);
@@ -62,9 +65,11 @@ impl Desk {
         let json = serde_json::to_string(kind).map_err(|e| ClassError::Redis(e.to_string()))?;
         let seq = self.seq + 1;
         let mut cmd = redis::cmd("XADD");
-        cmd.arg(self.keys.stream(&self.name)).arg("*");
+        // NOMKSTREAM: a stream gone with the room's lease is not made again.
+        cmd.arg(self.keys.stream(&self.name)).arg("NOMKSTREAM").arg("*");
         cmd.arg("seq").arg(seq).arg("sender").arg(&self.name).arg("event").arg(json);
-        let _: String = deadline(cmd.query_async(&mut self.con)).await?;
+        let posted: Option<String> = deadline(cmd.query_async(&mut self.con)).await?;
+        posted.ok_or_else(|| ClassError::RoomGone(self.keys.id.clone()))?;
         self.seq = seq;
         Ok(seq)
     }

@@ -15,11 +15,14 @@
 //!                                   `choice`), counted by the instructor ([`quiz`])
 //! <prefix>class:room                the instructor's log, mirrored for the students'
 //!                                   screens (the truth, everyone's events)
+//! <prefix>class:lease               the room's lease: every key above expires with it
+//!                                   unless the instructor renews it ([`lease`])
 //! ```
 //!
 //! Each student is a Redis ACL user made for the room ([`room`]): it can read the
-//! room's keys, write the run's keys and its *own* stream, and run only the commands
-//! a worker needs. So a student cannot post into another student's stream, and an
+//! room's keys but the other students' answers, write the run's keys and its *own*
+//! streams, and run only the commands a worker needs and the scripts the instructor
+//! loaded. So a student cannot post into another student's stream, and an
 //! event in its own stream that names someone else is refused by the roll ([`roll`])
 //! and shown. Positions are stream ids and sequence numbers, so a student who drops
 //! and rejoins carries on its numbering, and the roll sees every event once, in order.
@@ -27,6 +30,7 @@
 pub mod attend;
 pub mod desk;
 pub mod host;
+pub mod lease;
 pub mod quiz;
 pub mod roll;
 pub mod room;
@@ -63,6 +67,21 @@ pub enum ClassError {
     Timeout,
     #[error("{0}")]
     Worker(String),
+    #[error("{0}")]
+    BadSetting(String),
+    #[error(
+        "room {0} is closed, or its instructor's fencelab has gone (the room's lease lapsed): \
+         ask the instructor for a new join command"
+    )]
+    RoomGone(String),
+    /// The room could not be deleted (Redis stopped, busy or gone): what is left, and
+    /// when it goes by itself.
+    #[error(
+        "room {id} is left on the class's Redis ({why}): its keys expire in {expires}; its \
+         {users} student users go when a class on that Redis next starts or renews its \
+         lease (Redis cannot expire a user)"
+    )]
+    Left { id: String, why: String, expires: String, users: usize },
 }
 
 impl From<redis::RedisError> for ClassError {
@@ -193,6 +212,11 @@ impl RoomKeys {
     /// screens: written by the instructor only.
     pub fn room(&self) -> String {
         format!("{}class:room", self.run.prefix)
+    }
+
+    /// The room's lease: while it exists the room is open ([`lease`]).
+    pub fn lease(&self) -> String {
+        format!("{}class:lease", self.run.prefix)
     }
 
     /// The Redis user of a student of this room; a join URL carries it, so it names

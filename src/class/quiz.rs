@@ -75,10 +75,11 @@ pub(super) async fn post(
     choice: usize,
 ) -> Result<(), ClassError> {
     let mut cmd = redis::cmd("XADD");
-    cmd.arg(keys.answers(student)).arg("*");
+    // NOMKSTREAM: a stream gone with the room's lease is not made again.
+    cmd.arg(keys.answers(student)).arg("NOMKSTREAM").arg("*");
     cmd.arg("question").arg(number).arg("sender").arg(student).arg("choice").arg(choice);
-    let _: String = deadline(cmd.query_async(con)).await?;
-    Ok(())
+    let posted: Option<String> = deadline(cmd.query_async(con)).await?;
+    posted.map(drop).ok_or_else(|| ClassError::RoomGone(keys.id.clone()))
 }
 
 /// Count the answers of `students` to question `number` of `choices` choices.

@@ -1,16 +1,33 @@
-//! The instructor's room: one ACL user per student, the controls stream, and closing
-//! (which deletes the room's keys and its users).
+//! The instructor's room: one ACL user per student, the controls stream, the lease
+//! that keeps the room alive ([`super::lease`]), and closing (which deletes the room's
+//! keys and its users).
+
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::lease::{self, about};
 use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, hex, random_bytes};
 use crate::backend::redis::redact_url;
+use crate::backend::scripts;
 use crate::engine::log::Event;
 
-/// What a worker needs (as the README's minimal ACL for a shared Redis), plus reading
-/// the room's streams and writing one's own. Nothing that lists, flushes or configures.
-const STUDENT_COMMANDS: &str = "+ping +get +set +del +incr +pttl +pexpire +rpush +lrange +sadd \
-                                +evalsha +script|load +xadd +xread +xrange +xrevrange";
+/// What a worker sends itself (as the README's minimal ACL for a shared Redis, less
+/// scripting: the scripts are granted one by one, below), the release channel's
+/// commands for `wait = "notify"`, and reading the room's streams and writing one's
+/// own. Nothing that lists, flushes or configures; nothing that runs code of the
+/// student's (`EVAL`, `SCRIPT LOAD`, `FUNCTION`, `FCALL`, `MULTI`), so nothing a
+/// student sends can keep Redis busy: each command and each of the room's scripts is
+/// a few steps over keys whose size the class bounds.
+const STUDENT_COMMANDS: &str = "+ping +get +set +del +incr +incrby +pttl +pexpire +rpush +lrange +sadd \
+                                +publish +subscribe +unsubscribe \
+                                +xadd +xread +xrange +xrevrange";
+
+/// How long closing keeps trying (a Redis that answered `BUSY`, or briefly away).
+pub const CLOSE_WITHIN: Duration = Duration::from_secs(5);
+/// How long a failed step of closing waits before it tries again.
+const CLOSE_RETRY: Duration = Duration::from_millis(50);
 
 /// A student's place in the room: its Redis user and the URL it joins with.
 pub struct Seat {
@@ -53,24 +70,47 @@ impl Controller {
     }
 }
 
-/// An open room on the instructor's (admin) connection.
+/// An open room on the instructor's (admin) connection. While it lives its keeper
+/// renews the room's lease; dropped without [`Room::close`] (a panic), the keeper
+/// stops and the room expires.
 pub struct Room {
     pub keys: RoomKeys,
     con: MultiplexedConnection,
     seats: Vec<Seat>,
+    lease: Duration,
+    _keeper: DropGuard,
 }
 
 impl Room {
     /// Open room `id` on the Redis at `admin_url` with a seat per student: an ACL user
-    /// each, with a fresh password. Refused, saying why, when the Redis does not allow
-    /// `ACL SETUSER`.
+    /// each, with a fresh password, and the room's lease (`FENCELAB_ROOM_LEASE_MS`, or
+    /// a minute). Refused, saying why, when the Redis does not allow `ACL SETUSER`.
     pub async fn open(admin_url: &str, id: &str, students: &[String]) -> Result<Room, ClassError> {
+        Room::open_leased(admin_url, id, students, lease::lease_from_env()?).await
+    }
+
+    /// The same with a lease of `lease`. The rooms on that Redis whose lease lapsed
+    /// (their instructors killed) are swept first.
+    pub async fn open_leased(
+        admin_url: &str,
+        id: &str,
+        students: &[String],
+        lease: Duration,
+    ) -> Result<Room, ClassError> {
         check_name(id)?;
         for s in students {
             check_name(s)?;
         }
-        let con = connect(admin_url).await?;
-        let mut room = Room { keys: RoomKeys::new(id), con, seats: Vec::new() };
+        let mut con = connect(admin_url).await?;
+        let keys = RoomKeys::new(id);
+        // Before any user exists: a sweep deletes the users of rooms without a lease.
+        lease::create(&mut con, &keys, students, lease).await?;
+        let stop = CancellationToken::new();
+        let keeper = lease::keep(con.clone(), keys.clone(), students.to_vec(), lease, stop.clone());
+        tokio::spawn(keeper);
+        let mut room = Room { keys, con, seats: Vec::new(), lease, _keeper: stop.drop_guard() };
+        // Another instructor's leftovers; a sweep that fails is tried at each renewal.
+        let _ = lease::sweep(&mut room.con, id).await;
         for s in students {
             let seat = room.seat(admin_url, s).await?;
             room.seats.push(seat);
@@ -82,17 +122,7 @@ impl Room {
         let password = hex(&random_bytes::<16>()?);
         let keys = &self.keys;
         let user = keys.user(student);
-        let mut rules = vec![user.clone(), "reset".into(), "on".into(), format!(">{password}")];
-        rules.push("resetchannels".into());
-        rules.push("-@all".into());
-        rules.extend(STUDENT_COMMANDS.split_whitespace().map(str::to_string));
-        // The run's keys: read and write (the lock, the counter, the storage).
-        rules.extend(keys.run.all().iter().map(|k| format!("~{k}")));
-        // The whole room: read only (the other students' streams, the controls).
-        rules.push(format!("%R~{}*", keys.run.prefix));
-        // Its own streams, events and answers: write.
-        rules.push(format!("%W~{}", keys.stream(student)));
-        rules.push(format!("%W~{}", keys.answers(student)));
+        let rules = student_rules(keys, student, &password);
         let mut cmd = redis::cmd("ACL");
         cmd.arg("SETUSER").arg(&rules);
         let set: Result<(), ClassError> = deadline(cmd.query_async(&mut self.con)).await;
@@ -136,30 +166,86 @@ impl Room {
         Controller { keys: self.keys.clone(), con: self.con.clone() }
     }
 
-    /// Close the room: delete every key under its prefix and every student's user.
-    pub async fn close(mut self) -> Result<(), ClassError> {
-        let pattern = format!("{}*", self.keys.run.prefix);
-        let mut cursor = 0u64;
-        loop {
-            let mut scan = redis::cmd("SCAN");
-            scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(500);
-            let (next, keys): (u64, Vec<String>) =
-                deadline(scan.query_async(&mut self.con)).await?;
-            if !keys.is_empty() {
-                let _: i64 =
-                    deadline(redis::cmd("DEL").arg(&keys).query_async(&mut self.con)).await?;
-            }
-            cursor = next;
-            if cursor == 0 {
-                break;
-            }
-        }
-        if !self.seats.is_empty() {
-            let users: Vec<String> = self.seats.iter().map(|s| self.keys.user(&s.name)).collect();
-            let mut cmd = redis::cmd("ACL");
-            cmd.arg("DELUSER").arg(&users);
-            let _: i64 = deadline(cmd.query_async(&mut self.con)).await?;
-        }
-        Ok(())
+    /// Close the room: delete every student's user, then every key under its prefix,
+    /// trying again for up to [`CLOSE_WITHIN`] (a `BUSY` Redis).
+    pub async fn close(self) -> Result<(), ClassError> {
+        self.close_within(CLOSE_WITHIN).await
     }
+
+    /// The same, trying for `budget` at most (a class interrupted by a signal must end
+    /// promptly). Failing, it says what is left and when it goes by itself.
+    pub async fn close_within(mut self, budget: Duration) -> Result<(), ClassError> {
+        drop(self._keeper);
+        let users: Vec<String> = self.seats.iter().map(|s| self.keys.user(&s.name)).collect();
+        let mut last = None;
+        let close = async {
+            loop {
+                match delete(&mut self.con, &self.keys, &users).await {
+                    Ok(()) => return true,
+                    Err(ClassError::Redis(e)) if e.contains("NOPERM") => {
+                        last = Some(e);
+                        return false;
+                    }
+                    Err(e) => last = Some(e.to_string()),
+                }
+                tokio::time::sleep(CLOSE_RETRY).await;
+            }
+        };
+        if tokio::time::timeout(budget, close).await == Ok(true) {
+            return Ok(());
+        }
+        let waited = format!("no answer within {:.1} s", budget.as_secs_f64());
+        Err(ClassError::Left {
+            id: self.keys.id.clone(),
+            why: last.unwrap_or(waited),
+            expires: about(self.lease),
+            users: users.len(),
+        })
+    }
+}
+
+/// Delete `users`, then every key under the room's prefix. Users first: deleting one
+/// closes its connections, so no student writes a key of the room once they are being
+/// deleted. Both steps may be repeated (`BUSY`, a reply that timed out).
+async fn delete(
+    con: &mut MultiplexedConnection,
+    keys: &RoomKeys,
+    users: &[String],
+) -> Result<(), ClassError> {
+    if !users.is_empty() {
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("DELUSER").arg(users);
+        deadline(cmd.query_async::<i64>(con)).await?;
+    }
+    lease::delete_room_keys(con, keys).await
+}
+
+/// The ACL rules of `student`'s user in room `keys`, password `password`:
+///
+/// ```text
+/// reset on >PASSWORD resetchannels &<prefix>released -@all <STUDENT_COMMANDS>
+/// +evalsha|<sha> (one per script of scripts::FOR_WORKERS)
+/// ~<each of the run's keys>                 read and write: the lock, counter, storage
+/// %R~<prefix>class:from:*  %R~<prefix>class:controls  %R~<prefix>class:room
+/// %R~<prefix>class:lease                    read: the room, but the others' answers
+/// %W~<prefix>class:from:<student>  %W~<prefix>class:answers:<student>   write: its own
+/// ```
+///
+/// Redis 7 runs a script's commands as the caller, so the scripts need no more than
+/// the commands above, and `EVALSHA` of another script is refused before it runs.
+fn student_rules(keys: &RoomKeys, student: &str, password: &str) -> Vec<String> {
+    let mut rules = vec![keys.user(student), "reset".into(), "on".into(), format!(">{password}")];
+    rules.push("resetchannels".into());
+    rules.push(format!("&{}", keys.run.released));
+    rules.push("-@all".into());
+    rules.extend(STUDENT_COMMANDS.split_whitespace().map(str::to_string));
+    rules.extend(scripts::FOR_WORKERS.iter().map(|s| format!("+evalsha|{}", s.get_hash())));
+    rules.extend(keys.run.all().iter().map(|k| format!("~{k}")));
+    // Every student's events are the room's to see; answers are not, until the reveal.
+    let prefix = &keys.run.prefix;
+    rules.push(format!("%R~{prefix}class:from:*"));
+    rules.extend([keys.controls(), keys.room(), keys.lease()].map(|k| format!("%R~{k}")));
+    rules.push(format!("%W~{}", keys.stream(student)));
+    rules.push(format!("%W~{}", keys.answers(student)));
+    rules
 }

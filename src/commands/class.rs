@@ -14,7 +14,7 @@ use crate::backend::server::{PrivateRedis, REDIS, free_port};
 use crate::check::check;
 use crate::class::attend::{Seen, attend};
 use crate::class::host::{mirror, prepare_class};
-use crate::class::room::Room;
+use crate::class::room::{CLOSE_WITHIN, Room};
 use crate::class::{for_students, new_room_id};
 use crate::cli::{BackendArgs, ClassArgs};
 use crate::engine::log::{EventKind, EventLog, RunOutcome};
@@ -27,6 +27,10 @@ type Typed = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
 
 /// How often the instructor looks for students who have not joined yet.
 const ROLL_CALL: std::time::Duration = std::time::Duration::from_millis(250);
+/// After SIGINT or SIGTERM: how long the run has to end, and then closing the room,
+/// so the class exits well within a second even on a Redis that stopped answering.
+const WIND_DOWN_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_millis(200);
+const CLOSE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     let lesson = scenario_ref::load(&args.scenario)?;
@@ -45,7 +49,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         let cancel = CancellationToken::new();
         crate::runtime::cancel_on_signals(cancel.clone());
         let mut room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
-        let outcome = async {
+        let class = async {
             // Text when asked for, or when there is no terminal to draw on.
             if !args.headless && std::io::stdout().is_terminal() {
                 let shown = instruct(&mut room, &admin_url, &lesson, args.fencing, &cancel);
@@ -69,9 +73,22 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             let here = wait_for(&mut room, &args.students, &mut typed, &cancel).await?;
             let scenario = for_students(&lesson.scenario, &here);
             play(&mut room, &admin_url, &scenario, args.fencing, typed, &cancel).await
+        };
+        // After a signal the class ends promptly whatever Redis does (stopped, busy):
+        // what closing cannot delete expires with the room's lease, and is said.
+        let signalled = async {
+            cancel.cancelled().await;
+            tokio::time::sleep(WIND_DOWN_AFTER_SIGNAL).await;
+        };
+        let outcome = tokio::select! {
+            outcome = class => outcome,
+            () = signalled => Ok(ExitCode::from(EXIT_INTERRUPTED)),
+        };
+        let budget = if cancel.is_cancelled() { CLOSE_AFTER_SIGNAL } else { CLOSE_WITHIN };
+        match room.close_within(budget).await {
+            Err(left) if cancel.is_cancelled() => eprintln!("{left}"),
+            closed => closed.context("closing the room")?,
         }
-        .await;
-        room.close().await.context("closing the room")?;
         outcome
     });
     // The read of typed commands blocks a thread on stdin: do not wait for it.
