@@ -141,6 +141,10 @@ pub struct RunModel {
     pub lost: Option<(f64, String)>,
     /// Time of the latest event.
     pub last_ms: f64,
+    /// A class's room: per student, how many posts were refused and the latest why.
+    pub refused: std::collections::BTreeMap<String, (u64, String)>,
+    /// A class's students who left mid-run, in order.
+    pub left: Vec<String>,
     events: Vec<Event>,
     /// The checker's rule for stale writes, for the storage panel's marks.
     stale_rule: StaleRule,
@@ -249,7 +253,15 @@ impl RunModel {
                 });
             }
             EventKind::FencingChanged { on } => self.fencing = *on,
-            EventKind::Refused { .. } => {}
+            EventKind::Refused { student, why, total } => {
+                let entry = self.refused.entry(student.clone()).or_default();
+                *entry = (entry.0.max(*total).max(1), why.clone());
+            }
+            EventKind::Left { student, .. } => {
+                let i = self.lane_index(student);
+                self.mark(t, i, "left".into());
+                self.left.push(student.clone());
+            }
             // A worker process frozen or killed by the kernel: its lane says so, so a
             // kernel pause is told apart from a worker that chose to wait.
             EventKind::Signal { worker, signal, .. } => {

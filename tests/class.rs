@@ -156,13 +156,16 @@ async fn a_student_who_drops_and_rejoins_carries_on_without_duplicates_or_gaps()
         })
         .collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
-    // A gap is said, not hidden.
-    post(8, &mut c);
-    let gap = roll.read(Duration::from_millis(100)).await.unwrap();
+    // A jump is said, not hidden, and does not swallow the real events after it.
+    post(56, &mut c);
+    let jump = roll.read(Duration::from_millis(100)).await.unwrap();
     assert!(
-        matches!(&gap[0], Arrival::Refused { why, .. } if why.contains("6 to 7 never arrived")),
-        "{gap:?}"
+        matches!(&jump[..], [Arrival::Refused { why, .. }] if why.contains("numbered 56 where 6 was next")),
+        "{jump:?}"
     );
+    desk.post(&event("alice", 6)).await.unwrap();
+    let after = roll.read(Duration::from_millis(100)).await.unwrap();
+    assert!(matches!(&after[..], [Arrival::Event { seq: 6, .. }]), "{after:?}");
     room.close().await.unwrap();
 }
 
@@ -308,6 +311,17 @@ fn play_class(
     fencing: bool,
     script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
 ) -> (String, Vec<String>) {
+    play_class_without(students, 0, fencing, script)
+}
+
+/// `play_class`, the last `absent` students never joining: the instructor starts
+/// without them once the others are in. `Joined` has every student's URL.
+fn play_class_without(
+    students: &[&str],
+    absent: usize,
+    fencing: bool,
+    script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
+) -> (String, Vec<String>) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     // The playground with a third part that starts later: alice alone takes the lock at 0.
@@ -342,19 +356,28 @@ fn play_class(
         }
         seen.push_str(&line);
     }
-    let mut joined: Vec<_> = urls
+    let coming = students.len() - absent;
+    let mut joined: Vec<_> = urls[..coming]
         .iter()
         .map(|url| support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap())
         .collect();
+    let mut stdin = instructor.stdin.take().unwrap();
+    let mut came = 0;
     loop {
         let mut line = String::new();
         assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
         seen.push_str(&line);
+        if line.trim().ends_with(" joined") {
+            came += 1;
+            if came == coming && absent > 0 {
+                use std::io::Write;
+                writeln!(stdin).unwrap();
+            }
+        }
         if line.starts_with("=== class") {
             break;
         }
     }
-    let mut stdin = instructor.stdin.take().unwrap();
     script(&mut stdin, &mut Joined { students: &mut joined, urls: &urls });
     drop(stdin);
     let rest = std::thread::spawn(move || {
@@ -716,4 +739,131 @@ fn an_absent_student_does_not_hold_up_the_class_the_instructor_starts_without_th
     assert!(!run.contains("bob"), "bob sits this run out:\n{seen}");
     let screen = joined.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&screen.stdout).contains("alice: got lock"));
+}
+
+#[tokio::test]
+async fn per_student_limits_refuse_and_count() {
+    use fencelab::class::quiz::MAX_ANSWERS_READ;
+    use fencelab::class::roll::{MAX_ENTRY_BYTES, MAX_EVENTS_PER_SECOND};
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let url = room.seats()[0].join_url().to_string();
+    let mut roll = Roll::connect(&admin, room.keys.clone(), &names(&["alice"])).await.unwrap();
+    let mut c = con(&url);
+    let stream = room.keys.stream("alice");
+    // An entry larger than any worker's event.
+    let huge = format!("\"{}\"", "x".repeat(MAX_ENTRY_BYTES + 1));
+    raw_post(&mut c, &stream, 1, "alice", &huge);
+    // A flood: more events in a second than a worker makes, posted in one go.
+    let json = serde_json::to_string(&event("alice", 1)).unwrap();
+    let mut flood = redis::pipe();
+    let extra = 30;
+    for seq in 1..=(MAX_EVENTS_PER_SECOND + extra) as u64 {
+        flood.cmd("XADD").arg(&stream).arg("*").arg("seq").arg(seq);
+        flood.arg("sender").arg("alice").arg("event").arg(&json).ignore();
+    }
+    let () = flood.query(&mut c).unwrap();
+    let mut arrived = Vec::new();
+    loop {
+        let batch = roll.read(Duration::from_millis(100)).await.unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        arrived.extend(batch);
+    }
+    let accepted = arrived.iter().filter(|a| matches!(a, Arrival::Event { .. })).count();
+    let whys: Vec<&str> = arrived
+        .iter()
+        .filter_map(|a| match a {
+            Arrival::Refused { why, .. } => Some(why.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accepted, MAX_EVENTS_PER_SECOND, "{whys:?}");
+    assert!(whys[0].contains("bytes, over"), "{whys:?}");
+    let fast = whys.iter().filter(|w| w.contains("events a second")).count();
+    assert_eq!(fast, extra, "{whys:?}");
+
+    // Answers: only the latest are read, the rest counted.
+    let mut answers = redis::pipe();
+    let posted = MAX_ANSWERS_READ + 50;
+    for _ in 0..posted {
+        answers.cmd("XADD").arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+        answers.arg("sender").arg("alice").arg("choice").arg(2).ignore();
+    }
+    let () = answers.query(&mut c).unwrap();
+    let tally = Quizmaster::of(&room, &names(&["alice"])).tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [0, 1, 0]);
+    assert!(tally.refused.iter().any(|r| r.contains("50 answers of alice not read")), "{tally:?}");
+    room.close().await.unwrap();
+}
+
+/// The last event number in a student's stream, read with their own credentials.
+fn last_seq(url: &str) -> u64 {
+    let (id, name) = fencelab::class::seat_of(url).unwrap();
+    let mut c = con(url);
+    let last: Vec<(String, Vec<(String, String)>)> = redis::cmd("XREVRANGE")
+        .arg(RoomKeys::new(&id).stream(&name))
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    let seq = last.first().and_then(|(_, f)| f.iter().find(|(k, _)| k == "seq").cloned());
+    seq.map_or(0, |(_, v)| v.parse().unwrap())
+}
+
+#[test]
+fn a_skipped_sequence_number_is_shown_and_the_run_still_ends_with_the_right_verdict() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
+        // alice holds the lock and works: one entry of hers jumps her numbering by 50.
+        std::thread::sleep(Duration::from_millis(600));
+        let url = &joined.urls[0];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let jumped = last_seq(url) + 50;
+        let kind = serde_json::to_string(&event("alice", 7)).unwrap();
+        raw_post(&mut con(url), &RoomKeys::new(&id).stream("alice"), jumped, "alice", &kind);
+    });
+    assert!(projector.contains("refused from alice: event numbered"), "{projector}");
+    assert!(!projector.contains("fencing token 7"), "{projector}");
+    // Her real events after it still count: her write, her release, and bob's turn.
+    assert!(projector.contains("alice: write ACCEPTED"), "{projector}");
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+    assert!(projector.contains("storage writes: ['alice(token 1)', 'bob(token 2)'"), "{projector}");
+}
+
+#[test]
+fn a_student_quitting_mid_run_ends_their_part_and_the_run_goes_on_to_its_verdict() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
+        // alice holds the lock; she quits (her fencelab ends, her worker with it).
+        std::thread::sleep(Duration::from_millis(700));
+        joined.students[0].kill().unwrap();
+        joined.students[0].wait().unwrap();
+    });
+    assert!(projector.contains("room: alice left the class"), "{projector}");
+    // Her lease expires as a crash's would, and bob goes on to the end.
+    assert!(projector.contains("alice's lease expired"), "{projector}");
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+    assert!(projector.contains("storage writes: ['bob(token 2)'"), "{projector}");
+}
+
+#[test]
+fn a_forged_write_from_a_student_who_sat_out_is_not_in_the_verdict() {
+    let (projector, _) = play_class_without(&["alice", "carol"], 1, false, |_, joined| {
+        // carol never joined the run; with her credentials she writes the storage.
+        std::thread::sleep(Duration::from_millis(300));
+        let url = &joined.urls[1];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let forged = r#"{"worker":"carol","token":999,"value":"carol"}"#;
+        let storage = fencelab::backend::Keys::for_run(&id).storage;
+        let _: i64 = redis::cmd("RPUSH").arg(storage).arg(forged).query(&mut con(url)).unwrap();
+    });
+    assert!(
+        projector.contains("refused from carol: the storage holds carol(token 999)"),
+        "{projector}"
+    );
+    let verdict = projector.split("storage writes:").nth(1).unwrap_or_default();
+    assert!(!verdict.contains("999"), "{projector}");
+    assert!(verdict.contains("alice(token 1)"), "{projector}");
 }

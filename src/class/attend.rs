@@ -166,7 +166,8 @@ pub async fn attend(
                     Control::Start { .. }
                     | Control::Fencing { .. }
                     | Control::Ask { .. }
-                    | Control::Reveal { .. } => {}
+                    | Control::Reveal { .. }
+                    | Control::Cursor { .. } => {}
                 },
                 Some(_) => {}
                 // The room cannot be heard any more: end the worker rather than let it

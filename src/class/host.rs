@@ -3,8 +3,8 @@
 //! resume and crash go out as controls, which the student's `fencelab join` turns
 //! into signals to its worker process.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -12,9 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::roll::{Arrival, Roll};
 use super::room::{Controller, Room};
+use super::vetted::VettedStorage;
 use super::{ClassError, Control, RoomKeys};
-use crate::backend::BackendError;
 use crate::backend::redis::RedisBackend;
+use crate::backend::{BackendError, Storage, StorageClient, StoredWrite};
 use crate::engine::log::{EventKind, EventLog, WorkerEvent};
 use crate::engine::{
     PreparedRun, RunOptions, WorkerCommand, WorkerHost, WorkerRun, prepare_hosted,
@@ -36,14 +37,18 @@ pub async fn prepare_class(
     cancel: &CancellationToken,
 ) -> Result<PreparedRun, BackendError> {
     let redis = RedisBackend::open(admin_url, "class Redis")?;
+    let log = Arc::new(OnceLock::new());
+    let storage =
+        VettedStorage { redis: RedisBackend::open(admin_url, "class Redis")?, log: log.clone() };
     let host = ClassHost {
         url: admin_url.to_string(),
         keys: room.keys.clone(),
         controller: room.controller(),
+        log,
     };
     let options = RunOptions { label: "class".into(), ..RunOptions::new(fencing) };
     let run = (room.keys.id.as_str(), Arc::new(host) as Arc<dyn WorkerHost>);
-    prepare_hosted(&redis, &redis, scenario, options, run, cancel).await
+    prepare_hosted(&redis, &storage, scenario, options, run, cancel).await
 }
 
 /// Mirror the log (but the inspector's commands) to the room, in order, to its end:
@@ -76,6 +81,8 @@ pub struct ClassHost {
     pub url: String,
     pub keys: RoomKeys,
     pub controller: Controller,
+    /// The run's log, for the storage's read-back ([`VettedStorage`]).
+    pub log: Arc<OnceLock<Arc<EventLog>>>,
 }
 
 impl WorkerHost for ClassHost {
@@ -87,6 +94,7 @@ impl WorkerHost for ClassHost {
         fencing: Arc<AtomicBool>,
         cancel: CancellationToken,
     ) -> WorkerRun {
+        let _ = self.log.set(log.clone());
         let student = Student {
             name: name.to_string(),
             url: self.url.clone(),
@@ -109,6 +117,101 @@ struct Student {
     controller: Controller,
 }
 
+/// How often the instructor looks whether a student's `fencelab join` is still
+/// connected to the room.
+const ROLL_CALL: Duration = Duration::from_secs(1);
+/// How long a student may be gone (a laptop's fencelab restarted, a network blip)
+/// before the class goes on without them: their worker counts as crashed.
+pub const LEAVE_AFTER: Duration = Duration::from_secs(3);
+/// How long after the instructor's pause a student's worker has to be stopped (its
+/// `SIGSTOP` in the stream): after it, the student counts as frozen regardless.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// What the instructor has told a student's worker, to judge its events by: a
+/// frozen process sends nothing, so anything but its thaw is not its own.
+#[derive(Default)]
+struct Told {
+    /// The instructor's pause, unanswered by a resume yet.
+    paused: Option<tokio::time::Instant>,
+    /// The student's `SIGSTOP` since that pause.
+    stopped: bool,
+    resumed: bool,
+    crashed: bool,
+}
+
+impl Told {
+    /// Why `kind` cannot come from the student's worker now, if it cannot.
+    fn refuses(&mut self, kind: &EventKind) -> Option<String> {
+        use crate::engine::log::KernelSignal;
+        let paused = self.paused?;
+        let frozen = self.stopped || paused.elapsed() >= STOP_GRACE;
+        match kind {
+            EventKind::Signal { signal: KernelSignal::Stop, .. } => self.stopped = true,
+            EventKind::Signal { signal: KernelSignal::Cont, .. } if self.resumed => {
+                *self = Told::default();
+            }
+            EventKind::Signal { signal: KernelSignal::Kill, .. }
+            | EventKind::Worker { what: WorkerEvent::Crashed, .. }
+                if self.crashed => {}
+            _ if frozen => {
+                return Some(format!(
+                    "a {} while frozen (SIGSTOP by the instructor): a stopped process sends nothing",
+                    what(kind)
+                ));
+            }
+            _ => {}
+        }
+        None
+    }
+}
+
+/// How many refusals are logged one by one before a flood is logged a line a second.
+const REFUSALS_IN_FULL: u64 = 20;
+
+/// A student's refused posts, counted: each is logged until a flood, then a line a
+/// second with the count, so a hostile student cannot fill the instructor's memory.
+#[derive(Default)]
+struct Refusals {
+    total: u64,
+    logged_at: Option<tokio::time::Instant>,
+    unlogged: Option<String>,
+}
+
+impl Refusals {
+    fn refuse(&mut self, log: &EventLog, student: &str, why: String) {
+        self.total += 1;
+        let second_ago = self.logged_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+        if self.total <= REFUSALS_IN_FULL || second_ago {
+            self.logged_at = Some(tokio::time::Instant::now());
+            self.unlogged = None;
+            log.append(EventKind::Refused { student: student.into(), why, total: self.total });
+        } else {
+            self.unlogged = Some(why);
+        }
+    }
+
+    /// Log the count of a flood's last refusals, not logged yet.
+    fn flush(&mut self, log: &EventLog, student: &str) {
+        if let Some(why) = self.unlogged.take() {
+            log.append(EventKind::Refused { student: student.into(), why, total: self.total });
+        }
+    }
+}
+
+/// What an event is, in two words, for a refusal.
+fn what(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Worker { what, .. } => {
+            let json = serde_json::to_value(what).ok();
+            let kind = json.as_ref().and_then(|v| v["kind"].as_str()).unwrap_or("worker event");
+            format!("'{kind}' event")
+        }
+        EventKind::Command { command, .. } => format!("command {command:?}"),
+        EventKind::Signal { signal, .. } => signal.name().to_string(),
+        _ => "event".into(),
+    }
+}
+
 impl Student {
     async fn run(
         mut self,
@@ -122,36 +225,78 @@ impl Student {
             _ => return Err(ClassError::Worker("the run's log has no start".into())),
         };
         let mut roll = Roll::connect(&self.url, self.keys.clone(), &[self.name.clone()]).await?;
+        let mut storage = Storage::connect(
+            &RedisBackend::open(&self.url, "class Redis")
+                .map_err(|e| ClassError::Redis(e.to_string()))?,
+            &self.keys.run,
+        )
+        .await
+        .map_err(|e| ClassError::Redis(e.to_string()))?;
         let mut fencing_sent = fencing.load(Ordering::SeqCst);
         let start = Control::Start { student: self.name.clone(), scenario, fencing: fencing_sent };
         self.controller.send(&start).await?;
         let mut commands_open = true;
-        loop {
+        let mut told = Told::default();
+        let mut roll_call = tokio::time::interval(ROLL_CALL);
+        let mut gone_since = None;
+        let mut refusals = Refusals::default();
+        'run: loop {
             tokio::select! {
                 arrived = roll.read(READ_BLOCK) => for arrival in arrived? {
                     match arrival {
                         Arrival::Event { kind, .. } => {
+                            let why = match told.refuses(&kind) {
+                                Some(why) => Some(why),
+                                None => unwritten(&kind, &log, storage.as_mut()).await?,
+                            };
+                            if let Some(why) = why {
+                                refusals.refuse(&log, &self.name, why);
+                                continue;
+                            }
                             let over = ends_the_worker(&kind);
                             log.append(kind);
                             if over {
-                                return Ok(());
+                                break 'run;
                             }
                         }
-                        Arrival::Refused { student, why } => {
-                            log.append(EventKind::Refused { student, why });
-                        }
+                        Arrival::Refused { student, why } => refusals.refuse(&log, &student, why),
                     }
                 },
+                _ = roll_call.tick() => {
+                    if roll.present(&self.name).await? {
+                        gone_since = None;
+                    } else if gone_since.get_or_insert_with(tokio::time::Instant::now).elapsed()
+                        >= LEAVE_AFTER
+                    {
+                        let why = format!(
+                            "their fencelab join has not been connected for {} s",
+                            LEAVE_AFTER.as_secs()
+                        );
+                        log.append(EventKind::Left { student: self.name.clone(), why });
+                        log.append(EventKind::Worker {
+                            worker: self.name.clone(),
+                            what: WorkerEvent::Crashed,
+                        });
+                        break 'run;
+                    }
+                }
                 command = commands.recv(), if commands_open => {
                     let student = self.name.clone();
                     let control = match command {
                         // A pause of a set length ends with the student's resume key or
                         // the instructor's: the room has one kind of pause.
                         Some(WorkerCommand::Pause { .. } | WorkerCommand::Stall { .. }) => {
+                            told.paused.get_or_insert_with(tokio::time::Instant::now);
                             Control::Pause { student }
                         }
-                        Some(WorkerCommand::Resume) => Control::Resume { student },
-                        Some(WorkerCommand::Crash) => Control::Crash { student },
+                        Some(WorkerCommand::Resume) => {
+                            told.resumed = told.paused.is_some();
+                            Control::Resume { student }
+                        }
+                        Some(WorkerCommand::Crash) => {
+                            told.crashed = true;
+                            Control::Crash { student }
+                        }
                         None => {
                             commands_open = false;
                             continue;
@@ -161,7 +306,7 @@ impl Student {
                 }
                 () = cancel.cancelled() => {
                     self.controller.send(&Control::Stop { student: self.name.clone() }).await?;
-                    return Ok(());
+                    break 'run;
                 }
             }
             let on = fencing.load(Ordering::SeqCst);
@@ -170,7 +315,41 @@ impl Student {
                 self.controller.send(&Control::Fencing { on }).await?;
             }
         }
+        refusals.flush(&log, &self.name);
+        Ok(())
     }
+}
+
+/// Why an accepted write a student reports is not believed: the storage, as the
+/// instructor reads it, holds no such write beyond those already in the log.
+async fn unwritten(
+    kind: &EventKind,
+    log: &EventLog,
+    storage: &mut dyn StorageClient,
+) -> Result<Option<String>, ClassError> {
+    let EventKind::Worker { worker, what: WorkerEvent::Wrote { value, token, accepted: true, .. } } =
+        kind
+    else {
+        return Ok(None);
+    };
+    let same = |w: &StoredWrite| w.worker == *worker && w.value == *value && w.token == *token;
+    let stored = storage.read_all().await.map_err(|e| ClassError::Redis(e.to_string()))?;
+    let stored = stored.iter().filter(|w| same(w)).count();
+    let logged = log
+        .snapshot()
+        .iter()
+        .filter(|e| match &e.kind {
+            EventKind::Worker {
+                worker: w,
+                what: WorkerEvent::Wrote { value: v, token: t, accepted: true, .. },
+            } => w == worker && v == value && t == token,
+            _ => false,
+        })
+        .count();
+    Ok((stored <= logged).then(|| {
+        let label = StoredWrite { worker: worker.clone(), token: *token, value: value.clone() };
+        format!("a write of {} the storage never took", label.label())
+    }))
 }
 
 /// The last event a worker sends.

@@ -34,6 +34,7 @@ pub mod lease;
 pub mod quiz;
 pub mod roll;
 pub mod room;
+pub mod vetted;
 
 use std::time::Duration;
 
@@ -166,6 +167,11 @@ pub enum Control {
         answer: usize,
         explain: String,
     },
+    /// The projector's cursor (scenario ms): no student's screen shows later than it,
+    /// as a lesson's screen shows nothing past its hold.
+    Cursor {
+        at_ms: f64,
+    },
 }
 
 impl Control {
@@ -177,7 +183,10 @@ impl Control {
             | Control::Resume { student }
             | Control::Crash { student }
             | Control::Stop { student } => Some(student),
-            Control::Fencing { .. } | Control::Ask { .. } | Control::Reveal { .. } => None,
+            Control::Fencing { .. }
+            | Control::Ask { .. }
+            | Control::Reveal { .. }
+            | Control::Cursor { .. } => None,
         }
     }
 }

@@ -13,6 +13,10 @@ use super::room::{Controller, Room};
 use super::{ClassError, Control, RoomKeys, deadline};
 use crate::scenario::Checkpoint;
 
+/// How many of a student's latest answers are read: more than a lesson has
+/// questions times a few changes of mind; the rest are refused, and counted.
+pub const MAX_ANSWERS_READ: usize = 100;
+
 /// The answers to one question, as the instructor's screen shows them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -60,6 +64,11 @@ impl Quizmaster {
         self.controller.send(&Control::Reveal { number, answer, explain }).await
     }
 
+    /// Tell every student where the projector's cursor is.
+    pub async fn cursor(&mut self, at_ms: f64) -> Result<(), ClassError> {
+        self.controller.send(&Control::Cursor { at_ms }).await
+    }
+
     /// The answers to question `number` of `choices` choices so far.
     pub async fn tally(&mut self, number: u32, choices: usize) -> Result<Tally, ClassError> {
         count(&mut self.con, &self.keys, &self.students, number, choices).await
@@ -91,16 +100,26 @@ async fn count(
     choices: usize,
 ) -> Result<Tally, ClassError> {
     let mut tally = Tally { counts: vec![0; choices], ..Tally::default() };
-    // Every student's answers in one round trip: a class of 200 is one call, not 200.
+    // Every student's latest answers in one round trip: a class of 200 is one call,
+    // not 200, and a student who posts thousands costs no more than one who posts a few.
     let mut pipe = redis::pipe();
     for student in students {
-        pipe.cmd("XRANGE").arg(keys.answers(student)).arg("-").arg("+");
+        pipe.cmd("XLEN").arg(keys.answers(student));
+        let latest = pipe.cmd("XREVRANGE").arg(keys.answers(student)).arg("+").arg("-");
+        latest.arg("COUNT").arg(MAX_ANSWERS_READ);
     }
     type Entries = Vec<(String, Vec<(String, String)>)>;
-    let streams: Vec<Entries> = deadline(pipe.query_async(con)).await?;
-    for (student, entries) in students.iter().zip(streams) {
+    let streams: Vec<(u64, Entries)> = deadline(pipe.query_async(con)).await?;
+    for (student, (posted, entries)) in students.iter().zip(streams) {
+        let unread = posted.saturating_sub(entries.len() as u64);
+        if unread > 0 {
+            tally.refused.push(format!(
+                "{unread} answers of {student} not read: only the latest {MAX_ANSWERS_READ} count"
+            ));
+        }
         let mut latest = None;
-        for (id, fields) in entries {
+        // Oldest first (XREVRANGE gave newest first): the last valid one counts.
+        for (id, fields) in entries.into_iter().rev() {
             let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
             if field("question").and_then(|q| q.parse::<u32>().ok()) != Some(number) {
                 continue;

@@ -1,6 +1,8 @@
 //! The instructor's roll: every student's stream read from its position, each event
-//! checked (the sender is the stream's owner, the numbers follow on) before it may
-//! reach the class's log.
+//! checked (the sender is the stream's owner, the numbers follow on, the entry is of a
+//! worker's size and pace) before it may reach the class's log. What is refused is
+//! said, never dropped in silence: a student's stream is written by the student, so
+//! it is data to judge, not a report to believe.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,11 +10,20 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamId, StreamReadReply};
 
-use super::{ClassError, RoomKeys, deadline_after};
+use super::{ClassError, RoomKeys, deadline, deadline_after};
 use crate::engine::log::EventKind;
 
-/// How many events one read takes from each stream at most.
-const BATCH: usize = 1000;
+/// How many events one read takes from each stream at most (also what bounds the
+/// memory one read of oversized entries takes before they are refused).
+const BATCH: usize = 100;
+/// The largest entry a worker's event makes (a few hundred bytes; a Redlock truth
+/// or a long SQL statement a few KB): anything larger is refused unread.
+pub const MAX_ENTRY_BYTES: usize = 16 * 1024;
+/// Events a second a worker's script can make (a lesson's worker makes a few): a
+/// student sending more is refused past it, and counted.
+pub const MAX_EVENTS_PER_SECOND: usize = 200;
+/// Events one student may bring into one run's log at most.
+pub const MAX_EVENTS: u64 = 5000;
 
 /// What the roll found in a student's stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,12 +35,42 @@ pub enum Arrival {
 }
 
 /// Where the roll is in one student's stream.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Position {
     /// The last stream id read ("0": nothing yet).
     id: String,
     /// The last event number accepted.
     seq: u64,
+    /// Events accepted in all, and in the second that began at `second_ms` (the
+    /// stream ids' clock: Redis's, so a batch read late is judged by when it was
+    /// posted).
+    accepted: u64,
+    this_second: usize,
+    second_ms: u64,
+}
+
+impl Position {
+    fn start() -> Position {
+        Position { id: "0".into(), seq: 0, accepted: 0, this_second: 0, second_ms: 0 }
+    }
+
+    /// Whether one more event, posted at `posted_ms`, fits the student's bounds;
+    /// says why not.
+    fn over_bounds(&mut self, posted_ms: u64) -> Option<String> {
+        if posted_ms >= self.second_ms + 1000 {
+            self.second_ms = posted_ms;
+            self.this_second = 0;
+        }
+        if self.accepted >= MAX_EVENTS {
+            return Some(format!("more than {MAX_EVENTS} events in one run"));
+        }
+        if self.this_second >= MAX_EVENTS_PER_SECOND {
+            return Some(format!("more than {MAX_EVENTS_PER_SECOND} events a second"));
+        }
+        self.accepted += 1;
+        self.this_second += 1;
+        None
+    }
 }
 
 pub struct Roll {
@@ -46,9 +87,17 @@ impl Roll {
         students: &[String],
     ) -> Result<Roll, ClassError> {
         let con = super::connect(url).await?;
-        let start = Position { id: "0".into(), seq: 0 };
-        let students = students.iter().map(|s| (s.clone(), start.clone())).collect();
+        let students = students.iter().map(|s| (s.clone(), Position::start())).collect();
         Ok(Roll { keys, con, students })
+    }
+
+    /// Whether `student` has a connection open to the room now (`CLIENT LIST`'s
+    /// users): their `fencelab join` keeps three open while it runs.
+    pub async fn present(&mut self, student: &str) -> Result<bool, ClassError> {
+        let list: String =
+            deadline(redis::cmd("CLIENT").arg("LIST").query_async(&mut self.con)).await?;
+        let user = format!("user={}", self.keys.user(student));
+        Ok(list.lines().any(|line| line.split(' ').any(|field| field == user)))
     }
 
     /// What arrived since the last read, waiting up to `block` for something.
@@ -92,6 +141,10 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
     let (Some(seq), Some(sender), Some(event)) = (seq, sender, event) else {
         return refused(format!("entry {} lacks seq, sender or event", entry.id));
     };
+    if event.len() > MAX_ENTRY_BYTES {
+        let size = event.len();
+        return refused(format!("event {seq} is {size} bytes, over {MAX_ENTRY_BYTES}"));
+    }
     let kind: EventKind = match serde_json::from_str(&event) {
         Ok(kind) => kind,
         Err(e) => return refused(format!("event {seq} is unreadable: {e}")),
@@ -113,11 +166,16 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
         // Posted again (a retry after a lost reply): already in the log once.
         return Vec::new();
     }
-    let mut out = Vec::new();
     if seq > position.seq + 1 {
-        out.extend(refused(format!("events {} to {} never arrived", position.seq + 1, seq - 1)));
+        // A jump is refused and the numbering stays where it was: a forged number
+        // must not make the student's next real events look like repeats.
+        let next = position.seq + 1;
+        return refused(format!("event numbered {seq} where {next} was next: refused"));
     }
     position.seq = seq;
-    out.push(Arrival::Event { student: student.to_string(), seq, kind });
-    out
+    let posted_ms = entry.id.split('-').next().and_then(|ms| ms.parse().ok()).unwrap_or(0);
+    if let Some(why) = position.over_bounds(posted_ms) {
+        return refused(format!("event {seq}: {why}"));
+    }
+    vec![Arrival::Event { student: student.to_string(), seq, kind }]
 }

@@ -78,7 +78,17 @@ pub enum EventKind {
     Signal { worker: String, signal: KernelSignal, pid: u32 },
     /// A class's room refused something a student posted (an event in another's name,
     /// events that never arrived): shown, and kept out of the worker's lane.
-    Refused { student: String, why: String },
+    /// `total`: how many of this student's posts the room has refused so far (a flood
+    /// is logged a line a second, each with the count).
+    Refused {
+        student: String,
+        why: String,
+        #[serde(default)]
+        total: u64,
+    },
+    /// A class's student left mid-run (their `fencelab join` ended or lost the room):
+    /// their worker counts as crashed from here, its lease expiring as a crash's does.
+    Left { student: String, why: String },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.

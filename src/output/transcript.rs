@@ -101,8 +101,11 @@ impl Transcript {
                 }
             }
             EventKind::Command { .. } => Vec::new(),
-            EventKind::Refused { student, why } => {
-                vec![format!("! {at} room: refused from {student}: {why}")]
+            EventKind::Refused { student, why, total } => {
+                vec![format!("! {at} room: refused from {student}: {why} ({total} refused so far)")]
+            }
+            EventKind::Left { student, why } => {
+                vec![format!("! {at} room: {student} left the class ({why}): counted as crashed")]
             }
             EventKind::Signal { worker, signal, pid } => {
                 use crate::engine::log::KernelSignal;

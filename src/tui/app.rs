@@ -34,6 +34,9 @@ pub const DEFAULT_PAUSE_MS: u64 = 4000;
 /// On a busy laptop (a projector, a recording) a write due at 3 s lands tens of ms
 /// late; 40 ms missed it under load, and the step then pointed at nothing.
 const STEP_SETTLE_MS: f64 = 100.0;
+/// How far the projector's cursor moves before the room is told (ten posts a second
+/// at the run's pace): a student's screen lags the projector by at most this.
+const CLASS_CURSOR_STEP_MS: f64 = 100.0;
 
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
@@ -267,6 +270,9 @@ pub struct App {
     pub class: Option<ClassSeat>,
     /// The question posed to the class, open or just revealed.
     pub posed: Option<Posed>,
+    /// A class's cursor: on a student's screen the projector's latest (nothing later
+    /// is shown); on the projector the last one told to the room.
+    class_cursor_ms: f64,
     /// `b`'s search is running.
     pub searching: bool,
     /// The counterexample `b` found, and its story: the next run runs it.
@@ -334,6 +340,7 @@ impl App {
             replay: None,
             class: None,
             posed: None,
+            class_cursor_ms: 0.0,
             searching: false,
             counterexample: None,
         }
@@ -527,6 +534,10 @@ impl App {
         if let Some(hold) = self.hold_at {
             to = to.min(hold);
         }
+        if let Some(ClassSeat::Student(_)) = self.class {
+            // A student's screen is never ahead of the projector's.
+            to = to.min(self.class_cursor_ms);
+        }
         effects.extend(self.lesson_tick(to));
         if let Some(hold) = self.hold_at {
             to = to.min(hold);
@@ -536,12 +547,28 @@ impl App {
         if self.hold_at.is_none() && self.cursor_ms >= self.reached_ms {
             self.following = true;
         }
+        effects.extend(self.tell_class_cursor());
         // The compare run repeats the user's pauses and crashes at their moments.
         while self.scripted.first().is_some_and(|(t, _, _)| *t <= self.reached_ms) {
             let (_, name, command) = self.scripted.remove(0);
             effects.push(Effect::Worker(name, command));
         }
         effects
+    }
+
+    /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves
+    /// and when it reaches the run's end: the students' screens follow it.
+    fn tell_class_cursor(&mut self) -> Vec<Effect> {
+        if self.class != Some(ClassSeat::Instructor) {
+            return Vec::new();
+        }
+        let at_end = self.log_ended().is_some_and(|end| self.cursor_ms >= end);
+        let moved = self.cursor_ms - self.class_cursor_ms;
+        if moved >= CLASS_CURSOR_STEP_MS || (at_end && moved > 0.0) {
+            self.class_cursor_ms = self.cursor_ms;
+            return vec![Effect::Quiz(QuizStep::Cursor(self.cursor_ms))];
+        }
+        Vec::new()
     }
 
     /// Let the lesson move on to what the cursor would reach; it may hold there.
@@ -687,6 +714,7 @@ impl App {
                     return self.resume_after_hold();
                 }
             }
+            QuizNews::Cursor(at_ms) => self.class_cursor_ms = self.class_cursor_ms.max(at_ms),
             QuizNews::Failed(error) => {
                 let why = "has the instructor ended the class?";
                 self.error = Some(format!("the room's questions stopped: {error} ({why})"));

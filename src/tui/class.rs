@@ -177,22 +177,37 @@ async fn wait_in_lobby(
     }
 }
 
-/// The start screen: the students (who is in) on the left, the selected student's
-/// join command and its QR code on the right.
+/// The start screen: the selected student's join command across the top, whole (a
+/// command broken across lines is copied broken: it is split only at its space, and
+/// never inside the URL), then the students (who is in) on the left and the command's
+/// QR code on the right. Drawn at any size, however small, without a panic.
 pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) {
     buf.set_style(screen, theme.base);
-    let [header, body, footer] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)])
-            .areas(screen);
+    let selected = lobby.seats.get(lobby.selected);
+    let width = usize::from(screen.width);
+    let said_text =
+        selected.map_or(Vec::new(), |(name, command)| command_lines(name, command, width));
+    let [header, said, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(said_text.len() as u16),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(screen);
     let joined = lobby.seats.iter().filter(|(n, _)| lobby.present.contains(n)).count();
     let head = format!(
         " fencelab class · room {} · {joined} of {} students joined",
         lobby.room,
         lobby.seats.len()
     );
-    buf.set_stringn(header.x, header.y, head, header.width as usize, theme.title);
-    let [list, code] =
-        Layout::horizontal([Constraint::Length(24), Constraint::Min(20)]).areas(body);
+    Paragraph::new(Line::styled(head, theme.title)).render(header, buf);
+    let said_lines: Vec<Line> = said_text
+        .iter()
+        .enumerate()
+        .map(|(i, l)| Line::styled(l.clone(), if i == 0 { theme.title } else { theme.key }))
+        .collect();
+    Paragraph::new(said_lines).render(said, buf);
+    let [list, code] = Layout::horizontal([Constraint::Length(24), Constraint::Min(0)]).areas(body);
     // The list scrolls with the selection past a screenful.
     let rows = list.height.saturating_sub(2).max(1) as usize;
     let first = lobby.selected.saturating_sub(rows - 1);
@@ -217,37 +232,27 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
             .title_style(theme.title)
     };
     Paragraph::new(names).block(block(" Students ".into())).render(list, buf);
-    if let Some((name, command)) = lobby.seats.get(lobby.selected) {
+    if let Some((name, command)) = selected {
         let inner = block(String::new()).inner(code);
-        // The command is typed from the screen: broken where the panel ends, never cut.
-        let chars: Vec<char> = command.chars().collect();
-        let mut lines: Vec<Line> = chars
-            .chunks(usize::from(inner.width.max(1)))
-            .map(|row| Line::styled(row.iter().collect::<String>(), theme.key))
-            .collect();
         // Dense1x2 puts two rows of modules in one row of text. The quiet zone is a
         // blank row (two modules) above and below and two columns either side: the
-        // code's own four-module zone would not fit a 100x30 screen with the command.
+        // code's own four-module zone would not fit a 100x30 screen.
         let art = qrcode::QrCode::new(command.as_bytes())
             .map(|qr| qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(false).build());
         let art: Vec<String> =
             art.iter().flat_map(|a| a.lines()).map(|l| format!("  {l}  ")).collect();
-        let room_left = inner.height.saturating_sub(lines.len() as u16 + 2);
         let widest = art.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-        let title = if art.is_empty() {
-            format!(" {name}: type this ")
-        } else if widest <= usize::from(inner.width) && art.len() <= usize::from(room_left) {
-            lines.push(Line::from(""));
-            lines.extend(art.into_iter().map(Line::from));
-            format!(" {name}: type this, or scan it ")
+        let (title, lines) = if !art.is_empty()
+            && widest <= usize::from(inner.width)
+            && art.len() <= usize::from(inner.height)
+        {
+            (format!(" {name}: or scan it "), art.into_iter().map(Line::from).collect())
         } else {
             // A cut code scans as nothing (or as something else): whole, or not at all.
-            let w = (widest + 24 + 2).max(usize::from(screen.width));
-            let h = (art.len() + lines.len() + 2 + 4).max(usize::from(screen.height));
-            lines.push(Line::from(""));
+            let w = widest + 24 + 2;
+            let h = 1 + said_text.len() + art.len() + 2 + 1;
             let larger = format!("Its QR code needs a larger terminal (about {w}x{h}).");
-            lines.push(Line::styled(larger, theme.dim));
-            format!(" {name}: type this ")
+            (format!(" {name} "), vec![Line::styled(larger, theme.dim)])
         };
         Paragraph::new(lines).block(block(title)).render(code, buf);
     }
@@ -259,7 +264,32 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
         "Enter starts without those missing"
     };
     let keys = format!(" ↑↓ another student's code · {next} · q quits");
-    buf.set_stringn(footer.x, footer.y, keys, footer.width as usize, theme.dim);
+    Paragraph::new(Line::styled(keys, theme.dim)).render(footer, buf);
+}
+
+/// `name`'s join command in lines of at most `width` characters, after a line that
+/// says whose it is: whole on one line, or split at its one space (the URL alone on
+/// the second), or, where even the URL does not fit, a line saying how wide a terminal
+/// it needs. Never cut: a command typed or copied from a cut line fails, or worse.
+fn command_lines(name: &str, command: &str, width: usize) -> Vec<String> {
+    let fits = |s: &str| s.chars().count() < width;
+    let whose = format!(" {name} types:");
+    if fits(&format!(" {command}")) {
+        return vec![whose, format!(" {command}")];
+    }
+    match command.rsplit_once(' ') {
+        Some((program, url)) if fits(url) => {
+            vec![format!(" {name} types (one line):"), format!(" {program}"), url.to_string()]
+        }
+        split => {
+            // Split at its space, the URL alone needs its own length and a column.
+            let need =
+                split.map_or(command.chars().count() + 2, |(_, url)| url.chars().count() + 1);
+            vec![format!(
+                " {name}'s join command needs {need} columns: a wider terminal, or --headless"
+            )]
+        }
+    }
 }
 
 /// A student's screen: join with `url`, run the student's worker (as `program

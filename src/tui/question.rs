@@ -86,6 +86,8 @@ pub enum QuizStep {
     Reveal(usize),
     /// A student's answer `choice` (from 1) to question `number`.
     Answer { number: u32, choice: usize },
+    /// The projector's cursor moved here (scenario ms): tell the students' screens.
+    Cursor(f64),
 }
 
 /// What the room said about a question, for the app.
@@ -97,6 +99,8 @@ pub enum QuizNews {
     Tallied { number: u32, tally: Tally },
     /// The right choice of question `number`, and why (a student's screen).
     Revealed { number: u32, answer: usize, explain: String },
+    /// The projector's cursor (a student's screen shows nothing later).
+    Cursor(f64),
     /// The room could not be told or read.
     Failed(String),
 }
@@ -170,6 +174,10 @@ async fn quizmaster(
                 let (i, asking) = match step {
                     QuizStep::Ask(i) => (i, true),
                     QuizStep::Reveal(i) => (i, false),
+                    QuizStep::Cursor(at_ms) => {
+                        quiz.cursor(at_ms).await?;
+                        continue;
+                    }
                     QuizStep::Answer { .. } => continue,
                 };
                 let Some(c) = checkpoints.get(i) else { continue };
@@ -201,14 +209,16 @@ async fn student(
     let mut hand = Desk::join(&url).await?;
     // A student who (re)joins while a question is open is asked it too.
     let mut open = None;
+    let mut cursor = None;
     for control in hand.history().await? {
         match control {
             Control::Ask { .. } => open = Some(control),
             Control::Reveal { number, .. } if asked(open.as_ref()) == Some(number) => open = None,
+            Control::Cursor { .. } => cursor = Some(control),
             _ => {}
         }
     }
-    if let Some(news) = open.and_then(news_of) {
+    for news in cursor.into_iter().chain(open).filter_map(news_of) {
         tell.send(news);
     }
     // The reads block (XREAD BLOCK) on a desk of their own: an answer never waits.
@@ -244,7 +254,7 @@ fn asked(control: Option<&Control>) -> Option<u32> {
     }
 }
 
-/// What a student's screen makes of a control: a question or a reveal.
+/// What a student's screen makes of a control: a question, a reveal, the cursor.
 fn news_of(control: Control) -> Option<QuizNews> {
     match control {
         Control::Ask { number, at_ms, question, choices } => {
@@ -257,6 +267,7 @@ fn news_of(control: Control) -> Option<QuizNews> {
         Control::Reveal { number, answer, explain } => {
             Some(QuizNews::Revealed { number, answer, explain })
         }
+        Control::Cursor { at_ms } => Some(QuizNews::Cursor(at_ms)),
         _ => None,
     }
 }

@@ -228,6 +228,8 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         (text, t.danger)
     } else if let Some(status) = &app.status {
         (status.clone(), t.title)
+    } else if let Some(text) = room_notes(app) {
+        (text, t.danger)
     } else if run.ended.is_some() && app.class.is_some() {
         ("Run over. ← → to inspect any moment, q quits.".to_string(), t.dim)
     } else if app.class == Some(ClassSeat::Instructor) {
@@ -253,6 +255,21 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         )
     };
     Paragraph::new(Line::styled(format!(" {text}"), style)).render(area, buf);
+}
+
+/// On the projector: who left the class and what the room refused of whom, counted
+/// ("⚠ room: alice left · bob: 31 refused, the latest: ...").
+fn room_notes(app: &App) -> Option<String> {
+    if app.class != Some(ClassSeat::Instructor) {
+        return None;
+    }
+    let run = &app.run;
+    let mut notes: Vec<String> =
+        run.left.iter().map(|s| format!("{s} left (counted as crashed)")).collect();
+    notes.extend(
+        run.refused.iter().map(|(s, (n, why))| format!("{s}: {n} refused, the latest: {why}")),
+    );
+    (!notes.is_empty()).then(|| format!("⚠ room: {}", notes.join(" · ")))
 }
 
 /// A student's own situation in a class, said to them (and whether it is the danger):

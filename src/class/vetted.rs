@@ -1,0 +1,92 @@
+//! The class's storage as the verdict reads it. Every student's ACL user can write
+//! the run's storage list (their worker must), so what the list holds at the end is
+//! not proof of a write: an entry counts only when an accepted write in the log (a
+//! student's, checked by the roll and against the storage as it was) accounts for
+//! it. The rest is left out of the verdict and said, as a refusal.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::backend::redis::RedisBackend;
+use crate::backend::{
+    BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
+};
+use crate::engine::log::{EventKind, EventLog, WorkerEvent};
+
+/// The class Redis's storage, read back through the run's log (set once the run
+/// has one).
+pub struct VettedStorage {
+    pub redis: RedisBackend,
+    pub log: Arc<OnceLock<Arc<EventLog>>>,
+}
+
+#[async_trait]
+impl Storage for VettedStorage {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        let inner = Storage::connect(&self.redis, keys).await?;
+        Ok(Box::new(VettedClient { inner, log: self.log.clone() }))
+    }
+}
+
+struct VettedClient {
+    inner: Box<dyn StorageClient>,
+    log: Arc<OnceLock<Arc<EventLog>>>,
+}
+
+#[async_trait]
+impl StorageClient for VettedClient {
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<bool, BackendError> {
+        self.inner.write(write, check).await
+    }
+
+    async fn next_token(&mut self) -> Result<u64, BackendError> {
+        self.inner.next_token().await
+    }
+
+    async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        let stored = self.inner.read_all().await?;
+        let Some(log) = self.log.get() else { return Ok(stored) };
+        Ok(accounted(stored, log))
+    }
+
+    async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
+        self.inner.observe().await
+    }
+
+    async fn cleanup(&mut self) -> Result<(), BackendError> {
+        self.inner.cleanup().await
+    }
+}
+
+/// The entries of `stored` an accepted write in `log` accounts for (each write one
+/// entry); each other entry is logged as refused.
+fn accounted(stored: Vec<StoredWrite>, log: &EventLog) -> Vec<StoredWrite> {
+    let mut writes: Vec<StoredWrite> = log
+        .snapshot()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Worker {
+                worker,
+                what: WorkerEvent::Wrote { value, token, accepted: true, .. },
+            } => Some(StoredWrite { worker, token, value }),
+            _ => None,
+        })
+        .collect();
+    let mut kept = Vec::new();
+    for entry in stored {
+        if let Some(i) = writes.iter().position(|w| *w == entry) {
+            writes.remove(i);
+            kept.push(entry);
+        } else {
+            let why = format!(
+                "the storage holds {}, which no accepted write of the run accounts for: left out of the verdict",
+                entry.label()
+            );
+            log.append(EventKind::Refused { student: entry.worker.clone(), why, total: 1 });
+        }
+    }
+    kept
+}
