@@ -43,7 +43,20 @@ pub fn parse_scenario(src: &str, file: &str) -> Result<Scenario, ScenarioError> 
     })?;
     validate_for_lock(&scenario).map_err(at)?;
     validate_wait(&scenario).map_err(at)?;
-    Ok(scenario)
+    Ok(with_program_dir(scenario, file))
+}
+
+/// A program named in a scenario runs in the scenario file's folder, so
+/// `["python3", "my_lock.py"]` finds the script next to the file.
+fn with_program_dir(mut scenario: Scenario, file: &str) -> Scenario {
+    let dir = std::path::Path::new(file).parent().map(|d| match d.as_os_str().is_empty() {
+        true => std::path::PathBuf::from("."),
+        false => d.to_path_buf(),
+    });
+    for program in scenario.workers.iter_mut().filter_map(|w| w.program.as_mut()) {
+        program.dir.clone_from(&dir);
+    }
+    scenario
 }
 
 /// What an error points at in the source.
