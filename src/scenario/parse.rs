@@ -421,6 +421,43 @@ fn sql_step_name(step: &Step) -> &'static str {
     }
 }
 
+/// A worker that is a program does the lock's steps with its own library; fencelab
+/// keeps the pauses, the work and the crashes. Nothing else can be sent to it.
+fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
+    for w in s.workers.iter().filter(|w| w.program.is_some()) {
+        let program_step = |step: &Step| {
+            matches!(
+                step,
+                Step::Acquire { .. }
+                    | Step::Write { .. }
+                    | Step::Release
+                    | Step::Renew { .. }
+                    | Step::Check { .. }
+                    | Step::Pause { .. }
+                    | Step::Work { .. }
+                    | Step::Crash
+            )
+        };
+        if let Some(step) = w.steps.iter().find(|step| !program_step(step)) {
+            let name = match step {
+                Step::WaitReplicas { .. } => "wait-replicas",
+                other => sql_step_name(other),
+            };
+            return Err((name.to_string(), 0, format!(
+                "worker {:?} is a program: a program does acquire, write, release, renew and check (fencelab does pause, work and crash), not {name:?}",
+                w.name
+            )));
+        }
+        if s.lock != LockShape::Redis {
+            return Err((w.name.clone(), 0, format!(
+                "worker {:?} is a program: a program's lock is on one Redis (lock = \"redis\", no redlock_nodes or replica) for now",
+                w.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks serde cannot express. On failure returns the string literal to point at
 /// (and which occurrence of it), plus the message.
 fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
@@ -437,6 +474,7 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
             ),
         ));
     }
+    validate_programs(s)?;
     // Names were checked as they were read (`bounds::worker_name`).
     let mut seen: Vec<&str> = Vec::new();
     for w in &s.workers {

@@ -535,7 +535,7 @@ impl Run {
             }
         }
         self.emit(WorkerEvent::Finished);
-        self.program.send(&Order::Stop).await?;
+        self.program.send(&Order::Stop {}).await?;
         // What it still says before it exits is logged; then it is gone.
         let _ = tokio::time::timeout(STOP_GRACE, self.wait(Wanted::Exit)).await;
         self.program.wait_exit(Duration::ZERO).await;
@@ -588,7 +588,7 @@ impl Run {
         }
         if stop_if_lost && self.lost {
             self.emit(WorkerEvent::StoppedWork);
-            self.program.send(&Order::Stop).await?;
+            self.program.send(&Order::Stop {}).await?;
             self.program.wait_exit(STOP_GRACE).await;
             return Ok(Flow::Stop);
         }
@@ -703,15 +703,15 @@ impl Run {
                 // A grant without a token of its own is logged with token 0: none.
                 WorkerEvent::Acquired { token: token.unwrap_or(0) }
             }
-            Report::Waiting => {
+            Report::Waiting {} => {
                 WorkerEvent::Waiting { holder: None, retry_in_ms: None, wait: Default::default() }
             }
-            Report::Renewed => WorkerEvent::Renewed { extended: true },
+            Report::Renewed {} => WorkerEvent::Renewed { extended: true },
             Report::Lost { .. } => {
                 self.lost = true;
                 WorkerEvent::Checked { still_owner: false }
             }
-            Report::Released => WorkerEvent::Released { deleted: true, unsafe_del: false },
+            Report::Released {} => WorkerEvent::Released { deleted: true, unsafe_del: false },
             Report::ReleaseFailed { .. } => {
                 WorkerEvent::Released { deleted: false, unsafe_del: false }
             }

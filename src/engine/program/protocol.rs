@@ -88,7 +88,7 @@ pub enum Order {
         value: Option<String>,
     },
     /// The run is over: exit now (fencelab kills the program a second later).
-    Stop,
+    Stop {},
 }
 
 /// The steps fencelab sends a driven program.
@@ -132,14 +132,14 @@ pub enum Report {
         token: Option<u64>,
     },
     /// The lock is taken by someone else; the library will retry.
-    Waiting,
-    Renewed,
+    Waiting {},
+    Renewed {},
     /// The library noticed it lost the lock, or gave up on it.
     Lost {
         #[serde(default)]
         reason: String,
     },
-    Released,
+    Released {},
     /// The release did nothing: the lock was no longer ours.
     ReleaseFailed {
         #[serde(default)]
@@ -172,10 +172,10 @@ impl Report {
         match self {
             Report::Ready { .. } => "ready",
             Report::Acquired { .. } => "acquired",
-            Report::Waiting => "waiting",
-            Report::Renewed => "renewed",
+            Report::Waiting {} => "waiting",
+            Report::Renewed {} => "renewed",
             Report::Lost { .. } => "lost",
-            Report::Released => "released",
+            Report::Released {} => "released",
             Report::ReleaseFailed { .. } => "release_failed",
             Report::Checked { .. } => "checked",
             Report::Write { .. } => "write",
@@ -247,10 +247,10 @@ mod tests {
         let reports = [
             Report::Ready { key: None },
             Report::Acquired { value: "v".into(), token: None },
-            Report::Waiting,
-            Report::Renewed,
+            Report::Waiting {},
+            Report::Renewed {},
             Report::Lost { reason: String::new() },
-            Report::Released,
+            Report::Released {},
             Report::ReleaseFailed { reason: String::new() },
             Report::Checked { owner: true },
             Report::Write { id: 1, value: "A".into(), token: None },
