@@ -41,7 +41,8 @@ fn running(marker: &str) -> Vec<u32> {
 fn keys_left(server: &fencelab::backend::server::PrivateRedis, run_id: &str) -> Vec<String> {
     let mut con = sync_con(server);
     let pattern = format!("*{run_id}*");
-    redis::Connection::scan_match::<_, String>(&mut con, pattern).unwrap().collect()
+    let keys = redis::Commands::scan_match::<_, String>(&mut con, pattern).unwrap();
+    keys.map(Result::unwrap).collect()
 }
 
 fn run_id(events: &[Event]) -> String {
@@ -98,9 +99,9 @@ async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
     // The pause was the kernel's.
     assert_eq!(signals(&events, "A"), [KernelSignal::Stop, KernelSignal::Cont]);
     // The truth lane names the holder redis-py stored (a UUID) as the worker it is.
-    let b_held = events.iter().any(|e| {
-        matches!(&e.kind, EventKind::Truth(t) if t.holder.as_deref() == Some("B"))
-    });
+    let b_held = events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Truth(t) if t.holder.as_deref() == Some("B")));
     assert!(b_held, "{}", digest(&events));
     // The inspector shows the commands redis-py itself sent, through the proxy.
     let sent_set = events.iter().any(|e| {
@@ -168,9 +169,20 @@ async fn failure_of(server: &fencelab::backend::server::PrivateRedis, how: &str)
 async fn broken_programs_end_the_run_with_a_clear_error_and_leave_nothing_behind() {
     let server = redis();
     let cases = [
-        ("malformed", vec!["worker A", "line 2 of its stdout", "aquired", "expected one JSON object"]),
+        (
+            "malformed",
+            vec!["worker A", "line 2 of its stdout", "aquired", "expected one JSON object"],
+        ),
         ("silent", vec!["worker A", "said nothing", "acquire", "silent program"]),
-        ("early-exit", vec!["worker A", "exited before the run's end", "exit status: 3", "the lock library blew up"]),
+        (
+            "early-exit",
+            vec![
+                "worker A",
+                "exited before the run's end",
+                "exit status: 3",
+                "the lock library blew up",
+            ],
+        ),
         ("flood", vec!["worker A", "floods its stdout", "lines a second"]),
         ("child", vec!["worker A", "said nothing"]),
     ];
@@ -201,7 +213,7 @@ fn a_scenario_names_its_program_and_runs_it_from_its_own_folder() {
     assert_eq!(scenario.workers[1].program.as_ref().unwrap().argv, ["node", "b.js"]);
     let bad = src.replace("[\"node\", \"b.js\"]", "[]");
     let e = parse_scenario(&bad, "s.toml").unwrap_err().to_string();
-    assert!(e.starts_with("s.toml:7:") && e.contains("non-empty list"), "{e}");
+    assert!(e.starts_with("s.toml:10:") && e.contains("non-empty list"), "{e}");
     let sql = src.replace("{ do = \"acquire\" }", "{ do = \"read-stock\" }");
     let e = parse_scenario(&sql, "s.toml").unwrap_err().to_string();
     assert!(e.contains("a program") && e.contains("read-stock"), "{e}");
@@ -213,7 +225,10 @@ async fn the_readmes_ten_line_program_is_the_example_and_its_stale_write_lands()
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let file = std::fs::read_to_string(root.join("examples/python-redis-py/ten_lines.py")).unwrap();
     let section = &readme[readme.find("## Test your own lock").expect("the README's section")..];
-    assert!(section.contains(&format!("```python\n{file}```")), "README shows ten_lines.py as it is");
+    assert!(
+        section.contains(&format!("```python\n{file}```")),
+        "README shows ten_lines.py as it is"
+    );
     assert!(file.lines().count() <= 11);
     let server = redis();
     let gc = builtin("gc-pause").unwrap().unwrap();
