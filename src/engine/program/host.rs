@@ -643,6 +643,9 @@ impl Run {
                     // A program talking to its server is not silent.
                     silent_until = Instant::now() + timeout;
                     for call in self.traffic.take(tapped, Instant::now()) {
+                        if let Some(value) = &call.granted {
+                            self.bench.holders.insert(value, &self.program.spec.name);
+                        }
                         self.log.append(EventKind::Command {
                             worker: self.program.spec.name.clone(),
                             command: call.command,
