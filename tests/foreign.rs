@@ -169,12 +169,11 @@ async fn broken_programs_end_the_run_with_a_clear_error_and_leave_nothing_behind
             assert!(error.contains(word), "{how}: {word:?} missing from: {error}");
         }
         // Neither the program nor anything it started is left running.
-        let left = wait_for("the broken program's processes to end", || {
+        wait_for("the broken program's processes to end", || {
             let left = running("tests/programs/broken.py");
             let sleeping = running("sleep 300");
             (left.is_empty() && sleeping.is_empty()).then_some(())
         });
-        let () = left;
     }
 }
 
