@@ -234,3 +234,42 @@ fn no_program_outlives_a_killed_fencelab() {
         programs.iter().all(|p| !support::alive(*p)).then_some(())
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_running_program_runs_its_own_logic_and_its_writes_land_in_turn() {
+    let src = r#"
+name = "free"
+title = "two programs on their own"
+ttl_ms = 2000
+program = ["python3", "tests/programs/free.py"]
+[[workers]]
+name = "A"
+steps = []
+[[workers]]
+name = "B"
+start_ms = 100
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "free.toml").unwrap();
+    for w in &mut scenario.workers {
+        w.program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    }
+    let server = redis();
+    let events = run(&server, &scenario, false).await.unwrap();
+    assert!(
+        matches!(
+            events.last().map(|e| &e.kind),
+            Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
+        ),
+        "{}",
+        digest(&events)
+    );
+    assert_eq!(storage(&events), ["A:-", "B:-"], "{}", digest(&events));
+    assert!(violations(&events).is_empty(), "{:?}", violations(&events));
+    for worker in ["A", "B"] {
+        let finished = events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Worker { worker: w, what: WorkerEvent::Finished } if w == worker)
+        });
+        assert!(finished, "{worker} finished:\n{}", digest(&events));
+    }
+}
