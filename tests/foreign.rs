@@ -273,3 +273,38 @@ steps = []
         assert!(finished, "{worker} finished:\n{}", digest(&events));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_on_redlock_gets_every_node_through_its_proxy_and_the_truth_names_it() {
+    let src = r#"
+name = "majority"
+title = "a program on Redlock's nodes"
+ttl_ms = 2000
+redlock_nodes = 3
+program = ["python3", "tests/programs/majority.py"]
+[[workers]]
+name = "A"
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "majority.toml").unwrap();
+    scenario.workers[0].program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    let deployment = support::deployment_for(&scenario, false);
+    let (lock, store) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let options = RunOptions::new(false);
+    let log = fencelab::engine::run(lock, store, &scenario, options, &CancellationToken::new())
+        .await
+        .unwrap();
+    let events = log.snapshot();
+    assert_eq!(storage(&events), ["A:-"], "{}", digest(&events));
+    // Each node's holder is read by the observer and named as the worker.
+    let all_a = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Truth(t)
+            if t.nodes.len() == 3 && t.nodes.iter().all(|n| n.as_deref() == Some("A")))
+    });
+    assert!(all_a, "{}", digest(&events));
+    let per_node = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Command { command, .. } if command.starts_with("SET ")))
+        .count();
+    assert_eq!(per_node, 3, "one SET per node in the inspector");
+}
