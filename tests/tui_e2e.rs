@@ -391,3 +391,44 @@ fn a_long_log_replays_with_the_screen_up_while_it_loads_and_q_quits_at_once() {
     tmux.wait_for("EXITED=0", 5);
     assert!(quit_asked.elapsed() < Duration::from_secs(3), "q took {:?}", quit_asked.elapsed());
 }
+
+#[test]
+fn play_with_redis_pys_lock_as_the_workers_pause_stops_its_process_and_its_stale_write_shows() {
+    let _gate = alone();
+    let server = support::redis();
+    let tmux = Tmux::start(160, 48);
+    let script = "examples/python-redis-py/lock.py";
+    let command = format!(
+        "cd {} && {} play --redis {} --program \"python3 {script}\"",
+        env!("CARGO_MANIFEST_DIR"),
+        env!("CARGO_BIN_EXE_fencelab"),
+        server.url()
+    );
+    tmux.keys(&[&command, "Enter"]);
+    tmux.wait_for("LIVE", 30);
+    let a = support::wait_for("worker A's program", || support::program_of("A", script));
+    // Pause A mid-lease (as the playground's own test does), by the kernel.
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["1"]);
+    let stopped = Instant::now() + Duration::from_secs(10);
+    while support::state(a) != "T" {
+        assert!(Instant::now() < stopped, "A's program is {}, not T", support::state(a));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // redis-py hands out no tokens: the storage panel shows B's write then A's, and
+    // the safety monitor names A's as the stale one.
+    let pane = tmux.wait_for("stale write accepted", 30);
+    assert!(pane.contains("1. B   token -   ✔ accepted"), "storage panel:\n{pane}");
+    assert!(pane.contains("2. A   token -   ✔ accepted"), "storage panel:\n{pane}");
+    // The truth lane names redis-py's holders as the workers, never by its UUIDs.
+    let lane = pane.lines().find(|l| l.contains("Redis holder")).unwrap_or_default();
+    let held: String =
+        lane.split("Redis holder").nth(1).unwrap_or_default().chars().take(100).collect();
+    assert!(held.chars().all(|c| "AB·│ ".contains(c)), "holder lane: {lane}");
+    tmux.keys(&["q"]);
+    let gone = Instant::now() + Duration::from_secs(10);
+    while support::alive(a) {
+        assert!(Instant::now() < gone, "A's program outlived the TUI");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

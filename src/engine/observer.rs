@@ -34,6 +34,58 @@ const IDLE_READ_MS: f64 = 100.0;
 /// A lease end that moves by more than this (scenario ms) is a renewal worth recording.
 const DEADLINE_SLACK_MS: f64 = 5.0;
 
+/// Which worker a lock value stands for. fencelab's own workers put their name in
+/// front of the value (`A:…`); a foreign program's library picks its own (a UUID), and
+/// fencelab learns whose it is from the server's OK to the program's `SET NX` (seen by
+/// its proxy) or the program's `acquired` report, so the truth lane can name the holder
+/// the server really has.
+#[derive(Default)]
+pub struct Holders {
+    known: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Values read before anyone said whose they are, and when first read: a program's
+    /// grant is read by the observer a moment before its proxy sees the server's OK.
+    unknown: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
+    /// Some worker is a program: its values need a name from `known`.
+    programs: std::sync::atomic::AtomicBool,
+}
+
+/// How long (real time) a value nobody has claimed is kept out of the truth lane.
+const UNCLAIMED_FOR: Duration = Duration::from_millis(50);
+
+impl Holders {
+    /// Some workers of the run are programs.
+    pub fn with_programs(self) -> Self {
+        self.programs.store(true, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
+    pub fn insert(&self, value: &str, worker: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(value.to_string(), worker.to_string());
+        }
+    }
+
+    /// The worker `value` stands for: a claimed one, else the name in front of it.
+    pub fn name(&self, value: &str) -> String {
+        let known = self.known.lock().ok().and_then(|k| k.get(value).cloned());
+        known.unwrap_or_else(|| holder_name(value).to_string())
+    }
+
+    /// Whether `value` may still be claimed in a moment: a value of a program's lock
+    /// that nobody has claimed yet, first read less than [`UNCLAIMED_FOR`] ago.
+    fn unclaimed(&self, value: &str) -> bool {
+        if !self.programs.load(std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
+        if self.known.lock().is_ok_and(|k| k.contains_key(value)) {
+            return false;
+        }
+        let Ok(mut unknown) = self.unknown.lock() else { return false };
+        let first = *unknown.entry(value.to_string()).or_insert_with(Instant::now);
+        first.elapsed() < UNCLAIMED_FOR
+    }
+}
+
 pub struct Observer {
     lock: Box<dyn LockClient>,
     storage: Box<dyn StorageClient>,
@@ -43,6 +95,7 @@ pub struct Observer {
     last: Option<Truth>,
     /// Scenario time at which the last recorded lease ends.
     last_deadline: Option<f64>,
+    holders: Arc<Holders>,
 }
 
 impl Observer {
@@ -51,8 +104,9 @@ impl Observer {
         (lock, storage): (Box<dyn LockClient>, Box<dyn StorageClient>),
         names: (String, String),
         log: Arc<EventLog>,
+        holders: Arc<Holders>,
     ) -> Self {
-        Observer { lock, storage, names, log, last: None, last_deadline: None }
+        Observer { lock, storage, names, log, last: None, last_deadline: None, holders }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
@@ -90,9 +144,14 @@ impl Observer {
         let lock = within(&self.names.0, self.lock.observe()).await?;
         let storage = within(&self.names.1, self.storage.observe()).await?;
         let sample = TruthSample::merge(lock, storage);
+        let values = sample.holder_value.iter().chain(sample.nodes.iter().flatten());
+        if values.into_iter().any(|v| self.holders.unclaimed(v)) {
+            // Read again in a moment, when whose it is is known.
+            return Ok(Instant::now() + Duration::from_millis(2));
+        }
         let clock = *self.log.clock();
         let now_ms = clock.now_ms();
-        let mut truth = to_truth(&sample, clock.scenario_ms(1.0));
+        let mut truth = to_truth(&sample, clock.scenario_ms(1.0), &self.holders);
         if let (Some(last), Some(due)) = (&self.last, self.last_deadline)
             && last.holder.is_some()
             && last.holder != truth.holder
@@ -143,17 +202,13 @@ async fn within<T>(
 }
 
 /// Convert a raw sample to scenario units; `per_real_ms` is scenario ms per real ms.
-fn to_truth(sample: &TruthSample, per_real_ms: f64) -> Truth {
+fn to_truth(sample: &TruthSample, per_real_ms: f64, holders: &Holders) -> Truth {
     Truth {
-        holder: sample.holder_value.as_deref().map(|v| holder_name(v).to_string()),
+        holder: sample.holder_value.as_deref().map(|v| holders.name(v)),
         ttl_ms: sample.pttl_ms.map(|ms| ms as f64 * per_real_ms),
         fence_counter: sample.fence_counter,
         storage_highest: sample.storage_highest,
-        nodes: sample
-            .nodes
-            .iter()
-            .map(|v| v.as_deref().map(|v| holder_name(v).to_string()))
-            .collect(),
+        nodes: sample.nodes.iter().map(|v| v.as_deref().map(|v| holders.name(v))).collect(),
         expired: None,
     }
 }
