@@ -313,3 +313,28 @@ steps = []
         .count();
     assert_eq!(per_node, 3, "one SET per node in the inspector");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_the_server_never_gave_stays_the_programs_belief() {
+    let src = r#"
+name = "liar"
+title = "a program that claims the lock"
+ttl_ms = 2000
+program = ["python3", "tests/programs/liar.py"]
+[[workers]]
+name = "A"
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "liar.toml").unwrap();
+    scenario.workers[0].program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    let server = redis();
+    let events = run(&server, &scenario, false).await.unwrap();
+    let believed = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == "A")
+    });
+    assert!(believed, "{}", digest(&events));
+    // The truth is the server's: nobody ever held the key.
+    let held = events.iter().any(|e| matches!(&e.kind, EventKind::Truth(t) if t.holder.is_some()));
+    assert!(!held, "{}", digest(&events));
+    assert!(violations(&events).contains(&ViolationKind::WriteByNonHolder), "{}", digest(&events));
+}
