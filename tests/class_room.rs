@@ -362,3 +362,16 @@ fn an_instructor_interrupted_on_a_stopped_redis_exits_130_at_once_and_says_what_
     let _ = join.kill();
     join.wait().unwrap();
 }
+
+#[tokio::test]
+async fn a_room_refused_acl_setuser_leaves_no_key_behind() {
+    let (_server, admin) = server(&[]);
+    let mut a = con(&admin);
+    let _: () = cmd(&["ACL", "SETUSER", "managed", "on", ">pw", "~*", "+@all", "-acl"])
+        .query(&mut a)
+        .unwrap();
+    let url = admin.replace(&format!(":{PASSWORD}@"), "managed:pw@");
+    let refused = Room::open(&url, "r1", &names(&["alice"])).await;
+    assert!(matches!(refused, Err(ClassError::AclRefused { .. })), "{:?}", refused.err());
+    assert_eq!(room_keys(&mut a, "r1"), Vec::<String>::new());
+}

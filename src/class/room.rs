@@ -78,7 +78,8 @@ pub struct Room {
     con: MultiplexedConnection,
     seats: Vec<Seat>,
     lease: Duration,
-    _keeper: DropGuard,
+    /// Stops the keeper when the room is closed or dropped.
+    keeper: DropGuard,
 }
 
 impl Room {
@@ -108,12 +109,18 @@ impl Room {
         let stop = CancellationToken::new();
         let keeper = lease::keep(con.clone(), keys.clone(), students.to_vec(), lease, stop.clone());
         tokio::spawn(keeper);
-        let mut room = Room { keys, con, seats: Vec::new(), lease, _keeper: stop.drop_guard() };
+        let mut room = Room { keys, con, seats: Vec::new(), lease, keeper: stop.drop_guard() };
         // Another instructor's leftovers; a sweep that fails is tried at each renewal.
         let _ = lease::sweep(&mut room.con, id).await;
         for s in students {
-            let seat = room.seat(admin_url, s).await?;
-            room.seats.push(seat);
+            match room.seat(admin_url, s).await {
+                Ok(seat) => room.seats.push(seat),
+                Err(refused) => {
+                    // What was made so far goes now, not with the lease.
+                    let _ = room.close_within(Duration::from_secs(1)).await;
+                    return Err(refused);
+                }
+            }
         }
         Ok(room)
     }
@@ -175,7 +182,7 @@ impl Room {
     /// The same, trying for `budget` at most (a class interrupted by a signal must end
     /// promptly). Failing, it says what is left and when it goes by itself.
     pub async fn close_within(mut self, budget: Duration) -> Result<(), ClassError> {
-        drop(self._keeper);
+        drop(self.keeper);
         let users: Vec<String> = self.seats.iter().map(|s| self.keys.user(&s.name)).collect();
         let mut last = None;
         let close = async {
