@@ -360,6 +360,9 @@ pub fn redact_url(raw: &str) -> String {
     };
     if url.password().is_some() {
         let _ = url.set_password(Some("***"));
+    } else if !url.username().is_empty() {
+        // `redis://PASSWORD@host`: people write a password so; never shown either.
+        let _ = url.set_username("***");
     }
     let secret_query = url.query_pairs().any(|(k, _)| k == "pass" || k == "password");
     if secret_query {
