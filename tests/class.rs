@@ -601,7 +601,7 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
         let copy = Arc::new(Mutex::new(Vec::new()));
         let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
         joined.push(tokio::spawn(async move {
-            attend(&url, &program, |from, event| {
+            attend(&url, &program, CancellationToken::new(), |from, event| {
                 if let Seen::Room { .. } = from {
                     into.lock().unwrap().push(event.clone());
                 }
@@ -894,7 +894,7 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
         let copy = Arc::new(Mutex::new(Vec::new()));
         let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
         joined.push(tokio::spawn(async move {
-            attend(&url, &program, |from, event| {
+            attend(&url, &program, CancellationToken::new(), |from, event| {
                 if let Seen::Room { .. } = from {
                     into.lock().unwrap().push(event.clone());
                 }

@@ -260,15 +260,16 @@ pub fn join(url: &str, headless: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut transcript = Transcript::default();
-    let joined = runtime.block_on(attend(url, &program, |seen, event| {
-        // This machine's worker is shown as it happens, not again from the room.
-        let again = seen == Seen::Room { mine: true };
-        if !again && !matches!(event.kind, EventKind::Command { .. }) {
-            for line in transcript.lines(event) {
-                say(&line);
+    let joined =
+        runtime.block_on(attend(url, &program, CancellationToken::new(), |seen, event| {
+            // This machine's worker is shown as it happens, not again from the room.
+            let again = seen == Seen::Room { mine: true };
+            if !again && !matches!(event.kind, EventKind::Command { .. }) {
+                for line in transcript.lines(event) {
+                    say(&line);
+                }
             }
-        }
-    }));
+        }));
     runtime.shutdown_background();
     joined?;
     Ok(ExitCode::SUCCESS)

@@ -318,8 +318,10 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     let mut ui = Ui::enter(None)?;
     let (heard, mut room) = mpsc::unbounded_channel();
     let joined = url.clone();
+    let leave = CancellationToken::new();
+    let leaving = leave.clone();
     let mut attending = tokio::spawn(async move {
-        attend(&joined, &program, |seen, event| {
+        attend(&joined, &program, leaving, |seen, event| {
             if let Seen::Room { .. } = seen {
                 let _ = heard.send(event.clone());
             }
@@ -354,7 +356,10 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     };
     let quiz = Some(QuizLink::student(url));
     let shown = event_loop(&mut app, Source::Hosted { log, control: None, quiz }, ui).await;
-    // Quitting ends the worker process with the task that owns it.
+    // Quitting kills the worker as a crash does and tells the room (a run still under
+    // way then goes on without this student); then the task that owns it ends.
+    leave.cancel();
+    let _ = tokio::time::timeout(WIND_DOWN, &mut attending).await;
     attending.abort();
     copier.abort();
     shown
