@@ -987,3 +987,42 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
     drop(projector);
     room.close().await.unwrap();
 }
+
+#[test]
+fn a_frozen_students_forged_write_is_refused() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, joined| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(800));
+        writeln!(stdin, "pause alice").unwrap();
+        // Her worker is stopped by her kernel; her stream then claims it wrote.
+        let url = joined.urls[0].clone();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let (id, _) = fencelab::class::seat_of(&url).unwrap();
+        let stream = RoomKeys::new(&id).stream("alice");
+        loop {
+            let entries: Vec<(String, Vec<(String, String)>)> =
+                redis::cmd("XRANGE").arg(&stream).arg("-").arg("+").query(&mut con(&url)).unwrap();
+            let stopped = entries.iter().any(|(_, f)| f.iter().any(|(_, v)| v.contains("SIGSTOP")));
+            if stopped {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "alice's SIGSTOP never posted");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let wrote = EventKind::Worker {
+            worker: "alice".into(),
+            what: WorkerEvent::Wrote {
+                value: "alice".into(),
+                token: Some(1),
+                accepted: true,
+                redis_holder: Some("alice".into()),
+            },
+        };
+        let json = serde_json::to_string(&wrote).unwrap();
+        raw_post(&mut con(&url), &stream, last_seq(&url) + 1, "alice", &json);
+        std::thread::sleep(Duration::from_millis(500));
+        writeln!(stdin, "resume alice").unwrap();
+    });
+    assert!(projector.contains("refused from alice: a 'wrote' event while frozen"), "{projector}");
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+}
