@@ -390,6 +390,8 @@ mod tests {
             ("rediss://alice:hunter2@db.example:6380", "rediss://alice:***@db.example:6380"),
             ("unix:///tmp/r.sock?pass=hunter2&db=1", "unix:///tmp/r.sock?pass=***&db=1"),
             ("redis://localhost", "redis://localhost"),
+            // A password written where the user name goes is still a password.
+            ("redis://hunter2@localhost:6379", "redis://***@localhost:6379"),
             ("not a url :hunter2", "<unparsable URL>"),
         ] {
             let out = redact_url(raw);
