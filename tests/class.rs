@@ -601,7 +601,7 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
         let copy = Arc::new(Mutex::new(Vec::new()));
         let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
         joined.push(tokio::spawn(async move {
-            attend(&url, &program, |from, event| {
+            attend(&url, &program, CancellationToken::new(), |from, event| {
                 if let Seen::Room { .. } = from {
                     into.lock().unwrap().push(event.clone());
                 }
@@ -866,4 +866,163 @@ fn a_forged_write_from_a_student_who_sat_out_is_not_in_the_verdict() {
     let verdict = projector.split("storage writes:").nth(1).unwrap_or_default();
     assert!(!verdict.contains("999"), "{projector}");
     assert!(verdict.contains("alice(token 1)"), "{projector}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_students_screen_never_shows_past_the_projectors_cursor() {
+    use fencelab::class::attend::{Seen, attend};
+    use fencelab::class::for_students;
+    use fencelab::class::host::{mirror, prepare_class};
+    use fencelab::tui::app::{App, ClassSeat};
+    use fencelab::tui::keys::Action;
+    use fencelab::tui::lesson::LessonState;
+    use fencelab::tui::question::QuizLink;
+    use fencelab::tui::theme::Theme;
+    use std::sync::{Arc, Mutex};
+    use tokio_util::sync::CancellationToken;
+
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob"]);
+    let mut room = Room::open(&admin, "r1", &students).await.unwrap();
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let scenario = for_students(&lesson.scenario, &students);
+    let program = std::path::PathBuf::from(env!("CARGO_BIN_EXE_fencelab"));
+    let mut seen = Vec::new();
+    let mut joined = Vec::new();
+    let mut desks = Vec::new();
+    for seat in room.seats() {
+        let copy = Arc::new(Mutex::new(Vec::new()));
+        let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
+        joined.push(tokio::spawn(async move {
+            attend(&url, &program, CancellationToken::new(), |from, event| {
+                if let Seen::Room { .. } = from {
+                    into.lock().unwrap().push(event.clone());
+                }
+            })
+            .await
+        }));
+        seen.push(copy);
+        let mut app = App::new(scenario.clone(), false, 1.0, false, "you".into(), Theme::DEFAULT);
+        app.class = Some(ClassSeat::Student(seat.name.clone()));
+        app.update(fencelab::tui::app::Msg::RunStarting);
+        desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
+    }
+    while room.present().await.unwrap().len() < students.len() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancel = CancellationToken::new();
+    let prepared = prepare_class(&room, &admin, &scenario, false, &cancel).await.unwrap();
+    let (log, control) = (prepared.log(), prepared.control());
+    let run = tokio::spawn(prepared.execute());
+    let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
+    // The projector as `class` makes it: the lesson's narration and its questions.
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
+    let label = app.run_label();
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    let narration = lesson.narration.clone();
+    app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), vec![]));
+    app.update(fencelab::tui::app::Msg::RunStarting);
+    let mut projector =
+        Screen { app, link: QuizLink::instructor(Quizmaster::of(&room, &students), checkpoints) };
+    let instructor = |_: usize| (log.snapshot(), log.clock().now_ms());
+    let student = |i: usize| {
+        let events = seen[i].lock().unwrap().clone();
+        let reached = events.last().map_or(0.0, |e| e.t_ms);
+        (events, reached)
+    };
+    // Every hold of the projector, the introduction's first: the students' screens,
+    // given the room's events well past it, stay at or before its cursor.
+    use fencelab::engine::log::EventKind;
+    let over =
+        |app: &App| app.log().last().is_some_and(|e| matches!(e.kind, EventKind::RunEnded { .. }));
+    let mut holds = 0;
+    let mut ahead_at = Vec::new();
+    for _ in 0..20 {
+        let stop = |s: &[&mut Screen]| {
+            s[0].app.held()
+                || (over(&s[0].app) && s[0].app.cursor_ms() >= s[0].app.log().last().unwrap().t_ms)
+        };
+        until(&mut [&mut projector], instructor, stop, "a hold or the end").await;
+        if !projector.app.held() {
+            break;
+        }
+        let cursor = projector.app.cursor_ms();
+        let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
+        let caught_up = |s: &[&mut Screen]| {
+            s.iter().all(|s| {
+                over(&s.app) || s.app.log().last().is_some_and(|e| e.t_ms > cursor + 300.0)
+            })
+        };
+        until(&mut screens, student, caught_up, "the room past the cursor").await;
+        for desk in &desks {
+            assert!(desk.app.view_ms() <= cursor, "{} > {cursor}", desk.app.view_ms());
+            if desk.app.log().iter().any(|e| e.t_ms > cursor) {
+                ahead_at.push(cursor);
+            }
+            // gc-pause: A's stale write lands at 3 s.
+            let text = desk.text(100, 30);
+            assert!(cursor >= 3000.0 || !text.contains("STALE"), "at {cursor}:\n{text}");
+        }
+        holds += 1;
+        // On: a step is read; a question is revealed, then closed.
+        let question = projector.app.posed.is_some();
+        projector.key(Action::Continue);
+        if question {
+            projector.key(Action::Continue);
+            projector.key(Action::Continue);
+        }
+    }
+    // The introduction is held near the start with the room's log already past it.
+    assert!(ahead_at.first().is_some_and(|c| *c < 1000.0), "{ahead_at:?}");
+    assert!(holds >= 2, "the introduction and the question at least: {holds}");
+    control.stop();
+    cancel.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), run).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), mirrored).await;
+    for join in joined {
+        let _ = tokio::time::timeout(Duration::from_secs(10), join).await;
+    }
+    drop(desks);
+    drop(projector);
+    room.close().await.unwrap();
+}
+
+#[test]
+fn a_frozen_students_forged_write_is_refused() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, joined| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(800));
+        writeln!(stdin, "pause alice").unwrap();
+        // Her worker is stopped by her kernel; her stream then claims it wrote.
+        let url = joined.urls[0].clone();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let (id, _) = fencelab::class::seat_of(&url).unwrap();
+        let stream = RoomKeys::new(&id).stream("alice");
+        loop {
+            let entries: Vec<(String, Vec<(String, String)>)> =
+                redis::cmd("XRANGE").arg(&stream).arg("-").arg("+").query(&mut con(&url)).unwrap();
+            let stopped = entries.iter().any(|(_, f)| f.iter().any(|(_, v)| v.contains("SIGSTOP")));
+            if stopped {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "alice's SIGSTOP never posted");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let wrote = EventKind::Worker {
+            worker: "alice".into(),
+            what: WorkerEvent::Wrote {
+                value: "alice".into(),
+                token: Some(1),
+                accepted: true,
+                redis_holder: Some("alice".into()),
+            },
+        };
+        let json = serde_json::to_string(&wrote).unwrap();
+        raw_post(&mut con(&url), &stream, last_seq(&url) + 1, "alice", &json);
+        std::thread::sleep(Duration::from_millis(500));
+        writeln!(stdin, "resume alice").unwrap();
+    });
+    assert!(projector.contains("refused from alice: a 'wrote' event while frozen"), "{projector}");
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
 }

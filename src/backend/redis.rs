@@ -360,6 +360,9 @@ pub fn redact_url(raw: &str) -> String {
     };
     if url.password().is_some() {
         let _ = url.set_password(Some("***"));
+    } else if !url.username().is_empty() {
+        // `redis://PASSWORD@host`: people write a password so; never shown either.
+        let _ = url.set_username("***");
     }
     let secret_query = url.query_pairs().any(|(k, _)| k == "pass" || k == "password");
     if secret_query {
@@ -387,6 +390,8 @@ mod tests {
             ("rediss://alice:hunter2@db.example:6380", "rediss://alice:***@db.example:6380"),
             ("unix:///tmp/r.sock?pass=hunter2&db=1", "unix:///tmp/r.sock?pass=***&db=1"),
             ("redis://localhost", "redis://localhost"),
+            // A password written where the user name goes is still a password.
+            ("redis://hunter2@localhost:6379", "redis://***@localhost:6379"),
             ("not a url :hunter2", "<unparsable URL>"),
         ] {
             let out = redact_url(raw);

@@ -44,10 +44,12 @@ fn is_mine(kind: &EventKind, me: &str) -> bool {
 
 /// Join with `url`, play the student's worker (run by `program worker`) when the
 /// instructor starts, and show each event with `show` as it is posted (`Here`) and as
-/// the room mirrors it (`Room`).
+/// the room mirrors it (`Room`). `leave`: the student quits; their worker is killed
+/// as a crash is, and its last events posted, so the room learns at once.
 pub async fn attend(
     url: &str,
     program: &Path,
+    leave: CancellationToken,
     mut show: impl FnMut(Seen, &Event),
 ) -> Result<(), ClassError> {
     let mut desk = Desk::join(url).await?;
@@ -126,6 +128,7 @@ pub async fn attend(
     let mut watching = true;
     let mut room_ended = false;
     let mut linger = None;
+    let mut leaving = false;
     loop {
         let finished = done.is_cancelled();
         for event in log.since(posted) {
@@ -133,7 +136,7 @@ pub async fn attend(
             desk.post(&event.kind).await?;
             posted += 1;
         }
-        if finished && (room_ended || !watching) {
+        if finished && (room_ended || !watching || leave.is_cancelled()) {
             break;
         }
         // After its own worker, the student still sees the rest of the run, a while.
@@ -145,6 +148,10 @@ pub async fn attend(
         };
         tokio::select! {
             _ = grown.changed() => {}
+            () = leave.cancelled(), if !leaving => {
+                leaving = true;
+                let _ = commands.send(WorkerCommand::Crash);
+            }
             () = done.cancelled(), if linger.is_none() => {
                 linger = Some(tokio::time::Instant::now() + ROOM_LINGER);
             }

@@ -102,12 +102,16 @@ async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, ClassEr
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(DEADLINE))
         .set_response_timeout(None);
-    deadline(client.get_multiplexed_async_connection_with_config(&config)).await.map_err(|e| {
-        unreachable(match e {
-            ClassError::Redis(reason) => reason,
-            other => other.to_string(),
-        })
-    })
+    let connecting = client.get_multiplexed_async_connection_with_config(&config);
+    match tokio::time::timeout(DEADLINE, connecting).await {
+        Ok(Ok(con)) => Ok(con),
+        // Something answered, not in Redis's protocol: said as `run` says it.
+        Ok(Err(e)) if e.kind() == redis::ErrorKind::Parse => {
+            Err(unreachable("it did not answer like a Redis server (is it Redis?)".into()))
+        }
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Err(_) => Err(unreachable(ClassError::Timeout.to_string())),
+    }
 }
 
 /// Run one Redis call with the class's deadline.

@@ -36,11 +36,33 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     let lesson = scenario_ref::load(&args.scenario)?;
     // The user's Redis, or a private one students on the LAN can reach, with a
     // password of its own (never shown: students get users of their own).
+    // `--redis URL` (or REDIS_URL) names the class's Redis; without it, a private
+    // one. Both with `--host` is a contradiction, refused rather than guessed at.
     let (_server, admin_url) = match &backend.redis {
-        Some(url) => (None, url.clone()),
+        Some(url) => {
+            let from = if std::env::var("REDIS_URL").ok().as_ref() == Some(url) {
+                "REDIS_URL"
+            } else {
+                "--redis"
+            };
+            let shown = crate::backend::redis::redact_url(url);
+            if args.host.is_some() {
+                anyhow::bail!(
+                    "--host names this machine in the join URLs of a private redis-server, but {from} \
+                     names the class's Redis ({shown}), whose URL students reach: drop one"
+                );
+            }
+            eprintln!("the class uses the Redis at {shown} (from {from})");
+            (None, url.clone())
+        }
         None => {
             let host = args.host.clone().or_else(hostname).unwrap_or_else(|| args.listen.clone());
             let (server, url) = private_redis(&args.listen, &host)?;
+            let shown = crate::backend::redis::redact_url(&url);
+            eprintln!(
+                "the class uses a private redis-server listening on {}: {shown}",
+                args.listen
+            );
             (Some(server), url)
         }
     };
@@ -58,19 +80,23 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                     None => ExitCode::from(EXIT_INTERRUPTED),
                 });
             }
-            say(&format!("class room {} is open; each student runs:", room.keys.id));
+            print(&format!("class room {} is open; each student runs:", room.keys.id))?;
             for seat in room.seats() {
                 let command = format!("fencelab join '{}'", seat.join_url());
-                say(&format!("\n{}:\n  {command}", seat.name));
+                print(&format!("\n{}:\n  {command}", seat.name))?;
                 if let Ok(code) = qrcode::QrCode::new(command.as_bytes()) {
-                    say(&code
-                        .render::<qrcode::render::unicode::Dense1x2>()
-                        .quiet_zone(true)
-                        .build());
+                    print(
+                        &code
+                            .render::<qrcode::render::unicode::Dense1x2>()
+                            .quiet_zone(true)
+                            .build(),
+                    )?;
                 }
             }
             let mut typed = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-            let here = wait_for(&mut room, &args.students, &mut typed, &cancel).await?;
+            let Some(here) = wait_for(&mut room, &args.students, &mut typed, &cancel).await? else {
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            };
             let scenario = for_students(&lesson.scenario, &here);
             play(&mut room, &admin_url, &scenario, args.fencing, typed, &cancel).await
         };
@@ -89,11 +115,45 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             Err(left) if cancel.is_cancelled() => eprintln!("{left}"),
             closed => closed.context("closing the room")?,
         }
-        outcome
+        // Output into a closed pipe (`| head -1`) ends the class quietly.
+        match outcome {
+            Err(e) if e.is::<StdoutClosed>() => Ok(ExitCode::SUCCESS),
+            outcome => outcome,
+        }
     });
     // The read of typed commands blocks a thread on stdin: do not wait for it.
     runtime.shutdown_background();
     result
+}
+
+/// Standard output was closed (`| head -1`): the class ends, quietly.
+#[derive(Debug, thiserror::Error)]
+#[error("standard output was closed")]
+struct StdoutClosed;
+
+/// Print a line (its control characters made visible); a closed stdout is an error
+/// that ends the class quietly.
+fn print(line: &str) -> Result<(), StdoutClosed> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", crate::output::printable::printable(line))
+        .and_then(|()| out.flush())
+        .map_err(|_| StdoutClosed)
+}
+
+/// Resolves once nobody reads standard output any more (the reader of a pipe has
+/// gone, `| head -1`): waiting for students who may never come would never notice,
+/// as nothing is written meanwhile.
+async fn stdout_closed() {
+    loop {
+        let mut fd = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+        // SAFETY: one pollfd we own, a zero timeout: poll only reads and writes it.
+        let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+        if ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }
 
 /// A private redis-server listening on `listen` with a generated password (never
@@ -108,41 +168,45 @@ pub(super) fn private_redis(listen: &str, host: &str) -> anyhow::Result<(Private
 
 /// Wait until every student is connected, or the instructor presses Enter to start
 /// without those missing (or gives up with Ctrl-C): an absent student never holds up
-/// the class. Returns the students who play, in roll order.
+/// the class. Returns the students who play, in roll order (None: interrupted).
 async fn wait_for(
     room: &mut Room,
     students: &[String],
     typed: &mut Typed,
     cancel: &CancellationToken,
-) -> anyhow::Result<Vec<String>> {
-    say("\nwaiting for every student; press Enter to start without those missing");
+) -> anyhow::Result<Option<Vec<String>>> {
+    print("\nwaiting for every student; press Enter to start without those missing")?;
     let mut told = Vec::new();
     let mut typing = true;
     loop {
         let present = room.present().await?;
         for s in &present {
             if !told.contains(s) {
-                say(&format!("{s} joined"));
+                print(&format!("{s} joined"))?;
                 told.push(s.clone());
             }
         }
         if present.len() == students.len() {
-            return Ok(present);
+            return Ok(Some(present));
         }
         tokio::select! {
             () = tokio::time::sleep(ROLL_CALL) => {}
             line = typed.next_line(), if typing => match line {
-                Ok(Some(_)) if present.is_empty() => say("nobody has joined yet"),
+                Ok(Some(_)) if present.is_empty() => print("nobody has joined yet")?,
                 Ok(Some(_)) => {
                     let missing: Vec<&str> =
                         students.iter().filter(|s| !present.contains(s)).map(String::as_str).collect();
-                    say(&format!("starting without {}: they sit this run out", missing.join(", ")));
-                    return Ok(present);
+                    print(&format!("starting without {}: they sit this run out", missing.join(", ")))?;
+                    return Ok(Some(present));
                 }
                 // No more input (not a terminal, or closed): wait for everyone.
                 _ => typing = false,
             },
-            () = cancel.cancelled() => anyhow::bail!("interrupted before every student joined"),
+            () = cancel.cancelled() => {
+                eprintln!("interrupted before every student joined");
+                return Ok(None);
+            }
+            () = stdout_closed() => return Err(StdoutClosed.into()),
         }
     }
 }
@@ -213,15 +277,16 @@ pub fn join(url: &str, headless: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut transcript = Transcript::default();
-    let joined = runtime.block_on(attend(url, &program, |seen, event| {
-        // This machine's worker is shown as it happens, not again from the room.
-        let again = seen == Seen::Room { mine: true };
-        if !again && !matches!(event.kind, EventKind::Command { .. }) {
-            for line in transcript.lines(event) {
-                say(&line);
+    let joined =
+        runtime.block_on(attend(url, &program, CancellationToken::new(), |seen, event| {
+            // This machine's worker is shown as it happens, not again from the room.
+            let again = seen == Seen::Room { mine: true };
+            if !again && !matches!(event.kind, EventKind::Command { .. }) {
+                for line in transcript.lines(event) {
+                    say(&line);
+                }
             }
-        }
-    }));
+        }));
     runtime.shutdown_background();
     joined?;
     Ok(ExitCode::SUCCESS)

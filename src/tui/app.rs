@@ -716,8 +716,15 @@ impl App {
             }
             QuizNews::Cursor(at_ms) => self.class_cursor_ms = self.class_cursor_ms.max(at_ms),
             QuizNews::Failed(error) => {
-                let why = "has the instructor ended the class?";
-                self.error = Some(format!("the room's questions stopped: {error} ({why})"));
+                self.error = Some(match (&self.class, self.log_ended()) {
+                    (Some(ClassSeat::Student(_)), Some(_)) => {
+                        "The instructor ended the class.".to_string()
+                    }
+                    (Some(ClassSeat::Student(_)), None) => {
+                        "The class's room has gone: the instructor ended the class (or the network to them is down).".to_string()
+                    }
+                    _ => format!("the room's questions stopped: {error}"),
+                });
             }
         }
         Vec::new()

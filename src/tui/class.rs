@@ -97,6 +97,11 @@ pub async fn instruct(
         // on underneath), while the class answers.
         let label = app.run_label();
         let mut narration = lesson.narration.clone();
+        // A class plays one run: its narration alone, with no offer of the next.
+        narration.runs.retain(|r| r.label == label);
+        for step in narration.runs.iter_mut().flat_map(|r| r.steps.iter_mut()) {
+            step.body = without_next_run(&step.body);
+        }
         // The narration names the scenario's workers, the lanes the students: each
         // run's first step says who plays whom.
         let cast = parts(&lesson.scenario, &here);
@@ -116,6 +121,19 @@ pub async fn instruct(
     let _ = tokio::time::timeout(WIND_DOWN, mirrored).await;
     shown?;
     Ok(Some((outcome, log)))
+}
+
+/// A narration step's text without its paragraphs offering `c` (the next run), which
+/// a class does not play: said instead how to see it.
+fn without_next_run(body: &str) -> String {
+    let offers = |p: &str| p.contains("Press **c**") || p.to_lowercase().contains("press c");
+    if !body.split("\n\n").any(offers) {
+        return body.to_string();
+    }
+    let kept: Vec<&str> = body.split("\n\n").filter(|p| !offers(p)).collect();
+    let said = "*A class plays one run: for the next, end this class (q) and start another \
+                (with `--fencing` for fencing tokens on).*";
+    kept.into_iter().chain([said]).collect::<Vec<_>>().join("\n\n")
 }
 
 /// Who plays which of the scenario's workers: "In this class alice and carol play
@@ -300,8 +318,10 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     let mut ui = Ui::enter(None)?;
     let (heard, mut room) = mpsc::unbounded_channel();
     let joined = url.clone();
+    let leave = CancellationToken::new();
+    let leaving = leave.clone();
     let mut attending = tokio::spawn(async move {
-        attend(&joined, &program, |seen, event| {
+        attend(&joined, &program, leaving, |seen, event| {
             if let Seen::Room { .. } = seen {
                 let _ = heard.send(event.clone());
             }
@@ -336,7 +356,10 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     };
     let quiz = Some(QuizLink::student(url));
     let shown = event_loop(&mut app, Source::Hosted { log, control: None, quiz }, ui).await;
-    // Quitting ends the worker process with the task that owns it.
+    // Quitting kills the worker as a crash does and tells the room (a run still under
+    // way then goes on without this student); then the task that owns it ends.
+    leave.cancel();
+    let _ = tokio::time::timeout(WIND_DOWN, &mut attending).await;
     attending.abort();
     copier.abort();
     shown

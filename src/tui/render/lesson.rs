@@ -207,6 +207,12 @@ fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, w
         }
         lines.push(Line::raw(""));
     }
+    if app.class.is_some() {
+        // A class plays one run: the next is another class (`--fencing` for tokens on).
+        let next = "a class plays one run: q ends the class; start it again (--fencing for tokens on) for another";
+        lines.extend(wrapped("", next, width, t.key));
+        return;
+    }
     let next = format!("press c for the next run: {}", app.compare_label());
     lines.extend(wrapped("", &next, width, t.key));
     lines.push(Line::from(vec![

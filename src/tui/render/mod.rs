@@ -25,7 +25,7 @@ mod timeline;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use super::app::{App, Overlay};
+use super::app::{App, ClassSeat, Overlay};
 
 pub use timeline::{LaneRow, lane_at, lane_rows, lanes_per_page};
 
@@ -187,7 +187,11 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     panels::footer(a.footer, buf, app);
     if let Some(error) = &app.error {
-        overlay::error(screen, buf, &app.theme, error);
+        if let Some(ClassSeat::Student(_)) = &app.class {
+            overlay::class_over(screen, buf, &app.theme, error);
+        } else {
+            overlay::error(screen, buf, &app.theme, error);
+        }
     }
     if app.overlay == Overlay::Help {
         overlay::help(screen, buf, &app.theme, app.help_scroll);

@@ -89,6 +89,25 @@ pub fn error(screen: Rect, buf: &mut Buffer, theme: &Theme, message: &str) {
         .render(area, buf);
 }
 
+/// A student's screen when the room has gone: said plainly, with nothing to retry
+/// (a student cannot restart the instructor's class).
+pub fn class_over(screen: Rect, buf: &mut Buffer, theme: &Theme, message: &str) {
+    let area = centered(screen, 76, 7);
+    Clear.render(area, buf);
+    let lines = vec![
+        Line::styled(message.to_string(), theme.title),
+        Line::raw(""),
+        Line::styled("← → inspect the run · Esc: close · q: quit", theme.dim),
+    ];
+    Paragraph::new(lines)
+        .style(theme.base)
+        .wrap(Wrap { trim: true })
+        .block(
+            Block::default().borders(Borders::ALL).border_style(theme.title).title(" Class over "),
+        )
+        .render(area, buf);
+}
+
 pub fn too_small(screen: Rect, buf: &mut Buffer, theme: &Theme) {
     Clear.render(screen, buf);
     let text = vec![
