@@ -293,6 +293,14 @@ pub struct BreakArgs {
     /// Do not replay it on real servers.
     #[arg(long, overrides_with = "confirm")]
     pub no_confirm: bool,
+    /// Run every trial on real servers instead of the simulator (always so when the
+    /// workers are programs): fewer trials, placed at the workers' own moments.
+    #[arg(long)]
+    pub real: bool,
+    /// On real servers, real time per scenario time (0.5, the default: leases,
+    /// pauses and work take half as long, so trials are twice as fast).
+    #[arg(long, value_name = "X")]
+    pub time_scale: Option<f64>,
 }
 
 #[derive(Debug, Clone, Args)]

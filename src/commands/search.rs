@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
-use crate::backend::deployment::{Shape, deploy};
+use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, BreakArgs};
 use crate::engine::RunOptions;
@@ -20,7 +20,8 @@ use crate::engine::log::Event;
 use crate::output::transcript::{Transcript, verdict};
 use crate::runtime;
 use crate::scenario::{Expectation, Scenario};
-use crate::search::{self, Budget, Found, Options, Progress, report, space};
+use crate::search::real::{self, RealTrials};
+use crate::search::{self, Budget, Options, Progress, report, space};
 
 /// Schedules tried when neither --budget nor --time is given.
 const DEFAULT_BUDGET: u64 = 10_000;
@@ -102,18 +103,39 @@ struct One<'a> {
 
 impl One<'_> {
     fn search(&self, scenario: &Scenario, options: &Options) -> anyhow::Result<ExitCode> {
+        // Trials on real servers, started once for the whole search.
+        let real = self.args.real;
+        let deployment =
+            real.then(|| deploy(&self.backend.targets(), Shape::of(scenario))).transpose()?;
+        let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
         let bar = progress_bar(options.budget);
-        let outcome = search::search(scenario, options, self.cancel, |p: Progress| {
+        let progress = |p: Progress| {
             if let Some(bar) = &bar {
                 bar.set_position(p.tried);
                 bar.set_message(format!("{} violations found", p.violations));
             }
-        });
+        };
+        let outcome = match &deployment {
+            Some(deployment) => {
+                RealTrials::new(deployment, self.signals, self.cancel.clone(), time_scale).and_then(
+                    |mut trials| {
+                        search::search_with(&mut trials, scenario, options, self.cancel, progress)
+                    },
+                )
+            }
+            None => search::search(scenario, options, self.cancel, progress),
+        };
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
         let outcome = outcome?;
         say(&report::design_line(&outcome));
+        if let Some(deployment) = &deployment {
+            say(&format!(
+                "every trial a real run on {} at {time_scale}x real time per scenario time",
+                deployment.describe()
+            ));
+        }
         for line in report::summary(&outcome) {
             say(&line);
         }
@@ -137,7 +159,13 @@ impl One<'_> {
         if self.args.no_confirm || self.cancel.is_cancelled() {
             return Ok(ExitCode::SUCCESS);
         }
-        confirm_on_servers(&found.scenario, self.backend, self.cancel, self.signals)
+        match &deployment {
+            Some(deployment) => {
+                let replay = Replay { deployment, time_scale, found_on: Found::Real };
+                replay.confirm(&found.scenario, self.cancel, self.signals)
+            }
+            None => confirm_on_servers(&found.scenario, self.backend, self.cancel, self.signals),
+        }
     }
 }
 
@@ -172,7 +200,7 @@ fn print_transcript(events: &[Event]) {
 }
 
 /// The counterexample as a scenario file, with a comment saying where it came from.
-fn save(found: &Found, path: &std::path::Path) -> anyhow::Result<()> {
+fn save(found: &search::Found, path: &std::path::Path) -> anyhow::Result<()> {
     let body = toml::to_string(&found.scenario).context("cannot write the scenario as TOML")?;
     let head = format!(
         "# Found by `fencelab break`, shrunk to the smallest story that still breaks it:\n{}\n",
@@ -195,33 +223,69 @@ fn confirm_on_servers(
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let expected: Expectation = match scenario.expect.for_mode(scenario.fencing) {
-        Some(e) => e.clone(),
-        None => return Ok(ExitCode::SUCCESS),
-    };
-    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
-    let run =
-        crate::engine::run(lock, storage, scenario, RunOptions::new(scenario.fencing), cancel);
-    let events = runtime.block_on(run)?.snapshot();
-    if cancel.is_cancelled() {
-        say("interrupted while confirming on real servers");
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
-    }
-    let diffs = compare(&expected, &events, &check(&events));
-    if diffs.is_empty() {
-        say(&format!(
-            "confirmed on {}: the same outcome (storage [{}], checker [{}])",
-            deployment.describe(),
-            expected.storage.join(", "),
-            expected.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-        ));
-        Ok(ExitCode::SUCCESS)
-    } else {
-        say(&format!(
-            "the simulator and {} disagree: {} (a finding for the differential test)",
-            deployment.describe(),
-            diffs.join("; ")
-        ));
+    let replay = Replay { deployment: &deployment, time_scale: 1.0, found_on: Found::Simulator };
+    replay.confirm(scenario, cancel, runtime)
+}
+
+/// Where the counterexample was found, which says what a different replay means.
+#[derive(Clone, Copy)]
+enum Found {
+    Simulator,
+    Real,
+}
+
+/// The counterexample run once more on real servers.
+struct Replay<'a> {
+    deployment: &'a Deployment,
+    time_scale: f64,
+    found_on: Found,
+}
+
+impl Replay<'_> {
+    /// Run it and compare with the outcome its `expect` states.
+    fn confirm(
+        &self,
+        scenario: &Scenario,
+        cancel: &CancellationToken,
+        runtime: &tokio::runtime::Runtime,
+    ) -> anyhow::Result<ExitCode> {
+        let expected: Expectation = match scenario.expect.for_mode(scenario.fencing) {
+            Some(e) => e.clone(),
+            None => return Ok(ExitCode::SUCCESS),
+        };
+        let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
+        let options =
+            RunOptions { time_scale: self.time_scale, ..RunOptions::new(scenario.fencing) };
+        let run = crate::engine::run(lock, storage, scenario, options, cancel);
+        let events = runtime.block_on(run)?.snapshot();
+        if cancel.is_cancelled() {
+            say("interrupted while confirming on real servers");
+            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        }
+        let diffs = compare(&expected, &events, &check(&events));
+        let describe = self.deployment.describe();
+        if diffs.is_empty() {
+            say(&format!(
+                "confirmed on {describe}{}: the same outcome (storage [{}], checker [{}])",
+                match self.found_on {
+                    Found::Simulator => "",
+                    Found::Real => ", run again",
+                },
+                expected.storage.join(", "),
+                expected.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ));
+            return Ok(ExitCode::SUCCESS);
+        }
+        say(&match self.found_on {
+            Found::Simulator => format!(
+                "the simulator and {describe} disagree: {} (a finding for the differential test)",
+                diffs.join("; ")
+            ),
+            Found::Real => format!(
+                "run again on {describe}, it did not break the same way: {} (real runs race: try a --time-scale nearer 1)",
+                diffs.join("; ")
+            ),
+        });
         Ok(ExitCode::FAILURE)
     }
 }

@@ -253,6 +253,9 @@ pub struct Space {
 /// How many start times and lengths each grid has, about.
 const GRID_PARTS: u64 = 40;
 
+/// About as many on real servers: a few trials placed well, not many.
+const COARSE_PARTS: u64 = 8;
+
 /// Schedules hold at most this many faults: the smallest stories are one or two.
 pub const MAX_FAULTS: usize = 2;
 
@@ -260,6 +263,16 @@ impl Space {
     /// The space for `design`, whose fault-free run ends at `end_ms`: starts from 0 to
     /// then, lengths up to two leases and the run (5 s for a lock without a lease).
     pub fn new(design: &Scenario, kinds: &[FaultKind], end_ms: u64) -> Space {
+        Space::with_parts(design, kinds, end_ms, GRID_PARTS)
+    }
+
+    /// The same space on grids of about [`COARSE_PARTS`] steps: for trials on real
+    /// servers, each a run of seconds, and for their shrinking.
+    pub fn coarse(design: &Scenario, kinds: &[FaultKind], end_ms: u64) -> Space {
+        Space::with_parts(design, kinds, end_ms, COARSE_PARTS)
+    }
+
+    fn with_parts(design: &Scenario, kinds: &[FaultKind], end_ms: u64, parts: u64) -> Space {
         let mut targets = Vec::new();
         for &kind in kinds {
             if kind == FaultKind::Pause || kind == FaultKind::Delay {
@@ -269,12 +282,12 @@ impl Space {
                 targets.extend((1..=design.lock.nodes()).map(|n| (kind, Target::Node(n))));
             }
         }
-        let start_step = round_step(end_ms, GRID_PARTS);
+        let start_step = round_step(end_ms, parts);
         let start =
             Grid { from: 0, to: end_ms.div_ceil(start_step) * start_step, step: start_step };
         let lease = if design.ttl_ms == 0 { 5000 } else { design.ttl_ms };
         let longest = 2 * lease + end_ms;
-        let length_step = round_step(longest, GRID_PARTS);
+        let length_step = round_step(longest, parts);
         let length = Grid {
             from: length_step,
             to: longest.div_ceil(length_step) * length_step,
