@@ -39,6 +39,7 @@ fn busy_scenario() -> Scenario {
                 })
                 .collect(),
             clock_rate: 1.0,
+            program: None,
         })
         .collect();
     scenario

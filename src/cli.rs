@@ -13,7 +13,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
                   watch its lease expire while it still believes it holds the lock, see its stale \
                   write land, then turn on fencing tokens and watch the storage reject it.\n\n\
                   Without a subcommand, fencelab opens the interactive playground; \
-                  `fencelab run gc-pause` prints the experiment as text."
+                  `fencelab run gc-pause` prints the experiment as text.\n\n\
+                  Your own lock, in any language: `--program \"python3 my_lock.py\"` runs it as \
+                  the workers (the worker protocol: docs/worker-protocol.md)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -262,6 +264,12 @@ pub struct RunArgs {
     /// SIGKILL (real servers only).
     #[arg(long)]
     pub processes: bool,
+    /// Run every worker of the scenario as your own program, in any language, driven
+    /// through the scenario's steps: "CMD ARGS", split as a shell would and run without
+    /// one (in the current folder). Its lines speak the worker protocol:
+    /// docs/worker-protocol.md. Real servers only.
+    #[arg(long, value_name = "\"CMD ARGS\"")]
+    pub program: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -328,6 +336,12 @@ pub struct PlayOptions {
     /// SIGKILL (real servers only).
     #[arg(long)]
     pub processes: bool,
+    /// Run every worker of the scenario as your own program, in any language, driven
+    /// through the scenario's steps: "CMD ARGS", split as a shell would and run without
+    /// one (in the current folder). Its lines speak the worker protocol:
+    /// docs/worker-protocol.md. Real servers only.
+    #[arg(long, value_name = "\"CMD ARGS\"")]
+    pub program: Option<String>,
     #[command(flatten)]
     pub keep: Keep,
 }
@@ -339,6 +353,12 @@ pub struct LessonArgs {
     /// High-contrast theme for projectors (toggle with `m`).
     #[arg(long)]
     pub presenter: bool,
+    /// Run every worker of the scenario as your own program, in any language, driven
+    /// through the scenario's steps: "CMD ARGS", split as a shell would and run without
+    /// one (in the current folder). Its lines speak the worker protocol:
+    /// docs/worker-protocol.md. Real servers only.
+    #[arg(long, value_name = "\"CMD ARGS\"")]
+    pub program: Option<String>,
     #[command(flatten)]
     pub keep: Keep,
 }
@@ -363,6 +383,7 @@ impl From<&LessonArgs> for PlayArgs {
             options: PlayOptions {
                 presenter: args.presenter,
                 keep: args.keep.clone(),
+                program: args.program.clone(),
                 ..PlayOptions::default()
             },
         }
@@ -382,6 +403,7 @@ impl Default for PlayOptions {
             speed: 1.0,
             presenter: false,
             processes: false,
+            program: None,
             keep: Keep::default(),
         }
     }

@@ -22,7 +22,7 @@ fn worker(name: String) -> impl Strategy<Value = WorkerSpec> {
                 Step::Write { value: "second".into() },
                 Step::Release,
             ]);
-            WorkerSpec { name: name.clone(), start_ms, steps, clock_rate: 1.0 }
+            WorkerSpec { name: name.clone(), start_ms, steps, clock_rate: 1.0, program: None }
         },
     )
 }

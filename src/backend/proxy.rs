@@ -75,6 +75,20 @@ impl Upstream {
     }
 }
 
+/// Bytes the proxy carried, copied for a reader of the traffic (a foreign program's
+/// inspector decodes the commands it sent): which connection, which way, what.
+#[derive(Debug)]
+pub struct Tapped {
+    /// Counts the proxy's connections from 0.
+    pub connection: u64,
+    /// From the worker to the server (a request), else a reply as the worker gets it.
+    pub request: bool,
+    pub bytes: Vec<u8>,
+}
+
+/// Where a tapped proxy copies what it carries.
+pub type Tap = tokio::sync::mpsc::UnboundedSender<Tapped>;
+
 /// Start a proxy to `upstream` on a free loopback port; returns the address to dial.
 /// It stops (listener and every connection) when `cancel` is cancelled.
 pub async fn listen(
@@ -83,10 +97,22 @@ pub async fn listen(
     cancel: CancellationToken,
     tasks: &TaskTracker,
 ) -> io::Result<SocketAddr> {
+    listen_tapped(upstream, condition, cancel, tasks, None).await
+}
+
+/// [`listen`], copying every request and (when delivered) every reply to `tap`.
+pub async fn listen_tapped(
+    upstream: Upstream,
+    condition: watch::Receiver<LinkCondition>,
+    cancel: CancellationToken,
+    tasks: &TaskTracker,
+    tap: Option<Tap>,
+) -> io::Result<SocketAddr> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
     let tracker = tasks.clone();
     tasks.spawn(async move {
+        let mut connections = 0..;
         loop {
             let accepted = tokio::select! {
                 () = cancel.cancelled() => break,
@@ -95,7 +121,9 @@ pub async fn listen(
             // An accept error (out of descriptors) ends the proxy: the worker's next
             // connection is refused, which it reports, rather than a busy loop here.
             let Ok((client, _)) = accepted else { break };
-            tracker.spawn(carry(client, upstream.clone(), condition.clone(), cancel.clone()));
+            let tap = tap.clone().zip(connections.next());
+            let (upstream, condition) = (upstream.clone(), condition.clone());
+            tracker.spawn(carry(client, upstream, condition, cancel.clone(), tap));
         }
     });
     Ok(addr)
@@ -108,7 +136,13 @@ async fn carry(
     upstream: Upstream,
     mut condition: watch::Receiver<LinkCondition>,
     cancel: CancellationToken,
+    tap: Option<(Tap, u64)>,
 ) {
+    let copy = |request: bool, bytes: &[u8]| {
+        if let Some((tap, connection)) = &tap {
+            let _ = tap.send(Tapped { connection: *connection, request, bytes: bytes.to_vec() });
+        }
+    };
     // A connection opened while the link is cut waits for the heal before it reaches
     // the server (as a connection attempt on a dead route retries), and what it sent
     // meanwhile is dropped: nothing sent during a partition arrives.
@@ -146,6 +180,7 @@ async fn carry(
             }
             read = from_client.read(&mut up) => match read {
                 Ok(n) if n > 0 => {
+                    copy(true, &up[..n]);
                     if to_server.write_all(&up[..n]).await.is_err() {
                         return;
                     }
@@ -160,10 +195,11 @@ async fn carry(
                 _ => return,
             },
             () = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
-                if let Some((_, bytes)) = in_flight.pop_front()
-                    && to_client.write_all(&bytes).await.is_err()
-                {
-                    return;
+                if let Some((_, bytes)) = in_flight.pop_front() {
+                    copy(false, &bytes);
+                    if to_client.write_all(&bytes).await.is_err() {
+                        return;
+                    }
                 }
             }
         }

@@ -119,6 +119,7 @@ fn frame_ms(names: &[String], received: &[(f64, String)]) -> f64 {
         start_ms: 0,
         steps: vec![Step::Work { ms: 50 }],
         clock_rate: 1.0,
+        program: None,
     });
     let scenario = Scenario { workers: workers.collect(), ..base };
     let events: Vec<Event> = received

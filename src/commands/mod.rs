@@ -94,7 +94,8 @@ fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 }
 
 fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
-    let (args, lesson) = (&play.options, scenario_ref::load(&play.scenario)?);
+    let (args, mut lesson) = (&play.options, scenario_ref::load(&play.scenario)?);
+    lesson.scenario = scenario_ref::with_program(lesson.scenario, args.program.as_deref())?;
     let options = crate::tui::Options {
         speed: if args.speed == 1.0 { lesson.scenario.speed.unwrap_or(1.0) } else { args.speed },
         lesson,

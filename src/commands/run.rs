@@ -29,6 +29,7 @@ pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = scenario_ref::load(&args.scenario)?.scenario;
+    let scenario = scenario_ref::with_program(scenario, args.program.as_deref())?;
     if args.fencing.is_some() && !scenario.variants.is_empty() {
         bail!(
             "{:?} defines its own runs ({}); --fencing does not apply to it",

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::bail;
 
 use crate::lesson::{self, Lesson};
-use crate::scenario::{builtin, builtin_names};
+use crate::scenario::{Program, Scenario, builtin, builtin_names};
 
 /// Load what a user named: a course lesson (with its narration), another built-in
 /// scenario, or a file (with the narration beside it, if there is one).
@@ -25,4 +25,20 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Lesson> {
         );
     }
     lesson::load_file(path)
+}
+
+/// `--program "CMD ARGS"`: every worker of `scenario` runs that program, in the
+/// current folder (split as a shell would split it; no shell runs it).
+pub fn with_program(mut scenario: Scenario, program: Option<&str>) -> anyhow::Result<Scenario> {
+    let Some(program) = program else { return Ok(scenario) };
+    let argv = match shlex::split(program) {
+        Some(argv) if !argv.is_empty() && argv.iter().all(|a| !a.contains('\0')) => argv,
+        _ => bail!(
+            "--program {program:?}: expected a command and its arguments, e.g. --program \"python3 my_lock.py\""
+        ),
+    };
+    for worker in &mut scenario.workers {
+        worker.program = Some(Program { argv: argv.clone(), dir: None });
+    }
+    Ok(scenario)
 }

@@ -13,6 +13,7 @@ pub mod log;
 mod observer;
 pub mod pacer;
 pub mod process;
+pub mod program;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -174,6 +175,8 @@ async fn prepare_placed(
     let links = Arc::new(Links::new(&scenario.faults, |ms| scale.real(ms as f64), &cancel));
     let mut clients = Vec::with_capacity(scenario.workers.len());
     let mut children = Vec::new();
+    // The workers fencelab runs itself; a foreign program's are started below.
+    let own = || scenario.workers.iter().filter(|w| w.program.is_none());
     match &options.processes {
         _ if hosted.is_some() => {}
         Some(_) if scenario.faults.iter().any(|f| f.kind.through_link()) => {
@@ -189,7 +192,7 @@ async fn prepare_placed(
                     crate::backend::describe(lock, storage)
                 )));
             };
-            for spec in &scenario.workers {
+            for spec in own() {
                 let orders = process::Orders {
                     scenario: scenario.clone(),
                     worker: spec.name.clone(),
@@ -205,7 +208,7 @@ async fn prepare_placed(
             }
         }
         None => {
-            for w in &scenario.workers {
+            for w in own() {
                 clients.push(match links.of(&w.name) {
                     Some(link) => (
                         lock.connect_via(&keys, link).await?,
@@ -216,6 +219,17 @@ async fn prepare_placed(
             }
         }
     }
+    let holders = Arc::new(observer::Holders::default());
+    let started = program::start(
+        (lock, storage),
+        scenario,
+        (&keys, &links),
+        (options.fencing, options.time_scale),
+        &holders,
+    )
+    .await?;
+    // The observer reads the lock where the programs said it is.
+    let keys = started.as_ref().map_or(keys, |s| s.keys.clone());
     let observer_clients = connect(lock, storage, &keys).await?;
     let bookkeeper = connect(lock, storage, &keys).await?;
     let fault_client = match scenario.faults.iter().any(|f| f.worker.is_none()) {
@@ -239,7 +253,7 @@ async fn prepare_placed(
     let settings = WorkerSettings::of(scenario, fencing.clone());
     let mut senders = BTreeMap::new();
     let mut workers: Vec<WorkerRun> = Vec::new();
-    for (spec, (lock, storage)) in scenario.workers.iter().zip(clients) {
+    for (spec, (lock, storage)) in own().zip(clients) {
         let (tx, rx) = mpsc::unbounded_channel();
         senders.insert(spec.name.clone(), tx);
         workers.push(Box::pin(
@@ -262,14 +276,22 @@ async fn prepare_placed(
             workers.push(host.run(&spec.name, log.clone(), rx, fencing.clone(), cancel.clone()));
         }
     }
-    for (spec, child) in scenario.workers.iter().zip(children) {
+    if let Some(started) = &started {
+        for spec in scenario.workers.iter().filter(|w| w.program.is_some()) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            senders.insert(spec.name.clone(), tx);
+            let host = &started.host;
+            workers.push(host.run(&spec.name, log.clone(), rx, fencing.clone(), cancel.clone()));
+        }
+    }
+    for (spec, child) in own().zip(children) {
         let (tx, rx) = mpsc::unbounded_channel();
         senders.insert(spec.name.clone(), tx);
         workers.push(Box::pin(child.run(log.clone(), rx, fencing.clone(), cancel.clone())));
     }
     let handle = RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
     Ok(PreparedRun {
-        observer: Observer::new(observer_clients, names, log.clone()),
+        observer: Observer::new(observer_clients, names, log.clone(), holders),
         log,
         workers,
         bookkeeper,

@@ -34,6 +34,27 @@ const IDLE_READ_MS: f64 = 100.0;
 /// A lease end that moves by more than this (scenario ms) is a renewal worth recording.
 const DEADLINE_SLACK_MS: f64 = 5.0;
 
+/// Which worker a lock value stands for. fencelab's own workers put their name in
+/// front of the value (`A:…`); a foreign program's library picks its own (a UUID), and
+/// the program tells it with its `acquired` report, so the truth lane can name the
+/// holder the server really has.
+#[derive(Default)]
+pub struct Holders(std::sync::Mutex<std::collections::HashMap<String, String>>);
+
+impl Holders {
+    pub fn insert(&self, value: &str, worker: &str) {
+        if let Ok(mut known) = self.0.lock() {
+            known.insert(value.to_string(), worker.to_string());
+        }
+    }
+
+    /// The worker `value` stands for: a reported one, else the name in front of it.
+    pub fn name(&self, value: &str) -> String {
+        let known = self.0.lock().ok().and_then(|k| k.get(value).cloned());
+        known.unwrap_or_else(|| holder_name(value).to_string())
+    }
+}
+
 pub struct Observer {
     lock: Box<dyn LockClient>,
     storage: Box<dyn StorageClient>,
@@ -43,6 +64,7 @@ pub struct Observer {
     last: Option<Truth>,
     /// Scenario time at which the last recorded lease ends.
     last_deadline: Option<f64>,
+    holders: Arc<Holders>,
 }
 
 impl Observer {
@@ -51,8 +73,9 @@ impl Observer {
         (lock, storage): (Box<dyn LockClient>, Box<dyn StorageClient>),
         names: (String, String),
         log: Arc<EventLog>,
+        holders: Arc<Holders>,
     ) -> Self {
-        Observer { lock, storage, names, log, last: None, last_deadline: None }
+        Observer { lock, storage, names, log, last: None, last_deadline: None, holders }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
@@ -92,7 +115,7 @@ impl Observer {
         let sample = TruthSample::merge(lock, storage);
         let clock = *self.log.clock();
         let now_ms = clock.now_ms();
-        let mut truth = to_truth(&sample, clock.scenario_ms(1.0));
+        let mut truth = to_truth(&sample, clock.scenario_ms(1.0), &self.holders);
         if let (Some(last), Some(due)) = (&self.last, self.last_deadline)
             && last.holder.is_some()
             && last.holder != truth.holder
@@ -143,17 +166,13 @@ async fn within<T>(
 }
 
 /// Convert a raw sample to scenario units; `per_real_ms` is scenario ms per real ms.
-fn to_truth(sample: &TruthSample, per_real_ms: f64) -> Truth {
+fn to_truth(sample: &TruthSample, per_real_ms: f64, holders: &Holders) -> Truth {
     Truth {
-        holder: sample.holder_value.as_deref().map(|v| holder_name(v).to_string()),
+        holder: sample.holder_value.as_deref().map(|v| holders.name(v)),
         ttl_ms: sample.pttl_ms.map(|ms| ms as f64 * per_real_ms),
         fence_counter: sample.fence_counter,
         storage_highest: sample.storage_highest,
-        nodes: sample
-            .nodes
-            .iter()
-            .map(|v| v.as_deref().map(|v| holder_name(v).to_string()))
-            .collect(),
+        nodes: sample.nodes.iter().map(|v| v.as_deref().map(|v| holders.name(v))).collect(),
         expired: None,
     }
 }

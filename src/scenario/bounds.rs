@@ -166,3 +166,18 @@ pub fn clock_rate<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         )))
     }
 }
+
+/// A program's argv: a program name and at most a few dozen arguments, none empty.
+pub fn argv<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let argv = Vec::<String>::deserialize(d)?;
+    match argv.first() {
+        None => {
+            Err(D::Error::custom("a program is a non-empty list: [\"python3\", \"my_lock.py\"]"))
+        }
+        Some(_) if argv.len() > 64 => Err(D::Error::custom("a program has at most 64 arguments")),
+        Some(_) if argv.iter().any(|a| a.is_empty() || a.contains('\0')) => {
+            Err(D::Error::custom("a program's arguments must be non-empty text"))
+        }
+        Some(_) => Ok(argv),
+    }
+}

@@ -478,6 +478,22 @@ pub struct WorkerSpec {
         skip_serializing_if = "bounds::is_true_rate"
     )]
     pub clock_rate: f64,
+    /// A foreign program runs this worker (argv, no shell; see docs/worker-protocol.md):
+    /// with steps it is driven through them, without steps it runs freely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<Program>,
+}
+
+/// A user's program, as the argv it is started with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Program {
+    #[serde(deserialize_with = "bounds::argv")]
+    pub argv: Vec<String>,
+    /// The folder it runs in (the scenario file's; the current one for `--program`):
+    /// set at load, not saved, so a replay never depends on where it ran.
+    #[serde(skip)]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// One thing a worker does. Steps run in order; each waits for the previous one.

@@ -43,7 +43,20 @@ pub fn parse_scenario(src: &str, file: &str) -> Result<Scenario, ScenarioError> 
     })?;
     validate_for_lock(&scenario).map_err(at)?;
     validate_wait(&scenario).map_err(at)?;
-    Ok(scenario)
+    Ok(with_program_dir(scenario, file))
+}
+
+/// A program named in a scenario runs in the scenario file's folder, so
+/// `["python3", "my_lock.py"]` finds the script next to the file.
+fn with_program_dir(mut scenario: Scenario, file: &str) -> Scenario {
+    let dir = std::path::Path::new(file).parent().map(|d| match d.as_os_str().is_empty() {
+        true => std::path::PathBuf::from("."),
+        false => d.to_path_buf(),
+    });
+    for program in scenario.workers.iter_mut().filter_map(|w| w.program.as_mut()) {
+        program.dir.clone_from(&dir);
+    }
+    scenario
 }
 
 /// What an error points at in the source.
@@ -408,6 +421,43 @@ fn sql_step_name(step: &Step) -> &'static str {
     }
 }
 
+/// A worker that is a program does the lock's steps with its own library; fencelab
+/// keeps the pauses, the work and the crashes. Nothing else can be sent to it.
+fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
+    for w in s.workers.iter().filter(|w| w.program.is_some()) {
+        let program_step = |step: &Step| {
+            matches!(
+                step,
+                Step::Acquire { .. }
+                    | Step::Write { .. }
+                    | Step::Release
+                    | Step::Renew { .. }
+                    | Step::Check { .. }
+                    | Step::Pause { .. }
+                    | Step::Work { .. }
+                    | Step::Crash
+            )
+        };
+        if let Some(step) = w.steps.iter().find(|step| !program_step(step)) {
+            let name = match step {
+                Step::WaitReplicas { .. } => "wait-replicas",
+                other => sql_step_name(other),
+            };
+            return Err((name.to_string(), 0, format!(
+                "worker {:?} is a program: a program does acquire, write, release, renew and check (fencelab does pause, work and crash), not {name:?}",
+                w.name
+            )));
+        }
+        if s.lock != LockShape::Redis {
+            return Err((w.name.clone(), 0, format!(
+                "worker {:?} is a program: a program's lock is on one Redis (lock = \"redis\", no redlock_nodes or replica) for now",
+                w.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks serde cannot express. On failure returns the string literal to point at
 /// (and which occurrence of it), plus the message.
 fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
@@ -424,6 +474,7 @@ fn validate(s: &Scenario) -> Result<(), (String, usize, String)> {
             ),
         ));
     }
+    validate_programs(s)?;
     // Names were checked as they were read (`bounds::worker_name`).
     let mut seen: Vec<&str> = Vec::new();
     for w in &s.workers {

@@ -105,6 +105,10 @@ pub struct RawScenario {
     /// On real servers, run each worker as its own process (pauses are `SIGSTOP`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub processes: bool,
+    /// Every worker without a `program` of its own runs this one (docs/worker-protocol.md).
+    /// Not saved: a loaded scenario has it on each worker.
+    #[serde(default, skip_serializing)]
+    pub program: Option<super::Program>,
 }
 
 impl RawScenario {
@@ -154,7 +158,12 @@ impl From<RawScenario> for Scenario {
             seed,
             sweep,
             processes,
+            program,
         } = raw;
+        let workers = workers
+            .into_iter()
+            .map(|w| WorkerSpec { program: w.program.or_else(|| program.clone()), ..w })
+            .collect();
         Scenario {
             lock,
             name,
@@ -248,6 +257,7 @@ impl From<Scenario> for RawScenario {
             seed,
             sweep,
             processes,
+            program: None,
         }
     }
 }

@@ -1112,6 +1112,8 @@ impl App {
                 Step::Release,
             ],
             clock_rate: 1.0,
+            // A worker added by hand is fencelab's own, beside any programs.
+            program: None,
         });
         self.status = Some(format!("worker {name} added to the next run: press r to restart"));
     }

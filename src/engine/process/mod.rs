@@ -117,3 +117,24 @@ pub fn monotonic_ns() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
 }
+
+/// Make a child die with this process: `PR_SET_PDEATHSIG` (as the private servers
+/// have), so even a `kill -9` of fencelab kills it; and a child whose parent died
+/// while it started refuses to run at all.
+pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
+    // SAFETY: prctl and getppid only set a flag on / read the new process; both are
+    // async-signal-safe and touch no memory of the parent.
+    unsafe {
+        let parent = libc::getpid();
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before the flag was set: nobody would kill us later.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("fencelab ended while starting a worker"));
+            }
+            Ok(())
+        });
+    }
+}

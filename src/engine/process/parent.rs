@@ -64,21 +64,7 @@ impl WorkerProcess {
         crate::backend::server::only_needed_env(&mut cmd);
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        // SAFETY: prctl and getppid only set a flag on / read the new process; both are
-        // async-signal-safe and touch no memory of the parent.
-        unsafe {
-            let parent = libc::getpid();
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent died before the flag was set: nobody would kill us later.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("fencelab ended while starting a worker"));
-                }
-                Ok(())
-            });
-        }
+        super::die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| {
             ProcessError::Protocol(format!("cannot start {} worker: {e}", program.display()))
         })?;
@@ -343,7 +329,7 @@ fn parse(line: &str) -> Result<FromChild, ProcessError> {
 
 /// Block until `pid` is stopped (or has exited), leaving its state for the later
 /// `wait` (`WNOWAIT`).
-fn wait_stopped(pid: libc::pid_t) {
+pub(crate) fn wait_stopped(pid: libc::pid_t) {
     // SAFETY: waitid writes only into the siginfo we own; WNOWAIT reaps nothing.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();

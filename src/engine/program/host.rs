@@ -1,0 +1,849 @@
+//! A foreign program as a run's worker: started with its own process group and
+//! `PR_SET_PDEATHSIG`, handed the run's facts (environment and hello line), driven
+//! through its scenario's steps or left to run freely, paused with `SIGSTOP`, crashed
+//! with `SIGKILL`, and never trusted: its lines are its belief, the log's truth is the
+//! observer's, and its writes go through fencelab's storage client.
+//!
+//! Every read from it has a deadline and a size bound, so a broken program ends the
+//! run with an error that names the worker and what was wrong, never a hang.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::protocol::{self, Mode, Order, Report, StepName};
+use super::traffic::Traffic;
+use crate::backend::proxy::{self, LinkCondition, Tapped, Upstream};
+use crate::backend::{
+    BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck, wire,
+};
+use crate::engine::host::{WorkerHost, WorkerRun};
+use crate::engine::log::{EventKind, EventLog, KernelSignal, WorkerEvent};
+use crate::engine::observer::Holders;
+use crate::engine::process::{die_with_parent, parent::wait_stopped};
+use crate::engine::worker::{WorkerCommand, sleep_until_opt};
+use crate::scenario::{FenceCompare, Step, StorageKind, WorkerSpec};
+
+/// How long a program may take to start and say `ready`.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest line a program may write on stdout.
+pub const MAX_LINE: usize = 64 * 1024;
+/// The most lines a second a program may write, on stdout and on stderr each.
+pub const MAX_LINES_PER_SECOND: u32 = 1000;
+/// How many of its last stderr lines an error quotes.
+const STDERR_KEPT: usize = 6;
+/// How much of one stderr line is kept.
+const STDERR_LINE_CHARS: usize = 200;
+/// How long a program has to exit after `stop` before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+/// How long the kernel may take to report a stopped process as stopped.
+const STOP_TIMEOUT: Duration = Duration::from_secs(1);
+/// Once a program is stopped, what it wrote is in the pipe: the reactor's time to see it.
+const DRAIN_GRACE: Duration = Duration::from_millis(5);
+
+/// A program's failure, in words that name the worker.
+fn failed(worker: &str, message: impl std::fmt::Display) -> BackendError {
+    BackendError::Service { service: "program", message: format!("worker {worker}: {message}") }
+}
+
+/// What every program of a run is given.
+pub struct Setup {
+    pub keys: Keys,
+    /// The lock's Redis, which each program reaches through a proxy of its own.
+    pub upstream: Upstream,
+    /// `redis://` or `rediss://`, the database and the user, without the password.
+    pub url: url::Url,
+    pub password: Option<String>,
+    pub fencing: bool,
+    /// How long a step may go without a word from the program (not counting pauses).
+    pub step_timeout: Duration,
+}
+
+/// A program that has said `ready`, waiting for the run to start.
+pub struct Program {
+    spec: WorkerSpec,
+    child: Child,
+    /// Its pid, and its process group's id (it leads a group of its own).
+    pid: libc::pid_t,
+    stdin: ChildStdin,
+    stdout: Lines,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Set when the program floods its stderr.
+    stderr_flooded: Arc<AtomicBool>,
+    taps: mpsc::UnboundedReceiver<Tapped>,
+    /// Stops the program's proxy (its listener and connections).
+    proxy: (CancellationToken, TaskTracker),
+    /// The key it uses: the one it was told, or the one its `ready` named.
+    key: String,
+    mode: Mode,
+    step_timeout: Duration,
+}
+
+impl Program {
+    /// Start `spec`'s program behind a proxy on the link `condition`, hand it the hello
+    /// line, and wait for its `ready`.
+    pub async fn start(
+        spec: &WorkerSpec,
+        setup: &Setup,
+        condition: tokio::sync::watch::Receiver<LinkCondition>,
+    ) -> Result<Self, BackendError> {
+        let name = spec.name.as_str();
+        let Some(program) = &spec.program else {
+            return Err(failed(name, "has no program"));
+        };
+        let mode = if spec.steps.is_empty() { Mode::Free } else { Mode::Driven };
+        let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
+        let (tap, taps) = mpsc::unbounded_channel();
+        let proxied = proxy::listen_tapped(
+            setup.upstream.clone(),
+            condition,
+            cancel.clone(),
+            &tasks,
+            Some(tap),
+        )
+        .await
+        .map_err(|e| failed(name, format!("could not start its proxy: {e}")))?;
+        let mut url = setup.url.clone();
+        let _ = url.set_host(Some(&proxied.ip().to_string()));
+        let _ = url.set_port(Some(proxied.port()));
+        let hello = Order::Hello {
+            fencelab: protocol::PROTOCOL_VERSION,
+            worker: spec.name.clone(),
+            run: setup.keys.run_id.clone(),
+            key: setup.keys.lock.clone(),
+            token_key: setup.keys.fence.clone(),
+            lease_ms: setup.keys.lease_ms,
+            mode,
+            fencing: setup.fencing,
+            servers: protocol::Servers {
+                redis: Some(url.to_string()),
+                redis_nodes: Vec::new(),
+                password: setup.password.clone(),
+            },
+        };
+        let mut cmd = tokio::process::Command::new(&program.argv[0]);
+        cmd.args(&program.argv[1..]).env_clear().envs(protocol::environment(&hello));
+        for var in ["PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV", "NODE_PATH"] {
+            if let Some(value) = std::env::var_os(var) {
+                cmd.env(var, value);
+            }
+        }
+        // Its report lines leave at once, not when a buffer fills.
+        cmd.env("PYTHONUNBUFFERED", "1");
+        if let Some(dir) = &program.dir {
+            cmd.current_dir(dir);
+        }
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // A group of its own: a pause or a kill reaches every process it started.
+        cmd.process_group(0).kill_on_drop(true);
+        die_with_parent(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| {
+            failed(
+                name,
+                format!(
+                    "cannot start {}: {e}",
+                    shlex::try_join(program.argv.iter().map(String::as_str)).unwrap_or_default()
+                ),
+            )
+        })?;
+        let pid = child.id().and_then(|p| libc::pid_t::try_from(p).ok());
+        let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
+            (pid, child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(failed(name, "its program ended as it started"));
+        };
+        let stderr_lines = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr_flooded = Arc::new(AtomicBool::new(false));
+        tokio::spawn(keep_stderr(stderr, stderr_lines.clone(), stderr_flooded.clone()));
+        let mut program = Program {
+            spec: spec.clone(),
+            child,
+            pid,
+            stdin,
+            stdout: Lines::new(stdout),
+            stderr: stderr_lines,
+            stderr_flooded,
+            taps,
+            proxy: (cancel, tasks),
+            key: setup.keys.lock.clone(),
+            mode,
+            step_timeout: setup.step_timeout,
+        };
+        program.send(&hello).await?;
+        let ready = tokio::time::timeout(READY_TIMEOUT, program.stdout.next()).await;
+        let line = match ready {
+            Err(_) => {
+                return Err(failed(
+                    name,
+                    format!(
+                        "its program did not say {{\"event\":\"ready\"}} within {} s (a silent program?){}",
+                        READY_TIMEOUT.as_secs(),
+                        program.said()
+                    ),
+                ));
+            }
+            Ok(line) => line,
+        };
+        match program.line(line)? {
+            Some(Report::Ready { key }) => {
+                if let Some(key) = key {
+                    if !key.contains(&setup.keys.run_id) {
+                        return Err(failed(
+                            name,
+                            format!(
+                                "its ready names the key {key:?}, which is not this run's (it must contain {})",
+                                setup.keys.run_id
+                            ),
+                        ));
+                    }
+                    program.key = key;
+                }
+                Ok(program)
+            }
+            Some(other) => Err(failed(
+                name,
+                format!(
+                    "line 1 of its stdout: expected {{\"event\":\"ready\"}} first, got {:?}",
+                    other.name()
+                ),
+            )),
+            None => Err(program.ended_early().await),
+        }
+    }
+
+    /// The key this program's lock lives at.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// One line from stdout as a report; `None` when stdout closed.
+    fn line(
+        &mut self,
+        line: Result<Option<String>, LineError>,
+    ) -> Result<Option<Report>, BackendError> {
+        let name = self.spec.name.clone();
+        let number = self.stdout.number;
+        match line {
+            Ok(None) => Ok(None),
+            Ok(Some(text)) => protocol::parse_report(&text).map(Some).map_err(|e| {
+                let shown: String = text.chars().take(120).collect();
+                failed(&name, format!("line {number} of its stdout is not a report: {e}: {shown}"))
+            }),
+            Err(LineError::TooLong) => Err(failed(
+                &name,
+                format!(
+                    "line {number} of its stdout is longer than {} KiB (a flood?)",
+                    MAX_LINE / 1024
+                ),
+            )),
+            Err(LineError::Flood) => Err(failed(
+                &name,
+                format!(
+                    "it floods its stdout: more than {MAX_LINES_PER_SECOND} lines a second (line {number})"
+                ),
+            )),
+            Err(LineError::Io(e)) => Err(failed(&name, format!("cannot read its stdout: {e}"))),
+        }
+    }
+
+    async fn send(&mut self, order: &Order) -> Result<(), BackendError> {
+        let mut line = serde_json::to_vec(order).map_err(|e| failed(&self.spec.name, e))?;
+        line.push(b'\n');
+        let sent = async {
+            self.stdin.write_all(&line).await?;
+            self.stdin.flush().await
+        };
+        // A stopped program's pipe can fill: a pause is not a reason to wait here.
+        match tokio::time::timeout(Duration::from_millis(200), sent).await {
+            Ok(Ok(())) | Err(_) => Ok(()),
+            // It closed its stdin or exited: what it does next (or its exit) says why.
+            Ok(Err(_)) => Ok(()),
+        }
+    }
+
+    /// Its last lines on stderr, as the end of an error message.
+    fn said(&self) -> String {
+        let lines = self.stderr.lock().map(|l| l.iter().cloned().collect::<Vec<_>>());
+        match lines {
+            Ok(lines) if !lines.is_empty() => {
+                format!("; its last lines on stderr: {}", lines.join(" | "))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// The error for a program whose stdout closed before the run's end.
+    async fn ended_early(&mut self) -> BackendError {
+        let status = self.wait_exit(Duration::from_secs(2)).await;
+        // Let its last stderr lines arrive.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let status =
+            status.map_or_else(|| "still running, stdout closed".to_string(), |s| s.to_string());
+        failed(
+            &self.spec.name,
+            format!("its program exited before the run's end ({status}){}", self.said()),
+        )
+    }
+
+    /// Wait up to `within` for the program to exit; kill its group when it does not.
+    async fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let status = match tokio::time::timeout(within, self.child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => None,
+        };
+        self.kill_group(libc::SIGKILL);
+        if status.is_none() {
+            let _ = self.child.wait().await;
+        }
+        status
+    }
+
+    fn kill_group(&self, signal: libc::c_int) {
+        // SAFETY: kill(2) on the process group our child leads (pid = pgid).
+        unsafe { libc::kill(-self.pid, signal) };
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // Whatever it started dies with it; the proxy stops.
+        self.kill_group(libc::SIGKILL);
+        self.proxy.0.cancel();
+    }
+}
+
+/// Keep the last lines of a program's stderr (cut short), and flag a flood.
+async fn keep_stderr(
+    stderr: ChildStderr,
+    kept: Arc<Mutex<VecDeque<String>>>,
+    flooded: Arc<AtomicBool>,
+) {
+    let mut lines = Lines::new(stderr);
+    loop {
+        let line = match lines.next().await {
+            Ok(Some(line)) => line,
+            Err(LineError::Flood | LineError::TooLong) => {
+                flooded.store(true, Ordering::SeqCst);
+                return;
+            }
+            Ok(None) | Err(LineError::Io(_)) => return,
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(mut kept) = kept.lock() else { return };
+        kept.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+        if kept.len() > STDERR_KEPT {
+            kept.pop_front();
+        }
+    }
+}
+
+/// Why a line could not be read.
+enum LineError {
+    TooLong,
+    Flood,
+    Io(std::io::Error),
+}
+
+/// Lines of a pipe, each bounded in length, their rate bounded, and numbered. Reading
+/// is cancel-safe: a line half read when a `select!` takes another branch stays in
+/// the buffer for the next call.
+struct Lines {
+    reader: BufReader<Box<dyn tokio::io::AsyncRead + Send + Unpin>>,
+    buffer: Vec<u8>,
+    /// The number of the last line read, from 1.
+    number: u64,
+    window: (Instant, u32),
+}
+
+impl Lines {
+    fn new(pipe: impl tokio::io::AsyncRead + Send + Unpin + 'static) -> Self {
+        let reader: Box<dyn tokio::io::AsyncRead + Send + Unpin> = Box::new(pipe);
+        Lines {
+            reader: BufReader::new(reader),
+            buffer: Vec::new(),
+            number: 0,
+            window: (Instant::now(), 0),
+        }
+    }
+
+    async fn next(&mut self) -> Result<Option<String>, LineError> {
+        loop {
+            let room = (MAX_LINE + 1).saturating_sub(self.buffer.len()) as u64;
+            let n = (&mut self.reader)
+                .take(room)
+                .read_until(b'\n', &mut self.buffer)
+                .await
+                .map_err(LineError::Io)?;
+            let whole = self.buffer.last() == Some(&b'\n');
+            if !whole && self.buffer.len() > MAX_LINE {
+                return Err(LineError::TooLong);
+            }
+            if n == 0 && self.buffer.is_empty() {
+                return Ok(None);
+            }
+            if !whole && n != 0 {
+                continue;
+            }
+            let line = String::from_utf8_lossy(&self.buffer).trim_end().to_string();
+            self.buffer.clear();
+            self.number += 1;
+            let now = Instant::now();
+            if now.duration_since(self.window.0) >= Duration::from_secs(1) {
+                self.window = (now, 0);
+            }
+            self.window.1 += 1;
+            if self.window.1 > MAX_LINES_PER_SECOND {
+                return Err(LineError::Flood);
+            }
+            return Ok(Some(line));
+        }
+    }
+}
+
+/// What a program's run needs beyond the program: its own clients, the run's log.
+pub struct Bench {
+    /// For "who holds the lock now", read after each write (as a built-in worker does).
+    pub lock: Box<dyn LockClient>,
+    pub storage: Box<dyn StorageClient>,
+    pub keys: Keys,
+    pub storage_kind: StorageKind,
+    pub compare: FenceCompare,
+    pub holders: Arc<Holders>,
+}
+
+/// The run's programs, as the engine's host for them.
+#[derive(Default)]
+pub struct ProgramHost {
+    ready: Mutex<HashMap<String, (Program, Bench)>>,
+}
+
+impl ProgramHost {
+    pub fn add(&self, program: Program, bench: Bench) {
+        if let Ok(mut ready) = self.ready.lock() {
+            ready.insert(program.name().to_string(), (program, bench));
+        }
+    }
+}
+
+impl WorkerHost for ProgramHost {
+    fn run(
+        &self,
+        name: &str,
+        log: Arc<EventLog>,
+        commands: mpsc::UnboundedReceiver<WorkerCommand>,
+        fencing: Arc<AtomicBool>,
+        cancel: CancellationToken,
+    ) -> WorkerRun {
+        let taken = self.ready.lock().ok().and_then(|mut r| r.remove(name));
+        let name = name.to_string();
+        Box::pin(async move {
+            let Some((program, bench)) = taken else {
+                return Err(failed(&name, "was not started"));
+            };
+            let mut run = Run {
+                program,
+                bench,
+                log,
+                commands: Some(commands),
+                fencing,
+                cancel,
+                frozen: None,
+                traffic: Traffic::default(),
+                lost: false,
+                done: None,
+            };
+            let result = run.run().await;
+            run.program.proxy.0.cancel();
+            run.program.proxy.1.close();
+            if let Err(e) = &result {
+                run.emit(WorkerEvent::Failed { error: e.to_string() });
+            }
+            result
+        })
+    }
+}
+
+/// A pause under way: when it ends by itself (None: when resumed).
+struct Frozen {
+    until: Option<Instant>,
+}
+
+/// What a wait in [`Run::wait`] waits for.
+#[derive(Clone, Copy, PartialEq)]
+enum Wanted {
+    Done(StepName),
+    Until(Instant),
+    Thawed,
+    Exit,
+}
+
+/// Whether the worker goes on.
+#[derive(PartialEq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+struct Run {
+    program: Program,
+    bench: Bench,
+    log: Arc<EventLog>,
+    /// A person's commands; None once nobody can send any.
+    commands: Option<mpsc::UnboundedReceiver<WorkerCommand>>,
+    fencing: Arc<AtomicBool>,
+    cancel: CancellationToken,
+    frozen: Option<Frozen>,
+    traffic: Traffic,
+    /// The program said it lost the lock (`lost`, or `checked` false) in this step.
+    lost: bool,
+    /// A `done` read while taking in its last lines before a pause.
+    done: Option<StepName>,
+}
+
+impl Run {
+    async fn run(&mut self) -> Result<(), BackendError> {
+        let start = self.log.clock().instant_at(self.program.spec.start_ms as f64);
+        if self.wait(Wanted::Until(start)).await? == Flow::Stop {
+            return Ok(());
+        }
+        self.emit(WorkerEvent::Started);
+        if self.program.mode == Mode::Free {
+            if self.wait(Wanted::Exit).await? == Flow::Stop {
+                return Ok(());
+            }
+            return self.exited().await;
+        }
+        let steps = self.program.spec.steps.clone();
+        for step in &steps {
+            if self.step(step).await? == Flow::Stop {
+                return Ok(());
+            }
+        }
+        self.emit(WorkerEvent::Finished);
+        self.program.send(&Order::Stop {}).await?;
+        // What it still says before it exits is logged; then it is gone.
+        let _ = tokio::time::timeout(STOP_GRACE, self.wait(Wanted::Exit)).await;
+        self.program.wait_exit(Duration::ZERO).await;
+        Ok(())
+    }
+
+    /// A free-running program has exited: fine with status 0, an error otherwise.
+    async fn exited(&mut self) -> Result<(), BackendError> {
+        match self.program.wait_exit(STOP_GRACE).await {
+            Some(status) if status.success() => {
+                self.emit(WorkerEvent::Finished);
+                Ok(())
+            }
+            _ => Err(self.program.ended_early().await),
+        }
+    }
+
+    async fn step(&mut self, step: &Step) -> Result<Flow, BackendError> {
+        let (name, value, stop_if_lost) = match step {
+            Step::Acquire { .. } => (StepName::Acquire, None, false),
+            Step::Write { value } => (StepName::Write, Some(value.clone()), false),
+            Step::Release => (StepName::Release, None, false),
+            Step::Renew { stop_if_lost } => (StepName::Renew, None, *stop_if_lost),
+            Step::Check { stop_if_lost } => (StepName::Check, None, *stop_if_lost),
+            Step::Pause { ms } => {
+                let paused = WorkerEvent::Paused { ms: Some(*ms), by_user: false };
+                self.freeze(Some(*ms), paused).await?;
+                return self.wait(Wanted::Thawed).await;
+            }
+            Step::Work { ms } => {
+                self.emit(WorkerEvent::Working { ms: *ms });
+                let until = Instant::now() + self.log.clock().real(*ms as f64);
+                return self.wait(Wanted::Until(until)).await;
+            }
+            Step::Crash => {
+                self.crash().await;
+                return Ok(Flow::Stop);
+            }
+            other => {
+                return Err(failed(
+                    &self.program.spec.name,
+                    format!("a program cannot do the step {other:?}"),
+                ));
+            }
+        };
+        self.lost = false;
+        self.program.send(&Order::Step { step: name, value }).await?;
+        if self.wait(Wanted::Done(name)).await? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+        if stop_if_lost && self.lost {
+            self.emit(WorkerEvent::StoppedWork);
+            self.program.send(&Order::Stop {}).await?;
+            self.program.wait_exit(STOP_GRACE).await;
+            return Ok(Flow::Stop);
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Take in what the program says, its traffic and a person's commands until
+    /// `wanted` happens. `Stop`: it was crashed or the run was cancelled.
+    async fn wait(&mut self, wanted: Wanted) -> Result<Flow, BackendError> {
+        let timeout = self.program.step_timeout;
+        let mut silent_until = Instant::now() + timeout;
+        loop {
+            if wanted == Wanted::Thawed && self.frozen.is_none() {
+                return Ok(Flow::Continue);
+            }
+            if let Some(step) = self.done.take() {
+                self.done_with(wanted, step)?;
+                return Ok(Flow::Continue);
+            }
+            if self.program.stderr_flooded.load(Ordering::SeqCst) {
+                return Err(failed(
+                    &self.program.spec.name,
+                    format!(
+                        "it floods its stderr: more than {MAX_LINES_PER_SECOND} lines a second, or a line over {} KiB",
+                        MAX_LINE / 1024
+                    ),
+                ));
+            }
+            let thaw = self.frozen.as_ref().and_then(|f| f.until);
+            let until = match wanted {
+                Wanted::Until(at) => Some(at),
+                _ => None,
+            };
+            let silent = matches!(wanted, Wanted::Done(_)) && self.frozen.is_none();
+            tokio::select! {
+                line = self.program.stdout.next() => {
+                    silent_until = Instant::now() + timeout;
+                    match self.program.line(line)? {
+                        Some(Report::Done { step }) => {
+                            self.done_with(wanted, step)?;
+                            return Ok(Flow::Continue);
+                        }
+                        Some(report) => self.report(report).await?,
+                        None if wanted == Wanted::Exit => return Ok(Flow::Continue),
+                        None => return Err(self.program.ended_early().await),
+                    }
+                }
+                Some(tapped) = self.program.taps.recv() => {
+                    // A program talking to its server is not silent.
+                    silent_until = Instant::now() + timeout;
+                    for call in self.traffic.take(tapped, Instant::now()) {
+                        self.log.append(EventKind::Command {
+                            worker: self.program.spec.name.clone(),
+                            command: call.command,
+                            reply: call.reply,
+                            latency_ms: (call.latency_ms * 1000.0).round() / 1000.0,
+                        });
+                    }
+                }
+                command = next_command(&mut self.commands) => match command {
+                    Some(WorkerCommand::Pause { ms }) if self.frozen.is_none() => {
+                        self.freeze(ms, WorkerEvent::Paused { ms, by_user: true }).await?;
+                    }
+                    Some(WorkerCommand::Stall { ms }) if self.frozen.is_none() => {
+                        let paused = WorkerEvent::Paused { ms: Some(ms), by_user: false };
+                        self.freeze(Some(ms), paused).await?;
+                    }
+                    Some(WorkerCommand::Resume) => self.thaw(),
+                    Some(WorkerCommand::Crash) => {
+                        self.crash().await;
+                        return Ok(Flow::Stop);
+                    }
+                    Some(WorkerCommand::Pause { .. } | WorkerCommand::Stall { .. }) => {}
+                    // Nobody can send commands any more: go on without them.
+                    None => self.commands = None,
+                },
+                () = sleep_until_opt(thaw) => {
+                    self.thaw();
+                    silent_until = Instant::now() + timeout;
+                }
+                () = sleep_until_opt(until) => return Ok(Flow::Continue),
+                () = tokio::time::sleep_until(silent_until), if silent => {
+                    let Wanted::Done(step) = wanted else { continue };
+                    return Err(failed(&self.program.spec.name, format!(
+                        "its program said nothing for {:.0} s while doing the step {:?} (a silent program?){}",
+                        timeout.as_secs_f64(), step.as_str(), self.program.said()
+                    )));
+                }
+                () = self.cancel.cancelled() => {
+                    self.program.kill_group(libc::SIGKILL);
+                    self.program.wait_exit(Duration::ZERO).await;
+                    return Ok(Flow::Stop);
+                }
+            }
+        }
+    }
+
+    /// One report: belief into the log, a write performed and answered.
+    async fn report(&mut self, report: Report) -> Result<(), BackendError> {
+        let what = match report {
+            Report::Ready { .. } => {
+                return Err(failed(
+                    &self.program.spec.name,
+                    format!(
+                        "line {} of its stdout: ready, a second time",
+                        self.program.stdout.number
+                    ),
+                ));
+            }
+            Report::Acquired { value, token } => {
+                self.bench.holders.insert(&value, &self.program.spec.name);
+                // A grant without a token of its own is logged with token 0: none.
+                WorkerEvent::Acquired { token: token.unwrap_or(0) }
+            }
+            Report::Waiting {} => {
+                WorkerEvent::Waiting { holder: None, retry_in_ms: None, wait: Default::default() }
+            }
+            Report::Renewed {} => WorkerEvent::Renewed { extended: true },
+            Report::Lost { .. } => {
+                self.lost = true;
+                WorkerEvent::Checked { still_owner: false }
+            }
+            Report::Released {} => WorkerEvent::Released { deleted: true, unsafe_del: false },
+            Report::ReleaseFailed { .. } => {
+                WorkerEvent::Released { deleted: false, unsafe_del: false }
+            }
+            Report::Checked { owner } => {
+                self.lost |= !owner;
+                WorkerEvent::Checked { still_owner: owner }
+            }
+            Report::Write { id, value, token } => return self.write(id, value, token).await,
+            Report::Error { message } => {
+                return Err(failed(
+                    &self.program.spec.name,
+                    format!("its program says: {message}"),
+                ));
+            }
+            Report::Done { .. } => return Ok(()),
+        };
+        self.emit(what);
+        Ok(())
+    }
+
+    /// Perform a program's write on the run's storage, log it as a built-in worker's
+    /// write is logged, and answer.
+    async fn write(
+        &mut self,
+        id: u64,
+        value: String,
+        token: Option<u64>,
+    ) -> Result<(), BackendError> {
+        let fencing = self.fencing.load(Ordering::SeqCst);
+        let check =
+            if fencing { WriteCheck::Fencing(self.bench.compare) } else { WriteCheck::None };
+        let write = StoredWrite { worker: self.program.spec.name.clone(), token, value };
+        let started = Instant::now();
+        let (accepted, reason) = if fencing && token.is_none() {
+            (
+                false,
+                Some(
+                    "no token: with fencing on, the storage takes only writes with a token"
+                        .to_string(),
+                ),
+            )
+        } else {
+            let accepted = self.bench.storage.write(&write, check).await?;
+            let (command, reply) =
+                wire::write(&self.bench.keys, self.bench.storage_kind, token, check, accepted);
+            self.log.append(EventKind::Command {
+                worker: write.worker.clone(),
+                command,
+                reply,
+                latency_ms: (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0,
+            });
+            let reason = (!accepted)
+                .then(|| "stale token: the storage has accepted a higher one".to_string());
+            (accepted, reason)
+        };
+        let holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
+        self.emit(WorkerEvent::Wrote { value: write.value, token, accepted, redis_holder: holder });
+        self.program.send(&Order::WriteResult { id, accepted, reason }).await
+    }
+
+    /// `SIGSTOP` the program's group, wait until the kernel has stopped it, and take in
+    /// what it wrote before, so the log has its last events before the pause.
+    async fn freeze(&mut self, ms: Option<u64>, paused: WorkerEvent) -> Result<(), BackendError> {
+        self.program.kill_group(libc::SIGSTOP);
+        let pid = self.program.pid;
+        let stopped = tokio::task::spawn_blocking(move || wait_stopped(pid));
+        let _ = tokio::time::timeout(STOP_TIMEOUT, stopped).await;
+        // Everything it wrote is in the pipe now: this is only the reactor's time.
+        while let Ok(line) = tokio::time::timeout(DRAIN_GRACE, self.program.stdout.next()).await {
+            match self.program.line(line)? {
+                Some(Report::Done { step }) => self.done = Some(step),
+                Some(report) => self.report(report).await?,
+                // Its exit is seen by the wait that follows.
+                None => break,
+            }
+        }
+        self.emit(paused);
+        self.log.append(self.signal(KernelSignal::Stop));
+        let until = ms.map(|ms| Instant::now() + self.log.clock().real(ms as f64));
+        self.frozen = Some(Frozen { until });
+        Ok(())
+    }
+
+    /// A `done` for `step`: an error unless the wait was for that step.
+    fn done_with(&self, wanted: Wanted, step: StepName) -> Result<(), BackendError> {
+        match wanted {
+            Wanted::Done(asked) if asked == step => Ok(()),
+            _ => Err(failed(
+                &self.program.spec.name,
+                format!(
+                    "line {} of its stdout: done {:?}, but that step was not asked for",
+                    self.program.stdout.number,
+                    step.as_str()
+                ),
+            )),
+        }
+    }
+
+    fn thaw(&mut self) {
+        if self.frozen.take().is_some() {
+            self.program.kill_group(libc::SIGCONT);
+            self.log.append(self.signal(KernelSignal::Cont));
+            self.emit(WorkerEvent::Resumed);
+        }
+    }
+
+    async fn crash(&mut self) {
+        self.program.kill_group(libc::SIGKILL);
+        self.program.wait_exit(Duration::ZERO).await;
+        self.log.append(self.signal(KernelSignal::Kill));
+        self.emit(WorkerEvent::Crashed);
+    }
+
+    fn signal(&self, signal: KernelSignal) -> EventKind {
+        EventKind::Signal {
+            worker: self.program.spec.name.clone(),
+            signal,
+            pid: self.program.pid as u32,
+        }
+    }
+
+    fn emit(&self, what: WorkerEvent) {
+        self.log.append(EventKind::Worker { worker: self.program.spec.name.clone(), what });
+    }
+}
+
+/// The next command, or never once nobody can send any.
+async fn next_command(
+    commands: &mut Option<mpsc::UnboundedReceiver<WorkerCommand>>,
+) -> Option<WorkerCommand> {
+    match commands {
+        Some(commands) => commands.recv().await,
+        None => std::future::pending().await,
+    }
+}

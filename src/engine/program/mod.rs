@@ -1,0 +1,118 @@
+//! Foreign workers: a user's own program, in any language, as one of a run's workers.
+//! It takes the lock with its own library through fencelab's proxy; fencelab keeps
+//! the storage, the log and the truth (see `docs/worker-protocol.md`): protocol.rs is
+//! the one type of the protocol, host.rs runs a program as a [`WorkerHost`], and
+//! traffic.rs decodes what it sent its server for the inspector.
+//!
+//! [`WorkerHost`]: super::host::WorkerHost
+
+pub mod host;
+pub mod protocol;
+mod traffic;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::observer::Holders;
+use crate::backend::link::Links;
+use crate::backend::proxy::{LinkCondition, Upstream};
+use crate::backend::{BackendError, Keys, LockService, Storage};
+use crate::scenario::Scenario;
+pub use host::ProgramHost;
+use host::{Bench, Program, Setup};
+
+/// The programs of a run, started and ready, and the keys the run's own clients use
+/// (the lock at the key the programs said they use).
+pub struct Started {
+    pub host: Arc<ProgramHost>,
+    pub keys: Keys,
+}
+
+/// Start every worker of `scenario` that is a program, each behind its own proxy to
+/// the lock's Redis, and connect each one's storage client. Fails (and kills what
+/// started) when a program cannot start or is not ready in time.
+pub async fn start(
+    (lock, storage): (&dyn LockService, &dyn Storage),
+    scenario: &Scenario,
+    (keys, links): (&Keys, &Links),
+    (fencing, time_scale): (bool, f64),
+    holders: &Arc<Holders>,
+) -> Result<Option<Started>, BackendError> {
+    let specs: Vec<_> = scenario.workers.iter().filter(|w| w.program.is_some()).collect();
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let Some(url) = lock.redis_url_for_workers() else {
+        return Err(BackendError::Unsupported(format!(
+            "a worker that is a program needs its lock on one real Redis; this run uses {}",
+            crate::backend::describe(lock, storage)
+        )));
+    };
+    let (upstream, url, password) = split_url(&url)?;
+    // A step may take as long as the run could, and then some: a program silent for
+    // longer is stuck.
+    let longest = Duration::from_secs_f64(scenario.longest_run_ms() as f64 * time_scale / 1000.0);
+    let setup = Setup {
+        keys: keys.clone(),
+        upstream,
+        url,
+        password,
+        fencing,
+        step_timeout: Duration::from_secs(5) + longest * 2,
+    };
+    let mut programs = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let condition = match links.of(&spec.name) {
+            Some(link) => link.condition(),
+            None => watch::channel(LinkCondition::Clear).1,
+        };
+        programs.push(Program::start(spec, &setup, condition).await?);
+    }
+    let key = programs[0].key().to_string();
+    if let Some(other) = programs.iter().find(|p| p.key() != key) {
+        return Err(BackendError::Unsupported(format!(
+            "workers {} and {} use different keys ({key:?} and {:?}): one lock, one key",
+            programs[0].name(),
+            other.name(),
+            other.key()
+        )));
+    }
+    let keys = Keys { lock: key, ..keys.clone() };
+    let host = Arc::new(ProgramHost::default());
+    for program in programs {
+        let bench = Bench {
+            lock: lock.connect(&keys).await?,
+            storage: storage.connect(&keys).await?,
+            keys: keys.clone(),
+            storage_kind: scenario.storage,
+            compare: scenario.fencing_compare,
+            holders: holders.clone(),
+        };
+        host.add(program, bench);
+    }
+    Ok(Some(Started { host, keys }))
+}
+
+/// Where a program's proxy dials, the URL it is given (the proxy's address put in
+/// later), and the password, which only its hello line carries.
+fn split_url(raw: &str) -> Result<(Upstream, url::Url, Option<String>), BackendError> {
+    let unsupported = |why: &str| BackendError::Unsupported(format!("a program's Redis {why}"));
+    let mut url =
+        url::Url::parse(raw).map_err(|_| unsupported("has a URL fencelab cannot read"))?;
+    if !matches!(url.scheme(), "redis" | "rediss") {
+        return Err(unsupported("must be reached over TCP (redis:// or rediss://)"));
+    }
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default().or(Some(6379)))
+    else {
+        return Err(unsupported("URL has no host"));
+    };
+    let upstream = Upstream::Tcp { host: host.trim_matches(['[', ']']).to_string(), port };
+    // The redis crate decodes it exactly as the run's own clients do.
+    let info = redis::IntoConnectionInfo::into_connection_info(raw)
+        .map_err(|_| unsupported("has a URL fencelab cannot read"))?;
+    let password = info.redis_settings().password().map(str::to_string);
+    let _ = url.set_password(None);
+    Ok((upstream, url, password))
+}

@@ -1,0 +1,223 @@
+//! Foreign workers (docs/worker-protocol.md) on a private redis-server: redis-py's
+//! `Lock` under the article's pause, its fenced twin, and deliberately broken programs
+//! that must end the run with a clear error, leaving no process and no key behind.
+
+mod support;
+
+use std::path::Path;
+
+use fencelab::backend::redis::RedisBackend;
+use fencelab::check::check;
+use fencelab::engine::log::{Event, EventKind, KernelSignal, RunOutcome, WorkerEvent};
+use fencelab::engine::{RunOptions, prepare};
+use fencelab::scenario::{Program, Scenario, ViolationKind, builtin, parse_scenario};
+use support::{digest, on_redis, redis, storage, sync_con, wait_for};
+use tokio_util::sync::CancellationToken;
+
+/// `scenario` with every worker running `argv` from the repository's root.
+fn with_program(mut scenario: Scenario, argv: &[&str]) -> Scenario {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
+    for w in &mut scenario.workers {
+        let argv = argv.iter().map(|a| a.to_string()).collect();
+        w.program = Some(Program { argv, dir: Some(root.clone()) });
+    }
+    scenario
+}
+
+/// Processes whose command line mentions `marker` (a script of these tests).
+fn running(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).contains(marker) && support::alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The run's keys left on the server (SCAN, under the run's prefix only).
+fn keys_left(server: &fencelab::backend::server::PrivateRedis, run_id: &str) -> Vec<String> {
+    let mut con = sync_con(server);
+    let pattern = format!("*{run_id}*");
+    redis::Connection::scan_match::<_, String>(&mut con, pattern).unwrap().collect()
+}
+
+fn run_id(events: &[Event]) -> String {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunStarted { run_id, .. } => Some(run_id.clone()),
+            _ => None,
+        })
+        .expect("a run_started event")
+}
+
+/// Run `scenario` on `server`; Err is prepare's error (a program never ready).
+async fn run(
+    server: &fencelab::backend::server::PrivateRedis,
+    scenario: &Scenario,
+    fencing: bool,
+) -> Result<Vec<Event>, String> {
+    let deployment = on_redis(RedisBackend::open(&server.url(), "private redis-server").unwrap());
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let options = RunOptions::new(fencing);
+    let prepared = prepare(lock, storage, scenario, options, &CancellationToken::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    let log = prepared.log();
+    prepared.execute().await;
+    Ok(log.snapshot())
+}
+
+fn violations(events: &[Event]) -> Vec<ViolationKind> {
+    check(events).iter().map(|v| v.kind()).collect()
+}
+
+fn signals(events: &[Event], worker: &str) -> Vec<KernelSignal> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Signal { worker: w, signal, .. } if w == worker => Some(*signal),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
+    let server = redis();
+    let gc = builtin("gc-pause").unwrap().unwrap();
+    let scenario = with_program(gc, &["python3", "examples/python-redis-py/lock.py"]);
+    let events = run(&server, &scenario, false).await.unwrap();
+    // B's write, then A's stale one: the article's shape, without tokens.
+    assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
+    let found = violations(&events);
+    assert!(found.contains(&ViolationKind::StaleWrite), "{found:?}\n{}", digest(&events));
+    // The pause was the kernel's.
+    assert_eq!(signals(&events, "A"), [KernelSignal::Stop, KernelSignal::Cont]);
+    // The truth lane names the holder redis-py stored (a UUID) as the worker it is.
+    let b_held = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Truth(t) if t.holder.as_deref() == Some("B"))
+    });
+    assert!(b_held, "{}", digest(&events));
+    // The inspector shows the commands redis-py itself sent, through the proxy.
+    let sent_set = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Command { worker, command, .. }
+            if worker == "A" && command.starts_with("SET fencelab:{") && command.contains(" NX PX "))
+    });
+    assert!(sent_set, "no SET ... NX PX from redis-py in the inspector");
+    // redis-py's release found the lock gone.
+    let failed_release = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Released { deleted: false, .. } } if worker == "A")
+    });
+    assert!(failed_release, "{}", digest(&events));
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
+    ));
+    assert!(keys_left(&server, &run_id(&events)).is_empty());
+    assert!(running("python-redis-py/lock.py").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_lock_with_a_token_from_incr_is_rejected_with_fencing_on() {
+    let server = redis();
+    let gc = builtin("gc-pause").unwrap().unwrap();
+    let scenario = with_program(gc, &["python3", "examples/python-redis-py/fenced_lock.py"]);
+    let events = run(&server, &scenario, true).await.unwrap();
+    assert_eq!(storage(&events), ["B:2"], "{}", digest(&events));
+    let rejected = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Wrote { token: Some(1), accepted: false, .. } } if worker == "A")
+    });
+    assert!(rejected, "{}", digest(&events));
+    assert!(!violations(&events).contains(&ViolationKind::StaleWrite));
+    assert!(keys_left(&server, &run_id(&events)).is_empty());
+}
+
+/// A one-worker scenario with a short lease whose worker is `tests/programs/broken.py HOW`.
+fn broken(how: &str) -> Scenario {
+    let src = r#"
+name = "broken"
+title = "a broken program"
+ttl_ms = 100
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "write", value = "x" }, { do = "release" }]
+"#;
+    let scenario = parse_scenario(src, "broken.toml").unwrap();
+    with_program(scenario, &["python3", "tests/programs/broken.py", how])
+}
+
+/// The run's error, after checking that it failed and left nothing behind.
+async fn failure_of(server: &fencelab::backend::server::PrivateRedis, how: &str) -> String {
+    let events = match run(server, &broken(how), false).await {
+        Err(e) => return e,
+        Ok(events) => events,
+    };
+    let error = match events.last().map(|e| &e.kind) {
+        Some(EventKind::RunEnded { outcome: RunOutcome::Failed { error }, .. }) => error.clone(),
+        other => panic!("{how}: the run should fail, it ended {other:?}\n{}", digest(&events)),
+    };
+    assert!(keys_left(server, &run_id(&events)).is_empty(), "{how}: keys left");
+    error
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_programs_end_the_run_with_a_clear_error_and_leave_nothing_behind() {
+    let server = redis();
+    let cases = [
+        ("malformed", vec!["worker A", "line 2 of its stdout", "aquired", "expected one JSON object"]),
+        ("silent", vec!["worker A", "said nothing", "acquire", "silent program"]),
+        ("early-exit", vec!["worker A", "exited before the run's end", "exit status: 3", "the lock library blew up"]),
+        ("flood", vec!["worker A", "floods its stdout", "lines a second"]),
+        ("child", vec!["worker A", "said nothing"]),
+    ];
+    for (how, words) in cases {
+        let error = failure_of(&server, how).await;
+        for word in words {
+            assert!(error.contains(word), "{how}: {word:?} missing from: {error}");
+        }
+        // Neither the program nor anything it started is left running.
+        let left = wait_for("the broken program's processes to end", || {
+            let left = running("tests/programs/broken.py");
+            let sleeping = running("sleep 300");
+            (left.is_empty() && sleeping.is_empty()).then_some(())
+        });
+        let () = left;
+    }
+}
+
+#[test]
+fn a_scenario_names_its_program_and_runs_it_from_its_own_folder() {
+    let src = "name = \"p\"\ntitle = \"p\"\nttl_ms = 100\nprogram = [\"python3\", \"my_lock.py\"]\n\
+               [[workers]]\nname = \"A\"\nsteps = [{ do = \"acquire\" }]\n\
+               [[workers]]\nname = \"B\"\nprogram = [\"node\", \"b.js\"]\nsteps = []\n";
+    let scenario = parse_scenario(src, "some/dir/s.toml").unwrap();
+    let a = scenario.workers[0].program.as_ref().unwrap();
+    assert_eq!(a.argv, ["python3", "my_lock.py"]);
+    assert_eq!(a.dir.as_deref(), Some(Path::new("some/dir")));
+    assert_eq!(scenario.workers[1].program.as_ref().unwrap().argv, ["node", "b.js"]);
+    let bad = src.replace("[\"node\", \"b.js\"]", "[]");
+    let e = parse_scenario(&bad, "s.toml").unwrap_err().to_string();
+    assert!(e.starts_with("s.toml:7:") && e.contains("non-empty list"), "{e}");
+    let sql = src.replace("{ do = \"acquire\" }", "{ do = \"read-stock\" }");
+    let e = parse_scenario(&sql, "s.toml").unwrap_err().to_string();
+    assert!(e.contains("a program") && e.contains("read-stock"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_ten_line_program_is_the_example_and_its_stale_write_lands() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let file = std::fs::read_to_string(root.join("examples/python-redis-py/ten_lines.py")).unwrap();
+    let section = &readme[readme.find("## Test your own lock").expect("the README's section")..];
+    assert!(section.contains(&format!("```python\n{file}```")), "README shows ten_lines.py as it is");
+    assert!(file.lines().count() <= 11);
+    let server = redis();
+    let gc = builtin("gc-pause").unwrap().unwrap();
+    let scenario = with_program(gc, &["python3", "examples/python-redis-py/ten_lines.py"]);
+    let events = run(&server, &scenario, false).await.unwrap();
+    assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
+}
