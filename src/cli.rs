@@ -305,6 +305,10 @@ pub struct BreakArgs {
     /// workers are programs): fewer trials, placed at the workers' own moments.
     #[arg(long)]
     pub real: bool,
+    /// Break your own program: every worker of the scenario runs it ("CMD ARGS", as
+    /// for `run --program`; docs/worker-protocol.md), each trial a real run.
+    #[arg(long, value_name = "\"CMD ARGS\"")]
+    pub program: Option<String>,
     /// On real servers, real time per scenario time (0.5, the default: leases,
     /// pauses and work take half as long, so trials are twice as fast).
     #[arg(long, value_name = "X")]
@@ -464,6 +468,21 @@ pub enum BenchWhat {
         /// How many runs on each of the simulator's paths (each is about 50x slower).
         #[arg(long, default_value_t = 4_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
         engine_runs: u32,
+    },
+    /// What `fencelab break` costs on real servers: the same search (gc-pause, fencing
+    /// off) with a program as the workers (redis-py's example), with fencelab's own
+    /// workers on real Redis, and on the stepper; trials per second, time per trial and
+    /// to the first counterexample (median, p90, p99).
+    Break {
+        /// How many searches per path.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        searches: u32,
+        /// The program ("CMD ARGS", run in the current folder).
+        #[arg(long, value_name = "\"CMD ARGS\"", default_value = "python3 examples/python-redis-py/lock.py")]
+        program: String,
+        /// Real time per scenario time on real servers.
+        #[arg(long, value_name = "X", default_value_t = 0.25)]
+        time_scale: f64,
     },
     /// How long each kind of private server takes to start and answer (median).
     Servers {

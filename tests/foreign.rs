@@ -98,9 +98,9 @@ async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
     // The pause was the kernel's.
     assert_eq!(signals(&events, "A"), [KernelSignal::Stop, KernelSignal::Cont]);
     // The truth lane names the holder redis-py stored (a UUID) as the worker it is.
-    let b_held = events.iter().any(|e| {
-        matches!(&e.kind, EventKind::Truth(t) if t.holder.as_deref() == Some("B"))
-    });
+    let b_held = events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Truth(t) if t.holder.as_deref() == Some("B")));
     assert!(b_held, "{}", digest(&events));
     // The inspector shows the commands redis-py itself sent, through the proxy.
     let sent_set = events.iter().any(|e| {
@@ -168,9 +168,20 @@ async fn failure_of(server: &fencelab::backend::server::PrivateRedis, how: &str)
 async fn broken_programs_end_the_run_with_a_clear_error_and_leave_nothing_behind() {
     let server = redis();
     let cases = [
-        ("malformed", vec!["worker A", "line 2 of its stdout", "aquired", "expected one JSON object"]),
+        (
+            "malformed",
+            vec!["worker A", "line 2 of its stdout", "aquired", "expected one JSON object"],
+        ),
         ("silent", vec!["worker A", "said nothing", "acquire", "silent program"]),
-        ("early-exit", vec!["worker A", "exited before the run's end", "exit status: 3", "the lock library blew up"]),
+        (
+            "early-exit",
+            vec![
+                "worker A",
+                "exited before the run's end",
+                "exit status: 3",
+                "the lock library blew up",
+            ],
+        ),
         ("flood", vec!["worker A", "floods its stdout", "lines a second"]),
         ("child", vec!["worker A", "said nothing"]),
     ];
@@ -213,7 +224,10 @@ async fn the_readmes_ten_line_program_is_the_example_and_its_stale_write_lands()
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let file = std::fs::read_to_string(root.join("examples/python-redis-py/ten_lines.py")).unwrap();
     let section = &readme[readme.find("## Test your own lock").expect("the README's section")..];
-    assert!(section.contains(&format!("```python\n{file}```")), "README shows ten_lines.py as it is");
+    assert!(
+        section.contains(&format!("```python\n{file}```")),
+        "README shows ten_lines.py as it is"
+    );
     assert!(file.lines().count() <= 11);
     let server = redis();
     let gc = builtin("gc-pause").unwrap().unwrap();

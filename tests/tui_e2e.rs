@@ -398,7 +398,8 @@ fn program_of(worker: &str, script: &str) -> Option<u32> {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        let named = environ.split(|b| *b == 0).any(|v| v == format!("FENCELAB_WORKER={worker}").as_bytes());
+        let named =
+            environ.split(|b| *b == 0).any(|v| v == format!("FENCELAB_WORKER={worker}").as_bytes());
         if named && String::from_utf8_lossy(&cmdline).contains(script) {
             return Some(pid);
         }

@@ -1,6 +1,7 @@
 //! The subcommands: each turns parsed arguments into a run and prints a view of it.
 
 pub mod bench;
+mod bench_break;
 mod bench_class;
 mod bench_sim;
 pub mod class;

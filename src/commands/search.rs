@@ -28,6 +28,7 @@ const DEFAULT_BUDGET: u64 = 10_000;
 
 pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = scenario_ref::load(&args.scenario)?.scenario;
+    let scenario = scenario_ref::with_program(scenario, args.program.as_deref())?;
     let kinds = args.faults.as_deref().map(space::parse_kinds).transpose()?;
     let budget = match (args.budget, args.time) {
         (_, Some(s)) if !(s > 0.0 && s.is_finite()) => {
@@ -103,8 +104,9 @@ struct One<'a> {
 
 impl One<'_> {
     fn search(&self, scenario: &Scenario, options: &Options) -> anyhow::Result<ExitCode> {
-        // Trials on real servers, started once for the whole search.
-        let real = self.args.real;
+        // The simulator cannot run a foreign program: its trials are real runs, on
+        // servers started once for the whole search.
+        let real = self.args.real || has_programs(scenario);
         let deployment =
             real.then(|| deploy(&self.backend.targets(), Shape::of(scenario))).transpose()?;
         let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
@@ -169,6 +171,26 @@ impl One<'_> {
     }
 }
 
+/// Whether any worker is a foreign program.
+fn has_programs(scenario: &Scenario) -> bool {
+    scenario.workers.iter().any(|w| w.program.is_some())
+}
+
+/// A program's arguments that name files, made absolute: a program's folder is not
+/// saved (the saved file's own folder is used when it is loaded), so the saved
+/// counterexample runs the same program wherever it is saved.
+fn absolute_programs(scenario: &mut Scenario) {
+    for program in scenario.workers.iter_mut().filter_map(|w| w.program.as_mut()) {
+        let dir = program.dir.clone().or_else(|| std::env::current_dir().ok());
+        for arg in &mut program.argv {
+            let path = dir.as_ref().map(|d| d.join(&*arg));
+            if let Some(full) = path.filter(|p| p.is_file()).and_then(|p| p.canonicalize().ok()) {
+                *arg = full.to_string_lossy().into_owned();
+            }
+        }
+    }
+}
+
 /// A bar on stderr, only when a person is watching it.
 fn progress_bar(budget: Budget) -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
@@ -201,7 +223,9 @@ fn print_transcript(events: &[Event]) {
 
 /// The counterexample as a scenario file, with a comment saying where it came from.
 fn save(found: &search::Found, path: &std::path::Path) -> anyhow::Result<()> {
-    let body = toml::to_string(&found.scenario).context("cannot write the scenario as TOML")?;
+    let mut scenario = found.scenario.clone();
+    absolute_programs(&mut scenario);
+    let body = toml::to_string(&scenario).context("cannot write the scenario as TOML")?;
     let head = format!(
         "# Found by `fencelab break`, shrunk to the smallest story that still breaks it:\n{}\n",
         found.shrunk.iter().map(|m| format!("# - {m}\n")).collect::<String>()

@@ -443,16 +443,24 @@ fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
                 Step::WaitReplicas { .. } => "wait-replicas",
                 other => sql_step_name(other),
             };
-            return Err((name.to_string(), 0, format!(
-                "worker {:?} is a program: a program does acquire, write, release, renew and check (fencelab does pause, work and crash), not {name:?}",
-                w.name
-            )));
+            return Err((
+                name.to_string(),
+                0,
+                format!(
+                    "worker {:?} is a program: a program does acquire, write, release, renew and check (fencelab does pause, work and crash), not {name:?}",
+                    w.name
+                ),
+            ));
         }
         if s.lock != LockShape::Redis {
-            return Err((w.name.clone(), 0, format!(
-                "worker {:?} is a program: a program's lock is on one Redis (lock = \"redis\", no redlock_nodes or replica) for now",
-                w.name
-            )));
+            return Err((
+                w.name.clone(),
+                0,
+                format!(
+                    "worker {:?} is a program: a program's lock is on one Redis (lock = \"redis\", no redlock_nodes or replica) for now",
+                    w.name
+                ),
+            ));
         }
     }
     Ok(())

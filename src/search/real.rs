@@ -7,8 +7,6 @@
 //! the next), and a time scale below 1 makes leases, pauses and work short in real
 //! time while the scenario's clock, the schedules and the story stay in scenario ms.
 
-use std::time::Duration;
-
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
@@ -29,8 +27,6 @@ pub struct RealTrials<'a> {
     runtime: &'a Runtime,
     cancel: CancellationToken,
     time_scale: f64,
-    /// Real time spent in trials, for the bench's trials per second.
-    pub busy: Duration,
 }
 
 impl<'a> RealTrials<'a> {
@@ -50,18 +46,16 @@ impl<'a> RealTrials<'a> {
         if !(time_scale > 0.0 && time_scale.is_finite()) {
             anyhow::bail!("--time-scale {time_scale}: give a factor above 0 (0.5: twice as fast)");
         }
-        Ok(RealTrials { deployment, runtime, cancel, time_scale, busy: Duration::ZERO })
+        Ok(RealTrials { deployment, runtime, cancel, time_scale })
     }
 }
 
 impl Runner for RealTrials<'_> {
     fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
-        let started = std::time::Instant::now();
         let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) };
         let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
         let log =
             self.runtime.block_on(engine::run(lock, storage, scenario, options, &self.cancel))?;
-        self.busy += started.elapsed();
         Ok(log.snapshot())
     }
 
