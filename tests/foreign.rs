@@ -11,7 +11,7 @@ use fencelab::check::check;
 use fencelab::engine::log::{Event, EventKind, KernelSignal, RunOutcome, WorkerEvent};
 use fencelab::engine::{RunOptions, prepare};
 use fencelab::scenario::{Program, Scenario, ViolationKind, builtin, parse_scenario};
-use support::{digest, on_redis, redis, storage, sync_con, wait_for};
+use support::{digest, on_redis, redis, running, signals, storage, sync_con, wait_for};
 use tokio_util::sync::CancellationToken;
 
 /// `scenario` with every worker running `argv` from the repository's root.
@@ -24,24 +24,12 @@ fn with_program(mut scenario: Scenario, argv: &[&str]) -> Scenario {
     scenario
 }
 
-/// Processes whose command line mentions `marker` (a script of these tests).
-fn running(marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
-        if String::from_utf8_lossy(&cmdline).contains(marker) && support::alive(pid) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 /// The run's keys left on the server (SCAN, under the run's prefix only).
 fn keys_left(server: &fencelab::backend::server::PrivateRedis, run_id: &str) -> Vec<String> {
     let mut con = sync_con(server);
     let pattern = format!("*{run_id}*");
-    redis::Connection::scan_match::<_, String>(&mut con, pattern).unwrap().collect()
+    let keys = redis::Commands::scan_match::<_, String>(&mut con, pattern).unwrap();
+    keys.map(Result::unwrap).collect()
 }
 
 fn run_id(events: &[Event]) -> String {
@@ -73,16 +61,6 @@ async fn run(
 
 fn violations(events: &[Event]) -> Vec<ViolationKind> {
     check(events).iter().map(|v| v.kind()).collect()
-}
-
-fn signals(events: &[Event], worker: &str) -> Vec<KernelSignal> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Signal { worker: w, signal, .. } if w == worker => Some(*signal),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +190,7 @@ fn a_scenario_names_its_program_and_runs_it_from_its_own_folder() {
     assert_eq!(scenario.workers[1].program.as_ref().unwrap().argv, ["node", "b.js"]);
     let bad = src.replace("[\"node\", \"b.js\"]", "[]");
     let e = parse_scenario(&bad, "s.toml").unwrap_err().to_string();
-    assert!(e.starts_with("s.toml:7:") && e.contains("non-empty list"), "{e}");
+    assert!(e.starts_with("s.toml:10:") && e.contains("non-empty list"), "{e}");
     let sql = src.replace("{ do = \"acquire\" }", "{ do = \"read-stock\" }");
     let e = parse_scenario(&sql, "s.toml").unwrap_err().to_string();
     assert!(e.contains("a program") && e.contains("read-stock"), "{e}");
@@ -234,4 +212,26 @@ async fn the_readmes_ten_line_program_is_the_example_and_its_stale_write_lands()
     let scenario = with_program(gc, &["python3", "examples/python-redis-py/ten_lines.py"]);
     let events = run(&server, &scenario, false).await.unwrap();
     assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
+}
+
+#[test]
+fn no_program_outlives_a_killed_fencelab() {
+    let server = redis();
+    let mut fencelab = support::bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["run", "gc-pause", "--fencing", "off", "--redis", &server.url()])
+        .args(["--program", "python3 examples/python-redis-py/lock.py --killed-fencelab"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let programs = wait_for("both programs to start", || {
+        let found = running("--killed-fencelab");
+        (found.len() == 2).then_some(found)
+    });
+    fencelab.kill().unwrap();
+    fencelab.wait().unwrap();
+    wait_for("the programs to die with fencelab", || {
+        programs.iter().all(|p| !support::alive(*p)).then_some(())
+    });
 }

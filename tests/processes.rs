@@ -11,7 +11,9 @@ use fencelab::backend::redis::RedisBackend;
 use fencelab::engine::log::{Event, EventKind, KernelSignal, WorkerEvent};
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::builtin;
-use support::{alive, bin, children, digest, on_redis, redis, run_events, storage, wait_for};
+use support::{
+    alive, bin, children, digest, on_redis, redis, run_events, signals, storage, wait_for,
+};
 use tokio_util::sync::CancellationToken;
 
 fn program() -> Option<PathBuf> {
@@ -47,16 +49,6 @@ fn nothing(
     _: fencelab::engine::RunControl,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async {})
-}
-
-fn signals(events: &[Event], worker: &str) -> Vec<KernelSignal> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Signal { worker: w, signal, .. } if w == worker => Some(*signal),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -219,7 +219,11 @@ async fn prepare_placed(
             }
         }
     }
-    let holders = Arc::new(observer::Holders::default());
+    let holders = observer::Holders::default();
+    let holders = Arc::new(match scenario.workers.iter().any(|w| w.program.is_some()) {
+        true => holders.with_programs(),
+        false => holders,
+    });
     let started = program::start(
         (lock, storage),
         scenario,

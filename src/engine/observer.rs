@@ -36,22 +36,53 @@ const DEADLINE_SLACK_MS: f64 = 5.0;
 
 /// Which worker a lock value stands for. fencelab's own workers put their name in
 /// front of the value (`A:…`); a foreign program's library picks its own (a UUID), and
-/// the program tells it with its `acquired` report, so the truth lane can name the
-/// holder the server really has.
+/// fencelab learns whose it is from the server's OK to the program's `SET NX` (seen by
+/// its proxy) or the program's `acquired` report, so the truth lane can name the holder
+/// the server really has.
 #[derive(Default)]
-pub struct Holders(std::sync::Mutex<std::collections::HashMap<String, String>>);
+pub struct Holders {
+    known: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Values read before anyone said whose they are, and when first read: a program's
+    /// grant is read by the observer a moment before its proxy sees the server's OK.
+    unknown: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
+    /// Some worker is a program: its values need a name from `known`.
+    programs: std::sync::atomic::AtomicBool,
+}
+
+/// How long (real time) a value nobody has claimed is kept out of the truth lane.
+const UNCLAIMED_FOR: Duration = Duration::from_millis(50);
 
 impl Holders {
+    /// Some workers of the run are programs.
+    pub fn with_programs(self) -> Self {
+        self.programs.store(true, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
     pub fn insert(&self, value: &str, worker: &str) {
-        if let Ok(mut known) = self.0.lock() {
+        if let Ok(mut known) = self.known.lock() {
             known.insert(value.to_string(), worker.to_string());
         }
     }
 
-    /// The worker `value` stands for: a reported one, else the name in front of it.
+    /// The worker `value` stands for: a claimed one, else the name in front of it.
     pub fn name(&self, value: &str) -> String {
-        let known = self.0.lock().ok().and_then(|k| k.get(value).cloned());
+        let known = self.known.lock().ok().and_then(|k| k.get(value).cloned());
         known.unwrap_or_else(|| holder_name(value).to_string())
+    }
+
+    /// Whether `value` may still be claimed in a moment: a value of a program's lock
+    /// that nobody has claimed yet, first read less than [`UNCLAIMED_FOR`] ago.
+    fn unclaimed(&self, value: &str) -> bool {
+        if !self.programs.load(std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
+        if self.known.lock().is_ok_and(|k| k.contains_key(value)) {
+            return false;
+        }
+        let Ok(mut unknown) = self.unknown.lock() else { return false };
+        let first = *unknown.entry(value.to_string()).or_insert_with(Instant::now);
+        first.elapsed() < UNCLAIMED_FOR
     }
 }
 
@@ -113,6 +144,11 @@ impl Observer {
         let lock = within(&self.names.0, self.lock.observe()).await?;
         let storage = within(&self.names.1, self.storage.observe()).await?;
         let sample = TruthSample::merge(lock, storage);
+        let values = sample.holder_value.iter().chain(sample.nodes.iter().flatten());
+        if values.into_iter().any(|v| self.holders.unclaimed(v)) {
+            // Read again in a moment, when whose it is is known.
+            return Ok(Instant::now() + Duration::from_millis(2));
+        }
         let clock = *self.log.clock();
         let now_ms = clock.now_ms();
         let mut truth = to_truth(&sample, clock.scenario_ms(1.0), &self.holders);

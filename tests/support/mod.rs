@@ -231,3 +231,47 @@ pub fn long_log(cycles: usize, last_ms: f64) -> String {
     );
     out
 }
+
+/// The state letter of a process (`T`: stopped by a signal), from /proc.
+pub fn state(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()).unwrap_or("").to_string()
+}
+
+/// Live processes whose command line mentions `marker`, from /proc.
+pub fn running(marker: &str) -> Vec<u32> {
+    processes().filter(|(_, cmdline, _)| cmdline.contains(marker)).map(|(p, _, _)| p).collect()
+}
+
+/// The live process running `script` as fencelab's worker `worker` (a foreign
+/// program: its environment names the worker), from /proc.
+pub fn program_of(worker: &str, script: &str) -> Option<u32> {
+    let named = format!("FENCELAB_WORKER={worker}");
+    processes()
+        .find(|(_, cmdline, environ)| {
+            cmdline.contains(script) && environ.split('\0').any(|v| v == named)
+        })
+        .map(|(pid, _, _)| pid)
+}
+
+/// Every live process we may read: pid, command line and environment.
+fn processes() -> impl Iterator<Item = (u32, String, String)> {
+    std::fs::read_dir("/proc").into_iter().flatten().flatten().filter_map(|entry| {
+        let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        alive(pid).then(|| (pid, text(cmdline), text(environ)))
+    })
+}
+
+/// The kernel signals sent to `worker`'s process, in order.
+pub fn signals(events: &[Event], worker: &str) -> Vec<fencelab::engine::log::KernelSignal> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Signal { worker: w, signal, .. } if w == worker => Some(*signal),
+            _ => None,
+        })
+        .collect()
+}

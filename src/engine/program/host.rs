@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -82,6 +82,8 @@ pub struct Program {
     taps: mpsc::UnboundedReceiver<Tapped>,
     /// Stops the program's proxy (its listener and connections).
     proxy: (CancellationToken, TaskTracker),
+    /// The condition of a link without faults, kept open for the proxy.
+    _clear: Option<watch::Sender<LinkCondition>>,
     /// The key it uses: the one it was told, or the one its `ready` named.
     key: String,
     mode: Mode,
@@ -94,7 +96,7 @@ impl Program {
     pub async fn start(
         spec: &WorkerSpec,
         setup: &Setup,
-        condition: tokio::sync::watch::Receiver<LinkCondition>,
+        (condition, clear): (watch::Receiver<LinkCondition>, Option<watch::Sender<LinkCondition>>),
     ) -> Result<Self, BackendError> {
         let name = spec.name.as_str();
         let Some(program) = &spec.program else {
@@ -174,6 +176,7 @@ impl Program {
             stderr_flooded,
             taps,
             proxy: (cancel, tasks),
+            _clear: clear,
             key: setup.keys.lock.clone(),
             mode,
             step_timeout: setup.step_timeout,
@@ -640,6 +643,9 @@ impl Run {
                     // A program talking to its server is not silent.
                     silent_until = Instant::now() + timeout;
                     for call in self.traffic.take(tapped, Instant::now()) {
+                        if let Some(value) = &call.granted {
+                            self.bench.holders.insert(value, &self.program.spec.name);
+                        }
                         self.log.append(EventKind::Command {
                             worker: self.program.spec.name.clone(),
                             command: call.command,

@@ -22,6 +22,7 @@ use crate::backend::{BackendError, Keys, LockService, Storage};
 use crate::scenario::Scenario;
 pub use host::ProgramHost;
 use host::{Bench, Program, Setup};
+use redis::ConnectionAddr;
 
 /// The programs of a run, started and ready, and the keys the run's own clients use
 /// (the lock at the key the programs said they use).
@@ -64,11 +65,16 @@ pub async fn start(
     };
     let mut programs = Vec::with_capacity(specs.len());
     for spec in specs {
-        let condition = match links.of(&spec.name) {
-            Some(link) => link.condition(),
-            None => watch::channel(LinkCondition::Clear).1,
+        // A link without faults never changes, but its sender must live as long as
+        // the proxy: a proxy reads a closed channel as a cut.
+        let link = match links.of(&spec.name) {
+            Some(link) => (link.condition(), None),
+            None => {
+                let (clear, condition) = watch::channel(LinkCondition::Clear);
+                (condition, Some(clear))
+            }
         };
-        programs.push(Program::start(spec, &setup, condition).await?);
+        programs.push(Program::start(spec, &setup, link).await?);
     }
     let key = programs[0].key().to_string();
     if let Some(other) = programs.iter().find(|p| p.key() != key) {
@@ -96,23 +102,28 @@ pub async fn start(
 }
 
 /// Where a program's proxy dials, the URL it is given (the proxy's address put in
-/// later), and the password, which only its hello line carries.
+/// later: a program always dials TCP, even to a server on a Unix socket), and the
+/// password, which only its hello line carries.
 fn split_url(raw: &str) -> Result<(Upstream, url::Url, Option<String>), BackendError> {
     let unsupported = |why: &str| BackendError::Unsupported(format!("a program's Redis {why}"));
-    let mut url =
-        url::Url::parse(raw).map_err(|_| unsupported("has a URL fencelab cannot read"))?;
-    if !matches!(url.scheme(), "redis" | "rediss") {
-        return Err(unsupported("must be reached over TCP (redis:// or rediss://)"));
-    }
-    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default().or(Some(6379)))
-    else {
-        return Err(unsupported("URL has no host"));
-    };
-    let upstream = Upstream::Tcp { host: host.trim_matches(['[', ']']).to_string(), port };
-    // The redis crate decodes it exactly as the run's own clients do.
+    // The redis crate reads it exactly as the run's own clients do.
     let info = redis::IntoConnectionInfo::into_connection_info(raw)
         .map_err(|_| unsupported("has a URL fencelab cannot read"))?;
-    let password = info.redis_settings().password().map(str::to_string);
-    let _ = url.set_password(None);
-    Ok((upstream, url, password))
+    let (upstream, scheme) = match info.addr() {
+        ConnectionAddr::Tcp(host, port) => {
+            (Upstream::Tcp { host: host.clone(), port: *port }, "redis")
+        }
+        ConnectionAddr::TcpTls { host, port, .. } => {
+            (Upstream::Tcp { host: host.clone(), port: *port }, "rediss")
+        }
+        ConnectionAddr::Unix(path) => (Upstream::Unix(path.clone()), "redis"),
+        _ => return Err(unsupported("is reached in a way fencelab cannot proxy")),
+    };
+    let settings = info.redis_settings();
+    let mut url = url::Url::parse(&format!("{scheme}://127.0.0.1/{}", settings.db()))
+        .map_err(|_| unsupported("has a URL fencelab cannot read"))?;
+    if let Some(user) = settings.username() {
+        let _ = url.set_username(user);
+    }
+    Ok((upstream, url, settings.password().map(str::to_string)))
 }

@@ -30,6 +30,9 @@ pub struct Call {
     pub reply: String,
     /// From the request leaving the program to the reply reaching it.
     pub latency_ms: f64,
+    /// The value a `SET ... NX` stored, when the server said OK: the server's own word
+    /// that the lock is now this program's, to name the holder by.
+    pub granted: Option<String>,
 }
 
 /// The decoding state of one program's connections.
@@ -44,8 +47,9 @@ struct Connection {
     replies: BytesMut,
     request_codec: ValueCodec,
     reply_codec: ValueCodec,
-    /// Requests sent and not answered yet, with when they left.
-    waiting: VecDeque<(String, Instant)>,
+    /// Requests sent and not answered yet (spelled, a `SET NX`'s value), with when
+    /// they left.
+    waiting: VecDeque<(String, Option<String>, Instant)>,
     /// Undecodable: carried on, not shown.
     broken: bool,
 }
@@ -61,18 +65,19 @@ impl Traffic {
         if tapped.request {
             c.requests.extend_from_slice(&tapped.bytes);
             while let Some(value) = next(&mut c.request_codec, &mut c.requests, &mut c.broken) {
-                c.waiting.push_back((spell_command(&value), at));
+                c.waiting.push_back((spell_command(&value), set_nx_value(&value), at));
             }
         } else {
             c.replies.extend_from_slice(&tapped.bytes);
             while let Some(value) = next(&mut c.reply_codec, &mut c.replies, &mut c.broken) {
-                let (command, sent) = match c.waiting.pop_front() {
+                let (command, set, sent) = match c.waiting.pop_front() {
                     Some(waiting) => waiting,
                     // Pushed by the server (a subscription's message): no request.
-                    None => ("(pushed by the server)".to_string(), at),
+                    None => ("(pushed by the server)".to_string(), None, at),
                 };
                 let latency_ms = (at - sent).as_secs_f64() * 1000.0;
-                calls.push(Call { command, reply: spell_reply(&value), latency_ms });
+                let granted = set.filter(|_| value == Value::Okay);
+                calls.push(Call { command, reply: spell_reply(&value), latency_ms, granted });
             }
         }
         if c.requests.len() + c.replies.len() > MAX_PENDING {
@@ -92,6 +97,19 @@ fn next(codec: &mut ValueCodec, buffer: &mut BytesMut, broken: &mut bool) -> Opt
             None
         }
     }
+}
+
+/// The value of a `SET key value ... NX ...`: how lock libraries take a Redis lock.
+fn set_nx_value(value: &Value) -> Option<String> {
+    let Value::Array(parts) = value else { return None };
+    let text = |v: &Value| match v {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        _ => None,
+    };
+    let words: Vec<String> = parts.iter().filter_map(text).collect();
+    let is_set = words.first().is_some_and(|w| w.eq_ignore_ascii_case("SET"));
+    let nx = words.iter().skip(3).any(|w| w.eq_ignore_ascii_case("NX"));
+    (is_set && nx).then(|| words.get(2).cloned()).flatten()
 }
 
 /// A request as redis-cli would show it, passwords masked.
@@ -176,6 +194,7 @@ mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].command, "SET lock v1 NX PX");
         assert_eq!(calls[0].reply, "OK");
+        assert_eq!(calls[0].granted.as_deref(), Some("v1"));
     }
 
     #[test]
