@@ -82,6 +82,12 @@ pub enum Command {
     /// that breaks a lock design, on the simulator; shrink it to the smallest story,
     /// print it, and confirm it on real servers. Or say exactly what was covered.
     Break(BreakArgs),
+    /// List the exercises: write the lock yourself (starters in Python and Node in
+    /// examples/exercises/), then `fencelab check NAME --program ...`.
+    Exercises,
+    /// Check your solution to an exercise: your program as every worker, on real
+    /// servers, through the lesson's schedule and then `break`; says what still breaks.
+    Check(CheckArgs),
     /// Replay a saved run (`--save FILE`) in the TUI: play, pause, step event by event,
     /// scrub, jump to violations. Needs no Redis.
     Replay(ReplayArgs),
@@ -270,6 +276,18 @@ pub struct RunArgs {
     /// docs/worker-protocol.md. Real servers only.
     #[arg(long, value_name = "\"CMD ARGS\"")]
     pub program: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The exercise (see `fencelab exercises`).
+    pub exercise: String,
+    /// Your program: "CMD ARGS", run in the current folder (docs/worker-protocol.md).
+    #[arg(long, value_name = "\"CMD ARGS\"")]
+    pub program: String,
+    /// Real time per scenario time (0.5: twice as fast).
+    #[arg(long, value_name = "X", default_value_t = 0.5)]
+    pub time_scale: f64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -478,7 +496,11 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
         searches: u32,
         /// The program ("CMD ARGS", run in the current folder).
-        #[arg(long, value_name = "\"CMD ARGS\"", default_value = "python3 examples/python-redis-py/lock.py")]
+        #[arg(
+            long,
+            value_name = "\"CMD ARGS\"",
+            default_value = "python3 examples/python-redis-py/lock.py"
+        )]
         program: String,
         /// Real time per scenario time on real servers.
         #[arg(long, value_name = "X", default_value_t = 0.25)]

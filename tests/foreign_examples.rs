@@ -24,8 +24,17 @@ fn lesson_with(name: &str, program: &str) -> Scenario {
     with_program(builtin(name).unwrap().unwrap(), Some(program)).unwrap()
 }
 
+/// The tests take turns: each is a race on real servers against the kernel's
+/// scheduler, and six of them at once on two loaded cores would lose it.
+static TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// One real run of `scenario` on a private redis-server.
 fn real_run(scenario: &Scenario, fencing: bool) -> Vec<Event> {
+    let _turn = turn();
     let server = redis();
     let deployment = on_redis(RedisBackend::open(&server.url(), "private redis-server").unwrap());
     let runtime = fencelab::runtime::build(false).unwrap();
@@ -76,12 +85,12 @@ fn node_redlock_lets_the_stale_write_land_under_a_pause() {
     let b_got = worker_events(&events, "B")
         .find_map(|(t, w)| matches!(w, WorkerEvent::Acquired { .. }).then_some(t));
     assert!(b_got.is_some_and(|t| stop < t && t < cont), "{}", digest(&events));
-    // The inspector shows redlock's own script, sent through A's proxy.
+    // The inspector shows the commands redlock itself sent, through A's proxy.
     let sent = events.iter().any(|e| {
         matches!(&e.kind, EventKind::Command { worker, command, .. }
-            if worker == "A" && command.starts_with("EVAL"))
+            if worker == "A" && command.contains("fencelab:{"))
     });
-    assert!(sent, "no EVAL/EVALSHA from redlock in the inspector");
+    assert!(sent, "no command of redlock's naming the run's key in the inspector");
 }
 
 #[test]
@@ -120,6 +129,7 @@ fn python_redis_lock_renewals_stop_when_the_whole_process_is_paused() {
 /// it must find a break, shrink it, confirm it on a real run again, and save a file
 /// that names the program by an absolute path.
 fn breaks(program: &str, scale: &str) {
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("broken.toml");
     let out = support::bin()
@@ -147,7 +157,7 @@ fn break_finds_and_confirms_the_pause_that_breaks_redis_py_lock() {
 
 #[test]
 fn break_finds_and_confirms_the_pause_that_breaks_node_redlock() {
-    breaks("node examples/node-redlock/worker.js", "0.25");
+    breaks("node examples/node-redlock/worker.js", "0.5");
 }
 
 #[test]
@@ -162,6 +172,7 @@ fn break_finds_and_confirms_the_pause_that_breaks_python_redis_lock() {
 fn break_finds_no_break_of_fenced_redis_py_within_six_real_runs() {
     let mut design = lesson_with("gc-pause", "python3 examples/python-redis-py/fenced_lock.py");
     design.fencing = true;
+    let _turn = turn();
     let server = redis();
     let deployment = on_redis(RedisBackend::open(&server.url(), "private redis-server").unwrap());
     let runtime = fencelab::runtime::build(false).unwrap();

@@ -209,7 +209,7 @@ fn progress_bar(budget: Budget) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-fn print_transcript(events: &[Event]) {
+pub(super) fn print_transcript(events: &[Event]) {
     let mut transcript = Transcript::default();
     for e in events {
         for line in transcript.lines(e) {
@@ -251,6 +251,9 @@ fn confirm_on_servers(
     replay.confirm(scenario, cancel, runtime)
 }
 
+/// Replays of a counterexample found on real servers before calling it unconfirmed.
+const REPLAYS: u32 = 3;
+
 /// Where the counterexample was found, which says what a different replay means.
 #[derive(Clone, Copy)]
 enum Found {
@@ -266,7 +269,9 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    /// Run it and compare with the outcome its `expect` states.
+    /// Run it and compare with the outcome its `expect` states. Found on real
+    /// servers, it gets [`REPLAYS`] tries: a real run races the scheduler, and a
+    /// break seen once and then again is confirmed (the line says how many it took).
     fn confirm(
         &self,
         scenario: &Scenario,
@@ -277,39 +282,61 @@ impl Replay<'_> {
             Some(e) => e.clone(),
             None => return Ok(ExitCode::SUCCESS),
         };
-        let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
-        let options =
-            RunOptions { time_scale: self.time_scale, ..RunOptions::new(scenario.fencing) };
-        let run = crate::engine::run(lock, storage, scenario, options, cancel);
-        let events = runtime.block_on(run)?.snapshot();
-        if cancel.is_cancelled() {
-            say("interrupted while confirming on real servers");
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        let tries = match self.found_on {
+            Found::Simulator => 1,
+            Found::Real => REPLAYS,
+        };
+        let mut diffs = Vec::new();
+        for n in 1..=tries {
+            let events = self.replay(scenario, cancel, runtime)?;
+            if cancel.is_cancelled() {
+                say("interrupted while confirming on real servers");
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            }
+            diffs = compare(&expected, &events, &check(&events));
+            if diffs.is_empty() {
+                let again = match (self.found_on, n) {
+                    (Found::Simulator, _) => String::new(),
+                    (Found::Real, 1) => ", run again".to_string(),
+                    (Found::Real, n) => format!(", run again (replay {n} of {tries})"),
+                };
+                self.confirmed(&again, &expected);
+                return Ok(ExitCode::SUCCESS);
+            }
         }
-        let diffs = compare(&expected, &events, &check(&events));
         let describe = self.deployment.describe();
-        if diffs.is_empty() {
-            say(&format!(
-                "confirmed on {describe}{}: the same outcome (storage [{}], checker [{}])",
-                match self.found_on {
-                    Found::Simulator => "",
-                    Found::Real => ", run again",
-                },
-                expected.storage.join(", "),
-                expected.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            ));
-            return Ok(ExitCode::SUCCESS);
-        }
         say(&match self.found_on {
             Found::Simulator => format!(
                 "the simulator and {describe} disagree: {} (a finding for the differential test)",
                 diffs.join("; ")
             ),
             Found::Real => format!(
-                "run again on {describe}, it did not break the same way: {} (real runs race: try a --time-scale nearer 1)",
+                "run again {tries} times on {describe}, it did not break the same way: {} (real runs race: try a --time-scale nearer 1)",
                 diffs.join("; ")
             ),
         });
         Ok(ExitCode::FAILURE)
+    }
+
+    fn replay(
+        &self,
+        scenario: &Scenario,
+        cancel: &CancellationToken,
+        runtime: &tokio::runtime::Runtime,
+    ) -> anyhow::Result<Vec<Event>> {
+        let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
+        let options =
+            RunOptions { time_scale: self.time_scale, ..RunOptions::new(scenario.fencing) };
+        let run = crate::engine::run(lock, storage, scenario, options, cancel);
+        Ok(runtime.block_on(run)?.snapshot())
+    }
+
+    fn confirmed(&self, again: &str, expected: &Expectation) {
+        say(&format!(
+            "confirmed on {}{again}: the same outcome (storage [{}], checker [{}])",
+            self.deployment.describe(),
+            expected.storage.join(", "),
+            expected.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ));
     }
 }

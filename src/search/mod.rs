@@ -253,9 +253,21 @@ pub fn search_with(
     outcome.harmless = std::mem::take(&mut judge.harmless);
     if let Some(original) = first {
         let mut shrink_trials = 0;
-        let shrunk = shrink::shrink(&original, &space, |s| {
-            shrink_trials += 1;
-            judge.breaks(s)
+        // A real run races the scheduler: there a smaller story counts only when it
+        // breaks twice running, and a start at the workers' own moment stays put
+        // (later starts on a coarse grid mostly miss, each at the cost of a run).
+        let (repeats, starts) = match placement {
+            Placement::Grid => (1, true),
+            Placement::Moments => (2, false),
+        };
+        let shrunk = shrink::shrink(&original, &space, starts, |s| {
+            for _ in 0..repeats {
+                shrink_trials += 1;
+                if !judge.breaks(s)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         })?;
         let (events, violations) = judge.run(&shrunk)?;
         let scenario = counterexample(scenario, &design, &shrunk, &events, &violations);
