@@ -59,6 +59,17 @@ async fn run(
     Ok(log.snapshot())
 }
 
+/// The article's gc-pause with every worker running `script` (from the repository's root).
+async fn gc_pause_with(
+    server: &fencelab::backend::server::PrivateRedis,
+    script: &str,
+    fencing: bool,
+) -> Vec<Event> {
+    let gc = builtin("gc-pause").unwrap().unwrap();
+    let scenario = with_program(gc, &["python3", script]);
+    run(server, &scenario, fencing).await.unwrap()
+}
+
 fn violations(events: &[Event]) -> Vec<ViolationKind> {
     check(events).iter().map(|v| v.kind()).collect()
 }
@@ -66,9 +77,7 @@ fn violations(events: &[Event]) -> Vec<ViolationKind> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
     let server = redis();
-    let gc = builtin("gc-pause").unwrap().unwrap();
-    let scenario = with_program(gc, &["python3", "examples/python-redis-py/lock.py"]);
-    let events = run(&server, &scenario, false).await.unwrap();
+    let events = gc_pause_with(&server, "examples/python-redis-py/lock.py", false).await;
     // B's write, then A's stale one: the article's shape, without tokens.
     assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
     let found = violations(&events);
@@ -102,9 +111,7 @@ async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_py_lock_with_a_token_from_incr_is_rejected_with_fencing_on() {
     let server = redis();
-    let gc = builtin("gc-pause").unwrap().unwrap();
-    let scenario = with_program(gc, &["python3", "examples/python-redis-py/fenced_lock.py"]);
-    let events = run(&server, &scenario, true).await.unwrap();
+    let events = gc_pause_with(&server, "examples/python-redis-py/fenced_lock.py", true).await;
     assert_eq!(storage(&events), ["B:2"], "{}", digest(&events));
     let rejected = events.iter().any(|e| {
         matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Wrote { token: Some(1), accepted: false, .. } } if worker == "A")
@@ -169,12 +176,11 @@ async fn broken_programs_end_the_run_with_a_clear_error_and_leave_nothing_behind
             assert!(error.contains(word), "{how}: {word:?} missing from: {error}");
         }
         // Neither the program nor anything it started is left running.
-        let left = wait_for("the broken program's processes to end", || {
+        wait_for("the broken program's processes to end", || {
             let left = running("tests/programs/broken.py");
             let sleeping = running("sleep 300");
             (left.is_empty() && sleeping.is_empty()).then_some(())
         });
-        let () = left;
     }
 }
 
@@ -208,9 +214,7 @@ async fn the_readmes_ten_line_program_is_the_example_and_its_stale_write_lands()
     );
     assert!(file.lines().count() <= 11);
     let server = redis();
-    let gc = builtin("gc-pause").unwrap().unwrap();
-    let scenario = with_program(gc, &["python3", "examples/python-redis-py/ten_lines.py"]);
-    let events = run(&server, &scenario, false).await.unwrap();
+    let events = gc_pause_with(&server, "examples/python-redis-py/ten_lines.py", false).await;
     assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
 }
 
@@ -234,4 +238,103 @@ fn no_program_outlives_a_killed_fencelab() {
     wait_for("the programs to die with fencelab", || {
         programs.iter().all(|p| !support::alive(*p)).then_some(())
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_running_program_runs_its_own_logic_and_its_writes_land_in_turn() {
+    let src = r#"
+name = "free"
+title = "two programs on their own"
+ttl_ms = 2000
+program = ["python3", "tests/programs/free.py"]
+[[workers]]
+name = "A"
+steps = []
+[[workers]]
+name = "B"
+start_ms = 100
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "free.toml").unwrap();
+    for w in &mut scenario.workers {
+        w.program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    }
+    let server = redis();
+    let events = run(&server, &scenario, false).await.unwrap();
+    assert!(
+        matches!(
+            events.last().map(|e| &e.kind),
+            Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
+        ),
+        "{}",
+        digest(&events)
+    );
+    assert_eq!(storage(&events), ["A:-", "B:-"], "{}", digest(&events));
+    assert!(violations(&events).is_empty(), "{:?}", violations(&events));
+    for worker in ["A", "B"] {
+        let finished = events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Worker { worker: w, what: WorkerEvent::Finished } if w == worker)
+        });
+        assert!(finished, "{worker} finished:\n{}", digest(&events));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_on_redlock_gets_every_node_through_its_proxy_and_the_truth_names_it() {
+    let src = r#"
+name = "majority"
+title = "a program on Redlock's nodes"
+ttl_ms = 2000
+redlock_nodes = 3
+program = ["python3", "tests/programs/majority.py"]
+[[workers]]
+name = "A"
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "majority.toml").unwrap();
+    scenario.workers[0].program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    let deployment = support::deployment_for(&scenario, false);
+    let (lock, store) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let options = RunOptions::new(false);
+    let log = fencelab::engine::run(lock, store, &scenario, options, &CancellationToken::new())
+        .await
+        .unwrap();
+    let events = log.snapshot();
+    assert_eq!(storage(&events), ["A:-"], "{}", digest(&events));
+    // Each node's holder is read by the observer and named as the worker.
+    let all_a = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Truth(t)
+            if t.nodes.len() == 3 && t.nodes.iter().all(|n| n.as_deref() == Some("A")))
+    });
+    assert!(all_a, "{}", digest(&events));
+    let per_node = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Command { command, .. } if command.starts_with("SET ")))
+        .count();
+    assert_eq!(per_node, 3, "one SET per node in the inspector");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_the_server_never_gave_stays_the_programs_belief() {
+    let src = r#"
+name = "liar"
+title = "a program that claims the lock"
+ttl_ms = 2000
+program = ["python3", "tests/programs/liar.py"]
+[[workers]]
+name = "A"
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "liar.toml").unwrap();
+    scenario.workers[0].program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    let server = redis();
+    let events = run(&server, &scenario, false).await.unwrap();
+    let believed = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == "A")
+    });
+    assert!(believed, "{}", digest(&events));
+    // The truth is the server's: nobody ever held the key.
+    let held = events.iter().any(|e| matches!(&e.kind, EventKind::Truth(t) if t.holder.is_some()));
+    assert!(!held, "{}", digest(&events));
+    assert!(violations(&events).contains(&ViolationKind::WriteByNonHolder), "{}", digest(&events));
 }

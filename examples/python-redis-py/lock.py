@@ -21,6 +21,15 @@ def say(**event):
     print(json.dumps(event), flush=True)
 
 
+def attempt(call, done, failed):
+    """Call redis-py; report `done`, or `failed` with why when the lock was not ours."""
+    try:
+        call()
+        say(event=done)
+    except LockError as e:
+        say(event=failed, reason=str(e))
+
+
 def run(fencing_token=None):
     """Serve fencelab's steps; `fencing_token(client)` (the fenced twin) returns a
     token to send with each write of the current grant."""
@@ -55,17 +64,9 @@ def run(fencing_token=None):
             if not answer["accepted"]:
                 print(f"write refused: {answer.get('reason')}", file=sys.stderr)
         elif step == "release":
-            try:
-                lock.release()
-                say(event="released")
-            except LockError as e:
-                say(event="release_failed", reason=str(e))
+            attempt(lock.release, "released", "release_failed")
         elif step == "renew":
-            try:
-                lock.reacquire()
-                say(event="renewed")
-            except LockError as e:
-                say(event="lost", reason=str(e))
+            attempt(lock.reacquire, "renewed", "lost")
         elif step == "check":
             say(event="checked", owner=lock.owned())
         say(event="done", step=step)

@@ -222,6 +222,13 @@ pub trait LockService: Send + Sync + 'static {
         None
     }
 
+    /// The URLs a foreign program (docs/worker-protocol.md) reaches the lock's Redis
+    /// servers with, password included (fencelab keeps it for the hello line): one
+    /// Redis, or each of Redlock's nodes. Empty when no other process can reach them.
+    fn redis_urls_for_programs(&self) -> Vec<String> {
+        self.redis_url_for_workers().into_iter().collect()
+    }
+
     /// Bring every server back to the scenario's starting state (servers a previous
     /// run killed are restarted, replication is restored). Called before each run.
     async fn reset(&self) -> Result<(), BackendError> {

@@ -79,7 +79,7 @@ impl Upstream {
 /// inspector decodes the commands it sent): which connection, which way, what.
 #[derive(Debug)]
 pub struct Tapped {
-    /// Counts the proxy's connections from 0.
+    /// Names the connection: unique among all proxies of this process.
     pub connection: u64,
     /// From the worker to the server (a request), else a reply as the worker gets it.
     pub request: bool,
@@ -112,7 +112,6 @@ pub async fn listen_tapped(
     let addr = listener.local_addr()?;
     let tracker = tasks.clone();
     tasks.spawn(async move {
-        let mut connections = 0..;
         loop {
             let accepted = tokio::select! {
                 () = cancel.cancelled() => break,
@@ -121,7 +120,10 @@ pub async fn listen_tapped(
             // An accept error (out of descriptors) ends the proxy: the worker's next
             // connection is refused, which it reports, rather than a busy loop here.
             let Ok((client, _)) = accepted else { break };
-            let tap = tap.clone().zip(connections.next());
+            // One numbering for every proxy: a program's proxies share one tap.
+            static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let connection = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tap = tap.clone().map(|tap| (tap, connection));
             let (upstream, condition) = (upstream.clone(), condition.clone());
             tracker.spawn(carry(client, upstream, condition, cancel.clone(), tap));
         }

@@ -452,12 +452,12 @@ fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
                 ),
             ));
         }
-        if s.lock != LockShape::Redis {
+        if !matches!(s.lock, LockShape::Redis | LockShape::Redlock { .. }) {
             return Err((
                 w.name.clone(),
                 0,
                 format!(
-                    "worker {:?} is a program: a program's lock is on one Redis (lock = \"redis\", no redlock_nodes or replica) for now",
+                    "worker {:?} is a program: a program's lock is on one Redis or on Redlock's nodes (lock = \"redis\", no replica)",
                     w.name
                 ),
             ));

@@ -52,6 +52,12 @@ pub trait NodeSet: Send + Sync + 'static {
     fn describe(&self) -> String;
     /// Whether the node is up, and how many times it has been restarted.
     fn health(&self, node: usize) -> (bool, u64);
+    /// The URL another process reaches node `node` with, password included; None when
+    /// none can (the simulator's nodes live in this process).
+    fn url_for_programs(&self, node: usize) -> Option<String> {
+        let _ = node;
+        None
+    }
 }
 
 /// The error for a fault the set of nodes cannot carry out itself (replication
@@ -85,6 +91,12 @@ impl<N: NodeSet> LockService for RedlockBackend<N> {
 
     fn describe(&self) -> String {
         self.nodes.describe()
+    }
+
+    fn redis_urls_for_programs(&self) -> Vec<String> {
+        let urls: Option<Vec<_>> =
+            (0..self.nodes.count()).map(|i| self.nodes.url_for_programs(i)).collect();
+        urls.unwrap_or_default()
     }
 
     /// Restart the nodes a previous run left dead.

@@ -71,4 +71,8 @@ impl NodeSet for RedisNodes {
     fn health(&self, node: usize) -> (bool, u64) {
         self.health.get(node)
     }
+
+    fn url_for_programs(&self, node: usize) -> Option<String> {
+        self.backends.get(node).map(RedisBackend::url_for_workers)
+    }
 }

@@ -58,10 +58,11 @@ fn failed(worker: &str, message: impl std::fmt::Display) -> BackendError {
 /// What every program of a run is given.
 pub struct Setup {
     pub keys: Keys,
-    /// The lock's Redis, which each program reaches through a proxy of its own.
-    pub upstream: Upstream,
-    /// `redis://` or `rediss://`, the database and the user, without the password.
-    pub url: url::Url,
+    /// The lock's Redis servers (one, or Redlock's nodes), each reached by each
+    /// program through a proxy of its own, with the URL to give it: `redis://` or
+    /// `rediss://`, the database and the user, no password (the proxy's address is put
+    /// in).
+    pub servers: Vec<(Upstream, url::Url)>,
     pub password: Option<String>,
     pub fencing: bool,
     /// How long a step may go without a word from the program (not counting pauses).
@@ -105,18 +106,23 @@ impl Program {
         let mode = if spec.steps.is_empty() { Mode::Free } else { Mode::Driven };
         let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
         let (tap, taps) = mpsc::unbounded_channel();
-        let proxied = proxy::listen_tapped(
-            setup.upstream.clone(),
-            condition,
-            cancel.clone(),
-            &tasks,
-            Some(tap),
-        )
-        .await
-        .map_err(|e| failed(name, format!("could not start its proxy: {e}")))?;
-        let mut url = setup.url.clone();
-        let _ = url.set_host(Some(&proxied.ip().to_string()));
-        let _ = url.set_port(Some(proxied.port()));
+        let mut urls = Vec::with_capacity(setup.servers.len());
+        for (upstream, url) in &setup.servers {
+            let (condition, tap) = (condition.clone(), Some(tap.clone()));
+            let proxied =
+                proxy::listen_tapped(upstream.clone(), condition, cancel.clone(), &tasks, tap)
+                    .await
+                    .map_err(|e| failed(name, format!("could not start its proxy: {e}")))?;
+            let mut url = url.clone();
+            let _ = url.set_host(Some(&proxied.ip().to_string()));
+            let _ = url.set_port(Some(proxied.port()));
+            urls.push(url.to_string());
+        }
+        // One Redis is `redis`; Redlock's nodes are `redis_nodes`.
+        let (redis, redis_nodes) = match urls.len() {
+            1 => (urls.pop(), Vec::new()),
+            _ => (None, urls),
+        };
         let hello = Order::Hello {
             fencelab: protocol::PROTOCOL_VERSION,
             worker: spec.name.clone(),
@@ -126,11 +132,7 @@ impl Program {
             lease_ms: setup.keys.lease_ms,
             mode,
             fencing: setup.fencing,
-            servers: protocol::Servers {
-                redis: Some(url.to_string()),
-                redis_nodes: Vec::new(),
-                password: setup.password.clone(),
-            },
+            servers: protocol::Servers { redis, redis_nodes, password: setup.password.clone() },
         };
         let mut cmd = tokio::process::Command::new(&program.argv[0]);
         cmd.args(&program.argv[1..]).env_clear().envs(protocol::environment(&hello));

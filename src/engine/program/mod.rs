@@ -45,20 +45,23 @@ pub async fn start(
     if specs.is_empty() {
         return Ok(None);
     }
-    let Some(url) = lock.redis_url_for_workers() else {
+    let urls = lock.redis_urls_for_programs();
+    if urls.is_empty() {
         return Err(BackendError::Unsupported(format!(
-            "a worker that is a program needs its lock on one real Redis; this run uses {}",
+            "a worker that is a program needs its lock on real Redis servers; this run uses {}",
             crate::backend::describe(lock, storage)
         )));
-    };
-    let (upstream, url, password) = split_url(&url)?;
+    }
+    let servers = urls.iter().map(|u| split_url(u)).collect::<Result<Vec<_>, _>>()?;
+    // One password for all: Redlock's nodes are fencelab's own, started alike.
+    let password = servers.iter().find_map(|(_, _, password)| password.clone());
+    let servers = servers.into_iter().map(|(upstream, url, _)| (upstream, url)).collect();
     // A step may take as long as the run could, and then some: a program silent for
     // longer is stuck.
     let longest = Duration::from_secs_f64(scenario.longest_run_ms() as f64 * time_scale / 1000.0);
     let setup = Setup {
         keys: keys.clone(),
-        upstream,
-        url,
+        servers,
         password,
         fencing,
         step_timeout: Duration::from_secs(5) + longest * 2,
