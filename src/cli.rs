@@ -82,6 +82,12 @@ pub enum Command {
     /// that breaks a lock design, on the simulator; shrink it to the smallest story,
     /// print it, and confirm it on real servers. Or say exactly what was covered.
     Break(BreakArgs),
+    /// List the exercises: write the lock yourself (starters in Python and Node in
+    /// examples/exercises/), then `fencelab check NAME --program ...`.
+    Exercises,
+    /// Check your solution to an exercise: your program as every worker, on real
+    /// servers, through the lesson's schedule and then `break`; says what still breaks.
+    Check(CheckArgs),
     /// Replay a saved run (`--save FILE`) in the TUI: play, pause, step event by event,
     /// scrub, jump to violations. Needs no Redis.
     Replay(ReplayArgs),
@@ -273,6 +279,18 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The exercise (see `fencelab exercises`).
+    pub exercise: String,
+    /// Your program: "CMD ARGS", run in the current folder (docs/worker-protocol.md).
+    #[arg(long, value_name = "\"CMD ARGS\"")]
+    pub program: String,
+    /// Real time per scenario time (0.5: twice as fast).
+    #[arg(long, value_name = "X", default_value_t = 0.5)]
+    pub time_scale: f64,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct BreakArgs {
     /// A built-in scenario name or a path to a scenario .toml file: its lock, workers
     /// and fencing are the design; its own pauses and faults of the kinds searched are
@@ -302,6 +320,18 @@ pub struct BreakArgs {
     /// Do not replay it on real servers.
     #[arg(long, overrides_with = "confirm")]
     pub no_confirm: bool,
+    /// Run every trial on real servers instead of the simulator (always so when the
+    /// workers are programs): fewer trials, placed at the workers' own moments.
+    #[arg(long)]
+    pub real: bool,
+    /// Break your own program: every worker of the scenario runs it ("CMD ARGS", as
+    /// for `run --program`; docs/worker-protocol.md), each trial a real run.
+    #[arg(long, value_name = "\"CMD ARGS\"")]
+    pub program: Option<String>,
+    /// On real servers, real time per scenario time (0.5, the default: leases,
+    /// pauses and work take half as long, so trials are twice as fast).
+    #[arg(long, value_name = "X")]
+    pub time_scale: Option<f64>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -457,6 +487,25 @@ pub enum BenchWhat {
         /// How many runs on each of the simulator's paths (each is about 50x slower).
         #[arg(long, default_value_t = 4_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
         engine_runs: u32,
+    },
+    /// What `fencelab break` costs on real servers: the same search (gc-pause, fencing
+    /// off) with a program as the workers (redis-py's example), with fencelab's own
+    /// workers on real Redis, and on the stepper; trials per second, time per trial and
+    /// to the first counterexample (median, p90, p99).
+    Break {
+        /// How many searches per path.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        searches: u32,
+        /// The program ("CMD ARGS", run in the current folder).
+        #[arg(
+            long,
+            value_name = "\"CMD ARGS\"",
+            default_value = "python3 examples/python-redis-py/lock.py"
+        )]
+        program: String,
+        /// Real time per scenario time on real servers.
+        #[arg(long, value_name = "X", default_value_t = 0.25)]
+        time_scale: f64,
     },
     /// How long each kind of private server takes to start and answer (median).
     Servers {

@@ -20,6 +20,9 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
         BenchWhat::Servers { runs } => servers(runs),
         BenchWhat::Class { students, events } => super::bench_class::bench(students, events),
         BenchWhat::Sim { runs, engine_runs } => super::bench_sim::bench(runs, engine_runs),
+        BenchWhat::Break { searches, ref program, time_scale } => {
+            super::bench_break::bench(searches, program, time_scale, backend_args)
+        }
     }
 }
 

@@ -9,9 +9,11 @@ macro_rules! out {
 }
 
 pub mod bench;
+mod bench_break;
 mod bench_class;
 mod bench_sim;
 pub mod class;
+mod exercise;
 pub mod run;
 pub mod scenario_ref;
 pub mod search;
@@ -40,6 +42,7 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
                 | Command::Lesson(_)
                 | Command::Bench(_)
                 | Command::Break(_)
+                | Command::Check(_)
         )
     ) {
         // These start private servers: an earlier one killed outright left its dirs.
@@ -84,6 +87,8 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Break(args)) => search::run(&args, &cli.backend),
+        Some(Command::Exercises) => Ok(exercise::list()),
+        Some(Command::Check(args)) => exercise::check(&args, &cli.backend),
         Some(Command::Worker) => worker(),
         Some(Command::Class(args)) => class::class(&args, &cli.backend),
         Some(Command::Join { url, headless }) => class::join(&url, headless),

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
-use crate::backend::deployment::{Shape, deploy};
+use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::check::{check, compare};
 use crate::cli::{BackendArgs, BreakArgs};
 use crate::engine::RunOptions;
@@ -20,7 +20,8 @@ use crate::engine::log::Event;
 use crate::output::transcript::{Transcript, verdict};
 use crate::runtime;
 use crate::scenario::{Expectation, Scenario};
-use crate::search::{self, Budget, Found, Options, Progress, report, space};
+use crate::search::real::{self, RealTrials};
+use crate::search::{self, Budget, Options, Progress, report, space};
 
 /// Schedules tried when neither --budget nor --time is given.
 const DEFAULT_BUDGET: u64 = 10_000;
@@ -31,6 +32,7 @@ const MAX_TIME_S: f64 = 86_400.0;
 
 pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     let scenario = scenario_ref::load(&args.scenario)?.scenario;
+    let scenario = scenario_ref::with_program(scenario, args.program.as_deref())?;
     let kinds = args.faults.as_deref().map(space::parse_kinds).transpose()?;
     let budget = match (args.budget, args.time) {
         (_, Some(s)) if !(s > 0.0 && s <= MAX_TIME_S) => {
@@ -108,18 +110,40 @@ struct One<'a> {
 
 impl One<'_> {
     fn search(&self, scenario: &Scenario, options: &Options) -> anyhow::Result<ExitCode> {
+        // The simulator cannot run a foreign program: its trials are real runs, on
+        // servers started once for the whole search.
+        let real = self.args.real || has_programs(scenario);
+        let deployment =
+            real.then(|| deploy(&self.backend.targets(), Shape::of(scenario))).transpose()?;
+        let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
         let bar = progress_bar(options.budget);
-        let outcome = search::search(scenario, options, self.cancel, |p: Progress| {
+        let progress = |p: Progress| {
             if let Some(bar) = &bar {
                 bar.set_position(p.tried);
                 bar.set_message(format!("{} violations found", p.violations));
             }
-        });
+        };
+        let outcome = match &deployment {
+            Some(deployment) => {
+                RealTrials::new(deployment, self.signals, self.cancel.clone(), time_scale).and_then(
+                    |mut trials| {
+                        search::search_with(&mut trials, scenario, options, self.cancel, progress)
+                    },
+                )
+            }
+            None => search::search(scenario, options, self.cancel, progress),
+        };
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
         let outcome = outcome?;
         say(&report::design_line(&outcome));
+        if let Some(deployment) = &deployment {
+            say(&format!(
+                "every trial a real run on {} at {time_scale}x real time per scenario time",
+                deployment.describe()
+            ));
+        }
         for line in report::summary(&outcome) {
             say(&line);
         }
@@ -143,7 +167,33 @@ impl One<'_> {
         if self.args.no_confirm || self.cancel.is_cancelled() {
             return Ok(ExitCode::SUCCESS);
         }
-        confirm_on_servers(&found.scenario, self.backend, self.cancel, self.signals)
+        match &deployment {
+            Some(deployment) => {
+                let replay = Replay { deployment, time_scale, found_on: Found::Real };
+                replay.confirm(&found.scenario, self.cancel, self.signals)
+            }
+            None => confirm_on_servers(&found.scenario, self.backend, self.cancel, self.signals),
+        }
+    }
+}
+
+/// Whether any worker is a foreign program.
+fn has_programs(scenario: &Scenario) -> bool {
+    scenario.workers.iter().any(|w| w.program.is_some())
+}
+
+/// A program's arguments that name files, made absolute: a program's folder is not
+/// saved (the saved file's own folder is used when it is loaded), so the saved
+/// counterexample runs the same program wherever it is saved.
+fn absolute_programs(scenario: &mut Scenario) {
+    for program in scenario.workers.iter_mut().filter_map(|w| w.program.as_mut()) {
+        let dir = program.dir.clone().or_else(|| std::env::current_dir().ok());
+        for arg in &mut program.argv {
+            let path = dir.as_ref().map(|d| d.join(&*arg));
+            if let Some(full) = path.filter(|p| p.is_file()).and_then(|p| p.canonicalize().ok()) {
+                *arg = full.to_string_lossy().into_owned();
+            }
+        }
     }
 }
 
@@ -165,7 +215,7 @@ fn progress_bar(budget: Budget) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-fn print_transcript(events: &[Event]) {
+pub(super) fn print_transcript(events: &[Event]) {
     let mut transcript = Transcript::default();
     for e in events {
         for line in transcript.lines(e) {
@@ -178,8 +228,10 @@ fn print_transcript(events: &[Event]) {
 }
 
 /// The counterexample as a scenario file, with a comment saying where it came from.
-fn save(found: &Found, path: &std::path::Path) -> anyhow::Result<()> {
-    let body = toml::to_string(&found.scenario).context("cannot write the scenario as TOML")?;
+fn save(found: &search::Found, path: &std::path::Path) -> anyhow::Result<()> {
+    let mut scenario = found.scenario.clone();
+    absolute_programs(&mut scenario);
+    let body = toml::to_string(&scenario).context("cannot write the scenario as TOML")?;
     let head = format!(
         "# Found by `fencelab break`, shrunk to the smallest story that still breaks it:\n{}\n",
         found.shrunk.iter().map(|m| format!("# - {m}\n")).collect::<String>()
@@ -201,33 +253,96 @@ fn confirm_on_servers(
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let expected: Expectation = match scenario.expect.for_mode(scenario.fencing) {
-        Some(e) => e.clone(),
-        None => return Ok(ExitCode::SUCCESS),
-    };
-    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
-    let run =
-        crate::engine::run(lock, storage, scenario, RunOptions::new(scenario.fencing), cancel);
-    let events = runtime.block_on(run)?.snapshot();
-    if cancel.is_cancelled() {
-        say("interrupted while confirming on real servers");
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    let replay = Replay { deployment: &deployment, time_scale: 1.0, found_on: Found::Simulator };
+    replay.confirm(scenario, cancel, runtime)
+}
+
+/// Replays of a counterexample found on real servers before calling it unconfirmed.
+const REPLAYS: u32 = 3;
+
+/// Where the counterexample was found, which says what a different replay means.
+#[derive(Clone, Copy)]
+enum Found {
+    Simulator,
+    Real,
+}
+
+/// The counterexample run once more on real servers.
+struct Replay<'a> {
+    deployment: &'a Deployment,
+    time_scale: f64,
+    found_on: Found,
+}
+
+impl Replay<'_> {
+    /// Run it and compare with the outcome its `expect` states. Found on real
+    /// servers, it gets [`REPLAYS`] tries: a real run races the scheduler, and a
+    /// break seen once and then again is confirmed (the line says how many it took).
+    fn confirm(
+        &self,
+        scenario: &Scenario,
+        cancel: &CancellationToken,
+        runtime: &tokio::runtime::Runtime,
+    ) -> anyhow::Result<ExitCode> {
+        let expected: Expectation = match scenario.expect.for_mode(scenario.fencing) {
+            Some(e) => e.clone(),
+            None => return Ok(ExitCode::SUCCESS),
+        };
+        let tries = match self.found_on {
+            Found::Simulator => 1,
+            Found::Real => REPLAYS,
+        };
+        let mut diffs = Vec::new();
+        for n in 1..=tries {
+            let events = self.replay(scenario, cancel, runtime)?;
+            if cancel.is_cancelled() {
+                say("interrupted while confirming on real servers");
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            }
+            diffs = compare(&expected, &events, &check(&events));
+            if diffs.is_empty() {
+                let again = match (self.found_on, n) {
+                    (Found::Simulator, _) => String::new(),
+                    (Found::Real, 1) => ", run again".to_string(),
+                    (Found::Real, n) => format!(", run again (replay {n} of {tries})"),
+                };
+                self.confirmed(&again, &expected);
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        let describe = self.deployment.describe();
+        say(&match self.found_on {
+            Found::Simulator => format!(
+                "the simulator and {describe} disagree: {} (a finding for the differential test)",
+                diffs.join("; ")
+            ),
+            Found::Real => format!(
+                "run again {tries} times on {describe}, it did not break the same way: {} (real runs race: try a --time-scale nearer 1)",
+                diffs.join("; ")
+            ),
+        });
+        Ok(ExitCode::FAILURE)
     }
-    let diffs = compare(&expected, &events, &check(&events));
-    if diffs.is_empty() {
+
+    fn replay(
+        &self,
+        scenario: &Scenario,
+        cancel: &CancellationToken,
+        runtime: &tokio::runtime::Runtime,
+    ) -> anyhow::Result<Vec<Event>> {
+        let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
+        let options =
+            RunOptions { time_scale: self.time_scale, ..RunOptions::new(scenario.fencing) };
+        let run = crate::engine::run(lock, storage, scenario, options, cancel);
+        Ok(runtime.block_on(run)?.snapshot())
+    }
+
+    fn confirmed(&self, again: &str, expected: &Expectation) {
         say(&format!(
-            "confirmed on {}: the same outcome (storage [{}], checker [{}])",
-            deployment.describe(),
+            "confirmed on {}{again}: the same outcome (storage [{}], checker [{}])",
+            self.deployment.describe(),
             expected.storage.join(", "),
             expected.violations.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
         ));
-        Ok(ExitCode::SUCCESS)
-    } else {
-        say(&format!(
-            "the simulator and {} disagree: {} (a finding for the differential test)",
-            deployment.describe(),
-            diffs.join("; ")
-        ));
-        Ok(ExitCode::FAILURE)
     }
 }

@@ -6,6 +6,7 @@
 //! into the binary, so `fencelab lessons` works anywhere; a path to a lesson file works
 //! too. `lessons/README.md` documents the format for instructors.
 
+pub mod exercise;
 mod narration;
 pub mod reach;
 pub mod sweep;

@@ -7,6 +7,8 @@
 //! seeded shuffled order, so a budget smaller than the space still samples all of it
 //! evenly, and the same seed gives the same search on every machine.
 
+pub mod moments;
+pub mod real;
 pub mod report;
 pub mod shrink;
 pub mod space;
@@ -21,7 +23,7 @@ use crate::check::{Violation, ViolationKind, check};
 use crate::engine::log::Event;
 use crate::scenario::{Expectation, FaultKind, Scenario};
 use space::{Schedule, Space};
-use trial::Trials;
+use trial::{Placement, Runner, Trials};
 
 /// How far the search may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +93,9 @@ pub struct Outcome {
     pub faults_taken: usize,
     pub fencing: bool,
     pub space: Space,
-    /// One-fault schedules tried, and two-fault ones.
+    /// Pauses tried at the workers' own moments (`moments`), before any grid.
+    pub at_moments: u64,
+    /// One-fault schedules tried on the grid, and two-fault ones.
     pub singles: u64,
     pub pairs: u64,
     pub seed: u64,
@@ -105,21 +109,21 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn tried(&self) -> u64 {
-        self.singles + self.pairs
+        self.at_moments + self.singles + self.pairs
     }
 }
 
 /// The design breaks under `schedule` (with its run), as the scenario's fencing says.
 struct Judge<'a> {
-    trials: Trials,
+    runner: &'a mut dyn Runner,
     design: &'a Scenario,
     fencing: bool,
     harmless: BTreeMap<ViolationKind, u64>,
 }
 
 impl Judge<'_> {
-    fn run(&self, schedule: &[space::Move]) -> anyhow::Result<(Vec<Event>, Vec<Violation>)> {
-        let events = self.trials.trial(&space::apply(self.design, schedule), self.fencing)?;
+    fn run(&mut self, schedule: &[space::Move]) -> anyhow::Result<(Vec<Event>, Vec<Violation>)> {
+        let events = self.runner.trial(&space::apply(self.design, schedule), self.fencing)?;
         let violations = check(&events);
         Ok((events, violations))
     }
@@ -153,9 +157,21 @@ fn end_ms(events: &[Event]) -> u64 {
     events.last().map_or(0, |e| e.t_ms.ceil() as u64)
 }
 
-/// Search `scenario` for a breaking schedule. `progress` is called now and then;
-/// `cancel` stops the search between trials, with what was covered so far.
+/// Search `scenario` on the simulator for a breaking schedule. `progress` is called
+/// now and then; `cancel` stops the search between trials, with what was covered so far.
 pub fn search(
+    scenario: &Scenario,
+    options: &Options,
+    cancel: &CancellationToken,
+    progress: impl FnMut(Progress),
+) -> anyhow::Result<Outcome> {
+    search_with(&mut Trials::new()?, scenario, options, cancel, progress)
+}
+
+/// [`search`] with its trials run by `runner` (real servers: `real::RealTrials`), its
+/// schedules placed as the runner's cost asks.
+pub fn search_with(
+    runner: &mut dyn Runner,
     scenario: &Scenario,
     options: &Options,
     cancel: &CancellationToken,
@@ -168,20 +184,25 @@ pub fn search(
     let mut design = space::design(scenario, &kinds);
     design.fencing = options.fencing.unwrap_or(scenario.fencing);
     let started = Instant::now();
-    let mut judge = Judge {
-        trials: Trials::new()?,
-        design: &design,
-        fencing: design.fencing,
-        harmless: BTreeMap::new(),
-    };
+    let placement = runner.placement();
+    let mut judge =
+        Judge { runner, design: &design, fencing: design.fencing, harmless: BTreeMap::new() };
     let (clean_events, _) = judge.run(&[])?;
-    let space = Space::new(&design, &kinds, end_ms(&clean_events));
+    let (space, placed) = match placement {
+        Placement::Grid => (Space::new(&design, &kinds, end_ms(&clean_events)), Vec::new()),
+        Placement::Moments => {
+            let space = Space::coarse(&design, &kinds, end_ms(&clean_events));
+            let placed = moments::pauses(&design, &clean_events, &space);
+            (space, placed)
+        }
+    };
     let mut outcome = Outcome {
         design: design.clone(),
         paused_steps: count_pauses(scenario) - count_pauses(&design),
         faults_taken: scenario.faults.len() - design.faults.len(),
         fencing: design.fencing,
         space: space.clone(),
+        at_moments: 0,
         singles: 0,
         pairs: 0,
         seed: options.seed,
@@ -206,6 +227,10 @@ pub fn search(
             break;
         }
         let schedule = match order.get(outcome.singles as usize) {
+            _ if (outcome.at_moments as usize) < placed.len() => {
+                outcome.at_moments += 1;
+                vec![placed[outcome.at_moments as usize - 1].clone()]
+            }
             Some(&i) => {
                 outcome.singles += 1;
                 vec![space.single(i)]
@@ -228,9 +253,21 @@ pub fn search(
     outcome.harmless = std::mem::take(&mut judge.harmless);
     if let Some(original) = first {
         let mut shrink_trials = 0;
-        let shrunk = shrink::shrink(&original, &space, |s| {
-            shrink_trials += 1;
-            judge.breaks(s)
+        // A real run races the scheduler: there a smaller story counts only when it
+        // breaks twice running, and a start at the workers' own moment stays put
+        // (later starts on a coarse grid mostly miss, each at the cost of a run).
+        let (repeats, starts) = match placement {
+            Placement::Grid => (1, true),
+            Placement::Moments => (2, false),
+        };
+        let shrunk = shrink::shrink(&original, &space, starts, |s| {
+            for _ in 0..repeats {
+                shrink_trials += 1;
+                if !judge.breaks(s)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         })?;
         let (events, violations) = judge.run(&shrunk)?;
         let scenario = counterexample(scenario, &design, &shrunk, &events, &violations);

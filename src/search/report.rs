@@ -55,6 +55,13 @@ pub fn coverage(o: &Outcome) -> String {
             o.seed
         )
     };
+    if o.at_moments > 0 {
+        line = format!(
+            "{} pause{} at the workers' own moments (after a grant, a renewal, a check; before a write), then {line}",
+            o.at_moments,
+            if o.at_moments == 1 { "" } else { "s" }
+        );
+    }
     if o.pairs > 0 {
         line.push_str(&format!(
             ", and {} random pairs of them (seed {})",

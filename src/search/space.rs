@@ -319,6 +319,9 @@ pub struct Space {
 /// How many start times and lengths each grid has, about.
 const GRID_PARTS: u64 = 40;
 
+/// About as many on real servers: a few trials placed well, not many.
+const COARSE_PARTS: u64 = 8;
+
 /// Schedules hold at most this many faults: the smallest stories are one or two.
 pub const MAX_FAULTS: usize = 2;
 
@@ -330,6 +333,16 @@ impl Space {
     /// counts until the design's longest possible run (`Scenario::longest_run_ms`):
     /// an hour-long run would make the grids' steps minutes long.
     pub fn new(design: &Scenario, kinds: &[FaultKind], end_ms: u64) -> Space {
+        Space::with_parts(design, kinds, end_ms, GRID_PARTS)
+    }
+
+    /// The same space on grids of about [`COARSE_PARTS`] steps: for trials on real
+    /// servers, each a run of seconds, and for their shrinking.
+    pub fn coarse(design: &Scenario, kinds: &[FaultKind], end_ms: u64) -> Space {
+        Space::with_parts(design, kinds, end_ms, COARSE_PARTS)
+    }
+
+    fn with_parts(design: &Scenario, kinds: &[FaultKind], end_ms: u64, parts: u64) -> Space {
         let mut targets = Vec::new();
         for &kind in kinds {
             if kind == FaultKind::Pause || kind == FaultKind::Delay {
@@ -340,13 +353,13 @@ impl Space {
             }
         }
         let end_ms = end_ms.min(design.longest_run_ms());
-        let start_step = round_step(end_ms, GRID_PARTS);
+        let start_step = round_step(end_ms, parts);
         let start =
             Grid { from: 0, to: end_ms.div_ceil(start_step) * start_step, step: start_step };
         let timeouts = timeouts(design);
         let lease = timeouts.last().map_or(5000, |t| t.ms);
         let longest = 2 * lease + end_ms;
-        let length_step = round_step(longest, GRID_PARTS);
+        let length_step = round_step(longest, parts);
         let grid = Grid {
             from: length_step,
             to: longest.div_ceil(length_step) * length_step,

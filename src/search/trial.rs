@@ -36,6 +36,34 @@ fn longest_ms(scenario: &Scenario) -> u64 {
     faults.fold(scenario.longest_run_ms(), u64::saturating_add)
 }
 
+/// Where a search's trials run: the simulator ([`Trials`]), or real servers for what
+/// the simulator cannot run (`super::real`: foreign programs).
+pub trait Runner {
+    /// Run `scenario` to its end; its events, in log order.
+    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>>;
+
+    /// How the search places its schedules, given what a trial costs.
+    fn placement(&self) -> Placement {
+        Placement::Grid
+    }
+}
+
+/// How schedules are placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A trial costs microseconds: a fine grid, every point of it in a seeded order.
+    Grid,
+    /// A trial is a real run of seconds: first a pause at each of the workers' own
+    /// moments seen in the fault-free run (`super::moments`), then a coarse grid.
+    Moments,
+}
+
+impl Runner for Trials {
+    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+        Trials::trial(self, scenario, fencing)
+    }
+}
+
 /// Runs trials, one after another, on one runtime.
 pub struct Trials {
     runtime: Runtime,

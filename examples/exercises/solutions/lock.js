@@ -1,0 +1,63 @@
+// A solution to both exercises (safe-release, fencing-token), in Node: keep it out of
+// sight of the starters.
+//
+//   safe-release:  release() deletes the key even when it is someone else's now.
+//   fencing-token: writes carry no fencing token.
+//
+// Check your fix:  fencelab check fencing-token --program "node starter.js"
+// (ioredis comes from examples/node-redlock: `npm ci` there once.)
+"use strict";
+
+const path = require("node:path");
+const readline = require("node:readline");
+const crypto = require("node:crypto");
+const requireThere = require("node:module").createRequire(
+  path.join(__dirname, "..", "..", "node-redlock", "package.json"),
+);
+const Redis = requireThere("ioredis");
+
+const say = (event) => process.stdout.write(JSON.stringify(event) + "\n");
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const next = async () => JSON.parse((await lines.next()).value);
+
+async function main() {
+  const hello = await next();
+  const { key, lease_ms: leaseMs, servers } = hello;
+  const r = new Redis(servers.redis, { password: servers.password, commandTimeout: 10000 });
+  const me = crypto.randomUUID();
+  let token = null;
+  let writes = 0;
+  const steps = {
+    async acquire() {
+      while ((await r.set(key, me, "PX", leaseMs, "NX")) !== "OK") await sleep(leaseMs / 20);
+      token = await r.incr(hello.token_key); // one more than the last grant's
+      say({ event: "acquired", value: me, ...(token ? { token } : {}) });
+    },
+    async write(order) {
+      say({ event: "write", id: ++writes, value: order.value, ...(token ? { token } : {}) });
+      const answer = await next();
+      if (!answer.accepted) process.stderr.write(`write refused: ${answer.reason}\n`);
+    },
+    async release() {
+      // Compare and delete in one script: nothing can come between the two.
+      const script = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+      if (await r.eval(script, 1, key, me)) say({ event: "released" });
+      else say({ event: "release_failed", reason: "the key was no longer ours" });
+    },
+  };
+  await r.ping();
+  say({ event: "ready" });
+  for (;;) {
+    const order = await next();
+    if (order.type === "stop") process.exit(0);
+    if (order.type !== "step") continue;
+    await steps[order.step](order);
+    say({ event: "done", step: order.step });
+  }
+}
+
+main().catch((e) => {
+  say({ event: "error", message: e.message });
+  process.exit(1);
+});

@@ -1,0 +1,62 @@
+// Exercise starter (fencelab exercises), in Node: a lock of your own on one Redis, as
+// a fencelab worker (docs/worker-protocol.md). It works until a pause: two parts are
+// unsafe (see starter.py for the same in Python).
+//
+//   safe-release:  release() deletes the key even when it is someone else's now.
+//   fencing-token: writes carry no fencing token.
+//
+// Check your fix:  fencelab check fencing-token --program "node starter.js"
+// (ioredis comes from examples/node-redlock: `npm ci` there once.)
+"use strict";
+
+const path = require("node:path");
+const readline = require("node:readline");
+const crypto = require("node:crypto");
+const requireThere = require("node:module").createRequire(
+  path.join(__dirname, "..", "node-redlock", "package.json"),
+);
+const Redis = requireThere("ioredis");
+
+const say = (event) => process.stdout.write(JSON.stringify(event) + "\n");
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+const next = async () => JSON.parse((await lines.next()).value);
+
+async function main() {
+  const hello = await next();
+  const { key, lease_ms: leaseMs, servers } = hello;
+  const r = new Redis(servers.redis, { password: servers.password, commandTimeout: 10000 });
+  const me = crypto.randomUUID();
+  let token = null;
+  let writes = 0;
+  const steps = {
+    async acquire() {
+      while ((await r.set(key, me, "PX", leaseMs, "NX")) !== "OK") await sleep(leaseMs / 20);
+      token = null; // TODO fencing-token: a token from the counter at hello.token_key
+      say({ event: "acquired", value: me, ...(token ? { token } : {}) });
+    },
+    async write(order) {
+      say({ event: "write", id: ++writes, value: order.value, ...(token ? { token } : {}) });
+      const answer = await next();
+      if (!answer.accepted) process.stderr.write(`write refused: ${answer.reason}\n`);
+    },
+    async release() {
+      await r.del(key); // TODO safe-release: only if the key still holds `me`, atomically
+      say({ event: "released" });
+    },
+  };
+  await r.ping();
+  say({ event: "ready" });
+  for (;;) {
+    const order = await next();
+    if (order.type === "stop") process.exit(0);
+    if (order.type !== "step") continue;
+    await steps[order.step](order);
+    say({ event: "done", step: order.step });
+  }
+}
+
+main().catch((e) => {
+  say({ event: "error", message: e.message });
+  process.exit(1);
+});

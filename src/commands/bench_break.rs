@@ -1,0 +1,157 @@
+//! `fencelab bench break`: what `fencelab break` costs on real servers against the
+//! stepper, for one design (gc-pause, fencing off): the same search run several times
+//! with a foreign program as the workers (redis-py's example: every trial a real
+//! run), with fencelab's own workers on real servers (`--real`), and with fencelab's
+//! own workers on the stepper. Per path: trials per second, the time per trial, and
+//! the time to the first counterexample (before shrinking), median / p90 / p99.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use super::scenario_ref::with_program;
+use super::stats::{median, percentile};
+use crate::backend::deployment::{Shape, deploy};
+use crate::cli::BackendArgs;
+use crate::engine::log::Event;
+use crate::runtime;
+use crate::scenario::{Scenario, builtin};
+use crate::search::real::RealTrials;
+use crate::search::trial::{Placement, Runner, Trials};
+use crate::search::{Budget, Options, Progress, search_with};
+
+/// A runner that times each trial of the one it wraps.
+struct Timed<'r> {
+    inner: &'r mut dyn Runner,
+    trials: Vec<f64>,
+}
+
+impl Runner for Timed<'_> {
+    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+        let started = Instant::now();
+        let events = self.inner.trial(scenario, fencing);
+        self.trials.push(started.elapsed().as_secs_f64() * 1000.0);
+        events
+    }
+
+    fn placement(&self) -> Placement {
+        self.inner.placement()
+    }
+}
+
+/// What the searches of one path measured.
+#[derive(Default)]
+struct Measured {
+    trial_ms: Vec<f64>,
+    first_ms: Vec<f64>,
+    busy: Duration,
+    searches_broke: u32,
+}
+
+impl Measured {
+    /// One search of `design` on `runner` (seed `seed`): its trials and when the first
+    /// counterexample was found.
+    fn search(
+        &mut self,
+        runner: &mut dyn Runner,
+        design: &Scenario,
+        seed: u64,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<()> {
+        let mut timed = Timed { inner: runner, trials: Vec::new() };
+        let options = Options { kinds: None, budget: Budget::Schedules(200), seed, fencing: None };
+        let started = Instant::now();
+        let mut first = None;
+        let progress = |p: Progress| {
+            if p.violations > 0 && first.is_none() {
+                first = Some(started.elapsed());
+            }
+        };
+        let outcome = search_with(&mut timed, design, &options, cancel, progress)?;
+        self.busy += timed.trials.iter().map(|&ms| Duration::from_secs_f64(ms / 1000.0)).sum();
+        self.trial_ms.extend(timed.trials);
+        if let (Some(_), Some(at)) = (outcome.found, first) {
+            self.searches_broke += 1;
+            self.first_ms.push(at.as_secs_f64() * 1000.0);
+        }
+        Ok(())
+    }
+
+    fn row(&mut self, path: &str, searches: u32) {
+        let cells = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            if v.is_empty() {
+                return "-".to_string();
+            }
+            format!("{} / {} / {}", ms(median(v)), ms(percentile(v, 90.0)), ms(percentile(v, 99.0)))
+        };
+        let per_s = self.trial_ms.len() as f64 / self.busy.as_secs_f64().max(1e-9);
+        println!(
+            "{path:<34} {:>7} {:>10.1} {:>26} {:>26} {:>6}/{searches}",
+            self.trial_ms.len(),
+            per_s,
+            cells(&mut self.trial_ms),
+            cells(&mut self.first_ms),
+            self.searches_broke
+        );
+    }
+}
+
+/// Milliseconds with sensible digits: 0.012, 3.4, 1200.
+fn ms(v: f64) -> String {
+    if v < 1.0 {
+        format!("{v:.3}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+pub fn bench(
+    searches: u32,
+    program: &str,
+    time_scale: f64,
+    backend: &BackendArgs,
+) -> anyhow::Result<ExitCode> {
+    let design = builtin("gc-pause").context("gc-pause is built in")?.context("gc-pause")?;
+    let foreign = with_program(design.clone(), Some(program))?;
+    let cancel = CancellationToken::new();
+    let rt = runtime::build(false)?;
+    {
+        let _inside = rt.enter();
+        runtime::cancel_on_signals(cancel.clone());
+    }
+    let deployment = deploy(&backend.targets(), Shape::of(&design))?;
+    println!(
+        "fencelab break on gc-pause (fencing off), {searches} searches per path; real runs on {} at {time_scale}x real time",
+        deployment.describe()
+    );
+    println!(
+        "{:<34} {:>7} {:>10} {:>26} {:>26} {:>9}",
+        "path", "trials", "trials/s", "ms per trial", "ms to first break", "broke"
+    );
+    let mut stepper = Measured::default();
+    for seed in 1..=u64::from(searches) {
+        stepper.search(&mut Trials::new()?, &design, seed, &cancel)?;
+    }
+    stepper.row("fencelab's workers, stepper", searches);
+    for (path, scenario) in
+        [("fencelab's workers, real Redis", &design), ("the program, real Redis", &foreign)]
+    {
+        let mut measured = Measured::default();
+        let mut real = RealTrials::new(&deployment, &rt, cancel.clone(), time_scale)?;
+        for seed in 1..=u64::from(searches) {
+            if cancel.is_cancelled() {
+                break;
+            }
+            measured.search(&mut real, scenario, seed, &cancel)?;
+        }
+        measured.row(path, searches);
+    }
+    println!("(ms: median / p90 / p99; the program: {program})");
+    rt.shutdown_timeout(Duration::from_secs(1));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,105 @@
+//! `fencelab exercises` (the list) and `fencelab check EXERCISE --program ...`: the
+//! learner's program as every worker, on real servers, through the lesson's own
+//! schedule and then (with fencing) a small `break` search; what still breaks, with
+//! the transcript.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::run::{EXIT_INTERRUPTED, say};
+use super::scenario_ref::with_program;
+use super::search::print_transcript;
+use crate::backend::deployment::{Shape, deploy};
+use crate::cli::{BackendArgs, CheckArgs};
+use crate::engine::RunOptions;
+use crate::lesson::exercise::{EXERCISES, find, still_wrong};
+use crate::runtime;
+use crate::search::real::RealTrials;
+use crate::search::{Budget, Options, search_with};
+
+/// Real runs `break` may try once the lesson's own schedule holds.
+const BREAK_BUDGET: u64 = 4;
+
+pub fn list() -> ExitCode {
+    say("Exercises: write the lock yourself (fencelab check NAME --program \"CMD ARGS\")");
+    for e in &EXERCISES {
+        say(&format!("  {:<15} {}: {}", e.name, e.title, e.task));
+        say(&format!("  {:<15} starters: {}", "", e.starters.join(", ")));
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn check(args: &CheckArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let exercise = find(&args.exercise)?;
+    let (design, expect) = exercise.design()?;
+    let design = with_program(design, Some(&args.program))?;
+    let deployment = deploy(&backend.targets(), Shape::of(&design))?;
+    let rt = runtime::build(false)?;
+    let cancel = CancellationToken::new();
+    {
+        let _inside = rt.enter();
+        runtime::cancel_on_signals(cancel.clone());
+    }
+    let scale = args.time_scale;
+    let mut trials = RealTrials::new(&deployment, &rt, cancel.clone(), scale)?;
+    say(&format!(
+        "{}: {} (lesson {}, fencing {})",
+        exercise.name,
+        exercise.title,
+        exercise.lesson,
+        if design.fencing { "on" } else { "off" }
+    ));
+    // The lesson's own schedule first: a program that fails it needs no search.
+    let options = RunOptions { time_scale: scale, ..RunOptions::new(design.fencing) };
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let events =
+        rt.block_on(crate::engine::run(lock, storage, &design, options, &cancel))?.snapshot();
+    let code = if cancel.is_cancelled() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        let wrong = still_wrong(&expect, &events, design.fencing);
+        if !wrong.is_empty() {
+            print_transcript(&events);
+            say("");
+            say("still breaks under the lesson's own schedule:");
+            wrong.iter().for_each(|w| say(&format!("  - {w}")));
+            ExitCode::FAILURE
+        } else if !design.fencing {
+            // Without fencing, any lock falls to a pause long enough (lesson 3): a
+            // search would find that, not what the exercise asks to fix.
+            say(
+                "the lesson's own schedule: it holds (no break search: without fencing any lock falls to a long enough pause, as lesson 3 shows)",
+            );
+            ExitCode::SUCCESS
+        } else {
+            say("the lesson's own schedule: it holds");
+            let options = Options {
+                kinds: None,
+                budget: Budget::Schedules(BREAK_BUDGET),
+                seed: 1,
+                fencing: Some(design.fencing),
+            };
+            let outcome = search_with(&mut trials, &design, &options, &cancel, |_| {})?;
+            match &outcome.found {
+                Some(found) => {
+                    print_transcript(&found.events);
+                    say("");
+                    let story: Vec<String> = found.shrunk.iter().map(ToString::to_string).collect();
+                    say(&format!("still breaks: fencelab break found {}", story.join(" and ")));
+                    ExitCode::FAILURE
+                }
+                None => {
+                    say(&format!(
+                        "fencelab break found no break in {} real runs at its moments: it holds",
+                        outcome.tried()
+                    ));
+                    ExitCode::SUCCESS
+                }
+            }
+        }
+    };
+    rt.shutdown_timeout(Duration::from_secs(1));
+    Ok(code)
+}
