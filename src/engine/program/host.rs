@@ -45,6 +45,8 @@ const STDERR_KEPT: usize = 6;
 const STDERR_LINE_CHARS: usize = 200;
 /// How long a program has to exit after `stop` before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(1);
+/// How long a free-running program whose stdout closed has to exit.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
 /// How long the kernel may take to report a stopped process as stopped.
 const STOP_TIMEOUT: Duration = Duration::from_secs(1);
 /// Once a program is stopped, what it wrote is in the pipe: the reactor's time to see it.
@@ -547,9 +549,11 @@ impl Run {
         Ok(())
     }
 
-    /// A free-running program has exited: fine with status 0, an error otherwise.
+    /// A free-running program has exited: fine with status 0, an error otherwise. Its
+    /// stdout has closed, so it is on its way out; an interpreter's teardown on a
+    /// loaded machine can take longer than a second, hence [`EXIT_GRACE`].
     async fn exited(&mut self) -> Result<(), BackendError> {
-        match self.program.wait_exit(STOP_GRACE).await {
+        match self.program.wait_exit(EXIT_GRACE).await {
             Some(status) if status.success() => {
                 self.emit(WorkerEvent::Finished);
                 Ok(())
