@@ -427,6 +427,12 @@ impl App {
                 Vec::new()
             }
             Msg::Failed(error) => {
+                // A run that could not start has nothing on screen: no earlier run
+                // drawn above it as if compared, under the new run's badges.
+                if self.log.is_empty() {
+                    self.previous = None;
+                    self.scripted.clear();
+                }
                 self.error = Some(error);
                 Vec::new()
             }
@@ -1687,6 +1693,18 @@ mod tests {
         app.update(Action::Compare);
         app.update(Msg::RunStarting);
         assert_eq!((&app.previous_label, &app.run_label), (&names[0], &names[1]));
+    }
+
+    #[test]
+    fn a_compare_run_that_cannot_start_leaves_no_earlier_run_on_screen() {
+        let mut app = app();
+        log(&mut app, vec![event(1, "A", WorkerEvent::Acquired { token: 1 })]);
+        app.update(Action::Compare);
+        assert!(app.previous.is_some());
+        app.update(Msg::RunStarting);
+        app.update(Msg::Failed("cannot reach Redis".into()));
+        assert!(app.previous.is_none() && app.run.lanes.is_empty());
+        assert_eq!(app.error.as_deref(), Some("cannot reach Redis"));
     }
 
     #[test]

@@ -71,4 +71,9 @@ impl NodeSet for RedisNodes {
     fn health(&self, node: usize) -> (bool, u64) {
         self.health.get(node)
     }
+
+    fn exited(&self, node: usize) -> bool {
+        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        servers.get_mut(node).is_some_and(PrivateRedis::exited)
+    }
 }
