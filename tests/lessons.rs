@@ -214,3 +214,29 @@ fn a_lesson_file_with_bad_toml_names_the_file_line_and_column() {
     let err = lesson::load_file(&toml).unwrap_err().to_string();
     assert!(err.contains("broken.toml:3:"), "{err}");
 }
+
+/// Narration is Markdown, wrapped by hand: a line that starts with `1.` or `1)`
+/// right under another line opens a numbered list in the middle of a paragraph
+/// ("(version ⏎ 1) and reports" drew "1. and reports"). A list starts after a blank
+/// line; later items (`2.`, ...) cannot interrupt a paragraph.
+#[test]
+fn no_narration_line_starts_a_list_by_accident() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lessons");
+    for stem in lesson::course_files() {
+        let text = std::fs::read_to_string(format!("{dir}/{stem}.md")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut in_code = false;
+        for (n, pair) in lines.windows(2).enumerate() {
+            if pair[0].starts_with("```") {
+                in_code = !in_code;
+            }
+            let (before, line) = (pair[0], pair[1].trim_start());
+            let opens = line.starts_with("1. ") || line.starts_with("1) ");
+            assert!(
+                in_code || !opens || before.trim().is_empty(),
+                "{stem}.md:{}: {line:?} opens a numbered list inside a paragraph",
+                n + 2
+            );
+        }
+    }
+}
