@@ -525,7 +525,8 @@ impl App {
             // The hold released itself (a reading-time hold): go on from it.
             effects = self.resume_after_hold();
         }
-        let mut to = if self.following {
+        let mut to = if self.following || self.settling() {
+            // While a step settles the view follows the run up to the settle point.
             self.reached_ms
         } else {
             (self.cursor_ms + real_ms * self.pace).min(self.reached_ms)
@@ -748,11 +749,23 @@ impl App {
         self.cursor_ms
     }
 
+    /// A narration step's hold has begun but the view has not yet reached its moment's
+    /// settle (real servers: the step's own consequences land a few ms after it). The
+    /// step is drawn only once this is over, so it never speaks of what the screen
+    /// does not show yet.
+    pub fn settling(&self) -> bool {
+        let step = self.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_none());
+        step && self.hold_at.is_some_and(|h| self.cursor_ms < h)
+    }
+
     /// The cursor moves by itself: a live run, a view catching up, a replay playing.
     /// The event loop ticks frames only then.
     pub fn animating(&self) -> bool {
         if let Some(r) = self.replay {
             return r.playing;
+        }
+        if self.settling() {
+            return true;
         }
         let held = self.hold_at.is_some();
         !self.log.is_empty() && !held && (self.log_ended().is_none() || !self.following)
