@@ -755,7 +755,9 @@ impl App {
     /// does not show yet.
     pub fn settling(&self) -> bool {
         let step = self.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_none());
-        step && self.hold_at.is_some_and(|h| self.cursor_ms < h)
+        // A run that ended before the settle point has nothing more to show.
+        let end = self.log_ended().unwrap_or(f64::INFINITY);
+        step && self.hold_at.is_some_and(|h| self.cursor_ms < h.min(end))
     }
 
     /// The cursor moves by itself: a live run, a view catching up, a replay playing.
