@@ -214,3 +214,82 @@ fn a_lesson_file_with_bad_toml_names_the_file_line_and_column() {
     let err = lesson::load_file(&toml).unwrap_err().to_string();
     assert!(err.contains("broken.toml:3:"), "{err}");
 }
+
+/// Narration is Markdown, wrapped by hand: a line that starts with `1.` or `1)`
+/// right under another line opens a numbered list in the middle of a paragraph
+/// ("(version ⏎ 1) and reports" drew "1. and reports"). A list starts after a blank
+/// line; later items (`2.`, ...) cannot interrupt a paragraph.
+#[test]
+fn no_narration_line_starts_a_list_by_accident() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lessons");
+    for stem in lesson::course_files() {
+        let text = std::fs::read_to_string(format!("{dir}/{stem}.md")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut in_code = false;
+        for (n, pair) in lines.windows(2).enumerate() {
+            if pair[0].starts_with("```") {
+                in_code = !in_code;
+            }
+            let (before, line) = (pair[0], pair[1].trim_start());
+            let opens = line.starts_with("1. ") || line.starts_with("1) ");
+            assert!(
+                in_code || !opens || before.trim().is_empty(),
+                "{stem}.md:{}: {line:?} opens a numbered list inside a paragraph",
+                n + 2
+            );
+        }
+    }
+}
+
+/// A question must not be answered by the screen at its moment: not by the storage
+/// already holding the write the right answer names ("S, token 2": S's write with
+/// token 2 accepted), nor by a step or the introduction shown with it stating the
+/// right answer's claim in its own words.
+#[test]
+fn no_question_is_answered_by_what_is_on_screen_at_its_moment() {
+    use fencelab::engine::log::WorkerEvent;
+    let flat = |s: &str| s.replace(['*', '`'], "").split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut answered = Vec::new();
+    for l in lesson::course().unwrap() {
+        let events = support::sim_run(&l.scenario, l.scenario.fencing);
+        for c in &l.scenario.checkpoints {
+            let right = &c.choices[c.answer - 1];
+            // "S, token 2: ..." names a worker and a token.
+            let head = right.split(':').next().unwrap_or_default();
+            let words: Vec<&str> = head.split([',', ' ']).filter(|w| !w.is_empty()).collect();
+            let named = match words.as_slice() {
+                [worker, "token", n, ..] => n.parse::<u64>().ok().map(|n| (*worker, n)),
+                _ => None,
+            };
+            if let Some((worker, n)) = named {
+                let written = events.iter().filter(|e| e.t_ms <= c.at_ms as f64).any(|e| {
+                    matches!(&e.kind, EventKind::Worker { worker: w, what: WorkerEvent::Wrote { token: Some(t), accepted: true, .. } } if w == worker && *t == n)
+                });
+                if written {
+                    answered.push(format!(
+                        "{}: {:?}: the storage already shows it",
+                        l.scenario.name, c.question
+                    ));
+                }
+            }
+            // The claim after the colon, said by the narration on screen.
+            let shown: String = l
+                .first_steps()
+                .iter()
+                .filter(|s| s.at_ms <= c.at_ms)
+                .map(|s| flat(&format!("{} {}", s.title, s.body)).to_lowercase())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if let Some((_, claim)) = right.split_once(": ") {
+                let claim = flat(claim).to_lowercase();
+                if claim.split(' ').count() >= 3 && shown.contains(&claim) {
+                    answered.push(format!(
+                        "{}: {:?}: the narration says {claim:?}",
+                        l.scenario.name, c.question
+                    ));
+                }
+            }
+        }
+    }
+    assert!(answered.is_empty(), "questions answered on screen:\n  {}", answered.join("\n  "));
+}

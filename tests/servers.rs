@@ -145,3 +145,26 @@ fn a_missing_etcd_names_its_package_and_the_simulator_stands_in() {
     assert!(stderr.contains(notice), "{stderr}");
     assert!(stdout.contains("SIMULATOR (etcd lease lock"), "{stdout}");
 }
+
+/// A fault restarts a server from whatever thread the run's task is on (a tokio worker
+/// in `block_in_place`, which may end later); the kernel's parent-death signal follows
+/// the thread that spawned the child, so the server must not be spawned by that one.
+#[test]
+fn a_server_restarted_on_a_thread_that_ends_stays_up() {
+    let mut server = support::redis();
+    let server = std::thread::spawn(move || {
+        server.restart().unwrap();
+        server
+    })
+    .join()
+    .unwrap();
+    let pid = server.pid();
+    // The thread that asked for the restart is gone; give a kill the time to land.
+    let mut con = redis::Client::open(server.url()).unwrap();
+    for _ in 0..20 {
+        assert!(alive(pid), "the restarted server died with the thread that restarted it");
+        let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+        assert_eq!(pong, "PONG");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -425,10 +425,12 @@ fn the_end_of_a_lesson_shows_the_score_and_each_question() {
     assert!(panel.contains("Score: 0 of 1 predicted"), "{panel}");
     assert!(panel.contains("✘ Whose write ends up last in storage?"), "{panel}");
 
-    // R takes it again, with fresh questions; this time right.
+    // R takes it again, the choices in another order; this time right.
     assert_eq!(app.update(Action::Retake), [fencelab::tui::app::Effect::StartRun]);
     app.update(Msg::RunStarting);
-    play_to(&mut app, f64::INFINITY, 1);
+    let right = app.lesson.as_ref().unwrap().checkpoints[0].answer;
+    assert_ne!(right, 1, "the right choice moved");
+    play_to(&mut app, f64::INFINITY, right);
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("Score: 1 of 1 predicted"), "{panel}");
     assert!(panel.contains("✔ Whose write ends up last in storage?"), "{panel}");

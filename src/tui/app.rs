@@ -434,6 +434,12 @@ impl App {
                 Vec::new()
             }
             Msg::Failed(error) => {
+                // A run that could not start has nothing on screen: no earlier run
+                // drawn above it as if compared, under the new run's badges.
+                if self.log.is_empty() {
+                    self.previous = None;
+                    self.scripted.clear();
+                }
                 self.error = Some(error);
                 Vec::new()
             }
@@ -526,7 +532,8 @@ impl App {
             // The hold released itself (a reading-time hold): go on from it.
             effects = self.resume_after_hold();
         }
-        let mut to = if self.following {
+        let mut to = if self.following || self.settling() {
+            // While a step settles the view follows the run up to the settle point.
             self.reached_ms
         } else {
             (self.cursor_ms + real_ms * self.pace).min(self.reached_ms)
@@ -777,11 +784,25 @@ impl App {
         self.cursor_ms
     }
 
+    /// A narration step's hold has begun but the view has not yet reached its moment's
+    /// settle (real servers: the step's own consequences land a few ms after it). The
+    /// step is drawn only once this is over, so it never speaks of what the screen
+    /// does not show yet.
+    pub fn settling(&self) -> bool {
+        let step = self.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_none());
+        // A run that ended before the settle point has nothing more to show.
+        let end = self.log_ended().unwrap_or(f64::INFINITY);
+        step && self.hold_at.is_some_and(|h| self.cursor_ms < h.min(end))
+    }
+
     /// The cursor moves by itself: a live run, a view catching up, a replay playing.
     /// The event loop ticks frames only then.
     pub fn animating(&self) -> bool {
         if let Some(r) = self.replay {
             return r.playing;
+        }
+        if self.settling() {
+            return true;
         }
         let held = self.hold_at.is_some();
         !self.log.is_empty() && !held && (self.log_ended().is_none() || !self.following)
@@ -1724,6 +1745,18 @@ mod tests {
         app.update(Action::Compare);
         app.update(Msg::RunStarting);
         assert_eq!((&app.previous_label, &app.run_label), (&names[0], &names[1]));
+    }
+
+    #[test]
+    fn a_compare_run_that_cannot_start_leaves_no_earlier_run_on_screen() {
+        let mut app = app();
+        log(&mut app, vec![event(1, "A", WorkerEvent::Acquired { token: 1 })]);
+        app.update(Action::Compare);
+        assert!(app.previous.is_some());
+        app.update(Msg::RunStarting);
+        app.update(Msg::Failed("cannot reach Redis".into()));
+        assert!(app.previous.is_none() && app.run.lanes.is_empty());
+        assert_eq!(app.error.as_deref(), Some("cannot reach Redis"));
     }
 
     #[test]

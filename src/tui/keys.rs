@@ -54,7 +54,7 @@ pub enum Action {
     /// Lessons: read the step before / after the one at the bottom of the narration.
     NarrationBack,
     NarrationForward,
-    /// Lessons: take the lesson again from its first run, with fresh questions.
+    /// Lessons: take the lesson again from its first run, the choices reordered.
     Retake,
     /// The next lock service: one Redis, Redlock, etcd.
     NextLock,
@@ -117,7 +117,7 @@ pub const BINDINGS: &[Binding] = &[
         "R",
         &[KeyCode::Char('R')],
         Action::Retake,
-        "lessons: take the lesson again, with fresh questions",
+        "lessons: take the lesson again, each question's choices in a new order",
         None,
         InReplay::Cannot,
     ),

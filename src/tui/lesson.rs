@@ -118,9 +118,18 @@ impl LessonState {
         self.scroll = 0;
     }
 
-    /// Take the lesson again from its first run: every question is asked afresh.
+    /// Take the lesson again from its first run: every question is asked afresh, its
+    /// choices in another order (each moved one place down, the last to the top), so
+    /// a second try is answered from the run, not from where the answer was.
     pub fn retake(&mut self, label: &str) {
         self.answers.iter_mut().for_each(|a| *a = None);
+        for c in &mut self.checkpoints {
+            let n = c.choices.len();
+            if n > 1 {
+                c.choices.rotate_right(1);
+                c.answer = c.answer % n + 1;
+            }
+        }
         self.restart(label);
     }
 
@@ -453,8 +462,15 @@ mod tests {
         continue_all(&mut l, 100.0, t0);
         assert_eq!(titles(&l), ["This run: second"]);
         assert_eq!(l.score(), (0, 1), "asked once, answered 1, wrong");
+        let (before, right) = {
+            let c = &l.checkpoints[0];
+            (c.choices.clone(), c.choices[c.answer - 1].clone())
+        };
         l.retake("first");
         assert_eq!(l.answers, [None], "a retake asks afresh");
+        let c = &l.checkpoints[0];
+        assert_ne!(c.choices, before, "the choices come in another order");
+        assert_eq!(c.choices[c.answer - 1], right, "the answer is the same choice");
     }
 
     #[test]

@@ -58,6 +58,12 @@ pub trait NodeSet: Send + Sync + 'static {
         let _ = node;
         None
     }
+    /// Whether the node's server has gone by itself (a real server's process ended
+    /// though no fault killed it); simulated nodes never do.
+    fn exited(&self, node: usize) -> bool {
+        let _ = node;
+        false
+    }
 }
 
 /// The error for a fault the set of nodes cannot carry out itself (replication
@@ -99,10 +105,10 @@ impl<N: NodeSet> LockService for RedlockBackend<N> {
         urls.unwrap_or_default()
     }
 
-    /// Restart the nodes a previous run left dead.
+    /// Restart the nodes a previous run left dead, and any whose server has gone.
     async fn reset(&self) -> Result<(), BackendError> {
         for node in 0..self.nodes.count() {
-            if !self.nodes.health(node).0 {
+            if !self.nodes.health(node).0 || self.nodes.exited(node) {
                 self.nodes.fault(node, FaultKind::Restart).await?;
             }
         }

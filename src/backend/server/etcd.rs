@@ -39,7 +39,7 @@ impl PrivateEtcd {
             .arg(format!("--initial-cluster=fencelab={peer}"))
             .args(["--heartbeat-interval=10", "--election-timeout=50", "--logger=zap"])
             .arg("--log-outputs=stderr");
-        let mut child = spawn(ETCD, &mut cmd, Some(&log))?;
+        let mut child = spawn(ETCD, cmd, Some(&log))?;
         let ready =
             || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("serving client traffic"));
         wait_until_ready(ETCD, &mut child, &log, Some(port), within, ready)?;

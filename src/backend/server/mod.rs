@@ -16,6 +16,7 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{OnceLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -81,11 +82,13 @@ pub(crate) fn only_needed_env(cmd: &mut Command) -> &mut Command {
 /// Spawn `cmd` with only the environment it needs, its output sent to `log` (or
 /// discarded), tied to this process's life.
 ///
-/// Call this from a thread that lives as long as the server should: the kernel's
-/// parent-death signal fires when the *thread* that spawned the child exits.
+/// The kernel's parent-death signal fires when the *thread* that spawned the child
+/// exits, and a fault restarts a server from whatever thread a run's task is on (a
+/// tokio worker in `block_in_place`, which tokio may end seconds later). So every
+/// server is spawned by [`launcher`]'s thread, which lives as long as the program.
 pub(crate) fn spawn(
     program: Program,
-    cmd: &mut Command,
+    mut cmd: Command,
     log: Option<&Path>,
 ) -> Result<Child, ServerError> {
     let (stdout, stderr) = match log {
@@ -96,7 +99,7 @@ pub(crate) fn spawn(
         }
         None => (Stdio::null(), Stdio::null()),
     };
-    only_needed_env(cmd).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    only_needed_env(&mut cmd).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
     // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
     // touches no memory of the parent. It runs after any uid change, which would
     // otherwise clear the flag.
@@ -108,10 +111,40 @@ pub(crate) fn spawn(
             Ok(())
         });
     }
-    cmd.spawn().map_err(|e| match e.kind() {
+    launch(cmd).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => ServerError::NotInstalled(program),
         _ => ServerError::setup(program, e),
     })
+}
+
+/// A command to spawn, and where the child (or the error) goes.
+type Launch = (Command, mpsc::SyncSender<io::Result<Child>>);
+
+/// The thread that spawns every server: started once, it waits on its channel for the
+/// rest of the program (the sender is never dropped), so no server it starts gets the
+/// parent-death signal before the program itself ends.
+fn launcher() -> io::Result<&'static mpsc::Sender<Launch>> {
+    static LAUNCHER: OnceLock<mpsc::Sender<Launch>> = OnceLock::new();
+    if let Some(tx) = LAUNCHER.get() {
+        return Ok(tx);
+    }
+    let (tx, rx) = mpsc::channel::<Launch>();
+    thread::Builder::new().name("fencelab-servers".into()).spawn(move || {
+        for (mut cmd, reply) in rx {
+            let _ = reply.send(cmd.spawn());
+        }
+    })?;
+    // Two callers racing here start two launchers; the loser's ends at once, unused.
+    Ok(LAUNCHER.get_or_init(|| tx))
+}
+
+/// Spawn `cmd` on the launcher's thread. The child can be waited for from any thread.
+fn launch(cmd: Command) -> io::Result<Child> {
+    let (reply, child) = mpsc::sync_channel(1);
+    launcher()?
+        .send((cmd, reply))
+        .map_err(|_| io::Error::other("the thread that starts servers has stopped"))?;
+    child.recv().map_err(|_| io::Error::other("the thread that starts servers has stopped"))?
 }
 
 /// Poll `ready` until it says yes, the child dies, or `within` passes. `log` is the

@@ -109,12 +109,15 @@ impl Pair for RedisPair {
         Ok(())
     }
 
-    /// Restart a killed primary on its port and make node 2 its replica again.
+    /// Restart a killed server (or one whose process has gone) on its port and make
+    /// node 2 the primary's replica again.
     async fn reset(&self) -> Result<(), BackendError> {
         tokio::task::block_in_place(|| {
             let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-            if !self.state.up(0) {
-                servers[0].restart().map_err(|e| BackendError::redis(e.to_string()))?;
+            for (node, server) in servers.iter_mut().enumerate() {
+                if !self.state.up(node) || server.exited() {
+                    server.restart().map_err(|e| BackendError::redis(e.to_string()))?;
+                }
             }
             run(&servers[1].url(), redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&self.port))?;
             wait_in_sync(&servers[1].url()).map_err(|e| BackendError::redis(e.to_string()))

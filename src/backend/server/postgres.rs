@@ -106,7 +106,7 @@ impl PrivatePostgres {
             .arg(dir.path())
             .args(["-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off"])
             .args(["-c", "full_page_writes=off", "-c", "max_connections=200"]);
-        let mut child = spawn(POSTGRES, &mut cmd, Some(&log))?;
+        let mut child = spawn(POSTGRES, cmd, Some(&log))?;
         let ready = || {
             std::fs::read_to_string(&log)
                 .is_ok_and(|l| l.contains("database system is ready to accept connections"))

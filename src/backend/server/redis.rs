@@ -47,7 +47,7 @@ impl PrivateRedis {
         let dir = temp_dir(REDIS)?;
         let socket = dir.path().join("redis.sock");
         let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
-        let child = spawn(REDIS, &mut command(dir.path(), &socket, &extra_args), None)?;
+        let child = spawn(REDIS, command(dir.path(), &socket, &extra_args), None)?;
         let mut server = PrivateRedis { child, socket, dir, extra_args };
         server.wait(within)?;
         Ok(server)
@@ -59,10 +59,16 @@ impl PrivateRedis {
         let _ = self.child.wait();
     }
 
+    /// Whether the server's process has ended (reaping it if so): a server should be
+    /// up here, so one that is not must be started again before the next run.
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Start the server again, empty, on the same socket (after [`Self::kill`]).
     pub fn restart(&mut self) -> Result<(), ServerError> {
         self.kill();
-        let cmd = &mut command(self.dir.path(), &self.socket, &self.extra_args);
+        let cmd = command(self.dir.path(), &self.socket, &self.extra_args);
         self.child = spawn(REDIS, cmd, None)?;
         self.wait(START_TIMEOUT)
     }

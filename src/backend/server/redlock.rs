@@ -75,4 +75,9 @@ impl NodeSet for RedisNodes {
     fn url_for_programs(&self, node: usize) -> Option<String> {
         self.backends.get(node).map(RedisBackend::url_for_workers)
     }
+
+    fn exited(&self, node: usize) -> bool {
+        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        servers.get_mut(node).is_some_and(PrivateRedis::exited)
+    }
 }

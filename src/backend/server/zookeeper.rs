@@ -60,7 +60,7 @@ impl PrivateZooKeeper {
             .arg(port.to_string())
             .arg(dir.path().join("data"))
             .arg(TICK_MS.to_string());
-        let mut child = spawn(ZOOKEEPER, &mut cmd, Some(&log))?;
+        let mut child = spawn(ZOOKEEPER, cmd, Some(&log))?;
         wait_until_ready(ZOOKEEPER, &mut child, &log, Some(port), within, || answers(port))?;
         Ok(PrivateZooKeeper { child, port, dir })
     }

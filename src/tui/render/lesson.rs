@@ -100,9 +100,13 @@ fn panel_lines(
 ) -> (Vec<Line<'static>>, usize, Option<usize>) {
     let t = &app.theme;
     let mut lines: Vec<Line<'static>> = Vec::new();
-    let bottom = lesson.focus.unwrap_or(lesson.reached.saturating_sub(1));
+    // A step reached on real servers shows once the view has caught up with what it
+    // describes (its moment's settle): never ahead of the screen.
+    let shown = lesson.reached - usize::from(app.settling() && lesson.reached > 0);
+    let bottom =
+        lesson.focus.unwrap_or(lesson.reached.saturating_sub(1)).min(shown.saturating_sub(1));
     let mut read_from = 0;
-    for (i, (step, body)) in lesson.history().enumerate().take(bottom + 1) {
+    for (i, (step, body)) in lesson.history().enumerate().take(bottom + 1).take(shown) {
         if i > 0 {
             lines.push(Line::raw(""));
         }

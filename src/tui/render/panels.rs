@@ -335,10 +335,9 @@ fn situation(app: &App) -> Option<String> {
         }
     }
     run.lanes.iter().find(|l| matches!(l.now(), Belief::Paused { .. })).map(|l| {
-        format!(
-            "{} is paused: it sends nothing, so it cannot notice its lease running out.",
-            l.name
-        )
+        // Without a lock there is no lease: what goes stale is what it read.
+        let unnoticed = if app.uses_lock() { "its lease running out" } else { "the data changing" };
+        format!("{} is paused: it sends nothing, so it cannot notice {unnoticed}.", l.name)
     })
 }
 

@@ -555,10 +555,31 @@ impl<'a> Ctx<'a> {
     /// The current lease draining: who holds it and how much is left.
     fn lease(&mut self, x: u16, y: u16) {
         let run: &RunModel = &self.app.run;
-        self.buf.set_string(x, y, " lease (TTL)", self.theme.title);
+        // A queue has no lease: a pending job's idle time grows until someone may
+        // claim it. Drawn as it grows, not as a count-down to a hand-over (which
+        // would answer lesson 27's question before it is asked).
+        let queue = self.app.scenario.lock == LockShape::Stream;
+        let title = if queue { " job idle" } else { " lease (TTL)" };
+        self.buf.set_string(x, y, title, self.theme.title);
         let view = self.app.view_ms();
         let bar_width = (self.plot.width / 2).max(10) as usize;
         let text = match run.lease_at(view) {
+            Some((holder, Some(left))) if run.ttl_ms > 0 && queue => {
+                let idle = (run.ttl_ms as f64 - left).max(0.0);
+                let filled = ((idle / run.ttl_ms as f64) * bar_width as f64).round() as usize;
+                let bar = format!(
+                    "{}{}",
+                    "█".repeat(filled.min(bar_width)),
+                    "░".repeat(bar_width - filled.min(bar_width))
+                );
+                let i = run.lanes.iter().position(|l| l.name == holder).unwrap_or(0);
+                self.buf.set_string(self.plot.x, y, &bar, self.theme.worker(i));
+                format!(
+                    " pending at {holder} for {:.1} s (XAUTOCLAIM takes jobs idle {:.1} s)",
+                    idle / 1000.0,
+                    run.ttl_ms as f64 / 1000.0
+                )
+            }
             Some((holder, Some(left))) if run.ttl_ms > 0 => {
                 let filled = ((left / run.ttl_ms as f64) * bar_width as f64).round() as usize;
                 let bar = format!(
