@@ -112,8 +112,9 @@ impl Deployment {
     pub fn fallback_notice(&self) -> Option<String> {
         let SimReason::NotInstalled(program) = self.sim? else { return None };
         Some(format!(
-            "note: {} is not installed (install it with: apt-get install -y {}), so this run uses the built-in SIMULATOR.",
-            program.name, program.package
+            "note: {} is not installed (install it with: {}), so this run uses the built-in SIMULATOR.",
+            program.name,
+            program.install_line()
         ))
     }
 }
