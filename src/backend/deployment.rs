@@ -22,7 +22,7 @@ use super::server::{
 use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimZooKeeper};
 use super::storage::postgres::PgStorage;
 use super::zookeeper::RealZooKeeper;
-use super::{BackendError, LockService, Storage};
+use super::{BackendError, Keys, LockService, Storage, StorageClient, WorkerLink};
 use crate::scenario::{LockShape, Scenario, StorageKind};
 
 /// The lock service and the storage a scenario needs.
@@ -150,20 +150,17 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
 
 /// Pick where the run happens: `--sim`; else the servers the user named; else private
 /// servers; else, only when a server program is not installed, the simulator (with a
-/// notice). Lock services of several servers (Redlock, failover) and etcd get private
-/// servers of their own, the storage included.
+/// notice). Lock services of several servers (Redlock, failover) always get private
+/// servers of their own, as ZooKeeper does; a Redis the user named (`--redis`,
+/// `REDIS_URL`) then still holds the storage, and the header says so.
 pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError> {
     if targets.sim {
         return Ok(simulate(shape, SimReason::Requested));
     }
-    let on_one_redis = matches!(shape.lock, LockShape::Redis | LockShape::Stream);
-    if !on_one_redis && targets.redis.is_some() {
-        return Err(SelectError::NeedsPrivateServers);
-    }
     let mut servers = Servers { targets: *targets, started: Vec::new(), redis: None };
     let built = real_lock(shape.lock, &mut servers).and_then(|lock| {
         let storage: Arc<dyn Storage> = match shape.storage {
-            StorageKind::Redis => Arc::new(servers.storage_redis()?),
+            StorageKind::Redis => Arc::from(servers.storage_redis()?),
             StorageKind::Postgres => Arc::new(servers.postgres()?),
         };
         Ok((lock, storage))
@@ -242,13 +239,16 @@ impl Servers<'_> {
     }
 
     /// A Redis for the storage: the lock's own server when the lock is one Redis, else
-    /// a private server of its own.
-    fn storage_redis(&mut self) -> Result<RedisBackend, Unavailable> {
+    /// the user's Redis, else a private server of its own.
+    fn storage_redis(&mut self) -> Result<Box<dyn Storage>, Unavailable> {
         if let Some(redis) = &self.redis {
-            return Ok(redis.clone());
+            return Ok(Box::new(redis.clone()));
+        }
+        if let Some(url) = self.targets.redis {
+            return Ok(Box::new(Apart(RedisBackend::open(url, "Redis")?)));
         }
         let url = self.start(PrivateRedis::start, PrivateRedis::url)?;
-        Ok(RedisBackend::open(&url, "storage")?)
+        Ok(Box::new(RedisBackend::open(&url, "storage")?))
     }
 
     /// The user's PostgreSQL, or a private one.
@@ -279,14 +279,37 @@ impl Servers<'_> {
     }
 }
 
+/// The user's Redis holding the storage of a lock that lives elsewhere (Redlock's
+/// private nodes, etcd, ZooKeeper): the header names it after the lock service.
+struct Apart(RedisBackend);
+
+#[async_trait::async_trait]
+impl Storage for Apart {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        Storage::connect(&self.0, keys).await
+    }
+
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        Storage::connect_via(&self.0, keys, link).await
+    }
+
+    fn redis_url_for_workers(&self) -> Option<String> {
+        Storage::redis_url_for_workers(&self.0)
+    }
+
+    fn note(&self) -> Option<String> {
+        Some(self.0.describe())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error(transparent)]
     Server(#[from] ServerError),
-    #[error(
-        "Redlock, failover and etcd scenarios start their own private redis-servers (one per node, one for the storage); run without --redis / REDIS_URL, or with --sim"
-    )]
-    NeedsPrivateServers,
 }
