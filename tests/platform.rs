@@ -162,3 +162,109 @@ fn a_sigkilled_fencelab_leaves_no_server_without_pdeathsig() {
         lines.iter().any(|l| is(l, "postgres") && l.iter().any(|a| a == "listen_addresses="))
     });
 }
+
+/// A PATH holding only redis-server, and a search root with nothing of Homebrew's or
+/// Debian's but an `/etc/os-release` saying `ID=debian`.
+fn only_redis() -> (tempfile::TempDir, tempfile::TempDir) {
+    let path = tempfile::tempdir().unwrap();
+    let redis = fencelab::platform::find_program("redis-server").expect("redis-server installed");
+    std::os::unix::fs::symlink(redis, path.path().join("redis-server")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(root.path().join("etc/os-release"), "ID=debian\n").unwrap();
+    (path, root)
+}
+
+fn fencelab_with(path: &Path, root: &Path, args: &[&str]) -> String {
+    let out = bin()
+        .args(args)
+        .env("PATH", path)
+        .env("FENCELAB_SEARCH_ROOT", root)
+        .env_remove("JAVA_HOME")
+        .env_remove("REDIS_URL")
+        .env_remove("FENCELAB_ETCD_URL")
+        .env_remove("FENCELAB_POSTGRES_URL")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn line_with<'a>(text: &'a str, word: &str) -> &'a str {
+    text.lines().find(|l| l.contains(word)).unwrap_or_else(|| panic!("no {word} in:\n{text}"))
+}
+
+#[test]
+fn doctor_names_each_missing_server_its_install_line_and_the_lessons_that_fall_back() {
+    let (path, root) = only_redis();
+    let text = fencelab_with(path.path(), root.path(), &["doctor"]);
+    assert!(line_with(&text, "redis-server").contains('✓'), "{text}");
+    for (shown, package) in [
+        ("etcd", "etcd-server"),
+        ("PostgreSQL", "postgresql"),
+        ("ZooKeeper", "zookeeper"),
+        ("tmux", "tmux"),
+    ] {
+        let line = line_with(&text, &format!("✗ {shown}"));
+        assert!(line.contains(&format!("apt-get install -y {package}")), "{line}");
+    }
+    let all = line_with(&text, "Install what is missing");
+    assert!(all.ends_with("apt-get install -y etcd-server postgresql zookeeper tmux"), "{all}");
+    for lesson in ["etcd-lease", "postgres-fencing", "kubernetes-lease", "zookeeper"] {
+        assert!(line_with(&text, &format!(". {lesson} ")).contains("SIMULATOR"), "{text}");
+    }
+    for lesson in ["gc-pause", "redlock-pause", "failover", "queue"] {
+        assert!(line_with(&text, &format!(". {lesson} ")).contains("real servers"), "{text}");
+    }
+    assert!(
+        text.contains("20 of 28 lessons run on real servers here, 8 on the simulator"),
+        "{text}"
+    );
+
+    // `fencelab lessons` marks the same ones; with everything installed, none.
+    let lessons = fencelab_with(path.path(), root.path(), &["lessons"]);
+    assert_eq!(lessons.matches("(SIMULATOR here").count(), 8, "{lessons}");
+    assert!(lessons.contains("(SIMULATOR here: etcd missing)"), "{lessons}");
+    let everything = bin().arg("lessons").env_remove("REDIS_URL").output().unwrap();
+    assert!(!String::from_utf8_lossy(&everything.stdout).contains("SIMULATOR"));
+}
+
+#[test]
+fn on_fedora_the_install_lines_are_dnf_and_zookeeper_is_named_as_unpackaged() {
+    let (path, root) = only_redis();
+    std::fs::write(root.path().join("etc/os-release"), "ID=fedora\n").unwrap();
+    let text = fencelab_with(path.path(), root.path(), &["doctor"]);
+    assert!(line_with(&text, "✗ PostgreSQL").contains("dnf install -y postgresql-server"));
+    assert!(line_with(&text, "✗ ZooKeeper").contains("Fedora has no package for zookeeper"));
+}
+
+/// Homebrew's layout, under the search root: keg-only `postgresql@17` (the real
+/// PostgreSQL's programs linked there), ZooKeeper's jars in `libexec/lib`, `openjdk`.
+#[test]
+fn homebrew_keg_only_postgresql_and_zookeeper_are_found_and_postgresql_runs_from_there() {
+    let (path, root) = only_redis();
+    let real = fencelab::platform::postgres_bin_dir().expect("PostgreSQL installed");
+    let brew = root.path().join("opt/homebrew/opt");
+    for (dir, links) in [
+        ("postgresql@14/bin", vec![]),
+        (
+            "postgresql@17/bin",
+            vec![("postgres", real.join("postgres")), ("initdb", real.join("initdb"))],
+        ),
+        ("zookeeper/libexec/lib", vec![("zookeeper-3.9.0.jar", "/dev/null".into())]),
+        ("openjdk/bin", vec![("java", fencelab::platform::find_program("java").expect("java"))]),
+    ] {
+        std::fs::create_dir_all(brew.join(dir)).unwrap();
+        for (name, target) in links {
+            std::os::unix::fs::symlink(target, brew.join(dir).join(name)).unwrap();
+        }
+    }
+    let text = fencelab_with(path.path(), root.path(), &["doctor"]);
+    let postgres = line_with(&text, "PostgreSQL");
+    assert!(postgres.contains('✓') && postgres.contains("opt/postgresql@17/bin"), "{text}");
+    let zookeeper = line_with(&text, "ZooKeeper");
+    assert!(zookeeper.contains("3.9.0") && zookeeper.contains("opt/openjdk/bin/java"), "{text}");
+    // And a lesson on PostgreSQL really runs on the server found there.
+    let run = fencelab_with(path.path(), root.path(), &["run", "postgres-fencing", "--check"]);
+    assert!(run.contains("private PostgreSQL") && !run.contains("SIMULATOR"), "{run}");
+}

@@ -16,8 +16,8 @@ use super::lock::stream::StreamQueue;
 use super::lock::zookeeper::ZooKeeperBackend;
 use super::redis::RedisBackend;
 use super::server::{
-    PrivateEtcd, PrivatePostgres, PrivateRedis, PrivateZooKeeper, Program, RedisNodes, RedisPair,
-    ServerError,
+    ETCD, POSTGRES, PrivateEtcd, PrivatePostgres, PrivateRedis, PrivateZooKeeper, Program, REDIS,
+    RedisNodes, RedisPair, ServerError, ZOOKEEPER,
 };
 use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimZooKeeper};
 use super::storage::postgres::PgStorage;
@@ -174,6 +174,36 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
         }
         Err(Unavailable::Failed(e)) => Err(e),
     }
+}
+
+/// The server programs [`deploy`] starts private servers of for `shape` on `targets`
+/// (none for a server the user named, none on the simulator): what must be installed
+/// for the run to be on real servers. It falls back to the simulator when one is not
+/// ([`installed`](super::server::installed)).
+pub fn programs_needed(targets: &Targets, shape: Shape) -> Vec<Program> {
+    if targets.sim {
+        return Vec::new();
+    }
+    let on_one_redis = matches!(shape.lock, LockShape::Redis | LockShape::Stream);
+    let mut needed = match shape.lock {
+        LockShape::Redis | LockShape::Stream => Vec::new(),
+        LockShape::Redlock { .. } | LockShape::Replicated => vec![REDIS],
+        LockShape::Etcd | LockShape::K8sLease => {
+            targets.etcd.is_none().then_some(ETCD).into_iter().collect()
+        }
+        LockShape::ZooKeeper => vec![ZOOKEEPER],
+    };
+    let redis_needed = match shape.storage {
+        StorageKind::Redis => true,
+        StorageKind::Postgres => on_one_redis,
+    };
+    if redis_needed && targets.redis.is_none() && !needed.contains(&REDIS) {
+        needed.push(REDIS);
+    }
+    if shape.storage == StorageKind::Postgres && targets.postgres.is_none() {
+        needed.push(POSTGRES);
+    }
+    needed
 }
 
 fn simulate(shape: Shape, why: SimReason) -> Deployment {

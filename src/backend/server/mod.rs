@@ -65,6 +65,16 @@ pub(crate) fn find(program: Program) -> Result<PathBuf, ServerError> {
     crate::platform::find_program(program.name).ok_or(ServerError::NotInstalled(program))
 }
 
+/// Whether a private server of `program` can be started here: found where its start
+/// looks for it (PostgreSQL's directory, ZooKeeper's jars and a Java).
+pub fn installed(program: Program) -> bool {
+    match program {
+        POSTGRES => crate::platform::postgres_bin_dir().is_some(),
+        ZOOKEEPER => crate::platform::zookeeper().is_some() && crate::platform::java().is_some(),
+        other => crate::platform::find_program(other.name).is_some(),
+    }
+}
+
 /// How long a fresh server may take to answer.
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 
