@@ -130,7 +130,7 @@ fn versioned(dir: &Path, prefix: &str) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
     found.into_iter().map(|(_, p)| p).collect()
 }
 
