@@ -58,14 +58,14 @@ pub fn package_manager() -> PackageManager {
 }
 
 /// The command that installs `packages` here, with a word for those this package
-/// manager does not have ("sudo apt-get install -y redis-server etcd-server").
+/// manager does not have ("apt-get install -y redis-server etcd-server"; as root, or
+/// with sudo).
 pub fn install_line(packages: &[Package]) -> String {
-    let sudo = if super::running_as_root() { "" } else { "sudo " };
     let names = |f: fn(&Package) -> Option<&'static str>| {
         packages.iter().filter_map(f).collect::<Vec<_>>().join(" ")
     };
     match package_manager() {
-        PackageManager::Apt => format!("{sudo}apt-get install -y {}", names(|p| Some(p.apt))),
+        PackageManager::Apt => format!("apt-get install -y {}", names(|p| Some(p.apt))),
         PackageManager::Brew => format!("brew install {}", names(|p| Some(p.brew))),
         PackageManager::Unknown => {
             format!("your package manager's {} (Debian's names)", names(|p| Some(p.apt)))
@@ -74,10 +74,10 @@ pub fn install_line(packages: &[Package]) -> String {
             let have = names(|p| p.dnf);
             let lacking = names(|p| p.dnf.is_none().then_some(p.apt));
             match (have.is_empty(), lacking.is_empty()) {
-                (false, true) => format!("{sudo}dnf install -y {have}"),
+                (false, true) => format!("dnf install -y {have}"),
                 (true, _) => format!("Fedora has no package for {lacking}: see its project's site"),
                 (false, false) => format!(
-                    "{sudo}dnf install -y {have} (Fedora has no package for {lacking}: see its project's site)"
+                    "dnf install -y {have} (Fedora has no package for {lacking}: see its project's site)"
                 ),
             }
         }
