@@ -121,6 +121,10 @@ pub enum Command {
     /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.
     #[command(hide = true)]
     Worker,
+    /// Say which servers fencelab can start here (where each was found, its version),
+    /// what is missing and the line that installs it, and which lessons run on real
+    /// servers here and which on the simulator.
+    Doctor,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -3,7 +3,17 @@
 //! The domain (scenario, engine, backends, checker) lives here with no terminal UI
 //! code; `model` is a run's log in the shapes views draw (below every view);
 //! `output` turns event logs into text, JSON and pictures, `tui` into screens;
-//! `commands` wires them to the command line. See ARCHITECTURE.md for the picture.
+//! `commands` wires them to the command line; `platform` holds everything that differs
+//! between Linux and macOS. See ARCHITECTURE.md for the picture.
+
+// Before anything else fails to compile: fencelab needs a Unix (signals, pipes, the
+// servers it starts).
+#[cfg(not(unix))]
+compile_error!(
+    "fencelab runs on Linux and macOS; on Windows, run it under WSL2 (Windows Subsystem for Linux), as README.md says"
+);
+#[cfg(all(unix, not(any(target_os = "linux", target_vendor = "apple"))))]
+compile_error!("fencelab runs on Linux and macOS (src/platform/ has no variant for this Unix yet)");
 
 pub mod backend;
 pub mod check;
@@ -14,6 +24,7 @@ pub mod engine;
 pub mod lesson;
 pub mod model;
 pub mod output;
+pub mod platform;
 pub mod runtime;
 pub mod scenario;
 pub mod search;

@@ -16,13 +16,13 @@ use super::lock::stream::StreamQueue;
 use super::lock::zookeeper::ZooKeeperBackend;
 use super::redis::RedisBackend;
 use super::server::{
-    PrivateEtcd, PrivatePostgres, PrivateRedis, PrivateZooKeeper, Program, RedisNodes, RedisPair,
-    ServerError,
+    ETCD, POSTGRES, PrivateEtcd, PrivatePostgres, PrivateRedis, PrivateZooKeeper, Program, REDIS,
+    RedisNodes, RedisPair, ServerError, ZOOKEEPER,
 };
 use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimZooKeeper};
 use super::storage::postgres::PgStorage;
 use super::zookeeper::RealZooKeeper;
-use super::{BackendError, LockService, Storage};
+use super::{BackendError, Keys, LockService, Storage, StorageClient, WorkerLink};
 use crate::scenario::{LockShape, Scenario, StorageKind};
 
 /// The lock service and the storage a scenario needs.
@@ -112,8 +112,9 @@ impl Deployment {
     pub fn fallback_notice(&self) -> Option<String> {
         let SimReason::NotInstalled(program) = self.sim? else { return None };
         Some(format!(
-            "note: {} is not installed (install it with: apt-get install -y {}), so this run uses the built-in SIMULATOR.",
-            program.name, program.package
+            "note: {} is not installed (install it with: {}), so this run uses the built-in SIMULATOR.",
+            program.name,
+            program.install_line()
         ))
     }
 }
@@ -149,20 +150,17 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
 
 /// Pick where the run happens: `--sim`; else the servers the user named; else private
 /// servers; else, only when a server program is not installed, the simulator (with a
-/// notice). Lock services of several servers (Redlock, failover) and etcd get private
-/// servers of their own, the storage included.
+/// notice). Lock services of several servers (Redlock, failover) always get private
+/// servers of their own, as ZooKeeper does; a Redis the user named (`--redis`,
+/// `REDIS_URL`) then still holds the storage, and the header says so.
 pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError> {
     if targets.sim {
         return Ok(simulate(shape, SimReason::Requested));
     }
-    let on_one_redis = matches!(shape.lock, LockShape::Redis | LockShape::Stream);
-    if !on_one_redis && targets.redis.is_some() {
-        return Err(SelectError::NeedsPrivateServers);
-    }
     let mut servers = Servers { targets: *targets, started: Vec::new(), redis: None };
     let built = real_lock(shape.lock, &mut servers).and_then(|lock| {
         let storage: Arc<dyn Storage> = match shape.storage {
-            StorageKind::Redis => Arc::new(servers.storage_redis()?),
+            StorageKind::Redis => Arc::from(servers.storage_redis()?),
             StorageKind::Postgres => Arc::new(servers.postgres()?),
         };
         Ok((lock, storage))
@@ -176,6 +174,36 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
         }
         Err(Unavailable::Failed(e)) => Err(e),
     }
+}
+
+/// The server programs [`deploy`] starts private servers of for `shape` on `targets`
+/// (none for a server the user named, none on the simulator): what must be installed
+/// for the run to be on real servers. It falls back to the simulator when one is not
+/// ([`installed`](super::server::installed)).
+pub fn programs_needed(targets: &Targets, shape: Shape) -> Vec<Program> {
+    if targets.sim {
+        return Vec::new();
+    }
+    let on_one_redis = matches!(shape.lock, LockShape::Redis | LockShape::Stream);
+    let mut needed = match shape.lock {
+        LockShape::Redis | LockShape::Stream => Vec::new(),
+        LockShape::Redlock { .. } | LockShape::Replicated => vec![REDIS],
+        LockShape::Etcd | LockShape::K8sLease => {
+            targets.etcd.is_none().then_some(ETCD).into_iter().collect()
+        }
+        LockShape::ZooKeeper => vec![ZOOKEEPER],
+    };
+    let redis_needed = match shape.storage {
+        StorageKind::Redis => true,
+        StorageKind::Postgres => on_one_redis,
+    };
+    if redis_needed && targets.redis.is_none() && !needed.contains(&REDIS) {
+        needed.push(REDIS);
+    }
+    if shape.storage == StorageKind::Postgres && targets.postgres.is_none() {
+        needed.push(POSTGRES);
+    }
+    needed
 }
 
 fn simulate(shape: Shape, why: SimReason) -> Deployment {
@@ -241,13 +269,16 @@ impl Servers<'_> {
     }
 
     /// A Redis for the storage: the lock's own server when the lock is one Redis, else
-    /// a private server of its own.
-    fn storage_redis(&mut self) -> Result<RedisBackend, Unavailable> {
+    /// the user's Redis, else a private server of its own.
+    fn storage_redis(&mut self) -> Result<Box<dyn Storage>, Unavailable> {
         if let Some(redis) = &self.redis {
-            return Ok(redis.clone());
+            return Ok(Box::new(redis.clone()));
+        }
+        if let Some(url) = self.targets.redis {
+            return Ok(Box::new(Apart(RedisBackend::open(url, "Redis")?)));
         }
         let url = self.start(PrivateRedis::start, PrivateRedis::url)?;
-        Ok(RedisBackend::open(&url, "storage")?)
+        Ok(Box::new(RedisBackend::open(&url, "storage")?))
     }
 
     /// The user's PostgreSQL, or a private one.
@@ -278,14 +309,37 @@ impl Servers<'_> {
     }
 }
 
+/// The user's Redis holding the storage of a lock that lives elsewhere (Redlock's
+/// private nodes, etcd, ZooKeeper): the header names it after the lock service.
+struct Apart(RedisBackend);
+
+#[async_trait::async_trait]
+impl Storage for Apart {
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        Storage::connect(&self.0, keys).await
+    }
+
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        Storage::connect_via(&self.0, keys, link).await
+    }
+
+    fn redis_url_for_workers(&self) -> Option<String> {
+        Storage::redis_url_for_workers(&self.0)
+    }
+
+    fn note(&self) -> Option<String> {
+        Some(self.0.describe())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error(transparent)]
     Server(#[from] ServerError),
-    #[error(
-        "Redlock, failover and etcd scenarios start their own private redis-servers (one per node, one for the storage); run without --redis / REDIS_URL, or with --sim"
-    )]
-    NeedsPrivateServers,
 }

@@ -1,6 +1,6 @@
 //! `fencelab bench class`: a room of scripted students on loopback. Each student is
 //! the real desk code (`class::desk`), posting events that carry their posting time
-//! (CLOCK_MONOTONIC, one clock on one machine); the instructor is the real roll.
+//! (`platform::monotonic_ns`, one clock on one machine); the instructor is the real roll.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -12,7 +12,7 @@ use crate::class::desk::Desk;
 use crate::class::roll::{Arrival, Roll};
 use crate::class::room::Room;
 use crate::engine::log::{Event, EventKind, WorkerEvent};
-use crate::engine::process::monotonic_ns;
+use crate::platform::monotonic_ns;
 use crate::scenario::{Scenario, Step, WorkerSpec, builtin};
 use crate::tui::app::{App, Msg};
 use crate::tui::theme::Theme;

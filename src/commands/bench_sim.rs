@@ -69,9 +69,8 @@ pub fn bench(runs: u32, engine_runs: u32) -> anyhow::Result<ExitCode> {
     );
     // Runs a second are wall-clock figures: other programs on the same cores lower
     // them, the times per run much less.
-    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
-        let load = load.split(' ').next().unwrap_or("?");
-        out!("load average (1 min) at the end: {load}, on {THREADS} threads");
+    if let Some(load) = crate::platform::load_average() {
+        out!("load average (1 min) at the end: {load:.2}, on {THREADS} threads");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -56,7 +56,11 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             (None, url.clone())
         }
         None => {
-            let host = args.host.clone().or_else(hostname).unwrap_or_else(|| args.listen.clone());
+            let host = args
+                .host
+                .clone()
+                .or_else(crate::platform::hostname)
+                .unwrap_or_else(|| args.listen.clone());
             let (server, url) = private_redis(&args.listen, &host)?;
             let shown = crate::backend::redis::redact_url(&url);
             eprintln!(
@@ -290,13 +294,4 @@ pub fn join(url: &str, headless: bool) -> anyhow::Result<ExitCode> {
     runtime.shutdown_background();
     joined?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// This machine's name, as students on the LAN may reach it.
-fn hostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into the buffer we own.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
-    let end = buf.iter().position(|b| *b == 0)?;
-    ok.then(|| String::from_utf8_lossy(&buf[..end]).into_owned()).filter(|h| !h.is_empty())
 }

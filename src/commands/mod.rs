@@ -13,6 +13,7 @@ mod bench_break;
 mod bench_class;
 mod bench_sim;
 pub mod class;
+pub mod doctor;
 mod exercise;
 pub mod run;
 pub mod scenario_ref;
@@ -63,6 +64,8 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut out = String::from(
                 "The course: each lesson runs on real servers (Redis, etcd, PostgreSQL). Open one with `fencelab lesson NAME`.\n\n",
             );
+            let targets = cli.backend.targets();
+            let mut fallbacks = 0;
             for (i, l) in crate::lesson::course()?.iter().enumerate() {
                 let title = &l.scenario.title;
                 // Titles carry their number for the TUI header; the list numbers itself.
@@ -72,6 +75,18 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
                     .map_or(title.as_str(), |(_, t)| t);
                 out.push_str(&format!("{:>2}. {:<26} {title}\n", i + 1, l.scenario.name));
                 out.push_str(&format!("    {:<26} {}\n", "", l.scenario.summary));
+                let missing = doctor::missing_for(l, &targets);
+                if !missing.is_empty() {
+                    fallbacks += 1;
+                    let names: Vec<&str> = missing.iter().map(|p| p.name).collect();
+                    let names = names.join(", ");
+                    out.push_str(&format!("    {:<26} (SIMULATOR here: {names} missing)\n", ""));
+                }
+            }
+            if fallbacks > 0 {
+                out.push_str(&format!(
+                    "\n{fallbacks} lesson(s) marked SIMULATOR fall back to the simulator here: `fencelab doctor` says what to install.\n"
+                ));
             }
             to_stdout(printable(&out).as_bytes())
         }
@@ -92,6 +107,7 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Worker) => worker(),
         Some(Command::Class(args)) => class::class(&args, &cli.backend),
         Some(Command::Join { url, headless }) => class::join(&url, headless),
+        Some(Command::Doctor) => doctor::run(&cli.backend.targets()),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),

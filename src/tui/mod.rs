@@ -382,8 +382,11 @@ async fn switch_service(app: &mut App, runner: &mut Runner, targets: &Targets<'_
     to.apply(&mut scenario);
     match deploy(targets, Shape::of(&scenario)) {
         Ok(deployment) => {
-            let (simulated, backend, notice) =
-                (deployment.simulated(), deployment.describe(), deployment.fallback_notice());
+            let (simulated, backend) = (deployment.simulated(), deployment.describe());
+            let said = deployment.fallback_notice().unwrap_or_else(|| to.label());
+            // The marks first: a narrow status line keeps them, and the header already
+            // says SIMULATOR when that is what runs.
+            let notice = Some(format!("here: {} · {said}", installed_services()));
             runner.switch(deployment).await;
             app.update(Msg::Switched { to, simulated, backend, notice });
         }
@@ -391,6 +394,15 @@ async fn switch_service(app: &mut App, runner: &mut Runner, targets: &Targets<'_
             app.update(Msg::Failed(e.to_string()));
         }
     }
+}
+
+/// What `l` and `w` can move to, each marked installed (✓: on real servers) or not
+/// (✗: on the simulator): "Redis ✓ Redlock ✓ etcd ✗ PostgreSQL ✓".
+fn installed_services() -> String {
+    use crate::backend::server::{ETCD, POSTGRES, REDIS, installed};
+    let mark = |program| if installed(program) { "✓" } else { "✗" };
+    let redis = mark(REDIS);
+    format!("Redis {redis} Redlock {redis} etcd {} PostgreSQL {}", mark(ETCD), mark(POSTGRES))
 }
 
 async fn start_run(app: &mut App, runner: &mut Runner) {

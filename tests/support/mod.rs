@@ -140,7 +140,8 @@ pub fn digest(events: &[Event]) -> String {
         .join("\n")
 }
 
-/// Children of `pid`, from /proc.
+/// Children of `pid`, from /proc: its servers and workers. The guards that tie them to
+/// fencelab (`platform::tie_to_parent`, `sh ... fencelab-guard`) are left out.
 pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -153,7 +154,9 @@ pub fn children(pid: u32) -> Vec<u32> {
         // Fields after the command name (which is in parentheses): state, ppid, ...
         let after = &stat[stat.rfind(')').unwrap() + 2..];
         let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
-        if ppid == pid {
+        let guard = std::fs::read_to_string(format!("/proc/{child}/cmdline"))
+            .is_ok_and(|c| c.split('\0').any(|a| a == "fencelab-guard"));
+        if ppid == pid && !guard {
             out.push(child);
         }
     }

@@ -2,16 +2,18 @@
 //! data in a temp dir in memory. It is tuned for a teaching machine, not for production: a
 //! 10 ms heartbeat lets it grant leases as short as one second.
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
+use crate::platform::Signal;
+
 use super::{
-    ETCD, START_TIMEOUT, ServerError, free_port, memory_dir, on_free_ports, spawn, stop,
-    wait_until_ready,
+    ETCD, START_TIMEOUT, ServerError, ServerProcess, find, free_port, memory_dir, on_free_ports,
+    spawn, stop, wait_until_ready,
 };
 
 pub struct PrivateEtcd {
-    child: Child,
+    child: ServerProcess,
     port: u16,
     dir: tempfile::TempDir,
 }
@@ -29,7 +31,7 @@ impl PrivateEtcd {
         let peer = format!("http://127.0.0.1:{}", free_port(ETCD)?);
         let client = format!("http://127.0.0.1:{port}");
         let log = dir.path().join("etcd.log");
-        let mut cmd = Command::new(ETCD.name);
+        let mut cmd = Command::new(find(ETCD)?);
         cmd.arg("--name=fencelab")
             .arg(format!("--data-dir={}", dir.path().join("data").display()))
             .arg(format!("--listen-client-urls={client}"))
@@ -62,6 +64,6 @@ impl PrivateEtcd {
 
 impl Drop for PrivateEtcd {
     fn drop(&mut self) {
-        stop(&mut self.child, libc::SIGTERM);
+        stop(&mut self.child, Signal::Term);
     }
 }

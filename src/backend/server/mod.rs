@@ -2,8 +2,8 @@
 //!
 //! Every server here lives in a fresh temp dir, listens only on a unix socket there or
 //! on a free loopback port, keeps as little on disk as the program allows, and cannot
-//! outlive us: `Drop` stops it, and the kernel kills it too if this process dies
-//! without unwinding (`PR_SET_PDEATHSIG`), so even `kill -9` leaves no orphan.
+//! outlive us: `Drop` stops it, and its [`Tether`] kills it if this process dies
+//! without unwinding, so even `kill -9` leaves no orphan.
 
 mod etcd;
 mod pair;
@@ -13,9 +13,8 @@ mod redlock;
 mod zookeeper;
 
 use std::io;
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{OnceLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -27,25 +26,62 @@ pub use redis::PrivateRedis;
 pub use redlock::RedisNodes;
 pub use zookeeper::PrivateZooKeeper;
 
-/// A server program and the Debian package that provides it.
+use crate::platform::{Package, Signal, Tether};
+
+/// A server program and the package that provides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Program {
     pub name: &'static str,
-    pub package: &'static str,
+    pub package: Package,
 }
 
-pub const REDIS: Program = Program { name: "redis-server", package: "redis-server" };
-pub const ETCD: Program = Program { name: "etcd", package: "etcd-server" };
-pub const POSTGRES: Program = Program { name: "postgres", package: "postgresql" };
-/// A Java program: `java` runs Debian's jars (see `zookeeper.rs`).
-pub const ZOOKEEPER: Program = Program { name: "zookeeper", package: "zookeeper" };
+impl Program {
+    /// The command that installs it on this machine.
+    pub fn install_line(&self) -> String {
+        crate::platform::install_line(&[self.package])
+    }
+}
+
+pub const REDIS: Program = Program {
+    name: "redis-server",
+    package: Package { apt: "redis-server", dnf: Some("redis"), brew: "redis" },
+};
+pub const ETCD: Program = Program {
+    name: "etcd",
+    package: Package { apt: "etcd-server", dnf: Some("etcd"), brew: "etcd" },
+};
+pub const POSTGRES: Program = Program {
+    name: "postgres",
+    package: Package { apt: "postgresql", dnf: Some("postgresql-server"), brew: "postgresql@17" },
+};
+/// A Java program: `java` runs its jars (see `zookeeper.rs`). Homebrew's brings its
+/// Java; Fedora has no package.
+pub const ZOOKEEPER: Program = Program {
+    name: "zookeeper",
+    package: Package { apt: "zookeeper", dnf: None, brew: "zookeeper" },
+};
+
+/// Where `program` is installed, or that it is not.
+pub(crate) fn find(program: Program) -> Result<PathBuf, ServerError> {
+    crate::platform::find_program(program.name).ok_or(ServerError::NotInstalled(program))
+}
+
+/// Whether a private server of `program` can be started here: found where its start
+/// looks for it (PostgreSQL's directory, ZooKeeper's jars and a Java).
+pub fn installed(program: Program) -> bool {
+    match program {
+        POSTGRES => crate::platform::postgres_bin_dir().is_some(),
+        ZOOKEEPER => crate::platform::zookeeper().is_some() && crate::platform::java().is_some(),
+        other => crate::platform::find_program(other.name).is_some(),
+    }
+}
 
 /// How long a fresh server may take to answer.
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("{} is not installed (install it with: apt-get install -y {})", .0.name, .0.package)]
+    #[error("{} is not installed (install it with: {})", .0.name, .0.install_line())]
     NotInstalled(Program),
     #[error("could not start {program}: {reason}")]
     Setup { program: &'static str, reason: String },
@@ -79,18 +115,46 @@ pub(crate) fn only_needed_env(cmd: &mut Command) -> &mut Command {
     cmd.env("LANG", "C").env("LC_ALL", "C")
 }
 
+/// A server's process, tied to this one's life (see [`crate::platform::tie_to_parent`]).
+pub(crate) struct ServerProcess {
+    child: Child,
+    tether: Tether,
+}
+
+impl ServerProcess {
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let status = self.child.try_wait()?;
+        if status.is_some() {
+            self.tether.release();
+        }
+        Ok(status)
+    }
+
+    /// SIGKILL, and wait until it is gone.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.tether.release();
+    }
+}
+
 /// Spawn `cmd` with only the environment it needs, its output sent to `log` (or
 /// discarded), tied to this process's life.
 ///
-/// The kernel's parent-death signal fires when the *thread* that spawned the child
-/// exits, and a fault restarts a server from whatever thread a run's task is on (a
-/// tokio worker in `block_in_place`, which tokio may end seconds later). So every
-/// server is spawned by [`launcher`]'s thread, which lives as long as the program.
+/// Linux's parent-death signal (the platform's extra, beside the portable tether)
+/// fires when the *thread* that spawned the child exits, and a fault restarts a server
+/// from whatever thread a run's task is on (a tokio worker in `block_in_place`, which
+/// tokio may end seconds later). So every server is spawned by [`launcher`]'s thread,
+/// which lives as long as the program.
 pub(crate) fn spawn(
     program: Program,
     mut cmd: Command,
     log: Option<&Path>,
-) -> Result<Child, ServerError> {
+) -> Result<ServerProcess, ServerError> {
     let (stdout, stderr) = match log {
         Some(path) => {
             let file = std::fs::File::create(path).map_err(|e| ServerError::setup(program, e))?;
@@ -100,21 +164,13 @@ pub(crate) fn spawn(
         None => (Stdio::null(), Stdio::null()),
     };
     only_needed_env(&mut cmd).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
-    // SAFETY: prctl only sets a flag on the new process; it is async-signal-safe and
-    // touches no memory of the parent. It runs after any uid change, which would
-    // otherwise clear the flag.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    launch(cmd).map_err(|e| match e.kind() {
+    let tether =
+        crate::platform::tie_to_parent(&mut cmd).map_err(|e| ServerError::setup(program, e))?;
+    let child = launch(cmd).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => ServerError::NotInstalled(program),
         _ => ServerError::setup(program, e),
-    })
+    })?;
+    Ok(ServerProcess { child, tether })
 }
 
 /// A command to spawn, and where the child (or the error) goes.
@@ -151,7 +207,7 @@ fn launch(cmd: Command) -> io::Result<Child> {
 /// server's log file, quoted in the error (and searched for a taken port).
 pub(crate) fn wait_until_ready(
     program: Program,
-    child: &mut Child,
+    child: &mut ServerProcess,
     log: &Path,
     port: Option<u16>,
     within: Duration,
@@ -180,8 +236,7 @@ pub(crate) fn wait_until_ready(
             return Ok(());
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             return Err(ServerError::Slow {
                 program: program.name,
                 waited: within,
@@ -233,15 +288,14 @@ pub(crate) fn temp_dir(program: Program) -> Result<tempfile::TempDir, ServerErro
 }
 
 /// Where a server that syncs every write to disk should keep its data: in memory
-/// (`/dev/shm`) when the machine has it, so a busy disk cannot stall a lesson's timing.
+/// when the machine has a file system there, so a busy disk cannot stall a lesson's timing.
 /// Nothing here needs to survive the run.
 pub(crate) fn memory_dir(program: Program) -> Result<tempfile::TempDir, ServerError> {
     temp_dir_in(program, &memory_base())
 }
 
-fn memory_base() -> std::path::PathBuf {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() }
+fn memory_base() -> PathBuf {
+    crate::platform::memory_dir()
 }
 
 /// Remove the server dirs that fencelab processes killed outright left behind, in
@@ -271,29 +325,22 @@ fn remove_orphaned_dirs(base: &Path) {
         let ours =
             path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("fencelab-"));
         let owner = std::fs::read_to_string(path.join(OWNER_FILE)).ok();
-        let owner = owner.and_then(|pid| pid.trim().parse::<libc::pid_t>().ok());
+        let owner = owner.and_then(|pid| pid.trim().parse::<u32>().ok());
         if let Some(pid) = owner.filter(|_| ours)
-            && !process_exists(pid)
+            && !crate::platform::process_exists(pid)
         {
             let _ = std::fs::remove_dir_all(&path);
         }
     }
 }
 
-fn process_exists(pid: libc::pid_t) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Stop a child: ask it to go with `signal`, then kill it if it has not gone within a
+/// Stop a server: ask it to go with `signal`, then kill it if it has not gone within a
 /// second.
-pub(crate) fn stop(child: &mut Child, signal: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
-        // SIGCONT after: a stopped server (SIGSTOP) acts on the signal at once.
-        unsafe {
-            libc::kill(pid, signal);
-            libc::kill(pid, libc::SIGCONT);
-        }
+pub(crate) fn stop(child: &mut ServerProcess, signal: Signal) {
+    // SIGCONT after: a stopped server (SIGSTOP) acts on the signal at once. The
+    // child has not been reaped yet (we hold it), so its pid is still its own.
+    if crate::platform::signal(child.id(), signal) {
+        crate::platform::signal(child.id(), Signal::Cont);
         let deadline = Instant::now() + Duration::from_secs(1);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
@@ -302,8 +349,7 @@ pub(crate) fn stop(child: &mut Child, signal: libc::c_int) {
             thread::sleep(Duration::from_millis(5));
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    child.kill();
 }
 
 #[cfg(test)]

@@ -6,60 +6,40 @@
 //! cluster runs as the `postgres` user that Debian's package creates (or `nobody`),
 //! owning its temp dir.
 
-use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 use super::{
-    POSTGRES, START_TIMEOUT, ServerError, only_needed_env, spawn, stop, temp_dir, wait_until_ready,
+    POSTGRES, START_TIMEOUT, ServerError, ServerProcess, only_needed_env, spawn, stop, temp_dir,
+    wait_until_ready,
 };
+use crate::platform::Signal;
 
 pub struct PrivatePostgres {
-    child: Child,
+    child: ServerProcess,
     dir: tempfile::TempDir,
 }
 
-/// The directory holding `postgres` and `initdb`: on the PATH, or where Debian puts
-/// them (`/usr/lib/postgresql/<version>/bin`, the newest version).
+/// The directory holding `postgres` and `initdb` (see `platform::postgres_bin_dir`).
 fn bin_dir() -> Result<PathBuf, ServerError> {
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let mut debian: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|d| d.flatten().map(|e| e.path().join("bin")).collect())
-        .unwrap_or_default();
-    debian.sort_by_key(|p| {
-        p.parent().and_then(|v| v.file_name()?.to_str()?.parse::<u32>().ok()).unwrap_or(0)
-    });
-    on_path
-        .into_iter()
-        .chain(debian.into_iter().rev())
-        .find(|dir| dir.join("postgres").is_file() && dir.join("initdb").is_file())
-        .ok_or(ServerError::NotInstalled(POSTGRES))
+    crate::platform::postgres_bin_dir().ok_or(ServerError::NotInstalled(POSTGRES))
 }
 
 /// The uid and gid to run as: ours, unless we are root.
 fn run_as() -> Result<Option<(u32, u32)>, ServerError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::platform::running_as_root() {
         return Ok(None);
     }
-    for name in ["postgres", "nobody"] {
-        let c_name = CString::new(name).map_err(|e| ServerError::setup(POSTGRES, e))?;
-        // SAFETY: getpwnam returns a pointer into static storage or null; we copy the
-        // two ids out at once, before any other call could overwrite it.
-        let entry = unsafe { libc::getpwnam(c_name.as_ptr()) };
-        if !entry.is_null() {
-            // SAFETY: non-null, so it points at a valid passwd record.
-            return Ok(Some(unsafe { ((*entry).pw_uid, (*entry).pw_gid) }));
-        }
-    }
-    Err(ServerError::setup(
-        POSTGRES,
-        "running as root, and there is no `postgres` or `nobody` user to run PostgreSQL as",
-    ))
+    ["postgres", "nobody"].into_iter().find_map(crate::platform::user_ids).map(Some).ok_or_else(
+        || {
+            ServerError::setup(
+                POSTGRES,
+                "running as root, and there is no `postgres` or `nobody` user to run PostgreSQL as",
+            )
+        },
+    )
 }
 
 fn as_user(cmd: &mut Command, user: Option<(u32, u32)>) -> &mut Command {
@@ -83,12 +63,21 @@ impl PrivatePostgres {
                 .map_err(|e| ServerError::setup(POSTGRES, e))?;
         }
         let data = dir.path().join("data");
-        let init = as_user(only_needed_env(&mut Command::new(bin.join("initdb"))), user)
-            .arg("-D")
-            .arg(&data)
-            .args(["-U", "fencelab", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
-            .output()
+        let mut initdb = Command::new(bin.join("initdb"));
+        as_user(only_needed_env(&mut initdb), user).arg("-D").arg(&data).args([
+            "-U",
+            "fencelab",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]);
+        // A second or two: it must not outlive us either.
+        let _tether = crate::platform::tie_to_parent(&mut initdb)
             .map_err(|e| ServerError::setup(POSTGRES, e))?;
+        let init = initdb.output().map_err(|e| ServerError::setup(POSTGRES, e))?;
         if !init.status.success() {
             let output = String::from_utf8_lossy(&init.stderr).into_owned();
             return Err(ServerError::Died {
@@ -132,6 +121,6 @@ impl PrivatePostgres {
 impl Drop for PrivatePostgres {
     fn drop(&mut self) {
         // SIGQUIT: immediate shutdown; the backends go with the postmaster.
-        stop(&mut self.child, libc::SIGQUIT);
+        stop(&mut self.child, Signal::Quit);
     }
 }

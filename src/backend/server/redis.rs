@@ -3,14 +3,16 @@
 //! `--appendonly no`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
-use super::{REDIS, START_TIMEOUT, ServerError, spawn, temp_dir, wait_until_ready};
+use super::{
+    REDIS, START_TIMEOUT, ServerError, ServerProcess, find, spawn, temp_dir, wait_until_ready,
+};
 
 /// A running private server. Dropping it stops the server and removes its temp dir.
 pub struct PrivateRedis {
-    child: Child,
+    child: ServerProcess,
     socket: PathBuf,
     /// Held for its `Drop`: removes the socket and log when the server is gone.
     dir: tempfile::TempDir,
@@ -18,8 +20,8 @@ pub struct PrivateRedis {
     extra_args: Vec<String>,
 }
 
-fn command(dir: &Path, socket: &Path, extra_args: &[String]) -> Command {
-    let mut cmd = Command::new(REDIS.name);
+fn command(dir: &Path, socket: &Path, extra_args: &[String]) -> Result<Command, ServerError> {
+    let mut cmd = Command::new(find(REDIS)?);
     cmd.args(["--port", "0", "--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
         .arg("--unixsocket")
         .arg(socket)
@@ -28,7 +30,7 @@ fn command(dir: &Path, socket: &Path, extra_args: &[String]) -> Command {
         .arg("--logfile")
         .arg(dir.join("redis.log"))
         .args(extra_args);
-    cmd
+    Ok(cmd)
 }
 
 impl PrivateRedis {
@@ -47,7 +49,7 @@ impl PrivateRedis {
         let dir = temp_dir(REDIS)?;
         let socket = dir.path().join("redis.sock");
         let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
-        let child = spawn(REDIS, command(dir.path(), &socket, &extra_args), None)?;
+        let child = spawn(REDIS, command(dir.path(), &socket, &extra_args)?, None)?;
         let mut server = PrivateRedis { child, socket, dir, extra_args };
         server.wait(within)?;
         Ok(server)
@@ -55,8 +57,7 @@ impl PrivateRedis {
 
     /// Kill the server (SIGKILL): its keys are gone; the socket stays where it was.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.kill();
     }
 
     /// Whether the server's process has ended (reaping it if so): a server should be
@@ -68,7 +69,7 @@ impl PrivateRedis {
     /// Start the server again, empty, on the same socket (after [`Self::kill`]).
     pub fn restart(&mut self) -> Result<(), ServerError> {
         self.kill();
-        let cmd = command(self.dir.path(), &self.socket, &self.extra_args);
+        let cmd = command(self.dir.path(), &self.socket, &self.extra_args)?;
         self.child = spawn(REDIS, cmd, None)?;
         self.wait(START_TIMEOUT)
     }
@@ -118,7 +119,6 @@ fn ping(url: &str) -> redis::RedisResult<()> {
 impl Drop for PrivateRedis {
     fn drop(&mut self) {
         // Nothing is persisted, so there is nothing to flush: stop it at once.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.kill();
     }
 }

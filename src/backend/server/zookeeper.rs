@@ -1,5 +1,5 @@
-//! A private single-server ZooKeeper (Debian's `zookeeper` package, a Java program) on a
-//! free loopback port, its data in a temp dir in memory.
+//! A private single-server ZooKeeper (Debian's or Homebrew's `zookeeper`, a Java program)
+//! on a free loopback port, its data in a temp dir in memory.
 //!
 //! It is started as `java ... ZooKeeperServerMain`, not through `zkServer.sh`: the JVM is
 //! then our own child, so the parent-death signal and `Drop`'s signal reach the process
@@ -10,17 +10,14 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 use super::{
-    START_TIMEOUT, ServerError, ZOOKEEPER, free_port, memory_dir, on_free_ports, spawn, stop,
-    wait_until_ready,
+    START_TIMEOUT, ServerError, ServerProcess, ZOOKEEPER, free_port, memory_dir, on_free_ports,
+    spawn, stop, wait_until_ready,
 };
-
-/// Where Debian's `zookeeper` package puts the server (its manifest names the jars it
-/// needs) and a logger, so a failed start has output to quote.
-const JARS: [&str; 2] = ["/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar"];
+use crate::platform::Signal;
 
 /// ZooKeeper's unit of time; sessions may last 2 to 20 ticks (0.2 s to 2 s).
 const TICK_MS: u32 = 100;
@@ -29,7 +26,7 @@ const TICK_MS: u32 = 100;
 const PROBE_TIMEOUT: Duration = Duration::from_millis(250);
 
 pub struct PrivateZooKeeper {
-    child: Child,
+    child: ServerProcess,
     port: u16,
     dir: tempfile::TempDir,
 }
@@ -41,21 +38,20 @@ impl PrivateZooKeeper {
 
     /// Start on a given client port, giving up after `within`.
     pub fn start_on(port: u16, within: Duration) -> Result<Self, ServerError> {
-        if !JARS.iter().all(|jar| Path::new(jar).is_file()) {
-            return Err(ServerError::NotInstalled(ZOOKEEPER));
-        }
+        let jars = crate::platform::zookeeper().ok_or(ServerError::NotInstalled(ZOOKEEPER))?;
+        // No Java is the package missing too: Debian's and Homebrew's `zookeeper`
+        // depend on one.
+        let java = crate::platform::java().ok_or(ServerError::NotInstalled(ZOOKEEPER))?;
         let dir = memory_dir(ZOOKEEPER)?;
         let log = dir.path().join("zookeeper.log");
-        // `java` missing from the PATH is reported by `spawn` as the package missing:
-        // Debian's `zookeeper` depends on a Java runtime.
-        let mut cmd = Command::new("java");
+        let mut cmd = Command::new(java);
         cmd.args(["-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg("-cp")
-            .arg(JARS.join(":"))
+            .arg(&jars.classpath)
+            .args(&jars.jvm_args)
             // The admin web server would take port 8080; `ruok` is the readiness probe.
             .arg("-Dzookeeper.admin.enableServer=false")
             .arg("-Dzookeeper.4lw.commands.whitelist=ruok")
-            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
             .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
             .arg(port.to_string())
             .arg(dir.path().join("data"))
@@ -92,6 +88,6 @@ fn answers(port: u16) -> bool {
 
 impl Drop for PrivateZooKeeper {
     fn drop(&mut self) {
-        stop(&mut self.child, libc::SIGTERM);
+        stop(&mut self.child, Signal::Term);
     }
 }

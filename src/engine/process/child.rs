@@ -18,9 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::log::{EventLog, RunClock};
 use super::super::worker::{Worker, WorkerSettings};
-use super::{FromChild, Orders, ProcessError, ToChild, monotonic_ns};
+use super::{FromChild, Orders, ProcessError, ToChild};
 use crate::backend::redis::RedisBackend;
 use crate::backend::{Keys, LockService, Storage};
+use crate::platform::monotonic_ns;
 
 /// Serve one worker: read orders from `input`, report on `output`, until the worker's
 /// script ends. A backend failure is both reported as the worker's `Failed` event and

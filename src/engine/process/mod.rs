@@ -13,7 +13,7 @@
 //! ```text
 //! parent ──► Orders (scenario, worker, run id, Redis URLs)     child connects to Redis
 //! parent ◄── Ready                                             (or exits, error on stderr)
-//! parent ──► Start (the run clock's start, CLOCK_MONOTONIC)    child runs its steps
+//! parent ──► Start (the run clock's start, monotonic ns)      child runs its steps
 //! parent ◄── Event, Event, ...                                 what the worker did
 //! parent ──► Fencing(on)                                       fencing switched
 //! ```
@@ -38,8 +38,9 @@ use crate::scenario::Scenario;
 #[serde(rename_all = "snake_case")]
 pub enum ToChild {
     Orders(Box<Orders>),
-    /// The run's clock started `monotonic_ns` (CLOCK_MONOTONIC, the same clock in every
-    /// process of the machine): the child keeps the parent's scenario time.
+    /// The run's clock started `monotonic_ns` (`platform::monotonic_ns`: the clock
+    /// `Instant` reads, the same in every process of the machine): the child keeps
+    /// the parent's scenario time.
     Start {
         monotonic_ns: u64,
     },
@@ -107,34 +108,4 @@ pub fn worker_program(simulated: bool) -> Result<PathBuf, BackendError> {
 /// (`--processes`), else this program when the scenario says so (`processes = true`).
 pub fn for_scenario(asked: Option<PathBuf>, scenario: &Scenario) -> Option<PathBuf> {
     asked.or_else(|| scenario.processes.then(|| worker_program(false).ok()).flatten())
-}
-
-/// CLOCK_MONOTONIC now, in ns: what `std::time::Instant` reads on Linux, shared by all
-/// processes of the machine (and running on while a process is stopped).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
-}
-
-/// Make a child die with this process: `PR_SET_PDEATHSIG` (as the private servers
-/// have), so even a `kill -9` of fencelab kills it; and a child whose parent died
-/// while it started refuses to run at all.
-pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
-    // SAFETY: prctl and getppid only set a flag on / read the new process; both are
-    // async-signal-safe and touch no memory of the parent.
-    unsafe {
-        let parent = libc::getpid();
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent died before the flag was set: nobody would kill us later.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::other("fencelab ended while starting a worker"));
-            }
-            Ok(())
-        });
-    }
 }

@@ -8,9 +8,9 @@
 //! process too, and continuing it first would let a frozen worker run on for a moment
 //! (and perhaps land the very write the crash was meant to prevent).
 //!
-//! No child outlives the program: it gets `PR_SET_PDEATHSIG` (as the private servers
-//! do), so even a `kill -9` of fencelab kills it, and dropping a [`WorkerProcess`]
-//! kills it too.
+//! No child outlives the program: it is tied to it (`platform::tie_to_parent`, as the
+//! private servers are), so even a `kill -9` of fencelab kills it, and dropping a
+//! [`WorkerProcess`] kills it too.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -26,8 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::log::{EventKind, EventLog, KernelSignal, WorkerEvent};
 use super::super::worker::{WorkerCommand, sleep_until_opt};
-use super::{FromChild, Orders, ProcessError, ToChild, monotonic_ns};
+use super::{FromChild, Orders, ProcessError, ToChild};
 use crate::backend::BackendError;
+use crate::platform::{Signal, Tether, monotonic_ns};
 
 /// How long a worker process may take to start and connect to its servers.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,7 +42,9 @@ const DRAIN_GRACE: Duration = Duration::from_millis(5);
 pub struct WorkerProcess {
     name: String,
     child: Child,
-    pid: libc::pid_t,
+    /// Held as long as the child: it dies with fencelab.
+    _tether: Tether,
+    pid: u32,
     stdin: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
     stderr: Option<ChildStderr>,
@@ -64,11 +67,11 @@ impl WorkerProcess {
         crate::backend::server::only_needed_env(&mut cmd);
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        super::die_with_parent(&mut cmd);
+        let tether = crate::platform::tie_to_parent(cmd.as_std_mut())?;
         let mut child = cmd.spawn().map_err(|e| {
             ProcessError::Protocol(format!("cannot start {} worker: {e}", program.display()))
         })?;
-        let pid = child.id().and_then(|p| libc::pid_t::try_from(p).ok()).ok_or_else(|| {
+        let pid = child.id().ok_or_else(|| {
             ProcessError::Protocol("the worker process ended as it started".into())
         })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -78,6 +81,7 @@ impl WorkerProcess {
         let mut process = WorkerProcess {
             name,
             child,
+            _tether: tether,
             pid,
             stdin,
             lines: BufReader::new(stdout).lines(),
@@ -205,9 +209,9 @@ impl WorkerProcess {
         until: Option<Instant>,
         paused: Option<WorkerEvent>,
     ) -> Result<Frozen, ProcessError> {
-        self.kill(libc::SIGSTOP);
+        self.kill(Signal::Stop);
         let pid = self.pid;
-        let stopped = tokio::task::spawn_blocking(move || wait_stopped(pid));
+        let stopped = tokio::task::spawn_blocking(move || crate::platform::wait_until_stopped(pid));
         let _ = tokio::time::timeout(STOP_TIMEOUT, stopped).await;
         self.drain(log, Some(DRAIN_GRACE)).await?;
         let from_outside = paused.is_some();
@@ -219,7 +223,7 @@ impl WorkerProcess {
     }
 
     fn thaw(&mut self, log: &EventLog, frozen: &Frozen) {
-        self.kill(libc::SIGCONT);
+        self.kill(Signal::Cont);
         log.append(self.signal_event(KernelSignal::Cont));
         if frozen.from_outside {
             log.append(self.worker_event(WorkerEvent::Resumed));
@@ -228,7 +232,7 @@ impl WorkerProcess {
 
     /// `SIGKILL`, then take in everything it wrote before it died (until the pipe closes).
     async fn kill_and_drain(&mut self, log: &EventLog) -> Result<(), ProcessError> {
-        self.kill(libc::SIGKILL);
+        self.kill(Signal::Kill);
         self.drain(log, None).await
     }
 
@@ -273,13 +277,13 @@ impl WorkerProcess {
         }
     }
 
-    fn kill(&self, signal: libc::c_int) {
-        // SAFETY: kill(2) on our own child, which we have not reaped (we hold it).
-        unsafe { libc::kill(self.pid, signal) };
+    /// Signal our own child, which we have not reaped (we hold it): the pid is its own.
+    fn kill(&self, signal: Signal) {
+        crate::platform::signal(self.pid, signal);
     }
 
     fn signal_event(&self, signal: KernelSignal) -> EventKind {
-        EventKind::Signal { worker: self.name.clone(), signal, pid: self.pid as u32 }
+        EventKind::Signal { worker: self.name.clone(), signal, pid: self.pid }
     }
 
     fn worker_event(&self, what: WorkerEvent) -> EventKind {
@@ -325,19 +329,4 @@ impl From<ProcessError> for BackendError {
 fn parse(line: &str) -> Result<FromChild, ProcessError> {
     serde_json::from_str(line)
         .map_err(|e| ProcessError::Protocol(format!("unreadable message ({e}): {line}")))
-}
-
-/// Block until `pid` is stopped (or has exited), leaving its state for the later
-/// `wait` (`WNOWAIT`).
-pub(crate) fn wait_stopped(pid: libc::pid_t) {
-    // SAFETY: waitid writes only into the siginfo we own; WNOWAIT reaps nothing.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT,
-        );
-    }
 }

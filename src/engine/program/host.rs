@@ -29,7 +29,7 @@ use crate::backend::{
 use crate::engine::host::{WorkerHost, WorkerRun};
 use crate::engine::log::{EventKind, EventLog, KernelSignal, WorkerEvent};
 use crate::engine::observer::Holders;
-use crate::engine::process::{die_with_parent, parent::wait_stopped};
+use crate::platform::{Signal, Tether};
 use crate::engine::worker::{WorkerCommand, sleep_until_opt};
 use crate::scenario::{FenceCompare, Step, StorageKind, WorkerSpec};
 
@@ -76,7 +76,9 @@ pub struct Program {
     spec: WorkerSpec,
     child: Child,
     /// Its pid, and its process group's id (it leads a group of its own).
-    pid: libc::pid_t,
+    pid: u32,
+    /// Ties the program (and its group) to fencelab's life, even after `kill -9`.
+    _tether: Tether,
     stdin: ChildStdin,
     stdout: Lines,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -151,7 +153,8 @@ impl Program {
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // A group of its own: a pause or a kill reaches every process it started.
         cmd.process_group(0).kill_on_drop(true);
-        die_with_parent(&mut cmd);
+        let tether = crate::platform::tie_to_parent(cmd.as_std_mut())
+            .map_err(|e| failed(name, format!("cannot tie its program to fencelab: {e}")))?;
         let mut child = cmd.spawn().map_err(|e| {
             failed(
                 name,
@@ -161,7 +164,7 @@ impl Program {
                 ),
             )
         })?;
-        let pid = child.id().and_then(|p| libc::pid_t::try_from(p).ok());
+        let pid = child.id();
         let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
             (pid, child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -174,6 +177,7 @@ impl Program {
             spec: spec.clone(),
             child,
             pid,
+            _tether: tether,
             stdin,
             stdout: Lines::new(stdout),
             stderr: stderr_lines,
@@ -311,23 +315,23 @@ impl Program {
             Ok(Ok(status)) => Some(status),
             _ => None,
         };
-        self.kill_group(libc::SIGKILL);
+        self.kill_group(Signal::Kill);
         if status.is_none() {
             let _ = self.child.wait().await;
         }
         status
     }
 
-    fn kill_group(&self, signal: libc::c_int) {
-        // SAFETY: kill(2) on the process group our child leads (pid = pgid).
-        unsafe { libc::kill(-self.pid, signal) };
+    /// Signal the process group our child leads (its pid is the group's id).
+    fn kill_group(&self, signal: Signal) {
+        crate::platform::signal_group(self.pid, signal);
     }
 }
 
 impl Drop for Program {
     fn drop(&mut self) {
         // Whatever it started dies with it; the proxy stops.
-        self.kill_group(libc::SIGKILL);
+        self.kill_group(Signal::Kill);
         self.proxy.0.cancel();
     }
 }
@@ -690,7 +694,7 @@ impl Run {
                     )));
                 }
                 () = self.cancel.cancelled() => {
-                    self.program.kill_group(libc::SIGKILL);
+                    self.program.kill_group(Signal::Kill);
                     self.program.wait_exit(Duration::ZERO).await;
                     return Ok(Flow::Stop);
                 }
@@ -787,9 +791,9 @@ impl Run {
     /// `SIGSTOP` the program's group, wait until the kernel has stopped it, and take in
     /// what it wrote before, so the log has its last events before the pause.
     async fn freeze(&mut self, ms: Option<u64>, paused: WorkerEvent) -> Result<(), BackendError> {
-        self.program.kill_group(libc::SIGSTOP);
+        self.program.kill_group(Signal::Stop);
         let pid = self.program.pid;
-        let stopped = tokio::task::spawn_blocking(move || wait_stopped(pid));
+        let stopped = tokio::task::spawn_blocking(move || crate::platform::wait_until_stopped(pid));
         let _ = tokio::time::timeout(STOP_TIMEOUT, stopped).await;
         // Everything it wrote is in the pipe now: this is only the reactor's time.
         while let Ok(line) = tokio::time::timeout(DRAIN_GRACE, self.program.stdout.next()).await {
@@ -824,14 +828,14 @@ impl Run {
 
     fn thaw(&mut self) {
         if self.frozen.take().is_some() {
-            self.program.kill_group(libc::SIGCONT);
+            self.program.kill_group(Signal::Cont);
             self.log.append(self.signal(KernelSignal::Cont));
             self.emit(WorkerEvent::Resumed);
         }
     }
 
     async fn crash(&mut self) {
-        self.program.kill_group(libc::SIGKILL);
+        self.program.kill_group(Signal::Kill);
         self.program.wait_exit(Duration::ZERO).await;
         self.log.append(self.signal(KernelSignal::Kill));
         self.emit(WorkerEvent::Crashed);
@@ -841,7 +845,7 @@ impl Run {
         EventKind::Signal {
             worker: self.program.spec.name.clone(),
             signal,
-            pid: self.program.pid as u32,
+            pid: self.program.pid,
         }
     }
 
