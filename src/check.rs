@@ -592,10 +592,8 @@ mod tests {
 
     #[test]
     fn a_replay_that_breaks_in_more_ways_than_expected_matches_only_at_least() {
-        let expected = Expectation {
-            storage: Vec::new(),
-            violations: vec![ViolationKind::WriteByNonHolder],
-        };
+        let expected =
+            Expectation { storage: Vec::new(), violations: vec![ViolationKind::WriteByNonHolder] };
         let by_non_holder = Violation::WriteByNonHolder {
             worker: "A".into(),
             token: None,

@@ -150,10 +150,7 @@ fn print(line: &str) -> Result<(), StdoutClosed> {
 /// as nothing is written meanwhile.
 async fn stdout_closed() {
     loop {
-        let mut fd = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
-        // SAFETY: one pollfd we own, a zero timeout: poll only reads and writes it.
-        let ready = unsafe { libc::poll(&mut fd, 1, 0) };
-        if ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+        if crate::platform::stdout_reader_gone() {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;

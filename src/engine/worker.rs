@@ -706,8 +706,7 @@ mod tests {
             for t in tasks {
                 t.await.unwrap();
             }
-            let order = woke.lock().unwrap().clone();
-            order
+            woke.lock().unwrap().clone()
         }
         assert_eq!(order(true).await, order(false).await);
     }

@@ -82,6 +82,16 @@ pub fn signal_group(pgid: u32, signal: Signal) -> bool {
     unsafe { libc::kill(-pgid, signal.number()) == 0 }
 }
 
+/// Whether standard output is a pipe whose reader has gone (`| head -1` has exited):
+/// `poll` with no events asked still reports an error or a hang-up on it, on Linux
+/// and on macOS alike, without writing a byte.
+pub fn stdout_reader_gone() -> bool {
+    let mut fd = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+    // SAFETY: one pollfd we own, a zero timeout: poll only reads and writes it.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
 /// Whether process `pid` exists (a zombie counts): `kill(pid, 0)`, which every Unix
 /// has, rather than `/proc`, which macOS has not. A process of another user answers
 /// `EPERM`: it exists.

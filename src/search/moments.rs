@@ -27,8 +27,10 @@ pub fn pauses(design: &Scenario, clean: &[Event], space: &Space) -> Vec<Move> {
     };
     let lease = if design.ttl_ms == 0 { 5000 } else { design.ttl_ms };
     let step = space.length_step.max(1);
-    let (shortest, longest) =
-        (space.length.first().copied().unwrap_or(step), space.length.last().copied().unwrap_or(step));
+    let (shortest, longest) = (
+        space.length.first().copied().unwrap_or(step),
+        space.length.last().copied().unwrap_or(step),
+    );
     let mut moves = Vec::new();
     for (num, den) in LEASES {
         let ms = (lease * num / den).div_ceil(step) * step;

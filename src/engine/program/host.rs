@@ -29,8 +29,8 @@ use crate::backend::{
 use crate::engine::host::{WorkerHost, WorkerRun};
 use crate::engine::log::{EventKind, EventLog, KernelSignal, WorkerEvent};
 use crate::engine::observer::Holders;
-use crate::platform::{Signal, Tether};
 use crate::engine::worker::{WorkerCommand, sleep_until_opt};
+use crate::platform::{Signal, Tether};
 use crate::scenario::{FenceCompare, Step, StorageKind, WorkerSpec};
 
 /// How long a program may take to start and say `ready`.
@@ -842,11 +842,7 @@ impl Run {
     }
 
     fn signal(&self, signal: KernelSignal) -> EventKind {
-        EventKind::Signal {
-            worker: self.program.spec.name.clone(),
-            signal,
-            pid: self.program.pid,
-        }
+        EventKind::Signal { worker: self.program.spec.name.clone(), signal, pid: self.program.pid }
     }
 
     fn emit(&self, what: WorkerEvent) {
