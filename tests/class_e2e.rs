@@ -4,8 +4,12 @@
 //! kernel (state `T`), and both the projector and the student's own screen show its
 //! stale write when it resumes.
 
+mod support;
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use support::{children, state};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fencelab");
 
@@ -117,26 +121,6 @@ fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale
 
 fn key(socket: &str, window: &str, key: &str) {
     assert!(tmux(socket, &["send-keys", "-t", window, key]).status.success());
-}
-
-/// The processes whose parent is `pid`.
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
-        let parent = stat.rsplit(')').next().and_then(|s| s.split_whitespace().nth(1));
-        if parent.and_then(|p| p.parse().ok()) == Some(pid) {
-            out.push(child);
-        }
-    }
-    out
-}
-
-/// The state letter of a process (`T`: stopped).
-fn state(pid: u32) -> String {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()).unwrap_or("").to_string()
 }
 
 #[test]
