@@ -1,5 +1,6 @@
-//! A foreign program as a run's worker: started with its own process group and
-//! `PR_SET_PDEATHSIG`, handed the run's facts (environment and hello line), driven
+//! A foreign program as a run's worker: started with its own process group, tied to
+//! fencelab's life (`platform::tie_to_parent`: the group dies with fencelab, even after
+//! `kill -9`), handed the run's facts (environment and hello line), driven
 //! through its scenario's steps or left to run freely, paused with `SIGSTOP`, crashed
 //! with `SIGKILL`, and never trusted: its lines are its belief, the log's truth is the
 //! observer's, and its writes go through fencelab's storage client.
