@@ -60,10 +60,12 @@ fn with_redis_url_every_lesson_passes_its_check_and_no_foreign_key_changes() {
     let names: Vec<String> =
         fencelab::lesson::course().unwrap().into_iter().map(|l| l.scenario.name).collect();
     let url = server.url();
-    // A few at a time: most of a lesson's time is its leases running out.
+    // A few at a time (most of a lesson's time is its leases running out), not more:
+    // a real run's outcome rests on its timing, and six at once on two cores once
+    // made redlock-restart's node restart land late.
     let failures: Vec<String> = std::thread::scope(|s| {
         names
-            .chunks(names.len().div_ceil(6))
+            .chunks(names.len().div_ceil(4))
             .map(|chunk| {
                 let url = &url;
                 s.spawn(move || {
