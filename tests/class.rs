@@ -955,6 +955,10 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
             })
         };
         until(&mut screens, student, caught_up, "the room past the cursor").await;
+        // And not behind it either: a question's premise (the write it asks about, a
+        // few ms past the last cursor told) is on the students' screens too.
+        let at_cursor = |s: &[&mut Screen]| s.iter().all(|s| s.app.view_ms() >= cursor - 0.5);
+        until(&mut screens, student, at_cursor, "the students at the projector's cursor").await;
         for desk in &desks {
             assert!(desk.app.view_ms() <= cursor, "{} > {cursor}", desk.app.view_ms());
             if desk.app.log().iter().any(|e| e.t_ms > cursor) {

@@ -563,15 +563,18 @@ impl App {
         effects
     }
 
-    /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves
-    /// and when it reaches the run's end: the students' screens follow it.
+    /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves,
+    /// and at once wherever it stops (a step or a question holds it, or the run's end):
+    /// the students' screens follow it, and a question's premise (the write it asks
+    /// about, a few ms past the last step told) must be on theirs too.
     fn tell_class_cursor(&mut self) -> Vec<Effect> {
         if self.class != Some(ClassSeat::Instructor) {
             return Vec::new();
         }
         let at_end = self.log_ended().is_some_and(|end| self.cursor_ms >= end);
+        let stopped = at_end || self.held();
         let moved = self.cursor_ms - self.class_cursor_ms;
-        if moved >= CLASS_CURSOR_STEP_MS || (at_end && moved > 0.0) {
+        if moved >= CLASS_CURSOR_STEP_MS || (stopped && moved > 0.0) {
             self.class_cursor_ms = self.cursor_ms;
             return vec![Effect::Quiz(QuizStep::Cursor(self.cursor_ms))];
         }
