@@ -202,6 +202,8 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
             }
         }
         WorkerEvent::GaveUp => "gave up waiting for the lock".to_string(),
+        // Token 0 is a foreign program's grant that reported no token (none is ever 0).
+        WorkerEvent::Acquired { token: 0 } => "got lock (no token)".to_string(),
         WorkerEvent::Acquired { token } => format!("got lock, fencing token {token}"),
         WorkerEvent::Paused { ms, by_user } => {
             let how_long = ms.map_or("until resumed".to_string(), |ms| {
@@ -356,6 +358,13 @@ fn stale_brief(v: &Violation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_without_a_token_says_so() {
+        let line = |token| worker_line("A", &WorkerEvent::Acquired { token }).unwrap();
+        assert_eq!(line(0), "got lock (no token)");
+        assert_eq!(line(3), "got lock, fencing token 3");
+    }
 
     #[test]
     fn a_failed_run_is_not_judged() {
