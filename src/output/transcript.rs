@@ -348,6 +348,9 @@ pub fn verdict(violations: &[Violation]) -> Vec<String> {
 
 fn stale_brief(v: &Violation) -> String {
     match v {
+        Violation::StaleWrite { worker, after_worker, by_grant: true, .. } => {
+            format!("{worker}'s write after {after_worker}'s, though {worker}'s grant came first")
+        }
         Violation::StaleWrite { worker, token, after_worker, after_token, .. } => {
             format!("{worker} token {token} after {after_worker} token {after_token}")
         }
@@ -364,6 +367,24 @@ mod tests {
         let line = |token| worker_line("A", &WorkerEvent::Acquired { token }).unwrap();
         assert_eq!(line(0), "got lock (no token)");
         assert_eq!(line(3), "got lock, fencing token 3");
+    }
+
+    #[test]
+    fn a_token_less_stale_write_is_briefed_without_tokens() {
+        let v = Violation::StaleWrite {
+            worker: "A".into(),
+            token: 1,
+            after_worker: "B".into(),
+            after_token: 2,
+            at_ms: 3.0,
+            seq: 5,
+            by_grant: true,
+        };
+        let lines = verdict(&[v]);
+        let brief =
+            "checker: 1 stale write accepted (A's write after B's, though A's grant came first)";
+        assert_eq!(lines[0], brief);
+        assert!(!lines.iter().any(|l| l.contains("token 1")), "{lines:?}");
     }
 
     #[test]
