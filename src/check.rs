@@ -47,6 +47,11 @@ pub enum Violation {
         after_token: u64,
         at_ms: f64,
         seq: u64,
+        /// The write carried no token (a foreign program's library hands out none):
+        /// `token` and `after_token` are the order of the grants, not tokens, and the
+        /// message says so. Absent from logs and JSON of token-carrying runs.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        by_grant: bool,
     },
     WriteByNonHolder {
         worker: String,
@@ -99,6 +104,11 @@ impl fmt::Display for Violation {
                 f,
                 "{first} and {second} both believe they hold the lock: {first} since {}, after its lease ended",
                 secs(*from_ms)
+            ),
+            Violation::StaleWrite { worker, after_worker, at_ms, by_grant: true, .. } => write!(
+                f,
+                "stale write accepted at {}: {worker}'s write after {after_worker}'s, though {worker}'s grant came first (no tokens)",
+                secs(*at_ms)
             ),
             Violation::StaleWrite { worker, token, after_worker, after_token, at_ms, .. } => {
                 write!(
@@ -407,6 +417,7 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
             } => (worker, token, redis_holder),
             _ => continue,
         };
+        let by_grant = token.is_none();
         let token = &token.or_else(|| grant_of.get(worker.as_str()).copied());
         if let Some(token) = token
             && let Some((after_worker, after_token)) = rule.accepted(worker, *token)
@@ -424,6 +435,7 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
                     after_token,
                     at_ms,
                     seq,
+                    by_grant,
                 }
             });
         }
@@ -567,6 +579,41 @@ mod tests {
     }
 
     #[test]
+    fn a_token_less_stale_write_is_worded_by_the_order_of_grants() {
+        let tokenless = |seq, who: &str| {
+            let what = WorkerEvent::Wrote {
+                value: String::new(),
+                token: None,
+                accepted: true,
+                redis_holder: Some(who.into()),
+            };
+            worker(seq, who, what)
+        };
+        let events = [
+            worker(0, "A", WorkerEvent::Acquired { token: 0 }),
+            worker(1, "B", WorkerEvent::Acquired { token: 0 }),
+            tokenless(2, "B"),
+            tokenless(3, "A"),
+        ];
+        let found = bad_writes(&events);
+        let said: Vec<String> = found.iter().map(|v| v.to_string()).collect();
+        assert_eq!(
+            said,
+            ["stale write accepted at 0.00s: A's write after B's, though A's grant came first (no tokens)"]
+                .map(|s| s.replace("0.00s", &secs(3.0))),
+        );
+        assert!(!said[0].contains("token 1"), "{said:?}");
+        // With tokens, the message still names them.
+        let events = [
+            worker(0, "A", WorkerEvent::Acquired { token: 1 }),
+            worker(1, "B", WorkerEvent::Acquired { token: 2 }),
+            wrote(2, "B", 2),
+            wrote(3, "A", 1),
+        ];
+        assert!(bad_writes(&events)[0].to_string().contains("A token 1 after B token 2"));
+    }
+
+    #[test]
     fn an_equal_token_from_an_older_grant_is_a_stale_write() {
         // A counter that went backwards: A and B were both handed token 1, B later.
         let events = [
@@ -608,6 +655,7 @@ mod tests {
             after_token: 2,
             at_ms: 3.0,
             seq: 5,
+            by_grant: false,
         };
         let more = [by_non_holder.clone(), stale.clone()];
         assert_eq!(compare(&expected, &[], &more).len(), 1);

@@ -15,6 +15,14 @@ compile_error!(
 #[cfg(all(unix, not(any(target_os = "linux", target_vendor = "apple"))))]
 compile_error!("fencelab runs on Linux and macOS (src/platform/ has no variant for this Unix yet)");
 
+/// `note!("...", args)`: one line on stderr through `output::stderr`, which never
+/// panics on a failed write (as `eprintln!` does on `2>/dev/full`).
+macro_rules! note {
+    ($($arg:tt)*) => {
+        $crate::output::stderr::line(&format!($($arg)*))
+    };
+}
+
 pub mod backend;
 pub mod check;
 pub mod class;

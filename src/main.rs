@@ -8,7 +8,9 @@ fn main() -> ExitCode {
     match fencelab::commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", fencelab::output::printable::printable(&format!("{e:#}")));
+            let error = format!("{e:#}");
+            let error = fencelab::output::printable::printable(&error);
+            fencelab::output::stderr::line(&format!("error: {error}"));
             ExitCode::FAILURE
         }
     }

@@ -868,6 +868,23 @@ fn a_forged_write_from_a_student_who_sat_out_is_not_in_the_verdict() {
     assert!(verdict.contains("alice(token 1)"), "{projector}");
 }
 
+#[test]
+fn a_junk_storage_entry_is_left_out_of_the_verdict_and_named() {
+    let (projector, _) = play_class_without(&["alice", "carol"], 1, false, |_, joined| {
+        // carol pushes something that is not a write at all into the storage list.
+        std::thread::sleep(Duration::from_millis(300));
+        let url = &joined.urls[1];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let storage = fencelab::backend::Keys::for_run(&id).storage;
+        let _: i64 =
+            redis::cmd("RPUSH").arg(storage).arg("not json {").query(&mut con(url)).unwrap();
+    });
+    assert!(projector.contains("entry that is not a write"), "{projector}");
+    assert!(projector.contains("not json {"), "{projector}");
+    let verdict = projector.split("storage writes:").nth(1).unwrap_or_default();
+    assert!(verdict.contains("alice(token 1)"), "{projector}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_students_screen_never_shows_past_the_projectors_cursor() {
     use fencelab::class::attend::{Seen, attend};

@@ -302,3 +302,28 @@ fn a_run_that_never_ends_is_told_in_its_own_values() {
     assert!(err.contains("(ttl_ms = 2000)") && !err.contains("ttl_ms = 0"), "{err}");
     assert!(err.contains("a worker waits for a job and none is left"), "{err}");
 }
+
+/// stderr on a full disk (`2>/dev/full`): the error line, the notices and the progress
+/// lines are lost, never a panic, and the exit status is the one a writable stderr gets.
+#[test]
+fn a_full_stderr_loses_the_notices_but_never_panics_or_changes_the_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "--no-such-flag"],
+        vec!["export", missing.to_str().unwrap(), "--svg", "x.svg"],
+        vec!["--sim", "run", "no-such-scenario"],
+        vec!["--sim", "break", "gc-pause", "--time", "1e20"],
+        vec!["--sim", "break", "no-such-scenario"],
+    ];
+    for args in cases {
+        let writable = fencelab(&args).stdout(Stdio::null()).output().unwrap();
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let lost = fencelab(&args).stdout(Stdio::null()).stderr(full).output().unwrap();
+        let told = text(&writable.stderr);
+        assert!(!told.is_empty(), "{args:?}: this case is meant to write to stderr");
+        assert_ne!(lost.status.code(), Some(101), "{args:?} panicked on a full stderr");
+        assert!(lost.status.code().is_some(), "{args:?} died of a signal: {:?}", lost.status);
+        assert_eq!(lost.status.code(), writable.status.code(), "{args:?}: {told}");
+    }
+}

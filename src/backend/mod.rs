@@ -395,6 +395,13 @@ pub trait StorageClient: Send {
     /// Every accepted write, in the order the storage accepted them.
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError>;
 
+    /// Every entry, in order, an entry that is not a write (junk someone else pushed
+    /// into a storage others can write: a class's students) as `Err(its text)`, so a
+    /// reader that vets entries can leave it out and say so rather than fail the run.
+    async fn read_entries(&mut self) -> Result<Vec<Result<StoredWrite, String>>, BackendError> {
+        Ok(self.read_all().await?.into_iter().map(Ok).collect())
+    }
+
     /// The high-water mark and the token counter.
     async fn observe(&mut self) -> Result<StorageTruth, BackendError>;
 

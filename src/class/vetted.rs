@@ -47,9 +47,11 @@ impl StorageClient for VettedClient {
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        let stored = self.inner.read_all().await?;
-        let Some(log) = self.log.get() else { return Ok(stored) };
-        Ok(accounted(stored, log))
+        let entries = self.inner.read_entries().await?;
+        let Some(log) = self.log.get() else {
+            return entries.into_iter().map(|e| e.map_err(BackendError::redis)).collect();
+        };
+        Ok(accounted(entries, log))
     }
 
     async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
@@ -62,8 +64,9 @@ impl StorageClient for VettedClient {
 }
 
 /// The entries of `stored` an accepted write in `log` accounts for (each write one
-/// entry); each other entry is logged as refused.
-fn accounted(stored: Vec<StoredWrite>, log: &EventLog) -> Vec<StoredWrite> {
+/// entry); each other entry, junk that is no write at all included, is logged as
+/// refused.
+fn accounted(stored: Vec<Result<StoredWrite, String>>, log: &EventLog) -> Vec<StoredWrite> {
     let mut writes: Vec<StoredWrite> = log
         .snapshot()
         .into_iter()
@@ -77,6 +80,20 @@ fn accounted(stored: Vec<StoredWrite>, log: &EventLog) -> Vec<StoredWrite> {
         .collect();
     let mut kept = Vec::new();
     for entry in stored {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(junk) => {
+                let why = format!(
+                    "the storage holds an entry that is not a write, {junk}: left out of the verdict"
+                );
+                log.append(EventKind::Refused {
+                    student: "an unknown student".into(),
+                    why,
+                    total: 1,
+                });
+                continue;
+            }
+        };
         if let Some(i) = writes.iter().position(|w| *w == entry) {
             writes.remove(i);
             kept.push(entry);

@@ -52,7 +52,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                      names the class's Redis ({shown}), whose URL students reach: drop one"
                 );
             }
-            eprintln!("the class uses the Redis at {shown} (from {from})");
+            note!("the class uses the Redis at {shown} (from {from})");
             (None, url.clone())
         }
         None => {
@@ -63,10 +63,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                 .unwrap_or_else(|| args.listen.clone());
             let (server, url) = private_redis(&args.listen, &host)?;
             let shown = crate::backend::redis::redact_url(&url);
-            eprintln!(
-                "the class uses a private redis-server listening on {}: {shown}",
-                args.listen
-            );
+            note!("the class uses a private redis-server listening on {}: {shown}", args.listen);
             (Some(server), url)
         }
     };
@@ -116,7 +113,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         };
         let budget = if cancel.is_cancelled() { CLOSE_AFTER_SIGNAL } else { CLOSE_WITHIN };
         match room.close_within(budget).await {
-            Err(left) if cancel.is_cancelled() => eprintln!("{left}"),
+            Err(left) if cancel.is_cancelled() => note!("{left}"),
             closed => closed.context("closing the room")?,
         }
         // Output into a closed pipe (`| head -1`) ends the class quietly.
@@ -204,7 +201,7 @@ async fn wait_for(
                 _ => typing = false,
             },
             () = cancel.cancelled() => {
-                eprintln!("interrupted before every student joined");
+                note!("interrupted before every student joined");
                 return Ok(None);
             }
             () = stdout_closed() => return Err(StdoutClosed.into()),
@@ -244,7 +241,7 @@ fn verdict(outcome: RunOutcome, log: &EventLog) -> ExitCode {
         RunOutcome::Completed => ExitCode::SUCCESS,
         RunOutcome::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         RunOutcome::Failed { error } => {
-            eprintln!("error: {}", crate::output::printable::printable(&error));
+            note!("error: {}", crate::output::printable::printable(&error));
             ExitCode::FAILURE
         }
     }
@@ -261,7 +258,7 @@ async fn obey_typed_commands(control: RunControl, mut lines: Typed) {
             ["crash", who] => control.send(who, WorkerCommand::Crash),
             ["fencing", "on"] => control.set_fencing(true),
             ["fencing", "off"] => control.set_fencing(false),
-            _ => eprintln!("type: pause NAME, resume NAME, crash NAME, fencing on|off"),
+            _ => note!("type: pause NAME, resume NAME, crash NAME, fencing on|off"),
         }
     }
 }

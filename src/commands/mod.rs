@@ -185,7 +185,7 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         runs.into_iter().map(crate::model::RunModel::from_log).collect();
     std::fs::write(&args.svg, picture(&runs, palette).svg)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.svg.display()))?;
-    eprintln!("wrote {}", args.svg.display());
+    note!("wrote {}", args.svg.display());
     Ok(ExitCode::SUCCESS)
 }
 

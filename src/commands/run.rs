@@ -61,7 +61,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         tell(&notice.to_string());
     }
     if args.json {
-        eprintln!("backend: {}", deployment.describe());
+        note!("backend: {}", deployment.describe());
     }
     let runtime = runtime::build(deployment.simulated())?;
     let cancel = CancellationToken::new();
@@ -83,7 +83,7 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
                 Some(ok) => report.check_failed |= !ok,
                 None => {
                     report.interrupted = true;
-                    eprintln!("interrupted: the sweep was stopped");
+                    note!("interrupted: the sweep was stopped");
                 }
             }
         }
@@ -150,7 +150,7 @@ async fn run_all(
             prepared = prepare(lock, storage, &planned.scenario, options, cancel) => prepared?,
             () = cancel.cancelled() => {
                 report.interrupted = true;
-                eprintln!("interrupted before the run started");
+                note!("interrupted before the run started");
                 break;
             }
         };
@@ -168,7 +168,7 @@ async fn run_all(
             () = abandon => {
                 printer.abort();
                 report.interrupted = true;
-                eprintln!(
+                note!(
                     "interrupted: a server did not answer within {} s, so the run was abandoned; \
                      its keys were not deleted: they expire {KEYS_EXPIRE}",
                     ABANDON_AFTER.as_secs()
@@ -341,9 +341,9 @@ async fn sweep_report(
         return Ok(Some(true));
     }
     if problems.is_empty() {
-        eprintln!("check passed (sweep: rarer with longer leases, never zero)");
+        note!("check passed (sweep: rarer with longer leases, never zero)");
     } else {
-        eprintln!("check FAILED (sweep): {}", problems.join("; "));
+        note!("check FAILED (sweep): {}", problems.join("; "));
     }
     Ok(Some(problems.is_empty()))
 }
@@ -372,5 +372,5 @@ pub(super) fn say(line: &str) {
 
 /// Print a line to stderr, with control characters made visible.
 fn tell(line: &str) {
-    eprintln!("{}", printable(line));
+    note!("{}", printable(line));
 }

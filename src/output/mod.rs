@@ -5,5 +5,6 @@ pub mod jsonl;
 pub mod load;
 pub mod picture;
 pub mod printable;
+pub mod stderr;
 pub mod stdout;
 pub mod transcript;

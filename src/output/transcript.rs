@@ -202,6 +202,8 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
             }
         }
         WorkerEvent::GaveUp => "gave up waiting for the lock".to_string(),
+        // Token 0 is a foreign program's grant that reported no token (none is ever 0).
+        WorkerEvent::Acquired { token: 0 } => "got lock (no token)".to_string(),
         WorkerEvent::Acquired { token } => format!("got lock, fencing token {token}"),
         WorkerEvent::Paused { ms, by_user } => {
             let how_long = ms.map_or("until resumed".to_string(), |ms| {
@@ -346,6 +348,9 @@ pub fn verdict(violations: &[Violation]) -> Vec<String> {
 
 fn stale_brief(v: &Violation) -> String {
     match v {
+        Violation::StaleWrite { worker, after_worker, by_grant: true, .. } => {
+            format!("{worker}'s write after {after_worker}'s, though {worker}'s grant came first")
+        }
         Violation::StaleWrite { worker, token, after_worker, after_token, .. } => {
             format!("{worker} token {token} after {after_worker} token {after_token}")
         }
@@ -356,6 +361,31 @@ fn stale_brief(v: &Violation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_without_a_token_says_so() {
+        let line = |token| worker_line("A", &WorkerEvent::Acquired { token }).unwrap();
+        assert_eq!(line(0), "got lock (no token)");
+        assert_eq!(line(3), "got lock, fencing token 3");
+    }
+
+    #[test]
+    fn a_token_less_stale_write_is_briefed_without_tokens() {
+        let v = Violation::StaleWrite {
+            worker: "A".into(),
+            token: 1,
+            after_worker: "B".into(),
+            after_token: 2,
+            at_ms: 3.0,
+            seq: 5,
+            by_grant: true,
+        };
+        let lines = verdict(&[v]);
+        let brief =
+            "checker: 1 stale write accepted (A's write after B's, though A's grant came first)";
+        assert_eq!(lines[0], brief);
+        assert!(!lines.iter().any(|l| l.contains("token 1")), "{lines:?}");
+    }
 
     #[test]
     fn a_failed_run_is_not_judged() {

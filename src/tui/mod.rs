@@ -86,7 +86,7 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     let table = match &scenario.sweep {
         Some(sweep) => {
             let runs = sweep.runs as usize * sweep.lease_ms.len();
-            eprintln!("running the lesson's {runs} simulated runs first...");
+            note!("running the lesson's {runs} simulated runs first...");
             crate::lesson::sweep::table(&crate::lesson::sweep::on_simulator(&scenario, sweep)?)
         }
         None => Vec::new(),

@@ -103,14 +103,28 @@ impl StorageClient for RedisStorageClient {
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        self.read_entries()
+            .await?
+            .into_iter()
+            .map(|e| e.map_err(|junk| BackendError::redis(format!("storage entry {junk}"))))
+            .collect()
+    }
+
+    async fn read_entries(&mut self) -> Result<Vec<Result<StoredWrite, String>>, BackendError> {
         let entries: Vec<String> =
             self.0.con.lrange(&self.0.keys.storage, 0, -1).await.map_err(lost)?;
-        entries
+        Ok(entries
             .iter()
-            .map(|e| {
-                serde_json::from_str(e)
-                    .map_err(|err| BackendError::redis(format!("storage entry {e:?}: {err}")))
-            })
-            .collect()
+            .map(|e| serde_json::from_str(e).map_err(|err| format!("{:?}: {err}", shortened(e))))
+            .collect())
+    }
+}
+
+/// At most 80 characters of a junk entry, for a message: a student's entry may be
+/// megabytes long.
+fn shortened(entry: &str) -> String {
+    match entry.char_indices().nth(80) {
+        Some((end, _)) => format!("{}...", &entry[..end]),
+        None => entry.to_string(),
     }
 }

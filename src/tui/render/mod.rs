@@ -30,6 +30,12 @@ use super::app::{App, ClassSeat, Overlay};
 pub use timeline::{LaneRow, lane_at, lane_rows, lanes_per_page};
 
 /// Below this the screen cannot show a useful timeline; we say so instead.
+/// A held token as a lane says it: "tok 3", or "no token" for a foreign program's
+/// grant that reported none (its token is 0, which no lock service hands out).
+fn tok(token: u64) -> String {
+    if token == 0 { "no token".to_string() } else { format!("tok {token}") }
+}
+
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 /// Below this width the side panels stack under the timeline (playground), or a
@@ -195,5 +201,14 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     if app.overlay == Overlay::Help {
         overlay::help(screen, buf, &app.theme, app.help_scroll);
+    }
+}
+
+#[cfg(test)]
+mod token_tests {
+    #[test]
+    fn a_grant_without_a_token_is_drawn_as_none() {
+        assert_eq!(super::tok(0), "no token");
+        assert_eq!(super::tok(2), "tok 2");
     }
 }

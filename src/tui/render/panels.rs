@@ -289,11 +289,14 @@ fn yours(app: &App) -> Option<(String, bool)> {
             let state = if frozen { "you are frozen, and " } else { "" };
             let service = app.service_name();
             let next = format!("{service} says {truth}: your next write is stale");
-            let text = format!("⚠ {me}: {state}you still hold the lock (token {token}); {next}");
+            let text =
+                format!("⚠ {me}: {state}you still hold the lock ({}); {next}", super::tok(token));
             return Some((text, true));
         }
-        (Some(token), true) => format!("you are frozen; you still hold the lock (token {token})"),
-        (Some(token), false) => format!("you hold the lock (token {token})"),
+        (Some(token), true) => {
+            format!("you are frozen; you still hold the lock ({})", super::tok(token))
+        }
+        (Some(token), false) => format!("you hold the lock ({})", super::tok(token)),
         (None, true) => "you are frozen".to_string(),
         (None, false) => match belief {
             Belief::Waiting => "you are waiting for the lock".to_string(),
@@ -345,8 +348,8 @@ fn describe(b: Belief) -> String {
     match b {
         Belief::Idle => "idle".into(),
         Belief::Waiting => "waiting".into(),
-        Belief::Holding { token } => format!("holds tok {token}"),
-        Belief::Paused { token: Some(tk), .. } => format!("paused holding tok {tk}"),
+        Belief::Holding { token } => format!("holds {}", super::tok(token)),
+        Belief::Paused { token: Some(tk), .. } => format!("paused holding {}", super::tok(tk)),
         Belief::Paused { .. } => "paused".into(),
         Belief::Released => "released".into(),
         Belief::Crashed => "crashed".into(),

@@ -466,7 +466,7 @@ impl<'a> Ctx<'a> {
             _ if danger => (format!("⚠ thinks tok{}", belief.held_token().unwrap_or(0)), t.danger),
             Belief::Idle => ("idle".into(), t.dim),
             Belief::Waiting => ("waiting".into(), t.waiting),
-            Belief::Holding { token } => (format!("holds tok {token}"), t.holding),
+            Belief::Holding { token } => (format!("holds {}", super::tok(token)), t.holding),
             Belief::Paused { until: Some(until), .. } => {
                 (format!("‖ {:.1}s left", ((until - view) / 1000.0).max(0.0)), t.paused)
             }
