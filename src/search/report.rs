@@ -141,16 +141,6 @@ pub fn story(schedule: &[space::Move]) -> String {
     parts.join("; ")
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn thousands_are_grouped() {
-        assert_eq!(super::thousands(12000), "12,000");
-        assert_eq!(super::thousands(999), "999");
-        assert_eq!(super::thousands(1234567), "1,234,567");
-    }
-}
-
 /// A counterexample's narration (Markdown, as `lessons/*.md`), saved beside it so that
 /// `fencelab lesson` tells its story: the introduction says what the search did to
 /// the design, a step at each fault says what it does, and a last step at the run's
@@ -210,4 +200,14 @@ pub fn narration(found: &Found) -> String {
 fn capitalised(s: &str) -> String {
     let mut chars = s.chars();
     chars.next().map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(super::thousands(12000), "12,000");
+        assert_eq!(super::thousands(999), "999");
+        assert_eq!(super::thousands(1234567), "1,234,567");
+    }
 }
