@@ -5,14 +5,14 @@
 //! drawn from the log cut at the question's moment: nothing later shows anywhere.
 //! Every run of each lesson (`c` through its variants) is followed, and each
 //! narration step, once drawn, finds what it says happened (a write accepted or
-//! rejected, token N granted) in the model on screen.
+//! rejected, token N granted, a lease expired) in the model on screen.
 
 mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fencelab::engine::log::{Event, EventKind, WorkerEvent};
+use fencelab::engine::log::{Event, EventKind, Truth, WorkerEvent};
 use fencelab::engine::{RunOptions, prepare};
 use fencelab::lesson::{Lesson, NarrationStep};
 use fencelab::tui::app::{App, Msg};
@@ -73,7 +73,8 @@ fn cut_at(lesson: &Lesson, simulated: bool, events: &[Event], at_ms: f64, keys: 
 }
 
 /// What a narration step says happened that the cut model must already hold: a write
-/// accepted or rejected, a grant with a given token. Returns what is missing.
+/// accepted or rejected, a grant with a given token, a lease that expired. Returns what
+/// is missing.
 /// (An introduction, at 0 s, tells what is set up and asks; it reports nothing.)
 fn unshown_outcomes(step: &NarrationStep, cut: &[Event]) -> Vec<String> {
     if step.at_ms == 0 {
@@ -99,6 +100,14 @@ fn unshown_outcomes(step: &NarrationStep, cut: &[Event]) -> Vec<String> {
         })
     };
     let mut missing = Vec::new();
+    // "Nothing on the server expired" reports no expiry.
+    let reports_expiry = text.split(". ").any(|sentence| {
+        sentence.contains("expired")
+            && !["nothing", "never", "not "].iter().any(|w| sentence.contains(w))
+    });
+    if reports_expiry && !expired(cut) {
+        missing.push("an expiry".to_string());
+    }
     if text.contains("rejected") && !wrote(false) {
         missing.push("a rejected write".to_string());
     }
@@ -115,6 +124,34 @@ fn unshown_outcomes(step: &NarrationStep, cut: &[Event]) -> Vec<String> {
         }
     }
     missing
+}
+
+/// Whether the cut model shows a lease running out: the observer marked a holder's
+/// key gone at its deadline, a Redlock node that listed a holder lists it no more
+/// (each node expires on its own clock, which the lock-wide reading does not mark), or
+/// a holder gone from the server without releasing.
+fn expired(cut: &[Event]) -> bool {
+    let truths: Vec<&Truth> = cut
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Truth(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let released = |who: &str| {
+        cut.iter().any(|e| {
+            matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Released { .. } } if worker == who)
+        })
+    };
+    truths.iter().any(|t| t.expired.is_some())
+        || truths.windows(2).any(|w| {
+            w[0].nodes.iter().zip(&w[1].nodes).any(|(was, now)| was.is_some() && was != now)
+        })
+        // A session or lease without a deadline the observer reads (ZooKeeper's): the
+        // holder's mark went from the server though it never released.
+        || truths.windows(2).any(|w| {
+            w[0].holder.as_deref().is_some_and(|h| w[1].holder.as_deref() != Some(h) && !released(h))
+        })
 }
 
 /// Take `lesson` through every run (the first, then `c` through its variants) on

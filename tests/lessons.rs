@@ -291,5 +291,155 @@ fn no_question_is_answered_by_what_is_on_screen_at_its_moment() {
             }
         }
     }
+    answered.extend(screens_that_answer());
     assert!(answered.is_empty(), "questions answered on screen:\n  {}", answered.join("\n  "));
+}
+
+/// Every question of the course as the TUI draws it at its moment (160x48, the first
+/// run on the simulator): a word only the right answer has (against the wrong choices)
+/// must not show beside "token" or "counter" outside the question (more often than the
+/// question and its choices say it), wherever it shows: the narration, the
+/// introduction or a panel ("the fencing token is the znode's creation zxid", or
+/// "ZooKeeper czxid" as the token source, answer "which number can the storage
+/// trust?"). The lock service's own name is in the header of every screen and is not
+/// an answer.
+fn screens_that_answer() -> Vec<String> {
+    const ANCHORS: [&str; 3] = ["token", "tokens", "counter"];
+    const WINDOW: usize = 6;
+    use fencelab::tui::app::{App, Msg};
+    use fencelab::tui::keys::Action;
+    use fencelab::tui::lesson::LessonState;
+    use fencelab::tui::theme::Theme;
+    use ratatui::{Terminal, backend::TestBackend};
+    let words = |s: &str| -> Vec<String> {
+        s.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() >= 4)
+            .map(str::to_string)
+            .collect()
+    };
+    let mut found = Vec::new();
+    for l in lesson::course().unwrap() {
+        let events = support::sim_run(&l.scenario, l.scenario.fencing);
+        let label = "SIMULATOR".to_string();
+        let sc = l.scenario.clone();
+        let mut app = App::new(sc.clone(), sc.fencing, 0.5, true, label, Theme::DEFAULT);
+        let state =
+            LessonState::new(l.narration.clone(), &app.run_label(), sc.checkpoints.clone(), vec![]);
+        app = app.with_lesson(state);
+        app.update(Msg::RunStarting);
+        let end = events.last().map_or(0.0, |e| e.t_ms);
+        app.update(Msg::Logged(events));
+        let service = l.scenario.lock.name().to_lowercase();
+        for _ in 0..400 {
+            app.update(Msg::Clock { reached_ms: end, real_ms: 10_000.0 });
+            let lesson = app.lesson.as_ref().unwrap();
+            if lesson.finished() && lesson.hold.is_none() {
+                break;
+            }
+            if let Some((i, c)) =
+                lesson.open_checkpoint().filter(|(i, _)| lesson.answers[*i].is_none())
+            {
+                // A projector-sized screen: the tokens panel and the introduction show.
+                let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+                terminal.draw(|f| fencelab::tui::render::draw(f, &app)).unwrap();
+                let buf = terminal.backend().buffer();
+                let screen: String = (0..buf.area.height)
+                    .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let right = &c.choices[c.answer - 1];
+                let head = right.split(':').next().unwrap_or_default();
+                let wrong: Vec<String> = c
+                    .choices
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != c.answer - 1)
+                    .flat_map(|(_, w)| words(w))
+                    .collect();
+                // Where the screen says what the token is: the words near "token" or
+                // "counter" (the question and its choices name neither).
+                let seen: Vec<String> = screen
+                    .to_lowercase()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                let near_token = |w: &str| {
+                    seen.iter().enumerate().any(|(k, s)| {
+                        s.contains(w)
+                            && seen[k.saturating_sub(WINDOW)..(k + WINDOW + 1).min(seen.len())]
+                                .iter()
+                                .any(|a| ANCHORS.contains(&a.as_str()))
+                    })
+                };
+                // A right answer that names a thing ("The zxid"), not a sentence whose
+                // words are the course's vocabulary.
+                let names = head.split_whitespace().count() <= 3;
+                for w in words(head).into_iter().filter(|_| names) {
+                    if wrong.contains(&w) || service.contains(&w) || ANCHORS.contains(&w.as_str()) {
+                        continue;
+                    }
+                    if !near_token(&w) {
+                        continue;
+                    }
+                    {
+                        found.push(format!(
+                            "{}: question {}: {w:?} is on the screen beside it",
+                            l.scenario.name,
+                            i + 1
+                        ));
+                    }
+                }
+                let choice = c.answer - 1;
+                app.update(Action::PauseWorker(choice));
+            }
+            app.update(Action::Continue);
+        }
+        assert!(
+            app.lesson.as_ref().unwrap().finished(),
+            "{}: the lesson did not end",
+            l.scenario.name
+        );
+    }
+    found
+}
+
+/// A counterexample `fencelab break --save` writes is a lesson with a story: its
+/// narration (saved beside it) says, at the fault's moment, who was frozen and for how
+/// long, and at the run's end what broke, from the expectation the file states.
+#[test]
+fn a_saved_break_counterexample_opens_as_a_narrated_lesson() {
+    use fencelab::scenario::FaultKind;
+    use fencelab::search::{Budget, Options, search};
+    let scenario = fencelab::scenario::builtin("gc-pause").unwrap().unwrap();
+    let options = Options {
+        kinds: Some(vec![FaultKind::Pause]),
+        budget: Budget::Schedules(2000),
+        seed: 1,
+        fencing: None,
+    };
+    let outcome =
+        search(&scenario, &options, &tokio_util::sync::CancellationToken::new(), |_| {}).unwrap();
+    let found = outcome.found.expect("gc-pause without fencing breaks");
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("x.toml");
+    std::fs::write(&toml, toml::to_string(&found.scenario).unwrap()).unwrap();
+    std::fs::write(dir.path().join("x.md"), fencelab::search::report::narration(&found)).unwrap();
+    let l = lesson::load_file(&toml).unwrap_or_else(|e| panic!("{e:#}"));
+    let steps = l.first_steps();
+    let pause = &found.shrunk[0];
+    let text = |s: &lesson::NarrationStep| format!("{} {}", s.title, s.body);
+    assert!(
+        text(&steps[0]).contains(&pause.to_string()),
+        "the introduction names the schedule: {steps:?}"
+    );
+    let at_pause = steps.iter().find(|s| s.at_ms == pause.at_ms).expect("a step at the pause");
+    assert!(text(at_pause).contains("frozen for"), "{at_pause:?}");
+    let last = steps.last().unwrap();
+    let end = found.events.last().unwrap().t_ms.floor() as u64;
+    assert_eq!((last.title.as_str(), last.at_ms), ("What broke", end));
+    assert!(last.body.contains("stale write"), "the end says what broke: {last:?}");
+    // What broke is told at the end only: no earlier step speaks of it.
+    assert!(steps[..steps.len() - 1].iter().all(|s| !text(s).contains("stale write")), "{steps:?}");
 }

@@ -159,8 +159,11 @@ impl One<'_> {
         if let Some(path) = &self.save_to {
             save(found, path)?;
             say(&format!(
-                "saved as {} (check it: fencelab run {} --check)",
+                "saved as {} (check it: fencelab run {} --check), its narration as {} \
+                 (watch it: fencelab lesson {})",
                 path.display(),
+                path.display(),
+                path.with_extension("md").display(),
                 path.display()
             ));
         }
@@ -236,7 +239,12 @@ fn save(found: &search::Found, path: &std::path::Path) -> anyhow::Result<()> {
         "# Found by `fencelab break`, shrunk to the smallest story that still breaks it:\n{}\n",
         found.shrunk.iter().map(|m| format!("# - {m}\n")).collect::<String>()
     );
-    std::fs::write(path, head + &body).with_context(|| format!("cannot write {}", path.display()))
+    std::fs::write(path, head + &body)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Its narration beside it, where `fencelab lesson` looks for one.
+    let md = path.with_extension("md");
+    std::fs::write(&md, search::report::narration(found))
+        .with_context(|| format!("cannot write {}", md.display()))
 }
 
 /// Run the counterexample on real servers and compare with the simulator's outcome.

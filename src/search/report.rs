@@ -2,7 +2,8 @@
 //! the space it was looked for in, so the space is always said.
 
 use super::space::secs;
-use super::{Outcome, space};
+use super::{Found, Outcome, space};
+use crate::scenario::FaultKind;
 
 /// 12000 as "12,000".
 pub fn thousands(n: u64) -> String {
@@ -138,6 +139,67 @@ pub fn story(schedule: &[space::Move]) -> String {
     }
     let parts: Vec<String> = schedule.iter().map(ToString::to_string).collect();
     parts.join("; ")
+}
+
+/// A counterexample's narration (Markdown, as `lessons/*.md`), saved beside it so that
+/// `fencelab lesson` tells its story: the introduction says what the search did to
+/// the design, a step at each fault says what it does, and a last step at the run's
+/// end says what broke, from the expectation the file states. Nothing is told before
+/// it happens: the breakage only at the end.
+pub fn narration(found: &Found) -> String {
+    let scenario = &found.scenario;
+    let mut md = format!(
+        "`fencelab break` found this schedule for {}, shrunk to the smallest story that \
+         still breaks it (fencing tokens {}):\n\n{}\nWatch the lock and the storage.\n",
+        scenario.name,
+        if scenario.fencing { "on" } else { "off" },
+        found.shrunk.iter().map(|m| format!("- {m}\n")).collect::<String>()
+    );
+    for m in &found.shrunk {
+        let what = match m.kind {
+            FaultKind::Pause => format!(
+                "{} is frozen for {}: it sends nothing and hears nothing, while its lease \
+                 keeps running on the server.",
+                m.target,
+                secs(m.ms)
+            ),
+            FaultKind::Delay => {
+                format!("For {}, every reply to {} arrives late.", secs(m.ms), m.target)
+            }
+            FaultKind::ClockJump => format!("{}'s clock jumps {} ahead.", m.target, secs(m.ms)),
+            FaultKind::Kill => {
+                format!("{} is down for {}, and comes back empty.", m.target, secs(m.ms))
+            }
+            _ => format!("{m}."),
+        };
+        md += &format!("\n## {} {{at={}ms}}\n{what}\n", capitalised(&m.to_string()), m.at_ms);
+    }
+    let end_ms = found.events.last().map_or(0, |e| e.t_ms.floor() as u64);
+    if let Some(expect) = scenario.expect.for_mode(scenario.fencing) {
+        let writes: Vec<String> = expect
+            .storage
+            .iter()
+            .map(|w| match w.split_once(':') {
+                Some((who, token)) => format!("{who} (token {token})"),
+                None => w.clone(),
+            })
+            .collect();
+        let broke: Vec<String> =
+            expect.violations.iter().map(|v| v.to_string().replace('-', " ")).collect();
+        md += &format!(
+            "\n## What broke {{at={end_ms}ms}}\nThe storage accepted {} in that order, and the \
+             checker reports: {}.\n",
+            if writes.is_empty() { "nothing".to_string() } else { writes.join(", then ") },
+            if broke.is_empty() { "no violation".to_string() } else { broke.join(", ") }
+        );
+    }
+    md
+}
+
+/// "a freezes" as "A freezes".
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
 
 #[cfg(test)]

@@ -401,10 +401,24 @@ impl App {
         match (scenario.lock, scenario.token_source()) {
             (_, TokenSource::Storage) => "the storage's counter",
             (LockShape::Etcd | LockShape::K8sLease, _) => "etcd revision",
+            // Which of a znode's numbers is the token is what lesson 26 asks: the panel
+            // names it only once no question still waiting has it as its answer.
+            (LockShape::ZooKeeper, _) if self.a_question_ahead_answers("zxid") => "ZooKeeper",
             (LockShape::ZooKeeper, _) => "ZooKeeper czxid",
             (LockShape::Stream, _) => "the job's number (message n-0)",
             _ => "Redis INCR",
         }
+    }
+
+    /// Whether a lesson question not yet answered has `word` in its right answer (before
+    /// its explanation), so a panel naming `word` now would answer it.
+    fn a_question_ahead_answers(&self, word: &str) -> bool {
+        self.lesson.as_ref().is_some_and(|lesson| {
+            lesson.checkpoints.iter().zip(&lesson.answers).any(|(c, answered)| {
+                let right = c.choices.get(c.answer.wrapping_sub(1)).map_or("", String::as_str);
+                answered.is_none() && right.split(':').next().unwrap_or_default().contains(word)
+            })
+        })
     }
 
     /// The scenario and fencing the next run uses.
