@@ -529,17 +529,21 @@ struct Run {
 
 impl Run {
     async fn run(&mut self) -> Result<(), BackendError> {
-        let start = self.log.clock().instant_at(self.program.spec.start_ms as f64);
-        if self.wait(Wanted::Until(start)).await? == Flow::Stop {
-            return Ok(());
-        }
-        self.emit(WorkerEvent::Started);
         if self.program.mode == Mode::Free {
+            // A free-running program runs its own logic from its hello on, whatever
+            // the scenario's start: it may well be done (and gone) before that moment,
+            // so its end is waited for, not the start.
+            self.emit(WorkerEvent::Started);
             if self.wait(Wanted::Exit).await? == Flow::Stop {
                 return Ok(());
             }
             return self.exited().await;
         }
+        let start = self.log.clock().instant_at(self.program.spec.start_ms as f64);
+        if self.wait(Wanted::Until(start)).await? == Flow::Stop {
+            return Ok(());
+        }
+        self.emit(WorkerEvent::Started);
         let steps = self.program.spec.steps.clone();
         for step in &steps {
             if self.step(step).await? == Flow::Stop {
