@@ -566,14 +566,7 @@ impl<'a> Ctx<'a> {
         let text = match run.lease_at(view) {
             Some((holder, Some(left))) if run.ttl_ms > 0 && queue => {
                 let idle = (run.ttl_ms as f64 - left).max(0.0);
-                let filled = ((idle / run.ttl_ms as f64) * bar_width as f64).round() as usize;
-                let bar = format!(
-                    "{}{}",
-                    "█".repeat(filled.min(bar_width)),
-                    "░".repeat(bar_width - filled.min(bar_width))
-                );
-                let i = run.lanes.iter().position(|l| l.name == holder).unwrap_or(0);
-                self.buf.set_string(self.plot.x, y, &bar, self.theme.worker(i));
+                self.lease_bar(run, holder, idle / run.ttl_ms as f64, bar_width, y);
                 format!(
                     " pending at {holder} for {:.1} s (XAUTOCLAIM takes jobs idle {:.1} s)",
                     idle / 1000.0,
@@ -581,14 +574,7 @@ impl<'a> Ctx<'a> {
                 )
             }
             Some((holder, Some(left))) if run.ttl_ms > 0 => {
-                let filled = ((left / run.ttl_ms as f64) * bar_width as f64).round() as usize;
-                let bar = format!(
-                    "{}{}",
-                    "█".repeat(filled.min(bar_width)),
-                    "░".repeat(bar_width - filled.min(bar_width))
-                );
-                let i = run.lanes.iter().position(|l| l.name == holder).unwrap_or(0);
-                self.buf.set_string(self.plot.x, y, &bar, self.theme.worker(i));
+                self.lease_bar(run, holder, left / run.ttl_ms as f64, bar_width, y);
                 format!(
                     " {:.1} s left of {:.1} s, held by {holder} in {}",
                     left / 1000.0,
@@ -616,6 +602,14 @@ impl<'a> Ctx<'a> {
 
     /// One glyph in plot column `c`: straight into the cell, which is much cheaper
     /// than `set_string` when done for every column of every lane.
+    /// The lease row's bar: `fraction` of `width` filled, in the holder's colour.
+    fn lease_bar(&mut self, run: &RunModel, holder: &str, fraction: f64, width: usize, y: u16) {
+        let filled = ((fraction * width as f64).round() as usize).min(width);
+        let bar = format!("{}{}", "█".repeat(filled), "░".repeat(width - filled));
+        let i = run.lanes.iter().position(|l| l.name == holder).unwrap_or(0);
+        self.buf.set_string(self.plot.x, y, &bar, self.theme.worker(i));
+    }
+
     fn put(&mut self, c: u16, y: u16, glyph: &str, style: Style) {
         if let Some(cell) = self.buf.cell_mut((self.plot.x + c, y)) {
             cell.set_symbol(glyph).set_style(style);
