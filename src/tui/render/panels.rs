@@ -290,13 +290,13 @@ fn yours(app: &App) -> Option<(String, bool)> {
             let service = app.service_name();
             let next = format!("{service} says {truth}: your next write is stale");
             let text =
-                format!("⚠ {me}: {state}you still hold the lock ({}); {next}", super::tok(token));
+                format!("⚠ {me}: {state}you still hold the lock ({}); {next}", token_words(token));
             return Some((text, true));
         }
         (Some(token), true) => {
-            format!("you are frozen; you still hold the lock ({})", super::tok(token))
+            format!("you are frozen; you still hold the lock ({})", token_words(token))
         }
-        (Some(token), false) => format!("you hold the lock ({})", super::tok(token)),
+        (Some(token), false) => format!("you hold the lock ({})", token_words(token)),
         (None, true) => "you are frozen".to_string(),
         (None, false) => match belief {
             Belief::Waiting => "you are waiting for the lock".to_string(),
@@ -416,4 +416,9 @@ pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
         }
     }
     Paragraph::new(Line::from(spans)).style(Style::default()).render(area, buf);
+}
+
+/// A student's status line spells the token out ("token 1"), or says it has none.
+fn token_words(token: u64) -> String {
+    if token == 0 { "no token".to_string() } else { format!("token {token}") }
 }
