@@ -71,10 +71,11 @@ pub enum Command {
     Run(RunArgs),
     /// List the built-in scenarios.
     Scenarios,
-    /// List the lessons of the course, in order.
-    Lessons,
+    /// List the lessons of the course, in order, with what you finished and scored.
+    Lessons(LessonsArgs),
     /// Open a lesson (a name from `fencelab lessons`, or a lesson .toml file) in the TUI:
     /// narration beside the timeline, questions along the way, free play at the end.
+    /// Without a name: the course's menu, starting where you stopped.
     Lesson(LessonArgs),
     /// Measure things about a real run (see `fencelab bench --help`).
     Bench(BenchArgs),
@@ -375,9 +376,11 @@ pub struct PlayOptions {
 
 #[derive(Debug, Clone, Args)]
 pub struct LessonArgs {
-    /// The lesson's name (see `fencelab lessons`) or a path to a lesson .toml file.
-    pub lesson: String,
-    /// High-contrast theme for projectors (toggle with `m`).
+    /// The lesson's name (see `fencelab lessons`) or a path to a lesson .toml file;
+    /// none: choose from the course's menu.
+    pub lesson: Option<String>,
+    /// High-contrast theme for projectors (toggle with `m`). A projector shows the
+    /// room, not a learner: the menu shows no scores and nothing is remembered.
     #[arg(long)]
     pub presenter: bool,
     /// Run every worker of the scenario as your own program, in any language, driven
@@ -402,15 +405,27 @@ pub struct Keep {
     pub record: Option<std::path::PathBuf>,
 }
 
-impl From<&LessonArgs> for PlayArgs {
-    /// A lesson is the playground with narration, at the lesson's own speed.
-    fn from(args: &LessonArgs) -> Self {
+/// `fencelab lessons`: the list, and what is remembered of you.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LessonsArgs {
+    /// Forget the lessons finished and the scores kept on this machine.
+    #[arg(long)]
+    pub reset_progress: bool,
+    /// List without your scores (a shared screen, a projector).
+    #[arg(long)]
+    pub hide_scores: bool,
+}
+
+impl LessonArgs {
+    /// The playground's arguments for the lesson called `lesson`: a lesson is the
+    /// playground with narration, at the lesson's own speed.
+    pub fn play(&self, lesson: &str) -> PlayArgs {
         PlayArgs {
-            scenario: args.lesson.clone(),
+            scenario: lesson.to_string(),
             options: PlayOptions {
-                presenter: args.presenter,
-                keep: args.keep.clone(),
-                program: args.program.clone(),
+                presenter: self.presenter,
+                keep: self.keep.clone(),
+                program: self.program.clone(),
                 ..PlayOptions::default()
             },
         }

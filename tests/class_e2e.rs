@@ -53,8 +53,7 @@ impl Drop for Server {
     }
 }
 
-const SHELL: [&str; 5] = ["env", "PS1=$ ", "bash", "--norc", "--noprofile"];
-
+const SHELL: [&str; 6] = ["env", "PS1=$ ", support::DATA_DIR_VAR, "bash", "--norc", "--noprofile"];
 /// A tmux server of its own with the instructor's window (`width` x `height`)
 /// running `fencelab class` for alice and bob on loopback, with `flags`.
 fn classroom(name: &str, (width, height): (&str, &str), flags: &str) -> (String, Server) {

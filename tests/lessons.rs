@@ -443,3 +443,53 @@ fn a_saved_break_counterexample_opens_as_a_narrated_lesson() {
     // What broke is told at the end only: no earlier step speaks of it.
     assert!(steps[..steps.len() - 1].iter().all(|s| !text(s).contains("stale write")), "{steps:?}");
 }
+
+/// `fencelab lessons` with what is remembered: a newcomer is told where to start; a
+/// finished lesson is marked with its best score and the next one is where to
+/// continue; `--hide-scores` shows none; a damaged file is a fresh start, not an
+/// error; `--reset-progress` forgets. And `fencelab lesson` without a name and without
+/// a terminal says to name one.
+#[test]
+fn the_list_shows_what_the_learner_did_and_forgets_it_when_asked() {
+    let data = tempfile::tempdir().unwrap();
+    let kept = data.path().join("progress.json");
+    let list = |extra: &[&str]| {
+        let out = support::bin()
+            .env("FENCELAB_DATA_DIR", data.path())
+            .arg("lessons")
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let line = |text: &str, name: &str| {
+        text.lines().find(|l| l.contains(&format!(". {name} "))).unwrap_or_default().to_string()
+    };
+    assert!(list(&[]).contains("Start with `fencelab lesson locks-expire`"), "{}", list(&[]));
+    std::fs::write(&kept, r#"{"lessons":{"gc-pause":{"finished":true,"right":1,"questions":1,"opened":2}},"last":"gc-pause"}"#).unwrap();
+    let text = list(&[]);
+    assert!(line(&text, "gc-pause").ends_with("✔ 1/1"), "{text}");
+    assert!(!line(&text, "locks-expire").contains('✔'), "{text}");
+    assert!(
+        text.contains("Continue where you stopped: `fencelab lesson check-then-write`"),
+        "{text}"
+    );
+    assert!(!list(&["--hide-scores"]).contains('✔'), "{}", list(&["--hide-scores"]));
+    std::fs::write(&kept, "{ damaged").unwrap();
+    assert!(list(&[]).contains("Start with"), "a damaged file is a fresh start");
+    std::fs::write(&kept, r#"{"last":"gc-pause"}"#).unwrap();
+    let out = support::bin()
+        .env("FENCELAB_DATA_DIR", data.path())
+        .args(["lessons", "--reset-progress"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("forgotten"), "{out:?}");
+    assert!(!kept.exists());
+    let out = support::bin().arg("lesson").stdin(std::process::Stdio::null()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("name a lesson: `fencelab lesson NAME`"),
+        "{err}"
+    );
+}

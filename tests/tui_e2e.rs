@@ -44,7 +44,7 @@ impl Tmux {
                 "-y",
                 &height.to_string(),
             ])
-            .args(["env", "PS1=$ ", "bash", "--norc", "--noprofile"])
+            .args(["env", "PS1=$ ", support::DATA_DIR_VAR, "bash", "--norc", "--noprofile"])
             .status()
             .unwrap_or_else(|e| panic!("this test needs tmux (apt-get install -y tmux): {e}"));
         assert!(status.success());
@@ -78,6 +78,19 @@ impl Tmux {
             assert!(
                 Instant::now() < deadline,
                 "{needle:?} did not appear; the pane shows:\n{pane}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Wait until the program has given the terminal back (left the alternate screen).
+    fn wait_left_screen(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.display("#{alternate_on}") != "0" {
+            assert!(
+                Instant::now() < deadline,
+                "the alternate screen was not left:\n{}",
+                self.pane()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -128,11 +141,7 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     assert!(!pane.contains("STALE"), "no stale write with fencing on:\n{pane}");
 
     tmux.keys(&["q"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tmux.display("#{alternate_on}") != "0" {
-        assert!(Instant::now() < deadline, "the alternate screen was not left:\n{}", tmux.pane());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    tmux.wait_left_screen();
     tmux.keys(&["clear; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo; echo $((40+2))-finished", "Enter"]);
     // The marker is computed, so the echoed command line itself cannot match it.
     let pane = tmux.wait_for("42-finished", 10);
@@ -202,11 +211,7 @@ fn a_learner_on_redis_sees_no_answer_before_answering_gc_pauses_question() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Score: 0 of 1 predicted", 20);
     tmux.keys(&["q"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tmux.display("#{alternate_on}") != "0" {
-        assert!(Instant::now() < deadline, "did not quit:\n{}", tmux.pane());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    tmux.wait_left_screen();
 }
 
 #[test]
@@ -224,11 +229,7 @@ fn redis_dying_mid_run_shows_an_error_panel_and_the_ui_stays_alive() {
     tmux.keys(&["Escape", "?"]);
     tmux.wait_for("Help", 5);
     tmux.keys(&["q"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tmux.display("#{alternate_on}") != "0" {
-        assert!(Instant::now() < deadline, "did not quit:\n{}", tmux.pane());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    tmux.wait_left_screen();
     assert!(!tmux.pane().contains("panicked"));
 }
 
@@ -253,15 +254,7 @@ fn ctrl_c_and_sigterm_both_restore_the_terminal() {
                 .unwrap();
             unsafe { libc::kill(pid, libc::SIGTERM) };
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while tmux.display("#{alternate_on}") != "0" {
-            assert!(
-                Instant::now() < deadline,
-                "{how}: the alternate screen was not left:\n{}",
-                tmux.pane()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        tmux.wait_left_screen();
         tmux.keys(&["clear; stty -a | tr ' ;' '\\n\\n' | grep -x -e -icanon -e icanon; echo $((40+2))-finished", "Enter"]);
         let pane = tmux.wait_for("42-finished", 10);
         assert!(pane.lines().any(|l| l.trim() == "icanon"), "{how}: raw mode left on:\n{pane}");
@@ -431,4 +424,53 @@ fn play_with_redis_pys_lock_as_the_workers_pause_stops_its_process_and_its_stale
         assert!(Instant::now() < gone, "A's program outlived the TUI");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The course remembers its learner: with lesson 1 finished, `fencelab lesson` opens a
+/// menu whose cursor is on lesson 2; Enter opens it; quitting it keeps it as begun, and
+/// `fencelab lessons` then says to continue there. A projector (`--presenter`) shows
+/// no scores in the menu.
+#[test]
+fn the_menu_continues_where_the_learner_stopped_and_keeps_what_was_done() {
+    let _gate = side_by_side();
+    let server = support::redis();
+    let data = tempfile::tempdir().unwrap();
+    let kept = data.path().join("progress.json");
+    let before = r#"{"lessons":{"locks-expire":{"finished":true,"right":1,"questions":2,"opened":1}},"last":"locks-expire"}"#;
+    std::fs::write(&kept, before).unwrap();
+    let tmux = Tmux::start(80, 24);
+    let bin = support::bin().get_program().to_string_lossy().into_owned();
+    let env = format!("FENCELAB_DATA_DIR={}", data.path().display());
+    tmux.keys(&[&format!("{env} {bin} lesson --redis {}", server.url()), "Enter"]);
+    let pane = tmux.wait_for("Enter continues", 20);
+    assert!(pane.contains("1. When the holder crashes") && pane.contains("✔ 1/2"), "{pane}");
+    assert!(pane.contains("▶  2. Just delete the key?"), "the cursor is on lesson 2:\n{pane}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Lesson · 2. Just delete the key?", 30);
+    tmux.keys(&["q"]);
+    tmux.wait_left_screen();
+    // The shell reads this only once fencelab has exited (and written its progress).
+    tmux.keys(&["echo $((40+2))-left", "Enter"]);
+    tmux.wait_for("42-left", 20);
+    let after = std::fs::read_to_string(&kept).unwrap();
+    let after: serde_json::Value = serde_json::from_str(&after).unwrap();
+    assert_eq!(after["last"], "unsafe-release", "{after}");
+    assert_eq!(after["lessons"]["unsafe-release"]["finished"], false, "{after}");
+    assert_eq!(after["lessons"]["locks-expire"]["right"], 1, "{after}");
+    let listed =
+        support::bin().env("FENCELAB_DATA_DIR", data.path()).arg("lessons").output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains("Continue where you stopped: `fencelab lesson unsafe-release`"),
+        "{listed}"
+    );
+    // The room's screen: no one's scores.
+    tmux.keys(&["clear", "Enter"]);
+    tmux.keys(&[&format!("{env} {bin} lesson --presenter --redis {}", server.url()), "Enter"]);
+    let pane = tmux.wait_for("Start with the first lesson", 20);
+    assert!(!pane.contains('✔') && pane.contains("▶  1. When the holder crashes"), "{pane}");
+    tmux.keys(&["q"]);
+    tmux.wait_left_screen();
+    tmux.keys(&["echo $((40+3))-left", "Enter"]);
+    tmux.wait_for("43-left", 20);
 }

@@ -13,6 +13,7 @@ mod bench_break;
 mod bench_class;
 mod bench_sim;
 pub mod class;
+mod course;
 pub mod doctor;
 mod exercise;
 pub mod run;
@@ -60,36 +61,7 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             to_stdout(printable(&out).as_bytes())
         }
-        Some(Command::Lessons) => {
-            let mut out = String::from(
-                "The course: each lesson runs on real servers (Redis, etcd, PostgreSQL). Open one with `fencelab lesson NAME`.\n\n",
-            );
-            let targets = cli.backend.targets();
-            let mut fallbacks = 0;
-            for (i, l) in crate::lesson::course()?.iter().enumerate() {
-                let title = &l.scenario.title;
-                // Titles carry their number for the TUI header; the list numbers itself.
-                let title = title
-                    .split_once(". ")
-                    .filter(|(n, _)| n.parse::<u32>().is_ok())
-                    .map_or(title.as_str(), |(_, t)| t);
-                out.push_str(&format!("{:>2}. {:<26} {title}\n", i + 1, l.scenario.name));
-                out.push_str(&format!("    {:<26} {}\n", "", l.scenario.summary));
-                let missing = doctor::missing_for(l, &targets);
-                if !missing.is_empty() {
-                    fallbacks += 1;
-                    let names: Vec<&str> = missing.iter().map(|p| p.name).collect();
-                    let names = names.join(", ");
-                    out.push_str(&format!("    {:<26} (SIMULATOR here: {names} missing)\n", ""));
-                }
-            }
-            if fallbacks > 0 {
-                out.push_str(&format!(
-                    "\n{fallbacks} lesson(s) marked SIMULATOR fall back to the simulator here: `fencelab doctor` says what to install.\n"
-                ));
-            }
-            to_stdout(printable(&out).as_bytes())
-        }
+        Some(Command::Lessons(args)) => course::list(&args, &cli.backend),
         Some(Command::Completions { shell }) => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "fencelab", &mut out);
@@ -111,7 +83,7 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),
         Some(Command::Play(args)) => play(&args, &cli.backend),
-        Some(Command::Lesson(args)) => play(&PlayArgs::from(&args), &cli.backend),
+        Some(Command::Lesson(args)) => course::open(&args, &cli.backend),
         None => play(&PlayArgs { options: cli.play, ..PlayArgs::default() }, &cli.backend),
     }
 }
@@ -134,6 +106,7 @@ fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         save: args.keep.save.clone(),
         record: args.keep.record.clone(),
         processes: args.processes,
+        remember: true,
     };
     crate::tui::play(options, &backend.targets())
 }

@@ -8,6 +8,7 @@
 
 pub mod exercise;
 mod narration;
+pub mod progress;
 pub mod reach;
 pub mod sweep;
 

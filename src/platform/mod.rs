@@ -9,7 +9,7 @@
 //! - Processes: [`process_exists`] (`kill(pid, 0)`), [`signal`], [`wait_until_stopped`].
 //! - Clocks and the machine: [`monotonic_ns`] (the clock `std::time::Instant` reads,
 //!   shared by all processes), [`hostname`], [`load_average`], [`running_as_root`],
-//!   [`user_ids`], [`memory_dir`].
+//!   [`user_ids`], [`memory_dir`], [`data_dir`] (the learner's progress).
 //! - Servers: where each OS's packages put them ([`find_program`],
 //!   [`postgres_bin_dir`], [`zookeeper`], [`java`]) and the line that installs one
 //!   ([`install_line`]).
@@ -166,4 +166,16 @@ pub fn user_ids(name: &str) -> Option<(u32, u32)> {
 /// else the temp dir (macOS has no memory file system by default).
 pub fn memory_dir() -> std::path::PathBuf {
     os::memory_dir().unwrap_or_else(std::env::temp_dir)
+}
+
+/// Where fencelab keeps what it remembers for the learner (the course's progress):
+/// `FENCELAB_DATA_DIR` when set (tests, a shared lab machine), else the platform's
+/// standard place for an application's data (`~/.local/share/fencelab` on Linux,
+/// `~/Library/Application Support/fencelab` on macOS). None when the machine has no
+/// home directory to speak of.
+pub fn data_dir() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("FENCELAB_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Some(dir.into());
+    }
+    directories::ProjectDirs::from("", "", "fencelab").map(|d| d.data_dir().to_path_buf())
 }

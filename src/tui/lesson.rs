@@ -15,6 +15,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use super::render::markdown::Doc;
+use crate::lesson::progress::Sitting;
 use crate::lesson::{Narration, NarrationStep};
 use crate::scenario::Checkpoint;
 
@@ -247,6 +248,16 @@ impl LessonState {
         self.reached == self.steps.len()
             && self.hold.is_none()
             && (self.label != self.first_label || self.answers.iter().all(Option::is_some))
+    }
+
+    /// How this sitting went, for the progress kept between sessions: finished once
+    /// this run's steps are read and its questions answered, or once the learner has
+    /// answered every question and moved on to a later run.
+    pub fn sitting(&self) -> Sitting {
+        let (right, questions) = self.score();
+        let answered = self.answers.iter().all(Option::is_some);
+        let finished = self.finished() || (answered && self.label != self.first_label);
+        Sitting { finished, right, questions }
     }
 
     /// Questions answered right (at the first and only try), of all the questions.

@@ -10,6 +10,7 @@ pub mod class;
 pub mod keys;
 pub mod lesson;
 mod loading;
+pub mod menu;
 pub mod question;
 pub mod record;
 pub mod render;
@@ -34,6 +35,7 @@ use crate::backend::deployment::{Shape, Targets, deploy};
 use crate::engine::RunControl;
 use crate::engine::log::EventLog;
 use crate::lesson::Lesson;
+use crate::lesson::progress::Progress;
 use app::{App, Effect, Msg, Service};
 use question::QuizLink;
 use runner::Runner;
@@ -55,6 +57,9 @@ pub struct Options {
     pub record: Option<std::path::PathBuf>,
     /// Run each worker as its own process (pauses are SIGSTOP).
     pub processes: bool,
+    /// Keep how a course lesson went (`lesson::progress`): off on a projector, whose
+    /// sitting is the room's, not a learner's.
+    pub remember: bool,
 }
 
 /// Open the playground; returns when the user quits.
@@ -113,7 +118,26 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
         let ui = Ui::enter(record.as_deref())?;
         event_loop(&mut app, source, ui).await
     })?;
+    if options.remember && !options.presenter {
+        remember(&app);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Keep how this sitting of a course lesson went, for `fencelab lessons` and the menu
+/// (a lesson file of one's own is not the course's, and is not kept). A progress file
+/// that cannot be written is said and forgotten: it never fails the lesson.
+fn remember(app: &App) {
+    let Some(lesson) = &app.lesson else { return };
+    let name = &app.scenario.name;
+    if crate::lesson::find(name).is_none() {
+        return;
+    }
+    let mut progress = Progress::load();
+    progress.record(name, lesson.sitting());
+    if let Err(e) = progress.save() {
+        note!("(your progress in the course was not kept: {e:#})");
+    }
 }
 
 /// Writes each run of the session to the `--save` file as it is replaced, and the last

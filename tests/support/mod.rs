@@ -125,10 +125,19 @@ pub fn storage(events: &[Event]) -> Vec<String> {
         .expect("the log ends with run_ended")
 }
 
-/// The fencelab binary built for these tests.
+/// The fencelab binary built for these tests, keeping what it remembers of a learner
+/// (`lesson::progress`) under the build's own temp dir, never in the home directory.
 pub fn bin() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_fencelab"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_fencelab"));
+    command.env("FENCELAB_DATA_DIR", DATA_DIR);
+    command
 }
+
+/// Where the binary run by the tests keeps the learner's progress.
+pub const DATA_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/fencelab-data");
+/// The same, for `env` in a tmux test's shell.
+pub const DATA_DIR_VAR: &str =
+    concat!("FENCELAB_DATA_DIR=", env!("CARGO_TARGET_TMPDIR"), "/fencelab-data");
 
 /// A run's events in a few words each, for failure messages.
 pub fn digest(events: &[Event]) -> String {
