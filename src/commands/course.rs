@@ -74,8 +74,17 @@ pub fn open(args: &LessonArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             "name a lesson: `fencelab lesson NAME` (the menu needs a terminal; `fencelab lessons` lists them)"
         );
     }
+    match choose(args.presenter)? {
+        Some(name) => super::play(&args.play(&name), backend),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The course's menu: the lesson chosen, or None when the learner left. A projector
+/// (`presenter`) shows no one's scores.
+pub fn choose(presenter: bool) -> anyhow::Result<Option<String>> {
     let course = crate::lesson::course()?;
-    let progress = if args.presenter { Progress::default() } else { Progress::load() };
+    let progress = if presenter { Progress::default() } else { Progress::load() };
     let next = continue_with(&progress, &course);
     let entries = course
         .iter()
@@ -92,11 +101,7 @@ pub fn open(args: &LessonArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         (Some(_), false) => "The cursor is where you stopped: Enter continues.".to_string(),
         (None, false) => "Every lesson finished: take any again.".to_string(),
     };
-    let menu = crate::tui::menu::Menu::new(entries, heading, start);
-    match crate::tui::menu::choose(menu, args.presenter)? {
-        Some(name) => super::play(&args.play(&name), backend),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    crate::tui::menu::choose(crate::tui::menu::Menu::new(entries, heading, start), presenter)
 }
 
 /// The lesson to continue with, by name.

@@ -25,7 +25,9 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use crate::cli::{BackendArgs, Cli, Command, ExportArgs, PictureTheme, PlayArgs, ReplayArgs};
+use crate::cli::{
+    BackendArgs, Cli, Command, ExportArgs, Keep, LessonArgs, PictureTheme, PlayArgs, ReplayArgs,
+};
 use crate::output::printable::printable;
 use crate::scenario::builtin_names;
 
@@ -95,7 +97,32 @@ fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The playground or a lesson, and then whatever the learner opens from the course's
+/// menu (`L`), until they quit. `--save` and `--record` keep the first screen only
+/// (one file, one session), and say so when the learner moves on.
 fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+    let mut play = play.clone();
+    loop {
+        if play_once(&play, backend)? == crate::tui::Ended::Quit {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let kept = [&play.options.keep.save, &play.options.keep.record];
+        for file in kept.into_iter().flatten() {
+            note!("({} holds the screen you left; what follows is not kept)", file.display());
+        }
+        let presenter = play.options.presenter;
+        let program = play.options.program.take();
+        match course::choose(presenter)? {
+            Some(name) => {
+                let lesson = LessonArgs { lesson: None, presenter, program, keep: Keep::default() };
+                play = lesson.play(&name);
+            }
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
+}
+
+fn play_once(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<crate::tui::Ended> {
     let (args, mut lesson) = (&play.options, scenario_ref::load(&play.scenario)?);
     lesson.scenario = scenario_ref::with_program(lesson.scenario, args.program.as_deref())?;
     let options = crate::tui::Options {

@@ -258,6 +258,8 @@ pub struct App {
     /// A failure to show in the error panel; the UI stays up.
     pub error: Option<String>,
     pub quit: bool,
+    /// Quitting for the course's menu (`L`), not for good.
+    pub to_menu: bool,
     /// Lesson mode: the narration and its questions.
     pub lesson: Option<LessonState>,
     /// The scenario's own runs to compare (its variants), if it has any.
@@ -334,6 +336,7 @@ impl App {
             status: None,
             error: None,
             quit: false,
+            to_menu: false,
             lesson: None,
             variants: scenario_variants(&scenario_copy),
             variant: 0,
@@ -1078,6 +1081,10 @@ impl App {
             | Action::NarrationBack
             | Action::NarrationForward
             | Action::Retake => return self.lesson_key(action),
+            Action::LessonMenu if self.class.is_some() => {
+                self.status = Some("a class has no menu: q ends it".into());
+            }
+            Action::LessonMenu => (self.quit, self.to_menu) = (true, true),
             Action::StepBack => {
                 self.status = Some(", steps back through a replay (fencelab replay FILE)".into());
             }

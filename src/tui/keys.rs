@@ -56,6 +56,8 @@ pub enum Action {
     NarrationForward,
     /// Lessons: take the lesson again from its first run, the choices reordered.
     Retake,
+    /// Leave for the course's menu (`fencelab lesson` with no name).
+    LessonMenu,
     /// The next lock service: one Redis, Redlock, etcd.
     NextLock,
     /// The next storage: a Redis list, a PostgreSQL table.
@@ -118,6 +120,14 @@ pub const BINDINGS: &[Binding] = &[
         &[KeyCode::Char('R')],
         Action::Retake,
         "lessons: take the lesson again, each question's choices in a new order",
+        None,
+        InReplay::Cannot,
+    ),
+    b(
+        "L",
+        &[KeyCode::Char('L')],
+        Action::LessonMenu,
+        "the course's lessons: a menu, its cursor where you stopped",
         None,
         InReplay::Cannot,
     ),

@@ -2,14 +2,11 @@
 //! learner finished and scored, the cursor already on where they stopped; arrows and
 //! Enter open one, `q` leaves.
 //!
-//! It polls the keyboard itself instead of taking the playground's input thread: a
-//! reader thread left blocked here would swallow the first key of the lesson opened
-//! next.
-
-use std::time::Duration;
+//! Its keys come from the same reader as every other screen's (`super::keyboard`), so
+//! no key is lost between the menu and the lesson it opens.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{List, ListItem, ListState, Paragraph};
@@ -113,24 +110,24 @@ pub fn choose(mut menu: Menu, presenter: bool) -> anyhow::Result<Option<String>>
     let runtime = crate::runtime::build(false)?;
     runtime.block_on(async {
         let (mut terminal, _guard, _recording) = super::terminal::enter(None)?;
+        let mut keys = super::keyboard();
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         let mut hup = signal(SignalKind::hangup())?;
         loop {
             terminal.draw(|frame| menu.draw(frame, &theme))?;
-            while event::poll(Duration::ZERO)? {
-                let Event::Key(key) = event::read()? else { continue };
-                if key.kind == KeyEventKind::Release {
-                    continue;
-                }
-                match menu.key(key.code, key.modifiers) {
-                    Some(Choice::Open(name)) => return Ok(Some(name)),
-                    Some(Choice::Quit) => return Ok(None),
-                    None => {}
-                }
-            }
             tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(30)) => {}
+                Some(ev) = keys.recv() => {
+                    let Event::Key(key) = ev else { continue };
+                    if key.kind == KeyEventKind::Release {
+                        continue;
+                    }
+                    match menu.key(key.code, key.modifiers) {
+                        Some(Choice::Open(name)) => return Ok(Some(name)),
+                        Some(Choice::Quit) => return Ok(None),
+                        None => {}
+                    }
+                }
                 _ = term.recv() => return Ok(None),
                 _ = int.recv() => return Ok(None),
                 _ = hup.recv() => return Ok(None),

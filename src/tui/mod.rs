@@ -62,8 +62,17 @@ pub struct Options {
     pub remember: bool,
 }
 
+/// How a playground or lesson session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// For good (q, Ctrl-C, a signal).
+    Quit,
+    /// For the course's menu (`L`).
+    Menu,
+}
+
 /// Open the playground; returns when the user quits.
-pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
+pub fn play(options: Options, targets: &Targets) -> anyhow::Result<Ended> {
     if !std::io::stdout().is_terminal() {
         bail!(
             "stdout is not a terminal, so the interactive playground cannot open; \
@@ -121,7 +130,7 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<ExitCode> {
     if options.remember && !options.presenter {
         remember(&app);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if app.to_menu { Ended::Menu } else { Ended::Quit })
 }
 
 /// Keep how this sitting of a course lesson went, for `fencelab lessons` and the menu
@@ -232,7 +241,7 @@ struct Ui {
 impl Ui {
     fn enter(record: Option<&std::path::Path>) -> anyhow::Result<Ui> {
         let (terminal, _guard, recording) = terminal::enter(record)?;
-        Ok(Ui { terminal, _guard, recording, input: spawn_input_reader() })
+        Ok(Ui { terminal, _guard, recording, input: keyboard() })
     }
 }
 
@@ -482,14 +491,25 @@ fn handle_input(app: &mut App, ev: Event, screen: Rect) -> Vec<Effect> {
 
 /// Terminal input arrives on a thread of its own that blocks in `read`, so waiting
 /// for a key costs nothing.
-fn spawn_input_reader() -> mpsc::UnboundedReceiver<Event> {
+/// The keyboard, for the screen that is up now. One thread reads it for the whole
+/// process and hands each event to the newest screen's receiver: a reader per screen
+/// would stay blocked in `event::read` after its screen closed and swallow the first
+/// key of the next one (the menu after the playground, a lesson after the menu).
+fn keyboard() -> mpsc::UnboundedReceiver<Event> {
+    static CURRENT: std::sync::Mutex<Option<mpsc::UnboundedSender<Event>>> =
+        std::sync::Mutex::new(None);
+    static READER: std::sync::Once = std::sync::Once::new();
+    let current = || CURRENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (tx, rx) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        while let Ok(ev) = event::read() {
-            if tx.send(ev).is_err() {
-                break;
+    *current() = Some(tx);
+    READER.call_once(|| {
+        std::thread::spawn(move || {
+            while let Ok(ev) = event::read() {
+                if let Some(tx) = current().as_ref() {
+                    let _ = tx.send(ev); // no screen up: the key is for no one
+                }
             }
-        }
+        });
     });
     rx
 }
