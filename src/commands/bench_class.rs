@@ -25,6 +25,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
     let (_server, admin) = private_redis("127.0.0.1", "127.0.0.1")?;
     let names: Vec<String> = (1..=students).map(|i| format!("s{i:03}")).collect();
+    let before = crate::platform::usage();
     let runtime = crate::runtime::build(false)?;
     let report = runtime.block_on(async {
         let room = Room::open(&admin, &crate::class::new_room_id()?, &names).await?;
@@ -94,6 +95,14 @@ pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
         at(0.99),
         at(1.0)
     );
+    if let (Some(before), Some(after)) = (before, crate::platform::usage()) {
+        // The whole room is this process: the instructor's roll and every desk.
+        out!(
+            "  this process (the room, every desk, the roll): peak RSS {:.1} MiB, CPU {:.1} % of one core over {took:.0} s",
+            after.peak_rss_kib as f64 / 1024.0,
+            (after.cpu_s - before.cpu_s) / took * 100.0
+        );
+    }
     let frame = frame_ms(&names, &log);
     out!("  a frame of the run with {students} lanes, 160x48: median {frame:.3} ms");
     if latencies.len() != wanted || !refused.is_empty() {

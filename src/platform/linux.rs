@@ -39,3 +39,8 @@ pub fn memory_dir() -> Option<PathBuf> {
     let shm = PathBuf::from("/dev/shm");
     shm.is_dir().then_some(shm)
 }
+
+/// `ru_maxrss` in KiB: Linux counts it in KiB already.
+pub fn max_rss_kib(ru_maxrss: u64) -> u64 {
+    ru_maxrss
+}

@@ -17,3 +17,8 @@ pub fn tie_extra(_cmd: &mut Command) {}
 pub fn memory_dir() -> Option<PathBuf> {
     None
 }
+
+/// `ru_maxrss` in KiB: macOS counts it in bytes.
+pub fn max_rss_kib(ru_maxrss: u64) -> u64 {
+    ru_maxrss / 1024
+}

@@ -145,6 +145,30 @@ pub fn load_average() -> Option<f64> {
     (n == 1).then_some(load[0])
 }
 
+/// What this process has used so far: its largest resident memory and its CPU time
+/// (`getrusage`, on Linux and macOS alike; for `fencelab bench`'s soak figures).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub peak_rss_kib: u64,
+    /// User plus system time, in seconds.
+    pub cpu_s: f64,
+}
+
+pub fn usage() -> Option<Usage> {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to fill in.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a pointer to a rusage we own.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return None;
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let peak = u64::try_from(ru.ru_maxrss).unwrap_or(0);
+    Some(Usage {
+        peak_rss_kib: os::max_rss_kib(peak),
+        cpu_s: seconds(ru.ru_utime) + seconds(ru.ru_stime),
+    })
+}
+
 /// Whether this process runs as root (PostgreSQL refuses to).
 pub fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions.
