@@ -109,6 +109,7 @@ fn texts_never_overlap_and_are_large_enough_for_a_slide() {
         ("gc-pause", true),
         ("unsafe-release", false),
         ("redlock-node-dies", false),
+        ("redlock-clock-jump", false),
         ("conditional-update", false),
     ] {
         let run = lesson_run(name, fencing);
@@ -270,4 +271,43 @@ fn a_partitioned_workers_lane_shows_its_link_failing_and_its_unanswered_renewals
     assert!(svg.contains("✂ cut · ⇄ healed"), "{svg}");
     let gc_pause = timeline_svg(&lesson_run("gc-pause", false), Palette::Light);
     assert!(!gc_pause.contains("✂ cut"));
+}
+
+/// Lesson 20's slide shows what the majority was made of: a lane per Redlock node, B
+/// listed on nodes 3-5, and node 3's clock jump marked on its own lane; lesson 11's
+/// dead node is striped while it is down.
+#[test]
+fn redlock_nodes_have_lanes_with_their_holders_downtime_and_clock_jumps() {
+    let run = lesson_run("redlock-clock-jump", false);
+    let slide = picture(&[RunModel::from_events(&run)], Palette::Light);
+    let doc = roxmltree::Document::parse(&slide.svg).unwrap();
+    let nodes: Vec<_> =
+        doc.descendants().filter(|n| n.attribute("class") == Some("node")).collect();
+    assert_eq!(nodes.len(), 5, "a lane per node");
+    let fills = |node: &roxmltree::Node| -> Vec<String> {
+        with_class_in(*node, "holder")
+            .iter()
+            .filter_map(|r| r.attribute("fill"))
+            .map(String::from)
+            .collect()
+    };
+    let (a, b) = ("#0072b2", "#e69f00");
+    for (i, node) in nodes.iter().enumerate() {
+        let fills = fills(node);
+        let listed = (fills.iter().any(|f| f == a), fills.iter().any(|f| f == b));
+        assert_eq!(listed, (i <= 2, i >= 2), "A on nodes 1-3, B on 3-5: node {} {fills:?}", i + 1);
+    }
+    let jumps: Vec<usize> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !with_class_in(**n, "jump").is_empty())
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(jumps, [3], "the jump is node 3's");
+    assert!(slide.texts.iter().any(|t| t.text.starts_with("clock +")), "the jump is labelled");
+    let dies =
+        picture(&[RunModel::from_events(&lesson_run("redlock-node-dies", false))], Palette::Dark);
+    let doc = roxmltree::Document::parse(&dies.svg).unwrap();
+    let down = doc.descendants().filter(|n| n.attribute("class") == Some("down")).count();
+    assert!(down >= 1, "a dead node is striped while down");
 }

@@ -137,7 +137,100 @@ pub fn section(
         y += LANE;
     }
     g = g.add(truth_lane(model, scale, y, placer, c));
-    (g, y + LANE)
+    y += LANE;
+    for node in 0..model.nodes.len() {
+        g = g.add(node_lane(model, node, scale, y, placer, c));
+        y += NODE_LANE;
+    }
+    (g, y)
+}
+
+/// A Redlock node's lane: lower than a worker's, a bar and a row of labels.
+const NODE_LANE: f64 = 64.0;
+const NODE_BAR: f64 = 20.0;
+
+/// Redlock: who node `node` lists (a worker's colour), striped while it is down,
+/// and its own marks (lesson 20's clock jump), so a slide shows what the majority
+/// was made of.
+fn node_lane(
+    model: &RunModel,
+    node: usize,
+    scale: &Scale,
+    y: f64,
+    placer: &mut Placer,
+    c: &Colours,
+) -> Group {
+    let mut g = Group::new().set("class", "node").set("data-node", node + 1);
+    let bar_top = y + 6.0;
+    let name = TextBox {
+        x: 40.0,
+        baseline: bar_top + 16.0,
+        size: BODY,
+        bold: false,
+        text: format!("node {}", node + 1),
+    };
+    g = put(placer, g, name, c.dim);
+    let index: HashMap<&str, usize> =
+        model.lanes.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect();
+    let mut listed: Vec<Columns<u8>> = model.lanes.iter().map(|_| Columns::new(scale)).collect();
+    let mut down = Columns::new(scale);
+    let spans = model.nodes.get(node).map_or(&[][..], Vec::as_slice);
+    for (from, to, state) in stretches(spans, super::run_end(model)) {
+        let columns = match &state {
+            None => &mut down,
+            Some(Some(holder)) => match index.get(holder.as_str()) {
+                Some(&i) => &mut listed[i],
+                None => continue,
+            },
+            Some(None) => continue,
+        };
+        columns.paint(scale.span(from, to.max(from)), 1);
+    }
+    for (i, cols) in listed.iter().enumerate() {
+        for (first, len, _) in cols.runs() {
+            let (x, w) = (scale.column_x(first), (len as f64).max(MIN_PX));
+            let fill = WORKERS[i % WORKERS.len()];
+            g = g.add(
+                rect(x, bar_top, w, NODE_BAR, fill).set("opacity", 0.85).set("class", "holder"),
+            );
+            let who = &model.lanes[i].name;
+            if width(who, BODY, true) + 8.0 <= w {
+                let text = who.clone();
+                let tb =
+                    TextBox { x: x + 4.0, baseline: bar_top + 16.0, size: BODY, bold: true, text };
+                g = put(placer, g, tb, c.background);
+            }
+        }
+    }
+    for (first, len, _) in down.runs() {
+        let (x, w) = (scale.column_x(first), (len as f64).max(MIN_PX));
+        g = g.add(rect(x, bar_top, w, NODE_BAR, "url(#paused)").set("class", "down"));
+        let text = "down".to_string();
+        let tb = TextBox {
+            x: x + 4.0,
+            baseline: bar_top + NODE_BAR + 22.0,
+            size: BODY,
+            bold: false,
+            text,
+        };
+        g = put(placer, g, tb, c.dim);
+    }
+    for mark in model.node_marks.iter().filter(|m| m.lane == node) {
+        let x = scale.x(mark.t_ms);
+        g = g.add(
+            vline(x, bar_top - 4.0, bar_top + NODE_BAR + 4.0, c.danger, 3.0).set("class", "jump"),
+        );
+        let text = format!("clock {}", mark.label.trim_start_matches('»'));
+        let tb = TextBox {
+            x: x + 5.0,
+            baseline: bar_top + NODE_BAR + 22.0,
+            size: BODY,
+            bold: true,
+            text,
+        };
+        g = put(placer, g, tb, c.danger);
+    }
+    g
 }
 
 /// Whether a lane mark is about the worker's link (see `model::link_mark`).
