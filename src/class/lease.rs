@@ -137,18 +137,19 @@ async fn renew(
     deadline(pipe.query_async::<()>(con)).await
 }
 
-/// Load the scripts a student's worker runs (students may run them, never load one)
-/// that this Redis lacks: at the room's start, and again at each renewal, so a
+/// Load the scripts a student's worker runs (students may run them, never load one),
+/// and the instructor's bounded read, that this Redis lacks: at the room's start, and again at each renewal, so a
 /// `SCRIPT FLUSH` or a restart costs the class one renewal, never a student's right
 /// to load scripts.
 async fn load_scripts(con: &mut MultiplexedConnection) -> Result<(), ClassError> {
     let mut exists = redis::cmd("SCRIPT");
     exists.arg("EXISTS");
-    for script in scripts::FOR_WORKERS {
+    let room = scripts::FOR_WORKERS.iter().copied().chain([&scripts::ROOM_READ]);
+    for script in room.clone() {
         exists.arg(script.get_hash());
     }
     let there: Vec<bool> = deadline(exists.query_async(con)).await?;
-    for (script, there) in scripts::FOR_WORKERS.iter().zip(there) {
+    for (script, there) in room.zip(there) {
         if !there {
             let _: String = deadline(script.load_async(con)).await?;
         }
