@@ -454,3 +454,74 @@ fn a_10_mb_entry_and_a_flood_are_refused_and_counted_with_the_instructors_memory
     let _ = join.kill();
     join.wait().unwrap();
 }
+
+/// A SIGKILLed instructor with a 2 s room lease and no other class on its Redis: the
+/// room's keys expire with the lease by themselves. Its student is still a user (Redis
+/// cannot expire one) but finds the room gone: `join` says so, the desk's post makes
+/// nothing (`NOMKSTREAM`), every read of the room finds nothing, nothing outside the
+/// room is reachable. The next fencelab with admin rights there (`doctor --redis`)
+/// removes the user, and no room key remains.
+#[test]
+fn a_sigkilled_instructors_student_finds_nothing_after_the_lease_and_doctor_removes_the_user() {
+    let (_server, admin) = server(&[]);
+    let mut a = con(&admin);
+    let _: () = cmd(&["SET", "not:the:room", "kept"]).query(&mut a).unwrap();
+    let (mut instructor, mut join, id, alice, _) = class_under_way(&admin, 2000);
+    instructor.kill().unwrap();
+    instructor.wait().unwrap();
+    let _ = join.kill();
+    join.wait().unwrap();
+    eventually("the room's keys expire with its lease", Duration::from_secs(30), || {
+        room_keys(&mut a, &id).is_empty()
+    });
+    let user = format!("fencelab-{id}-alice");
+    assert!(users(&mut a).contains(&user), "the user went before doctor: nothing to test");
+
+    let rejoin = support::bin().args(["join", &alice, "--headless"]).output().unwrap();
+    let said = String::from_utf8_lossy(&rejoin.stderr);
+    assert_eq!(rejoin.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("room {id} is closed")), "{said}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let desk = rt.block_on(Desk::join(&alice));
+    assert!(matches!(desk, Err(ClassError::RoomGone(_))), "{:?}", desk.err());
+
+    let keys = RoomKeys::new(&id);
+    let mut c = con(&alice);
+    let stream = keys.stream("alice");
+    let posted: Option<String> =
+        cmd(&["XADD", &stream, "NOMKSTREAM", "*", "seq", "1"]).query(&mut c).unwrap();
+    assert_eq!(posted, None);
+    let empty: Vec<redis::Value> =
+        cmd(&["XRANGE", &keys.controls(), "-", "+"]).query(&mut c).unwrap();
+    assert!(empty.is_empty());
+    let read: Option<redis::Value> =
+        cmd(&["XREAD", "STREAMS", &keys.room(), &stream, "0", "0"]).query(&mut c).unwrap();
+    assert_eq!(read, None);
+    let lock: Option<String> = cmd(&["GET", &keys.run.lock]).query(&mut c).unwrap();
+    assert_eq!(lock, None);
+    let storage: Vec<String> =
+        cmd(&["LRANGE", &keys.run.storage, "0", "-1"]).query(&mut c).unwrap();
+    assert!(storage.is_empty());
+    for words in [
+        &["GET", "not:the:room"][..],
+        &["EVAL", "return 1", "0"],
+        &["KEYS", "*"],
+        &["FLUSHALL"],
+        &["ACL", "DELUSER", "default"],
+        &["CONFIG", "SET", "maxmemory", "1"],
+    ] {
+        assert!(refused(&mut c, &cmd(words)), "{words:?} was not refused");
+    }
+    assert!(room_keys(&mut a, &id).is_empty());
+
+    let doctor = support::bin().args(["doctor", "--redis", &admin]).output().unwrap();
+    let out = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.status.success(), "{out}{}", String::from_utf8_lossy(&doctor.stderr));
+    assert!(out.contains("removed 1 student user(s) of class rooms"), "{out}");
+    assert!(!out.contains(PASSWORD), "{out}");
+    assert_eq!(users(&mut a), ["default"]);
+    assert!(redis::Client::open(alice.as_str()).unwrap().get_connection().is_err());
+    assert!(room_keys(&mut a, &id).is_empty());
+    let kept: Option<String> = cmd(&["GET", "not:the:room"]).query(&mut a).unwrap();
+    assert_eq!(kept.as_deref(), Some("kept"));
+}
