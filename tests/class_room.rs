@@ -525,3 +525,24 @@ fn a_sigkilled_instructors_student_finds_nothing_after_the_lease_and_doctor_remo
     let kept: Option<String> = cmd(&["GET", "not:the:room"]).query(&mut a).unwrap();
     assert_eq!(kept.as_deref(), Some("kept"));
 }
+
+/// An answer of a megabyte is read as its size (`room_read.lua`), refused and named;
+/// the student's valid answer still counts.
+#[tokio::test]
+async fn a_huge_answer_is_refused_by_its_size_and_the_valid_one_counts() {
+    use fencelab::class::quiz::Quizmaster;
+    let (_server, admin) = server(&[]);
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    desk.answer(1, 2).await.unwrap();
+    let mut c = con(room.seats()[0].join_url());
+    let huge = "3".repeat(1 << 20);
+    let answers = room.keys.answers("alice");
+    let mut post = cmd(&["XADD", &answers, "*", "question", "1", "sender", "alice", "choice"]);
+    let id: String = post.arg(&huge).query(&mut c).unwrap();
+    let tally = Quizmaster::of(&room, &names(&["alice"])).tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [0, 1, 0], "{tally:?}");
+    let said = format!("answer {id} of alice is 1048602 bytes: not read");
+    assert!(tally.refused.contains(&said), "{tally:?}");
+    room.close().await.unwrap();
+}
