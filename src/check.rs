@@ -142,7 +142,7 @@ fn secs(ms: f64) -> String {
 }
 
 /// The lock service the log's run used.
-fn lock_of(events: &[Event]) -> LockShape {
+pub fn lock_of(events: &[Event]) -> LockShape {
     events
         .iter()
         .find_map(|e| match &e.kind {

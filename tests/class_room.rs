@@ -276,8 +276,9 @@ async fn after_a_script_flush_a_student_is_told_and_the_instructor_loads_them_ag
 
 /// `fencelab class playground --students alice --headless --redis URL` with a room
 /// lease of `lease_ms`, alice joined and the run under way; returns the instructor,
-/// alice's `join`, the room id and alice's join URL.
-fn class_under_way(admin: &str, lease_ms: u64) -> (Child, Child, String, String) {
+/// alice's `join`, the room id and alice's join URL, and the instructor's output
+/// from then on (read as it comes).
+fn class_under_way(admin: &str, lease_ms: u64) -> (Child, Child, String, String, Output) {
     use std::io::{BufRead, BufReader};
     let mut instructor = support::bin()
         .args(["class", "playground", "--students", "alice", "--headless", "--redis", admin])
@@ -308,10 +309,20 @@ fn class_under_way(admin: &str, lease_ms: u64) -> (Child, Child, String, String)
         .spawn()
         .unwrap();
     read_until("alice: got lock", &mut seen);
-    // The rest of the output is not read: a pipe nobody drains must not block it.
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    (instructor, join, id, url)
+    // The rest of the output is drained as it comes: a full pipe must not block it.
+    let rest = Output::default();
+    let kept = rest.clone();
+    std::thread::spawn(move || {
+        for line in out.lines() {
+            let Ok(line) = line else { return };
+            kept.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    (instructor, join, id, url, rest)
 }
+
+/// What a child printed so far.
+type Output = std::sync::Arc<std::sync::Mutex<String>>;
 
 #[test]
 fn a_sigkilled_instructors_room_keys_expire_and_a_live_class_removes_its_users() {
@@ -321,7 +332,7 @@ fn a_sigkilled_instructors_room_keys_expire_and_a_live_class_removes_its_users()
     let rt = tokio::runtime::Runtime::new().unwrap();
     let lease = Duration::from_millis(2000);
     let other = rt.block_on(Room::open_leased(&admin, "other", &names(&["bob"]), lease)).unwrap();
-    let (mut instructor, mut join, id, alice) = class_under_way(&admin, 2000);
+    let (mut instructor, mut join, id, alice, _) = class_under_way(&admin, 2000);
     assert!(!room_keys(&mut a, &id).is_empty());
     instructor.kill().unwrap();
     instructor.wait().unwrap();
@@ -342,7 +353,7 @@ fn a_sigkilled_instructors_room_keys_expire_and_a_live_class_removes_its_users()
 #[test]
 fn an_instructor_interrupted_on_a_stopped_redis_exits_130_at_once_and_says_what_is_left() {
     let (server, admin) = server(&[]);
-    let (mut instructor, mut join, id, _) = class_under_way(&admin, 60_000);
+    let (mut instructor, mut join, id, _, _) = class_under_way(&admin, 60_000);
     let redis_pid = server.pid() as i32;
     // SAFETY: signals to processes this test started.
     unsafe { libc::kill(redis_pid, libc::SIGSTOP) };
@@ -374,4 +385,164 @@ async fn a_room_refused_acl_setuser_leaves_no_key_behind() {
     let refused = Room::open(&url, "r1", &names(&["alice"])).await;
     assert!(matches!(refused, Err(ClassError::AclRefused { .. })), "{:?}", refused.err());
     assert_eq!(room_keys(&mut a, "r1"), Vec::<String>::new());
+}
+
+/// A process's resident memory at its peak, in KiB (`VmHWM`, Linux's /proc).
+/// None once it has exited.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The highest "(N refused so far)" the instructor has printed.
+fn refused_so_far(output: &Output) -> u64 {
+    let text = output.lock().unwrap();
+    let counts = text.lines().filter_map(|l| {
+        let (_, tail) = l.rsplit_once(" (")?;
+        tail.strip_suffix(" refused so far)")?.parse::<u64>().ok()
+    });
+    counts.max().unwrap_or(0)
+}
+
+/// A student appends what its ACL lets it (`XADD` to its own stream, of any size): a
+/// 10 MB entry and a flood of 100,000. The instructor reads them bounded
+/// (`room_read.lua`: the big one as its size), so its peak memory grows by far less
+/// than the entry, and every one of them is refused and counted on its screen.
+#[test]
+fn a_10_mb_entry_and_a_flood_are_refused_and_counted_with_the_instructors_memory_bounded() {
+    const FLOOD: u64 = 100_000;
+    let (_server, admin) = server(&[]);
+    let (mut instructor, mut join, id, alice, output) = class_under_way(&admin, 60_000);
+    let stream = RoomKeys::new(&id).stream("alice");
+    let mut c = con(&alice);
+    let before = peak_rss_kib(instructor.id()).expect("the instructor runs");
+    let mut peak = before;
+    let huge = "x".repeat(10 << 20);
+    let mut post = cmd(&["XADD", &stream, "*", "seq", "1000000", "sender", "alice", "event"]);
+    let _: String = post.arg(&huge).query(&mut c).unwrap();
+    drop(huge);
+    let event = r#"{"type":"worker","worker":"alice","what":{"kind":"finished"}}"#;
+    for chunk in 0..FLOOD / 1000 {
+        let mut flood = redis::pipe();
+        for i in 0..1000 {
+            let seq = (chunk * 1000 + i + 2_000_000).to_string();
+            flood.cmd("XADD").arg(&stream).arg("*").arg("seq").arg(seq);
+            flood.arg("sender").arg("alice").arg("event").arg(event).ignore();
+        }
+        let () = flood.query(&mut c).unwrap();
+    }
+    // A flood's refusals are printed a line a second: one more junk entry a second
+    // brings the count up to date.
+    eventually("every entry refused and counted", Duration::from_secs(180), || {
+        // The stream is gone once the run has ended and the room closed.
+        let _ = cmd(&["XADD", &stream, "*", "junk", "1"]).query::<redis::Value>(&mut c);
+        std::thread::sleep(Duration::from_millis(1100));
+        peak = peak_rss_kib(instructor.id()).unwrap_or(peak);
+        refused_so_far(&output) > FLOOD
+    });
+    let grew_kib = peak - before;
+    eprintln!(
+        "instructor peak RSS {before} KiB before, grew {grew_kib} KiB reading a 10 MB entry and {FLOOD} more"
+    );
+    let text = output.lock().unwrap().clone();
+    assert!(text.contains("is 10485"), "the big entry is not named by its size:\n{text}");
+    // The entry alone is 10,240 KiB: read whole, it would be in memory at least once.
+    assert!(grew_kib < 6 * 1024, "the instructor's peak memory grew {grew_kib} KiB");
+    let _ = instructor.kill();
+    instructor.wait().unwrap();
+    let _ = join.kill();
+    join.wait().unwrap();
+}
+
+/// A SIGKILLed instructor with a 2 s room lease and no other class on its Redis: the
+/// room's keys expire with the lease by themselves. Its student is still a user (Redis
+/// cannot expire one) but finds the room gone: `join` says so, the desk's post makes
+/// nothing (`NOMKSTREAM`), every read of the room finds nothing, nothing outside the
+/// room is reachable. The next fencelab with admin rights there (`doctor --redis`)
+/// removes the user, and no room key remains.
+#[test]
+fn a_sigkilled_instructors_student_finds_nothing_after_the_lease_and_doctor_removes_the_user() {
+    let (_server, admin) = server(&[]);
+    let mut a = con(&admin);
+    let _: () = cmd(&["SET", "not:the:room", "kept"]).query(&mut a).unwrap();
+    let (mut instructor, mut join, id, alice, _) = class_under_way(&admin, 2000);
+    instructor.kill().unwrap();
+    instructor.wait().unwrap();
+    let _ = join.kill();
+    join.wait().unwrap();
+    eventually("the room's keys expire with its lease", Duration::from_secs(30), || {
+        room_keys(&mut a, &id).is_empty()
+    });
+    let user = format!("fencelab-{id}-alice");
+    assert!(users(&mut a).contains(&user), "the user went before doctor: nothing to test");
+
+    let rejoin = support::bin().args(["join", &alice, "--headless"]).output().unwrap();
+    let said = String::from_utf8_lossy(&rejoin.stderr);
+    assert_eq!(rejoin.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("room {id} is closed")), "{said}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let desk = rt.block_on(Desk::join(&alice));
+    assert!(matches!(desk, Err(ClassError::RoomGone(_))), "{:?}", desk.err());
+
+    let keys = RoomKeys::new(&id);
+    let mut c = con(&alice);
+    let stream = keys.stream("alice");
+    let posted: Option<String> =
+        cmd(&["XADD", &stream, "NOMKSTREAM", "*", "seq", "1"]).query(&mut c).unwrap();
+    assert_eq!(posted, None);
+    let empty: Vec<redis::Value> =
+        cmd(&["XRANGE", &keys.controls(), "-", "+"]).query(&mut c).unwrap();
+    assert!(empty.is_empty());
+    let read: Option<redis::Value> =
+        cmd(&["XREAD", "STREAMS", &keys.room(), &stream, "0", "0"]).query(&mut c).unwrap();
+    assert_eq!(read, None);
+    let lock: Option<String> = cmd(&["GET", &keys.run.lock]).query(&mut c).unwrap();
+    assert_eq!(lock, None);
+    let storage: Vec<String> =
+        cmd(&["LRANGE", &keys.run.storage, "0", "-1"]).query(&mut c).unwrap();
+    assert!(storage.is_empty());
+    for words in [
+        &["GET", "not:the:room"][..],
+        &["EVAL", "return 1", "0"],
+        &["KEYS", "*"],
+        &["FLUSHALL"],
+        &["ACL", "DELUSER", "default"],
+        &["CONFIG", "SET", "maxmemory", "1"],
+    ] {
+        assert!(refused(&mut c, &cmd(words)), "{words:?} was not refused");
+    }
+    assert!(room_keys(&mut a, &id).is_empty());
+
+    let doctor = support::bin().args(["doctor", "--redis", &admin]).output().unwrap();
+    let out = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.status.success(), "{out}{}", String::from_utf8_lossy(&doctor.stderr));
+    assert!(out.contains("removed 1 student user(s) of class rooms"), "{out}");
+    assert!(!out.contains(PASSWORD), "{out}");
+    assert_eq!(users(&mut a), ["default"]);
+    assert!(redis::Client::open(alice.as_str()).unwrap().get_connection().is_err());
+    assert!(room_keys(&mut a, &id).is_empty());
+    let kept: Option<String> = cmd(&["GET", "not:the:room"]).query(&mut a).unwrap();
+    assert_eq!(kept.as_deref(), Some("kept"));
+}
+
+/// An answer of a megabyte is read as its size (`room_read.lua`), refused and named;
+/// the student's valid answer still counts.
+#[tokio::test]
+async fn a_huge_answer_is_refused_by_its_size_and_the_valid_one_counts() {
+    use fencelab::class::quiz::Quizmaster;
+    let (_server, admin) = server(&[]);
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    desk.answer(1, 2).await.unwrap();
+    let mut c = con(room.seats()[0].join_url());
+    let huge = "3".repeat(1 << 20);
+    let answers = room.keys.answers("alice");
+    let mut post = cmd(&["XADD", &answers, "*", "question", "1", "sender", "alice", "choice"]);
+    let id: String = post.arg(&huge).query(&mut c).unwrap();
+    let tally = Quizmaster::of(&room, &names(&["alice"])).tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [0, 1, 0], "{tally:?}");
+    let said = format!("answer {id} of alice is 1048602 bytes: not read");
+    assert!(tally.refused.contains(&said), "{tally:?}");
+    room.close().await.unwrap();
 }

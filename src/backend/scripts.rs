@@ -12,6 +12,7 @@ pub const RENEW_LUA: &str = include_str!("../../assets/lua/renew.lua");
 pub const FENCED_WRITE_LUA: &str = include_str!("../../assets/lua/fenced_write.lua");
 pub const IDEMPOTENT_WRITE_LUA: &str = include_str!("../../assets/lua/idempotent_write.lua");
 pub const CLOCK_JUMP_LUA: &str = include_str!("../../assets/lua/clock_jump.lua");
+pub const ROOM_READ_LUA: &str = include_str!("../../assets/lua/room_read.lua");
 
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
@@ -20,6 +21,9 @@ pub static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW_LUA));
 pub static FENCED_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(FENCED_WRITE_LUA));
 pub static IDEMPOTENT_WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(IDEMPOTENT_WRITE_LUA));
 pub static CLOCK_JUMP: LazyLock<Script> = LazyLock::new(|| Script::new(CLOCK_JUMP_LUA));
+/// A class instructor's bounded read of a student's stream (`class::roll`, `class::quiz`):
+/// run by the instructor alone, so neither in [`ALL`] (a worker's) nor granted to students.
+pub static ROOM_READ: LazyLock<Script> = LazyLock::new(|| Script::new(ROOM_READ_LUA));
 
 /// Every script with its file name and source: an error about a script names it by
 /// SHA and line only (`acl.rs`).

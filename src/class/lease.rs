@@ -13,9 +13,19 @@
 //!   lease gone: every live room's keeper, each renewal, and every class that opens
 //!   ([`sweep`]). A dead room's users are therefore gone one renewal after its lease
 //!   lapses when any class is live on that Redis, and otherwise when the next one
-//!   starts; until then they reach only that room's keys, which have expired, and an
-//!   honest student's desk stops at once (it posts with `NOMKSTREAM`, so a stream that
-//!   expired is never made again).
+//!   starts or `fencelab doctor --redis` runs there with admin rights
+//!   ([`sweep_lapsed`]); until then they reach only that room's keys, which have
+//!   expired, and an honest student's desk stops at once (it posts with `NOMKSTREAM`,
+//!   so a stream that expired is never made again).
+//!
+//! What a lapsed room's user can still do, and why it cannot be less: Redis runs a
+//! script's calls with the caller's ACL, so every command the room's scripts call
+//! (`SET`, `INCR`, `RPUSH`, `XADD`...) must be granted outright, and no rule grants a
+//! command "only inside a script" or only while a key exists. So gating the scripts
+//! on the lease key would not gate those commands: a hostile left-behind student can
+//! still write the room's few named keys (and its own streams) until a sweep. What it
+//! writes there nobody reads (the room's readers are gone), and it reaches nothing
+//! outside the room.
 //!
 //! Why this is sound: a user is deleted only if its room's lease key is absent, and
 //! the lease key is set before any of a room's users exist; a room whose instructor
@@ -137,18 +147,19 @@ async fn renew(
     deadline(pipe.query_async::<()>(con)).await
 }
 
-/// Load the scripts a student's worker runs (students may run them, never load one)
-/// that this Redis lacks: at the room's start, and again at each renewal, so a
+/// Load the scripts a student's worker runs (students may run them, never load one),
+/// and the instructor's bounded read, that this Redis lacks: at the room's start, and again at each renewal, so a
 /// `SCRIPT FLUSH` or a restart costs the class one renewal, never a student's right
 /// to load scripts.
 async fn load_scripts(con: &mut MultiplexedConnection) -> Result<(), ClassError> {
     let mut exists = redis::cmd("SCRIPT");
     exists.arg("EXISTS");
-    for script in scripts::FOR_WORKERS {
+    let room = scripts::FOR_WORKERS.iter().copied().chain([&scripts::ROOM_READ]);
+    for script in room.clone() {
         exists.arg(script.get_hash());
     }
     let there: Vec<bool> = deadline(exists.query_async(con)).await?;
-    for (script, there) in scripts::FOR_WORKERS.iter().zip(there) {
+    for (script, there) in room.zip(there) {
         if !there {
             let _: String = deadline(script.load_async(con)).await?;
         }
@@ -177,6 +188,14 @@ pub(super) async fn keep(
         let _ = load_scripts(&mut con).await;
         let _ = sweep(&mut con, &keys.id).await;
     }
+}
+
+/// Remove the users and keys of every lapsed room on the Redis at `admin_url`, for a
+/// fencelab command that holds admin rights there but runs no class (`doctor`).
+/// Returns how many users it removed; a user without the rights is refused (NOPERM).
+pub async fn sweep_lapsed(admin_url: &str) -> Result<usize, ClassError> {
+    let mut con = super::connect(admin_url).await?;
+    sweep(&mut con, "").await
 }
 
 /// Remove the users and keys of every room on this Redis whose lease has lapsed (but

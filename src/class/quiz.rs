@@ -11,6 +11,7 @@ use redis::aio::MultiplexedConnection;
 
 use super::room::{Controller, Room};
 use super::{ClassError, Control, RoomKeys, deadline};
+use crate::backend::scripts;
 use crate::scenario::Checkpoint;
 
 /// How many of a student's latest answers are read: more than a lesson has
@@ -102,14 +103,22 @@ async fn count(
     let mut tally = Tally { counts: vec![0; choices], ..Tally::default() };
     // Every student's latest answers in one round trip: a class of 200 is one call,
     // not 200, and a student who posts thousands costs no more than one who posts a few.
+    // Read bounded (`room_read.lua`): an answer of megabytes comes back as its size.
     let mut pipe = redis::pipe();
     for student in students {
         pipe.cmd("XLEN").arg(keys.answers(student));
-        let latest = pipe.cmd("XREVRANGE").arg(keys.answers(student)).arg("+").arg("-");
-        latest.arg("COUNT").arg(MAX_ANSWERS_READ);
+        let answers = keys.answers(student);
+        pipe.invoke_script(&super::roll::bounded_read(&answers, "+", true, MAX_ANSWERS_READ));
     }
     type Entries = Vec<(String, Vec<(String, String)>)>;
-    let streams: Vec<(u64, Entries)> = deadline(pipe.query_async(con)).await?;
+    let streams: Vec<(u64, Entries)> = match deadline(pipe.query_async(con)).await {
+        // Flushed since the keeper last loaded it: loaded now, and read again.
+        Err(ClassError::Redis(e)) if e.to_uppercase().contains("NOSCRIPT") => {
+            let _: String = deadline(scripts::ROOM_READ.load_async(con)).await?;
+            deadline(pipe.query_async(con)).await?
+        }
+        other => other?,
+    };
     for (student, (posted, entries)) in students.iter().zip(streams) {
         let unread = posted.saturating_sub(entries.len() as u64);
         if unread > 0 {
@@ -121,6 +130,10 @@ async fn count(
         // Oldest first (XREVRANGE gave newest first): the last valid one counts.
         for (id, fields) in entries.into_iter().rev() {
             let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+            if let Some(size) = field("oversized") {
+                tally.refused.push(format!("answer {id} of {student} is {size} bytes: not read"));
+                continue;
+            }
             if field("question").and_then(|q| q.parse::<u32>().ok()) != Some(number) {
                 continue;
             }

@@ -8,17 +8,43 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::streams::{StreamId, StreamReadReply};
+use redis::streams::StreamId;
 
-use super::{ClassError, RoomKeys, deadline, deadline_after};
+use super::{ClassError, RoomKeys, deadline};
+use crate::backend::scripts;
 use crate::engine::log::EventKind;
 
-/// How many events one read takes from each stream at most (also what bounds the
-/// memory one read of oversized entries takes before they are refused).
+/// How many events one read takes from each stream at most.
 const BATCH: usize = 100;
-/// The largest entry a worker's event makes (a few hundred bytes; a Redlock truth
-/// or a long SQL statement a few KB): anything larger is refused unread.
+/// The largest event a worker makes (a few hundred bytes; a Redlock truth or a long
+/// SQL statement a few KB): anything larger is refused unread.
 pub const MAX_ENTRY_BYTES: usize = 16 * 1024;
+/// The largest entry, names and values, the room reads whole: an event and a few
+/// dozen bytes of `seq`, `sender` and the names. The bounded read (`room_read.lua`)
+/// hands a larger one back as its size.
+pub(super) const MAX_READ_ENTRY: usize = MAX_ENTRY_BYTES + 256;
+/// The bytes of entries one read keeps at most: with [`MAX_READ_ENTRY`], what bounds
+/// the instructor's memory per read, whatever a student appended.
+const BATCH_BYTES: usize = 256 * 1024;
+/// How often the roll looks for new entries while nothing comes: the bounded read is
+/// a script, which cannot block as `XREAD BLOCK` does (and `XREAD` would hand over an
+/// entry of any size).
+const POLL: Duration = Duration::from_millis(25);
+
+/// The bounded read of `stream`'s entries from `bound` (`-`, `+` or `(<id>`), oldest
+/// first or newest first, at most `count`: an entry over [`MAX_READ_ENTRY`] comes back
+/// as `oversized` and its size.
+pub(super) fn bounded_read(
+    stream: &str,
+    bound: &str,
+    reverse: bool,
+    count: usize,
+) -> redis::ScriptInvocation<'static> {
+    let mut invocation = scripts::ROOM_READ.key(stream);
+    let direction = if reverse { "reverse" } else { "forward" };
+    invocation.arg(bound).arg(direction).arg(count).arg(MAX_READ_ENTRY).arg(BATCH_BYTES);
+    invocation
+}
 /// Events a second a worker's script can make (a lesson's worker makes a few): a
 /// student sending more is refused past it, and counted.
 pub const MAX_EVENTS_PER_SECOND: usize = 200;
@@ -102,40 +128,53 @@ impl Roll {
 
     /// What arrived since the last read, waiting up to `block` for something.
     pub async fn read(&mut self, block: Duration) -> Result<Vec<Arrival>, ClassError> {
-        if self.students.is_empty() {
-            return Ok(Vec::new());
+        let until = tokio::time::Instant::now() + block;
+        loop {
+            let arrived = self.read_now().await?;
+            if !arrived.is_empty() || tokio::time::Instant::now() >= until {
+                return Ok(arrived);
+            }
+            tokio::time::sleep(POLL.min(until - tokio::time::Instant::now())).await;
         }
-        let mut cmd = redis::cmd("XREAD");
-        cmd.arg("COUNT").arg(BATCH).arg("BLOCK").arg(block.as_millis() as u64).arg("STREAMS");
-        for student in self.students.keys() {
-            cmd.arg(self.keys.stream(student));
-        }
-        for position in self.students.values() {
-            cmd.arg(&position.id);
-        }
-        let reply: Option<StreamReadReply> =
-            deadline_after(block, cmd.query_async(&mut self.con)).await?;
+    }
+
+    /// What each student's stream holds past its position, a bounded batch each.
+    async fn read_now(&mut self) -> Result<Vec<Arrival>, ClassError> {
         let mut out = Vec::new();
-        for stream in reply.map(|r| r.keys).unwrap_or_default() {
-            let Some(student) =
-                self.students.keys().find(|s| self.keys.stream(s) == stream.key).cloned()
-            else {
-                continue;
-            };
-            for entry in stream.ids {
-                let position = self.students.get_mut(&student).expect("a student of the roll");
+        for (student, position) in &mut self.students {
+            let bound = format!("({}", position.id);
+            let read = bounded_read(&self.keys.stream(student), &bound, false, BATCH);
+            let entries: Vec<(String, Vec<redis::Value>)> =
+                deadline(read.invoke_async(&mut self.con)).await?;
+            for (id, fields) in entries {
+                let entry = stream_id(id, fields);
                 position.id = entry.id.clone();
-                out.extend(check(&student, position, &entry));
+                out.extend(check(student, position, &entry));
             }
         }
         Ok(out)
     }
 }
 
+/// An entry as `XRANGE` gives it (an id and its fields, names and values in turn).
+fn stream_id(id: String, fields: Vec<redis::Value>) -> StreamId {
+    let mut map = std::collections::HashMap::new();
+    let mut fields = fields.into_iter();
+    while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
+        let name: Option<Vec<u8>> = redis::from_redis_value(name).ok();
+        map.insert(String::from_utf8_lossy(&name.unwrap_or_default()).into_owned(), value);
+    }
+    StreamId { id, map, ..StreamId::default() }
+}
+
 /// Check one entry of `student`'s stream against its position.
 fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arrival> {
     let refused = |why: String| vec![Arrival::Refused { student: student.to_string(), why }];
     let seq: Option<u64> = entry.get("seq");
+    if let Some(size) = entry.get::<u64>("oversized") {
+        let what = seq.map_or(format!("entry {}", entry.id), |seq| format!("event {seq}"));
+        return refused(format!("{what} is {size} bytes, over {MAX_READ_ENTRY}: not read"));
+    }
     let sender: Option<String> = entry.get("sender");
     let event: Option<String> = entry.get("event");
     let (Some(seq), Some(sender), Some(event)) = (seq, sender, event) else {

@@ -153,6 +153,7 @@ pub fn doctor(targets: &Targets) -> anyhow::Result<String> {
         out.push_str(&format!(
             "\nGiven Redis (--redis / REDIS_URL): {shown}: it holds one-Redis locks and every Redis storage.\n"
         ));
+        out.push_str(&lapsed_rooms(redis));
     }
     out.push_str("\nThe course here:\n");
     let course = crate::lesson::course()?;
@@ -182,6 +183,24 @@ pub fn doctor(targets: &Targets) -> anyhow::Result<String> {
 }
 
 /// `fencelab doctor`, printed.
+/// Sweep the given Redis of the class rooms whose instructor's fencelab has gone
+/// (killed: its lease lapsed, its student users left, since Redis cannot expire a
+/// user), when doctor may (admin rights there); said when it removed any.
+fn lapsed_rooms(url: &str) -> String {
+    let swept = crate::runtime::build(false).map_err(|e| e.to_string()).and_then(|rt| {
+        rt.block_on(crate::class::lease::sweep_lapsed(url)).map_err(|e| e.to_string())
+    });
+    match swept {
+        Ok(0) => String::new(),
+        Ok(users) => format!(
+            "  removed {users} student user(s) of class rooms whose lease had lapsed (their instructor's fencelab gone), with those rooms' keys\n"
+        ),
+        // Not an admin there: the rooms are that Redis's admin's to sweep.
+        Err(e) if e.contains("NOPERM") => String::new(),
+        Err(e) => format!("  could not look for lapsed class rooms: {e}\n"),
+    }
+}
+
 pub fn run(targets: &Targets) -> anyhow::Result<ExitCode> {
     super::to_stdout(crate::output::printable::printable(&doctor(targets)?).as_bytes())
 }

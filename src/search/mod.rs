@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::check::{Violation, ViolationKind, check};
 use crate::engine::log::Event;
-use crate::scenario::{Expectation, FaultKind, Scenario};
+use crate::scenario::{Expectation, FaultKind, LockShape, Scenario};
 use space::{Schedule, Space};
 use trial::{Placement, Runner, Trials};
 
@@ -60,10 +60,15 @@ pub struct Progress {
 /// lock is harmless too: the fenced storage took it in token order (it refuses any
 /// token lower than one it accepted), so nothing a newer holder wrote was undone;
 /// that is what fencing promises, and a stale write is what breaks the promise.
-pub fn harmful(v: &Violation, fencing: bool) -> bool {
+///
+/// On a queue (`lock = "stream"`) a write by a consumer that lost its job is a
+/// duplicate delivery, which a queue promises (at least once): harmless while the
+/// job's effect lands once (an idempotent write refused the repeat), harmful as a
+/// second effect, which the checker reports as the job done twice.
+pub fn harmful(v: &Violation, fencing: bool, lock: LockShape) -> bool {
     match v.kind() {
         ViolationKind::OverlappingBelief => false,
-        ViolationKind::WriteByNonHolder => !fencing,
+        ViolationKind::WriteByNonHolder => !fencing && lock != LockShape::Stream,
         ViolationKind::StaleWrite | ViolationKind::DoneTwice => true,
     }
 }
@@ -131,7 +136,7 @@ impl Judge<'_> {
     /// Whether it breaks; counts harmless violations on the way.
     fn breaks(&mut self, schedule: &[space::Move]) -> anyhow::Result<bool> {
         let (_, violations) = self.run(schedule)?;
-        let broke = violations.iter().any(|v| harmful(v, self.fencing));
+        let broke = violations.iter().any(|v| harmful(v, self.fencing, self.design.lock));
         if !broke {
             let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
             kinds.sort();

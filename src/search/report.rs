@@ -96,9 +96,13 @@ pub fn summary(o: &Outcome) -> Vec<String> {
         }
         None => {
             let stop = if o.interrupted { "interrupted; covered so far: " } else { "" };
-            let none = if o.fencing { "no harmful violation" } else { "no violation" };
+            let none = if o.fencing || !o.harmless.is_empty() {
+                "no harmful violation"
+            } else {
+                "no violation"
+            };
             lines.push(format!("{stop}{}: {none} ({took})", coverage(o)));
-            if o.fencing {
+            if o.fencing || !o.harmless.is_empty() {
                 lines.push(harmless_line(o));
             }
         }
@@ -126,10 +130,20 @@ fn harmless_line(o: &Outcome) -> String {
     }
     let kinds: Vec<String> =
         o.harmless.iter().map(|(k, n)| format!("{k} in {} of them", thousands(*n))).collect();
-    format!(
-        "with fencing, the checker found only what fencing makes harmless ({}): the storage refused every stale write and took the writes in token order",
-        space::and_list(&kinds)
-    )
+    let kinds = space::and_list(&kinds);
+    if o.fencing {
+        format!(
+            "with fencing, the checker found only what fencing makes harmless ({kinds}): the storage refused every stale write and took the writes in token order"
+        )
+    } else if o.design.lock == crate::scenario::LockShape::Stream {
+        format!(
+            "the checker found only what a queue's at-least-once delivery makes harmless ({kinds}): a job delivered again was done once, its repeat refused"
+        )
+    } else {
+        format!(
+            "the checker found only harmless findings ({kinds}): two workers believing is not two writing"
+        )
+    }
 }
 
 /// A schedule in one line.
