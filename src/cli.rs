@@ -493,7 +493,7 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=2000))]
         students: u32,
         /// How many events each student posts (one every 50 ms).
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10000))]
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         events: u32,
     },
     /// How many gc-pause-sized runs a second a search can try: gc-pause with a random
