@@ -24,8 +24,8 @@ use crate::backend::{
     holder_name, holder_value, wire,
 };
 use crate::scenario::{
-    AcquireMode, FenceCompare, LockShape, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
-    StorageKind, TokenSource, WaitStrategy, WorkerSpec,
+    AcquireMode, FenceCompare, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
+    TokenSource, WaitStrategy, WorkerSpec,
 };
 
 /// How often a waiter re-tries a lock that has no expiry, in scenario ms.
@@ -66,7 +66,7 @@ impl WorkerSettings {
             fencing,
             renew: scenario.renew,
             idempotency: scenario.idempotency,
-            queue: scenario.lock == LockShape::Stream,
+            queue: scenario.lock.spec().queue,
             tokens_from_storage: scenario.token_source() == TokenSource::Storage,
             storage: scenario.storage,
             fencing_compare: scenario.fencing_compare,
