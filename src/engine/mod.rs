@@ -12,6 +12,7 @@ pub mod host;
 pub mod log;
 mod observer;
 pub mod pacer;
+pub mod policy;
 pub mod process;
 pub mod program;
 mod worker;
