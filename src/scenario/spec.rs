@@ -145,7 +145,7 @@ pub struct Lease {
 impl Lease {
     /// Whether `ttl_ms` is one of these leases.
     pub fn allows(&self, ttl_ms: u64) -> bool {
-        self.ms.contains(&ttl_ms) && ttl_ms % self.step_ms == 0
+        self.ms.contains(&ttl_ms) && ttl_ms.is_multiple_of(self.step_ms)
     }
 }
 
