@@ -85,9 +85,8 @@ impl Service {
                 storage: StorageKind::Redis,
             },
             LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
-            LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper | LockShape::Stream => {
-                Service { lock: LockShape::Redis, ..self }
-            }
+            // Every other kind (a lesson's) goes back to the start: one Redis.
+            _ => Service { lock: LockShape::Redis, ..self },
         }
     }
 
