@@ -376,6 +376,17 @@ mod tests {
     }
 
     #[test]
+    fn each_system_s_words_are_its_own() {
+        let words = |w: &Words| [w.grant, w.holder, w.lease, w.token];
+        assert_eq!(words(&ZOOKEEPER.words)[1..], ["znode", "session", "zxid"]);
+        assert_eq!(words(&ETCD.words)[2..], ["lease", "revision"]);
+        assert_eq!(words(&K8S_LEASE.words)[1..3], ["holderIdentity", "renewTime"]);
+        assert_eq!(words(&SQL_WORDS), ["row", "transaction", "transaction", "version"]);
+        assert_eq!(STREAM.words.grant, "job");
+        assert_eq!(REDLOCK.words.grant, "lock");
+    }
+
+    #[test]
     fn redlock_s_label_counts_its_nodes() {
         assert_eq!(LockShape::Redlock { nodes: 5 }.label(), "Redlock on 5 Redis servers");
         assert_eq!(LockShape::Etcd.label(), "etcd lease lock");
