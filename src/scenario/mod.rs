@@ -192,7 +192,7 @@ impl FaultKind {
 /// The lock services a scenario can ask for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LockService {
+pub enum LockFamily {
     /// Redis: `SET NX PX` on one server (or Redlock, or a primary with a replica).
     #[default]
     Redis,
@@ -335,9 +335,9 @@ pub enum StorageKind {
     Postgres,
 }
 
-impl LockService {
+impl LockFamily {
     fn is_default(&self) -> bool {
-        *self == LockService::default()
+        *self == LockFamily::default()
     }
 }
 

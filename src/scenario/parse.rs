@@ -5,7 +5,7 @@ use std::fmt;
 use super::bounds::{MAX_CHOICES, MAX_WORKERS};
 use super::raw::RawScenario;
 use super::{
-    Fault, LINK_FAULTS_NEED, LockService, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
+    Fault, LINK_FAULTS_NEED, LockFamily, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
     StorageKind, WaitStrategy,
 };
 
@@ -127,15 +127,15 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
-    if s.lock == LockService::ZooKeeper && redis_shapes {
+    if s.lock == LockFamily::ZooKeeper && redis_shapes {
         return fail(
             "lock",
             "a ZooKeeper lock is one ZooKeeper server: drop redlock_nodes and replica",
         );
     }
-    if s.lock != LockService::Redis && redis_shapes {
+    if s.lock != LockFamily::Redis && redis_shapes {
         let message = match s.lock {
-            LockService::Stream => {
+            LockFamily::Stream => {
                 "a queue (lock = \"stream\") is one Redis: drop redlock_nodes and replica"
             }
             _ => "an etcd lock is one etcd server: drop redlock_nodes and replica",
