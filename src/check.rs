@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 // The kinds are named by scenarios' expectations, so they live with the scenario.
 pub use crate::scenario::ViolationKind;
-use crate::scenario::{Expectation, LockShape};
+use crate::scenario::{Expectation, LockSpec, spec};
 
 /// One violation: who, when, which tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,15 +141,15 @@ fn secs(ms: f64) -> String {
     format!("{:.3}s", ms / 1000.0)
 }
 
-/// The lock service the log's run used.
-pub fn lock_of(events: &[Event]) -> LockShape {
+/// The kind of lock the log's run used.
+pub fn lock_of(events: &[Event]) -> &'static LockSpec {
     events
         .iter()
         .find_map(|e| match &e.kind {
-            EventKind::RunStarted { scenario, .. } => Some(scenario.lock),
+            EventKind::RunStarted { scenario, .. } => Some(scenario.lock.spec()),
             _ => None,
         })
-        .unwrap_or_default()
+        .unwrap_or(&spec::REDIS)
 }
 
 /// Every violation in the log, in log order.
@@ -356,8 +356,8 @@ pub struct StaleRule {
 
 impl StaleRule {
     /// The rule for a run on `lock`.
-    pub fn for_lock(lock: LockShape) -> Self {
-        let jobs = (lock == LockShape::Stream).then(BTreeMap::new);
+    pub fn for_lock(lock: &LockSpec) -> Self {
+        let jobs = lock.queue.then(BTreeMap::new);
         StaleRule { jobs, ..StaleRule::default() }
     }
 

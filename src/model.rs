@@ -8,6 +8,7 @@
 
 use crate::check::{StaleRule, Violation, check};
 use crate::engine::log::{Event, EventKind, RunOutcome, Truth, WorkerEvent};
+use crate::scenario::LockSpec;
 
 /// What a worker believes at some moment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,6 +119,9 @@ pub struct RunModel {
     pub scenario_title: String,
     pub backend: String,
     pub ttl_ms: u64,
+    /// The run's own kind of lock (None before its start): what the views describe,
+    /// whatever the next run is set to.
+    pub lock: Option<&'static LockSpec>,
     pub fencing_at_start: bool,
     /// What the run is called ("fencing tokens: off", a lesson's variant).
     pub label: String,
@@ -222,7 +226,8 @@ impl RunModel {
                 self.scenario_title = scenario.title.clone();
                 self.backend = backend.clone();
                 self.ttl_ms = scenario.ttl_ms;
-                self.stale_rule = StaleRule::for_lock(scenario.lock);
+                self.lock = Some(scenario.lock.spec());
+                self.stale_rule = StaleRule::for_lock(scenario.lock.spec());
                 self.fencing_at_start = *fencing;
                 self.fencing = *fencing;
                 for w in &scenario.workers {

@@ -42,7 +42,7 @@ fn assert_broken(name: &str, kind: FaultKind) {
     assert!(found.shrunk.len() <= found.original.len());
     let violations = check(&found.events);
     assert!(
-        violations.iter().any(|v| harmful(v, false, scenario_lock(name))),
+        violations.iter().any(|v| harmful(v, false, scenario_lock(name).spec())),
         "{name}: {violations:?}"
     );
 }
@@ -229,7 +229,7 @@ fn on_a_queue_a_duplicate_delivery_is_harmful_only_as_a_second_effect() {
         let violations = check(&events);
         let kinds: Vec<ViolationKind> = violations.iter().map(|v| v.kind()).collect();
         assert!(kinds.contains(&ViolationKind::WriteByNonHolder), "{}: {kinds:?}", run.label);
-        let harmful = violations.iter().any(|v| harmful(v, false, LockShape::Stream));
+        let harmful = violations.iter().any(|v| harmful(v, false, LockShape::Stream.spec()));
         judged.push((run.scenario.idempotency, harmful, kinds));
     }
     let by = |idempotent| judged.iter().find(|(i, ..)| *i == idempotent).unwrap();

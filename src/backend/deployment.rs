@@ -23,6 +23,7 @@ use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimZooKeeper};
 use super::storage::postgres::PgStorage;
 use super::zookeeper::RealZooKeeper;
 use super::{BackendError, Keys, LockService, Storage, StorageClient, WorkerLink};
+use crate::scenario::spec::Home;
 use crate::scenario::{LockShape, Scenario, StorageKind};
 
 /// The lock service and the storage a scenario needs.
@@ -184,14 +185,13 @@ pub fn programs_needed(targets: &Targets, shape: Shape) -> Vec<Program> {
     if targets.sim {
         return Vec::new();
     }
-    let on_one_redis = matches!(shape.lock, LockShape::Redis | LockShape::Stream);
-    let mut needed = match shape.lock {
-        LockShape::Redis | LockShape::Stream => Vec::new(),
-        LockShape::Redlock { .. } | LockShape::Replicated => vec![REDIS],
-        LockShape::Etcd | LockShape::K8sLease => {
-            targets.etcd.is_none().then_some(ETCD).into_iter().collect()
-        }
-        LockShape::ZooKeeper => vec![ZOOKEEPER],
+    let home = shape.lock.spec().home;
+    let on_one_redis = home == Home::OneRedis;
+    let mut needed = match home {
+        Home::OneRedis => Vec::new(),
+        Home::OwnRedis => vec![REDIS],
+        Home::Etcd => targets.etcd.is_none().then_some(ETCD).into_iter().collect(),
+        Home::ZooKeeper => vec![ZOOKEEPER],
     };
     let redis_needed = match shape.storage {
         StorageKind::Redis => true,

@@ -254,7 +254,7 @@ pub trait LockClient: Send {
     /// storage client), the token comes from the storage's counter instead of the lock
     /// service's own; a lock service with no counter of its own (Redlock) needs it,
     /// and one that can only count itself ignores it (the scenario's validation only
-    /// asks for what the lock's shape can do: `LockShape::token_sources`).
+    /// asks for what the lock's kind can do: its `LockSpec`'s token sources).
     async fn acquire(
         &mut self,
         value: &str,
@@ -425,9 +425,7 @@ pub(crate) fn not_on_a_server(kind: FaultKind) -> BackendError {
 }
 
 fn no_links() -> BackendError {
-    BackendError::Unsupported(
-        "link faults need the lock and the storage on one Redis (the proxy carries Redis connections only)".into(),
-    )
+    BackendError::Unsupported(format!("link faults need {}", crate::scenario::LINK_FAULTS_NEED))
 }
 
 /// One line for headers and logs: the lock service, and the storage when it lives

@@ -250,11 +250,11 @@ fn interrupted(events: &[crate::engine::log::Event]) -> String {
 
 /// Why a simulated run never ended, in the scenario's own values.
 fn stuck_because(scenario: &Scenario) -> String {
-    match (scenario.lock, scenario.ttl_ms) {
+    match (scenario.lock.spec().queue, scenario.ttl_ms) {
         (_, 0) => "a worker waits for a lock that never expires (ttl_ms = 0) and that nobody \
                    will release; give it give_up_ms, or the lock a lease"
             .to_string(),
-        (crate::scenario::LockShape::Stream, ttl) => format!(
+        (true, ttl) => format!(
             "a worker waits for a job and none is left: the queue's jobs were all handed out, \
              and a consumer claims one only once it has been pending {ttl} ms (ttl_ms = {ttl}); \
              give the waiter give_up_ms"

@@ -12,6 +12,7 @@ pub mod host;
 pub mod log;
 mod observer;
 pub mod pacer;
+pub mod policy;
 pub mod process;
 pub mod program;
 mod worker;
@@ -185,7 +186,10 @@ async fn prepare_placed(
             ));
         }
         Some(program) => {
-            let urls = lock.redis_url_for_workers().zip(storage.redis_url_for_workers());
+            let urls = lock
+                .redis_url_for_workers()
+                .zip(storage.redis_url_for_workers())
+                .filter(|_| scenario.lock.spec().can.processes);
             let Some((lock_url, storage_url)) = urls else {
                 return Err(BackendError::Unsupported(format!(
                     "workers run as processes on one Redis (lock and storage) only; this run uses {}: run it without --processes",

@@ -17,19 +17,17 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, WorkerEvent};
+use super::policy::{self, Ms, WritePolicy};
 use crate::backend::lock::stream::message_id;
 use crate::backend::sql::{CAS_TRIES, SqlOp, SqlReply};
 use crate::backend::{
-    AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck,
-    holder_name, holder_value, wire,
+    AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, holder_name,
+    holder_value, wire,
 };
 use crate::scenario::{
-    AcquireMode, FenceCompare, LockShape, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
-    StorageKind, TokenSource, WaitStrategy, WorkerSpec,
+    AcquireMode, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource,
+    WaitStrategy, WorkerSpec,
 };
-
-/// How often a waiter re-tries a lock that has no expiry, in scenario ms.
-const NO_TTL_RETRY_MS: f64 = 100.0;
 
 /// What every worker of a run shares.
 #[derive(Clone)]
@@ -40,17 +38,12 @@ pub struct WorkerSettings {
     /// Read at each write, so switching fencing during a run applies to later writes.
     pub fencing: Arc<AtomicBool>,
     pub renew: RenewMode,
-    /// The storage dedups by idempotency key instead of checking tokens.
-    pub idempotency: bool,
-    /// The workers consume a queue (`lock = "stream"`): tokens are job numbers, which
-    /// a fenced storage cannot order, so fencing never applies to their writes.
-    pub queue: bool,
+    /// How writes are checked (fencing aside).
+    pub writes: WritePolicy,
     /// Grants take their token from the storage's counter, not the lock's.
     pub tokens_from_storage: bool,
     /// What the storage is, for the inspector's form of each write.
     pub storage: StorageKind,
-    /// How the fenced storage compares tokens.
-    pub fencing_compare: FenceCompare,
     /// How a waiter learns the lock is free, and (`poll`) its interval in scenario ms.
     pub wait: WaitStrategy,
     pub poll_ms: u64,
@@ -65,13 +58,11 @@ impl WorkerSettings {
             release: scenario.release,
             fencing,
             renew: scenario.renew,
-            idempotency: scenario.idempotency,
-            queue: scenario.lock == LockShape::Stream,
+            writes: WritePolicy::of(scenario),
             tokens_from_storage: scenario.token_source() == TokenSource::Storage,
             storage: scenario.storage,
-            fencing_compare: scenario.fencing_compare,
             wait: scenario.wait,
-            poll_ms: scenario.poll_ms.unwrap_or(NO_TTL_RETRY_MS as u64),
+            poll_ms: policy::poll_ms(scenario),
         }
     }
 }
@@ -212,19 +203,14 @@ impl Worker {
             Step::Write { value } => {
                 // A queue's job names its message: `{id}` is its id, so a key made
                 // from it is the same for whoever does the job.
-                let value = match self.token.filter(|_| self.settings.queue) {
+                let value = match self.token.filter(|_| self.settings.writes.queue) {
                     Some(job) => value.replace(MESSAGE_ID, &message_id(job)),
                     None => value.clone(),
                 };
                 let write =
                     StoredWrite { worker: self.spec.name.clone(), token: self.token, value };
-                let check = if self.settings.idempotency {
-                    WriteCheck::IdempotencyKey
-                } else if self.settings.fencing.load(Ordering::SeqCst) && !self.settings.queue {
-                    WriteCheck::Fencing(self.settings.fencing_compare)
-                } else {
-                    WriteCheck::None
-                };
+                let check =
+                    self.settings.writes.check(self.settings.fencing.load(Ordering::SeqCst));
                 let started = Instant::now();
                 let accepted = self.storage.write(&write, check).await?;
                 let storage = self.settings.storage;
@@ -355,7 +341,7 @@ impl Worker {
                 }
                 AcquireReply::Busy { pttl_ms } => pttl_ms,
             };
-            if self.settings.wait == WaitStrategy::Notify && !listening {
+            if policy::listens_first(self.settings.wait, listening) {
                 let started = Instant::now();
                 listening = self.lock.listen_for_releases().await?;
                 if listening {
@@ -364,18 +350,19 @@ impl Worker {
                 }
             }
             let asked = Instant::now();
-            let wait = match (self.settings.wait, pttl_ms) {
-                (WaitStrategy::Poll, _) => clock.real(self.settings.poll_ms as f64),
-                (_, Some(ms)) => std::time::Duration::from_millis(ms + 1),
-                (_, None) => clock.real(NO_TTL_RETRY_MS),
+            let (strategy, poll_ms) = (self.settings.wait, self.settings.poll_ms);
+            let wait = match policy::retry_after(strategy, poll_ms, pttl_ms) {
+                Ms::Scenario(ms) => clock.real(ms as f64),
+                Ms::Server(ms) => std::time::Duration::from_millis(ms),
             };
             let holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
             if announced.as_ref() != Some(&holder) {
-                let retry_in_ms = match self.settings.wait {
-                    WaitStrategy::Poll => Some(self.settings.poll_ms as f64),
-                    _ => pttl_ms.map(|ms| clock.scenario_ms(ms as f64)),
-                };
-                let wait = self.settings.wait;
+                let retry_in_ms =
+                    policy::announced_retry(strategy, poll_ms, pttl_ms).map(|ms| match ms {
+                        Ms::Scenario(ms) => ms as f64,
+                        Ms::Server(ms) => clock.scenario_ms(ms as f64),
+                    });
+                let wait = strategy;
                 self.emit(WorkerEvent::Waiting { holder: holder.clone(), retry_in_ms, wait });
                 announced = Some(holder);
             }

@@ -40,15 +40,9 @@ impl Transcript {
         let at = format!("{:.1}s", e.t_ms / 1000.0);
         match &e.kind {
             EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
-                self.queue = scenario.lock == crate::scenario::LockShape::Stream;
-                self.service = match scenario.lock.service() {
-                    crate::scenario::LockService::Redis => "redis",
-                    crate::scenario::LockService::Stream => "queue",
-                    crate::scenario::LockService::Etcd | crate::scenario::LockService::K8sLease => {
-                        "etcd"
-                    }
-                    crate::scenario::LockService::ZooKeeper => "zookeeper",
-                };
+                let lock = scenario.lock.spec();
+                self.queue = lock.queue;
+                self.service = lock.transcript;
                 let mut lines = vec![
                     format!("=== {label} ==="),
                     format!("# {} ({}) on {backend}", scenario.title, scenario.name),

@@ -9,9 +9,11 @@ pub mod bounds;
 pub(crate) mod builtin;
 mod parse;
 pub mod raw;
+pub mod spec;
 
 pub use builtin::{builtin, builtin_names};
 pub use parse::{ScenarioError, checkpoint_error, parse_scenario};
+pub use spec::LockSpec;
 
 use std::fmt;
 
@@ -62,7 +64,7 @@ pub struct Scenario {
     /// Lock servers dying, restarting, falling behind or being promoted during the run.
     pub faults: Vec<Fault>,
     /// Where fencing tokens come from; None: what the lock's shape has
-    /// ([`LockShape::token_sources`]).
+    /// ([`LockSpec::token`]).
     pub tokens: Option<TokenSource>,
     /// How a fenced storage compares a write's token with the highest it accepted.
     pub fencing_compare: FenceCompare,
@@ -190,7 +192,7 @@ impl FaultKind {
 /// The lock services a scenario can ask for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LockService {
+pub enum LockFamily {
     /// Redis: `SET NX PX` on one server (or Redlock, or a primary with a replica).
     #[default]
     Redis,
@@ -246,67 +248,22 @@ pub const QUEUED_JOBS: u64 = 1;
 pub const MESSAGE_ID: &str = "{id}";
 
 impl LockShape {
-    /// The service it runs on.
-    pub fn service(self) -> LockService {
-        match self {
-            LockShape::Etcd => LockService::Etcd,
-            LockShape::K8sLease => LockService::K8sLease,
-            LockShape::ZooKeeper => LockService::ZooKeeper,
-            LockShape::Stream => LockService::Stream,
-            _ => LockService::Redis,
-        }
-    }
-
     /// How many servers faults can hit (0: none to fail).
     pub fn nodes(self) -> usize {
         match self {
             LockShape::Redlock { nodes } => nodes,
-            LockShape::Replicated => 2,
-            LockShape::Redis
-            | LockShape::Etcd
-            | LockShape::K8sLease
-            | LockShape::ZooKeeper
-            | LockShape::Stream => 0,
+            other => other.spec().nodes,
         }
     }
 
     /// Whether a fault of this kind can happen to one of its servers.
     pub fn can(self, kind: FaultKind) -> bool {
-        matches!(
-            (self, kind),
-            (
-                LockShape::Redlock { .. },
-                FaultKind::Kill | FaultKind::Restart | FaultKind::ClockJump
-            ) | (LockShape::Replicated, FaultKind::Kill | FaultKind::Detach | FaultKind::Promote)
-        )
-    }
-
-    /// Where its fencing tokens can come from; the first is the default. Redlock has
-    /// no counter of its own; a failover pair has one on its primary, which a
-    /// failover can lose (lesson 14), or can leave it to the storage.
-    pub fn token_sources(self) -> &'static [TokenSource] {
-        match self {
-            LockShape::Redlock { .. } => &[TokenSource::Storage],
-            LockShape::Replicated => &[TokenSource::Lock, TokenSource::Storage],
-            LockShape::Redis
-            | LockShape::Etcd
-            | LockShape::K8sLease
-            | LockShape::ZooKeeper
-            | LockShape::Stream => &[TokenSource::Lock],
-        }
+        self.spec().can.faults.contains(&kind)
     }
 
     /// How a sentence names it: "Redlock nodes", "a primary with a replica".
     pub fn name(self) -> &'static str {
-        match self {
-            LockShape::Redis => "one Redis",
-            LockShape::Redlock { .. } => "Redlock nodes",
-            LockShape::Replicated => "a primary with a replica",
-            LockShape::Etcd => "etcd",
-            LockShape::K8sLease => "a Kubernetes-style Lease on etcd",
-            LockShape::ZooKeeper => "ZooKeeper",
-            LockShape::Stream => "a queue on a Redis Stream",
-        }
+        self.spec().name
     }
 }
 
@@ -378,18 +335,9 @@ pub enum StorageKind {
     Postgres,
 }
 
-impl LockService {
+impl LockFamily {
     fn is_default(&self) -> bool {
-        *self == LockService::default()
-    }
-
-    /// The server it runs on, as headers and transcripts name it.
-    pub fn server(self) -> &'static str {
-        match self {
-            LockService::Redis | LockService::Stream => "Redis",
-            LockService::Etcd | LockService::K8sLease => "etcd",
-            LockService::ZooKeeper => "ZooKeeper",
-        }
+        *self == LockFamily::default()
     }
 }
 
@@ -726,10 +674,20 @@ pub struct PlannedRun {
     pub expect: Option<Expectation>,
 }
 
+/// What link faults need ([`Scenario::links_can_fail`]), after "link faults need ".
+pub const LINK_FAULTS_NEED: &str =
+    "the lock and the storage on one Redis (the proxy carries Redis connections only)";
+
 impl Scenario {
+    /// Whether its workers' links can fail (delay, partition): only the lock's
+    /// [`spec::Can::link_faults`] and a storage on the same Redis go through the proxy.
+    pub fn links_can_fail(&self) -> bool {
+        self.lock.spec().can.link_faults && self.storage == StorageKind::Redis
+    }
+
     /// Where this scenario's fencing tokens come from.
     pub fn token_source(&self) -> TokenSource {
-        self.tokens.unwrap_or(self.lock.token_sources()[0])
+        self.tokens.unwrap_or(self.lock.spec().token.sources[0])
     }
 
     /// The seed simulator runs of this scenario use.

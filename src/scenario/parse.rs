@@ -5,8 +5,8 @@ use std::fmt;
 use super::bounds::{MAX_CHOICES, MAX_WORKERS};
 use super::raw::RawScenario;
 use super::{
-    Fault, LockService, LockShape, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
-    WaitStrategy, ZOOKEEPER_SESSION_MS,
+    Fault, LINK_FAULTS_NEED, LockFamily, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
+    StorageKind, WaitStrategy,
 };
 
 /// A scenario file that could not be used, with where and why.
@@ -127,15 +127,15 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
-    if s.lock == LockService::ZooKeeper && redis_shapes {
+    if s.lock == LockFamily::ZooKeeper && redis_shapes {
         return fail(
             "lock",
             "a ZooKeeper lock is one ZooKeeper server: drop redlock_nodes and replica",
         );
     }
-    if s.lock != LockService::Redis && redis_shapes {
+    if s.lock != LockFamily::Redis && redis_shapes {
         let message = match s.lock {
-            LockService::Stream => {
+            LockFamily::Stream => {
                 "a queue (lock = \"stream\") is one Redis: drop redlock_nodes and replica"
             }
             _ => "an etcd lock is one etcd server: drop redlock_nodes and replica",
@@ -149,39 +149,9 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let all_ttls = std::iter::once(s.ttl_ms).chain(s.variants.iter().filter_map(|v| v.ttl_ms));
-    if s.lock == LockService::Etcd
-        && let Some(bad) = all_ttls.clone().find(|t| t % 1000 != 0)
-    {
-        return Err((
-            Needle::Key("ttl_ms", Some(bad)),
-            format!(
-                "ttl_ms = {bad}: etcd leases last whole seconds, so ttl_ms must be a multiple of 1000"
-            ),
-        ));
-    }
-    if s.lock == LockService::ZooKeeper
-        && let Some(bad) = all_ttls.clone().find(|t| !ZOOKEEPER_SESSION_MS.contains(t))
-    {
-        return Err((
-            Needle::Key("ttl_ms", Some(bad)),
-            format!(
-                "ttl_ms = {bad}: on ZooKeeper the lease is a session's timeout, which fencelab's ZooKeeper grants from {} to {} ms (2 to 20 ticks of 100 ms)",
-                ZOOKEEPER_SESSION_MS.start(),
-                ZOOKEEPER_SESSION_MS.end()
-            ),
-        ));
-    }
-    if s.lock == LockService::K8sLease && all_ttls.clone().any(|t| t == 0) {
-        return Err((
-            Needle::Key("ttl_ms", Some(0)),
-            "ttl_ms = 0: a Lease needs a duration (a contender takes over once it has passed without a renewal)".to_string(),
-        ));
-    }
-    if s.lock == LockService::Stream && all_ttls.clone().any(|t| t == 0) {
-        return Err((
-            Needle::Key("ttl_ms", Some(0)),
-            "ttl_ms = 0: a queue's consumers claim a job once it has been idle this long (XAUTOCLAIM's min-idle-time); 0 would take every job from its consumer at once".to_string(),
-        ));
+    let lease = &s.lock_shape().spec().lease;
+    if let Some(bad) = all_ttls.clone().find(|&t| !lease.allows(t)) {
+        return Err((Needle::Key("ttl_ms", Some(bad)), format!("ttl_ms = {bad}: {}", lease.why)));
     }
     if s.redlock_nodes.is_some_and(|n| !(1..=9).contains(&n)) {
         return fail("redlock_nodes", "redlock_nodes: expected 1 to 9 servers");
@@ -212,13 +182,8 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
             (None, Some(w)) if !s.workers.iter().any(|x| &x.name == w) => Some(format!(
                 "fault `{kind}` at {at} ms names worker {w:?}, which the scenario does not have"
             )),
-            (None, Some(_))
-                if f.kind.through_link()
-                    && (s.lock, s.storage) != (LockShape::Redis, StorageKind::Redis) =>
-            {
-                Some(format!(
-                    "fault `{kind}` at {at} ms: link faults need the lock and the storage on one Redis (the proxy carries Redis connections only)"
-                ))
+            (None, Some(_)) if f.kind.through_link() && !s.links_can_fail() => {
+                Some(format!("fault `{kind}` at {at} ms: link faults need {LINK_FAULTS_NEED}"))
             }
             (None, Some(_)) => None,
         };
@@ -248,7 +213,7 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
 /// The steps and faults must be ones the chosen lock service and storage can do.
 fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
     let lock = s.lock;
-    let sources = lock.token_sources();
+    let sources = lock.spec().token.sources;
     let asked = std::iter::once(s.tokens).chain(s.variants.iter().map(|v| v.tokens));
     if let Some(bad) = asked.flatten().find(|t| !sources.contains(t)) {
         let can: Vec<String> = sources.iter().map(|t| format!("\"{}\"", t.name())).collect();
@@ -269,7 +234,7 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
     }
     let variant_workers = s.variants.iter().flat_map(|v| v.workers.iter().flatten());
     let skewed = s.workers.iter().chain(variant_workers.clone()).any(|w| w.clock_rate != 1.0);
-    if skewed && lock != LockShape::K8sLease {
+    if skewed && !lock.spec().can.worker_clocks {
         return Err((
             Needle::Key("clock_rate", None),
             format!(
@@ -283,7 +248,7 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
     }
     for step in s.workers.iter().chain(variant_workers).flat_map(|w| &w.steps) {
         let (name, needs) = match step {
-            Step::WaitReplicas { .. } if lock != LockShape::Replicated => {
+            Step::WaitReplicas { .. } if !lock.spec().can.replica => {
                 ("wait-replicas", "a lock with a replica (replica = true)")
             }
             Step::ReadStock
@@ -310,7 +275,7 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
 /// are job numbers, not an order a fenced storage could check, and a consumer keeps
 /// its job by being idle less than the lease, not by renewing.
 fn queue_error(s: &Scenario) -> Option<(Needle, String)> {
-    let queue = s.lock == LockShape::Stream;
+    let queue = s.lock.spec().queue;
     let variant_workers = s.variants.iter().flat_map(|v| v.workers.iter().flatten());
     let mut steps = s.workers.iter().chain(variant_workers).flat_map(|w| &w.steps);
     if !queue {
@@ -324,13 +289,13 @@ fn queue_error(s: &Scenario) -> Option<(Needle, String)> {
         ));
     }
     let fenced = std::iter::once(s.fencing).chain(s.variants.iter().filter_map(|v| v.fencing));
-    if fenced.into_iter().any(|on| on) {
+    if !s.lock.spec().can.fencing && fenced.into_iter().any(|on| on) {
         return Some((
             Needle::Key("fencing", None),
             "fencing: a queue's tokens are job numbers, which say nothing about order; make the job idempotent instead (idempotency = true)".to_string(),
         ));
     }
-    if steps.any(|step| matches!(step, Step::Renew { .. })) {
+    if !s.lock.spec().can.renew && steps.any(|step| matches!(step, Step::Renew { .. })) {
         return Some((
             Needle::Quoted("renew".to_string(), 0),
             "renew: a queue's consumer keeps its job by acknowledging it before it has been idle ttl_ms, not by renewing".to_string(),
@@ -370,8 +335,8 @@ fn validate_wait(s: &Scenario) -> Result<(), (Needle, String)> {
             (WaitStrategy::Notify, _) if run.release == ReleaseMode::Del => {
                 return Err((key("wait"), "wait = \"notify\" publishes from the compare-and-delete script: drop release = \"del\"".into()));
             }
-            _ if run.lock == LockShape::ZooKeeper => validate_zookeeper(run)?,
-            (WaitStrategy::Notify, _) if run.lock != LockShape::Redis => {
+            _ if run.lock.spec().can.watches => validate_zookeeper(run)?,
+            (WaitStrategy::Notify, _) if !run.lock.spec().can.release_channel => {
                 return Err((
                     key("wait"),
                     format!(
@@ -452,7 +417,7 @@ fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
                 ),
             ));
         }
-        if !matches!(s.lock, LockShape::Redis | LockShape::Redlock { .. }) {
+        if !s.lock.spec().can.programs {
             return Err((
                 w.name.clone(),
                 0,
@@ -584,6 +549,7 @@ fn error_at(src: &str, file: &str, offset: usize, message: String) -> ScenarioEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::LockShape;
 
     const MINIMAL: &str = r#"
 name = "t"

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AcquireMode, Checkpoint, Expect, Fault, FenceCompare, LockService, LockShape, ReleaseMode,
+    AcquireMode, Checkpoint, Expect, Fault, FenceCompare, LockFamily, LockShape, ReleaseMode,
     RenewMode, Scenario, StorageKind, Sweep, TokenSource, Variant, WaitStrategy, WorkerSpec,
     bounds,
 };
@@ -70,8 +70,8 @@ pub struct RawScenario {
     pub replica: bool,
     /// Which lock service: Redis (one server, or Redlock / a replica as set above), an
     /// etcd lease lock, or a Kubernetes-style Lease on etcd.
-    #[serde(default, skip_serializing_if = "LockService::is_default")]
-    pub lock: LockService,
+    #[serde(default, skip_serializing_if = "LockFamily::is_default")]
+    pub lock: LockFamily,
     /// Where the workers' writes go: a list on Redis, or a PostgreSQL table that
     /// checks tokens with a conditional UPDATE.
     #[serde(default, skip_serializing_if = "StorageKind::is_default")]
@@ -117,13 +117,13 @@ impl RawScenario {
     /// here etcd wins, then Redlock, then the replica.
     pub fn lock_shape(&self) -> LockShape {
         match (self.lock, self.redlock_nodes, self.replica) {
-            (LockService::Etcd, _, _) => LockShape::Etcd,
-            (LockService::K8sLease, _, _) => LockShape::K8sLease,
-            (LockService::ZooKeeper, _, _) => LockShape::ZooKeeper,
-            (LockService::Stream, _, _) => LockShape::Stream,
-            (LockService::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
-            (LockService::Redis, None, true) => LockShape::Replicated,
-            (LockService::Redis, None, false) => LockShape::Redis,
+            (LockFamily::Etcd, _, _) => LockShape::Etcd,
+            (LockFamily::K8sLease, _, _) => LockShape::K8sLease,
+            (LockFamily::ZooKeeper, _, _) => LockShape::ZooKeeper,
+            (LockFamily::Stream, _, _) => LockShape::Stream,
+            (LockFamily::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
+            (LockFamily::Redis, None, true) => LockShape::Replicated,
+            (LockFamily::Redis, None, false) => LockShape::Redis,
         }
     }
 }
@@ -222,13 +222,13 @@ impl From<Scenario> for RawScenario {
             processes,
         } = s;
         let (lock, redlock_nodes, replica) = match lock {
-            LockShape::Redis => (LockService::Redis, None, false),
-            LockShape::Redlock { nodes } => (LockService::Redis, Some(nodes), false),
-            LockShape::Replicated => (LockService::Redis, None, true),
-            LockShape::Etcd => (LockService::Etcd, None, false),
-            LockShape::K8sLease => (LockService::K8sLease, None, false),
-            LockShape::ZooKeeper => (LockService::ZooKeeper, None, false),
-            LockShape::Stream => (LockService::Stream, None, false),
+            LockShape::Redis => (LockFamily::Redis, None, false),
+            LockShape::Redlock { nodes } => (LockFamily::Redis, Some(nodes), false),
+            LockShape::Replicated => (LockFamily::Redis, None, true),
+            LockShape::Etcd => (LockFamily::Etcd, None, false),
+            LockShape::K8sLease => (LockFamily::K8sLease, None, false),
+            LockShape::ZooKeeper => (LockFamily::ZooKeeper, None, false),
+            LockShape::Stream => (LockFamily::Stream, None, false),
         };
         RawScenario {
             name,

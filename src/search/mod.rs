@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::check::{Violation, ViolationKind, check};
 use crate::engine::log::Event;
-use crate::scenario::{Expectation, FaultKind, LockShape, Scenario};
+use crate::scenario::spec::LockSpec;
+use crate::scenario::{Expectation, FaultKind, Scenario};
 use space::{Schedule, Space};
 use trial::{Placement, Runner, Trials};
 
@@ -65,10 +66,10 @@ pub struct Progress {
 /// duplicate delivery, which a queue promises (at least once): harmless while the
 /// job's effect lands once (an idempotent write refused the repeat), harmful as a
 /// second effect, which the checker reports as the job done twice.
-pub fn harmful(v: &Violation, fencing: bool, lock: LockShape) -> bool {
+pub fn harmful(v: &Violation, fencing: bool, lock: &LockSpec) -> bool {
     match v.kind() {
         ViolationKind::OverlappingBelief => false,
-        ViolationKind::WriteByNonHolder => !fencing && lock != LockShape::Stream,
+        ViolationKind::WriteByNonHolder => !fencing && !lock.queue,
         ViolationKind::StaleWrite | ViolationKind::DoneTwice => true,
     }
 }
@@ -136,7 +137,7 @@ impl Judge<'_> {
     /// Whether it breaks; counts harmless violations on the way.
     fn breaks(&mut self, schedule: &[space::Move]) -> anyhow::Result<bool> {
         let (_, violations) = self.run(schedule)?;
-        let broke = violations.iter().any(|v| harmful(v, self.fencing, self.design.lock));
+        let broke = violations.iter().any(|v| harmful(v, self.fencing, self.design.lock.spec()));
         if !broke {
             let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
             kinds.sort();

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use crate::scenario::{Fault, FaultKind, LockShape, Scenario, Step, StorageKind, WaitStrategy};
+use crate::scenario::{Fault, FaultKind, LINK_FAULTS_NEED, Scenario, Step, WaitStrategy, spec};
 
 /// The fault kinds `break` can search over, by their scenario-file names.
 pub const SEARCHABLE: [FaultKind; 4] =
@@ -53,13 +53,8 @@ pub fn parse_kinds(list: &str) -> Result<Vec<FaultKind>, SpaceError> {
 fn impossible(scenario: &Scenario, kind: FaultKind) -> Option<String> {
     match kind {
         FaultKind::Pause => None,
-        FaultKind::Delay if (scenario.lock, scenario.storage) == (LockShape::Redis, StorageKind::Redis) => {
-            None
-        }
-        FaultKind::Delay => Some(
-            "link delays need the lock and the storage on one Redis (the proxy carries Redis connections only)"
-                .into(),
-        ),
+        FaultKind::Delay if scenario.links_can_fail() => None,
+        FaultKind::Delay => Some(format!("link delays need {LINK_FAULTS_NEED}")),
         _ if scenario.lock.can(kind) => None,
         _ => {
             let can: Vec<&str> =
@@ -67,7 +62,7 @@ fn impossible(scenario: &Scenario, kind: FaultKind) -> Option<String> {
             Some(format!(
                 "{} has no such servers to fail ({} does: {})",
                 scenario.lock.name(),
-                LockShape::Redlock { nodes: 5 }.name(),
+                spec::REDLOCK.name,
                 if can.is_empty() { "kill, clock-jump".to_string() } else { can.join(", ") }
             ))
         }
@@ -263,19 +258,8 @@ pub fn timeouts(design: &Scenario) -> Vec<Timeout> {
     let mut all = Vec::new();
     let ttl = design.ttl_ms;
     if ttl > 0 {
-        let (what, ms) = match design.lock {
-            LockShape::Redis | LockShape::Replicated => {
-                (format!("the lease (ttl_ms = {ttl})"), ttl)
-            }
-            LockShape::Redlock { .. } => (format!("Redlock's TTL (ttl_ms = {ttl})"), ttl),
-            LockShape::Etcd => (format!("etcd's lease (ttl_ms = {ttl})"), ttl),
-            LockShape::K8sLease => (format!("the Lease's duration (ttl_ms = {ttl})"), ttl),
-            LockShape::ZooKeeper => (format!("the session timeout (ttl_ms = {ttl})"), ttl),
-            LockShape::Stream => {
-                (format!("the claim threshold, XAUTOCLAIM's min-idle-time (ttl_ms = {ttl})"), ttl)
-            }
-        };
-        all.push(Timeout { what, ms });
+        let what = format!("{} (ttl_ms = {ttl})", design.lock.spec().words.lease_setting);
+        all.push(Timeout { what, ms: ttl });
     }
     if let Some(poll) = design.poll_ms.filter(|&ms| ms > 0 && design.wait == WaitStrategy::Poll) {
         all.push(Timeout { what: format!("the poll interval (poll_ms = {poll})"), ms: poll });

@@ -6,7 +6,9 @@
 //! since all a value must do is be equal only to itself; the storage keeps borrowed
 //! values until the run ends. A key expires once `now > deadline`, as on Redis.
 
-use crate::scenario::{FenceCompare, ReleaseMode, RenewMode};
+use crate::backend::lock::redlock;
+use crate::backend::{AcquireReply, WriteCheck};
+use crate::scenario::{ReleaseMode, RenewMode};
 
 /// A lock value: whose grant wrote it. Each acquire step makes a new one, as the
 /// engine draws a new random value per acquire; [`Value::EMPTY`] is the empty string a
@@ -23,23 +25,8 @@ impl Value {
     pub const EMPTY: Value = Value { worker: usize::MAX, grant: 0 };
 }
 
-/// How a write is checked, as `WriteCheck` says on the engine's side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Check {
-    None,
-    Fencing(FenceCompare),
-    IdempotencyKey,
-}
-
 /// One accepted write: the writer's index, its token, its value.
 pub(super) type Stored<'a> = (usize, Option<u64>, &'a str);
-
-/// What a lock's server answers a refused acquire with: the holder's lease left
-/// (None: it never expires), the engine's `AcquireReply::Busy`.
-pub(super) enum Reply {
-    Granted(u64),
-    Busy(Option<u64>),
-}
 
 /// One Redis server of the lock: whether it is up, and its lock key with its
 /// deadline (None: the key never expires).
@@ -123,10 +110,6 @@ pub(super) struct Db<'a> {
     pub storage: Vec<Stored<'a>>,
 }
 
-/// How long a Redlock waiter waits when no node has a lease to wait for (the
-/// engine's `RETRY_WITHOUT_LEASE_MS`).
-const RETRY_WITHOUT_LEASE_MS: u64 = 50;
-
 impl<'a> Db<'a> {
     /// One Redis (`nodes == 1`), or Redlock on `nodes`.
     pub fn new(nodes: usize) -> Self {
@@ -145,7 +128,7 @@ impl<'a> Db<'a> {
     }
 
     fn quorum(&self) -> usize {
-        self.nodes.len() / 2 + 1
+        redlock::quorum(self.nodes.len())
     }
 
     /// The value a majority of the nodes up holds (`GET lock` on one Redis).
@@ -183,16 +166,14 @@ impl<'a> Db<'a> {
     }
 
     /// Take the lock: a token, or how long the current lease has left.
-    pub fn acquire(&mut self, now: u64, value: Value, ttl_ms: u64) -> Reply {
+    pub fn acquire(&mut self, now: u64, value: Value, ttl_ms: u64) -> AcquireReply {
         if !self.redlock() {
             let node = &mut self.nodes[0];
             if !node.set_nx(now, value, ttl_ms) {
-                // As `AcquireReply::from_pttl`: -1 never expires.
-                let pttl = node.pttl(now);
-                return Reply::Busy((pttl != -1).then_some(pttl.max(0) as u64));
+                return AcquireReply::from_pttl(node.pttl(now));
             }
             self.fence += 1;
-            return Reply::Granted(self.fence);
+            return AcquireReply::Granted { token: self.fence };
         }
         let mut votes = 0u64;
         for (i, node) in self.nodes.iter_mut().enumerate() {
@@ -201,10 +182,9 @@ impl<'a> Db<'a> {
             }
         }
         // Asking takes no time here: the lease is valid if it outlasts the drift.
-        let valid = ttl_ms == 0 || ttl_ms > ttl_ms / 100 + 2;
-        if votes.count_ones() as usize >= self.quorum() && valid {
+        if votes.count_ones() as usize >= self.quorum() && redlock::still_valid(ttl_ms, 0) {
             self.fence += 1;
-            return Reply::Granted(self.fence);
+            return AcquireReply::Granted { token: self.fence };
         }
         let mut longest: Option<i64> = None;
         for (i, node) in self.nodes.iter_mut().enumerate().filter(|(_, n)| n.up) {
@@ -212,16 +192,10 @@ impl<'a> Db<'a> {
                 node.release(now, value, ReleaseMode::CompareAndDelete);
             } else {
                 let pttl = node.pttl(now);
-                longest = Some(
-                    longest.map_or(pttl, |l| if pttl == -1 || l == -1 { -1 } else { l.max(pttl) }),
-                );
+                longest = Some(longest.map_or(pttl, |l| redlock::longer(l, pttl)));
             }
         }
-        match longest {
-            Some(-1) => Reply::Busy(None),
-            Some(pttl) if pttl > 0 => Reply::Busy(Some(pttl as u64)),
-            _ => Reply::Busy(Some(RETRY_WITHOUT_LEASE_MS)),
-        }
+        redlock::busy(longest)
     }
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
@@ -261,10 +235,10 @@ impl<'a> Db<'a> {
     }
 
     /// A write to the storage list, checked as the scenario says; whether it landed.
-    pub fn write(&mut self, write: Stored<'a>, check: Check) -> bool {
+    pub fn write(&mut self, write: Stored<'a>, check: WriteCheck) -> bool {
         let accepted = match check {
-            Check::None => true,
-            Check::Fencing(compare) => {
+            WriteCheck::None => true,
+            WriteCheck::Fencing(compare) => {
                 let token = write.1.unwrap_or(0);
                 let accepts = compare.accepts(self.highest, token);
                 if accepts {
@@ -272,7 +246,7 @@ impl<'a> Db<'a> {
                 }
                 accepts
             }
-            Check::IdempotencyKey => {
+            WriteCheck::IdempotencyKey => {
                 let repeat = self.applied.contains(&write.2);
                 if !repeat {
                     self.applied.push(write.2);
@@ -290,14 +264,15 @@ impl<'a> Db<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::FenceCompare;
 
     const A: Value = Value { worker: 0, grant: 1 };
     const B: Value = Value { worker: 1, grant: 1 };
 
-    fn granted(reply: Reply) -> Option<u64> {
+    fn granted(reply: AcquireReply) -> Option<u64> {
         match reply {
-            Reply::Granted(token) => Some(token),
-            Reply::Busy(_) => None,
+            AcquireReply::Granted { token } => Some(token),
+            AcquireReply::Busy { .. } => None,
         }
     }
 
@@ -318,10 +293,10 @@ mod tests {
         assert_eq!(granted(db.acquire(0, A, 2000)), Some(1), "3 of 5 is a majority");
         db.kill(2);
         assert_eq!(db.holder(10), None, "2 of 5 is not");
-        assert!(matches!(db.acquire(10, B, 2000), Reply::Busy(Some(1990))));
+        assert!(matches!(db.acquire(10, B, 2000), AcquireReply::Busy { pttl_ms: Some(1990) }));
         db.restart(0);
         db.restart(1);
-        assert!(matches!(db.acquire(20, B, 2000), Reply::Busy(Some(1980))));
+        assert!(matches!(db.acquire(20, B, 2000), AcquireReply::Busy { pttl_ms: Some(1980) }));
         assert_eq!(db.node_holders(20).collect::<Vec<_>>(), [None, None, None, Some(A), Some(A)]);
         db.jump_clock(3, 20, 1000);
         assert_eq!(db.pttl(20), None, "A has no majority");
@@ -342,12 +317,12 @@ mod tests {
     #[test]
     fn a_fenced_write_with_a_lower_token_is_refused() {
         let mut db = Db::new(1);
-        let fenced = Check::Fencing(FenceCompare::AllowEqual);
+        let fenced = WriteCheck::Fencing(FenceCompare::AllowEqual);
         assert!(db.write((1, Some(2), "b"), fenced));
         assert!(db.write((1, Some(2), "b"), fenced), "equal: the same holder again");
         assert!(!db.write((0, Some(1), "a"), fenced));
-        assert!(!db.write((1, Some(2), "b"), Check::Fencing(FenceCompare::Strict)));
-        assert!(db.write((0, Some(1), "a"), Check::None));
+        assert!(!db.write((1, Some(2), "b"), WriteCheck::Fencing(FenceCompare::Strict)));
+        assert!(db.write((0, Some(1), "a"), WriteCheck::None));
         assert_eq!(db.storage.len(), 3);
     }
 }

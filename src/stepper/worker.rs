@@ -3,20 +3,18 @@
 //! when it is polled again.
 
 use super::Cx;
-use super::redis::{Check, Reply, Value};
+use super::redis::Value;
+use crate::backend::{AcquireReply, WriteCheck};
 use crate::engine::log::WorkerEvent;
+use crate::engine::policy::{self, Ms, WritePolicy};
 use crate::scenario::{ReleaseMode, RenewMode, Scenario, Step, WaitStrategy, WorkerSpec};
-
-/// How often a waiter re-tries a lock that has no expiry, in ms (the engine's
-/// `NO_TTL_RETRY_MS`, and its default poll interval).
-const NO_TTL_RETRY_MS: u64 = 100;
 
 /// What every worker of a run shares, as `WorkerSettings` holds it.
 struct Settings {
     ttl_ms: u64,
     release: ReleaseMode,
     renew: RenewMode,
-    check: Check,
+    check: WriteCheck,
     wait: WaitStrategy,
     poll_ms: u64,
 }
@@ -74,20 +72,13 @@ pub(super) struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     pub fn new(index: usize, spec: &'a WorkerSpec, scenario: &Scenario, fencing: bool) -> Self {
-        let check = if scenario.idempotency {
-            Check::IdempotencyKey
-        } else if fencing {
-            Check::Fencing(scenario.fencing_compare)
-        } else {
-            Check::None
-        };
         let settings = Settings {
             ttl_ms: scenario.ttl_ms,
             release: scenario.release,
             renew: scenario.renew,
-            check,
+            check: WritePolicy::of(scenario).check(fencing),
             wait: scenario.wait,
-            poll_ms: scenario.poll_ms.unwrap_or(NO_TTL_RETRY_MS),
+            poll_ms: policy::poll_ms(scenario),
         };
         Worker {
             index,
@@ -281,15 +272,15 @@ impl<'a> Worker<'a> {
         let now = cx.now;
         let value = self.attempt.value.unwrap_or(Value::EMPTY);
         let pttl = match cx.db.acquire(now, value, self.settings.ttl_ms) {
-            Reply::Granted(token) => {
+            AcquireReply::Granted { token } => {
                 (self.value, self.token) = (Some(value), Some(token));
                 self.emit(cx, WorkerEvent::Acquired { token });
                 return self.next(cx);
             }
-            Reply::Busy(pttl) => pttl,
+            AcquireReply::Busy { pttl_ms } => pttl_ms,
         };
         let wait = self.settings.wait;
-        if wait == WaitStrategy::Notify && !self.attempt.listening {
+        if policy::listens_first(wait, self.attempt.listening) {
             // Subscribe, then ask once more: a release in between is not missed.
             self.attempt.listening = true;
             if !self.subscribed {
@@ -297,17 +288,15 @@ impl<'a> Worker<'a> {
             }
             return self.try_acquire(cx);
         }
-        let wait_ms = match (wait, pttl) {
-            (WaitStrategy::Poll, _) => self.settings.poll_ms,
-            (_, Some(ms)) => ms + 1,
-            (_, None) => NO_TTL_RETRY_MS,
+        // One clock here: scenario ms are the servers' ms.
+        let ms = |ms| match ms {
+            Ms::Scenario(ms) | Ms::Server(ms) => ms,
         };
+        let wait_ms = ms(policy::retry_after(wait, self.settings.poll_ms, pttl));
         let holder = cx.db.holder(now).map(|v| cx.name(v));
         if self.attempt.announced != Some(holder) {
-            let retry_in_ms = match wait {
-                WaitStrategy::Poll => Some(self.settings.poll_ms as f64),
-                _ => pttl.map(|ms| ms as f64),
-            };
+            let retry_in = policy::announced_retry(wait, self.settings.poll_ms, pttl);
+            let retry_in_ms = retry_in.map(|retry| ms(retry) as f64);
             let holder_name = holder.map(str::to_string);
             self.emit(cx, WorkerEvent::Waiting { holder: holder_name, retry_in_ms, wait });
             self.attempt.announced = Some(holder);

@@ -12,8 +12,8 @@ use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
 use crate::model::{Belief, RunModel};
 use crate::scenario::{
-    LockShape, PlannedRun, ReleaseMode, Scenario, Step, StorageKind, TokenSource, WaitStrategy,
-    WorkerSpec,
+    LockShape, LockSpec, PlannedRun, ReleaseMode, Scenario, Step, StorageKind, TokenSource,
+    WaitStrategy, WorkerSpec,
 };
 
 /// Speed factors the `[` and `]` keys step through.
@@ -85,9 +85,8 @@ impl Service {
                 storage: StorageKind::Redis,
             },
             LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
-            LockShape::Etcd | LockShape::K8sLease | LockShape::ZooKeeper | LockShape::Stream => {
-                Service { lock: LockShape::Redis, ..self }
-            }
+            // Every other kind (a lesson's) goes back to the start: one Redis.
+            _ => Service { lock: LockShape::Redis, ..self },
         }
     }
 
@@ -108,15 +107,7 @@ impl Service {
 
     /// "etcd lease lock, PostgreSQL storage".
     pub fn label(self) -> String {
-        let lock = match self.lock {
-            LockShape::Etcd => "etcd lease lock".to_string(),
-            LockShape::K8sLease => "Kubernetes-style Lease on etcd".to_string(),
-            LockShape::ZooKeeper => "ZooKeeper lock recipe".to_string(),
-            LockShape::Redlock { nodes } => format!("Redlock on {nodes} Redis servers"),
-            LockShape::Replicated => "a Redis primary with a replica".to_string(),
-            LockShape::Redis => "one Redis lock".to_string(),
-            LockShape::Stream => "a queue on a Redis Stream".to_string(),
-        };
+        let lock = self.lock.label();
         let storage = match self.storage {
             StorageKind::Redis => "storage a Redis list",
             StorageKind::Postgres => "storage a PostgreSQL table",
@@ -369,7 +360,12 @@ impl App {
         if !self.uses_lock() && self.scenario.storage == StorageKind::Postgres {
             return "PostgreSQL";
         }
-        self.scenario.lock.service().server()
+        self.lock().home.server()
+    }
+
+    /// The kind of lock of the run on screen (before any, of the next run).
+    pub fn lock(&self) -> &'static LockSpec {
+        self.run.lock.unwrap_or_else(|| self.scenario.lock.spec())
     }
 
     /// Whether the scenario takes a lock at all (the SQL lessons do not): without
@@ -401,15 +397,17 @@ impl App {
     pub fn token_source(&self) -> &'static str {
         // The run on screen may be a variant that changes where tokens come from.
         let scenario = self.run_scenario().unwrap_or(&self.scenario);
-        match (scenario.lock, scenario.token_source()) {
-            (_, TokenSource::Storage) => "the storage's counter",
-            (LockShape::Etcd | LockShape::K8sLease, _) => "etcd revision",
+        let lock = scenario.lock.spec();
+        match scenario.token_source() {
+            TokenSource::Storage => "the storage's counter",
             // Which of a znode's numbers is the token is what lesson 26 asks: the panel
             // names it only once no question still waiting has it as its answer.
-            (LockShape::ZooKeeper, _) if self.a_question_ahead_answers("zxid") => "ZooKeeper",
-            (LockShape::ZooKeeper, _) => "ZooKeeper czxid",
-            (LockShape::Stream, _) => "the job's number (message n-0)",
-            _ => "Redis INCR",
+            TokenSource::Lock
+                if lock.token.asked.is_some_and(|w| self.a_question_ahead_answers(w)) =>
+            {
+                lock.home.server()
+            }
+            TokenSource::Lock => lock.token.name,
         }
     }
 
@@ -984,7 +982,7 @@ impl App {
                 return self.command_selected(command);
             }
             Action::CrashSelected => return self.command_selected(WorkerCommand::Crash),
-            Action::ToggleFencing if self.scenario.lock == LockShape::Stream => {
+            Action::ToggleFencing if !self.scenario.lock.spec().can.fencing => {
                 self.status = Some(
                     "a queue's tokens are job numbers, which no storage can order: fencing does not apply (an idempotency key does)".to_string(),
                 );
@@ -1157,7 +1155,8 @@ impl App {
     /// release channel: on other lock services the cycle skips it.
     fn next_wait(&mut self) {
         let s = &mut self.scenario;
-        let notify_fits = s.lock == LockShape::Redis && s.release == ReleaseMode::CompareAndDelete;
+        let notify_fits =
+            s.lock.spec().can.release_channel && s.release == ReleaseMode::CompareAndDelete;
         s.wait = match s.wait {
             WaitStrategy::Ttl => WaitStrategy::Poll,
             WaitStrategy::Poll if notify_fits => WaitStrategy::Notify,

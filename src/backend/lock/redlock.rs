@@ -28,6 +28,32 @@ const NODE_TIMEOUT: Duration = Duration::from_millis(50);
 /// down, or a split vote), in ms.
 const RETRY_WITHOUT_LEASE_MS: u64 = 50;
 
+/// How many of `nodes` make a majority. The algorithm's rules are functions of their
+/// own so that the stepper (`stepper/redis.rs`) applies these very ones.
+pub fn quorum(nodes: usize) -> usize {
+    nodes / 2 + 1
+}
+
+/// Whether a lease of `ttl_ms` (0: none) granted after asking for `elapsed_ms` is
+/// still valid: it outlasts the asking and a drift allowance of 1% + 2 ms.
+pub fn still_valid(ttl_ms: u64, elapsed_ms: i64) -> bool {
+    ttl_ms == 0 || ttl_ms as i64 - elapsed_ms - (ttl_ms as i64 / 100 + 2) > 0
+}
+
+/// The longer of two nodes' `PTTL`s (-1: never expires).
+pub fn longer(a: i64, b: i64) -> i64 {
+    if a == -1 || b == -1 { -1 } else { a.max(b) }
+}
+
+/// A refused acquire's answer, from the longest lease left among the nodes that
+/// refused (None: no node had one to wait for).
+pub fn busy(longest: Option<i64>) -> AcquireReply {
+    match longest {
+        Some(pttl) if pttl > 0 || pttl == -1 => AcquireReply::from_pttl(pttl),
+        _ => AcquireReply::Busy { pttl_ms: Some(RETRY_WITHOUT_LEASE_MS) },
+    }
+}
+
 /// Call one node, with the node timeout.
 macro_rules! on_node {
     ($node:expr, $call:ident ( $($arg:expr),* )) => {
@@ -127,7 +153,7 @@ pub struct RedlockClient<N: NodeSet> {
 
 impl<N: NodeSet> RedlockClient<N> {
     fn quorum(&self) -> usize {
-        self.nodes.len() / 2 + 1
+        quorum(self.nodes.len())
     }
 
     /// The nodes that are up, reconnecting to any that restarted since we last looked.
@@ -190,8 +216,7 @@ impl<N: NodeSet> LockClient for RedlockClient<N> {
             }
         }
         let elapsed = started.elapsed().as_millis() as i64;
-        let validity = ttl_ms as i64 - elapsed - (ttl_ms as i64 / 100 + 2);
-        if votes.len() >= self.quorum() && (ttl_ms == 0 || validity > 0) {
+        if votes.len() >= self.quorum() && still_valid(ttl_ms, elapsed) {
             return Ok(AcquireReply::Granted { token: tokens.next_token().await? });
         }
         let mut longest: Option<i64> = None;
@@ -200,15 +225,10 @@ impl<N: NodeSet> LockClient for RedlockClient<N> {
             if votes.contains(&i) {
                 let _ = on_node!(node, release(value, ReleaseMode::CompareAndDelete));
             } else if let Ok(Ok(pttl)) = on_node!(node, pttl()) {
-                longest = Some(
-                    longest.map_or(pttl, |l| if pttl == -1 || l == -1 { -1 } else { l.max(pttl) }),
-                );
+                longest = Some(longest.map_or(pttl, |l| longer(l, pttl)));
             }
         }
-        Ok(match longest {
-            Some(pttl) if pttl > 0 || pttl == -1 => AcquireReply::from_pttl(pttl),
-            _ => AcquireReply::Busy { pttl_ms: Some(RETRY_WITHOUT_LEASE_MS) },
-        })
+        Ok(busy(longest))
     }
 
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {

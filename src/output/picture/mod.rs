@@ -203,10 +203,7 @@ fn run_line(model: &RunModel) -> String {
 }
 
 fn service_of(model: &RunModel) -> &'static str {
-    match model.events().first().map(|e| &e.kind) {
-        Some(EventKind::RunStarted { scenario, .. }) => scenario.lock.service().server(),
-        _ => "Redis",
-    }
+    model.lock.map_or("Redis", |lock| lock.home.server())
 }
 
 /// A text box at (x, baseline), shortened in the middle to fit the canvas.

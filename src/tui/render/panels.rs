@@ -11,7 +11,7 @@ use super::super::app::{App, ClassSeat, violation_time};
 use super::super::keys::BINDINGS;
 use crate::engine::log::RunOutcome;
 use crate::model::{Belief, at};
-use crate::scenario::{LockShape, StorageKind};
+use crate::scenario::StorageKind;
 
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()
@@ -322,7 +322,7 @@ fn situation(app: &App) -> Option<String> {
         let b = at(&l.spans, now).unwrap_or(Belief::Idle);
         if let Some(job) = b.held_token().filter(|_| holder != Some(l.name.as_str())) {
             let truth = holder.map_or("nobody holds it".to_string(), |h| format!("{h} holds it"));
-            if app.scenario.lock == LockShape::Stream {
+            if app.lock().queue {
                 let now =
                     holder.map_or("it is no longer pending".into(), |h| format!("{h} has it"));
                 return Some(format!(

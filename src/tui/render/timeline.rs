@@ -13,7 +13,6 @@ use ratatui::widgets::{Block, Borders, Widget};
 use super::super::app::{App, ClassSeat};
 use super::super::theme::Theme;
 use crate::model::{Belief, RunModel, at};
-use crate::scenario::LockShape;
 
 /// Width of the label column on the left of each lane.
 const GUTTER: u16 = 16;
@@ -558,9 +557,9 @@ impl<'a> Ctx<'a> {
         // A queue has no lease: a pending job's idle time grows until someone may
         // claim it. Drawn as it grows, not as a count-down to a hand-over (which
         // would answer lesson 27's question before it is asked).
-        let queue = self.app.scenario.lock == LockShape::Stream;
-        let title = if queue { " job idle" } else { " lease (TTL)" };
-        self.buf.set_string(x, y, title, self.theme.title);
+        let lock = self.app.lock();
+        let queue = lock.queue;
+        self.buf.set_string(x, y, lock.words.lease_row, self.theme.title);
         let view = self.app.view_ms();
         let bar_width = (self.plot.width / 2).max(10) as usize;
         let text = match run.lease_at(view) {
@@ -582,16 +581,13 @@ impl<'a> Ctx<'a> {
                     self.app.service_name()
                 )
             }
-            // Nothing expires a Kubernetes-style Lease on the server: each contender
-            // judges that by its own clock.
-            Some((holder, _)) if self.app.scenario.lock == LockShape::K8sLease => {
-                format!("held by {holder}; nothing in etcd expires it")
-            }
-            // A session's time left is the server's own: no client can read it.
-            Some((holder, _)) if self.app.scenario.lock == LockShape::ZooKeeper => {
-                format!("held by {holder}; its session ends after a timeout without heartbeats")
-            }
-            Some((holder, _)) => format!("{holder} holds it with no expiry"),
+            // Nothing expires a Kubernetes-style Lease on the server (each contender
+            // judges that by its own clock), and no client can read a ZooKeeper
+            // session's time left: the row says so.
+            Some((holder, _)) => match lock.words.unexpiring {
+                Some(why) => format!("held by {holder}; {why}"),
+                None => format!("{holder} holds it with no expiry"),
+            },
             None => format!("nobody holds the lock in {}", self.app.service_name()),
         };
         let bar_x =

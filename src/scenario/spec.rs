@@ -1,0 +1,394 @@
+//! One row per lock kind: what each [`LockShape`] is called, where it runs, what it
+//! can do and which leases it takes, in one table.
+//!
+//! The parser, the search, the deployment, the worker, the checker, the transcript
+//! and the views read these rows rather than matching on the shape themselves, so a
+//! new lock kind is its module, its row here and its deployment lines; a capability
+//! rule ("link faults need one Redis") is one field, not a condition repeated in
+//! every layer that meets it.
+
+use std::ops::RangeInclusive;
+
+use super::{FaultKind, LockShape, TokenSource, ZOOKEEPER_SESSION_MS};
+
+/// Everything fencelab knows about one kind of lock.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LockSpec {
+    /// How a sentence names it: "Redlock nodes", "a primary with a replica".
+    pub name: &'static str,
+    /// How the playground's `l` key names it; `{nodes}` stands for Redlock's count.
+    pub label: &'static str,
+    /// Where its servers come from, and so the server it is named after.
+    pub home: Home,
+    /// How a transcript's lines name it ("redis", "queue").
+    pub transcript: &'static str,
+    /// How the views speak of it.
+    pub words: Words,
+    /// Its fencing tokens.
+    pub token: Token,
+    /// What a scenario on it may ask for.
+    pub can: Can,
+    /// The leases (`ttl_ms`) it takes.
+    pub lease: Lease,
+    /// How many servers faults can hit (0: none to fail); Redlock's is the scenario's.
+    pub nodes: usize,
+    /// A queue: a grant is a job, its token the job's number (no order a storage could
+    /// check), and the same job done twice is the violation.
+    pub queue: bool,
+}
+
+/// Where a lock kind's servers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Home {
+    /// One Redis, which can hold the storage too (the user's, or one private server).
+    OneRedis,
+    /// Redis servers of its own, always private (Redlock's nodes, a failover pair).
+    OwnRedis,
+    /// One etcd.
+    Etcd,
+    /// One ZooKeeper, always private.
+    ZooKeeper,
+}
+
+impl Home {
+    /// The server it runs on, as headers and transcripts name it.
+    pub fn server(self) -> &'static str {
+        match self {
+            Home::OneRedis | Home::OwnRedis => "Redis",
+            Home::Etcd => "etcd",
+            Home::ZooKeeper => "ZooKeeper",
+        }
+    }
+}
+
+/// A lock kind's own words. The views draw the lease row and its sentences from
+/// these; the rest are the system's names for what the course explains.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Words {
+    /// What a grant hands out: "lock", or "job" on a queue.
+    pub grant: &'static str,
+    /// What the system calls the one holding it (a znode, a `holderIdentity`).
+    pub holder: &'static str,
+    /// What keeps a grant alive (a session, a `renewTime`, an idle time).
+    pub lease: &'static str,
+    /// What its token is (a revision, a zxid, a job's number).
+    pub token: &'static str,
+    /// The title of the timeline's lease row.
+    pub lease_row: &'static str,
+    /// The lease's setting, as the search names it ("Redlock's TTL").
+    pub lease_setting: &'static str,
+    /// After "held by {holder}", when nothing on the server counts its lease down.
+    pub unexpiring: Option<&'static str>,
+}
+
+/// The words of the SQL lessons, which take no lock: the database's own.
+pub const SQL_WORDS: Words = Words {
+    grant: "row",
+    holder: "transaction",
+    lease: "transaction",
+    token: "version",
+    lease_row: " lease (TTL)",
+    lease_setting: "the lease",
+    unexpiring: None,
+};
+
+/// Where a lock kind's fencing tokens come from, and what the tokens panel calls them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Token {
+    /// Where its tokens can come from; the first is the default.
+    pub sources: &'static [TokenSource],
+    /// The tokens panel's name for a token from the lock itself.
+    pub name: &'static str,
+    /// A word a lesson's question asks for: until it is answered the panel names
+    /// only the server.
+    pub asked: Option<&'static str>,
+}
+
+/// What a scenario on a lock kind may ask for.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Can {
+    /// The faults that can hit its servers.
+    pub faults: &'static [FaultKind],
+    /// Link faults (delay, partition, heal): the proxy carries Redis connections
+    /// only, so the lock and, with it, the storage must be on one Redis.
+    pub link_faults: bool,
+    /// `wait = "notify"` on a release channel: its release script publishes.
+    pub release_channel: bool,
+    /// Waiters watch (ZooKeeper's recipe): no `ttl` wait, and only the safe release
+    /// and renewal.
+    pub watches: bool,
+    /// `renew` steps; a queue's consumer keeps a job by acknowledging it in time.
+    pub renew: bool,
+    /// Fenced storage: its tokens say which grant is newer.
+    pub fencing: bool,
+    /// `--processes`: workers as OS processes (on one Redis only, so far).
+    pub processes: bool,
+    /// Workers that are foreign programs (docs/worker-protocol.md).
+    pub programs: bool,
+    /// `wait-replicas` steps: a replica to wait for.
+    pub replica: bool,
+    /// `clock_rate`: expiry judged by each contender's own clock.
+    pub worker_clocks: bool,
+}
+
+/// The leases a lock kind takes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The `ttl_ms` allowed (0: a lock that never expires).
+    pub ms: RangeInclusive<u64>,
+    /// A `ttl_ms` must be a multiple of this.
+    pub step_ms: u64,
+    /// Why a `ttl_ms` outside them is refused, after "ttl_ms = N: ".
+    pub why: &'static str,
+}
+
+impl Lease {
+    /// Whether `ttl_ms` is one of these leases.
+    pub fn allows(&self, ttl_ms: u64) -> bool {
+        self.ms.contains(&ttl_ms) && ttl_ms.is_multiple_of(self.step_ms)
+    }
+}
+
+/// Any lease at all, 0 (no expiry) included.
+const ANY_LEASE: Lease = Lease { ms: 0..=u64::MAX, step_ms: 1, why: "" };
+
+/// What one Redis can do; the Redis kinds differ from it in a few fields.
+const REDIS_CAN: Can = Can {
+    faults: &[],
+    link_faults: true,
+    release_channel: true,
+    watches: false,
+    renew: true,
+    fencing: true,
+    processes: true,
+    programs: true,
+    replica: false,
+    worker_clocks: false,
+};
+
+/// The one-Redis lock's words, which the other Redis kinds share.
+const REDIS_WORDS: Words = Words {
+    grant: "lock",
+    holder: "holder",
+    lease: "lease",
+    token: "token",
+    lease_row: " lease (TTL)",
+    lease_setting: "the lease",
+    unexpiring: None,
+};
+
+/// What a lock on another server can do: none of Redis's extras.
+const ELSEWHERE_CAN: Can = Can {
+    link_faults: false,
+    release_channel: false,
+    processes: false,
+    programs: false,
+    ..REDIS_CAN
+};
+
+/// One Redis: `SET NX PX`, and `INCR` for the token.
+pub const REDIS: LockSpec = LockSpec {
+    name: "one Redis",
+    label: "one Redis lock",
+    home: Home::OneRedis,
+    transcript: "redis",
+    words: REDIS_WORDS,
+    token: Token { sources: &[TokenSource::Lock], name: "Redis INCR", asked: None },
+    can: REDIS_CAN,
+    lease: ANY_LEASE,
+    nodes: 0,
+    queue: false,
+};
+
+/// Redlock on its own nodes; no counter of its own.
+pub const REDLOCK: LockSpec = LockSpec {
+    name: "Redlock nodes",
+    label: "Redlock on {nodes} Redis servers",
+    home: Home::OwnRedis,
+    words: Words { lease_setting: "Redlock's TTL", ..REDIS_WORDS },
+    token: Token { sources: &[TokenSource::Storage], ..REDIS.token },
+    can: Can {
+        faults: &[FaultKind::Kill, FaultKind::Restart, FaultKind::ClockJump],
+        link_faults: false,
+        release_channel: false,
+        processes: false,
+        ..REDIS_CAN
+    },
+    ..REDIS
+};
+
+/// A Redis primary with one replica; its counter, on the primary, a failover can lose.
+pub const REPLICATED: LockSpec = LockSpec {
+    name: "a primary with a replica",
+    label: "a Redis primary with a replica",
+    home: Home::OwnRedis,
+    token: Token { sources: &[TokenSource::Lock, TokenSource::Storage], ..REDIS.token },
+    can: Can {
+        faults: &[FaultKind::Kill, FaultKind::Detach, FaultKind::Promote],
+        link_faults: false,
+        release_channel: false,
+        processes: false,
+        programs: false,
+        replica: true,
+        ..REDIS_CAN
+    },
+    nodes: 2,
+    ..REDIS
+};
+
+/// One etcd: a lease, a key created in a transaction, the revision as the token.
+pub const ETCD: LockSpec = LockSpec {
+    name: "etcd",
+    label: "etcd lease lock",
+    home: Home::Etcd,
+    transcript: "etcd",
+    words: Words { holder: "key", token: "revision", lease_setting: "etcd's lease", ..REDIS_WORDS },
+    token: Token { sources: &[TokenSource::Lock], name: "etcd revision", asked: None },
+    can: ELSEWHERE_CAN,
+    lease: Lease {
+        step_ms: 1000,
+        why: "etcd leases last whole seconds, so ttl_ms must be a multiple of 1000",
+        ..ANY_LEASE
+    },
+    ..REDIS
+};
+
+/// A Kubernetes-style Lease record on etcd, its expiry judged by each contender.
+pub const K8S_LEASE: LockSpec = LockSpec {
+    name: "a Kubernetes-style Lease on etcd",
+    label: "Kubernetes-style Lease on etcd",
+    words: Words {
+        holder: "holderIdentity",
+        lease: "renewTime",
+        token: "resourceVersion",
+        lease_setting: "the Lease's duration",
+        unexpiring: Some("nothing in etcd expires it"),
+        ..REDIS_WORDS
+    },
+    can: Can { worker_clocks: true, ..ELSEWHERE_CAN },
+    lease: Lease {
+        ms: 1..=u64::MAX,
+        step_ms: 1,
+        why: "a Lease needs a duration (a contender takes over once it has passed without a renewal)",
+    },
+    ..ETCD
+};
+
+/// ZooKeeper's lock recipe: ephemeral sequential znodes, the session as the lease.
+pub const ZOOKEEPER: LockSpec = LockSpec {
+    name: "ZooKeeper",
+    label: "ZooKeeper lock recipe",
+    home: Home::ZooKeeper,
+    transcript: "zookeeper",
+    words: Words {
+        holder: "znode",
+        lease: "session",
+        token: "zxid",
+        lease_setting: "the session timeout",
+        unexpiring: Some("its session ends after a timeout without heartbeats"),
+        ..REDIS_WORDS
+    },
+    token: Token { sources: &[TokenSource::Lock], name: "ZooKeeper czxid", asked: Some("zxid") },
+    can: Can { watches: true, ..ELSEWHERE_CAN },
+    lease: Lease {
+        ms: ZOOKEEPER_SESSION_MS,
+        step_ms: 1,
+        why: "on ZooKeeper the lease is a session's timeout, which fencelab's ZooKeeper grants from 200 to 2000 ms (2 to 20 ticks of 100 ms)",
+    },
+    ..REDIS
+};
+
+/// A queue with competing consumers on a Redis Stream: no lock at all.
+pub const STREAM: LockSpec = LockSpec {
+    name: "a queue on a Redis Stream",
+    label: "a queue on a Redis Stream",
+    transcript: "queue",
+    words: Words {
+        grant: "job",
+        holder: "consumer",
+        lease: "idle time",
+        token: "job number",
+        lease_row: " job idle",
+        lease_setting: "the claim threshold, XAUTOCLAIM's min-idle-time",
+        unexpiring: None,
+    },
+    token: Token {
+        sources: &[TokenSource::Lock],
+        name: "the job's number (message n-0)",
+        asked: None,
+    },
+    can: Can {
+        link_faults: false,
+        release_channel: false,
+        renew: false,
+        fencing: false,
+        processes: false,
+        programs: false,
+        ..REDIS_CAN
+    },
+    lease: Lease {
+        ms: 1..=u64::MAX,
+        step_ms: 1,
+        why: "a queue's consumers claim a job once it has been idle this long (XAUTOCLAIM's min-idle-time); 0 would take every job from its consumer at once",
+    },
+    queue: true,
+    ..REDIS
+};
+
+impl LockShape {
+    /// Its row.
+    pub fn spec(self) -> &'static LockSpec {
+        match self {
+            LockShape::Redis => &REDIS,
+            LockShape::Redlock { .. } => &REDLOCK,
+            LockShape::Replicated => &REPLICATED,
+            LockShape::Etcd => &ETCD,
+            LockShape::K8sLease => &K8S_LEASE,
+            LockShape::ZooKeeper => &ZOOKEEPER,
+            LockShape::Stream => &STREAM,
+        }
+    }
+
+    /// How the playground names it: "Redlock on 5 Redis servers".
+    pub fn label(self) -> String {
+        self.spec().label.replace("{nodes}", &self.nodes().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_zookeeper_lease_reason_names_the_range_it_checks() {
+        let why = ZOOKEEPER.lease.why;
+        let (start, end) = (ZOOKEEPER_SESSION_MS.start(), ZOOKEEPER_SESSION_MS.end());
+        assert!(why.contains(&format!("from {start} to {end} ms")), "{why}");
+    }
+
+    #[test]
+    fn a_lease_is_allowed_by_its_range_and_its_step() {
+        assert!(REDIS.lease.allows(0) && REDIS.lease.allows(1234));
+        assert!(ETCD.lease.allows(2000) && !ETCD.lease.allows(1500));
+        assert!(!K8S_LEASE.lease.allows(0) && K8S_LEASE.lease.allows(1));
+        assert!(!ZOOKEEPER.lease.allows(100) && ZOOKEEPER.lease.allows(2000));
+        assert!(!STREAM.lease.allows(0));
+    }
+
+    #[test]
+    fn each_system_s_words_are_its_own() {
+        let words = |w: &Words| [w.grant, w.holder, w.lease, w.token];
+        assert_eq!(words(&ZOOKEEPER.words)[1..], ["znode", "session", "zxid"]);
+        assert_eq!(words(&ETCD.words)[2..], ["lease", "revision"]);
+        assert_eq!(words(&K8S_LEASE.words)[1..3], ["holderIdentity", "renewTime"]);
+        assert_eq!(words(&SQL_WORDS), ["row", "transaction", "transaction", "version"]);
+        assert_eq!(STREAM.words.grant, "job");
+        assert_eq!(REDLOCK.words.grant, "lock");
+    }
+
+    #[test]
+    fn redlock_s_label_counts_its_nodes() {
+        assert_eq!(LockShape::Redlock { nodes: 5 }.label(), "Redlock on 5 Redis servers");
+        assert_eq!(LockShape::Etcd.label(), "etcd lease lock");
+    }
+}
