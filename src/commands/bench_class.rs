@@ -19,7 +19,8 @@ use crate::tui::theme::Theme;
 
 /// Time between two posts of one student.
 const PACE: Duration = Duration::from_millis(50);
-/// How long the instructor waits for the last event before calling the rest lost.
+/// How long the instructor waits, past the time the students need to post everything,
+/// before calling the rest lost.
 const PATIENCE: Duration = Duration::from_secs(30);
 
 pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
@@ -55,7 +56,7 @@ pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
         }
         let wanted = (students * events) as usize;
         let (mut latencies, mut refused, mut log) = (Vec::new(), Vec::new(), Vec::new());
-        let deadline = Instant::now() + PATIENCE;
+        let deadline = Instant::now() + PACE * events + PATIENCE;
         while latencies.len() < wanted && Instant::now() < deadline {
             for arrival in roll.read(Duration::from_millis(100)).await? {
                 match arrival {
