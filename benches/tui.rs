@@ -1,5 +1,8 @@
 //! TUI costs, reported as medians and ratios to the targets:
 //! - render time per frame at 160x48 with 8 workers and 10,000 events (target < 2 ms);
+//! - a class's long run: 30 lanes of one work step every 50 ms for up to ten minutes
+//!   (360,000 events): a frame must not cost the whole run (it did, through a
+//!   `skip` that walked every span per column);
 //! - CPU used by the real binary while idle after a run, over 10 s (target < 1% of a core),
 //!   measured in tmux from /proc; and, for contrast, while a run is live.
 //!
@@ -123,6 +126,54 @@ fn render_bench() {
     );
 }
 
+/// A class of 30 students, one work step each every 50 ms (what `bench class` posts),
+/// drawn at 160x48 after 1, 3 and 10 minutes of it.
+fn long_run_bench() {
+    use fencelab::engine::log::{EventKind, WorkerEvent};
+    let names: Vec<String> = (1..=30).map(|i| format!("s{i:03}")).collect();
+    let base = builtin("playground").unwrap().unwrap();
+    let workers = names.iter().map(|n| WorkerSpec {
+        name: n.clone(),
+        start_ms: 0,
+        steps: vec![Step::Work { ms: 50 }],
+        clock_rate: 1.0,
+        program: None,
+    });
+    let scenario = Scenario { workers: workers.collect(), ..base };
+    for minutes in [1u64, 3, 10] {
+        let posts = minutes * 60 * 20;
+        let mut events = Vec::new();
+        for n in 0..posts {
+            for (i, name) in names.iter().enumerate() {
+                events.push(Event {
+                    seq: events.len() as u64 + 1,
+                    t_ms: n as f64 * 50.0 + i as f64,
+                    kind: EventKind::Worker {
+                        worker: name.clone(),
+                        what: WorkerEvent::Working { ms: 50 },
+                    },
+                });
+            }
+        }
+        let (count, end) = (events.len(), events.last().unwrap().t_ms);
+        let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
+        app.update(Msg::RunStarting);
+        app.update(Msg::Logged(events));
+        app.update(Msg::Clock { reached_ms: end, real_ms: 0.0 });
+        let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let start = Instant::now();
+            terminal.draw(|f| draw(f, &app)).unwrap();
+            times.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        println!(
+            "a class's run, 30 lanes, {minutes} min ({count} events), 160x48: median {:.3} ms per frame",
+            median(times)
+        );
+    }
+}
+
 /// utime + stime of a process, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -190,5 +241,6 @@ fn main() {
         return;
     }
     render_bench();
+    long_run_bench();
     cpu_bench();
 }

@@ -642,7 +642,10 @@ fn within<T>(
     to: f64,
 ) -> impl Iterator<Item = &crate::model::Span<T>> {
     let i = spans.partition_point(|s| s.from_ms < from);
-    let ends = spans.iter().map(|s| s.from_ms).skip(i + 1).chain([f64::INFINITY]);
+    // Sliced, not `skip`ped: skipping a mapped iterator calls the map for every span
+    // skipped, which made each column cost the whole run (a long class's frames).
+    let later = spans.get(i + 1..).unwrap_or_default();
+    let ends = later.iter().map(|s| s.from_ms).chain([f64::INFINITY]);
     spans[i..]
         .iter()
         .zip(ends)
