@@ -2,7 +2,7 @@
 //! one of its Lua scripts) or its key pattern: the error names the refused command
 //! and the rule that allows it, and points at the minimal ACL in README.md.
 
-mod support;
+use crate::support;
 
 /// The README's minimal rule without `without`, for user `name` with password `pw`.
 fn user_without(con: &mut redis::Connection, name: &str, without: &str) {

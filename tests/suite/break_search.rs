@@ -3,7 +3,7 @@
 //! its budget (and says what it covered); the counterexample it saves passes
 //! `--check` on real Redis and on the simulator; bad input is one clear line.
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! A class on a private redis-server on TCP loopback with a password, as a classroom
 //! would run it: students' ACL users, their streams, the roll's checks, closing.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

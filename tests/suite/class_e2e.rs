@@ -4,7 +4,7 @@
 //! kernel (state `T`), and both the projector and the student's own screen show its
 //! stale write when it resumes.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! loaded, reads no other student's answers, and a room ends whatever happens to its
 //! instructor (killed, interrupted on a stopped Redis, closing on a busy one).
 
-mod support;
+use crate::support;
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};

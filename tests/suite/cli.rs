@@ -1,7 +1,7 @@
 //! Bad input and bad servers give a clear one-line error and a non-zero exit, never
 //! a panic or a hang; passwords never appear in output or saved files.
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -92,7 +92,7 @@ fn a_malformed_scenario_file_names_file_line_and_column() {
 fn check_fails_when_the_outcome_differs_from_the_expectation() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wrong.toml");
-    let src = include_str!("../lessons/03-gc-pause.toml")
+    let src = include_str!("../../lessons/03-gc-pause.toml")
         .replace("storage = [\"B:2\"]", "storage = [\"A:1\"]");
     std::fs::write(&path, src).unwrap();
     let out = run(&["run", path.to_str().unwrap(), "--sim", "--check"]);

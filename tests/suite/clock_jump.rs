@@ -2,7 +2,7 @@
 //! other, and nothing outside the run's prefix) reach their deadline sooner, on real
 //! Redis servers; the simulator's nodes agree.
 
-mod support;
+use crate::support;
 
 use fencelab::backend::Keys;
 use fencelab::backend::node::LockNode;

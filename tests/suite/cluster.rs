@@ -3,7 +3,7 @@
 //! key of a run shares a hash tag, so the multi-key scripts never meet CROSSSLOT, and
 //! the cluster client follows MOVED to whichever master owns the run's slot.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Reaching into a running run, as the TUI's keys do: pause, resume, crash, fencing.
 //! On the simulator (exact virtual time) and, for the pause, on real Redis too.
 
-mod support;
+use crate::support;
 
 use fencelab::backend::deployment::Deployment;
 use fencelab::backend::redis::RedisBackend;

@@ -4,7 +4,7 @@
 //! And each must show its expected outcome on both: this is `--check` for the whole
 //! course, on the simulator and on a real redis-server.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! and in Node. The solutions live apart from the starters, in
 //! examples/exercises/solutions/.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

@@ -1,7 +1,7 @@
 //! Pictures of saved runs: valid SVG, a lane per worker, every rejected write marked;
 //! readable on a slide (no overlapping text, 18 px and more); two runs compared.
 
-mod support;
+use crate::support;
 
 use fencelab::engine::log::EventKind;
 use fencelab::model::RunModel;

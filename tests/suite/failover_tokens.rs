@@ -3,7 +3,7 @@
 //! token, and a storage that accepts equal tokens (`<=`) takes A's stale write; tokens
 //! from the storage's own counter survive the failover and A's write is rejected.
 
-mod support;
+use crate::support;
 
 use fencelab::check::check;
 use fencelab::engine::log::Event;

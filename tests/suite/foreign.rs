@@ -2,7 +2,7 @@
 //! `Lock` under the article's pause, its fenced twin, and deliberately broken programs
 //! that must end the run with a clear error, leaving no process and no key behind.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

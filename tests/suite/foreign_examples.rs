@@ -5,7 +5,7 @@
 //!
 //! Every trial is a real run, so the leases are short (`--time-scale`) and budgets small.
 
-mod support;
+use crate::support;
 
 use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;

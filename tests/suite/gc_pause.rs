@@ -1,7 +1,7 @@
 //! The article's experiment on a private real Redis: the stale write lands without
 //! fencing and is rejected with it.
 
-mod support;
+use crate::support;
 
 use fencelab::backend::redis::RedisBackend;
 use fencelab::check::{ViolationKind, check};

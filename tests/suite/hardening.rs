@@ -1,7 +1,7 @@
 //! Misbehaving servers and signals: every call has a deadline, and SIGINT, SIGTERM
 //! and SIGHUP end `fencelab run` promptly whatever it waits on.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::process::{Child, Output, Stdio};

@@ -3,7 +3,7 @@
 //! clear error, never a panic; a saved log's absurdly long line is refused in bounded
 //! memory; an interrupted run says what became of its keys; `export` stays linear.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};

@@ -1,6 +1,6 @@
 //! A run touches only its own keys, leaves none behind, and leaves no process.
 
-mod support;
+use crate::support;
 
 use std::process::{Child, Stdio};
 use std::thread::sleep;

@@ -3,7 +3,7 @@
 //! one that starts none), and its PostgreSQL schema carries a deadline after which a
 //! later run drops it.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

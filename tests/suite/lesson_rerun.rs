@@ -3,7 +3,7 @@
 //! jumped its nodes. Every run must start, end as the lesson expects, and leave no
 //! dead server behind, however long the learner read in between.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 //! narration step, once drawn, finds what it says happened (a write accepted or
 //! rejected, token N granted, a lease expired) in the model on screen.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! cursor stops at the run's end) while `--check` still passed: such a lesson is
 //! refused at load, at the file, line and column of the moment, with the run's end.
 
-mod support;
+use crate::support;
 
 use fencelab::lesson::load_file;
 

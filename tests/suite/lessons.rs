@@ -2,7 +2,7 @@
 //! reached by its run. (That each lesson shows its expected outcome on the simulator
 //! and on real Redis is tests/differential.rs.)
 
-mod support;
+use crate::support;
 
 use fencelab::engine::log::EventKind;
 use fencelab::lesson::{self, sweep};

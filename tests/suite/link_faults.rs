@@ -4,7 +4,7 @@
 //! run's links leaves no listener or connection behind. The simulator's model of the
 //! same faults is checked against these by the differential test (lessons 21, 22).
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

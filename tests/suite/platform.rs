@@ -3,7 +3,7 @@
 //! `platform::tie_to_parent`) does it alone, with Linux's `PR_SET_PDEATHSIG` turned
 //! off.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

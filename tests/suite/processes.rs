@@ -2,7 +2,7 @@
 //! kernel pauses them (SIGSTOP), and the article's experiment comes out as it does
 //! with in-process workers.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Random schedules of pauses and writes on the simulator (virtual time, so each
 //! case runs in microseconds and exactly the same way every time).
 
-mod support;
+use crate::support;
 
 use fencelab::check::{ViolationKind, check};
 use fencelab::engine::log::{Event, EventKind};

@@ -4,7 +4,7 @@
 //! connection of the test's) shows the job moving; on the simulator the same calls
 //! give the same answers, to the millisecond, on the virtual clock.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

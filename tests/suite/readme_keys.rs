@@ -2,7 +2,7 @@
 
 use fencelab::tui::keys::{BINDINGS, replay_bindings};
 
-const README: &str = include_str!("../README.md");
+const README: &str = include_str!("../../README.md");
 
 /// The first column of the table under the playground's heading, as written.
 fn playground_keys() -> Vec<String> {

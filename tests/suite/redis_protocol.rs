@@ -1,6 +1,6 @@
 //! Each step of the lock protocol, against a private real redis-server.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

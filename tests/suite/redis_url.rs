@@ -3,7 +3,7 @@
 //! own start private ones and keep the storage on the given Redis), and none of that
 //! Redis's other keys changes.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

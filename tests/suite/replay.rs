@@ -1,6 +1,6 @@
 //! Saved runs replayed: the same frames as live, and clear errors for bad files.
 
-mod support;
+use crate::support;
 
 use fencelab::engine::log::Event;
 use fencelab::output::jsonl::write_all;

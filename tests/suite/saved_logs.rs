@@ -2,7 +2,7 @@
 //! are refused with the line; a log spanning 1e15 ms or holding many events exports
 //! in bounded time and size.
 
-mod support;
+use crate::support;
 
 use fencelab::output::jsonl::to_line;
 use fencelab::output::load::parse_runs;

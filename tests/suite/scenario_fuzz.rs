@@ -3,7 +3,7 @@
 //! `file:line:column` error that prints no control character, or runs to its end on
 //! the simulator in bounded time; nothing panics.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! (SIGKILL) while every worker is quiet is an event in the log within 1-2 s, and the
 //! run ends with an error naming the server, instead of waiting as long as it stalls.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};

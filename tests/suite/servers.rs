@@ -1,7 +1,7 @@
 //! Every kind of private server fencelab starts: it stops with its owner and leaves no
 //! process and no temp dir behind; and a server that cannot start says why.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

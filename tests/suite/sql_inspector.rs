@@ -1,7 +1,7 @@
 //! Lesson 16's point is "0 rows updated": the commands inspector shows the `UPDATE`
 //! each write ran and PostgreSQL's row count, not a Redis script.
 
-mod support;
+use crate::support;
 
 use fencelab::engine::log::EventKind;
 use fencelab::scenario::builtin;

@@ -4,7 +4,7 @@
 //! simulator is held to real Redis by `tests/differential.rs`, so this chains the
 //! stepper to real servers.
 
-mod support;
+use crate::support;
 
 use fencelab::check::{Violation, check};
 use fencelab::engine::log::{Event, EventKind, RunOutcome};

@@ -1,7 +1,7 @@
 //! `rediss://`: the same run over TLS, against a private redis-server with a
 //! throwaway self-signed certificate.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

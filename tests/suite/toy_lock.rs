@@ -2,7 +2,7 @@
 //! (a `Deployment` of it and the simulator's storage) and run through the engine: the
 //! proof that a new lock service is one module plus one line.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

@@ -5,7 +5,7 @@
 //! shows up here as a diff; refactors (reshaping `backend/`, say) must leave every one
 //! of them byte-identical.
 
-mod support;
+use crate::support;
 
 #[test]
 fn every_scenario_prints_the_same_transcript_on_the_simulator() {

@@ -2,7 +2,7 @@
 //! watch the stale write land, switch fencing, rerun, watch it rejected, quit, and
 //! find the terminal restored.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};

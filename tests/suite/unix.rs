@@ -1,7 +1,7 @@
 //! Unix manners: a closed pipe ends the program quietly; shell completions and a man
 //! page.
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 

@@ -2,7 +2,7 @@
 //! at 0.25 s of a 1 s lease while R waits. Exact times on the simulator's virtual
 //! clock; on a real redis-server, orderings with generous margins.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

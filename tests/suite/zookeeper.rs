@@ -6,7 +6,7 @@
 //! Some cases need a second process (one to kill, one to pause, one with no `java` on its
 //! PATH): the test binary runs itself again with `ROLE` set, and [`child_role`] plays it.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! czxid, while the holder's znode is gone. Cleanup leaves no path of the run behind.
 //! And fencelab killed outright in the middle of the lesson leaves no JVM behind.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;
