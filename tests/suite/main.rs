@@ -6,6 +6,10 @@
 //! folder, signal handlers, its open files); a test that must count this process's
 //! sockets lives apart (tests/link_cleanup.rs).
 
+// Tests may unwrap and panic: that is how they fail (Cargo.toml's [lints] forbid both
+// outside tests).
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 #[path = "../support/mod.rs"]
 mod support;
 
