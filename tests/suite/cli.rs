@@ -113,7 +113,11 @@ fn redis_dying_mid_run_ends_the_run_with_an_error_not_a_hang() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(800)); // A is paused, B is waiting
+    // Mid-run: A holds the lock (its key is on the server), paused, and B waits.
+    let mut con = support::sync_con(&server);
+    support::wait_for("A's lock on the server", || {
+        (redis::cmd("DBSIZE").query::<u64>(&mut con).unwrap() > 0).then_some(())
+    });
     drop(server);
     let deadline = Instant::now() + Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {

@@ -105,7 +105,7 @@ async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
         Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
     ));
     assert!(keys_left(&server, &run_id(&events)).is_empty());
-    assert!(running("python-redis-py/lock.py").is_empty());
+    assert!(support::programs_of_run(&run_id(&events)).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,6 @@
 use crate::support;
 
 use std::process::{Child, Stdio};
-use std::thread::sleep;
-use std::time::Duration;
 
 use support::{alive, children, wait_for};
 
@@ -83,7 +81,9 @@ fn the_private_server_stops_when_the_program_is_interrupted_or_terminated() {
         let dir = wait_for("redis-server to enter its dir", || {
             std::fs::read_link(format!("/proc/{server}/cwd")).ok().filter(|d| is_server_dir(d))
         });
-        sleep(Duration::from_millis(300));
+        wait_for("the program's signal handler", || {
+            support::catches(child.id(), signal).then_some(())
+        });
         unsafe { libc::kill(child.id() as i32, signal) };
         let status = wait_for("the program to exit", || child.try_wait().unwrap());
         assert_eq!(status.code(), Some(code), "signal {signal}");

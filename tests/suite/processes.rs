@@ -153,8 +153,10 @@ fn no_worker_process_outlives_a_killed_fencelab() {
             .collect();
         (workers.len() == 2).then_some(workers)
     });
-    // A is frozen by now or soon: the kernel must end a stopped child too.
-    std::thread::sleep(Duration::from_millis(300));
+    // The kernel must end a stopped child too: kill the parent once A is frozen.
+    wait_for("A's process stopped (T)", || {
+        workers.iter().any(|&pid| support::state(pid) == "T").then_some(())
+    });
     parent.kill().unwrap();
     parent.wait().unwrap();
     for pid in workers {

@@ -58,12 +58,33 @@ fn each_run_of_a_file_starts_its_own_clock() {
     assert_eq!(parse_runs(&lines.join("\n"), "run.jsonl").unwrap().len(), 2);
 }
 
-/// Peak resident memory in KB of the children this test process has waited for.
-fn children_peak_rss_kb() -> i64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is always valid.
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
-    usage.ru_maxrss
+/// Waits for `child`, at most `limit`, and returns whether it succeeded and its peak
+/// resident memory in KB: wait4's account of this one child, not of every child this
+/// process has waited for (other tests here start servers of their own, a JVM among
+/// them).
+fn wait_with_peak_rss_kb(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> (bool, i64) {
+    let pid = child.id() as libc::pid_t;
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 fills the status and the struct it is given, for our own child.
+        let waited = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(waited >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if waited == pid {
+            let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+            return (ok, usage.ru_maxrss);
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("export of a 1e15 ms log still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 #[test]
@@ -72,7 +93,6 @@ fn a_log_spanning_1e15_ms_with_many_events_exports_in_bounded_time_memory_and_si
     let saved = dir.path().join("long.jsonl");
     std::fs::write(&saved, support::long_log(20_000, 1e15)).unwrap();
     let svg = dir.path().join("long.svg");
-    let started = std::time::Instant::now();
     let mut child = support::bin()
         .arg("export")
         .arg(&saved)
@@ -82,21 +102,11 @@ fn a_log_spanning_1e15_ms_with_many_events_exports_in_bounded_time_memory_and_si
         .spawn()
         .unwrap();
     // Today's cost would grow with the span (a grid line per second): give it 60 s.
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("export of a 1e15 ms log still running after 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert!(status.success());
+    let (ok, rss_kb) = wait_with_peak_rss_kb(&mut child, std::time::Duration::from_secs(60));
+    assert!(ok);
     let size = std::fs::metadata(&svg).unwrap().len();
     assert!(size < 150_000, "the SVG is {size} bytes: more than a picture's columns need");
-    let rss_mb = children_peak_rss_kb() / 1024;
+    let rss_mb = rss_kb / 1024;
     assert!(rss_mb < 300, "export peaked at {rss_mb} MB");
     let text = std::fs::read_to_string(&svg).unwrap();
     roxmltree::Document::parse(&text).unwrap();
@@ -109,6 +119,7 @@ fn a_long_log_is_judged_in_one_sweep_not_pair_by_pair() {
     let violations = fencelab::check::check(&runs[0]);
     let took = started.elapsed();
     assert!(violations.is_empty(), "{:?}", violations.first());
-    // 60,000 beliefs: comparing every pair is 1.8e9 comparisons, far beyond this.
-    assert!(took < std::time::Duration::from_secs(3), "the checker took {took:?}");
+    // 60,000 beliefs: comparing every pair is 1.8e9 comparisons, minutes even on an idle
+    // machine; one sweep takes well under a second, so 20 s only fails the quadratic.
+    assert!(took < std::time::Duration::from_secs(20), "the checker took {took:?}");
 }

@@ -165,22 +165,24 @@ fn run_and_hurt_the_server(signal: libc::c_int) -> (Duration, String, String, Du
     (reported.unwrap_or_else(|| panic!("no ✖ line:\n{out}\n{err}")), out, err, ended)
 }
 
-/// The server is hurt while A pauses: the transcript's ✖ line comes within 2.5 s,
-/// the program ends soon after, and both say which server and `says` why.
+/// The server is hurt while A pauses: the transcript's ✖ line comes from the
+/// watchdog (a reading has 1 s), not when A's 20 s pause ends, the program ends soon
+/// after, and both say which server and `says` why. The bounds sit between the two,
+/// wide enough for a loaded machine.
 fn reported_promptly(signal: libc::c_int, says: &str) {
     let (reported, out, err, ended) = run_and_hurt_the_server(signal);
-    assert!(reported < Duration::from_millis(2500), "reported after {reported:?}:\n{out}");
-    assert!(ended < Duration::from_secs(4), "ended after {ended:?}:\n{out}\n{err}");
+    assert!(reported < Duration::from_secs(8), "reported after {reported:?}:\n{out}");
+    assert!(ended < Duration::from_secs(12), "ended after {ended:?}:\n{out}\n{err}");
     assert!(out.contains("✖ ") && out.contains(says), "{out}");
     assert!(err.contains("error: Redis unix://") && err.contains(says), "{err}");
 }
 
 #[test]
-fn a_stopped_redis_is_reported_within_two_seconds_and_ends_the_run() {
+fn a_stopped_redis_is_reported_by_the_watchdog_and_ends_the_run() {
     reported_promptly(libc::SIGSTOP, "did not answer for 1.0 s (stopped, or overloaded?)");
 }
 
 #[test]
-fn a_killed_redis_is_reported_within_two_seconds_and_ends_the_run() {
+fn a_killed_redis_is_reported_by_the_watchdog_and_ends_the_run() {
     reported_promptly(libc::SIGKILL, "went away");
 }
