@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: private servers, runs, outcome digests.
-#![allow(dead_code)] // each test binary uses a different subset of these helpers
+#![allow(dead_code)] // tests/link_cleanup.rs, a binary of its own, uses a few of these
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
