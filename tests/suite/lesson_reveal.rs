@@ -12,6 +12,8 @@ use crate::support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fencelab::backend::deployment::{Deployment, Shape};
+use fencelab::backend::redis::RedisBackend;
 use fencelab::engine::log::{Event, EventKind, Truth, WorkerEvent};
 use fencelab::engine::{RunOptions, prepare};
 use fencelab::lesson::{Lesson, NarrationStep};
@@ -30,9 +32,10 @@ use tokio_util::sync::CancellationToken;
 /// enough that the answer has happened in the servers.
 const RUN_ON_MS: f64 = 1500.0;
 
-/// How many lessons run at once: enough to finish in reasonable time, few enough that
-/// a loaded 2-core machine keeps every run's timing.
-const PARALLEL_LESSONS: usize = 3;
+/// How many lessons run at once, as many as the differential test's real runs: enough
+/// to finish in reasonable time, few enough that a loaded 2-core machine keeps every
+/// run's timing.
+const PARALLEL_LESSONS: usize = 4;
 
 fn screen(app: &App) -> String {
     let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
@@ -155,14 +158,19 @@ fn expired(cut: &[Event]) -> bool {
 }
 
 /// Take `lesson` through every run (the first, then `c` through its variants) on
-/// private servers, the app following each as the TUI does.
-async fn follow(lesson: &Lesson) -> (usize, usize) {
+/// private servers, the app following each as the TUI does: on `shared` (one
+/// redis-server for every lesson on one Redis, each run under keys of its own, as in
+/// the differential test), or on servers of its own for other shapes of lock.
+async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
     let name = lesson.scenario.name.clone();
     let runs = lesson.scenario.planned_runs(&lesson.scenario.expect.modes()).len();
     let scenario = lesson.scenario.clone();
-    let deployment = tokio::task::spawn_blocking(move || support::deployment_for(&scenario, false))
-        .await
-        .unwrap();
+    let deployment = if Shape::of(&scenario) == Shape::SINGLE {
+        shared
+    } else {
+        let own = tokio::task::spawn_blocking(move || support::deployment_for(&scenario, false));
+        Arc::new(own.await.unwrap())
+    };
     let simulated = deployment.simulated();
     let mut app = app_for(lesson, simulated);
     let mut keys: Vec<Action> = Vec::new();
@@ -249,14 +257,16 @@ async fn follow(lesson: &Lesson) -> (usize, usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_question_of_the_course_shows_anything_later_than_its_moment_on_real_servers() {
     let (mut asked, mut past) = (0, 0);
-    // Lessons side by side, a few at a time (each on servers of its own).
+    let server = support::redis();
+    let shared = Arc::new(support::on_redis(RedisBackend::open(&server.url(), "test").unwrap()));
+    // Lessons side by side, a few at a time.
     let limit = Arc::new(Semaphore::new(PARALLEL_LESSONS));
     let mut tasks = JoinSet::new();
     for lesson in fencelab::lesson::course().unwrap() {
-        let limit = limit.clone();
+        let (limit, shared) = (limit.clone(), shared.clone());
         tasks.spawn(async move {
             let _permit = limit.acquire().await.unwrap();
-            follow(&lesson).await
+            follow(&lesson, shared).await
         });
     }
     while let Some(done) = tasks.join_next().await {
