@@ -7,11 +7,9 @@ use crate::support;
 
 use std::process::Output;
 
-static TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// One check at a time: each is a race on real servers against the scheduler.
 fn check(exercise: &str, program: &str) -> (Output, String) {
-    let _turn = TURNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _turn = crate::turn();
     let out = support::bin().args(["check", exercise, "--program", program]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let all = format!("{text}\n{}", String::from_utf8_lossy(&out.stderr));

@@ -24,13 +24,10 @@ fn lesson_with(name: &str, program: &str) -> Scenario {
     with_program(builtin(name).unwrap().unwrap(), Some(program)).unwrap()
 }
 
-/// The tests take turns: each is a race on real servers against the kernel's
-/// scheduler, and six of them at once on two loaded cores would lose it.
-static TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+/// The tests take turns (with the other races of this binary): each is a race on
+/// real servers against the kernel's scheduler, and several at once on two loaded
+/// cores would lose it.
+use crate::turn;
 
 /// One real run of `scenario` on the private servers it asks for (a redis-server, or
 /// Redlock's nodes).

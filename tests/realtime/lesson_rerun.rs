@@ -124,6 +124,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn lesson_20s_c_runs_every_variant_on_the_same_redlock_nodes_and_fencing_rejects_the_stale_write() {
+    let _turn = crate::turn();
     let lesson = fencelab::lesson::find("redlock-clock-jump").unwrap().unwrap();
     let screens = runtime().block_on(every_run(&lesson));
     let labels: Vec<&str> = screens.iter().map(|(l, _)| l.as_str()).collect();
@@ -143,6 +144,7 @@ fn lesson_20s_c_runs_every_variant_on_the_same_redlock_nodes_and_fencing_rejects
 /// the failover pair's primary (14).
 #[test]
 fn lessons_with_node_faults_run_again_and_again_on_the_same_servers() {
+    let _turn = crate::turn();
     for name in ["redlock-node-dies", "redlock-restart", "failover"] {
         let lesson = fencelab::lesson::find(name).unwrap().unwrap();
         let screens = runtime().block_on(every_run(&lesson));

@@ -451,12 +451,12 @@ fn strongly_connected(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Mod
     s.out
 }
 
-/// The integration tests stay one binary: every file of tests/suite is a module of
-/// main.rs (a file it does not name would never run), and tests/ holds no other test
-/// file but those that need a process of their own (each a binary to link, the slow
-/// part of a build on two cores).
+/// The integration tests stay few binaries: every file of tests/suite and
+/// tests/realtime is a module of its main.rs (a file it does not name would never
+/// run), and tests/ holds no other test file but those that need a process of their
+/// own (each a binary to link, the slow part of a build on two cores).
 #[test]
-fn the_integration_tests_are_one_binary() {
+fn the_integration_tests_are_few_binaries() {
     const APART: [&str; 1] = ["link_cleanup.rs"];
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let rs_files = |dir: &Path| -> Vec<String> {
@@ -471,10 +471,15 @@ fn the_integration_tests_are_one_binary() {
     let alone: Vec<String> =
         rs_files(&tests).into_iter().filter(|n| !APART.contains(&n.as_str())).collect();
     assert!(alone.is_empty(), "move these into tests/suite (a `mod` line in main.rs): {alone:?}");
-    let main = std::fs::read_to_string(tests.join("suite/main.rs")).unwrap();
-    let unnamed: Vec<String> = rs_files(&tests.join("suite"))
-        .into_iter()
-        .filter(|n| n != "main.rs" && !main.contains(&format!("\nmod {};", &n[..n.len() - 3])))
-        .collect();
-    assert!(unnamed.is_empty(), "tests/suite/main.rs does not name (so never runs): {unnamed:?}");
+    for binary in ["suite", "realtime"] {
+        let main = std::fs::read_to_string(tests.join(binary).join("main.rs")).unwrap();
+        let unnamed: Vec<String> = rs_files(&tests.join(binary))
+            .into_iter()
+            .filter(|n| n != "main.rs" && !main.contains(&format!("\nmod {};", &n[..n.len() - 3])))
+            .collect();
+        assert!(
+            unnamed.is_empty(),
+            "tests/{binary}/main.rs does not name (never runs): {unnamed:?}"
+        );
+    }
 }

@@ -30,7 +30,9 @@ fn zookeeper() -> PrivateZooKeeper {
 /// This test binary again, running only [`child_role`] as `role`; its stdout is piped.
 fn spawn_role(role: &str, env: &[(&str, &str)]) -> Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+    // The test's name in this binary: its module's path, the crate's name left out.
+    let name = format!("{}::child_role", module_path!().split_once("::").map_or("", |(_, m)| m));
+    cmd.args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .stdout(Stdio::piped())
         .stderr(Stdio::null());

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: private servers, runs, outcome digests.
-#![allow(dead_code)] // tests/link_cleanup.rs, a binary of its own, uses a few of these
+#![allow(dead_code)] // each test binary (suite, realtime, link_cleanup) uses a subset
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
