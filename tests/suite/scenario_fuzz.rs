@@ -7,7 +7,7 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use fencelab::engine::log::{EventKind, RunOutcome};
+use fencelab::engine::log::{Event, EventKind, RunOutcome};
 use fencelab::scenario::parse_scenario;
 use proptest::prelude::*;
 
@@ -145,6 +145,42 @@ fn bounded_sim_run(scenario: &fencelab::scenario::Scenario) -> Vec<fencelab::eng
     })
 }
 
+/// Whether a simulated run's log says it came to its end by itself: it ends with
+/// run_ended, Completed; the watchdog may stop it (Interrupted) only where a waiter can
+/// wait forever, on a lock that never expires (`ttl_ms = 0`). A run that fails on the
+/// simulator is a bug, whatever the file says.
+fn ran_to_its_end(events: &[Event], ttl_ms: u64) -> Result<(), String> {
+    match events.last().map(|e| &e.kind) {
+        Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. }) => Ok(()),
+        Some(EventKind::RunEnded { outcome: RunOutcome::Interrupted, .. }) if ttl_ms == 0 => Ok(()),
+        Some(EventKind::RunEnded { outcome, .. }) => Err(format!("the run ended {outcome:?}")),
+        other => Err(format!("the log ends with {other:?}")),
+    }
+}
+
+/// The fuzz's judgment can fail: a log cut short, a failed run, a run the watchdog
+/// stopped though its lock expires, are each refused.
+#[test]
+fn a_run_that_did_not_end_by_itself_is_refused() {
+    let gc_pause = fencelab::scenario::builtin("gc-pause").unwrap().unwrap();
+    let events = support::sim_run(&gc_pause, false);
+    assert_eq!(ran_to_its_end(&events, gc_pause.ttl_ms), Ok(()));
+    assert!(ran_to_its_end(&events[..events.len() - 1], gc_pause.ttl_ms).is_err());
+    let ended_with = |outcome: RunOutcome| {
+        let mut events = events.clone();
+        if let Some(EventKind::RunEnded { outcome: o, .. }) = events.last_mut().map(|e| &mut e.kind)
+        {
+            *o = outcome;
+        }
+        events
+    };
+    let failed = ended_with(RunOutcome::Failed { error: "x".into() });
+    assert!(ran_to_its_end(&failed, gc_pause.ttl_ms).is_err());
+    let stopped = ended_with(RunOutcome::Interrupted);
+    assert!(ran_to_its_end(&stopped, 2000).is_err());
+    assert_eq!(ran_to_its_end(&stopped, 0), Ok(()));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -164,19 +200,8 @@ proptest! {
                 prop_assert!(scenario.workers.len() <= 26);
                 let started = Instant::now();
                 let events = bounded_sim_run(&scenario);
-                // The log ends with the run's end, and the run came to its end by
-                // itself: the watchdog may stop it only where a waiter can wait
-                // forever, on a lock that never expires (`ttl_ms = 0`). A run that
-                // fails on the simulator is a bug, whatever the file says.
-                let outcome = match events.last().map(|e| &e.kind) {
-                    Some(EventKind::RunEnded { outcome, .. }) => outcome,
-                    other => return Err(TestCaseError::fail(format!("the log ends with {other:?}: {src}"))),
-                };
-                let stopped_forever_wait = *outcome == RunOutcome::Interrupted && scenario.ttl_ms == 0;
-                prop_assert!(
-                    *outcome == RunOutcome::Completed || stopped_forever_wait,
-                    "the run ended {outcome:?}: {src}"
-                );
+                let ended = ran_to_its_end(&events, scenario.ttl_ms);
+                prop_assert!(ended.is_ok(), "{}: {src}", ended.unwrap_err());
                 // Virtual time bounds the run; this only catches a hang in no
                 // virtual time at all, so it is generous for a loaded machine.
                 prop_assert!(
