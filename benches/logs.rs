@@ -6,6 +6,9 @@
 //!
 //! Run with `cargo bench --bench logs` (release build; a few minutes).
 
+// A measurement that cannot run stops with a panic, as a test does.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

@@ -8,6 +8,9 @@
 //!
 //! Run with `cargo bench --bench tui` (needs tmux for the CPU part).
 
+// A measurement that cannot run stops with a panic, as a test does.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 

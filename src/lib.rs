@@ -6,6 +6,9 @@
 //! `commands` wires them to the command line; `platform` holds everything that differs
 //! between Linux and macOS. See ARCHITECTURE.md for the picture.
 
+// Unit tests may unwrap and panic; the rest of the crate may not (Cargo.toml's [lints]).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::panic))]
+
 // Before anything else fails to compile: fencelab needs a Unix (signals, pipes, the
 // servers it starts).
 #[cfg(not(unix))]

@@ -2,6 +2,9 @@
 //! the run opened (its clients, the proxies' listeners and connections) is closed when
 //! the run ends. Its own test binary, so no other test opens sockets meanwhile.
 
+// Tests may unwrap and panic: that is how they fail.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 mod support;
 
 use std::time::{Duration, Instant};

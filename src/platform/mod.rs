@@ -1,6 +1,6 @@
 //! Everything fencelab does differently from one operating system to another, in one
 //! place: the rest of `src/` calls these functions and names no OS-only API or path
-//! (`tests/platform.rs` greps for them). The variants sit side by side in `linux.rs`
+//! (`tests/suite/platform.rs` greps for them). The variants sit side by side in `linux.rs`
 //! and `macos.rs`; what POSIX gives every Unix alike is here.
 //!
 //! - [`tie_to_parent`]: a child process dies with fencelab, even when fencelab is

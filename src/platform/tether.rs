@@ -12,7 +12,7 @@
 //! The child names its own pid before it runs a single instruction of the program,
 //! so there is no moment at which a dead fencelab would leave it unwatched. Linux's
 //! `PR_SET_PDEATHSIG` is added as a second line (see `linux.rs`), and
-//! `FENCELAB_PDEATHSIG=off` leaves it out, which is how `tests/platform.rs` proves
+//! `FENCELAB_PDEATHSIG=off` leaves it out, which is how `tests/suite/platform.rs` proves
 //! that the guard alone does the work.
 
 use std::io::{self, PipeWriter};

@@ -3,7 +3,7 @@
 //! Every run of the search goes through [`Trials::trial`]. Where the stepper models
 //! everything the scenario uses (`stepper::supports`), it runs there: the same events
 //! as the full simulator without tokio, some 25 times faster (`fencelab bench sim`;
-//! `tests/stepper.rs` holds it to the simulator event for event, and the differential
+//! `tests/suite/stepper.rs` holds it to the simulator event for event, and the differential
 //! test holds the simulator to the real servers). Anything else runs on the full
 //! simulator, on one paused-clock runtime reused for every run (building a runtime
 //! per run costs more than the run).

@@ -21,9 +21,9 @@
 //! random among branches ready together: a `pause` fault landing at the very instant
 //! a worker's sleep ends), the stepper takes the fault first.
 //!
-//! Kept honest by `tests/stepper.rs`: for every scenario it supports, and for
+//! Kept honest by `tests/suite/stepper.rs`: for every scenario it supports, and for
 //! hundreds of random `pause` fault schedules, its outcomes, storage and checker
-//! violations equal the simulator's, which `tests/differential.rs` holds to real
+//! violations equal the simulator's, which `tests/suite/differential.rs` holds to real
 //! Redis. It logs no `Command` events (the inspector's commands): on the simulator
 //! they take no time, so the checker learns nothing from them, and formatting them
 //! was most of a run's cost.

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: private servers, runs, outcome digests.
-#![allow(dead_code)] // each test binary uses a different subset of these helpers
+#![allow(dead_code)] // each test binary (suite, realtime, link_cleanup) uses a subset
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -83,7 +83,7 @@ pub fn all_scenarios() -> Vec<Scenario> {
     }
     // A worker that is a foreign program (docs/worker-protocol.md) runs only on real
     // servers: the simulator cannot run someone else's code, so such a scenario has no
-    // run to compare (tests/foreign.rs runs them on private servers instead).
+    // run to compare (tests/suite/foreign.rs runs them on private servers instead).
     all.retain(|s| s.workers.iter().all(|w| w.program.is_none()));
     all
 }
@@ -310,5 +310,27 @@ pub fn signals(events: &[Event], worker: &str) -> Vec<fencelab::engine::log::Ker
             EventKind::Signal { worker: w, signal, .. } if w == worker => Some(*signal),
             _ => None,
         })
+        .collect()
+}
+
+/// Whether process `pid` has a handler for `signal` installed yet (its `SigCgt` mask,
+/// from /proc): a test waits on that before it sends the signal, instead of sleeping
+/// for as long as start-up usually takes.
+pub fn catches(pid: u32, signal: libc::c_int) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
+/// The live programs of run `run_id` (their environment's `FENCELAB_RUN`), from /proc:
+/// this run's alone, not another test's running the same script meanwhile.
+pub fn programs_of_run(run_id: &str) -> Vec<u32> {
+    let named = format!("FENCELAB_RUN={run_id}");
+    processes()
+        .filter(|(_, _, environ)| environ.split('\0').any(|v| v == named))
+        .map(|(pid, _, _)| pid)
         .collect()
 }

@@ -1,0 +1,57 @@
+//! `fencelab check EXERCISE --program ...` on a private redis-server: the starters
+//! (the lock's unsafe parts left in) still break, and the solutions hold, in Python
+//! and in Node. The solutions live apart from the starters, in
+//! examples/exercises/solutions/.
+
+use crate::support;
+
+use std::process::Output;
+
+/// One check at a time: each is a race on real servers against the scheduler.
+fn check(exercise: &str, program: &str) -> (Output, String) {
+    let _turn = crate::turn();
+    let out = support::bin().args(["check", exercise, "--program", program]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let all = format!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    (out, all)
+}
+
+#[test]
+fn the_exercises_are_listed_with_their_starters() {
+    let out = support::bin().arg("exercises").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for needle in ["safe-release", "fencing-token", "examples/exercises/starter.py", "starter.js"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+#[test]
+fn the_python_starter_sends_no_token_and_still_breaks() {
+    let (out, text) = check("fencing-token", "python3 examples/exercises/starter.py");
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("still breaks under the lesson's own schedule"), "{text}");
+    // The transcript shows why: the fenced storage refused the token-less writes.
+    assert!(text.contains("the storage took writes from []"), "{text}");
+}
+
+#[test]
+fn a_token_from_incr_sent_with_the_write_holds_under_break() {
+    let (out, text) = check("fencing-token", "python3 examples/exercises/solutions/lock.py");
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("fencelab break found no break in 4 real runs"), "{text}");
+}
+
+#[test]
+fn the_node_starter_deletes_the_next_holders_lock() {
+    let (out, text) = check("safe-release", "node examples/exercises/starter.js");
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("the storage took writes from [C, B]"), "{text}");
+}
+
+#[test]
+fn a_compare_and_delete_release_in_node_holds() {
+    let (out, text) = check("safe-release", "node examples/exercises/solutions/lock.js");
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("the lesson's own schedule: it holds"), "{text}");
+}

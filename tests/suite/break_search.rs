@@ -1,0 +1,267 @@
+//! `fencelab break`: the search finds the schedule that breaks each design without
+//! fencing, shrunk to a story of one or two faults; finds none with fencing within
+//! its budget (and says what it covered); the counterexample it saves passes
+//! `--check` on real Redis and on the simulator; bad input is one clear line.
+
+use crate::support;
+
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use fencelab::check::check;
+use fencelab::scenario::LockShape;
+use fencelab::scenario::{FaultKind, ViolationKind, builtin};
+use fencelab::search::space::{Move, Target, apply, design};
+use fencelab::search::trial::Trials;
+use fencelab::search::{Budget, Options, Outcome, harmful, search};
+use tokio_util::sync::CancellationToken;
+
+/// Small budgets keep the tests quick; the seed makes each search the same every time.
+fn search_for(name: &str, kinds: &[FaultKind], budget: u64) -> Outcome {
+    let scenario = builtin(name).unwrap().unwrap();
+    let options = Options {
+        kinds: Some(kinds.to_vec()),
+        budget: Budget::Schedules(budget),
+        seed: 1,
+        fencing: None,
+    };
+    search(&scenario, &options, &CancellationToken::new(), |_| {}).unwrap()
+}
+
+fn scenario_lock(name: &str) -> LockShape {
+    builtin(name).unwrap().unwrap().lock
+}
+
+/// The search found a break, shrunk to one or two faults of `kind`, and the shrunk
+/// schedule's run has a harmful violation.
+fn assert_broken(name: &str, kind: FaultKind) {
+    let outcome = search_for(name, &[kind], 3000);
+    let found = outcome.found.unwrap_or_else(|| panic!("{name}: no schedule broke it"));
+    assert!((1..=2).contains(&found.shrunk.len()), "{name}: {:?}", found.shrunk);
+    assert!(found.shrunk.iter().all(|m| m.kind == kind), "{name}: {:?}", found.shrunk);
+    assert!(found.shrunk.len() <= found.original.len());
+    let violations = check(&found.events);
+    assert!(
+        violations.iter().any(|v| harmful(v, false, scenario_lock(name).spec())),
+        "{name}: {violations:?}"
+    );
+}
+
+#[test]
+fn a_pause_breaks_the_gc_pause_design_without_fencing() {
+    assert_broken("gc-pause", FaultKind::Pause);
+}
+
+#[test]
+fn a_pause_after_the_check_breaks_check_then_write() {
+    let outcome = search_for("check-then-write", &[FaultKind::Pause], 3000);
+    let found = outcome.found.expect("a break");
+    // A's check is at 0.5 s and its write at 0.6 s: the pause lands between them.
+    assert_eq!(found.shrunk.len(), 1);
+    assert!((500..600).contains(&found.shrunk[0].at_ms), "{:?}", found.shrunk);
+    assert!(check(&found.events).iter().any(|v| v.kind() == ViolationKind::StaleWrite));
+}
+
+#[test]
+fn a_pause_breaks_longer_leases() {
+    assert_broken("longer-leases", FaultKind::Pause);
+}
+
+#[test]
+fn a_clock_jump_breaks_redlock() {
+    assert_broken("redlock-clock-jump", FaultKind::ClockJump);
+}
+
+#[test]
+fn shrinking_keeps_the_story_small_and_still_breaking() {
+    let found = search_for("gc-pause", &[FaultKind::Pause], 3000).found.unwrap();
+    let pause = &found.shrunk[0];
+    // The lease is 2 s: the shortest pause that outlives it, with room to spare, not
+    // the long one first found.
+    assert!(pause.ms > 2000 && pause.ms <= 2400, "{pause:?}");
+    assert!(pause.ms <= found.original.iter().map(|m| m.ms).max().unwrap());
+}
+
+#[test]
+fn with_fencing_no_pause_breaks_gc_pause_within_the_budget() {
+    // The lesson `fencing` is gc-pause with fencing on.
+    let outcome = search_for("fencing", &[FaultKind::Pause], 1500);
+    assert!(outcome.found.is_none());
+    assert_eq!(outcome.tried(), 1500);
+    assert!(outcome.singles == outcome.space.singles(), "every single pause is covered");
+    // Pairs of pauses can make A write after its lease with nobody else holding the
+    // lock: a write by a non-holder, but in token order, which fencing allows.
+    let harmless = [ViolationKind::OverlappingBelief, ViolationKind::WriteByNonHolder];
+    assert!(outcome.harmless.keys().all(|k| harmless.contains(k)), "{:?}", outcome.harmless);
+    assert!(outcome.harmless.contains_key(&ViolationKind::OverlappingBelief));
+    let summary = fencelab::search::report::summary(&outcome).join("\n");
+    assert!(summary.contains("all single pauses of A and B from 0 s to"), "{summary}");
+    assert!(summary.contains("no harmful violation"), "{summary}");
+    assert!(summary.contains("with fencing"), "{summary}");
+}
+
+#[test]
+fn the_same_seed_searches_the_same_way() {
+    let a = search_for("longer-leases", &[FaultKind::Pause], 500).found.unwrap();
+    let b = search_for("longer-leases", &[FaultKind::Pause], 500).found.unwrap();
+    assert_eq!(a.original, b.original);
+    assert_eq!(a.shrunk, b.shrunk);
+}
+
+fn run(args: &[&str]) -> Output {
+    support::bin().args(args).env_remove("REDIS_URL").output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn the_saved_counterexample_passes_check_on_real_redis_and_on_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("broken.toml");
+    let file = file.to_str().unwrap();
+    let out = run(&["break", "gc-pause", "--faults", "pause", "--budget", "2000", "--save", file]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("shrunk in"), "{stdout}");
+    assert!(stdout.contains("A freezes at"), "{stdout}");
+    // The transcript of the shrunk run, and its confirmation on a private redis-server.
+    assert!(stdout.contains("stale write accepted"), "{stdout}");
+    assert!(stdout.contains("confirmed on private redis-server"), "{stdout}");
+    for sim in [false, true] {
+        let mut args = vec!["run", file, "--check"];
+        if sim {
+            args.insert(0, "--sim");
+        }
+        let out = run(&args);
+        assert!(out.status.success(), "sim {sim}: {}{}", text(&out.stdout), text(&out.stderr));
+        assert!(text(&out.stderr).contains("check passed"), "{}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn with_nothing_found_it_says_what_was_covered() {
+    let out = run(&["--sim", "break", "fencing", "--faults", "pause", "--budget", "300"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("300 of the"), "{stdout}");
+    assert!(stdout.contains("no harmful violation"), "{stdout}");
+    assert!(stdout.contains("only what fencing makes harmless (overlapping-belief"), "{stdout}");
+    // Not a terminal: no progress bar.
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn bad_input_is_one_clear_line() {
+    for (args, needle) in [
+        (&["break", "gc-pause", "--faults", "pause,explode"][..], "unknown fault \"explode\""),
+        (&["break", "gc-pause", "--faults", "clock-jump"][..], "cannot have a `clock-jump` fault"),
+        (&["break", "gc-pause", "--budget", "0"][..], "--budget 0 tries nothing"),
+        (&["break", "gc-pause", "--time", "0"][..], "--time 0"),
+        (&["break", "no-such-scenario"][..], "no scenario named"),
+    ] {
+        let out = run(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    // A negative count is a bad value (clap's usage error, exit 2), not a flag to
+    // pass with `--`.
+    let out = run(&["break", "gc-pause", "--budget", "-1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value '-1' for '--budget <N>'"), "{err}");
+    assert!(!err.contains("tip"), "{err}");
+}
+
+#[test]
+fn sigint_ends_the_search_promptly_with_what_was_covered() {
+    let child = support::bin()
+        .args(["--sim", "break", "fencing", "--faults", "pause", "--budget", "100000000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once its handler is in, the search is under way (it is installed just before).
+    support::wait_for("the search's SIGINT handler", || {
+        support::catches(child.id(), libc::SIGINT).then_some(())
+    });
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let sent = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    // Promptly, on a loaded machine: a search that ignored it would run for hours.
+    assert!(sent.elapsed() < Duration::from_secs(10), "took {:?}", sent.elapsed());
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("interrupted; covered so far"), "{stdout}");
+}
+
+/// Lesson 27's break: a consumer paused past the queue's claim threshold (2 s) does
+/// its job a second time. The search's lengths reach just past that threshold, so
+/// it finds the break, and a private redis-server shows the same.
+#[test]
+fn break_queue_finds_lesson_27s_double_job_and_confirms_it_on_redis() {
+    let out = run(&["break", "queue", "--budget", "200"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let first = stdout.split("### idempotency key").next().unwrap();
+    assert!(first.contains("1. A freezes at"), "{first}");
+    assert!(first.contains("broke it after"), "{first}");
+    assert!(first.contains("done twice"), "{first}");
+    assert!(first.contains("confirmed on private redis-server"), "{first}");
+}
+
+/// A queue's write-by-non-holder rule: lesson 27's two variants under the schedule
+/// the search once called a break of the idempotent one (A frozen past the claim
+/// threshold writes first while B holds the job; B's repeat comes later). Both runs
+/// have a write by a non-holder; only the non-idempotent one has a second effect
+/// (the job done twice), and only that is harmful.
+#[test]
+fn on_a_queue_a_duplicate_delivery_is_harmful_only_as_a_second_effect() {
+    let queue = builtin("queue").unwrap().unwrap();
+    let schedule = [
+        Move { kind: FaultKind::Pause, target: Target::Worker("A".into()), at_ms: 400, ms: 2500 },
+        Move { kind: FaultKind::Pause, target: Target::Worker("B".into()), at_ms: 2200, ms: 1500 },
+    ];
+    let trials = Trials::new().unwrap();
+    let mut judged = Vec::new();
+    for run in queue.planned_runs(&[false]) {
+        let design = design(&run.scenario, &[FaultKind::Pause]);
+        let events = trials.trial(&apply(&design, &schedule), false).unwrap();
+        let violations = check(&events);
+        let kinds: Vec<ViolationKind> = violations.iter().map(|v| v.kind()).collect();
+        assert!(kinds.contains(&ViolationKind::WriteByNonHolder), "{}: {kinds:?}", run.label);
+        let harmful = violations.iter().any(|v| harmful(v, false, LockShape::Stream.spec()));
+        judged.push((run.scenario.idempotency, harmful, kinds));
+    }
+    let by = |idempotent| judged.iter().find(|(i, ..)| *i == idempotent).unwrap();
+    let (_, unsafe_harmful, unsafe_kinds) = by(false);
+    assert!(*unsafe_harmful && unsafe_kinds.contains(&ViolationKind::DoneTwice), "{judged:?}");
+    let (_, safe_harmful, safe_kinds) = by(true);
+    assert!(!safe_harmful && !safe_kinds.contains(&ViolationKind::DoneTwice), "{judged:?}");
+}
+
+/// The search over the idempotent variant: its pauses make duplicate deliveries,
+/// none a second effect, so it says no harmful violation and names the harmless
+/// findings (not "no violation"). The exact pair it once called a break is the test
+/// above: the whole search's pairs take minutes in a debug build.
+#[test]
+fn break_queue_finds_no_break_of_the_idempotent_variant() {
+    let queue = builtin("queue").unwrap().unwrap();
+    let idempotent = queue.planned_runs(&[false]).into_iter().find(|r| r.scenario.idempotency);
+    let options = Options {
+        kinds: Some(vec![FaultKind::Pause]),
+        budget: Budget::Schedules(400),
+        seed: 1,
+        fencing: None,
+    };
+    let scenario = idempotent.unwrap().scenario;
+    let outcome = search(&scenario, &options, &CancellationToken::new(), |_| {}).unwrap();
+    assert!(outcome.found.is_none(), "{:?}", outcome.found.map(|f| f.shrunk));
+    assert!(!outcome.harmless.is_empty(), "the pauses made no duplicate delivery");
+    let said = fencelab::search::report::summary(&outcome).join("\n");
+    assert!(said.contains("no harmful violation"), "{said}");
+    assert!(said.contains("at-least-once delivery"), "{said}");
+}

@@ -1,0 +1,1049 @@
+//! A class on a private redis-server on TCP loopback with a password, as a classroom
+//! would run it: students' ACL users, their streams, the roll's checks, closing.
+
+use crate::support;
+
+use std::time::Duration;
+
+use fencelab::backend::server::{PrivateRedis, REDIS, free_port};
+use fencelab::class::desk::Desk;
+use fencelab::class::quiz::Quizmaster;
+use fencelab::class::roll::{Arrival, Roll};
+use fencelab::class::room::Room;
+use fencelab::class::{ClassError, Control, RoomKeys};
+use fencelab::engine::log::{EventKind, WorkerEvent};
+use fencelab::scenario::builtin;
+
+const PASSWORD: &str = "instructor-secret";
+
+/// A redis-server on 127.0.0.1 with a password; returns it and the admin URL.
+fn server() -> (PrivateRedis, String) {
+    let port = free_port(REDIS).unwrap().to_string();
+    let args = ["--port", port.as_str(), "--bind", "127.0.0.1", "--requirepass", PASSWORD];
+    let server = PrivateRedis::start_with(&args).expect("a real redis-server");
+    (server, format!("redis://:{PASSWORD}@127.0.0.1:{port}"))
+}
+
+fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn event(worker: &str, token: u64) -> EventKind {
+    EventKind::Worker { worker: worker.into(), what: WorkerEvent::Acquired { token } }
+}
+
+/// A plain connection as `url`'s user.
+fn con(url: &str) -> redis::Connection {
+    redis::Client::open(url).unwrap().get_connection().unwrap()
+}
+
+/// An entry written straight into a stream, as a student's credentials allow.
+fn raw_post(con: &mut redis::Connection, stream: &str, seq: u64, sender: &str, event: &str) {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream).arg("*").arg("seq").arg(seq).arg("sender").arg(sender).arg("event").arg(event);
+    let _: String = cmd.query(con).unwrap();
+}
+
+fn refused(con: &mut redis::Connection, cmd: &mut redis::Cmd) -> bool {
+    cmd.query::<redis::Value>(con).is_err_and(|e| e.to_string().to_uppercase().contains("NOPERM"))
+}
+
+#[tokio::test]
+async fn a_student_can_touch_only_its_room_and_run_only_a_workers_commands() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let other = Room::open(&admin, "r2", &names(&["carol"])).await.unwrap();
+    let alice = room.seats()[0].join_url().to_string();
+    let mut c = con(&alice);
+    let (mine, theirs) = (RoomKeys::new("r1"), RoomKeys::new("r2"));
+
+    // What a worker does, in its own room: allowed.
+    let set: Option<String> = redis::cmd("SET")
+        .arg(&mine.run.lock)
+        .arg("alice:1")
+        .arg("NX")
+        .arg("PX")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(set.as_deref(), Some("OK"));
+    let _: i64 = redis::cmd("INCR").arg(&mine.run.fence).query(&mut c).unwrap();
+
+    // Another room: neither read nor write.
+    assert!(refused(&mut c, redis::cmd("GET").arg(&theirs.run.lock)));
+    assert!(refused(&mut c, redis::cmd("SET").arg(&theirs.run.lock).arg("x")));
+    assert!(refused(&mut c, redis::cmd("XRANGE").arg(theirs.stream("carol")).arg("-").arg("+")));
+    // Keys outside any room.
+    assert!(refused(&mut c, redis::cmd("GET").arg("someone:else")));
+    assert!(refused(&mut c, redis::cmd("SET").arg("someone:else").arg("x")));
+    // Admin commands.
+    assert!(refused(&mut c, &mut redis::cmd("FLUSHALL")));
+    assert!(refused(&mut c, redis::cmd("CONFIG").arg("GET").arg("requirepass")));
+    assert!(refused(&mut c, redis::cmd("KEYS").arg("*")));
+    assert!(refused(&mut c, redis::cmd("ACL").arg("LIST")));
+    // Another student's stream: readable (the room sees everything), not writable.
+    assert!(refused(&mut c, redis::cmd("XADD").arg(mine.stream("bob")).arg("*").arg("seq").arg(1)));
+    let _: Vec<redis::Value> =
+        redis::cmd("XRANGE").arg(mine.stream("bob")).arg("-").arg("+").query(&mut c).unwrap();
+    // Nor the instructor's controls.
+    assert!(refused(
+        &mut c,
+        redis::cmd("XADD").arg(mine.controls()).arg("*").arg("control").arg("{}")
+    ));
+    room.close().await.unwrap();
+    other.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_forged_event_is_refused_and_shown() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let mut roll =
+        Roll::connect(&admin, room.keys.clone(), &names(&["alice", "bob"])).await.unwrap();
+    let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    desk.post(&event("alice", 1)).await.unwrap();
+    // Alice posts in her own stream (all she can write) as Bob: by sender, then by the
+    // event's worker.
+    let mut c = con(room.seats()[0].join_url());
+    let bobs = serde_json::to_string(&event("bob", 2)).unwrap();
+    let stream = room.keys.stream("alice");
+    raw_post(&mut c, &stream, 2, "bob", &bobs);
+    raw_post(&mut c, &stream, 2, "alice", &bobs);
+    let arrived = roll.read(Duration::from_millis(100)).await.unwrap();
+    assert_eq!(arrived.len(), 3, "{arrived:?}");
+    assert_eq!(
+        arrived[0],
+        Arrival::Event { student: "alice".into(), seq: 1, kind: event("alice", 1) }
+    );
+    for forged in &arrived[1..] {
+        let Arrival::Refused { student, why } = forged else { panic!("{forged:?} accepted") };
+        assert_eq!(student, "alice");
+        assert!(why.contains("forged") && why.contains("bob"), "{why}");
+    }
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_student_who_drops_and_rejoins_carries_on_without_duplicates_or_gaps() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let url = room.seats()[0].join_url().to_string();
+    let mut roll = Roll::connect(&admin, room.keys.clone(), &names(&["alice"])).await.unwrap();
+    let mut desk = Desk::join(&url).await.unwrap();
+    for token in 1..=3 {
+        desk.post(&event("alice", token)).await.unwrap();
+    }
+    drop(desk);
+    let first = roll.read(Duration::from_millis(100)).await.unwrap();
+    let mut desk = Desk::join(&url).await.unwrap();
+    assert_eq!(desk.seq(), 3, "numbering carries on after a rejoin");
+    for token in 4..=5 {
+        desk.post(&event("alice", token)).await.unwrap();
+    }
+    // The same event posted twice (a retry after a lost reply) counts once.
+    let mut c = con(&url);
+    let again = serde_json::to_string(&event("alice", 5)).unwrap();
+    let stream = room.keys.stream("alice");
+    let post = |seq: u64, c: &mut redis::Connection| raw_post(c, &stream, seq, "alice", &again);
+    post(5, &mut c);
+    let second = roll.read(Duration::from_millis(100)).await.unwrap();
+    let seqs: Vec<u64> = first
+        .iter()
+        .chain(&second)
+        .map(|a| match a {
+            Arrival::Event { seq, .. } => *seq,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    // A jump is said, not hidden, and does not swallow the real events after it.
+    post(56, &mut c);
+    let jump = roll.read(Duration::from_millis(100)).await.unwrap();
+    assert!(
+        matches!(&jump[..], [Arrival::Refused { why, .. }] if why.contains("numbered 56 where 6 was next")),
+        "{jump:?}"
+    );
+    desk.post(&event("alice", 6)).await.unwrap();
+    let after = roll.read(Duration::from_millis(100)).await.unwrap();
+    assert!(matches!(&after[..], [Arrival::Event { seq: 6, .. }]), "{after:?}");
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn controls_reach_the_student_once() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    let pause = Control::Pause { student: "alice".into() };
+    room.controller().send(&pause).await.unwrap();
+    room.controller().send(&Control::Fencing { on: true }).await.unwrap();
+    let got = desk.controls(Duration::from_millis(200)).await.unwrap();
+    assert_eq!(got, [pause, Control::Fencing { on: true }]);
+    assert!(desk.controls(Duration::from_millis(50)).await.unwrap().is_empty());
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_class_answers_a_question_and_the_tally_counts_the_latest_answer_of_each() {
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob", "carol"]);
+    let room = Room::open(&admin, "r1", &students).await.unwrap();
+    let asked = &builtin("gc-pause").unwrap().unwrap().checkpoints[0];
+    let mut quiz = Quizmaster::of(&room, &students);
+    quiz.ask(1, asked).await.unwrap();
+    let ask = Control::Ask {
+        number: 1,
+        at_ms: asked.at_ms,
+        question: asked.question.clone(),
+        choices: asked.choices.clone(),
+    };
+    let mut desks = Vec::new();
+    for seat in room.seats() {
+        desks.push(Desk::join(seat.join_url()).await.unwrap());
+    }
+    // Joined after the question: a student finds it in the room's history.
+    assert!(desks[0].history().await.unwrap().contains(&ask));
+    let before = quiz.tally(1, 3).await.unwrap();
+    assert_eq!(before.counts, [0, 0, 0]);
+    assert_eq!(before.missing, students);
+    // Alice first answers wrong, then right: her latest answer counts.
+    desks[0].answer(1, 2).await.unwrap();
+    desks[0].answer(1, 1).await.unwrap();
+    desks[1].answer(1, 1).await.unwrap();
+    desks[2].answer(1, 2).await.unwrap();
+    // An answer to another question is not this one's.
+    desks[2].answer(2, 1).await.unwrap();
+    let tally = quiz.tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [2, 1, 0]);
+    assert!(tally.missing.is_empty(), "{tally:?}");
+    assert!(tally.refused.is_empty(), "{tally:?}");
+    assert_eq!(
+        tally.chosen,
+        [("alice".to_string(), 1), ("bob".to_string(), 1), ("carol".to_string(), 2)]
+    );
+    // The reveal reaches every student, after the question.
+    quiz.reveal(1, asked).await.unwrap();
+    let reveal =
+        Control::Reveal { number: 1, answer: asked.answer, explain: asked.explain.clone() };
+    assert!(desks[1].history().await.unwrap().ends_with(&[ask, reveal]));
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_forged_answer_is_refused_and_named() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let mut c = con(room.seats()[0].join_url());
+    // Alice cannot write Bob's answers at all...
+    let bobs = room.keys.answers("bob");
+    let mut into_bobs = redis::cmd("XADD");
+    into_bobs.arg(&bobs).arg("*").arg("question").arg(1).arg("sender").arg("bob");
+    assert!(refused(&mut c, into_bobs.arg("choice").arg(3)));
+    // ...and an answer in her own stream that claims to be Bob's is refused.
+    let mut as_bob = redis::cmd("XADD");
+    as_bob.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+    let _: String = as_bob.arg("sender").arg("bob").arg("choice").arg(3).query(&mut c).unwrap();
+    // So is a choice the question does not have.
+    let mut no_such = redis::cmd("XADD");
+    no_such.arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+    let _: String = no_such.arg("sender").arg("alice").arg("choice").arg(9).query(&mut c).unwrap();
+    let tally = Quizmaster::of(&room, &names(&["alice", "bob"])).tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [0, 0, 0]);
+    assert_eq!(tally.missing, names(&["alice", "bob"]));
+    assert_eq!(tally.refused.len(), 2, "{tally:?}");
+    assert!(tally.refused[0].contains("forged") && tally.refused[0].contains("bob"));
+    assert!(tally.refused[1].contains("not a choice"));
+    room.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn closing_the_room_deletes_its_keys_and_its_users() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let alice = room.seats()[0].join_url().to_string();
+    let mut desk = Desk::join(&alice).await.unwrap();
+    desk.post(&event("alice", 1)).await.unwrap();
+    let mut a = con(&admin);
+    let _: () = redis::cmd("SET").arg("not:the:room").arg("kept").query(&mut a).unwrap();
+    room.close().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut a).unwrap();
+    assert_eq!(keys, ["not:the:room"]);
+    let users: Vec<String> = redis::cmd("ACL").arg("USERS").query(&mut a).unwrap();
+    assert_eq!(users, ["default"]);
+    let gone = redis::Client::open(alice.as_str()).unwrap().get_connection();
+    assert!(gone.is_err(), "alice's password no longer works");
+}
+
+#[tokio::test]
+async fn a_redis_that_refuses_acl_setuser_is_named_as_such() {
+    let (_server, admin) = server();
+    let mut a = con(&admin);
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("managed")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("+@all")
+        .arg("-acl")
+        .query(&mut a)
+        .unwrap();
+    let url = admin.replace(&format!(":{PASSWORD}@"), "managed:pw@");
+    let refused = Room::open(&url, "r1", &names(&["alice"])).await;
+    let Err(e @ ClassError::AclRefused { .. }) = refused else {
+        panic!("expected a refusal, got {:?}", refused.err())
+    };
+    assert!(e.to_string().contains("refused ACL SETUSER"), "{e}");
+}
+
+/// A class on loopback played by the real binaries: `fencelab class` with the
+/// students' names, one `fencelab join` per student. `script` gets the instructor's
+/// stdin (typed controls) once the run has started and the students' pids; returns the
+/// instructor's output and each student's.
+/// The students' `fencelab join` processes while a class plays, and their URLs.
+struct Joined<'a> {
+    students: &'a mut Vec<std::process::Child>,
+    urls: &'a [String],
+}
+
+fn play_class(
+    students: &[&str],
+    fencing: bool,
+    script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
+) -> (String, Vec<String>) {
+    play_class_without(students, 0, fencing, script)
+}
+
+/// `play_class`, the last `absent` students never joining: the instructor starts
+/// without them once the others are in. `Joined` has every student's URL.
+fn play_class_without(
+    students: &[&str],
+    absent: usize,
+    fencing: bool,
+    script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
+) -> (String, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // The playground with a third part that starts later: alice alone takes the lock at 0.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("class.toml");
+    let playground = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/playground.toml");
+    let third = "\n[[workers]]\nname = \"C\"\nstart_ms = 600\nsteps = [{ do = \"acquire\" }, { do = \"write\", value = \"C\" }, { do = \"release\" }]\n";
+    std::fs::write(&scenario, std::fs::read_to_string(playground).unwrap() + third).unwrap();
+    let path = scenario.display().to_string();
+    let mut args = vec!["class", path.as_str(), "--students"];
+    let list = students.join(",");
+    args.push(&list);
+    args.extend(["--listen", "127.0.0.1", "--host", "127.0.0.1"]);
+    if fencing {
+        args.push("--fencing");
+    }
+    let mut instructor = support::bin()
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(instructor.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut urls = Vec::new();
+    while urls.len() < students.len() {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        if let Some(url) = line.trim().strip_prefix("fencelab join '") {
+            urls.push(url.trim_end_matches('\'').to_string());
+        }
+        seen.push_str(&line);
+    }
+    let coming = students.len() - absent;
+    let mut joined: Vec<_> = urls[..coming]
+        .iter()
+        .map(|url| support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap())
+        .collect();
+    let mut stdin = instructor.stdin.take().unwrap();
+    let mut came = 0;
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        seen.push_str(&line);
+        if line.trim().ends_with(" joined") {
+            came += 1;
+            if came == coming && absent > 0 {
+                use std::io::Write;
+                writeln!(stdin).unwrap();
+            }
+        }
+        if line.starts_with("=== class") {
+            break;
+        }
+    }
+    script(&mut stdin, &mut Joined { students: &mut joined, urls: &urls });
+    drop(stdin);
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        rest
+    });
+    let status = instructor.wait().unwrap();
+    seen.push_str(&rest.join().unwrap());
+    assert!(status.success(), "{seen}");
+    let screens = joined
+        .into_iter()
+        .map(|j| String::from_utf8_lossy(&j.wait_with_output().unwrap().stdout).into_owned())
+        .collect();
+    (seen, screens)
+}
+
+/// The pid of a student's worker process, from the `SIGSTOP` line on its screen.
+fn worker_pid(line: &str) -> Option<u32> {
+    line.split("to process ").nth(1)?.split(':').next()?.parse().ok()
+}
+
+fn pause_alice_then_resume(stdin: &mut std::process::ChildStdin, _: &mut Joined) {
+    use std::io::Write;
+    // The playground: alice takes the lock at 0 and works 2.5 s in a 3 s lease.
+    std::thread::sleep(Duration::from_millis(1000));
+    writeln!(stdin, "pause alice").unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    writeln!(stdin, "resume alice").unwrap();
+}
+
+#[test]
+fn a_class_of_three_sees_the_frozen_students_stale_write_then_its_rejection() {
+    for fencing in [false, true] {
+        let (projector, screens) =
+            play_class(&["alice", "bob", "carol"], fencing, pause_alice_then_resume);
+        assert!(projector.contains("alice: SIGSTOP to process"), "{projector}");
+        let verdict =
+            if fencing { "REJECTED (stale token 1)" } else { "ACCEPTED; still own lock? no" };
+        assert!(projector.contains(&format!("alice: write {verdict}")), "{projector}");
+        // Alice's own screen shows the same, from her own machine's view.
+        assert!(screens[0].contains(&format!("alice: write {verdict}")), "{}", screens[0]);
+        // Bob and carol both wait for alice's lease; either may win it.
+        assert!(projector.contains("got lock, fencing token 2"), "{projector}");
+        assert!(screens[1].contains("bob: lock is taken (alice holds it)"), "{}", screens[1]);
+        // Bob's screen follows the room: the truth and the others' doings too.
+        assert!(screens[1].contains("alice's lease expired"), "{}", screens[1]);
+        assert!(screens[1].contains(&format!("alice: write {verdict}")), "{}", screens[1]);
+    }
+}
+
+#[test]
+fn a_paused_student_is_stopped_by_its_own_kernel() {
+    let mut stopped = Vec::new();
+    let (projector, screens) = play_class(&["alice", "bob"], false, |stdin, _| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(1000));
+        writeln!(stdin, "pause alice").unwrap();
+        // The join process runs the worker: find it among the fencelab workers that
+        // are stopped now.
+        std::thread::sleep(Duration::from_millis(500));
+        stopped = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+            .filter(|pid| {
+                let cmd =
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                cmd.contains("fencelab\0worker")
+                    && stat.rsplit(')').next().is_some_and(|s| s.starts_with(" T"))
+            })
+            .collect();
+        assert!(!stopped.is_empty(), "a worker process in state T");
+        writeln!(stdin, "resume alice").unwrap();
+    });
+    let pid = screens[0].lines().find_map(worker_pid);
+    assert!(pid.is_some_and(|pid| stopped.contains(&pid)), "{pid:?} in {stopped:?}\n{projector}");
+}
+
+#[test]
+fn a_student_killed_mid_lease_shows_crashed_and_the_lease_expires() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, _| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(1000));
+        writeln!(stdin, "crash alice").unwrap();
+    });
+    assert!(projector.contains("alice: SIGKILL to process"), "{projector}");
+    assert!(projector.contains("alice's lease expired"), "{projector}");
+    assert!(projector.contains("bob: got lock, fencing token 2"), "{projector}");
+    assert!(!projector.contains("alice: write"), "{projector}");
+}
+
+#[test]
+fn bench_class_loses_no_event() {
+    let out = support::bin()
+        .args(["bench", "class", "--students", "30", "--events", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("received 150 of 150 events"), "{text}");
+    assert!(text.contains("no event lost"), "{text}");
+}
+
+#[test]
+fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
+    let (projector, screens) = play_class(&["alice", "bob"], false, |_, joined| {
+        // alice holds the lock; her laptop's fencelab dies (its worker with it).
+        std::thread::sleep(Duration::from_millis(700));
+        joined.students[0].kill().unwrap();
+        joined.students[0].wait().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let again = support::bin()
+            .args(["join", &joined.urls[0]])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        joined.students[0] = again;
+    });
+    assert!(!projector.contains("refused"), "{projector}");
+    // Her new worker joins the run under way: it waits for her old lease to expire.
+    assert!(projector.contains("alice: lock is taken (alice holds it)"), "{projector}");
+    assert!(screens[0].contains("alice: got lock"), "{}", screens[0]);
+    let grants = projector.matches("alice: got lock").count();
+    assert_eq!(grants, 2, "{projector}");
+}
+
+/// One class screen driven as the event loop drives it: its log (when it has one)
+/// and clock in, its questions' steps out to the room, the room's news in.
+struct Screen {
+    app: fencelab::tui::app::App,
+    link: fencelab::tui::question::QuizLink,
+}
+
+impl Screen {
+    /// Feed `events` (those not yet seen) and time up to `reached_ms`, carry out the
+    /// app's steps, take in the room's news.
+    fn tick(&mut self, events: &[fencelab::engine::log::Event], reached_ms: f64) {
+        use fencelab::tui::app::Msg;
+        let new = events[self.app.log().len().min(events.len())..].to_vec();
+        if !new.is_empty() {
+            self.app.update(Msg::Logged(new));
+        }
+        let effects = self.app.update(Msg::Clock { reached_ms, real_ms: 20.0 });
+        self.carry_out(effects);
+        while let Ok(news) = self.link.news.try_recv() {
+            let effects = self.app.update(Msg::Quiz(news));
+            self.carry_out(effects);
+        }
+    }
+
+    fn key(&mut self, action: fencelab::tui::keys::Action) {
+        let effects = self.app.update(fencelab::tui::app::Msg::Key(action));
+        self.carry_out(effects);
+    }
+
+    fn carry_out(&self, effects: Vec<fencelab::tui::app::Effect>) {
+        for effect in effects {
+            if let fencelab::tui::app::Effect::Quiz(step) = effect {
+                self.link.steps.send(step).unwrap();
+            }
+        }
+    }
+
+    fn text(&self, width: u16, height: u16) -> String {
+        let backend = ratatui::backend::TestBackend::new(width, height);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        terminal.draw(|f| fencelab::tui::render::draw(f, &self.app)).unwrap();
+        let buf = terminal.backend().buffer().clone();
+        (0..height)
+            .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect()
+    }
+}
+
+/// Tick `screens` every 20 ms until `done` holds of them (at most 15 s).
+async fn until(
+    screens: &mut [&mut Screen],
+    events: impl Fn(usize) -> (Vec<fencelab::engine::log::Event>, f64),
+    done: impl Fn(&[&mut Screen]) -> bool,
+    what: &str,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !done(screens) {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        for (i, screen) in screens.iter_mut().enumerate() {
+            let (log, reached) = events(i);
+            screen.tick(&log, reached);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal() {
+    use fencelab::class::attend::{Seen, attend};
+    use fencelab::class::for_students;
+    use fencelab::class::host::{mirror, prepare_class};
+    use fencelab::lesson::Narration;
+    use fencelab::tui::app::{App, ClassSeat};
+    use fencelab::tui::keys::Action;
+    use fencelab::tui::lesson::LessonState;
+    use fencelab::tui::question::QuizLink;
+    use fencelab::tui::theme::Theme;
+    use std::sync::{Arc, Mutex};
+    use tokio_util::sync::CancellationToken;
+
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob", "carol"]);
+    let mut room = Room::open(&admin, "r1", &students).await.unwrap();
+    let lesson = builtin("gc-pause").unwrap().unwrap();
+    let scenario = for_students(&lesson, &students);
+    let program = std::path::PathBuf::from(env!("CARGO_BIN_EXE_fencelab"));
+    // Each student: the real `join` code (its worker a process of its own), the room's
+    // log copied for the screen, and the screen's line to the room's questions.
+    let mut seen = Vec::new();
+    let mut joined = Vec::new();
+    let mut desks = Vec::new();
+    for seat in room.seats() {
+        let copy = Arc::new(Mutex::new(Vec::new()));
+        let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
+        joined.push(tokio::spawn(async move {
+            attend(&url, &program, CancellationToken::new(), |from, event| {
+                if let Seen::Room { .. } = from {
+                    into.lock().unwrap().push(event.clone());
+                }
+            })
+            .await
+        }));
+        seen.push(copy);
+        let label = format!("you are {}", seat.name);
+        let mut app = App::new(scenario.clone(), false, 1.0, false, label, Theme::DEFAULT);
+        app.class = Some(ClassSeat::Student(seat.name.clone()));
+        app.update(fencelab::tui::app::Msg::RunStarting);
+        desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
+    }
+    while room.present().await.unwrap().len() < students.len() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The instructor: the class's run, its log mirrored to the room, the projector's
+    // app holding at the lesson's checkpoints.
+    let cancel = CancellationToken::new();
+    let prepared = prepare_class(&room, &admin, &scenario, false, &cancel).await.unwrap();
+    let (log, control) = (prepared.log(), prepared.control());
+    let run = tokio::spawn(prepared.execute());
+    let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
+    let label = app.run_label();
+    let checkpoints = lesson.checkpoints.clone();
+    app = app.with_lesson(LessonState::new(Narration::default(), &label, checkpoints, vec![]));
+    app.update(fencelab::tui::app::Msg::RunStarting);
+    let mut projector = Screen {
+        app,
+        link: QuizLink::instructor(Quizmaster::of(&room, &students), lesson.checkpoints.clone()),
+    };
+    let instructor = |_: usize| (log.snapshot(), log.clock().now_ms());
+    let student = |i: usize| {
+        let events = seen[i].lock().unwrap().clone();
+        let reached = events.last().map_or(0.0, |e| e.t_ms);
+        (events, reached)
+    };
+
+    // The run reaches the question: the projector holds there and poses it.
+    until(&mut [&mut projector], instructor, |s| s[0].app.posed.is_some(), "posed").await;
+    assert_eq!(projector.app.view_ms(), 2100.0);
+    {
+        let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
+        let asked = |s: &[&mut Screen]| s.iter().all(|s| s.app.posed.is_some());
+        until(&mut screens, student, asked, "every student is asked").await;
+    }
+    for desk in &desks {
+        assert!(desk.app.view_ms() <= 2100.0, "a student sees past the question");
+    }
+    // alice and bob answer 1 (right), carol 2 (wrong).
+    desks[0].key(Action::PauseWorker(0));
+    desks[1].key(Action::PauseWorker(0));
+    desks[2].key(Action::PauseWorker(1));
+    let counted =
+        |s: &[&mut Screen]| s[0].app.posed.as_ref().is_some_and(|p| p.tally.counts == [2, 1, 0]);
+    until(&mut [&mut projector], instructor, counted, "the tally counts 2/1/0").await;
+    let screen = projector.text(100, 30);
+    assert!(screen.contains("Question 1 · 3 of 3 answered · Enter reveals"), "{screen}");
+    assert!(screen.contains("everyone has answered"), "{screen}");
+    assert!(!screen.contains("STALE"), "the projector shows past the question:\n{screen}");
+
+    // Enter reveals; each student's screen says right or wrong.
+    projector.key(Action::Continue);
+    let revealed = projector.text(100, 30);
+    assert!(revealed.contains("✔ The answer is 1: A's"), "{revealed}");
+    {
+        let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
+        let told = |s: &[&mut Screen]| {
+            s.iter().all(|s| s.app.posed.as_ref().is_some_and(|p| !p.is_open()))
+        };
+        until(&mut screens, student, told, "every student is told").await;
+    }
+    for (desk, verdict) in desks.iter().zip(["✔ Right: 1.", "✔ Right: 1.", "✘ Not 2."]) {
+        let screen = desk.text(100, 30);
+        assert!(screen.contains(verdict), "{screen}");
+    }
+    assert!(desks[2].text(100, 30).contains("✔ The answer is 1: A's"));
+    // The students' screens go on; the projector's next Enter does too.
+    assert!(desks.iter().all(|d| !d.app.held()));
+    projector.key(Action::Continue);
+    assert!(!projector.app.held() && projector.app.posed.is_none());
+
+    control.stop();
+    cancel.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), run).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), mirrored).await;
+    for join in joined {
+        let _ = tokio::time::timeout(Duration::from_secs(10), join).await;
+    }
+    drop(desks);
+    drop(projector);
+    room.close().await.unwrap();
+}
+
+#[test]
+fn an_absent_student_does_not_hold_up_the_class_the_instructor_starts_without_them() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let args = ["class", "playground", "--students", "alice,bob", "--headless"];
+    let mut instructor = support::bin()
+        .args(args)
+        .args(["--listen", "127.0.0.1", "--host", "127.0.0.1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(instructor.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut read_until = |needle: &str, seen: &mut String| loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early:\n{seen}");
+        seen.push_str(&line);
+        if line.contains(needle) {
+            return line;
+        }
+    };
+    let alice = read_until("fencelab join '", &mut seen);
+    let url = alice.trim().trim_start_matches("fencelab join '").trim_end_matches('\'');
+    read_until("press Enter to start without those missing", &mut seen);
+    let joined = support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap();
+    read_until("alice joined", &mut seen);
+    // bob never comes: Enter starts the run with alice alone, and it ends.
+    let mut stdin = instructor.stdin.take().unwrap();
+    writeln!(stdin).unwrap();
+    read_until("starting without bob", &mut seen);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    seen.push_str(&rest);
+    drop(stdin);
+    assert!(instructor.wait().unwrap().success(), "{seen}");
+    assert!(seen.contains("alice: got lock, fencing token 1"), "{seen}");
+    let run = seen.split("the run starts").nth(1).unwrap_or_default();
+    assert!(!run.contains("bob"), "bob sits this run out:\n{seen}");
+    let screen = joined.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&screen.stdout).contains("alice: got lock"));
+}
+
+#[tokio::test]
+async fn per_student_limits_refuse_and_count() {
+    use fencelab::class::quiz::MAX_ANSWERS_READ;
+    use fencelab::class::roll::{MAX_ENTRY_BYTES, MAX_EVENTS_PER_SECOND};
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let url = room.seats()[0].join_url().to_string();
+    let mut roll = Roll::connect(&admin, room.keys.clone(), &names(&["alice"])).await.unwrap();
+    let mut c = con(&url);
+    let stream = room.keys.stream("alice");
+    // An entry larger than any worker's event.
+    let huge = format!("\"{}\"", "x".repeat(MAX_ENTRY_BYTES + 1));
+    raw_post(&mut c, &stream, 1, "alice", &huge);
+    // A flood: more events in a second than a worker makes, posted in one go.
+    let json = serde_json::to_string(&event("alice", 1)).unwrap();
+    let mut flood = redis::pipe();
+    let extra = 30;
+    for seq in 1..=(MAX_EVENTS_PER_SECOND + extra) as u64 {
+        flood.cmd("XADD").arg(&stream).arg("*").arg("seq").arg(seq);
+        flood.arg("sender").arg("alice").arg("event").arg(&json).ignore();
+    }
+    let () = flood.query(&mut c).unwrap();
+    let mut arrived = Vec::new();
+    loop {
+        let batch = roll.read(Duration::from_millis(100)).await.unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        arrived.extend(batch);
+    }
+    let accepted = arrived.iter().filter(|a| matches!(a, Arrival::Event { .. })).count();
+    let whys: Vec<&str> = arrived
+        .iter()
+        .filter_map(|a| match a {
+            Arrival::Refused { why, .. } => Some(why.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accepted, MAX_EVENTS_PER_SECOND, "{whys:?}");
+    assert!(whys[0].contains("bytes, over"), "{whys:?}");
+    let fast = whys.iter().filter(|w| w.contains("events a second")).count();
+    assert_eq!(fast, extra, "{whys:?}");
+
+    // Answers: only the latest are read, the rest counted.
+    let mut answers = redis::pipe();
+    let posted = MAX_ANSWERS_READ + 50;
+    for _ in 0..posted {
+        answers.cmd("XADD").arg(room.keys.answers("alice")).arg("*").arg("question").arg(1);
+        answers.arg("sender").arg("alice").arg("choice").arg(2).ignore();
+    }
+    let () = answers.query(&mut c).unwrap();
+    let tally = Quizmaster::of(&room, &names(&["alice"])).tally(1, 3).await.unwrap();
+    assert_eq!(tally.counts, [0, 1, 0]);
+    assert!(tally.refused.iter().any(|r| r.contains("50 answers of alice not read")), "{tally:?}");
+    room.close().await.unwrap();
+}
+
+/// The last event number in a student's stream, read with their own credentials.
+fn last_seq(url: &str) -> u64 {
+    let (id, name) = fencelab::class::seat_of(url).unwrap();
+    let mut c = con(url);
+    let last: Vec<(String, Vec<(String, String)>)> = redis::cmd("XREVRANGE")
+        .arg(RoomKeys::new(&id).stream(&name))
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    let seq = last.first().and_then(|(_, f)| f.iter().find(|(k, _)| k == "seq").cloned());
+    seq.map_or(0, |(_, v)| v.parse().unwrap())
+}
+
+#[test]
+fn a_skipped_sequence_number_is_shown_and_the_run_still_ends_with_the_right_verdict() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
+        // alice holds the lock and works: one entry of hers jumps her numbering by 50.
+        std::thread::sleep(Duration::from_millis(600));
+        let url = &joined.urls[0];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let jumped = last_seq(url) + 50;
+        let kind = serde_json::to_string(&event("alice", 7)).unwrap();
+        raw_post(&mut con(url), &RoomKeys::new(&id).stream("alice"), jumped, "alice", &kind);
+    });
+    assert!(projector.contains("refused from alice: event numbered"), "{projector}");
+    assert!(!projector.contains("fencing token 7"), "{projector}");
+    // Her real events after it still count: her write, her release, and bob's turn.
+    assert!(projector.contains("alice: write ACCEPTED"), "{projector}");
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+    assert!(projector.contains("storage writes: ['alice(token 1)', 'bob(token 2)'"), "{projector}");
+}
+
+#[test]
+fn a_student_quitting_mid_run_ends_their_part_and_the_run_goes_on_to_its_verdict() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
+        // alice holds the lock; she quits (her fencelab ends, her worker with it).
+        std::thread::sleep(Duration::from_millis(700));
+        joined.students[0].kill().unwrap();
+        joined.students[0].wait().unwrap();
+    });
+    assert!(projector.contains("room: alice left the class"), "{projector}");
+    // Her lease expires as a crash's would, and bob goes on to the end.
+    assert!(projector.contains("alice's lease expired"), "{projector}");
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+    assert!(projector.contains("storage writes: ['bob(token 2)'"), "{projector}");
+}
+
+#[test]
+fn a_forged_write_from_a_student_who_sat_out_is_not_in_the_verdict() {
+    let (projector, _) = play_class_without(&["alice", "carol"], 1, false, |_, joined| {
+        // carol never joined the run; with her credentials she writes the storage.
+        std::thread::sleep(Duration::from_millis(300));
+        let url = &joined.urls[1];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let forged = r#"{"worker":"carol","token":999,"value":"carol"}"#;
+        let storage = fencelab::backend::Keys::for_run(&id).storage;
+        let _: i64 = redis::cmd("RPUSH").arg(storage).arg(forged).query(&mut con(url)).unwrap();
+    });
+    assert!(
+        projector.contains("refused from carol: the storage holds carol(token 999)"),
+        "{projector}"
+    );
+    let verdict = projector.split("storage writes:").nth(1).unwrap_or_default();
+    assert!(!verdict.contains("999"), "{projector}");
+    assert!(verdict.contains("alice(token 1)"), "{projector}");
+}
+
+#[test]
+fn a_junk_storage_entry_is_left_out_of_the_verdict_and_named() {
+    let (projector, _) = play_class_without(&["alice", "carol"], 1, false, |_, joined| {
+        // carol pushes something that is not a write at all into the storage list.
+        std::thread::sleep(Duration::from_millis(300));
+        let url = &joined.urls[1];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let storage = fencelab::backend::Keys::for_run(&id).storage;
+        let _: i64 =
+            redis::cmd("RPUSH").arg(storage).arg("not json {").query(&mut con(url)).unwrap();
+    });
+    assert!(projector.contains("entry that is not a write"), "{projector}");
+    assert!(projector.contains("not json {"), "{projector}");
+    let verdict = projector.split("storage writes:").nth(1).unwrap_or_default();
+    assert!(verdict.contains("alice(token 1)"), "{projector}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_students_screen_never_shows_past_the_projectors_cursor() {
+    use fencelab::class::attend::{Seen, attend};
+    use fencelab::class::for_students;
+    use fencelab::class::host::{mirror, prepare_class};
+    use fencelab::tui::app::{App, ClassSeat};
+    use fencelab::tui::keys::Action;
+    use fencelab::tui::lesson::LessonState;
+    use fencelab::tui::question::QuizLink;
+    use fencelab::tui::theme::Theme;
+    use std::sync::{Arc, Mutex};
+    use tokio_util::sync::CancellationToken;
+
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob"]);
+    let mut room = Room::open(&admin, "r1", &students).await.unwrap();
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let scenario = for_students(&lesson.scenario, &students);
+    let program = std::path::PathBuf::from(env!("CARGO_BIN_EXE_fencelab"));
+    let mut seen = Vec::new();
+    let mut joined = Vec::new();
+    let mut desks = Vec::new();
+    for seat in room.seats() {
+        let copy = Arc::new(Mutex::new(Vec::new()));
+        let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
+        joined.push(tokio::spawn(async move {
+            attend(&url, &program, CancellationToken::new(), |from, event| {
+                if let Seen::Room { .. } = from {
+                    into.lock().unwrap().push(event.clone());
+                }
+            })
+            .await
+        }));
+        seen.push(copy);
+        let mut app = App::new(scenario.clone(), false, 1.0, false, "you".into(), Theme::DEFAULT);
+        app.class = Some(ClassSeat::Student(seat.name.clone()));
+        app.update(fencelab::tui::app::Msg::RunStarting);
+        desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
+    }
+    while room.present().await.unwrap().len() < students.len() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancel = CancellationToken::new();
+    let prepared = prepare_class(&room, &admin, &scenario, false, &cancel).await.unwrap();
+    let (log, control) = (prepared.log(), prepared.control());
+    let run = tokio::spawn(prepared.execute());
+    let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
+    // The projector as `class` makes it: the lesson's narration and its questions.
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
+    let label = app.run_label();
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    let narration = lesson.narration.clone();
+    app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), vec![]));
+    app.update(fencelab::tui::app::Msg::RunStarting);
+    let mut projector =
+        Screen { app, link: QuizLink::instructor(Quizmaster::of(&room, &students), checkpoints) };
+    let instructor = |_: usize| (log.snapshot(), log.clock().now_ms());
+    let student = |i: usize| {
+        let events = seen[i].lock().unwrap().clone();
+        let reached = events.last().map_or(0.0, |e| e.t_ms);
+        (events, reached)
+    };
+    // Every hold of the projector, the introduction's first: the students' screens,
+    // given the room's events well past it, stay at or before its cursor.
+    use fencelab::engine::log::EventKind;
+    let over =
+        |app: &App| app.log().last().is_some_and(|e| matches!(e.kind, EventKind::RunEnded { .. }));
+    let mut holds = 0;
+    let mut ahead_at = Vec::new();
+    for _ in 0..20 {
+        let stop = |s: &[&mut Screen]| {
+            s[0].app.held()
+                || (over(&s[0].app) && s[0].app.cursor_ms() >= s[0].app.log().last().unwrap().t_ms)
+        };
+        until(&mut [&mut projector], instructor, stop, "a hold or the end").await;
+        if !projector.app.held() {
+            break;
+        }
+        let cursor = projector.app.cursor_ms();
+        let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
+        let caught_up = |s: &[&mut Screen]| {
+            s.iter().all(|s| {
+                over(&s.app) || s.app.log().last().is_some_and(|e| e.t_ms > cursor + 300.0)
+            })
+        };
+        until(&mut screens, student, caught_up, "the room past the cursor").await;
+        // And not behind it either: a question's premise (the write it asks about, a
+        // few ms past the last cursor told) is on the students' screens too.
+        let at_cursor = |s: &[&mut Screen]| s.iter().all(|s| s.app.view_ms() >= cursor - 0.5);
+        until(&mut screens, student, at_cursor, "the students at the projector's cursor").await;
+        for desk in &desks {
+            assert!(desk.app.view_ms() <= cursor, "{} > {cursor}", desk.app.view_ms());
+            if desk.app.log().iter().any(|e| e.t_ms > cursor) {
+                ahead_at.push(cursor);
+            }
+            // gc-pause: A's stale write lands at 3 s.
+            let text = desk.text(100, 30);
+            assert!(cursor >= 3000.0 || !text.contains("STALE"), "at {cursor}:\n{text}");
+        }
+        holds += 1;
+        // On: a step is read; a question is revealed, then closed.
+        let question = projector.app.posed.is_some();
+        projector.key(Action::Continue);
+        if question {
+            projector.key(Action::Continue);
+            projector.key(Action::Continue);
+        }
+    }
+    // The introduction is held near the start with the room's log already past it.
+    assert!(ahead_at.first().is_some_and(|c| *c < 1000.0), "{ahead_at:?}");
+    assert!(holds >= 2, "the introduction and the question at least: {holds}");
+    control.stop();
+    cancel.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), run).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), mirrored).await;
+    for join in joined {
+        let _ = tokio::time::timeout(Duration::from_secs(10), join).await;
+    }
+    drop(desks);
+    drop(projector);
+    room.close().await.unwrap();
+}
+
+#[test]
+fn a_frozen_students_forged_write_is_refused() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, joined| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(800));
+        writeln!(stdin, "pause alice").unwrap();
+        // Her worker is stopped by her kernel; her stream then claims it wrote.
+        let url = joined.urls[0].clone();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let (id, _) = fencelab::class::seat_of(&url).unwrap();
+        let stream = RoomKeys::new(&id).stream("alice");
+        loop {
+            let entries: Vec<(String, Vec<(String, String)>)> =
+                redis::cmd("XRANGE").arg(&stream).arg("-").arg("+").query(&mut con(&url)).unwrap();
+            let stopped = entries.iter().any(|(_, f)| f.iter().any(|(_, v)| v.contains("SIGSTOP")));
+            if stopped {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "alice's SIGSTOP never posted");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let wrote = EventKind::Worker {
+            worker: "alice".into(),
+            what: WorkerEvent::Wrote {
+                value: "alice".into(),
+                token: Some(1),
+                accepted: true,
+                redis_holder: Some("alice".into()),
+            },
+        };
+        let json = serde_json::to_string(&wrote).unwrap();
+        raw_post(&mut con(&url), &stream, last_seq(&url) + 1, "alice", &json);
+        std::thread::sleep(Duration::from_millis(500));
+        writeln!(stdin, "resume alice").unwrap();
+    });
+    assert!(projector.contains("refused from alice: a 'wrote' event while frozen"), "{projector}");
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+}

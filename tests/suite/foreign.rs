@@ -1,0 +1,340 @@
+//! Foreign workers (docs/worker-protocol.md) on a private redis-server: redis-py's
+//! `Lock` under the article's pause, its fenced twin, and deliberately broken programs
+//! that must end the run with a clear error, leaving no process and no key behind.
+
+use crate::support;
+
+use std::path::Path;
+
+use fencelab::backend::redis::RedisBackend;
+use fencelab::check::check;
+use fencelab::engine::log::{Event, EventKind, KernelSignal, RunOutcome, WorkerEvent};
+use fencelab::engine::{RunOptions, prepare};
+use fencelab::scenario::{Program, Scenario, ViolationKind, builtin, parse_scenario};
+use support::{digest, on_redis, redis, running, signals, storage, sync_con, wait_for};
+use tokio_util::sync::CancellationToken;
+
+/// `scenario` with every worker running `argv` from the repository's root.
+fn with_program(mut scenario: Scenario, argv: &[&str]) -> Scenario {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
+    for w in &mut scenario.workers {
+        let argv = argv.iter().map(|a| a.to_string()).collect();
+        w.program = Some(Program { argv, dir: Some(root.clone()) });
+    }
+    scenario
+}
+
+/// The run's keys left on the server (SCAN, under the run's prefix only).
+fn keys_left(server: &fencelab::backend::server::PrivateRedis, run_id: &str) -> Vec<String> {
+    let mut con = sync_con(server);
+    let pattern = format!("*{run_id}*");
+    let keys = redis::Commands::scan_match::<_, String>(&mut con, pattern).unwrap();
+    keys.map(Result::unwrap).collect()
+}
+
+fn run_id(events: &[Event]) -> String {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunStarted { run_id, .. } => Some(run_id.clone()),
+            _ => None,
+        })
+        .expect("a run_started event")
+}
+
+/// Run `scenario` on `server`; Err is prepare's error (a program never ready).
+async fn run(
+    server: &fencelab::backend::server::PrivateRedis,
+    scenario: &Scenario,
+    fencing: bool,
+) -> Result<Vec<Event>, String> {
+    let deployment = on_redis(RedisBackend::open(&server.url(), "private redis-server").unwrap());
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let options = RunOptions::new(fencing);
+    let prepared = prepare(lock, storage, scenario, options, &CancellationToken::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    let log = prepared.log();
+    prepared.execute().await;
+    Ok(log.snapshot())
+}
+
+/// The article's gc-pause with every worker running `script` (from the repository's root).
+async fn gc_pause_with(
+    server: &fencelab::backend::server::PrivateRedis,
+    script: &str,
+    fencing: bool,
+) -> Vec<Event> {
+    let gc = builtin("gc-pause").unwrap().unwrap();
+    let scenario = with_program(gc, &["python3", script]);
+    run(server, &scenario, fencing).await.unwrap()
+}
+
+fn violations(events: &[Event]) -> Vec<ViolationKind> {
+    check(events).iter().map(|v| v.kind()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
+    let server = redis();
+    let events = gc_pause_with(&server, "examples/python-redis-py/lock.py", false).await;
+    // B's write, then A's stale one: the article's shape, without tokens.
+    assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
+    let found = violations(&events);
+    assert!(found.contains(&ViolationKind::StaleWrite), "{found:?}\n{}", digest(&events));
+    // The pause was the kernel's.
+    assert_eq!(signals(&events, "A"), [KernelSignal::Stop, KernelSignal::Cont]);
+    // The truth lane names the holder redis-py stored (a UUID) as the worker it is.
+    let b_held = events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Truth(t) if t.holder.as_deref() == Some("B")));
+    assert!(b_held, "{}", digest(&events));
+    // The inspector shows the commands redis-py itself sent, through the proxy.
+    let sent_set = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Command { worker, command, .. }
+            if worker == "A" && command.starts_with("SET fencelab:{") && command.contains(" NX PX "))
+    });
+    assert!(sent_set, "no SET ... NX PX from redis-py in the inspector");
+    // redis-py's release found the lock gone.
+    let failed_release = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Released { deleted: false, .. } } if worker == "A")
+    });
+    assert!(failed_release, "{}", digest(&events));
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
+    ));
+    assert!(keys_left(&server, &run_id(&events)).is_empty());
+    assert!(support::programs_of_run(&run_id(&events)).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_lock_with_a_token_from_incr_is_rejected_with_fencing_on() {
+    let server = redis();
+    let events = gc_pause_with(&server, "examples/python-redis-py/fenced_lock.py", true).await;
+    assert_eq!(storage(&events), ["B:2"], "{}", digest(&events));
+    let rejected = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Wrote { token: Some(1), accepted: false, .. } } if worker == "A")
+    });
+    assert!(rejected, "{}", digest(&events));
+    assert!(!violations(&events).contains(&ViolationKind::StaleWrite));
+    assert!(keys_left(&server, &run_id(&events)).is_empty());
+}
+
+/// A one-worker scenario with a short lease whose worker is `tests/programs/broken.py HOW`.
+fn broken(how: &str) -> Scenario {
+    let src = r#"
+name = "broken"
+title = "a broken program"
+ttl_ms = 100
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "write", value = "x" }, { do = "release" }]
+"#;
+    let scenario = parse_scenario(src, "broken.toml").unwrap();
+    with_program(scenario, &["python3", "tests/programs/broken.py", how])
+}
+
+/// The run's error, after checking that it failed and left nothing behind.
+async fn failure_of(server: &fencelab::backend::server::PrivateRedis, how: &str) -> String {
+    let events = match run(server, &broken(how), false).await {
+        Err(e) => return e,
+        Ok(events) => events,
+    };
+    let error = match events.last().map(|e| &e.kind) {
+        Some(EventKind::RunEnded { outcome: RunOutcome::Failed { error }, .. }) => error.clone(),
+        other => panic!("{how}: the run should fail, it ended {other:?}\n{}", digest(&events)),
+    };
+    assert!(keys_left(server, &run_id(&events)).is_empty(), "{how}: keys left");
+    error
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_programs_end_the_run_with_a_clear_error_and_leave_nothing_behind() {
+    let server = redis();
+    let cases = [
+        (
+            "malformed",
+            vec!["worker A", "line 2 of its stdout", "aquired", "expected one JSON object"],
+        ),
+        ("silent", vec!["worker A", "said nothing", "acquire", "silent program"]),
+        (
+            "early-exit",
+            vec![
+                "worker A",
+                "exited before the run's end",
+                "exit status: 3",
+                "the lock library blew up",
+            ],
+        ),
+        ("flood", vec!["worker A", "floods its stdout", "lines a second"]),
+        ("child", vec!["worker A", "said nothing"]),
+    ];
+    for (how, words) in cases {
+        let error = failure_of(&server, how).await;
+        for word in words {
+            assert!(error.contains(word), "{how}: {word:?} missing from: {error}");
+        }
+        // Neither the program nor anything it started is left running.
+        wait_for("the broken program's processes to end", || {
+            let left = running("tests/programs/broken.py");
+            let sleeping = running("sleep 300");
+            (left.is_empty() && sleeping.is_empty()).then_some(())
+        });
+    }
+}
+
+#[test]
+fn a_scenario_names_its_program_and_runs_it_from_its_own_folder() {
+    let src = "name = \"p\"\ntitle = \"p\"\nttl_ms = 100\nprogram = [\"python3\", \"my_lock.py\"]\n\
+               [[workers]]\nname = \"A\"\nsteps = [{ do = \"acquire\" }]\n\
+               [[workers]]\nname = \"B\"\nprogram = [\"node\", \"b.js\"]\nsteps = []\n";
+    let scenario = parse_scenario(src, "some/dir/s.toml").unwrap();
+    let a = scenario.workers[0].program.as_ref().unwrap();
+    assert_eq!(a.argv, ["python3", "my_lock.py"]);
+    assert_eq!(a.dir.as_deref(), Some(Path::new("some/dir")));
+    assert_eq!(scenario.workers[1].program.as_ref().unwrap().argv, ["node", "b.js"]);
+    let bad = src.replace("[\"node\", \"b.js\"]", "[]");
+    let e = parse_scenario(&bad, "s.toml").unwrap_err().to_string();
+    assert!(e.starts_with("s.toml:10:") && e.contains("non-empty list"), "{e}");
+    let sql = src.replace("{ do = \"acquire\" }", "{ do = \"read-stock\" }");
+    let e = parse_scenario(&sql, "s.toml").unwrap_err().to_string();
+    assert!(e.contains("a program") && e.contains("read-stock"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_ten_line_program_is_the_example_and_its_stale_write_lands() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let file = std::fs::read_to_string(root.join("examples/python-redis-py/ten_lines.py")).unwrap();
+    let section = &readme[readme.find("## Test your own lock").expect("the README's section")..];
+    assert!(
+        section.contains(&format!("```python\n{file}```")),
+        "README shows ten_lines.py as it is"
+    );
+    assert!(file.lines().count() <= 11);
+    let server = redis();
+    let events = gc_pause_with(&server, "examples/python-redis-py/ten_lines.py", false).await;
+    assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
+}
+
+#[test]
+fn no_program_outlives_a_killed_fencelab() {
+    let server = redis();
+    let mut fencelab = support::bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["run", "gc-pause", "--fencing", "off", "--redis", &server.url()])
+        .args(["--program", "python3 examples/python-redis-py/lock.py --killed-fencelab"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let programs = wait_for("both programs to start", || {
+        let found = running("--killed-fencelab");
+        (found.len() == 2).then_some(found)
+    });
+    fencelab.kill().unwrap();
+    fencelab.wait().unwrap();
+    wait_for("the programs to die with fencelab", || {
+        programs.iter().all(|p| !support::alive(*p)).then_some(())
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_running_program_runs_its_own_logic_and_its_writes_land_in_turn() {
+    let src = r#"
+name = "free"
+title = "two programs on their own"
+ttl_ms = 2000
+program = ["python3", "tests/programs/free.py"]
+[[workers]]
+name = "A"
+steps = []
+[[workers]]
+name = "B"
+start_ms = 100
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "free.toml").unwrap();
+    for w in &mut scenario.workers {
+        w.program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    }
+    let server = redis();
+    let events = run(&server, &scenario, false).await.unwrap();
+    assert!(
+        matches!(
+            events.last().map(|e| &e.kind),
+            Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
+        ),
+        "{}",
+        digest(&events)
+    );
+    assert_eq!(storage(&events), ["A:-", "B:-"], "{}", digest(&events));
+    assert!(violations(&events).is_empty(), "{:?}", violations(&events));
+    for worker in ["A", "B"] {
+        let finished = events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Worker { worker: w, what: WorkerEvent::Finished } if w == worker)
+        });
+        assert!(finished, "{worker} finished:\n{}", digest(&events));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_on_redlock_gets_every_node_through_its_proxy_and_the_truth_names_it() {
+    let src = r#"
+name = "majority"
+title = "a program on Redlock's nodes"
+ttl_ms = 2000
+redlock_nodes = 3
+program = ["python3", "tests/programs/majority.py"]
+[[workers]]
+name = "A"
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "majority.toml").unwrap();
+    scenario.workers[0].program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    let deployment = support::deployment_for(&scenario, false);
+    let (lock, store) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let options = RunOptions::new(false);
+    let log = fencelab::engine::run(lock, store, &scenario, options, &CancellationToken::new())
+        .await
+        .unwrap();
+    let events = log.snapshot();
+    assert_eq!(storage(&events), ["A:-"], "{}", digest(&events));
+    // Each node's holder is read by the observer and named as the worker.
+    let all_a = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Truth(t)
+            if t.nodes.len() == 3 && t.nodes.iter().all(|n| n.as_deref() == Some("A")))
+    });
+    assert!(all_a, "{}", digest(&events));
+    let per_node = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Command { command, .. } if command.starts_with("SET ")))
+        .count();
+    assert_eq!(per_node, 3, "one SET per node in the inspector");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_the_server_never_gave_stays_the_programs_belief() {
+    let src = r#"
+name = "liar"
+title = "a program that claims the lock"
+ttl_ms = 2000
+program = ["python3", "tests/programs/liar.py"]
+[[workers]]
+name = "A"
+steps = []
+"#;
+    let mut scenario = parse_scenario(src, "liar.toml").unwrap();
+    scenario.workers[0].program.as_mut().unwrap().dir = Some(env!("CARGO_MANIFEST_DIR").into());
+    let server = redis();
+    let events = run(&server, &scenario, false).await.unwrap();
+    let believed = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == "A")
+    });
+    assert!(believed, "{}", digest(&events));
+    // The truth is the server's: nobody ever held the key.
+    let held = events.iter().any(|e| matches!(&e.kind, EventKind::Truth(t) if t.holder.is_some()));
+    assert!(!held, "{}", digest(&events));
+    assert!(violations(&events).contains(&ViolationKind::WriteByNonHolder), "{}", digest(&events));
+}

@@ -1,0 +1,278 @@
+//! Lessons that ask before they show, on real servers: every lesson of the course runs
+//! on private servers (a redis-server; Redlock nodes, a failover pair, etcd or
+//! PostgreSQL where the lesson needs them) while the TUI's app follows it. At every
+//! question the run goes on in the background, and the screen must be exactly the one
+//! drawn from the log cut at the question's moment: nothing later shows anywhere.
+//! Every run of each lesson (`c` through its variants) is followed, and each
+//! narration step, once drawn, finds what it says happened (a write accepted or
+//! rejected, token N granted, a lease expired) in the model on screen.
+
+use crate::support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fencelab::backend::deployment::{Deployment, Shape};
+use fencelab::backend::redis::RedisBackend;
+use fencelab::engine::log::{Event, EventKind, Truth, WorkerEvent};
+use fencelab::engine::{RunOptions, prepare};
+use fencelab::lesson::{Lesson, NarrationStep};
+use fencelab::tui::app::{App, Msg};
+use fencelab::tui::keys::Action;
+use fencelab::tui::lesson::LessonState;
+use fencelab::tui::render::draw;
+use fencelab::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// How far the run must have gone past a question before the screen is compared: far
+/// enough that the answer has happened in the servers.
+const RUN_ON_MS: f64 = 1500.0;
+
+/// How many lessons run at once, as many as the differential test's real runs: enough
+/// to finish in reasonable time, few enough that a loaded 2-core machine keeps every
+/// run's timing.
+const PARALLEL_LESSONS: usize = 4;
+
+fn screen(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    terminal.draw(|f| draw(f, app)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn app_for(lesson: &Lesson, simulated: bool) -> App {
+    let app =
+        App::new(lesson.scenario.clone(), false, 1.0, simulated, "private".into(), Theme::DEFAULT);
+    let label = app.run_label();
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    app.with_lesson(LessonState::new(lesson.narration.clone(), &label, checkpoints, vec![]))
+}
+
+/// The reference: a fresh app given only the events up to `at_ms`, driven through the
+/// same keys, until question `question` is open.
+fn cut_at(lesson: &Lesson, simulated: bool, events: &[Event], at_ms: f64, keys: &[Action]) -> App {
+    let mut app = app_for(lesson, simulated);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events.iter().filter(|e| e.t_ms <= at_ms).cloned().collect()));
+    // After Enter the cursor goes on from where it stopped: a first tick, then time.
+    let tick = |app: &mut App| {
+        for _ in 0..2 {
+            app.update(Msg::Clock { reached_ms: at_ms, real_ms: 1e9 });
+        }
+    };
+    for key in keys {
+        tick(&mut app);
+        app.update(*key);
+    }
+    tick(&mut app);
+    app
+}
+
+/// What a narration step says happened that the cut model must already hold: a write
+/// accepted or rejected, a grant with a given token, a lease that expired. Returns what
+/// is missing.
+/// (An introduction, at 0 s, tells what is set up and asks; it reports nothing.)
+fn unshown_outcomes(step: &NarrationStep, cut: &[Event]) -> Vec<String> {
+    if step.at_ms == 0 {
+        return Vec::new();
+    }
+    let text = format!("{} {}", step.title, step.body).replace(['*', '`'], "").to_lowercase();
+    // What a step supposes ("would have been rejected") is not what it reports.
+    let text: String = text
+        .split(". ")
+        .filter(|sentence| {
+            !["would", "could", "if ", "unless"].iter().any(|w| sentence.contains(w))
+        })
+        .collect::<Vec<_>>()
+        .join(". ");
+    let wrote = |ok: bool| {
+        cut.iter().any(|e| {
+            matches!(&e.kind, EventKind::Worker { what: WorkerEvent::Wrote { accepted, .. }, .. } if *accepted == ok)
+        })
+    };
+    let granted = |n: u64| {
+        cut.iter().any(|e| {
+            matches!(&e.kind, EventKind::Worker { what: WorkerEvent::Acquired { token }, .. } if *token == n)
+        })
+    };
+    let mut missing = Vec::new();
+    // "Nothing on the server expired" reports no expiry.
+    let reports_expiry = text.split(". ").any(|sentence| {
+        sentence.contains("expired")
+            && !["nothing", "never", "not "].iter().any(|w| sentence.contains(w))
+    });
+    if reports_expiry && !expired(cut) {
+        missing.push("an expiry".to_string());
+    }
+    if text.contains("rejected") && !wrote(false) {
+        missing.push("a rejected write".to_string());
+    }
+    if (text.contains("accepted") || text.contains("accepts")) && !wrote(true) {
+        missing.push("an accepted write".to_string());
+    }
+    let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).collect();
+    for pair in words.windows(2) {
+        if pair[0] == "token"
+            && let Ok(n) = pair[1].parse::<u64>()
+            && !granted(n)
+        {
+            missing.push(format!("a grant of token {n}"));
+        }
+    }
+    missing
+}
+
+/// Whether the cut model shows a lease running out: the observer marked a holder's
+/// key gone at its deadline, a Redlock node that listed a holder lists it no more
+/// (each node expires on its own clock, which the lock-wide reading does not mark), or
+/// a holder gone from the server without releasing.
+fn expired(cut: &[Event]) -> bool {
+    let truths: Vec<&Truth> = cut
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Truth(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let released = |who: &str| {
+        cut.iter().any(|e| {
+            matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Released { .. } } if worker == who)
+        })
+    };
+    truths.iter().any(|t| t.expired.is_some())
+        || truths.windows(2).any(|w| {
+            w[0].nodes.iter().zip(&w[1].nodes).any(|(was, now)| was.is_some() && was != now)
+        })
+        // A session or lease without a deadline the observer reads (ZooKeeper's): the
+        // holder's mark went from the server though it never released.
+        || truths.windows(2).any(|w| {
+            w[0].holder.as_deref().is_some_and(|h| w[1].holder.as_deref() != Some(h) && !released(h))
+        })
+}
+
+/// Take `lesson` through every run (the first, then `c` through its variants) on
+/// private servers, the app following each as the TUI does: on `shared` (one
+/// redis-server for every lesson on one Redis, each run under keys of its own, as in
+/// the differential test), or on servers of its own for other shapes of lock.
+async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
+    let name = lesson.scenario.name.clone();
+    let runs = lesson.scenario.planned_runs(&lesson.scenario.expect.modes()).len();
+    let scenario = lesson.scenario.clone();
+    let deployment = if Shape::of(&scenario) == Shape::SINGLE {
+        shared
+    } else {
+        let own = tokio::task::spawn_blocking(move || support::deployment_for(&scenario, false));
+        Arc::new(own.await.unwrap())
+    };
+    let simulated = deployment.simulated();
+    let mut app = app_for(lesson, simulated);
+    let mut keys: Vec<Action> = Vec::new();
+    // Questions asked, and those the run had already gone past in the servers.
+    let mut questions = (0, 0);
+    for run in 0..runs.max(1) {
+        if run > 0 {
+            app.update(Action::Compare);
+        }
+        app.update(Msg::RunStarting);
+        let (scenario, fencing) = app.next_run();
+        let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+        let prepared =
+            prepare(lock, storage, &scenario, RunOptions::new(fencing), &CancellationToken::new())
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let log = prepared.log();
+        let task = tokio::spawn(async move { prepared.execute().await });
+        let mut last = Instant::now();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            assert!(Instant::now() < deadline, "{name}: the lesson did not finish");
+            let new = log.since(app.log().len());
+            app.update(Msg::Logged(new));
+            let real_ms = last.elapsed().as_secs_f64() * 1000.0;
+            last = Instant::now();
+            app.update(Msg::Clock { reached_ms: log.clock().now_ms(), real_ms });
+            let state = app.lesson.clone().unwrap();
+            if let Some((i, c)) = state.open_checkpoint() {
+                let at_ms = c.at_ms as f64;
+                // The run goes on (or ends) in the servers while the question waits.
+                let until = Instant::now() + Duration::from_millis(RUN_ON_MS as u64);
+                while Instant::now() < until && app.live() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    app.update(Msg::Logged(log.since(app.log().len())));
+                    app.update(Msg::Clock { reached_ms: log.clock().now_ms(), real_ms: 20.0 });
+                }
+                if app.log().last().is_some_and(|e| e.t_ms > at_ms) {
+                    questions.1 += 1;
+                }
+                assert_eq!(app.view_ms(), at_ms, "{name}: the view is not at the question");
+                let shown = screen(&app);
+                let reference = screen(&cut_at(lesson, simulated, app.log(), at_ms, &keys));
+                assert_eq!(
+                    shown,
+                    reference,
+                    "{name}: question {} at {at_ms} ms shows something later than its moment",
+                    i + 1
+                );
+                questions.0 += 1;
+                for key in [Action::PauseWorker(c.answer - 1), Action::Continue] {
+                    app.update(key);
+                    keys.push(key);
+                }
+            } else if state.hold.is_some() && app.settling() {
+                // The step is not drawn yet: the view is catching up with its moment.
+            } else if state.hold.is_some() {
+                // The step is on screen now: what it says happened is in the model.
+                let step = state.current().unwrap();
+                let view = app.view_ms();
+                let cut: Vec<Event> =
+                    app.log().iter().filter(|e| e.t_ms <= view).cloned().collect();
+                let missing = unshown_outcomes(step, &cut);
+                assert!(
+                    missing.is_empty(),
+                    "{name} ({}): step {:?} at {view} ms speaks of {missing:?}, not on screen",
+                    app.run_label(),
+                    step.title
+                );
+                app.update(Action::Continue);
+                keys.push(Action::Continue);
+            } else if !app.live() && state.finished() && app.run.ended.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        task.await.unwrap();
+    }
+    // Servers stop off the runtime's threads (PostgreSQL's shutdown blocks).
+    tokio::task::spawn_blocking(move || drop(deployment)).await.unwrap();
+    questions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_question_of_the_course_shows_anything_later_than_its_moment_on_real_servers() {
+    let (mut asked, mut past) = (0, 0);
+    let server = support::redis();
+    let shared = Arc::new(support::on_redis(RedisBackend::open(&server.url(), "test").unwrap()));
+    // Lessons side by side, a few at a time.
+    let limit = Arc::new(Semaphore::new(PARALLEL_LESSONS));
+    let mut tasks = JoinSet::new();
+    for lesson in fencelab::lesson::course().unwrap() {
+        let (limit, shared) = (limit.clone(), shared.clone());
+        tasks.spawn(async move {
+            let _permit = limit.acquire().await.unwrap();
+            follow(&lesson, shared).await
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        let (a, p) = done.unwrap();
+        (asked, past) = (asked + a, past + p);
+    }
+    assert!(asked >= 19, "only {asked} questions were asked");
+    assert!(past >= asked * 2 / 3, "the runs went past only {past} of {asked} questions");
+}

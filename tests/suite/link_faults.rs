@@ -1,0 +1,150 @@
+//! A worker's link, for real: the proxy between a client and a private redis-server
+//! delays what the server sends by the link's delay (measured on the wire), a cut
+//! connection's writes never reach the server (checked on the server), and closing a
+//! run's links leaves no listener or connection behind. The simulator's model of the
+//! same faults is checked against these by the differential test (lessons 21, 22).
+
+use crate::support;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use fencelab::backend::link::Links;
+use fencelab::backend::proxy::Upstream;
+use fencelab::backend::server::PrivateRedis;
+use fencelab::scenario::{Fault, FaultKind};
+use redis::Commands;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+/// Long enough that a loaded machine's scheduling (tens of ms, at worst hundreds) never
+/// reads as the delay, nor hides it.
+const DELAY: Duration = Duration::from_millis(1000);
+
+/// The links of a run whose worker A's link is delayed by [`DELAY`] at some point.
+fn links() -> Links {
+    let fault = Fault {
+        at_ms: 0,
+        node: None,
+        worker: Some("A".into()),
+        ms: Some(DELAY.as_millis() as u64),
+        kind: FaultKind::Delay,
+    };
+    Links::new(&[fault], Duration::from_millis, &CancellationToken::new())
+}
+
+/// A private server, A's links, the address of A's proxy to the server, and a
+/// connection through that proxy which has answered a `PING`.
+async fn proxied() -> (PrivateRedis, Links, SocketAddr, TcpStream) {
+    let server = support::redis();
+    let links = links();
+    let upstream = Upstream::Unix(PathBuf::from(server.url().trim_start_matches("unix://")));
+    let addr = links.of("A").unwrap().dial(upstream).await.unwrap();
+    let mut con = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(ask(&mut con, "PING").await.0, "+PONG");
+    (server, links, addr, con)
+}
+
+/// Send an inline command and read one reply line; returns it and how long it took.
+async fn ask(con: &mut TcpStream, command: &str) -> (String, Duration) {
+    let started = Instant::now();
+    con.write_all(format!("{command}\r\n").as_bytes()).await.unwrap();
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), con.read(&mut byte))
+            .await
+            .expect("a reply within 5 s")
+            .unwrap();
+        assert!(n == 1, "the connection closed before the reply");
+        reply.push(byte[0]);
+    }
+    (String::from_utf8(reply).unwrap().trim_end().to_string(), started.elapsed())
+}
+
+#[tokio::test]
+async fn replies_arrive_the_links_delay_late_and_requests_on_time() {
+    let (server, links, _, mut con) = proxied().await;
+    let (reply, clear) = ask(&mut con, "PING").await;
+    assert_eq!(reply, "+PONG");
+    assert!(clear < DELAY / 2, "a clear link took {clear:?}");
+
+    links.apply("A", FaultKind::Delay, DELAY);
+    let reply = tokio::spawn(async move {
+        let answer = ask(&mut con, "SET fencelab:link-test:delay 1").await;
+        (answer, con)
+    });
+    // The request goes through at once: the key is set while the reply is still held.
+    let mut direct = support::sync_con(&server);
+    let deadline = Instant::now() + 2 * DELAY;
+    while direct.get::<_, Option<i64>>("fencelab:link-test:delay").unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the request never reached the server");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!reply.is_finished(), "the reply came before the request was seen on the server");
+    let ((reply, late), mut con) = reply.await.unwrap();
+    assert_eq!(reply, "+OK");
+    assert!(late >= DELAY, "the reply came after {late:?}, before the {DELAY:?} delay");
+    assert!(late < 2 * DELAY, "the reply came after {late:?}");
+
+    links.apply("A", FaultKind::Heal, Duration::ZERO);
+    let (_, healed) = ask(&mut con, "PING").await;
+    assert!(healed < DELAY / 2, "a healed link took {healed:?}");
+    links.close().await;
+}
+
+#[tokio::test]
+async fn a_cut_connections_writes_never_reach_redis() {
+    let (server, links, addr, mut cut) = proxied().await;
+
+    links.apply("A", FaultKind::Partition, Duration::ZERO);
+    // The open connection is closed by the proxy; what it still sends goes nowhere.
+    let _ = cut.write_all(b"SET fencelab:link-test:cut 1\r\n").await;
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(2), cut.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the cut connection was not closed");
+    // A connection opened during the partition carries nothing either, even after the heal.
+    let mut during = TcpStream::connect(addr).await.unwrap();
+    during.write_all(b"SET fencelab:link-test:during 1\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    links.apply("A", FaultKind::Heal, Duration::ZERO);
+    let mut after = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(ask(&mut after, "SET fencelab:link-test:after 1").await.0, "+OK");
+    assert_eq!(
+        ask(&mut during, "PING").await.0,
+        "+PONG",
+        "the held connection works after the heal"
+    );
+    let mut direct = support::sync_con(&server);
+    let get = |con: &mut redis::Connection, key: &str| con.get::<_, Option<i64>>(key).unwrap();
+    assert_eq!(
+        get(&mut direct, "fencelab:link-test:after"),
+        Some(1),
+        "the healed link carries writes"
+    );
+    assert_eq!(
+        get(&mut direct, "fencelab:link-test:cut"),
+        None,
+        "a write on a cut connection arrived"
+    );
+    assert_eq!(
+        get(&mut direct, "fencelab:link-test:during"),
+        None,
+        "a write sent during the partition arrived"
+    );
+    links.close().await;
+}
+
+#[tokio::test]
+async fn closing_a_runs_links_ends_every_listener_and_connection() {
+    let (_server, links, addr, mut open) = proxied().await;
+
+    tokio::time::timeout(Duration::from_secs(2), links.close()).await.expect("the proxies stop");
+    let mut rest = Vec::new();
+    assert_eq!(open.read_to_end(&mut rest).await.unwrap_or(0), 0, "the connection is closed");
+    let refused = TcpStream::connect(addr).await;
+    assert!(refused.is_err(), "the listener outlived the run's links");
+}

@@ -1,0 +1,226 @@
+//! The stepper (`src/stepper/`) against the simulator: for every scenario it models,
+//! and for hundreds of random `pause` fault schedules, the same outcomes, the same
+//! storage and the same checker violations (who, which kind, and when). The
+//! simulator is held to real Redis by `tests/differential.rs`, so this chains the
+//! stepper to real servers.
+
+use crate::support;
+
+use fencelab::check::{Violation, check};
+use fencelab::engine::log::{Event, EventKind, RunOutcome};
+use fencelab::output::transcript::Transcript;
+use fencelab::scenario::builtin_names;
+use fencelab::scenario::{Fault, FaultKind, Scenario, builtin};
+use fencelab::stepper;
+use support::{all_scenarios, outcomes, sim_run, storage};
+
+/// What both must agree on, in words: each worker's outcomes, the storage, and each
+/// violation without its log position (the stepper logs no `Command` events, so
+/// positions differ; times do not).
+fn verdict(events: &[Event]) -> String {
+    let violations: Vec<String> = check(events).iter().map(unpositioned).collect();
+    format!(
+        "outcomes: {:#?}\nstorage: {:?}\nviolations: {violations:#?}",
+        outcomes(events),
+        storage(events)
+    )
+}
+
+fn unpositioned(v: &Violation) -> String {
+    let mut v = v.clone();
+    match &mut v {
+        Violation::OverlappingBelief { seq, .. }
+        | Violation::StaleWrite { seq, .. }
+        | Violation::WriteByNonHolder { seq, .. }
+        | Violation::DoneTwice { seq, .. } => *seq = 0,
+    }
+    format!("{v:?}")
+}
+
+/// Every event but the inspector's commands and the first, with its time: the
+/// stepper's log, event for event.
+fn timeline(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| !matches!(e.kind, EventKind::Command { .. } | EventKind::RunStarted { .. }))
+        .map(|e| format!("{:>8.1} {:?}", e.t_ms, e.kind))
+        .collect()
+}
+
+/// The difference between the simulator's run and the stepper's, if any.
+fn compared(
+    scenario: &Scenario,
+    fencing: bool,
+    sim: &[Event],
+    stepped: &[Event],
+) -> Option<String> {
+    let (a, b) = (verdict(sim), verdict(stepped));
+    (a != b || timeline(sim) != timeline(stepped)).then(|| {
+        format!(
+            "{} (fencing {fencing}, faults {:?}):\n--- simulator\n{a}\n{}\n--- stepper\n{b}\n{}",
+            scenario.name,
+            scenario.faults,
+            timeline(sim).join("\n"),
+            timeline(stepped).join("\n")
+        )
+    })
+}
+
+/// The difference between the two runs of `scenario`, if any.
+fn difference(scenario: &Scenario, fencing: bool) -> Option<String> {
+    compared(scenario, fencing, &sim_run(scenario, fencing), &stepper::run(scenario, fencing, 0))
+}
+
+#[test]
+fn the_stepper_runs_every_scenario_it_supports_as_the_simulator_does() {
+    let mut covered = Vec::new();
+    let mut differences = Vec::new();
+    for scenario in all_scenarios() {
+        for planned in scenario.planned_runs(&[false, true]) {
+            if !stepper::supports(&planned.scenario) {
+                continue;
+            }
+            covered.push(format!("{} / {}", scenario.name, planned.label));
+            differences.extend(difference(&planned.scenario, planned.fencing));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+    eprintln!("{} runs compared:\n  {}", covered.len(), covered.join("\n  "));
+    assert!(covered.len() >= 20, "too few scenarios covered: {covered:?}");
+}
+
+/// The comparison can fail: two runs that differ only in fencing differ in it.
+#[test]
+fn the_comparison_tells_two_different_runs_apart() {
+    let gc_pause = builtin("gc-pause").unwrap().unwrap();
+    let (off, on) = (stepper::run(&gc_pause, false, 0), stepper::run(&gc_pause, true, 0));
+    assert!(compared(&gc_pause, false, &sim_run(&gc_pause, false), &on).is_some());
+    assert!(compared(&gc_pause, false, &sim_run(&gc_pause, false), &off).is_none());
+}
+
+/// The transcript of a stepped run is the simulator's, line for line, but for the
+/// backend's name.
+#[test]
+fn a_stepped_run_prints_the_simulators_transcript() {
+    let text = |events: &[Event]| -> Vec<String> {
+        let mut transcript = Transcript::default();
+        events.iter().flat_map(|e| transcript.lines(e)).filter(|l| !l.starts_with("# ")).collect()
+    };
+    let pause_fault = all_scenarios().into_iter().find(|s| s.name == "pause-fault").unwrap();
+    for fencing in [false, true] {
+        let stepped = text(&stepper::run(&pause_fault, fencing, 0));
+        assert_eq!(stepped, text(&sim_run(&pause_fault, fencing)));
+        assert!(stepped.iter().any(|l| l.contains("paused")), "{stepped:#?}");
+    }
+}
+
+/// `n` random `pause` fault schedules on `scenario`: one or two faults, each on a
+/// random worker, starting at 0-5 s, lasting 0-6 s; with `grid`, on whole tenths of a
+/// second or one ms past them, where they meet the scripts' own moments (a lease
+/// ending at 2.0 s, a waiter's retry at 2.001 s).
+fn schedules(scenario: &Scenario, n: usize, grid: bool, rng: &mut fastrand::Rng) -> Vec<Scenario> {
+    let ms = |rng: &mut fastrand::Rng, max: u64| match grid {
+        true => rng.u64(0..=max / 100) * 100 + rng.u64(0..=1),
+        false => rng.u64(0..=max),
+    };
+    let one = |s: &Scenario, rng: &mut fastrand::Rng| Fault {
+        at_ms: ms(rng, 5000),
+        node: None,
+        worker: Some(s.workers[rng.usize(..s.workers.len())].name.clone()),
+        ms: Some(ms(rng, 6000)),
+        kind: FaultKind::Pause,
+    };
+    (0..n)
+        .map(|_| {
+            let mut s = scenario.clone();
+            s.faults = (0..rng.usize(1..=2)).map(|_| one(scenario, rng)).collect();
+            s
+        })
+        .collect()
+}
+
+/// `n` random schedules of Redlock's node faults on `scenario`: one to three node
+/// faults at 0-5 s, each a clock jump (0-6 s) or a kill with the restart 0-3 s later
+/// (a majority lost for good would leave a waiter retrying forever), with one `pause`
+/// of a random worker.
+fn node_schedules(scenario: &Scenario, n: usize, rng: &mut fastrand::Rng) -> Vec<Scenario> {
+    let nodes = scenario.lock.nodes();
+    schedules(scenario, n, false, rng)
+        .into_iter()
+        .map(|mut s| {
+            s.faults.truncate(1);
+            for _ in 0..rng.usize(1..=3) {
+                let (at_ms, node) = (rng.u64(0..=5000), Some(rng.usize(1..=nodes)));
+                let fault = |kind, at_ms, ms| Fault { at_ms, node, worker: None, ms, kind };
+                if rng.bool() {
+                    s.faults.push(fault(FaultKind::ClockJump, at_ms, Some(rng.u64(0..=6000))));
+                } else {
+                    s.faults.push(fault(FaultKind::Kill, at_ms, None));
+                    s.faults.push(fault(FaultKind::Restart, at_ms + rng.u64(0..=3000), None));
+                }
+            }
+            s
+        })
+        .collect()
+}
+
+/// Where the two differ, the simulator itself may be the one that varies: tokio's
+/// `select!` picks at random among branches ready at once (a fault landing at the
+/// instant a sleep ends). Such a schedule is counted, not failed, if the stepper
+/// gives one of the simulator's answers.
+#[test]
+fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
+    let mut rng = fastrand::Rng::with_seed(16);
+    let (mut compared_runs, mut undecided) = (0, Vec::new());
+    let mut differences = Vec::new();
+    let names = ["gc-pause", "check-then-write", "longer-leases", "playground"];
+    let redlock = ["redlock-pause", "redlock-clock-jump"];
+    for name in names.into_iter().chain(redlock) {
+        assert!(builtin_names().iter().any(|n| n == name), "{name} is no longer built in");
+        let scenario = builtin(name).unwrap().unwrap();
+        let all = match redlock.contains(&name) {
+            true => node_schedules(&scenario, 100, &mut rng),
+            false => {
+                let mut all = schedules(&scenario, 60, false, &mut rng);
+                all.extend(schedules(&scenario, 60, true, &mut rng));
+                all
+            }
+        };
+        for s in all {
+            assert!(stepper::supports(&s));
+            for fencing in [false, true] {
+                compared_runs += 1;
+                let stepped = stepper::run(&s, fencing, 0);
+                // A run that never ends would hang the simulator: none may be drawn.
+                let ended = stepped.last().map(|e| &e.kind);
+                assert!(
+                    matches!(
+                        ended,
+                        Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
+                    ),
+                    "{name} {:?} did not end: {ended:?}",
+                    s.faults
+                );
+                let first = sim_run(&s, fencing);
+                let Some(diff) = compared(&s, fencing, &first, &stepped) else {
+                    continue;
+                };
+                let mut answers = vec![first];
+                answers.extend((0..8).map(|_| sim_run(&s, fencing)));
+                let varies = answers.iter().any(|a| timeline(a) != timeline(&answers[0]));
+                let matched = answers.iter().any(|a| compared(&s, fencing, a, &stepped).is_none());
+                if varies && matched {
+                    undecided.push(format!("{name} {:?}", s.faults));
+                } else {
+                    differences.push(diff);
+                }
+            }
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+    eprintln!(
+        "{compared_runs} runs compared; the simulator itself varied on {}: {undecided:#?}",
+        undecided.len()
+    );
+    assert!(undecided.len() * 20 < compared_runs, "too many undecided: {undecided:#?}");
+}
