@@ -492,9 +492,12 @@ pub enum BenchWhat {
         /// How many students.
         #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=2000))]
         students: u32,
-        /// How many events each student posts (one every 50 ms).
+        /// How many events each student posts (a run takes at most 5000 from one).
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         events: u32,
+        /// Milliseconds between two posts of one student.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=60_000))]
+        pace_ms: u32,
     },
     /// How many gc-pause-sized runs a second a search can try: gc-pause with a random
     /// pause fault, run and checked, on the stepper and on the simulator (one runtime

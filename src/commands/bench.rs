@@ -18,7 +18,11 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
     match args.what {
         BenchWhat::Handover { runs } => handover(runs, backend_args),
         BenchWhat::Servers { runs } => servers(runs),
-        BenchWhat::Class { students, events } => super::bench_class::bench(students, events),
+        BenchWhat::Class { students, events, pace_ms } => super::bench_class::bench(
+            students,
+            events,
+            std::time::Duration::from_millis(pace_ms.into()),
+        ),
         BenchWhat::Sim { runs, engine_runs } => super::bench_sim::bench(runs, engine_runs),
         BenchWhat::Break { searches, ref program, time_scale } => {
             super::bench_break::bench(searches, program, time_scale, backend_args)

@@ -17,13 +17,12 @@ use crate::scenario::{Scenario, Step, WorkerSpec, builtin};
 use crate::tui::app::{App, Msg};
 use crate::tui::theme::Theme;
 
-/// Time between two posts of one student.
-const PACE: Duration = Duration::from_millis(50);
 /// How long the instructor waits, past the time the students need to post everything,
 /// before calling the rest lost.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
+/// `pace`: the time between two posts of one student.
+pub fn bench(students: u32, events: u32, pace: Duration) -> anyhow::Result<ExitCode> {
     let (_server, admin) = private_redis("127.0.0.1", "127.0.0.1")?;
     let names: Vec<String> = (1..=students).map(|i| format!("s{i:03}")).collect();
     let before = crate::platform::usage();
@@ -39,7 +38,7 @@ pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
         for (i, mut desk) in desks.into_iter().enumerate() {
             tokio::spawn(async move {
                 // Spread the students over one pace, as a class's clocks would be.
-                tokio::time::sleep(PACE * i as u32 / students).await;
+                tokio::time::sleep(pace * i as u32 / students).await;
                 for _ in 0..events {
                     let kind = EventKind::Command {
                         worker: desk.name.clone(),
@@ -50,13 +49,13 @@ pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
                     if desk.post(&kind).await.is_err() {
                         return;
                     }
-                    tokio::time::sleep(PACE).await;
+                    tokio::time::sleep(pace).await;
                 }
             });
         }
         let wanted = (students * events) as usize;
         let (mut latencies, mut refused, mut log) = (Vec::new(), Vec::new(), Vec::new());
-        let deadline = Instant::now() + PACE * events + PATIENCE;
+        let deadline = Instant::now() + pace * events + PATIENCE;
         while latencies.len() < wanted && Instant::now() < deadline {
             for arrival in roll.read(Duration::from_millis(100)).await? {
                 match arrival {
@@ -83,7 +82,7 @@ pub fn bench(students: u32, events: u32) -> anyhow::Result<ExitCode> {
     };
     out!(
         "{students} students x {events} events (one every {} ms each), on loopback:",
-        PACE.as_millis()
+        pace.as_millis()
     );
     out!(
         "  received {} of {wanted} events in {took:.2} s: {:.0} events/s",
