@@ -608,6 +608,15 @@ impl App {
             let released = was_held && lesson.hold.is_none();
             return if released { self.resume_after_hold() } else { Vec::new() };
         };
+        if !lesson.cast.is_empty() {
+            let gone: Vec<(String, f64)> = (self.log.iter())
+                .filter_map(|e| match &e.kind {
+                    EventKind::Left { student, .. } => Some((student.clone(), e.t_ms)),
+                    _ => None,
+                })
+                .collect();
+            lesson.tell_of_leavers(&gone);
+        }
         // A question holds at its moment exactly. A narration step on real servers
         // also shows its moment's own consequences, which land a few ms after it (A
         // wakes at 3 s; its write reaches the storage just after): never up to a

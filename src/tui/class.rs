@@ -95,20 +95,8 @@ pub async fn instruct(
     if !lesson.narration.runs.is_empty() || !checkpoints.is_empty() {
         // The screen holds at each step and question as a lesson's does (the run goes
         // on underneath), while the class answers.
-        let label = app.run_label();
-        let mut narration = lesson.narration.clone();
-        // A class plays one run: its narration alone, with no offer of the next.
-        narration.runs.retain(|r| r.label == label);
-        for step in narration.runs.iter_mut().flat_map(|r| r.steps.iter_mut()) {
-            step.body = without_next_run(&step.body);
-        }
-        // The narration names the scenario's workers, the lanes the students: each
-        // run's first step says who plays whom.
-        let cast = parts(&lesson.scenario, &here);
-        for first in narration.runs.iter_mut().filter_map(|r| r.steps.first_mut()) {
-            first.body = format!("*{cast}.*\n\n{}", first.body);
-        }
-        app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), Vec::new()));
+        let told = class_lesson(lesson, &here, &app.run_label());
+        app = app.with_lesson(told);
     }
     let quiz = Some(QuizLink::instructor(Quizmaster::of(room, &here), checkpoints));
     let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
@@ -121,6 +109,27 @@ pub async fn instruct(
     let _ = tokio::time::timeout(WIND_DOWN, mirrored).await;
     shown?;
     Ok(Some((outcome, log)))
+}
+
+/// The lesson as the projector tells it to a class playing the run labelled `label`
+/// with the students `here`: that run's narration alone, with no offer of the next
+/// (a class plays one run), its first step saying who plays whom, and the cast known,
+/// so a step or question about a part whose players all left says so.
+pub fn class_lesson(lesson: &Lesson, here: &[String], label: &str) -> LessonState {
+    let mut narration = lesson.narration.clone();
+    narration.runs.retain(|r| r.label == label);
+    for step in narration.runs.iter_mut().flat_map(|r| r.steps.iter_mut()) {
+        step.body = without_next_run(&step.body);
+    }
+    // The narration names the scenario's workers, the lanes the students.
+    let said = parts(&lesson.scenario, here);
+    for first in narration.runs.iter_mut().filter_map(|r| r.steps.first_mut()) {
+        first.body = format!("*{said}.*\n\n{}", first.body);
+    }
+    let workers = &lesson.scenario.workers;
+    let cast = here.iter().zip(workers.iter().cycle()).map(|(s, w)| (s.clone(), w.name.clone()));
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    LessonState::new(narration, label, checkpoints, Vec::new()).with_cast(cast.collect())
 }
 
 /// A narration step's text without its paragraphs offering `c` (the next run), which
