@@ -632,3 +632,65 @@ fn the_help_scrolls_on_a_small_screen() {
     assert!(shown.contains("holder lane: who"), "the legend at the end: {shown}");
     assert_eq!(app.selected, 0, "the arrows scrolled the help, not the lanes");
 }
+
+/// The events of `scenario`'s run on the simulator, on the lock service it asks for
+/// (Redlock's nodes too).
+fn deployed_sim_events(scenario: &fencelab::scenario::Scenario, fencing: bool) -> Vec<Event> {
+    use fencelab::backend::deployment::{Shape, Targets, deploy};
+    let deployment = deploy(&Targets::SIM, Shape::of(scenario)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    rt.block_on(async {
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
+        let cancel = CancellationToken::new();
+        fencelab::engine::run(lock, storage, scenario, options, &cancel).await.unwrap().snapshot()
+    })
+}
+
+/// Lesson 20's point is on its node lanes: at 1.7 s B holds nodes 3 to 5 while A
+/// still holds 1 and 2. Every node's lane is drawn, at every size, however long the
+/// narration under the timeline (at 80x24 it once took the rows of nodes 3 to 5).
+#[test]
+fn lesson_20s_node_lanes_show_b_on_nodes_3_to_5_at_every_size() {
+    let lesson = fencelab::lesson::find("redlock-clock-jump").unwrap().unwrap();
+    for (width, height) in [(80u16, 24u16), (100, 30), (120, 36), (160, 48)] {
+        let mut app = lesson_app(&lesson, Theme::DEFAULT);
+        let (scenario, fencing) = app.next_run();
+        let events = deployed_sim_events(&scenario, fencing);
+        app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= 1700.0).collect()));
+        for _ in 0..200 {
+            app.update(Msg::Clock { reached_ms: 1700.0, real_ms: 10_000.0 });
+            let lesson = app.lesson.as_ref().unwrap();
+            if lesson.hold.is_none() && app.cursor_ms() >= 1700.0 {
+                break;
+            }
+            if let Some((_, c)) =
+                lesson.open_checkpoint().filter(|(i, _)| lesson.answers[*i].is_none())
+            {
+                app.update(Action::PauseWorker(c.answer - 1));
+            }
+            app.update(Action::Continue);
+        }
+        assert_eq!(app.cursor_ms(), 1700.0);
+        let shown = text(screen(&app, width, height).backend().buffer());
+        let lane = |n: usize| {
+            let row = shown.lines().find(|l| l.contains(&format!("node {n} ")));
+            row.unwrap_or_else(|| panic!("{width}x{height}: no lane for node {n}:\n{shown}"))
+                .split('│')
+                .nth(1)
+                .unwrap_or_default()
+                .to_string()
+        };
+        for n in 1..=2 {
+            assert!(lane(n).contains('A') && !lane(n).contains('B'), "{width}x{height}:\n{shown}");
+        }
+        for n in 3..=5 {
+            assert!(lane(n).contains('B'), "{width}x{height}: B not on node {n}:\n{shown}");
+        }
+        assert!(shown.contains("lease (TTL)"), "{width}x{height}:\n{shown}");
+    }
+}

@@ -101,6 +101,12 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     rows
 }
 
+/// The height (with its border) below which the timeline cuts rows off its bottom:
+/// its axis, each lane at its thinnest, the truth, every node and the lease.
+pub fn needed_height(app: &App) -> u16 {
+    u16::try_from(rows(app, 0).len() + 2).unwrap_or(u16::MAX)
+}
+
 /// How many lanes `runs` have between them.
 fn lanes_in(runs: &[(bool, &RunModel)]) -> usize {
     runs.iter().map(|(_, r)| r.lanes.len()).sum()
