@@ -694,3 +694,34 @@ fn lesson_20s_node_lanes_show_b_on_nodes_3_to_5_at_every_size() {
         assert!(shown.contains("lease (TTL)"), "{width}x{height}:\n{shown}");
     }
 }
+
+/// Lesson 23's runs end within 1.2 s and differ by a fraction of a second: at a run's
+/// end the timeline fits it, so the runs compared after `c` differ by many columns,
+/// not less than one, without the learner knowing `z`.
+#[test]
+fn a_short_lessons_run_is_fitted_to_the_timeline_at_its_end() {
+    let lesson = fencelab::lesson::find("waiters").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 3);
+    let shown = text(screen(&app, 100, 30).backend().buffer());
+    assert!(app.window_ms <= 2000.0, "{}:\n{shown}", app.window_ms);
+    assert!(!shown.contains("4s"), "the axis still spans 6 s:\n{shown}");
+    // After c the poll run, drawn under the first: R's write (token 3 in the first
+    // run, 2 in this one) came 0.7 s sooner, many columns to the left.
+    app.update(Action::Compare);
+    app.update(Msg::RunStarting);
+    play_to(&mut app, f64::INFINITY, 3);
+    let shown = text(screen(&app, 160, 48).backend().buffer());
+    let (earlier, this) = shown.split_once("── this run").expect("both runs on screen");
+    let column = |part: &str, mark: &str| {
+        let line = part.lines().find(|l| l.contains(mark)).unwrap_or_default();
+        line.find(mark).map(|byte| line[..byte].chars().count())
+    };
+    let (first, poll) = (column(earlier, "✔w3"), column(this, "✔w2"));
+    assert!(first.zip(poll).is_some_and(|(f, p)| f >= p + 20), "{first:?} {poll:?}:\n{shown}");
+    // Zoomed by hand, the window stays the learner's.
+    app.update(Action::ZoomOut);
+    let zoomed = app.window_ms;
+    app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 100.0 });
+    assert_eq!(app.window_ms, zoomed);
+}

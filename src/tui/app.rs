@@ -16,6 +16,9 @@ use crate::scenario::{
     WorkerSpec,
 };
 
+/// How much time the timeline shows at first, in scenario ms.
+const DEFAULT_WINDOW_MS: f64 = 6000.0;
+
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 /// How many lines PgUp and PgDn scroll the lesson's narration.
@@ -252,6 +255,8 @@ pub struct App {
     pub moment: Option<f64>,
     /// How much time the timeline shows, in scenario ms.
     pub window_ms: f64,
+    /// The learner zoomed (z / Z): the window is theirs, never fitted to a run.
+    zoomed: bool,
     pub theme: Theme,
     /// A one-line message about the last change ("lease 3.5 s from the next run").
     pub status: Option<String>,
@@ -329,7 +334,8 @@ impl App {
             help_scroll: 0,
             inspector: false,
             moment: None,
-            window_ms: 6000.0,
+            window_ms: DEFAULT_WINDOW_MS,
+            zoomed: false,
             theme,
             status: None,
             error: None,
@@ -569,12 +575,29 @@ impl App {
             self.following = true;
         }
         effects.extend(self.tell_class_cursor());
+        self.fit_window();
         // The compare run repeats the user's pauses and crashes at their moments.
         while self.scripted.first().is_some_and(|(t, _, _)| *t <= self.reached_ms) {
             let (_, name, command) = self.scripted.remove(0);
             effects.push(Effect::Worker(name, command));
         }
         effects
+    }
+
+    /// A lesson's run shown to its end that took less than half the timeline (lesson
+    /// 23's ways of waiting end within 1.2 s and differ by less than a column at 6 s):
+    /// the window fits it (and the run compared above it), so the difference shows
+    /// without knowing `z`. A window the learner zoomed stays theirs.
+    fn fit_window(&mut self) {
+        if self.zoomed || self.lesson.is_none() || self.class.is_some() {
+            return;
+        }
+        let Some(end) = self.log_ended().filter(|end| self.cursor_ms >= *end) else { return };
+        let earlier = self.previous.as_ref().and_then(|p| p.ended.as_ref()).map_or(0.0, |e| e.0);
+        let end = end.max(earlier);
+        if end * 2.0 <= DEFAULT_WINDOW_MS {
+            self.window_ms = ((end * 1.25 / 500.0).ceil() * 500.0).max(1000.0);
+        }
     }
 
     /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves,
@@ -1077,8 +1100,14 @@ impl App {
                 // Within what the view has reached: never past the cursor.
                 self.moment = Some(to.clamp(0.0, self.cursor_ms));
             }
-            Action::ZoomIn => self.window_ms = (self.window_ms / 1.5).max(1000.0),
-            Action::ZoomOut => self.window_ms = (self.window_ms * 1.5).min(120_000.0),
+            Action::ZoomIn => {
+                self.zoomed = true;
+                self.window_ms = (self.window_ms / 1.5).max(1000.0);
+            }
+            Action::ZoomOut => {
+                self.zoomed = true;
+                self.window_ms = (self.window_ms * 1.5).min(120_000.0);
+            }
             Action::NextViolation => self.next_violation(),
             Action::CycleTheme => self.theme = self.theme.next(),
             Action::Continue => return self.continue_lesson(),
