@@ -725,3 +725,31 @@ fn a_short_lessons_run_is_fitted_to_the_timeline_at_its_end() {
     app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 100.0 });
     assert_eq!(app.window_ms, zoomed);
 }
+
+/// A status message (the services found, after `l` or `w`) gives the hint line back
+/// within seconds of a live run: a newcomer sees "Press 1" before A writes (2.5 s in).
+#[test]
+fn the_playgrounds_press_1_hint_returns_before_a_writes_after_a_notice() {
+    let events = playground_log(false, None);
+    let scenario = builtin("playground").unwrap().unwrap();
+    let label = "SIMULATOR (virtual clock, no Redis)".to_string();
+    let mut app = App::new(scenario, false, 0.5, true, label, Theme::DEFAULT);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Notice("here: Redis ✓ Redlock ✓ etcd ✓ PostgreSQL ✓".into()));
+    let mut shown_at = Vec::new();
+    for t in [100.0, 400.0, 700.0, 1000.0, 1300.0, 1600.0] {
+        let new: Vec<Event> =
+            events.iter().filter(|e| e.t_ms <= t).skip(app.log().len()).cloned().collect();
+        app.update(Msg::Logged(new));
+        // Half speed: 300 ms of the run is 600 ms of the learner's time.
+        app.update(Msg::Clock { reached_ms: t, real_ms: 600.0 });
+        let shown = text(screen(&app, 100, 30).backend().buffer());
+        if shown.contains("Press 1 to pause A") {
+            shown_at.push(t);
+        }
+        if t == 100.0 {
+            assert!(shown.contains("here: Redis ✓"), "the notice is shown first:\n{shown}");
+        }
+    }
+    assert!(!shown_at.is_empty(), "the notice hid the hint until A wrote");
+}

@@ -19,6 +19,9 @@ use crate::scenario::{
 /// How much time the timeline shows at first, in scenario ms.
 const DEFAULT_WINDOW_MS: f64 = 6000.0;
 
+/// How long a status message stays during a live run, in wall ms.
+const STATUS_SHOWN_MS: f64 = 2500.0;
+
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 /// How many lines PgUp and PgDn scroll the lesson's narration.
@@ -260,6 +263,10 @@ pub struct App {
     pub theme: Theme,
     /// A one-line message about the last change ("lease 3.5 s from the next run").
     pub status: Option<String>,
+    /// The status message being aged, and for how long (wall ms) it has been shown
+    /// during a live run: past `STATUS_SHOWN_MS` it gives the line back to the hint
+    /// (the playground's "Press 1" must not wait for the run's end).
+    status_age: (Option<String>, f64),
     /// A failure to show in the error panel; the UI stays up.
     pub error: Option<String>,
     pub quit: bool,
@@ -338,6 +345,7 @@ impl App {
             zoomed: false,
             theme,
             status: None,
+            status_age: (None, 0.0),
             error: None,
             quit: false,
             lesson: None,
@@ -535,6 +543,7 @@ impl App {
     /// moves at the run's pace; a lesson may stop it at a hold.
     fn clock(&mut self, reached_ms: f64, real_ms: f64) -> Vec<Effect> {
         let real_ms = if std::mem::take(&mut self.resumed) { 0.0 } else { real_ms };
+        self.age_status(real_ms);
         if self.replay.is_some() {
             if self.replay.is_some_and(|r| r.playing) {
                 self.cursor_ms = (self.cursor_ms + real_ms * self.speed).min(self.reached_ms);
@@ -582,6 +591,19 @@ impl App {
             effects.push(Effect::Worker(name, command));
         }
         effects
+    }
+
+    /// A status message shown `STATUS_SHOWN_MS` of a live run is taken down (a new
+    /// message starts its own time): the hint under it says what to try next.
+    fn age_status(&mut self, real_ms: f64) {
+        if self.status != self.status_age.0 {
+            self.status_age = (self.status.clone(), 0.0);
+        } else if self.status.is_some() && self.live() {
+            self.status_age.1 += real_ms;
+            if self.status_age.1 >= STATUS_SHOWN_MS {
+                self.status = None;
+            }
+        }
     }
 
     /// A lesson's run shown to its end that took less than half the timeline (lesson
