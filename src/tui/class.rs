@@ -309,6 +309,10 @@ fn command_lines(name: &str, command: &str, width: usize) -> Vec<String> {
             vec![format!(" {name} types (one line):"), format!(" {program}"), url.to_string()]
         }
         split => {
+            if let Some(lines) = split.and_then(|(program, url)| continued(program, url, width)) {
+                let whose = format!(" {name} types (a line ending in \\ goes on below):");
+                return [whose].into_iter().chain(lines).collect();
+            }
             // Split at its space, the URL alone needs its own length and a column.
             let need =
                 split.map_or(command.chars().count() + 2, |(_, url)| url.chars().count() + 1);
@@ -317,6 +321,43 @@ fn command_lines(name: &str, command: &str, width: usize) -> Vec<String> {
             )]
         }
     }
+}
+
+/// The command as shell lines continued by a backslash, for a screen too narrow for
+/// its URL (80 columns): the URL unquoted (only where every character of it is one a
+/// shell takes as it is) and broken only after a `:` or an `@`, so the password (hex)
+/// is always whole on one line. Continuation lines start at their first column: a
+/// backslash-newline inside a word joins it with no space.
+fn continued(program: &str, url: &str, width: usize) -> Option<Vec<String>> {
+    let bare = url.trim_start_matches('\'').trim_end_matches('\'');
+    let safe = |c: char| c.is_ascii_alphanumeric() || ":/@.-_".contains(c);
+    if bare.is_empty() || !bare.chars().all(safe) {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    let mut rest = bare;
+    while let Some(at) = rest.find([':', '@']) {
+        let (piece, tail) = rest.split_at(at + 1);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces.push(rest);
+    // Each line with its backslash fits in fewer than `width` columns.
+    let room = width.checked_sub(2)?;
+    let mut lines = vec![format!(" {program} \\")];
+    let mut line = String::new();
+    for piece in pieces {
+        if piece.len() > room {
+            return None;
+        }
+        if line.len() + piece.len() > room {
+            lines.push(format!("{line}\\"));
+            line.clear();
+        }
+        line.push_str(piece);
+    }
+    lines.push(line);
+    Some(lines)
 }
 
 /// A student's screen: join with `url`, run the student's worker (as `program
