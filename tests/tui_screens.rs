@@ -424,6 +424,9 @@ fn the_end_of_a_lesson_shows_the_score_and_each_question() {
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("Score: 0 of 1 predicted"), "{panel}");
     assert!(panel.contains("✘ Whose write ends up last in storage?"), "{panel}");
+    // R says what it does: the same questions again, not new ones.
+    let words = panel.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("the same questions, their choices in a new order"), "{panel}");
 
     // R takes it again, the choices in another order; this time right.
     assert_eq!(app.update(Action::Retake), [fencelab::tui::app::Effect::StartRun]);

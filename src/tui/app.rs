@@ -950,7 +950,10 @@ impl App {
                 if let Some(lesson) = self.lesson.as_mut() {
                     lesson.retake(&label);
                 }
-                self.status = Some("the lesson again, from the start".into());
+                self.status = Some(
+                    "the lesson again, from the start: the same questions, their choices in a new order"
+                        .into(),
+                );
                 return vec![Effect::StartRun];
             }
         }
