@@ -416,3 +416,29 @@ fn at_the_reveal_a_student_sees_right_or_wrong_as_in_a_lesson() {
     app.update(Msg::Key(Action::Continue));
     assert!(app.posed.is_none());
 }
+
+/// bob's screen while the projector holds at 100 ms (its introduction) and the run
+/// goes on in the room: the header says HELD, not LIVE; once the projector moves on
+/// with the run, LIVE again. Its footer names only keys a student can use.
+#[test]
+fn a_students_screen_held_at_the_projectors_cursor_says_held_and_lists_only_its_keys() {
+    let (scenario, events) = gc_pause_class();
+    let mut app = App::new(scenario, false, 1.0, false, "you are bob".into(), Theme::DEFAULT);
+    app.class = Some(ClassSeat::Student("bob".into()));
+    app.update(Msg::RunStarting);
+    app.update(Msg::Logged(events.iter().filter(|e| e.t_ms <= 1500.0).cloned().collect()));
+    app.update(Msg::Quiz(QuizNews::Cursor(100.0)));
+    app.update(Msg::Clock { reached_ms: 1500.0, real_ms: 100.0 });
+    let held = text(&app, 100, 30);
+    assert!(held.lines().next().unwrap().contains("‖ HELD 0.1 s"), "{held}");
+    let footer = held.lines().last().unwrap();
+    assert!(footer.contains("1-9 answer a question"), "{footer}");
+    for not_theirs in ["crash", "fencing", "restart", "compare", "pause A/B"] {
+        assert!(!footer.contains(not_theirs), "{not_theirs:?} in a student's footer: {footer}");
+    }
+    // The projector goes on, with the run: live again.
+    app.update(Msg::Quiz(QuizNews::Cursor(1500.0)));
+    app.update(Msg::Clock { reached_ms: 1550.0, real_ms: 100.0 });
+    let live = text(&app, 100, 30);
+    assert!(live.lines().next().unwrap().contains("▶ LIVE"), "{live}");
+}

@@ -43,6 +43,9 @@ const STEP_SETTLE_MS: f64 = 100.0;
 /// How far the projector's cursor moves before the room is told (ten posts a second
 /// at the run's pace): a student's screen lags the projector by at most this.
 const CLASS_CURSOR_STEP_MS: f64 = 100.0;
+/// How far the run must be past the projector's cursor for a student's screen to say
+/// it is held there (the cursor is told every `CLASS_CURSOR_STEP_MS`, a little late).
+const PROJECTOR_HOLD_MARGIN_MS: f64 = 700.0;
 
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
@@ -406,6 +409,16 @@ impl App {
     /// A lesson holds the view at a step or a question.
     pub fn held(&self) -> bool {
         self.hold_at.is_some()
+    }
+
+    /// A student's view stopped at the projector's cursor while the run goes on well
+    /// past it (the instructor holds for a step or a question): the screen is held,
+    /// not live. The margin is beyond the cursor's own lag (told every 100 ms).
+    pub fn held_by_projector(&self) -> bool {
+        matches!(self.class, Some(ClassSeat::Student(_)))
+            && self.log_ended().is_none_or(|end| self.cursor_ms < end)
+            && self.cursor_ms >= self.class_cursor_ms - 0.5
+            && self.reached_ms - self.class_cursor_ms > PROJECTOR_HOLD_MARGIN_MS
     }
 
     /// Where tokens come from, for the tokens panel.
