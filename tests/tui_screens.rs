@@ -756,3 +756,22 @@ fn the_playgrounds_press_1_hint_returns_before_a_writes_after_a_notice() {
     }
     assert!(!shown_at.is_empty(), "the notice hid the hint until A wrote");
 }
+
+/// Lesson 22's failed renewals fall close together: each label is cut a cell before
+/// the next, so they read as two ("?ren ?renew"), never as one ("?rene?renew").
+#[test]
+fn marks_that_crowd_a_lane_are_cut_apart_not_run_together() {
+    let lesson = fencelab::lesson::find("partitioned-holder").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 1);
+    for (width, height) in [(100, 30), (160, 48)] {
+        let shown = text(screen(&app, width, height).backend().buffer());
+        let row = shown.lines().find(|l| l.contains("renew") && l.contains("got 1"));
+        let row = row.unwrap_or_else(|| panic!("no renewal marks on A's lane:\n{shown}"));
+        let plot: Vec<char> = row.split('│').nth(1).unwrap_or_default().chars().collect();
+        for (i, c) in plot.iter().enumerate().skip(1) {
+            assert!(*c != '?' || plot[i - 1] == ' ', "labels run together: {row}");
+        }
+        assert!(row.contains(" ?ren"), "{row}");
+    }
+}
