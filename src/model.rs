@@ -265,7 +265,9 @@ impl RunModel {
             EventKind::Left { student, .. } => {
                 let i = self.lane_index(student);
                 self.mark(t, i, "left".into());
-                self.left.push(student.clone());
+                if !self.left.contains(student) {
+                    self.left.push(student.clone());
+                }
             }
             // A worker process frozen or killed by the kernel: its lane says so, so a
             // kernel pause is told apart from a worker that chose to wait.

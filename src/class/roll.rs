@@ -192,6 +192,8 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
         EventKind::Worker { worker, .. }
         | EventKind::Command { worker, .. }
         | EventKind::Signal { worker, .. } => Some(worker.as_str()),
+        // A student may say they left (they quit), of themselves only.
+        EventKind::Left { student, .. } => Some(student.as_str()),
         _ => None,
     };
     if sender != student || named != Some(student) {

@@ -234,7 +234,13 @@ async fn play(
 /// Say how the run went (after the screen is given back, in the TUI), and the exit
 /// code that goes with it.
 fn verdict(outcome: RunOutcome, log: &EventLog) -> ExitCode {
-    for line in verdict_after(&outcome, &check(&log.snapshot())) {
+    let events = log.snapshot();
+    for line in verdict_after(&outcome, &check(&events)) {
+        say(&line);
+    }
+    // Who left mid-run: their part ended there, as a crash, which the verdict's
+    // reader must know to read it.
+    for line in crate::output::transcript::who_left(&events) {
         say(&line);
     }
     match outcome {

@@ -301,6 +301,25 @@ fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }
 
+/// A class's students who left mid-run, each with when and why: their part ended
+/// there as a crash would, so a verdict is read knowing whose writes never came.
+pub fn who_left(events: &[Event]) -> Vec<String> {
+    let mut said: Vec<&str> = Vec::new();
+    let mut lines = Vec::new();
+    for e in events {
+        if let EventKind::Left { student, why } = &e.kind
+            && !said.contains(&student.as_str())
+        {
+            said.push(student);
+            let at = e.t_ms / 1000.0;
+            lines.push(format!(
+                "room: {student} left the class at {at:.1}s ({why}): their part ended there, as a crash"
+            ));
+        }
+    }
+    lines
+}
+
 /// The checker's verdict on a run that ended as `outcome`: a failed run is not
 /// judged (its storage holds what happened before the failure, not the scenario's
 /// outcome, so "no stale write accepted" would claim too much).

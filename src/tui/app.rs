@@ -16,6 +16,12 @@ use crate::scenario::{
     WaitStrategy, WorkerSpec,
 };
 
+/// How much time the timeline shows at first, in scenario ms.
+const DEFAULT_WINDOW_MS: f64 = 6000.0;
+
+/// How long a status message stays during a live run, in wall ms.
+const STATUS_SHOWN_MS: f64 = 2500.0;
+
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 /// How many lines PgUp and PgDn scroll the lesson's narration.
@@ -37,6 +43,9 @@ const STEP_SETTLE_MS: f64 = 100.0;
 /// How far the projector's cursor moves before the room is told (ten posts a second
 /// at the run's pace): a student's screen lags the projector by at most this.
 const CLASS_CURSOR_STEP_MS: f64 = 100.0;
+/// How far the run must be past the projector's cursor for a student's screen to say
+/// it is held there (the cursor is told every `CLASS_CURSOR_STEP_MS`, a little late).
+const PROJECTOR_HOLD_MARGIN_MS: f64 = 700.0;
 
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,9 +252,15 @@ pub struct App {
     pub moment: Option<f64>,
     /// How much time the timeline shows, in scenario ms.
     pub window_ms: f64,
+    /// The learner zoomed (z / Z): the window is theirs, never fitted to a run.
+    zoomed: bool,
     pub theme: Theme,
     /// A one-line message about the last change ("lease 3.5 s from the next run").
     pub status: Option<String>,
+    /// The status message being aged, and for how long (wall ms) it has been shown
+    /// during a live run: past `STATUS_SHOWN_MS` it gives the line back to the hint
+    /// (the playground's "Press 1" must not wait for the run's end).
+    status_age: (Option<String>, f64),
     /// A failure to show in the error panel; the UI stays up.
     pub error: Option<String>,
     pub quit: bool,
@@ -322,9 +337,11 @@ impl App {
             help_scroll: 0,
             inspector: false,
             moment: None,
-            window_ms: 6000.0,
+            window_ms: DEFAULT_WINDOW_MS,
+            zoomed: false,
             theme,
             status: None,
+            status_age: (None, 0.0),
             error: None,
             quit: false,
             to_menu: false,
@@ -391,6 +408,16 @@ impl App {
     /// A lesson holds the view at a step or a question.
     pub fn held(&self) -> bool {
         self.hold_at.is_some()
+    }
+
+    /// A student's view stopped at the projector's cursor while the run goes on well
+    /// past it (the instructor holds for a step or a question): the screen is held,
+    /// not live. The margin is beyond the cursor's own lag (told every 100 ms).
+    pub fn held_by_projector(&self) -> bool {
+        matches!(self.class, Some(ClassSeat::Student(_)))
+            && self.log_ended().is_none_or(|end| self.cursor_ms < end)
+            && self.cursor_ms >= self.class_cursor_ms - 0.5
+            && self.reached_ms - self.class_cursor_ms > PROJECTOR_HOLD_MARGIN_MS
     }
 
     /// Where tokens come from, for the tokens panel.
@@ -530,6 +557,7 @@ impl App {
     /// moves at the run's pace; a lesson may stop it at a hold.
     fn clock(&mut self, reached_ms: f64, real_ms: f64) -> Vec<Effect> {
         let real_ms = if std::mem::take(&mut self.resumed) { 0.0 } else { real_ms };
+        self.age_status(real_ms);
         if self.replay.is_some() {
             if self.replay.is_some_and(|r| r.playing) {
                 self.cursor_ms = (self.cursor_ms + real_ms * self.speed).min(self.reached_ms);
@@ -570,12 +598,42 @@ impl App {
             self.following = true;
         }
         effects.extend(self.tell_class_cursor());
+        self.fit_window();
         // The compare run repeats the user's pauses and crashes at their moments.
         while self.scripted.first().is_some_and(|(t, _, _)| *t <= self.reached_ms) {
             let (_, name, command) = self.scripted.remove(0);
             effects.push(Effect::Worker(name, command));
         }
         effects
+    }
+
+    /// A status message shown `STATUS_SHOWN_MS` of a live run is taken down (a new
+    /// message starts its own time): the hint under it says what to try next.
+    fn age_status(&mut self, real_ms: f64) {
+        if self.status != self.status_age.0 {
+            self.status_age = (self.status.clone(), 0.0);
+        } else if self.status.is_some() && self.live() {
+            self.status_age.1 += real_ms;
+            if self.status_age.1 >= STATUS_SHOWN_MS {
+                self.status = None;
+            }
+        }
+    }
+
+    /// A lesson's run shown to its end that took less than half the timeline (lesson
+    /// 23's ways of waiting end within 1.2 s and differ by less than a column at 6 s):
+    /// the window fits it (and the run compared above it), so the difference shows
+    /// without knowing `z`. A window the learner zoomed stays theirs.
+    fn fit_window(&mut self) {
+        if self.zoomed || self.lesson.is_none() || self.class.is_some() {
+            return;
+        }
+        let Some(end) = self.log_ended().filter(|end| self.cursor_ms >= *end) else { return };
+        let earlier = self.previous.as_ref().and_then(|p| p.ended.as_ref()).map_or(0.0, |e| e.0);
+        let end = end.max(earlier);
+        if end * 2.0 <= DEFAULT_WINDOW_MS {
+            self.window_ms = ((end * 1.25 / 500.0).ceil() * 500.0).max(1000.0);
+        }
     }
 
     /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves,
@@ -609,6 +667,15 @@ impl App {
             let released = was_held && lesson.hold.is_none();
             return if released { self.resume_after_hold() } else { Vec::new() };
         };
+        if !lesson.cast.is_empty() {
+            let gone: Vec<(String, f64)> = (self.log.iter())
+                .filter_map(|e| match &e.kind {
+                    EventKind::Left { student, .. } => Some((student.clone(), e.t_ms)),
+                    _ => None,
+                })
+                .collect();
+            lesson.tell_of_leavers(&gone);
+        }
         // A question holds at its moment exactly. A narration step on real servers
         // also shows its moment's own consequences, which land a few ms after it (A
         // wakes at 3 s; its write reaches the storage just after): never up to a
@@ -897,7 +964,10 @@ impl App {
                 if let Some(lesson) = self.lesson.as_mut() {
                     lesson.retake(&label);
                 }
-                self.status = Some("the lesson again, from the start".into());
+                self.status = Some(
+                    "the lesson again, from the start: the same questions, their choices in a new order"
+                        .into(),
+                );
                 return vec![Effect::StartRun];
             }
         }
@@ -1069,8 +1139,14 @@ impl App {
                 // Within what the view has reached: never past the cursor.
                 self.moment = Some(to.clamp(0.0, self.cursor_ms));
             }
-            Action::ZoomIn => self.window_ms = (self.window_ms / 1.5).max(1000.0),
-            Action::ZoomOut => self.window_ms = (self.window_ms * 1.5).min(120_000.0),
+            Action::ZoomIn => {
+                self.zoomed = true;
+                self.window_ms = (self.window_ms / 1.5).max(1000.0);
+            }
+            Action::ZoomOut => {
+                self.zoomed = true;
+                self.window_ms = (self.window_ms * 1.5).min(120_000.0);
+            }
             Action::NextViolation => self.next_violation(),
             Action::CycleTheme => self.theme = self.theme.next(),
             Action::Continue => return self.continue_lesson(),

@@ -95,20 +95,8 @@ pub async fn instruct(
     if !lesson.narration.runs.is_empty() || !checkpoints.is_empty() {
         // The screen holds at each step and question as a lesson's does (the run goes
         // on underneath), while the class answers.
-        let label = app.run_label();
-        let mut narration = lesson.narration.clone();
-        // A class plays one run: its narration alone, with no offer of the next.
-        narration.runs.retain(|r| r.label == label);
-        for step in narration.runs.iter_mut().flat_map(|r| r.steps.iter_mut()) {
-            step.body = without_next_run(&step.body);
-        }
-        // The narration names the scenario's workers, the lanes the students: each
-        // run's first step says who plays whom.
-        let cast = parts(&lesson.scenario, &here);
-        for first in narration.runs.iter_mut().filter_map(|r| r.steps.first_mut()) {
-            first.body = format!("*{cast}.*\n\n{}", first.body);
-        }
-        app = app.with_lesson(LessonState::new(narration, &label, checkpoints.clone(), Vec::new()));
+        let told = class_lesson(lesson, &here, &app.run_label());
+        app = app.with_lesson(told);
     }
     let quiz = Some(QuizLink::instructor(Quizmaster::of(room, &here), checkpoints));
     let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
@@ -121,6 +109,27 @@ pub async fn instruct(
     let _ = tokio::time::timeout(WIND_DOWN, mirrored).await;
     shown?;
     Ok(Some((outcome, log)))
+}
+
+/// The lesson as the projector tells it to a class playing the run labelled `label`
+/// with the students `here`: that run's narration alone, with no offer of the next
+/// (a class plays one run), its first step saying who plays whom, and the cast known,
+/// so a step or question about a part whose players all left says so.
+pub fn class_lesson(lesson: &Lesson, here: &[String], label: &str) -> LessonState {
+    let mut narration = lesson.narration.clone();
+    narration.runs.retain(|r| r.label == label);
+    for step in narration.runs.iter_mut().flat_map(|r| r.steps.iter_mut()) {
+        step.body = without_next_run(&step.body);
+    }
+    // The narration names the scenario's workers, the lanes the students.
+    let said = parts(&lesson.scenario, here);
+    for first in narration.runs.iter_mut().filter_map(|r| r.steps.first_mut()) {
+        first.body = format!("*{said}.*\n\n{}", first.body);
+    }
+    let workers = &lesson.scenario.workers;
+    let cast = here.iter().zip(workers.iter().cycle()).map(|(s, w)| (s.clone(), w.name.clone()));
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    LessonState::new(narration, label, checkpoints, Vec::new()).with_cast(cast.collect())
 }
 
 /// A narration step's text without its paragraphs offering `c` (the next run), which
@@ -300,6 +309,10 @@ fn command_lines(name: &str, command: &str, width: usize) -> Vec<String> {
             vec![format!(" {name} types (one line):"), format!(" {program}"), url.to_string()]
         }
         split => {
+            if let Some(lines) = split.and_then(|(program, url)| continued(program, url, width)) {
+                let whose = format!(" {name} types (a line ending in \\ goes on below):");
+                return [whose].into_iter().chain(lines).collect();
+            }
             // Split at its space, the URL alone needs its own length and a column.
             let need =
                 split.map_or(command.chars().count() + 2, |(_, url)| url.chars().count() + 1);
@@ -308,6 +321,43 @@ fn command_lines(name: &str, command: &str, width: usize) -> Vec<String> {
             )]
         }
     }
+}
+
+/// The command as shell lines continued by a backslash, for a screen too narrow for
+/// its URL (80 columns): the URL unquoted (only where every character of it is one a
+/// shell takes as it is) and broken only after a `:` or an `@`, so the password (hex)
+/// is always whole on one line. Continuation lines start at their first column: a
+/// backslash-newline inside a word joins it with no space.
+fn continued(program: &str, url: &str, width: usize) -> Option<Vec<String>> {
+    let bare = url.trim_start_matches('\'').trim_end_matches('\'');
+    let safe = |c: char| c.is_ascii_alphanumeric() || ":/@.-_".contains(c);
+    if bare.is_empty() || !bare.chars().all(safe) {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    let mut rest = bare;
+    while let Some(at) = rest.find([':', '@']) {
+        let (piece, tail) = rest.split_at(at + 1);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces.push(rest);
+    // Each line with its backslash fits in fewer than `width` columns.
+    let room = width.checked_sub(2)?;
+    let mut lines = vec![format!(" {program} \\")];
+    let mut line = String::new();
+    for piece in pieces {
+        if piece.len() > room {
+            return None;
+        }
+        if line.len() + piece.len() > room {
+            lines.push(format!("{line}\\"));
+            line.clear();
+        }
+        line.push_str(piece);
+    }
+    lines.push(line);
+    Some(lines)
 }
 
 /// A student's screen: join with `url`, run the student's worker (as `program

@@ -64,6 +64,10 @@ pub struct LessonState {
     /// last drawn, so scrolling stops at the ends (written by the drawing, which alone
     /// knows the panel's size).
     pub scroll_room: Cell<(usize, usize)>,
+    /// In a class: the part (the lesson's worker) each student plays, so a step or a
+    /// question reached after every player of a part left says so rather than tell
+    /// of what that part did not do.
+    pub cast: Vec<(String, String)>,
 }
 
 impl LessonState {
@@ -90,9 +94,55 @@ impl LessonState {
             focus: None,
             scroll: 0,
             scroll_room: Cell::new((0, 0)),
+            cast: Vec::new(),
         };
         state.restart(label);
         state
+    }
+
+    /// The lesson as a class plays it: `cast` is (student, part) for each student.
+    pub fn with_cast(mut self, cast: Vec<(String, String)>) -> Self {
+        self.cast = cast;
+        self
+    }
+
+    /// The newest step reached, or the open question, told of the students who had
+    /// left by its moment (`gone`: each student and when, in ms) when every player of
+    /// a part it names is among them: its text is kept, said to be what that part
+    /// would have done, since the run went on without it.
+    pub fn tell_of_leavers(&mut self, gone: &[(String, f64)]) {
+        let Some(hold) = self.hold else { return };
+        let (at_ms, text) = match hold {
+            Hold::Checkpoint(i) => match self.checkpoints.get(i) {
+                Some(c) => (c.at_ms, c.question.clone()),
+                None => return,
+            },
+            Hold::Step(i) | Hold::Reading { step: i, .. } => match self.steps.get(i) {
+                Some(s) => (s.at_ms, format!("{} {}", s.title, s.body)),
+                None => return,
+            },
+        };
+        let Some((names, parts, left_ms)) = absent_parts(&self.cast, gone, at_ms as f64, &text)
+        else {
+            return;
+        };
+        let note = format!(
+            "⚠ {names} left the class at {:.1} s (their worker ended as a crash would; \
+             their lease expires): what this says of {parts} did not happen in this run",
+            left_ms / 1000.0
+        );
+        match hold {
+            Hold::Checkpoint(i) => {
+                let c = &mut self.checkpoints[i];
+                c.question = format!("({note}.) {}", c.question);
+            }
+            Hold::Step(i) | Hold::Reading { step: i, .. } => {
+                let step = &mut self.steps[i];
+                step.title = format!("{} (had {names} stayed)", step.title);
+                step.body = format!("*{note}.*\n\n{}", step.body);
+                self.bodies[i] = Doc::parse(&step.body);
+            }
+        }
     }
 
     /// Start again for a new run, with its narration (answers are kept: a question
@@ -293,6 +343,37 @@ impl LessonState {
         let limit = |n: usize| isize::try_from(n).unwrap_or(isize::MAX);
         self.scroll = self.scroll.saturating_add(lines).clamp(-limit(down), limit(up));
     }
+}
+
+/// The parts `text` names whose every player (of `cast`) had left by `at_ms`: the
+/// leavers' names, the parts, and when the last of them left. None when no part it
+/// names is gone.
+fn absent_parts(
+    cast: &[(String, String)],
+    gone: &[(String, f64)],
+    at_ms: f64,
+    text: &str,
+) -> Option<(String, String, f64)> {
+    let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).collect();
+    let left_by = |student: &str| gone.iter().find(|(s, t)| s == student && *t <= at_ms);
+    let mut parts: Vec<&str> = Vec::new();
+    for (_, part) in cast {
+        if !parts.contains(&part.as_str()) {
+            parts.push(part);
+        }
+    }
+    let (mut names, mut absent, mut last) = (Vec::new(), Vec::new(), 0.0f64);
+    for part in parts.into_iter().filter(|p| words.contains(p)) {
+        let players: Vec<&str> =
+            cast.iter().filter(|(_, p)| p == part).map(|(s, _)| s.as_str()).collect();
+        let left: Vec<f64> = players.iter().filter_map(|s| left_by(s).map(|(_, t)| *t)).collect();
+        if !players.is_empty() && left.len() == players.len() {
+            names.extend(players);
+            absent.push(part);
+            last = left.into_iter().fold(last, f64::max);
+        }
+    }
+    (!absent.is_empty()).then(|| (names.join(" and "), absent.join(" and "), last))
 }
 
 /// How long a step stays on screen by itself (in wall time).

@@ -132,6 +132,13 @@ fn lesson_20s_c_runs_every_variant_on_the_same_redlock_nodes_and_fencing_rejects
         labels,
         ["fencing tokens: off", "fencing tokens: on", "fencing tokens: off", "fencing tokens: off"]
     );
+    // On real Redlock nodes too, B's keys are drawn on nodes 3 to 5 (A's on 1 and 2).
+    let (_, first) = &screens[0];
+    for n in 3..=5 {
+        let lane = first.lines().find(|l| l.contains(&format!("node {n} ")));
+        let plot = lane.and_then(|l| l.split('│').nth(1)).unwrap_or_default();
+        assert!(plot.contains('B'), "B not drawn on node {n}:\n{first}");
+    }
     let (_, fenced) = &screens[1];
     assert!(fenced.contains("REJECTED"), "the fencing run's storage shows no rejection:\n{fenced}");
     // The earlier run (fencing off, drawn above it for comparison) has its stale write;

@@ -846,6 +846,8 @@ fn a_student_quitting_mid_run_ends_their_part_and_the_run_goes_on_to_its_verdict
     assert!(projector.contains("alice's lease expired"), "{projector}");
     assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
     assert!(projector.contains("storage writes: ['bob(token 2)'"), "{projector}");
+    // The verdict names her too, beside the checker's lines.
+    assert!(projector.contains("room: alice left the class at"), "{projector}");
 }
 
 #[test]
@@ -1046,4 +1048,105 @@ fn a_frozen_students_forged_write_is_refused() {
     });
     assert!(projector.contains("refused from alice: a 'wrote' event while frozen"), "{projector}");
     assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_part() {
+    use fencelab::class::attend::attend;
+    use fencelab::class::for_students;
+    use fencelab::class::host::{mirror, prepare_class};
+    use fencelab::tui::app::{App, ClassSeat};
+    use fencelab::tui::keys::Action;
+    use fencelab::tui::question::QuizLink;
+    use fencelab::tui::theme::Theme;
+    use tokio_util::sync::CancellationToken;
+
+    let (_server, admin) = server();
+    let students = names(&["alice", "bob"]);
+    let mut room = Room::open(&admin, "r1", &students).await.unwrap();
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let scenario = for_students(&lesson.scenario, &students);
+    let program = std::path::PathBuf::from(env!("CARGO_BIN_EXE_fencelab"));
+    let mut joined = Vec::new();
+    let mut leave = Vec::new();
+    for seat in room.seats() {
+        let (url, program, quit) =
+            (seat.join_url().to_string(), program.clone(), CancellationToken::new());
+        leave.push(quit.clone());
+        joined.push(tokio::spawn(async move { attend(&url, &program, quit, |_, _| {}).await }));
+    }
+    while room.present().await.unwrap().len() < students.len() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancel = CancellationToken::new();
+    let prepared = prepare_class(&room, &admin, &scenario, false, &cancel).await.unwrap();
+    let (log, control) = (prepared.log(), prepared.control());
+    let run = tokio::spawn(prepared.execute());
+    let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
+    // The projector as `class` makes it: bob plays B, the lesson's narration names B.
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
+    app.class = Some(ClassSeat::Instructor);
+    let told = fencelab::tui::class::class_lesson(&lesson, &students, &app.run_label());
+    app = app.with_lesson(told);
+    app.update(fencelab::tui::app::Msg::RunStarting);
+    let checkpoints = lesson.scenario.checkpoints.clone();
+    let mut projector =
+        Screen { app, link: QuizLink::instructor(Quizmaster::of(&room, &students), checkpoints) };
+    let instructor = |_: usize| (log.snapshot(), log.clock().now_ms());
+    let over =
+        |app: &App| app.log().last().is_some_and(|e| matches!(e.kind, EventKind::RunEnded { .. }));
+    let mut screens = Vec::new();
+    for hold in 0..20 {
+        let stop = |s: &[&mut Screen]| {
+            s[0].app.held()
+                || (over(&s[0].app) && s[0].app.cursor_ms() >= s[0].app.log().last().unwrap().t_ms)
+        };
+        until(&mut [&mut projector], instructor, stop, "a hold or the end").await;
+        if hold == 0 {
+            // At the introduction bob quits his fencelab join (q): B never writes.
+            leave[1].cancel();
+            let gone = |_: &[&mut Screen]| {
+                log.snapshot()
+                    .iter()
+                    .any(|e| matches!(&e.kind, EventKind::Left { student, .. } if student == "bob"))
+            };
+            until(&mut [&mut projector], instructor, gone, "the room hears bob left").await;
+        }
+        screens.push((projector.app.cursor_ms(), projector.text(100, 30)));
+        if !projector.app.held() {
+            break;
+        }
+        let question = projector.app.posed.is_some();
+        projector.key(Action::Continue);
+        if question {
+            projector.key(Action::Continue);
+            projector.key(Action::Continue);
+        }
+    }
+    // The run went on to its end without him.
+    let (_, end) = screens.last().unwrap();
+    assert!(over(&projector.app), "the run never ended:\n{end}");
+    let events = log.snapshot();
+    let wrote = |e: &fencelab::engine::log::Event| matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Wrote { .. } } if worker == "bob");
+    assert!(!events.iter().any(wrote), "bob quit before B's write");
+    // No screen claims B wrote: the step at B's write says bob left and it did not happen.
+    let step = |s: &String| s.contains("B has written") && !s.contains("Question 1");
+    let written = screens.iter().map(|(_, s)| s).find(|s| step(s));
+    let written = written.expect("the projector reached the step 'B has written'");
+    assert!(written.contains("had bob stayed"), "{written}");
+    assert!(written.contains("did not happen"), "{written}");
+    assert!(screens.iter().all(|(_, s)| !s.contains("bob  token")), "bob's write on screen");
+    // The projector names him, and so does the verdict.
+    assert!(end.contains("bob left"), "{end}");
+    let verdict = fencelab::output::transcript::who_left(&events).join("\n");
+    assert!(verdict.contains("bob left the class at"), "{verdict}");
+    control.stop();
+    cancel.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(5), run).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), mirrored).await;
+    for join in joined {
+        let _ = tokio::time::timeout(Duration::from_secs(10), join).await;
+    }
+    drop(projector);
+    room.close().await.unwrap();
 }

@@ -424,6 +424,9 @@ fn the_end_of_a_lesson_shows_the_score_and_each_question() {
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("Score: 0 of 1 predicted"), "{panel}");
     assert!(panel.contains("✘ Whose write ends up last in storage?"), "{panel}");
+    // R says what it does: the same questions again, not new ones.
+    let words = panel.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("the same questions, their choices in a new order"), "{panel}");
 
     // R takes it again, the choices in another order; this time right.
     assert_eq!(app.update(Action::Retake), [fencelab::tui::app::Effect::StartRun]);
@@ -631,4 +634,144 @@ fn the_help_scrolls_on_a_small_screen() {
     let shown = text(screen(&app, 100, 30).backend().buffer());
     assert!(shown.contains("holder lane: who"), "the legend at the end: {shown}");
     assert_eq!(app.selected, 0, "the arrows scrolled the help, not the lanes");
+}
+
+/// The events of `scenario`'s run on the simulator, on the lock service it asks for
+/// (Redlock's nodes too).
+fn deployed_sim_events(scenario: &fencelab::scenario::Scenario, fencing: bool) -> Vec<Event> {
+    use fencelab::backend::deployment::{Shape, Targets, deploy};
+    let deployment = deploy(&Targets::SIM, Shape::of(scenario)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    rt.block_on(async {
+        let options = RunOptions { seed: Some(0), ..RunOptions::new(fencing) };
+        let cancel = CancellationToken::new();
+        fencelab::engine::run(lock, storage, scenario, options, &cancel).await.unwrap().snapshot()
+    })
+}
+
+/// Lesson 20's point is on its node lanes: at 1.7 s B holds nodes 3 to 5 while A
+/// still holds 1 and 2. Every node's lane is drawn, at every size, however long the
+/// narration under the timeline (at 80x24 it once took the rows of nodes 3 to 5).
+#[test]
+fn lesson_20s_node_lanes_show_b_on_nodes_3_to_5_at_every_size() {
+    let lesson = fencelab::lesson::find("redlock-clock-jump").unwrap().unwrap();
+    for (width, height) in [(80u16, 24u16), (100, 30), (120, 36), (160, 48)] {
+        let mut app = lesson_app(&lesson, Theme::DEFAULT);
+        let (scenario, fencing) = app.next_run();
+        let events = deployed_sim_events(&scenario, fencing);
+        app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= 1700.0).collect()));
+        for _ in 0..200 {
+            app.update(Msg::Clock { reached_ms: 1700.0, real_ms: 10_000.0 });
+            let lesson = app.lesson.as_ref().unwrap();
+            if lesson.hold.is_none() && app.cursor_ms() >= 1700.0 {
+                break;
+            }
+            if let Some((_, c)) =
+                lesson.open_checkpoint().filter(|(i, _)| lesson.answers[*i].is_none())
+            {
+                app.update(Action::PauseWorker(c.answer - 1));
+            }
+            app.update(Action::Continue);
+        }
+        assert_eq!(app.cursor_ms(), 1700.0);
+        let shown = text(screen(&app, width, height).backend().buffer());
+        let lane = |n: usize| {
+            let row = shown.lines().find(|l| l.contains(&format!("node {n} ")));
+            row.unwrap_or_else(|| panic!("{width}x{height}: no lane for node {n}:\n{shown}"))
+                .split('│')
+                .nth(1)
+                .unwrap_or_default()
+                .to_string()
+        };
+        for n in 1..=2 {
+            assert!(lane(n).contains('A') && !lane(n).contains('B'), "{width}x{height}:\n{shown}");
+        }
+        for n in 3..=5 {
+            assert!(lane(n).contains('B'), "{width}x{height}: B not on node {n}:\n{shown}");
+        }
+        assert!(shown.contains("lease (TTL)"), "{width}x{height}:\n{shown}");
+    }
+}
+
+/// Lesson 23's runs end within 1.2 s and differ by a fraction of a second: at a run's
+/// end the timeline fits it, so the runs compared after `c` differ by many columns,
+/// not less than one, without the learner knowing `z`.
+#[test]
+fn a_short_lessons_run_is_fitted_to_the_timeline_at_its_end() {
+    let lesson = fencelab::lesson::find("waiters").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 3);
+    let shown = text(screen(&app, 100, 30).backend().buffer());
+    assert!(app.window_ms <= 2000.0, "{}:\n{shown}", app.window_ms);
+    assert!(!shown.contains("4s"), "the axis still spans 6 s:\n{shown}");
+    // After c the poll run, drawn under the first: R's write (token 3 in the first
+    // run, 2 in this one) came 0.7 s sooner, many columns to the left.
+    app.update(Action::Compare);
+    app.update(Msg::RunStarting);
+    play_to(&mut app, f64::INFINITY, 3);
+    let shown = text(screen(&app, 160, 48).backend().buffer());
+    let (earlier, this) = shown.split_once("── this run").expect("both runs on screen");
+    let column = |part: &str, mark: &str| {
+        let line = part.lines().find(|l| l.contains(mark)).unwrap_or_default();
+        line.find(mark).map(|byte| line[..byte].chars().count())
+    };
+    let (first, poll) = (column(earlier, "✔w3"), column(this, "✔w2"));
+    assert!(first.zip(poll).is_some_and(|(f, p)| f >= p + 20), "{first:?} {poll:?}:\n{shown}");
+    // Zoomed by hand, the window stays the learner's.
+    app.update(Action::ZoomOut);
+    let zoomed = app.window_ms;
+    app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 100.0 });
+    assert_eq!(app.window_ms, zoomed);
+}
+
+/// A status message (the services found, after `l` or `w`) gives the hint line back
+/// within seconds of a live run: a newcomer sees "Press 1" before A writes (2.5 s in).
+#[test]
+fn the_playgrounds_press_1_hint_returns_before_a_writes_after_a_notice() {
+    let events = playground_log(false, None);
+    let scenario = builtin("playground").unwrap().unwrap();
+    let label = "SIMULATOR (virtual clock, no Redis)".to_string();
+    let mut app = App::new(scenario, false, 0.5, true, label, Theme::DEFAULT);
+    app.update(Msg::RunStarting);
+    app.update(Msg::Notice("here: Redis ✓ Redlock ✓ etcd ✓ PostgreSQL ✓".into()));
+    let mut shown_at = Vec::new();
+    for t in [100.0, 400.0, 700.0, 1000.0, 1300.0, 1600.0] {
+        let new: Vec<Event> =
+            events.iter().filter(|e| e.t_ms <= t).skip(app.log().len()).cloned().collect();
+        app.update(Msg::Logged(new));
+        // Half speed: 300 ms of the run is 600 ms of the learner's time.
+        app.update(Msg::Clock { reached_ms: t, real_ms: 600.0 });
+        let shown = text(screen(&app, 100, 30).backend().buffer());
+        if shown.contains("Press 1 to pause A") {
+            shown_at.push(t);
+        }
+        if t == 100.0 {
+            assert!(shown.contains("here: Redis ✓"), "the notice is shown first:\n{shown}");
+        }
+    }
+    assert!(!shown_at.is_empty(), "the notice hid the hint until A wrote");
+}
+
+/// Lesson 22's failed renewals fall close together: each label is cut a cell before
+/// the next, so they read as two ("?ren ?renew"), never as one ("?rene?renew").
+#[test]
+fn marks_that_crowd_a_lane_are_cut_apart_not_run_together() {
+    let lesson = fencelab::lesson::find("partitioned-holder").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    play_to(&mut app, f64::INFINITY, 1);
+    for (width, height) in [(100, 30), (160, 48)] {
+        let shown = text(screen(&app, width, height).backend().buffer());
+        let row = shown.lines().find(|l| l.contains("renew") && l.contains("got 1"));
+        let row = row.unwrap_or_else(|| panic!("no renewal marks on A's lane:\n{shown}"));
+        let plot: Vec<char> = row.split('│').nth(1).unwrap_or_default().chars().collect();
+        for (i, c) in plot.iter().enumerate().skip(1) {
+            assert!(*c != '?' || plot[i - 1] == ' ', "labels run together: {row}");
+        }
+        assert!(row.contains(" ?ren"), "{row}");
+    }
 }

@@ -4,7 +4,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::App;
@@ -219,10 +219,9 @@ fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, w
     }
     let next = format!("press c for the next run: {}", app.compare_label());
     lines.extend(wrapped("", &next, width, t.key));
-    lines.push(Line::from(vec![
-        Span::styled("R", t.key),
-        Span::styled(": take the lesson again · every key works (? for help)", t.base),
-    ]));
+    let again = "take the lesson again (the same questions, their choices in a new order) · \
+                 every key works (? for help)";
+    lines.extend(wrapped("R: ", again, width, t.base));
 }
 
 /// What a question is about, in a line: its last sentence (the question itself).

@@ -47,6 +47,9 @@ const LESSON_SIDEBAR_WIDTH: u16 = 60;
 const LESSON_STORAGE_HEIGHT: u16 = 8;
 /// The least a timeline keeps when a lesson's narration needs the room.
 const NARROW_TIMELINE_MIN: u16 = 7;
+/// The least the narration keeps under a timeline that needs more (a title, a
+/// question's first lines, the rest a PgDn away).
+const NARROW_LESSON_MIN: u16 = 7;
 /// The storage beside the timeline when the narration is under it.
 const NARROW_STORAGE_WIDTH: u16 = 32;
 const TOKENS_HEIGHT: u16 = 10;
@@ -94,9 +97,21 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
             Constraint::Length(1),
         ])
         .areas(screen);
-        // The timeline keeps at least its axis and two thin lanes.
-        let lesson_h =
-            panel_height(app, body.width).min(body.height.saturating_sub(NARROW_TIMELINE_MIN));
+        // The timeline keeps the rows it cannot do without (its lanes, thin, and
+        // every Redlock node's: lesson 20's point is on nodes 3 to 5), as long as the
+        // narration keeps a few; never less than its axis and two thin lanes. An open
+        // question is shown whole first (its choices, a class's tally).
+        let wanted = panel_height(app, body.width);
+        let asking = app.posed.is_some()
+            || app.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_some());
+        let timeline_needs = match asking {
+            true => NARROW_TIMELINE_MIN,
+            false => timeline::needed_height(app).max(NARROW_TIMELINE_MIN),
+        };
+        let lesson_h = wanted
+            .min(body.height.saturating_sub(timeline_needs))
+            .max(wanted.min(NARROW_LESSON_MIN))
+            .min(body.height.saturating_sub(NARROW_TIMELINE_MIN));
         let [top, lesson] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(lesson_h)]).areas(body);
         // `i` still shows the commands: under the timeline, which keeps its axis and a

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::{App, ClassSeat, violation_time};
-use super::super::keys::BINDINGS;
+use super::super::keys::{Action, BINDINGS};
 use crate::engine::log::RunOutcome;
 use crate::model::{Belief, at};
 use crate::scenario::StorageKind;
@@ -42,7 +42,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
             format!("✖ SERVER LOST at {:.1} s", run.lost.as_ref().map_or(view, |l| l.0 / 1000.0))
         }
         (Some((_, RunOutcome::Failed { .. })), _) => format!("✖ FAILED at {view:.1} s"),
-        _ if app.held() => format!("‖ HELD {view:.1} s"),
+        _ if app.held() || app.held_by_projector() => format!("‖ HELD {view:.1} s"),
         (Some(_), _) => format!("■ ENDED {view:.1} s"),
         (None, _) if run.lanes.is_empty() => "… starting".to_string(),
         (None, _) if app.simulated && !app.sim_playing => format!("‖ TIME STOPPED {view:.1} s"),
@@ -409,13 +409,38 @@ pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
         spans.push(Span::styled("PgUp/PgDn", t.key));
         spans.push(Span::styled(" more lanes  ", t.dim));
     }
-    for b in BINDINGS {
+    if let Some(ClassSeat::Student(_)) = app.class {
+        // A student's keys answer the class's questions; the run is the instructor's.
+        spans.push(Span::styled("1-9", t.key));
+        spans.push(Span::styled(" answer a question  ", t.dim));
+    }
+    for b in BINDINGS.iter().filter(|b| usable_in_class(app, b.action)) {
         if let Some(what) = b.footer {
             spans.push(Span::styled(b.label, t.key));
             spans.push(Span::styled(format!(" {what}  "), t.dim));
         }
     }
     Paragraph::new(Line::from(spans)).style(Style::default()).render(area, buf);
+}
+
+/// Whether a key does something on this screen of a class: a class plays one run (no
+/// restart, no compare), and on a student's screen only the view's keys work (the
+/// instructor steers the workers and the fencing). Outside a class, every key.
+fn usable_in_class(app: &App, action: Action) -> bool {
+    let steers = matches!(
+        action,
+        Action::PauseWorker(_)
+            | Action::PauseSelected
+            | Action::HoldSelected
+            | Action::CrashSelected
+            | Action::ToggleFencing
+    );
+    let another_run = matches!(action, Action::Restart | Action::Compare | Action::Break);
+    match app.class {
+        None => true,
+        Some(ClassSeat::Instructor) => !another_run,
+        Some(ClassSeat::Student(_)) => !another_run && !steers,
+    }
 }
 
 /// A student's status line spells the token out ("token 1"), or says it has none.

@@ -100,6 +100,12 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     rows
 }
 
+/// The height (with its border) below which the timeline cuts rows off its bottom:
+/// its axis, each lane at its thinnest, the truth, every node and the lease.
+pub fn needed_height(app: &App) -> u16 {
+    u16::try_from(rows(app, 0).len() + 2).unwrap_or(u16::MAX)
+}
+
 /// How many lanes `runs` have between them.
 fn lanes_in(runs: &[(bool, &RunModel)]) -> usize {
     runs.iter().map(|(_, r)| r.lanes.len()).sum()
@@ -422,8 +428,10 @@ impl<'a> Ctx<'a> {
         let (text, style) = self.state_text(belief, run.holder_at(view), &l.name, view);
         self.buf.set_stringn(x + 1, y, text, GUTTER as usize - 2, style);
         let reached = self.reached(previous);
-        // Right to left, each label cut where the next one starts: the same picture as
-        // drawing them all in time order, at the cost of the visible cells only.
+        // Right to left, each label cut a cell before the next one starts (so two read
+        // as two, "?ren ?renew", not "?rene?renew"), keeping at least its glyph: the
+        // same picture as drawing them all in time order, at the cost of the visible
+        // cells only.
         let mut limit = self.plot.width;
         let marks = self.visible(&run.marks, |m| m.t_ms);
         for mark in marks.iter().rev().filter(|m| m.lane == lane && m.t_ms <= reached) {
@@ -435,7 +443,9 @@ impl<'a> Ctx<'a> {
             } else {
                 self.theme.dim
             };
-            self.buf.set_stringn(self.plot.x + c, y, &mark.label, (limit - c) as usize, style);
+            let gap = u16::from(limit < self.plot.width);
+            let room = (limit - c).saturating_sub(gap).max(1);
+            self.buf.set_stringn(self.plot.x + c, y, &mark.label, room as usize, style);
             limit = c;
         }
         let writes = self.visible(&run.writes, |w| w.t_ms);
