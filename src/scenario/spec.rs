@@ -79,6 +79,11 @@ pub struct Words {
     pub lease_setting: &'static str,
     /// After "held by {holder}", when nothing on the server counts its lease down.
     pub unexpiring: Option<&'static str>,
+    /// A token as a lane abbreviates it ("tok 3", "zxid 5", "job 1").
+    pub tok: &'static str,
+    /// The title of the timeline's row of who the server lists, when the server's
+    /// name plus "holder" is not what it lists (None: " Redis holder").
+    pub truth_row: Option<&'static str>,
 }
 
 /// The words of the SQL lessons, which take no lock: the database's own.
@@ -90,6 +95,8 @@ pub const SQL_WORDS: Words = Words {
     lease_row: " lease (TTL)",
     lease_setting: "the lease",
     unexpiring: None,
+    tok: "ver",
+    truth_row: None,
 };
 
 /// Where a lock kind's fencing tokens come from, and what the tokens panel calls them.
@@ -175,6 +182,8 @@ const REDIS_WORDS: Words = Words {
     lease_row: " lease (TTL)",
     lease_setting: "the lease",
     unexpiring: None,
+    tok: "tok",
+    truth_row: None,
 };
 
 /// What a lock on another server can do: none of Redis's extras.
@@ -242,7 +251,15 @@ pub const ETCD: LockSpec = LockSpec {
     label: "etcd lease lock",
     home: Home::Etcd,
     transcript: "etcd",
-    words: Words { holder: "key", token: "revision", lease_setting: "etcd's lease", ..REDIS_WORDS },
+    words: Words {
+        holder: "key",
+        token: "revision",
+        lease_row: " etcd lease",
+        lease_setting: "etcd's lease",
+        tok: "rev",
+        truth_row: Some(" etcd key"),
+        ..REDIS_WORDS
+    },
     token: Token { sources: &[TokenSource::Lock], name: "etcd revision", asked: None },
     can: ELSEWHERE_CAN,
     lease: Lease {
@@ -261,8 +278,11 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         holder: "holderIdentity",
         lease: "renewTime",
         token: "resourceVersion",
+        lease_row: " Lease",
         lease_setting: "the Lease's duration",
         unexpiring: Some("nothing in etcd expires it"),
+        tok: "ver",
+        truth_row: Some(" holderIdentity"),
         ..REDIS_WORDS
     },
     can: Can { worker_clocks: true, ..ELSEWHERE_CAN },
@@ -284,8 +304,11 @@ pub const ZOOKEEPER: LockSpec = LockSpec {
         holder: "znode",
         lease: "session",
         token: "zxid",
+        lease_row: " session",
         lease_setting: "the session timeout",
         unexpiring: Some("its session ends after a timeout without heartbeats"),
+        tok: "zxid",
+        truth_row: Some(" first znode"),
         ..REDIS_WORDS
     },
     token: Token { sources: &[TokenSource::Lock], name: "ZooKeeper czxid", asked: Some("zxid") },
@@ -311,6 +334,8 @@ pub const STREAM: LockSpec = LockSpec {
         lease_row: " job idle",
         lease_setting: "the claim threshold, XAUTOCLAIM's min-idle-time",
         unexpiring: None,
+        tok: "job",
+        truth_row: Some(" pending for"),
     },
     token: Token {
         sources: &[TokenSource::Lock],

@@ -30,10 +30,11 @@ use super::app::{App, ClassSeat, Overlay};
 pub use timeline::{LaneRow, lane_at, lane_rows, lanes_per_page};
 
 /// Below this the screen cannot show a useful timeline; we say so instead.
-/// A held token as a lane says it: "tok 3", or "no token" for a foreign program's
-/// grant that reported none (its token is 0, which no lock service hands out).
-fn tok(token: u64) -> String {
-    if token == 0 { "no token".to_string() } else { format!("tok {token}") }
+/// A held token as a lane says it, in the lock kind's word (`tok`: "tok 3", "zxid 5",
+/// "job 1"), or "no token" for a foreign program's grant that reported none (its
+/// token is 0, which no lock service hands out).
+fn tok(word: &str, token: u64) -> String {
+    if token == 0 { "no token".to_string() } else { format!("{word} {token}") }
 }
 
 pub const MIN_WIDTH: u16 = 80;
@@ -223,7 +224,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
 mod token_tests {
     #[test]
     fn a_grant_without_a_token_is_drawn_as_none() {
-        assert_eq!(super::tok(0), "no token");
-        assert_eq!(super::tok(2), "tok 2");
+        assert_eq!(super::tok("tok", 0), "no token");
+        assert_eq!(super::tok("tok", 2), "tok 2");
+        assert_eq!(super::tok("zxid", 5), "zxid 5");
     }
 }

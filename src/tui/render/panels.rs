@@ -208,7 +208,7 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         let mut parts = vec![format!("at {:.3} s:", m / 1000.0)];
         for l in &run.lanes {
             let b = at(&l.spans, m).unwrap_or(Belief::Idle);
-            parts.push(format!("{} {}", l.name, describe(b)));
+            parts.push(format!("{} {}", l.name, describe(b, app.lock().words.tok)));
         }
         if app.uses_lock() {
             let holder = run.holder_at(m).unwrap_or("nobody");
@@ -344,12 +344,13 @@ fn situation(app: &App) -> Option<String> {
     })
 }
 
-fn describe(b: Belief) -> String {
+/// A worker's state in words; `tok` is the lock kind's word for a token.
+fn describe(b: Belief, tok: &str) -> String {
     match b {
         Belief::Idle => "idle".into(),
         Belief::Waiting => "waiting".into(),
-        Belief::Holding { token } => format!("holds {}", super::tok(token)),
-        Belief::Paused { token: Some(tk), .. } => format!("paused holding {}", super::tok(tk)),
+        Belief::Holding { token } => format!("holds {}", super::tok(tok, token)),
+        Belief::Paused { token: Some(tk), .. } => format!("paused holding {}", super::tok(tok, tk)),
         Belief::Paused { .. } => "paused".into(),
         Belief::Released => "released".into(),
         Belief::Crashed => "crashed".into(),

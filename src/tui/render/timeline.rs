@@ -472,10 +472,19 @@ impl<'a> Ctx<'a> {
         let t = self.theme;
         let danger = belief.held_token().is_some() && holder != Some(me);
         match belief {
-            _ if danger => (format!("⚠ thinks tok{}", belief.held_token().unwrap_or(0)), t.danger),
+            _ if danger => {
+                // Tight beside the lane ("⚠ thinks tok1"): the gutter is narrow.
+                let token = match belief.held_token().unwrap_or(0) {
+                    0 => "no token".to_string(),
+                    n => format!("{}{n}", self.app.lock().words.tok),
+                };
+                (format!("⚠ thinks {token}"), t.danger)
+            }
             Belief::Idle => ("idle".into(), t.dim),
             Belief::Waiting => ("waiting".into(), t.waiting),
-            Belief::Holding { token } => (format!("holds {}", super::tok(token)), t.holding),
+            Belief::Holding { token } => {
+                (format!("holds {}", super::tok(self.app.lock().words.tok, token)), t.holding)
+            }
             Belief::Paused { until: Some(until), .. } => {
                 (format!("‖ {:.1}s left", ((until - view) / 1000.0).max(0.0)), t.paused)
             }
@@ -489,7 +498,10 @@ impl<'a> Ctx<'a> {
     fn truth(&mut self, x: u16, y: u16, previous: bool) {
         let run = self.run(previous);
         let service = self.app.service_name();
-        let mut label = format!(" {service} holder");
+        let mut label = match self.app.lock().words.truth_row {
+            Some(row) => row.to_string(),
+            None => format!(" {service} holder"),
+        };
         // "ZooKeeper holder" is wider than the labels' column: the name alone says it.
         if label.chars().count() >= usize::from(self.plot.x.saturating_sub(x)) {
             label = format!(" {service}");
