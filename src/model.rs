@@ -252,6 +252,8 @@ impl RunModel {
                     latency_ms: *latency_ms,
                 });
             }
+            // The observer's, to name a program's lock value: nothing to draw.
+            EventKind::Claimed { .. } => {}
             EventKind::FencingChanged { on } => self.fencing = *on,
             EventKind::Refused { student, why, total } => {
                 let entry = self.refused.entry(student.clone()).or_default();

@@ -152,6 +152,7 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
     let named = match &kind {
         EventKind::Worker { worker, .. }
         | EventKind::Command { worker, .. }
+        | EventKind::Claimed { worker, .. }
         | EventKind::Signal { worker, .. } => Some(worker.as_str()),
         _ => None,
     };

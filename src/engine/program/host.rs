@@ -659,7 +659,7 @@ impl Run {
                     silent_until = Instant::now() + timeout;
                     for call in self.traffic.take(tapped, Instant::now()) {
                         if let Some(value) = &call.granted {
-                            self.bench.holders.insert(value, &self.program.spec.name);
+                            self.claim(value);
                         }
                         self.log.append(EventKind::Command {
                             worker: self.program.spec.name.clone(),
@@ -720,7 +720,7 @@ impl Run {
                 ));
             }
             Report::Acquired { value, token } => {
-                self.bench.holders.insert(&value, &self.program.spec.name);
+                self.claim(&value);
                 // A grant without a token of its own is logged with token 0: none.
                 WorkerEvent::Acquired { token: token.unwrap_or(0) }
             }
@@ -848,6 +848,15 @@ impl Run {
 
     fn signal(&self, signal: KernelSignal) -> EventKind {
         EventKind::Signal { worker: self.program.spec.name.clone(), signal, pid: self.program.pid }
+    }
+
+    /// The lock value `value` is this program's: named so here and, through the log,
+    /// wherever the run's observer is (a class's room).
+    fn claim(&self, value: &str) {
+        let worker = self.program.spec.name.clone();
+        if self.bench.holders.insert(value, &worker) {
+            self.log.append(EventKind::Claimed { worker, value: value.to_string() });
+        }
     }
 
     fn emit(&self, what: WorkerEvent) {
