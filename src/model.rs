@@ -323,7 +323,9 @@ impl RunModel {
                 // even if the observer never reads it (a hold of a millisecond).
                 self.told_holder(t, worker, Some(worker.to_string()));
                 self.lanes[i].last_token = Some(*token);
-                self.mark(t, i, format!("got {token}"));
+                // Token 0: a program's grant that carried none (no real token is 0).
+                let mark = if *token == 0 { "got".to_string() } else { format!("got {token}") };
+                self.mark(t, i, mark);
                 Belief::Holding { token: *token }
             }
             WorkerEvent::Paused { ms, by_user } => {

@@ -36,6 +36,11 @@ fn tok(token: u64) -> String {
     if token == 0 { "no token".to_string() } else { format!("tok {token}") }
 }
 
+/// A token column's cell: `token 2`, or `no token` for a write or grant without one.
+fn token_cell(token: Option<u64>) -> String {
+    token.map_or("no token".to_string(), |tk| format!("token {tk}"))
+}
+
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 /// Below this width the side panels stack under the timeline (playground), or a
@@ -210,5 +215,66 @@ mod token_tests {
     fn a_grant_without_a_token_is_drawn_as_none() {
         assert_eq!(super::tok(0), "no token");
         assert_eq!(super::tok(2), "tok 2");
+        assert_eq!(super::token_cell(None), "no token");
+        assert_eq!(super::token_cell(Some(2)), "token 2");
+    }
+
+    /// A program's grant without a token, past its lease while another holds the lock:
+    /// the lane, its mark and the tokens panel say so, never a made-up token 0.
+    #[test]
+    fn a_tokenless_grant_past_its_lease_is_drawn_without_a_fake_zero() {
+        use crate::engine::log::{Event, EventKind, Truth, WorkerEvent};
+        use crate::tui::app::{App, Msg};
+        let scenario = crate::scenario::builtin("playground").unwrap().unwrap();
+        let theme = crate::tui::theme::Theme::DEFAULT;
+        let mut app = App::new(scenario.clone(), false, 1.0, false, "t".into(), theme);
+        app.update(Msg::RunStarting);
+        let started = EventKind::RunStarted {
+            version: 1,
+            run_id: "r".into(),
+            scenario: Box::new(scenario),
+            fencing: false,
+            label: "t".into(),
+            backend: "test".into(),
+            time_scale: 1.0,
+        };
+        let truth = |holder: &str| {
+            let (ttl_ms, nodes, expired) = (Some(3000.0), Vec::new(), None);
+            let holder = Some(holder.to_string());
+            EventKind::Truth(Truth {
+                holder,
+                ttl_ms,
+                fence_counter: 1,
+                storage_highest: 0,
+                nodes,
+                expired,
+            })
+        };
+        let worker = |worker: &str, what| EventKind::Worker { worker: worker.into(), what };
+        let events = [
+            started,
+            worker("A", WorkerEvent::Acquired { token: 0 }),
+            truth("A"),
+            worker("B", WorkerEvent::Acquired { token: 1 }),
+            truth("B"),
+        ];
+        let t = [0.0, 10.0, 11.0, 3100.0, 3101.0];
+        let events = events.into_iter().zip(t).enumerate();
+        let events = events.map(|(seq, (kind, t_ms))| Event { seq: seq as u64, t_ms, kind });
+        app.update(Msg::Logged(events.collect()));
+        app.update(Msg::Clock { reached_ms: 3200.0, real_ms: 3200.0 });
+        let backend = ratatui::backend::TestBackend::new(160, 48);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap();
+        terminal.draw(|f| super::draw(f, &app)).unwrap();
+        let buf = terminal.backend().buffer();
+        let text: String = (0..48)
+            .map(|y| (0..160).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect();
+        assert!(text.contains("⚠ thinks held"), "{text}");
+        assert!(text.contains("A   no token"), "{text}");
+        assert!(text.contains("B   token 1"), "{text}");
+        for fake in ["tok0", "token 0", "got 0"] {
+            assert!(!text.contains(fake), "{fake:?} drawn:\n{text}");
+        }
     }
 }
