@@ -100,7 +100,8 @@ pub struct CommandRow {
     pub t_ms: f64,
     pub worker: String,
     pub command: String,
-    pub reply: String,
+    /// None: not a call but a line of a program's stderr (`command`).
+    pub reply: Option<String>,
     pub latency_ms: f64,
 }
 
@@ -248,12 +249,20 @@ impl RunModel {
                     t_ms: t,
                     worker: worker.clone(),
                     command: command.clone(),
-                    reply: reply.clone(),
+                    reply: Some(reply.clone()),
                     latency_ms: *latency_ms,
                 });
             }
             // The observer's, to name a program's lock value: nothing to draw.
             EventKind::Claimed { .. } => {}
+            // A program's own log line, in the inspector among its commands.
+            EventKind::Stderr { worker, line } => self.commands.push(CommandRow {
+                t_ms: t,
+                worker: worker.clone(),
+                command: format!("stderr: {line}"),
+                reply: None,
+                latency_ms: 0.0,
+            }),
             EventKind::FencingChanged { on } => self.fencing = *on,
             EventKind::Refused { student, why, total } => {
                 let entry = self.refused.entry(student.clone()).or_default();

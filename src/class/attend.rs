@@ -43,6 +43,7 @@ fn is_mine(kind: &EventKind, me: &str) -> bool {
         EventKind::Worker { worker, .. }
         | EventKind::Command { worker, .. }
         | EventKind::Claimed { worker, .. }
+        | EventKind::Stderr { worker, .. }
         | EventKind::Signal { worker, .. } => worker == me,
         _ => false,
     }

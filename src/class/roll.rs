@@ -153,6 +153,7 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
         EventKind::Worker { worker, .. }
         | EventKind::Command { worker, .. }
         | EventKind::Claimed { worker, .. }
+        | EventKind::Stderr { worker, .. }
         | EventKind::Signal { worker, .. } => Some(worker.as_str()),
         _ => None,
     };

@@ -120,6 +120,7 @@ impl Transcript {
                 self.claims.entry(value.clone()).or_insert_with(|| worker.clone());
                 Vec::new()
             }
+            EventKind::Stderr { worker, line } => vec![format!("  {at} {worker} (stderr): {line}")],
             EventKind::Command { .. } => Vec::new(),
             EventKind::Refused { student, why, total } => {
                 vec![format!("! {at} room: refused from {student}: {why} ({total} refused so far)")]

@@ -392,10 +392,15 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
     let lines: Vec<Line> = rows
         .iter()
         .map(|c| {
+            let when = Span::styled(format!("{:>7.3} s {:<3}", c.t_ms / 1000.0, c.worker), t.dim);
+            let Some(reply) = &c.reply else {
+                // A program's own stderr line, where its commands are.
+                return Line::from(vec![when, Span::styled(c.command.clone(), t.dim)]);
+            };
             Line::from(vec![
-                Span::styled(format!("{:>7.3} s {:<3}", c.t_ms / 1000.0, c.worker), t.dim),
+                when,
                 Span::styled(c.command.clone(), t.base),
-                Span::styled(format!(" → {}", c.reply), t.title),
+                Span::styled(format!(" → {reply}"), t.title),
                 Span::styled(format!("  {:.2} ms", c.latency_ms), t.dim),
             ])
         })
