@@ -115,16 +115,6 @@ pub async fn attend(
     // The run's clock starts with the instructor's start, not once the worker is up:
     // a program's start-up (an interpreter, its imports) is time the run goes on.
     let log = Arc::new(EventLog::new(RunClock::start_now(1.0)));
-    let worker = match own {
-        None => Worker::Ours(
-            WorkerProcess::start(program, orders)
-                .await
-                .map_err(|e| ClassError::Worker(e.to_string()))?,
-        ),
-        Some(own) => {
-            Worker::Theirs(start_own(url, &desk, &orders.scenario, own, fencing_on).await?)
-        }
-    };
     let (commands, rx) = mpsc::unbounded_channel();
     let fencing = Arc::new(AtomicBool::new(fencing_on));
     let cancel = CancellationToken::new();
@@ -132,9 +122,17 @@ pub async fn attend(
     let run = {
         let (log, fencing, cancel, done) =
             (log.clone(), fencing.clone(), cancel.clone(), done.clone());
-        let run: WorkerRun = match worker {
-            Worker::Ours(child) => Box::pin(child.run(log, rx, fencing, cancel)),
-            Worker::Theirs(host) => host.run(&me, log, rx, fencing, cancel),
+        let run: WorkerRun = match own {
+            None => {
+                let child = WorkerProcess::start(program, orders)
+                    .await
+                    .map_err(|e| ClassError::Worker(e.to_string()))?;
+                Box::pin(child.run(log, rx, fencing, cancel))
+            }
+            Some(own) => {
+                let host = start_own(url, &desk, &orders.scenario, own, fencing_on).await?;
+                host.run(&me, log, rx, fencing, cancel)
+            }
         };
         tokio::spawn(async move {
             let result = run.await;
@@ -216,14 +214,6 @@ pub async fn attend(
         Ok(Err(e)) => Err(ClassError::Worker(e.to_string())),
         Err(e) => Err(ClassError::Worker(format!("the worker task failed: {e}"))),
     }
-}
-
-/// What plays the student's part on this machine.
-enum Worker {
-    /// fencelab's own worker, as a process (`fencelab worker`).
-    Ours(WorkerProcess),
-    /// The student's own program (`join --program`), under the worker protocol.
-    Theirs(Arc<ProgramHost>),
 }
 
 /// Start the student's own program as their part of `scenario`: its lock and its

@@ -116,7 +116,7 @@ pub async fn start_alone(
     fencing: bool,
 ) -> Result<Arc<ProgramHost>, BackendError> {
     let cancel = tokio_util::sync::CancellationToken::new();
-    let links = Links::new(&[], |ms| Duration::from_millis(ms), &cancel);
+    let links = Links::new(&[], Duration::from_millis, &cancel);
     let workers = scenario.workers.iter().map(|w| w.name.as_str());
     let holders = Arc::new(Holders::default().with_programs(workers));
     let started =
