@@ -353,7 +353,8 @@ impl RunModel {
                     _ => false,
                 };
                 let glyph = if *accepted { "✔" } else { "✘" };
-                let tok = token.map_or("-".to_string(), |t| t.to_string());
+                // A write without a token is marked without one (`✔w`), not `✔w-`.
+                let tok = token.map_or(String::new(), |t| t.to_string());
                 self.mark(t, i, format!("{glyph}w{tok}"));
                 self.writes.push(WriteMark {
                     t_ms: t,

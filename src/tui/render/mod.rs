@@ -257,23 +257,42 @@ mod token_tests {
             truth("A"),
             worker("B", WorkerEvent::Acquired { token: 1 }),
             truth("B"),
+            worker(
+                "A",
+                WorkerEvent::Wrote {
+                    value: "a".into(),
+                    token: None,
+                    accepted: true,
+                    redis_holder: Some("B".into()),
+                },
+            ),
         ];
-        let t = [0.0, 10.0, 11.0, 3100.0, 3101.0];
+        let t = [0.0, 10.0, 11.0, 3100.0, 3101.0, 3150.0];
         let events = events.into_iter().zip(t).enumerate();
         let events = events.map(|(seq, (kind, t_ms))| Event { seq: seq as u64, t_ms, kind });
-        app.update(Msg::Logged(events.collect()));
-        app.update(Msg::Clock { reached_ms: 3200.0, real_ms: 3200.0 });
-        let backend = ratatui::backend::TestBackend::new(160, 48);
-        let mut terminal = ratatui::Terminal::new(backend).unwrap();
-        terminal.draw(|f| super::draw(f, &app)).unwrap();
-        let buf = terminal.backend().buffer();
-        let text: String = (0..48)
-            .map(|y| (0..160).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
-            .collect();
-        assert!(text.contains("⚠ thinks held"), "{text}");
+        let mut events: Vec<Event> = events.collect();
+        let write = events.pop().unwrap();
+        let screen = |app: &App| {
+            let backend = ratatui::backend::TestBackend::new(160, 48);
+            let mut terminal = ratatui::Terminal::new(backend).unwrap();
+            terminal.draw(|f| super::draw(f, app)).unwrap();
+            let buf = terminal.backend().buffer().clone();
+            (0..48)
+                .map(|y| (0..160).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+                .collect::<String>()
+        };
+        // Before its write: it believes it holds the lock B holds.
+        app.update(Msg::Logged(events));
+        app.update(Msg::Clock { reached_ms: 3120.0, real_ms: 3120.0 });
+        let before = screen(&app);
+        assert!(before.contains("⚠ thinks held"), "{before}");
+        app.update(Msg::Logged(vec![write]));
+        app.update(Msg::Clock { reached_ms: 3200.0, real_ms: 80.0 });
+        let text = before + &screen(&app);
+        assert!(text.contains(" got ") && text.contains("✔w"), "{text}");
         assert!(text.contains("A   no token"), "{text}");
         assert!(text.contains("B   token 1"), "{text}");
-        for fake in ["tok0", "token 0", "got 0"] {
+        for fake in ["tok0", "token 0", "got 0", "w-", "w0"] {
             assert!(!text.contains(fake), "{fake:?} drawn:\n{text}");
         }
     }
