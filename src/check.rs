@@ -417,7 +417,7 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
             } => (worker, token, redis_holder),
             _ => continue,
         };
-        let by_grant = token.is_none();
+        let (by_grant, written) = (token.is_none(), *token);
         let token = &token.or_else(|| grant_of.get(worker.as_str()).copied());
         if let Some(token) = token
             && let Some((after_worker, after_token)) = rule.accepted(worker, *token)
@@ -442,7 +442,8 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
         if redis_holder.as_deref() != Some(worker.as_str()) {
             found.push(Violation::WriteByNonHolder {
                 worker: worker.clone(),
-                token: *token,
+                // The write's own token: a grant's number stands in only for ordering.
+                token: written,
                 redis_holder: redis_holder.clone(),
                 at_ms: e.t_ms,
                 seq: e.seq,

@@ -117,6 +117,11 @@ pub enum Command {
         /// is not a terminal).
         #[arg(long)]
         headless: bool,
+        /// Play your part with your own program, in any language ("CMD ARGS", run here
+        /// in the current folder; docs/worker-protocol.md): the instructor's pause
+        /// stops it on this machine, and its writes go to the room's storage.
+        #[arg(long, value_name = "\"CMD ARGS\"")]
+        program: Option<String>,
     },
     /// One worker as its own process: started by `--processes`, which sends its orders
     /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.

@@ -101,7 +101,8 @@ pub struct CommandRow {
     pub t_ms: f64,
     pub worker: String,
     pub command: String,
-    pub reply: String,
+    /// None: not a call but a line of a program's stderr (`command`).
+    pub reply: Option<String>,
     pub latency_ms: f64,
 }
 
@@ -253,10 +254,20 @@ impl RunModel {
                     t_ms: t,
                     worker: worker.clone(),
                     command: command.clone(),
-                    reply: reply.clone(),
+                    reply: Some(reply.clone()),
                     latency_ms: *latency_ms,
                 });
             }
+            // The observer's, to name a program's lock value: nothing to draw.
+            EventKind::Claimed { .. } => {}
+            // A program's own log line, in the inspector among its commands.
+            EventKind::Stderr { worker, line } => self.commands.push(CommandRow {
+                t_ms: t,
+                worker: worker.clone(),
+                command: format!("stderr: {line}"),
+                reply: None,
+                latency_ms: 0.0,
+            }),
             EventKind::FencingChanged { on } => self.fencing = *on,
             EventKind::Refused { student, why, total } => {
                 let entry = self.refused.entry(student.clone()).or_default();
@@ -328,7 +339,9 @@ impl RunModel {
                 // even if the observer never reads it (a hold of a millisecond).
                 self.told_holder(t, worker, Some(worker.to_string()));
                 self.lanes[i].last_token = Some(*token);
-                self.mark(t, i, format!("got {token}"));
+                // Token 0: a program's grant that carried none (no real token is 0).
+                let mark = if *token == 0 { "got".to_string() } else { format!("got {token}") };
+                self.mark(t, i, mark);
                 Belief::Holding { token: *token }
             }
             WorkerEvent::Paused { ms, by_user } => {
@@ -347,7 +360,8 @@ impl RunModel {
                     _ => false,
                 };
                 let glyph = if *accepted { "✔" } else { "✘" };
-                let tok = token.map_or("-".to_string(), |t| t.to_string());
+                // A write without a token is marked without one (`✔w`), not `✔w-`.
+                let tok = token.map_or(String::new(), |t| t.to_string());
                 self.mark(t, i, format!("{glyph}w{tok}"));
                 self.writes.push(WriteMark {
                     t_ms: t,

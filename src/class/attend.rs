@@ -1,6 +1,8 @@
 //! A student's side of a class run (`fencelab join`): wait for the instructor's start,
 //! run the student's worker as a process of its own on this machine (so the
-//! instructor's pause is a real `SIGSTOP` here), and post its events to the room.
+//! instructor's pause is a real `SIGSTOP` here), and post its events to the room. The
+//! worker is fencelab's own (`fencelab worker`) or the student's own program
+//! (`join --program`, docs/worker-protocol.md), one more worker host.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,10 +14,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::desk::Desk;
 use super::{ClassError, Control};
-use crate::engine::WorkerCommand;
+use crate::backend::redis::RedisBackend;
 use crate::engine::log::{Event, EventKind, EventLog, RunClock};
 use crate::engine::process::Orders;
 use crate::engine::process::parent::WorkerProcess;
+use crate::engine::program::{self, ProgramHost};
+use crate::engine::{WorkerCommand, WorkerHost, WorkerRun};
+use crate::scenario::{Program, Scenario};
 
 /// How long one read of the controls waits before trying again.
 const LISTEN: Duration = Duration::from_secs(1);
@@ -37,18 +42,20 @@ fn is_mine(kind: &EventKind, me: &str) -> bool {
     match kind {
         EventKind::Worker { worker, .. }
         | EventKind::Command { worker, .. }
+        | EventKind::Claimed { worker, .. }
+        | EventKind::Stderr { worker, .. }
         | EventKind::Signal { worker, .. } => worker == me,
         _ => false,
     }
 }
 
-/// Join with `url`, play the student's worker (run by `program worker`) when the
-/// instructor starts, and show each event with `show` as it is posted (`Here`) and as
+/// Join with `url`, play the student's worker (run by `program worker`, or the
+/// student's `own` program under the worker protocol) when the instructor starts, and show each event with `show` as it is posted (`Here`) and as
 /// the room mirrors it (`Room`). `leave`: the student quits; their worker is killed
 /// as a crash is, and its last events posted, so the room learns at once.
 pub async fn attend(
     url: &str,
-    program: &Path,
+    (program, own): (&Path, Option<&Program>),
     leave: CancellationToken,
     mut show: impl FnMut(Seen, &Event),
 ) -> Result<(), ClassError> {
@@ -105,9 +112,8 @@ pub async fn attend(
         time_scale: 1.0,
         seed: fastrand::u64(..),
     };
-    let child = WorkerProcess::start(program, orders)
-        .await
-        .map_err(|e| ClassError::Worker(e.to_string()))?;
+    // The run's clock starts with the instructor's start, not once the worker is up:
+    // a program's start-up (an interpreter, its imports) is time the run goes on.
     let log = Arc::new(EventLog::new(RunClock::start_now(1.0)));
     let (commands, rx) = mpsc::unbounded_channel();
     let fencing = Arc::new(AtomicBool::new(fencing_on));
@@ -116,8 +122,20 @@ pub async fn attend(
     let run = {
         let (log, fencing, cancel, done) =
             (log.clone(), fencing.clone(), cancel.clone(), done.clone());
+        let run: WorkerRun = match own {
+            None => {
+                let child = WorkerProcess::start(program, orders)
+                    .await
+                    .map_err(|e| ClassError::Worker(e.to_string()))?;
+                Box::pin(child.run(log, rx, fencing, cancel))
+            }
+            Some(own) => {
+                let host = start_own(url, &desk, &orders.scenario, own, fencing_on).await?;
+                host.run(&me, log, rx, fencing, cancel)
+            }
+        };
         tokio::spawn(async move {
-            let result = child.run(log, rx, fencing, cancel).await;
+            let result = run.await;
             done.cancel();
             result
         })
@@ -200,6 +218,28 @@ pub async fn attend(
         Ok(Err(e)) => Err(ClassError::Worker(e.to_string())),
         Err(e) => Err(ClassError::Worker(format!("the worker task failed: {e}"))),
     }
+}
+
+/// Start the student's own program as their part of `scenario`: its lock and its
+/// writes on the room's Redis, through the student's own user (`url`), so the
+/// instructor's observer and checker judge it as they judge a built-in worker.
+async fn start_own(
+    url: &str,
+    desk: &Desk,
+    scenario: &Scenario,
+    own: &Program,
+    fencing: bool,
+) -> Result<Arc<ProgramHost>, ClassError> {
+    let mut scenario = scenario.clone();
+    for w in &mut scenario.workers {
+        w.program = (w.name == desk.name).then(|| own.clone());
+    }
+    let redis =
+        RedisBackend::open(url, "class Redis").map_err(|e| ClassError::Redis(e.to_string()))?;
+    let keys = desk.keys.run.clone().with_lease(scenario.ttl_ms);
+    program::start_alone((&redis, &redis), &scenario, &keys, fencing)
+        .await
+        .map_err(|e| ClassError::Worker(e.to_string()))
 }
 
 async fn listener_failure(listener: tokio::task::JoinHandle<Result<(), ClassError>>) -> ClassError {

@@ -191,6 +191,8 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
     let named = match &kind {
         EventKind::Worker { worker, .. }
         | EventKind::Command { worker, .. }
+        | EventKind::Claimed { worker, .. }
+        | EventKind::Stderr { worker, .. }
         | EventKind::Signal { worker, .. } => Some(worker.as_str()),
         // A student may say they left (they quit), of themselves only.
         EventKind::Left { student, .. } => Some(student.as_str()),

@@ -269,20 +269,24 @@ async fn obey_typed_commands(control: RunControl, mut lines: Typed) {
     }
 }
 
-/// `fencelab join URL`: the student's worker, here, with the run on the student's
+/// `fencelab join URL`: the student's worker (or `own` program), here, with the run on the student's
 /// screen (or its events printed, `headless` or without a terminal).
-pub fn join(url: &str, headless: bool) -> anyhow::Result<ExitCode> {
+pub fn join(url: &str, headless: bool, own: Option<&str>) -> anyhow::Result<ExitCode> {
     let program = crate::engine::process::worker_program(false)?;
+    let own = own.map(super::scenario_ref::parse_program).transpose()?;
     let runtime = crate::runtime::build(false)?;
     if !headless && std::io::stdout().is_terminal() {
-        let shown = runtime.block_on(attend_screen(url.to_string(), program));
+        let shown = runtime.block_on(attend_screen(url.to_string(), (program, own)));
         runtime.shutdown_background();
         shown?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut transcript = Transcript::default();
-    let joined =
-        runtime.block_on(attend(url, &program, CancellationToken::new(), |seen, event| {
+    let joined = runtime.block_on(attend(
+        url,
+        (&program, own.as_ref()),
+        CancellationToken::new(),
+        |seen, event| {
             // This machine's worker is shown as it happens, not again from the room.
             let again = seen == Seen::Room { mine: true };
             if !again && !matches!(event.kind, EventKind::Command { .. }) {
@@ -290,7 +294,8 @@ pub fn join(url: &str, headless: bool) -> anyhow::Result<ExitCode> {
                     say(&line);
                 }
             }
-        }));
+        },
+    ));
     runtime.shutdown_background();
     joined?;
     Ok(ExitCode::SUCCESS)

@@ -80,7 +80,9 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Check(args)) => exercise::check(&args, &cli.backend),
         Some(Command::Worker) => worker(),
         Some(Command::Class(args)) => class::class(&args, &cli.backend),
-        Some(Command::Join { url, headless }) => class::join(&url, headless),
+        Some(Command::Join { url, headless, program }) => {
+            class::join(&url, headless, program.as_deref())
+        }
         Some(Command::Doctor) => doctor::run(&cli.backend.targets()),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),

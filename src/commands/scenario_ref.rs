@@ -31,14 +31,21 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Lesson> {
 /// current folder (split as a shell would split it; no shell runs it).
 pub fn with_program(mut scenario: Scenario, program: Option<&str>) -> anyhow::Result<Scenario> {
     let Some(program) = program else { return Ok(scenario) };
-    let argv = match shlex::split(program) {
-        Some(argv) if !argv.is_empty() && argv.iter().all(|a| !a.contains('\0')) => argv,
+    let program = parse_program(program)?;
+    for worker in &mut scenario.workers {
+        worker.program = Some(program.clone());
+    }
+    Ok(scenario)
+}
+
+/// `--program "CMD ARGS"` as the program it names, run in the current folder.
+pub fn parse_program(program: &str) -> anyhow::Result<Program> {
+    match shlex::split(program) {
+        Some(argv) if !argv.is_empty() && argv.iter().all(|a| !a.contains('\0')) => {
+            Ok(Program { argv, dir: None })
+        }
         _ => bail!(
             "--program {program:?}: expected a command and its arguments, e.g. --program \"python3 my_lock.py\""
         ),
-    };
-    for worker in &mut scenario.workers {
-        worker.program = Some(Program { argv: argv.clone(), dir: None });
     }
-    Ok(scenario)
 }

@@ -48,6 +48,13 @@ pub enum EventKind {
     Worker { worker: String, what: WorkerEvent },
     /// What Redis itself holds: the observer's reading.
     Truth(Truth),
+    /// A foreign program's lock value is `worker`'s: its `acquired` report, or its
+    /// server's OK to its `SET ... NX` (seen by its proxy), said so. The observer names
+    /// the holder it reads by it; in a class it travels with the student's events.
+    Claimed { worker: String, value: String },
+    /// A line a foreign program wrote on its stderr (its own log: shown, bounded,
+    /// never parsed).
+    Stderr { worker: String, line: String },
     /// One call a worker made, as the commands sent and the reply, for the inspector.
     Command { worker: String, command: String, reply: String, latency_ms: f64 },
     /// Fencing was switched during the run; it applies to later writes.

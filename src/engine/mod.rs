@@ -224,8 +224,10 @@ async fn prepare_placed(
         }
     }
     let holders = observer::Holders::default();
-    let holders = Arc::new(match scenario.workers.iter().any(|w| w.program.is_some()) {
-        true => holders.with_programs(),
+    // A class's students may run programs of their own (`join --program`).
+    let programs = hosted.is_some() || scenario.workers.iter().any(|w| w.program.is_some());
+    let holders = Arc::new(match programs {
+        true => holders.with_programs(scenario.workers.iter().map(|w| w.name.as_str())),
         false => holders,
     });
     let started = program::start(

@@ -47,22 +47,42 @@ pub struct Holders {
     unknown: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
     /// Some worker is a program: its values need a name from `known`.
     programs: std::sync::atomic::AtomicBool,
+    /// The run's workers: a value of fencelab's own (`name:…`, named in front) is
+    /// never waited for, and no program can claim it.
+    workers: std::collections::HashSet<String>,
 }
 
 /// How long (real time) a value nobody has claimed is kept out of the truth lane.
 const UNCLAIMED_FOR: Duration = Duration::from_millis(50);
 
 impl Holders {
-    /// Some workers of the run are programs.
-    pub fn with_programs(self) -> Self {
+    /// Some of the run's `workers` may be programs (a class's students may bring
+    /// their own).
+    pub fn with_programs<'a>(mut self, workers: impl IntoIterator<Item = &'a str>) -> Self {
         self.programs.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.workers = workers.into_iter().map(str::to_string).collect();
         self
     }
 
-    pub fn insert(&self, value: &str, worker: &str) {
-        if let Ok(mut known) = self.known.lock() {
-            known.insert(value.to_string(), worker.to_string());
+    /// `value` is `worker`'s; false when it was known already, or is another
+    /// worker's own value (`name:…`): the first claim stands, and a program cannot
+    /// claim what fencelab's own workers store.
+    pub fn insert(&self, value: &str, worker: &str) -> bool {
+        if self.ours(value) {
+            return false;
         }
+        let Ok(mut known) = self.known.lock() else { return false };
+        if known.contains_key(value) {
+            return false;
+        }
+        known.insert(value.to_string(), worker.to_string());
+        true
+    }
+
+    /// A value one of fencelab's own workers stores (named in front).
+    fn ours(&self, value: &str) -> bool {
+        let name = holder_name(value);
+        name != value && self.workers.contains(name)
     }
 
     /// The worker `value` stands for: a claimed one, else the name in front of it.
@@ -74,7 +94,7 @@ impl Holders {
     /// Whether `value` may still be claimed in a moment: a value of a program's lock
     /// that nobody has claimed yet, first read less than [`UNCLAIMED_FOR`] ago.
     fn unclaimed(&self, value: &str) -> bool {
-        if !self.programs.load(std::sync::atomic::Ordering::SeqCst) {
+        if !self.programs.load(std::sync::atomic::Ordering::SeqCst) || self.ours(value) {
             return false;
         }
         if self.known.lock().is_ok_and(|k| k.contains_key(value)) {
@@ -96,6 +116,8 @@ pub struct Observer {
     /// Scenario time at which the last recorded lease ends.
     last_deadline: Option<f64>,
     holders: Arc<Holders>,
+    /// How much of the log has been looked through for claims.
+    claims_read: usize,
 }
 
 impl Observer {
@@ -106,7 +128,8 @@ impl Observer {
         log: Arc<EventLog>,
         holders: Arc<Holders>,
     ) -> Self {
-        Observer { lock, storage, names, log, last: None, last_deadline: None, holders }
+        let (last, last_deadline, claims_read) = (None, None, 0);
+        Observer { lock, storage, names, log, last, last_deadline, holders, claims_read }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
@@ -139,11 +162,24 @@ impl Observer {
         Err(BackendError::ServerLost { server, reason })
     }
 
+    /// Learn whose each newly claimed lock value is, from the log (in a class, a
+    /// student's program's claims arrive with the student's events).
+    fn take_claims(&mut self) {
+        let new = self.log.since(self.claims_read);
+        self.claims_read += new.len();
+        for e in new {
+            if let EventKind::Claimed { worker, value } = &e.kind {
+                self.holders.insert(value, worker);
+            }
+        }
+    }
+
     /// One reading; returns when the next one is due.
     async fn read(&mut self) -> Result<Instant, BackendError> {
         let lock = within(&self.names.0, self.lock.observe()).await?;
         let storage = within(&self.names.1, self.storage.observe()).await?;
         let sample = TruthSample::merge(lock, storage);
+        self.take_claims();
         let values = sample.holder_value.iter().chain(sample.nodes.iter().flatten());
         if values.into_iter().any(|v| self.holders.unclaimed(v)) {
             // Read again in a moment, when whose it is is known.

@@ -12,7 +12,7 @@
 //! shows (the observer). A [`Transcript`] consumes events one at a time, so the same
 //! code prints a live run line by line and a saved log all at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::check::{Violation, ViolationKind};
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
@@ -26,11 +26,15 @@ pub struct Transcript {
     service: &'static str,
     /// The run is a queue's (`lock = "stream"`): grants are jobs, said so.
     queue: bool,
+    /// Foreign programs' lock values and whose they are (`Claimed`): a waiter told
+    /// the holder's raw value (a library's UUID) is shown whose it is.
+    claims: HashMap<String, String>,
 }
 
 impl Default for Transcript {
     fn default() -> Self {
-        Transcript { believers: BTreeSet::new(), service: "redis", queue: false }
+        let (believers, claims) = (BTreeSet::new(), HashMap::new());
+        Transcript { believers, service: "redis", queue: false, claims }
     }
 }
 
@@ -57,6 +61,18 @@ impl Transcript {
             }
             EventKind::Worker { worker, what } => {
                 self.track_belief(worker, what);
+                let named;
+                let what = match what {
+                    WorkerEvent::Waiting { holder: Some(value), retry_in_ms, wait }
+                        if self.claims.contains_key(value) =>
+                    {
+                        let holder = self.claims.get(value).cloned();
+                        named =
+                            WorkerEvent::Waiting { holder, retry_in_ms: *retry_in_ms, wait: *wait };
+                        &named
+                    }
+                    _ => what,
+                };
                 let queue = if self.queue { queue_line(worker, what) } else { None };
                 queue
                     .or_else(|| worker_line(worker, what))
@@ -94,6 +110,11 @@ impl Transcript {
                     vec![format!("~ {at} {}: {old}'s lease expired{after}", self.service)]
                 }
             }
+            EventKind::Claimed { worker, value } => {
+                self.claims.entry(value.clone()).or_insert_with(|| worker.clone());
+                Vec::new()
+            }
+            EventKind::Stderr { worker, line } => vec![format!("  {at} {worker} (stderr): {line}")],
             EventKind::Command { .. } => Vec::new(),
             EventKind::Refused { student, why, total } => {
                 vec![format!("! {at} room: refused from {student}: {why} ({total} refused so far)")]
@@ -380,6 +401,26 @@ mod tests {
         let line = |token| worker_line("A", &WorkerEvent::Acquired { token }).unwrap();
         assert_eq!(line(0), "got lock (no token)");
         assert_eq!(line(3), "got lock, fencing token 3");
+    }
+
+    #[test]
+    fn a_waiter_told_a_programs_lock_value_is_shown_whose_it_is() {
+        let event = |seq, kind| Event { seq, t_ms: 0.0, kind };
+        let waiting = |holder: &str| EventKind::Worker {
+            worker: "bob".into(),
+            what: WorkerEvent::Waiting {
+                holder: Some(holder.into()),
+                retry_in_ms: Some(1000.0),
+                wait: WaitStrategy::default(),
+            },
+        };
+        let mut transcript = Transcript::default();
+        let unclaimed = transcript.lines(&event(0, waiting("9f1c2e7a")));
+        assert!(unclaimed[0].contains("(9f1c2e7a holds it)"), "{unclaimed:?}");
+        let claim = EventKind::Claimed { worker: "alice".into(), value: "9f1c2e7a".into() };
+        assert!(transcript.lines(&event(1, claim)).is_empty());
+        let claimed = transcript.lines(&event(2, waiting("9f1c2e7a")));
+        assert!(claimed[0].contains("(alice holds it)"), "{claimed:?}");
     }
 
     #[test]

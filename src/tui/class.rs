@@ -33,7 +33,7 @@ use crate::class::room::Room;
 use crate::class::{ClassError, for_students, seat_of};
 use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
 use crate::lesson::Lesson;
-use crate::scenario::Scenario;
+use crate::scenario::{Program, Scenario};
 
 /// How often the start screen looks for students who have joined.
 const ROLL_CALL: Duration = Duration::from_millis(250);
@@ -363,7 +363,10 @@ fn continued(program: &str, url: &str, width: usize) -> Option<Vec<String>> {
 /// A student's screen: join with `url`, run the student's worker (as `program
 /// worker`), and show the class's run as the room sees it, the student's own lane
 /// selected and their situation said to them, until they quit.
-pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> {
+pub async fn attend_screen(
+    url: String,
+    (program, own): (PathBuf, Option<Program>),
+) -> anyhow::Result<()> {
     let (id, me) = seat_of(&url)?;
     let mut ui = Ui::enter(None)?;
     let (heard, mut room) = mpsc::unbounded_channel();
@@ -371,7 +374,7 @@ pub async fn attend_screen(url: String, program: PathBuf) -> anyhow::Result<()> 
     let leave = CancellationToken::new();
     let leaving = leave.clone();
     let mut attending = tokio::spawn(async move {
-        attend(&joined, &program, leaving, |seen, event| {
+        attend(&joined, (&program, own.as_ref()), leaving, |seen, event| {
             if let Seen::Room { .. } = seen {
                 let _ = heard.send(event.clone());
             }

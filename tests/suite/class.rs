@@ -322,14 +322,32 @@ fn play_class_without(
     fencing: bool,
     script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
 ) -> (String, Vec<String>) {
+    play_class_with(students, (absent, &[]), &class_scenario(300), fencing, script)
+}
+
+/// The playground with a third part that starts later: alice alone takes the lock at
+/// 0; the second part starts at `b_start_ms`.
+fn class_scenario(b_start_ms: u64) -> String {
+    let playground = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/playground.toml");
+    let playground = std::fs::read_to_string(playground).unwrap();
+    let third = "\n[[workers]]\nname = \"C\"\nstart_ms = 600\nsteps = [{ do = \"acquire\" }, { do = \"write\", value = \"C\" }, { do = \"release\" }]\n";
+    playground.replace("start_ms = 300", &format!("start_ms = {b_start_ms}")) + third
+}
+
+/// `play_class_without`, the students named in `own` joining with `--program` (their
+/// own program as their worker).
+fn play_class_with(
+    students: &[&str],
+    (absent, own): (usize, &[(&str, &str)]),
+    scenario_toml: &str,
+    fencing: bool,
+    script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
+) -> (String, Vec<String>) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    // The playground with a third part that starts later: alice alone takes the lock at 0.
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("class.toml");
-    let playground = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/playground.toml");
-    let third = "\n[[workers]]\nname = \"C\"\nstart_ms = 600\nsteps = [{ do = \"acquire\" }, { do = \"write\", value = \"C\" }, { do = \"release\" }]\n";
-    std::fs::write(&scenario, std::fs::read_to_string(playground).unwrap() + third).unwrap();
+    std::fs::write(&scenario, scenario_toml).unwrap();
     let path = scenario.display().to_string();
     let mut args = vec!["class", path.as_str(), "--students"];
     let list = students.join(",");
@@ -359,7 +377,15 @@ fn play_class_without(
     let coming = students.len() - absent;
     let mut joined: Vec<_> = urls[..coming]
         .iter()
-        .map(|url| support::bin().args(["join", url]).stdout(Stdio::piped()).spawn().unwrap())
+        .zip(students)
+        .map(|(url, name)| {
+            let mut join = support::bin();
+            join.args(["join", url]).stdout(Stdio::piped());
+            if let Some((_, program)) = own.iter().find(|(who, _)| who == name) {
+                join.args(["--program", program]).current_dir(env!("CARGO_MANIFEST_DIR"));
+            }
+            join.spawn().unwrap()
+        })
         .collect();
     let mut stdin = instructor.stdin.take().unwrap();
     let mut came = 0;
@@ -456,6 +482,58 @@ fn a_paused_student_is_stopped_by_its_own_kernel() {
     });
     let pid = screens[0].lines().find_map(worker_pid);
     assert!(pid.is_some_and(|pid| stopped.contains(&pid)), "{pid:?} in {stopped:?}\n{projector}");
+}
+
+/// The value at the room's lock key, read with a student's join URL (the student's
+/// user may read the run's keys).
+fn room_lock(url: &str) -> Option<String> {
+    let (room, _) = fencelab::class::seat_of(url).unwrap();
+    let key = RoomKeys::new(&room).run.lock;
+    redis::cmd("GET").arg(key).query(&mut con(url)).unwrap()
+}
+
+#[test]
+fn a_students_own_program_is_stopped_on_their_machine_and_its_stale_write_judged() {
+    let program = "python3 tests/programs/plain_lock.py";
+    let mut stopped = None;
+    let own = [("alice", program)];
+    // bob's part starts at 2 s: alice's program (an interpreter starting up) takes the
+    // lock first, and her pause is under way when he comes.
+    let scenario = class_scenario(2000);
+    let (projector, screens) =
+        play_class_with(&["alice", "bob"], (0, &own), &scenario, false, |stdin, joined| {
+            use std::io::Write;
+            // alice's program takes the lock (its value a UUID, not fencelab's `alice:…`).
+            support::wait_for("alice's program to hold the lock", || {
+                room_lock(&joined.urls[1]).filter(|v| !v.starts_with("bob:"))
+            });
+            let pid = support::wait_for("alice's program", || {
+                support::program_of("alice", "plain_lock.py")
+            });
+            writeln!(stdin, "pause alice").unwrap();
+            support::wait_for("alice's program stopped", || {
+                (support::state(pid) == "T").then_some(())
+            });
+            stopped = Some(pid);
+            // Her lease runs out while she is frozen: bob takes the lock.
+            support::wait_for("bob to hold the lock", || {
+                room_lock(&joined.urls[1]).filter(|v| v.starts_with("bob:"))
+            });
+            assert_eq!(support::state(pid), "T", "still stopped while bob holds the lock");
+            writeln!(stdin, "resume alice").unwrap();
+        });
+    let pid = stopped.expect("the script ran");
+    assert!(projector.contains(&format!("alice: SIGSTOP to process {pid}")), "{projector}");
+    // Her write, done by fencelab on the room's storage at her request, landed stale.
+    assert!(projector.contains("alice: write ACCEPTED; still own lock? no"), "{projector}");
+    assert!(screens[0].contains("alice: write ACCEPTED; still own lock? no"), "{}", screens[0]);
+    assert!(projector.contains("from alice (no token) while bob held the lock"), "{projector}");
+    // The room names her program's lock value (a UUID) by her: its claim came with
+    // her events.
+    assert!(projector.contains("alice's lease expired"), "{projector}");
+    assert!(projector.contains("bob: lock is taken (alice holds it)"), "{projector}");
+    assert!(!projector.contains("room: refused"), "{projector}");
+    assert!(support::program_of("alice", "plain_lock.py").is_none(), "her program is gone");
 }
 
 #[test]
@@ -601,7 +679,7 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
         let copy = Arc::new(Mutex::new(Vec::new()));
         let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
         joined.push(tokio::spawn(async move {
-            attend(&url, &program, CancellationToken::new(), |from, event| {
+            attend(&url, (&program, None), CancellationToken::new(), |from, event| {
                 if let Seen::Room { .. } = from {
                     into.lock().unwrap().push(event.clone());
                 }
@@ -913,7 +991,7 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
         let copy = Arc::new(Mutex::new(Vec::new()));
         let (url, program, into) = (seat.join_url().to_string(), program.clone(), copy.clone());
         joined.push(tokio::spawn(async move {
-            attend(&url, &program, CancellationToken::new(), |from, event| {
+            attend(&url, (&program, None), CancellationToken::new(), |from, event| {
                 if let Seen::Room { .. } = from {
                     into.lock().unwrap().push(event.clone());
                 }
@@ -1073,7 +1151,9 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
         let (url, program, quit) =
             (seat.join_url().to_string(), program.clone(), CancellationToken::new());
         leave.push(quit.clone());
-        joined.push(tokio::spawn(async move { attend(&url, &program, quit, |_, _| {}).await }));
+        joined.push(tokio::spawn(
+            async move { attend(&url, (&program, None), quit, |_, _| {}).await },
+        ));
     }
     while room.present().await.unwrap().len() < students.len() {
         tokio::time::sleep(Duration::from_millis(50)).await;

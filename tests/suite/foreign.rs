@@ -184,6 +184,34 @@ async fn broken_programs_end_the_run_with_a_clear_error_and_leave_nothing_behind
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_programs_stderr_is_in_the_log_the_transcript_and_the_inspector() {
+    let server = redis();
+    let events = run(&server, &broken("early-exit"), false).await.unwrap();
+    let said: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Stderr { worker, line } if worker == "A" => Some(line.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        ["Traceback (most recent call last):", "RuntimeError: the lock library blew up"],
+        "{}",
+        digest(&events)
+    );
+    let mut transcript = fencelab::output::transcript::Transcript::default();
+    let lines: Vec<String> = events.iter().flat_map(|e| transcript.lines(e)).collect();
+    let shown =
+        lines.iter().any(|l| l.ends_with("A (stderr): RuntimeError: the lock library blew up"));
+    assert!(shown, "{lines:#?}");
+    let model = fencelab::model::RunModel::from_events(&events);
+    let rows: Vec<_> = model.commands.iter().filter(|c| c.reply.is_none()).collect();
+    assert_eq!(rows.len(), 2, "the inspector's stderr rows: {rows:?}");
+    assert!(rows[1].command.contains("the lock library blew up"), "{rows:?}");
+}
+
 #[test]
 fn a_scenario_names_its_program_and_runs_it_from_its_own_folder() {
     let src = "name = \"p\"\ntitle = \"p\"\nttl_ms = 100\nprogram = [\"python3\", \"my_lock.py\"]\n\

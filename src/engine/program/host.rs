@@ -44,6 +44,9 @@ pub const MAX_LINES_PER_SECOND: u32 = 1000;
 const STDERR_KEPT: usize = 6;
 /// How much of one stderr line is kept.
 const STDERR_LINE_CHARS: usize = 200;
+/// How many of its stderr lines a run's log shows (the inspector, the transcript);
+/// past them, one line says how many more there were.
+const STDERR_LOGGED: usize = 100;
 /// How long a program has to exit after `stop` before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(1);
 /// How long a free-running program whose stdout closed has to exit.
@@ -85,6 +88,8 @@ pub struct Program {
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Set when the program floods its stderr.
     stderr_flooded: Arc<AtomicBool>,
+    /// Its stderr lines for the log, the first [`STDERR_LOGGED`] of them.
+    said: mpsc::UnboundedReceiver<String>,
     taps: mpsc::UnboundedReceiver<Tapped>,
     /// Stops the program's proxy (its listener and connections).
     proxy: (CancellationToken, TaskTracker),
@@ -173,7 +178,8 @@ impl Program {
         };
         let stderr_lines = Arc::new(Mutex::new(VecDeque::new()));
         let stderr_flooded = Arc::new(AtomicBool::new(false));
-        tokio::spawn(keep_stderr(stderr, stderr_lines.clone(), stderr_flooded.clone()));
+        let (say, said) = mpsc::unbounded_channel();
+        tokio::spawn(keep_stderr(stderr, (stderr_lines.clone(), say), stderr_flooded.clone()));
         let mut program = Program {
             spec: spec.clone(),
             child,
@@ -183,6 +189,7 @@ impl Program {
             stdout: Lines::new(stdout),
             stderr: stderr_lines,
             stderr_flooded,
+            said,
             taps,
             proxy: (cancel, tasks),
             _clear: clear,
@@ -337,13 +344,15 @@ impl Drop for Program {
     }
 }
 
-/// Keep the last lines of a program's stderr (cut short), and flag a flood.
+/// Keep the last lines of a program's stderr (cut short) for errors, pass the first
+/// ones on to the log (`say`), and flag a flood.
 async fn keep_stderr(
     stderr: ChildStderr,
-    kept: Arc<Mutex<VecDeque<String>>>,
+    (kept, say): (Arc<Mutex<VecDeque<String>>>, mpsc::UnboundedSender<String>),
     flooded: Arc<AtomicBool>,
 ) {
     let mut lines = Lines::new(stderr);
+    let mut told = 0;
     loop {
         let line = match lines.next().await {
             Ok(Some(line)) => line,
@@ -356,8 +365,16 @@ async fn keep_stderr(
         if line.trim().is_empty() {
             continue;
         }
+        let line: String = line.chars().take(STDERR_LINE_CHARS).collect();
+        told += 1;
+        if told <= STDERR_LOGGED {
+            let _ = say.send(line.clone());
+        } else if told == STDERR_LOGGED + 1 {
+            let _ = say
+                .send(format!("(more lines on stderr: the log shows the first {STDERR_LOGGED})"));
+        }
         let Ok(mut kept) = kept.lock() else { return };
-        kept.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+        kept.push_back(line);
         if kept.len() > STDERR_KEPT {
             kept.pop_front();
         }
@@ -482,6 +499,11 @@ impl WorkerHost for ProgramHost {
             let result = run.run().await;
             run.program.proxy.0.cancel();
             run.program.proxy.1.close();
+            // Its last words (an exit's traceback) are in the log before its failure.
+            while let Ok(line) = run.program.said.try_recv() {
+                let worker = run.program.spec.name.clone();
+                run.log.append(EventKind::Stderr { worker, line });
+            }
             if let Err(e) = &result {
                 run.emit(WorkerEvent::Failed { error: e.to_string() });
             }
@@ -654,12 +676,16 @@ impl Run {
                         None => return Err(self.program.ended_early().await),
                     }
                 }
+                Some(line) = self.program.said.recv() => {
+                    let worker = self.program.spec.name.clone();
+                    self.log.append(EventKind::Stderr { worker, line });
+                }
                 Some(tapped) = self.program.taps.recv() => {
                     // A program talking to its server is not silent.
                     silent_until = Instant::now() + timeout;
                     for call in self.traffic.take(tapped, Instant::now()) {
                         if let Some(value) = &call.granted {
-                            self.bench.holders.insert(value, &self.program.spec.name);
+                            self.claim(value);
                         }
                         self.log.append(EventKind::Command {
                             worker: self.program.spec.name.clone(),
@@ -720,7 +746,7 @@ impl Run {
                 ));
             }
             Report::Acquired { value, token } => {
-                self.bench.holders.insert(&value, &self.program.spec.name);
+                self.claim(&value);
                 // A grant without a token of its own is logged with token 0: none.
                 WorkerEvent::Acquired { token: token.unwrap_or(0) }
             }
@@ -848,6 +874,15 @@ impl Run {
 
     fn signal(&self, signal: KernelSignal) -> EventKind {
         EventKind::Signal { worker: self.program.spec.name.clone(), signal, pid: self.program.pid }
+    }
+
+    /// The lock value `value` is this program's: named so here and, through the log,
+    /// wherever the run's observer is (a class's room).
+    fn claim(&self, value: &str) {
+        let worker = self.program.spec.name.clone();
+        if self.bench.holders.insert(value, &worker) {
+            self.log.append(EventKind::Claimed { worker, value: value.to_string() });
+        }
     }
 
     fn emit(&self, what: WorkerEvent) {

@@ -104,6 +104,38 @@ pub async fn start(
     Ok(Some(Started { host, keys }))
 }
 
+/// The program of one worker of a run whose log is kept elsewhere: a class's student
+/// brings their own (`fencelab join URL --program ...`), run here, its lock and its
+/// writes on the room's Redis (`lock`, `storage`: the student's URL), so the room's
+/// observer and checker judge it as any student's worker. Nothing here reads truth;
+/// the holders it learns only answer "still own lock?" after its writes.
+pub async fn start_alone(
+    (lock, storage): (&dyn LockService, &dyn Storage),
+    scenario: &Scenario,
+    keys: &Keys,
+    fencing: bool,
+) -> Result<Arc<ProgramHost>, BackendError> {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let links = Links::new(&[], Duration::from_millis, &cancel);
+    let workers = scenario.workers.iter().map(|w| w.name.as_str());
+    let holders = Arc::new(Holders::default().with_programs(workers));
+    let started =
+        start((lock, storage), scenario, (keys, &links), (fencing, 1.0), &holders).await?;
+    let Some(started) = started else {
+        return Err(BackendError::Unsupported(
+            "the scenario has no worker that is a program".into(),
+        ));
+    };
+    // The room's observer reads the room's lock key: a program elsewhere uses that one.
+    if started.keys.lock != keys.lock {
+        return Err(BackendError::Unsupported(format!(
+            "the program's ready names the key {:?}; in a class the lock is the room's key, {:?} (FENCELAB_KEY)",
+            started.keys.lock, keys.lock
+        )));
+    }
+    Ok(started.host)
+}
+
 /// Where a program's proxy dials, the URL it is given (the proxy's address put in
 /// later: a program always dials TCP, even to a server on a Unix socket), and the
 /// password, which only its hello line carries.

@@ -108,7 +108,10 @@ pub fn section(
         }
         for (first, _, std::cmp::Reverse(n)) in tokens.runs() {
             let mark = &model.marks[n];
-            let label = mark.label.replace("got", "token");
+            let label = match mark.label.as_str() {
+                "got" => "no token".to_string(),
+                got => got.replace("got", "token"),
+            };
             let x = scale.column_x(first) + 3.0;
             let baseline = y + BAR_TOP + BAR + 30.0;
             let tb = TextBox { x, baseline, size: BODY, bold: false, text: label };
@@ -452,7 +455,7 @@ fn writes(
     marks.sort_by_key(|&(col, verdict, _, _)| (std::cmp::Reverse(verdict), col));
     for (col, verdict, n, count) in marks {
         let w = &model.writes[n];
-        let token = w.token.map_or("-".to_string(), |t| t.to_string());
+        let token = w.token.map_or("(no token)".to_string(), |t| t.to_string());
         let mut label = match (verdict, &w.result) {
             // SQL lessons: what the statement did, and whether it had been done before.
             (Verdict::Stale, Some(result)) => format!("✔ {result}: done twice"),

@@ -37,6 +37,11 @@ fn tok(word: &str, token: u64) -> String {
     if token == 0 { "no token".to_string() } else { format!("{word} {token}") }
 }
 
+/// A token column's cell: `token 2`, or `no token` for a write or grant without one.
+fn token_cell(token: Option<u64>) -> String {
+    token.map_or("no token".to_string(), |tk| format!("token {tk}"))
+}
+
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 /// Below this width the side panels stack under the timeline (playground), or a
@@ -227,5 +232,85 @@ mod token_tests {
         assert_eq!(super::tok("tok", 0), "no token");
         assert_eq!(super::tok("tok", 2), "tok 2");
         assert_eq!(super::tok("zxid", 5), "zxid 5");
+        assert_eq!(super::token_cell(None), "no token");
+        assert_eq!(super::token_cell(Some(2)), "token 2");
+    }
+
+    /// A program's grant without a token, past its lease while another holds the lock:
+    /// the lane, its mark and the tokens panel say so, never a made-up token 0.
+    #[test]
+    fn a_tokenless_grant_past_its_lease_is_drawn_without_a_fake_zero() {
+        use crate::engine::log::{Event, EventKind, Truth, WorkerEvent};
+        use crate::tui::app::{App, Msg};
+        let scenario = crate::scenario::builtin("playground").unwrap().unwrap();
+        let theme = crate::tui::theme::Theme::DEFAULT;
+        let mut app = App::new(scenario.clone(), false, 1.0, false, "t".into(), theme);
+        app.update(Msg::RunStarting);
+        let started = EventKind::RunStarted {
+            version: 1,
+            run_id: "r".into(),
+            scenario: Box::new(scenario),
+            fencing: false,
+            label: "t".into(),
+            backend: "test".into(),
+            time_scale: 1.0,
+        };
+        let truth = |holder: &str| {
+            let (ttl_ms, nodes, expired) = (Some(3000.0), Vec::new(), None);
+            let holder = Some(holder.to_string());
+            EventKind::Truth(Truth {
+                holder,
+                ttl_ms,
+                fence_counter: 1,
+                storage_highest: 0,
+                nodes,
+                expired,
+            })
+        };
+        let worker = |worker: &str, what| EventKind::Worker { worker: worker.into(), what };
+        let events = [
+            started,
+            worker("A", WorkerEvent::Acquired { token: 0 }),
+            truth("A"),
+            worker("B", WorkerEvent::Acquired { token: 1 }),
+            truth("B"),
+            worker(
+                "A",
+                WorkerEvent::Wrote {
+                    value: "a".into(),
+                    token: None,
+                    accepted: true,
+                    redis_holder: Some("B".into()),
+                },
+            ),
+        ];
+        let t = [0.0, 10.0, 11.0, 3100.0, 3101.0, 3150.0];
+        let events = events.into_iter().zip(t).enumerate();
+        let events = events.map(|(seq, (kind, t_ms))| Event { seq: seq as u64, t_ms, kind });
+        let mut events: Vec<Event> = events.collect();
+        let write = events.pop().unwrap();
+        let screen = |app: &App| {
+            let backend = ratatui::backend::TestBackend::new(160, 48);
+            let mut terminal = ratatui::Terminal::new(backend).unwrap();
+            terminal.draw(|f| super::draw(f, app)).unwrap();
+            let buf = terminal.backend().buffer().clone();
+            (0..48)
+                .map(|y| (0..160).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+                .collect::<String>()
+        };
+        // Before its write: it believes it holds the lock B holds.
+        app.update(Msg::Logged(events));
+        app.update(Msg::Clock { reached_ms: 3120.0, real_ms: 3120.0 });
+        let before = screen(&app);
+        assert!(before.contains("⚠ thinks held"), "{before}");
+        app.update(Msg::Logged(vec![write]));
+        app.update(Msg::Clock { reached_ms: 3200.0, real_ms: 80.0 });
+        let text = before + &screen(&app);
+        assert!(text.contains(" got ") && text.contains("✔w"), "{text}");
+        assert!(text.contains("A   no token"), "{text}");
+        assert!(text.contains("B   token 1"), "{text}");
+        for fake in ["tok0", "token 0", "got 0", "w-", "w0"] {
+            assert!(!text.contains(fake), "{fake:?} drawn:\n{text}");
+        }
     }
 }

@@ -134,7 +134,11 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
     ];
     for l in &run.lanes {
         let belief = at(&l.spans, view).unwrap_or(Belief::Idle);
-        let token = l.last_token.map_or("-".to_string(), |tk| tk.to_string());
+        // `-`: no grant yet; a grant without a token (0) says so.
+        let token = match l.last_token {
+            None => "token -".to_string(),
+            Some(tk) => super::token_cell(Some(tk).filter(|tk| *tk != 0)),
+        };
         let (what, style) = match belief.held_token() {
             Some(_) if run.holder_at(view) != Some(l.name.as_str()) => {
                 ("believes it holds the lock ⚠", t.danger)
@@ -143,7 +147,7 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
             None => ("", t.dim),
         };
         lines.push(Line::from(vec![
-            Span::styled(format!("{:<3} token {token:<3} ", l.name), t.base),
+            Span::styled(format!("{:<3} {token:<9} ", l.name), t.base),
             Span::styled(what, style),
         ]));
     }
@@ -178,7 +182,7 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
                 };
                 return Line::from(vec![Span::styled(row, t.base), Span::styled(verdict, style)]);
             }
-            let token = w.token.map_or("-".to_string(), |tk| tk.to_string());
+            let token = super::token_cell(w.token);
             // A table answers with its row count: "UPDATE 0" is the rejection.
             let (verdict, short, style) = match (w.accepted, w.stale, sql) {
                 (true, true, false) => ("✔ ACCEPTED ⚠ STALE", "✔ ⚠ STALE", t.danger),
@@ -189,8 +193,8 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
                 (false, _, true) => ("✘ UPDATE 0 (stale)", "✘ UPDATE 0", t.rejected),
             };
             let (row, verdict) = match compact {
-                true => (format!("{n:>2}. {} token {token} ", w.worker), short),
-                false => (format!("{n:>3}. {:<3} token {token:<3} ", w.worker), verdict),
+                true => (format!("{n:>2}. {} {token} ", w.worker), short),
+                false => (format!("{n:>3}. {:<3} {token:<9} ", w.worker), verdict),
             };
             Line::from(vec![Span::styled(row, t.base), Span::styled(verdict, style)])
         })
@@ -389,10 +393,15 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
     let lines: Vec<Line> = rows
         .iter()
         .map(|c| {
+            let when = Span::styled(format!("{:>7.3} s {:<3}", c.t_ms / 1000.0, c.worker), t.dim);
+            let Some(reply) = &c.reply else {
+                // A program's own stderr line, where its commands are.
+                return Line::from(vec![when, Span::styled(c.command.clone(), t.dim)]);
+            };
             Line::from(vec![
-                Span::styled(format!("{:>7.3} s {:<3}", c.t_ms / 1000.0, c.worker), t.dim),
+                when,
                 Span::styled(c.command.clone(), t.base),
-                Span::styled(format!(" → {}", c.reply), t.title),
+                Span::styled(format!(" → {reply}"), t.title),
                 Span::styled(format!("  {:.2} ms", c.latency_ms), t.dim),
             ])
         })

@@ -454,7 +454,10 @@ impl<'a> Ctx<'a> {
                 let room = (self.plot.right() - (self.plot.x + c)) as usize;
                 let label = match &w.result {
                     Some(_) => "⚠ DONE TWICE".to_string(),
-                    None => format!("✔w{} STALE", w.token.unwrap_or(0)),
+                    None => match w.token {
+                        Some(token) => format!("✔w{token} STALE"),
+                        None => "✔ STALE".to_string(),
+                    },
                 };
                 self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.danger);
             }
@@ -472,14 +475,12 @@ impl<'a> Ctx<'a> {
         let t = self.theme;
         let danger = belief.held_token().is_some() && holder != Some(me);
         match belief {
-            _ if danger => {
+            _ if danger => match belief.held_token() {
+                // A grant that carried no token (a program's library without one).
+                Some(0) | None => ("⚠ thinks held".into(), t.danger),
                 // Tight beside the lane ("⚠ thinks tok1"): the gutter is narrow.
-                let token = match belief.held_token().unwrap_or(0) {
-                    0 => "no token".to_string(),
-                    n => format!("{}{n}", self.app.lock().words.tok),
-                };
-                (format!("⚠ thinks {token}"), t.danger)
-            }
+                Some(token) => (format!("⚠ thinks {}{token}", self.app.lock().words.tok), t.danger),
+            },
             Belief::Idle => ("idle".into(), t.dim),
             Belief::Waiting => ("waiting".into(), t.waiting),
             Belief::Holding { token } => {
