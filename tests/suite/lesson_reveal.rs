@@ -213,6 +213,7 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
                 }
                 assert_eq!(app.view_ms(), at_ms, "{name}: the view is not at the question");
                 let shown = screen(&app);
+                assert_own_words(&name, &app, &shown);
                 let reference = screen(&cut_at(lesson, simulated, app.log(), at_ms, &keys));
                 assert_eq!(
                     shown,
@@ -252,6 +253,32 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
     // Servers stop off the runtime's threads (PostgreSQL's shutdown blocks).
     tokio::task::spawn_blocking(move || drop(deployment)).await.unwrap();
     questions
+}
+
+/// The screen speaks of the lesson's own system: no lock words in the SQL lessons,
+/// no Redis key's words where the lock is a queue, a znode, an etcd key or a Lease.
+fn assert_own_words(name: &str, app: &App, shown: &str) {
+    let words = &app.lock().words;
+    let mut foreign = Vec::new();
+    if !app.uses_lock() {
+        foreign.extend(["Redis holder", "lease (TTL)", "holds tok", "thinks tok", "FENCING"]);
+    } else {
+        if words.truth_row.is_some() {
+            foreign.push("Redis holder");
+        }
+        if words.lease_row != " lease (TTL)" {
+            foreign.push("lease (TTL)");
+        }
+        if words.tok != "tok" {
+            foreign.extend(["holds tok", "thinks tok"]);
+        }
+        if !app.lock().can.fencing {
+            foreign.push("FENCING");
+        }
+    }
+    for word in foreign {
+        assert!(!shown.contains(word), "{name}: {word:?} on a screen of another system:\n{shown}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

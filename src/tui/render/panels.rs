@@ -57,8 +57,11 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         Span::styled(" fencelab · ", t.title),
         Span::styled(state, t.title),
         Span::styled(format!(" · speed {}x ", app.speed), t.dim),
-        Span::styled(fencing, fencing_style),
     ];
+    // No badge where no token is used: a queue's jobs and the SQL lessons' rows.
+    if app.uses_lock() && app.lock().can.fencing {
+        spans.push(Span::styled(fencing, fencing_style));
+    }
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let room = (area.width as usize).saturating_sub(used);
     let title = format!(" · {}", app.scenario.title);
