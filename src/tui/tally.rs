@@ -12,11 +12,12 @@ use super::question::Posed;
 use super::render::markdown::wrapped;
 use super::theme::Theme;
 
-/// Draw `posed` (its question, choices and the class's tally) in `area`.
-pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, theme: &Theme) {
+/// Draw `posed` (its question, choices and the class's tally) in `area`; `left`:
+/// the students who left the class, not waited for.
+pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, left: &[String], theme: &Theme) {
     let tally = &posed.tally;
     let answered = tally.chosen.len();
-    let everyone = answered + tally.missing.len();
+    let everyone = answered + waited_for(posed, left).count();
     let what = if posed.is_open() { "Enter reveals" } else { "revealed" };
     let title = format!(" Question {} · {answered} of {everyone} answered · {what} ", posed.number);
     let block = Block::default()
@@ -62,14 +63,19 @@ pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, theme: &Theme) {
         .value_style(theme.selected)
         .data(BarGroup::default().bars(&bars))
         .render(chart, buf);
-    Paragraph::new(after_chart(posed, width, theme)).render(rest, buf);
+    Paragraph::new(after_chart(posed, left, width, theme)).render(rest, buf);
+}
+
+/// The students who have not answered and are still in the class.
+fn waited_for<'a>(posed: &'a Posed, left: &'a [String]) -> impl Iterator<Item = &'a String> {
+    posed.tally.missing.iter().filter(move |s| !left.contains(s))
 }
 
 /// Rows the tally needs at `width` (its border included).
-pub fn tally_height(posed: &Posed, width: u16) -> u16 {
+pub fn tally_height(posed: &Posed, left: &[String], width: u16) -> u16 {
     let width = width.saturating_sub(2) as usize;
     let ask = wrapped("? ", &posed.question, width, Default::default()).len();
-    let rest = after_chart(posed, width, &Theme::DEFAULT).len();
+    let rest = after_chart(posed, left, width, &Theme::DEFAULT).len();
     2 + chart_rows(posed) + (ask + rest) as u16
 }
 
@@ -78,15 +84,26 @@ fn chart_rows(posed: &Posed) -> u16 {
     posed.choices.len() as u16 * 2
 }
 
-/// Who has not answered, refused answers; once revealed, the answer and why.
-fn after_chart(posed: &Posed, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+/// Who has not answered, who left, refused answers; once revealed, the answer and why.
+fn after_chart(posed: &Posed, left: &[String], width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let tally = &posed.tally;
-    let missing = if tally.missing.is_empty() {
+    let waited: Vec<&str> = waited_for(posed, left).map(String::as_str).collect();
+    let missing = if waited.is_empty() {
         "everyone has answered".to_string()
     } else {
-        format!("not answered yet: {}", tally.missing.join(", "))
+        format!("not answered yet: {}", waited.join(", "))
     };
     let mut lines = wrapped("", &missing, width, theme.dim);
+    let gone: Vec<&str> =
+        tally.missing.iter().filter(|s| left.contains(s)).map(String::as_str).collect();
+    if !gone.is_empty() {
+        lines.extend(wrapped(
+            "",
+            &format!("left the class: {}", gone.join(", ")),
+            width,
+            theme.dim,
+        ));
+    }
     for why in &tally.refused {
         lines.extend(wrapped("refused: ", why, width, theme.error));
     }

@@ -222,7 +222,9 @@ fn every_class_screen_draws_at_tiny_sizes_without_a_panic() {
         text(&class_app(3, 80, 24), width, height);
         let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
         let posed = gc_pause_question();
-        terminal.draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &Theme::DEFAULT)).unwrap();
+        terminal
+            .draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &[], &Theme::DEFAULT))
+            .unwrap();
     }
     let screen = lobby_text(&lobby, 80, 3);
     assert!(screen.contains("fencelab class"), "{screen}");
@@ -267,7 +269,7 @@ fn the_tally_of_a_question_shows_a_bar_per_choice_and_who_has_not_answered() {
     };
     let (width, height) = (100, 30);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &Theme::DEFAULT)).unwrap();
+    terminal.draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &[], &Theme::DEFAULT)).unwrap();
     let buf = terminal.backend().buffer().clone();
     let screen: String = (0..height)
         .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
@@ -277,6 +279,20 @@ fn the_tally_of_a_question_shows_a_bar_per_choice_and_who_has_not_answered() {
     assert!(screen.contains("refused: forged"), "{screen}");
     assert!(!screen.contains('✔'), "the answer is not marked before the reveal:\n{screen}");
     insta::assert_snapshot!(screen);
+    // Dave leaves: the room waits for no one, and says who left.
+    let left = ["dave".to_string()];
+    terminal
+        .draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &left, &Theme::DEFAULT))
+        .unwrap();
+    let buf = terminal.backend().buffer().clone();
+    let screen: String = (0..height)
+        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+        .collect();
+    assert!(screen.contains("3 of 3 answered"), "{screen}");
+    assert!(
+        screen.contains("everyone has answered") && screen.contains("left the class: dave"),
+        "{screen}"
+    );
 }
 
 /// gc-pause's question, as posed to the class.

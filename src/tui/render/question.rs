@@ -17,7 +17,7 @@ use super::markdown::wrapped;
 pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
     let t = &app.theme;
     if app.class == Some(ClassSeat::Instructor) {
-        draw_tally(area, buf, posed, t);
+        draw_tally(area, buf, posed, &app.run.left, t);
         return;
     }
     let block = Block::default()
@@ -41,7 +41,7 @@ pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
 /// Rows the question needs at `width` (its border included).
 pub fn height(app: &App, posed: &Posed, width: u16) -> u16 {
     if app.class == Some(ClassSeat::Instructor) {
-        return tally_height(posed, width);
+        return tally_height(posed, &app.run.left, width);
     }
     let (lines, _) = student_lines(posed, width.saturating_sub(2) as usize, &app.theme);
     lines.len().min(u16::MAX as usize / 2) as u16 + 3
