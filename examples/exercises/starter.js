@@ -1,9 +1,11 @@
 // Exercise starter (fencelab exercises), in Node: a lock of your own on one Redis, as
-// a fencelab worker (docs/worker-protocol.md). It works until a pause: two parts are
+// a fencelab worker (docs/worker-protocol.md). It works until a pause: three parts are
 // unsafe (see starter.py for the same in Python).
 //
-//   safe-release:  release() deletes the key even when it is someone else's now.
-//   fencing-token: writes carry no fencing token.
+//   safe-release:    release() deletes the key even when it is someone else's now.
+//   fencing-token:   writes carry no fencing token.
+//   idempotency-key: each write makes up a fresh idempotency key (its value), so the
+//                    payment gateway of lesson 9 pays twice: send the job's own key.
 //
 // Check your fix:  fencelab check fencing-token --program "node starter.js"
 // (ioredis comes from examples/node-redlock: `npm ci` there once.)
@@ -36,7 +38,9 @@ async function main() {
       say({ event: "acquired", value: me, ...(token ? { token } : {}) });
     },
     async write(order) {
-      say({ event: "write", id: ++writes, value: order.value, ...(token ? { token } : {}) });
+      // TODO idempotency-key: the job's key (order.value), not one per attempt.
+      const value = `${order.value}/attempt-${crypto.randomUUID().slice(0, 8)}`;
+      say({ event: "write", id: ++writes, value, ...(token ? { token } : {}) });
       const answer = await next();
       if (!answer.accepted) process.stderr.write(`write refused: ${answer.reason}\n`);
     },

@@ -1,11 +1,15 @@
 """Exercise starter (fencelab exercises): a lock of your own on one Redis, as a fencelab
-worker (docs/worker-protocol.md). It works until a pause: two parts are unsafe.
+worker (docs/worker-protocol.md). It works until a pause: three parts are unsafe.
 
   safe-release:  release() deletes the key even when the lease ran out and the key is
                  someone else's now. Delete it only while it still holds our value.
   fencing-token: writes carry no fencing token, so the fenced storage cannot tell a
                  stale write from a fresh one (and refuses every token-less write).
                  Take a token right after each grant and send it with the writes.
+  idempotency-key: the payment gateway (lesson 9) cannot check tokens; it applies each
+                 idempotency key once, and a write's value is its key. write() makes
+                 up a fresh key per attempt, so a retry after a pause pays twice. Send
+                 the key that names the job (the step's value) instead.
 
 Check your fix:  fencelab check safe-release --program "python3 starter.py"
 """
@@ -41,6 +45,7 @@ def acquire():
 def write(value):
     global writes
     writes += 1
+    value = f"{value}/attempt-{uuid.uuid4().hex[:8]}"  # TODO idempotency-key: the job's key
     say(event="write", id=writes, value=value, **({"token": token} if token else {}))
     answer = json.loads(sys.stdin.readline())  # {"type":"write_result",...}
     if not answer["accepted"]:

@@ -66,9 +66,10 @@ pub fn check(args: &CheckArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             say("still breaks under the lesson's own schedule:");
             wrong.iter().for_each(|w| say(&format!("  - {w}")));
             ExitCode::FAILURE
-        } else if !design.fencing {
-            // Without fencing, any lock falls to a pause long enough (lesson 3): a
-            // search would find that, not what the exercise asks to fix.
+        } else if !design.fencing && !design.idempotency {
+            // Without fencing (or an idempotency key), any lock falls to a pause long
+            // enough (lesson 3): a search would find that, not what the exercise asks
+            // to fix.
             say(
                 "the lesson's own schedule: it holds (no break search: without fencing any lock falls to a long enough pause, as lesson 3 shows)",
             );

@@ -29,7 +29,7 @@ pub struct Exercise {
 
 const STARTERS: &[&str] = &["examples/exercises/starter.py", "examples/exercises/starter.js"];
 
-pub const EXERCISES: [Exercise; 2] = [
+pub const EXERCISES: [Exercise; 3] = [
     Exercise {
         name: "safe-release",
         title: "A release that deletes only its own lock",
@@ -46,6 +46,15 @@ pub const EXERCISES: [Exercise; 2] = [
         lesson: "gc-pause",
         variant: None,
         fencing: true,
+        starters: STARTERS,
+    },
+    Exercise {
+        name: "idempotency-key",
+        title: "An idempotency key that names the job",
+        task: "the payment gateway cannot check tokens; it applies each idempotency key (a write's value) once, and each write makes up a new one: send the key that names the job (the step's value)",
+        lesson: "payment-gateway",
+        variant: Some("idempotency key = the job (refund-order-1042)"),
+        fencing: false,
         starters: STARTERS,
     },
 ];

@@ -21,7 +21,8 @@ fn the_exercises_are_listed_with_their_starters() {
     let out = support::bin().arg("exercises").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
-    for needle in ["safe-release", "fencing-token", "examples/exercises/starter.py", "starter.js"] {
+    let names = ["safe-release", "fencing-token", "idempotency-key"];
+    for needle in names.into_iter().chain(["examples/exercises/starter.py", "starter.js"]) {
         assert!(text.contains(needle), "{needle}: {text}");
     }
 }
@@ -54,4 +55,17 @@ fn a_compare_and_delete_release_in_node_holds() {
     let (out, text) = check("safe-release", "node examples/exercises/solutions/lock.js");
     assert!(out.status.success(), "{text}");
     assert!(text.contains("the lesson's own schedule: it holds"), "{text}");
+}
+
+/// Lesson 9's gateway applies each idempotency key once: the starter's key per attempt
+/// lets A's retry after its pause pay a second time; the job's own key pays once.
+#[test]
+fn a_fresh_key_per_attempt_pays_twice_and_the_jobs_key_pays_once() {
+    let (out, text) = check("idempotency-key", "python3 examples/exercises/starter.py");
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("the storage took writes from [B, A], the safe run's are [B]"), "{text}");
+    let (out, text) = check("idempotency-key", "node examples/exercises/solutions/lock.js");
+    assert!(out.status.success(), "{text}");
+    // A key pays once whatever the pause: break's search finds no schedule that pays twice.
+    assert!(text.contains("fencelab break found no break in 4 real runs"), "{text}");
 }

@@ -30,9 +30,10 @@ use crate::backend::{
 use crate::engine::host::{WorkerHost, WorkerRun};
 use crate::engine::log::{EventKind, EventLog, KernelSignal, WorkerEvent};
 use crate::engine::observer::Holders;
+use crate::engine::policy::WritePolicy;
 use crate::engine::worker::{WorkerCommand, sleep_until_opt};
 use crate::platform::{Signal, Tether};
-use crate::scenario::{FenceCompare, Step, StorageKind, WorkerSpec};
+use crate::scenario::{Step, StorageKind, WorkerSpec};
 
 /// How long a program may take to start and say `ready`.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -451,7 +452,9 @@ pub struct Bench {
     pub storage: Box<dyn StorageClient>,
     pub keys: Keys,
     pub storage_kind: StorageKind,
-    pub compare: FenceCompare,
+    /// How the storage checks a write: the same policy as a built-in worker's (an
+    /// idempotency key, fencing, or nothing), so a program writes as they do.
+    pub policy: WritePolicy,
     pub holders: Arc<Holders>,
 }
 
@@ -788,11 +791,10 @@ impl Run {
         token: Option<u64>,
     ) -> Result<(), BackendError> {
         let fencing = self.fencing.load(Ordering::SeqCst);
-        let check =
-            if fencing { WriteCheck::Fencing(self.bench.compare) } else { WriteCheck::None };
+        let check = self.bench.policy.check(fencing);
         let write = StoredWrite { worker: self.program.spec.name.clone(), token, value };
         let started = Instant::now();
-        let (accepted, reason) = if fencing && token.is_none() {
+        let (accepted, reason) = if matches!(check, WriteCheck::Fencing(_)) && token.is_none() {
             (
                 false,
                 Some(

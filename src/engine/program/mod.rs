@@ -96,7 +96,7 @@ pub async fn start(
             storage: storage.connect(&keys).await?,
             keys: keys.clone(),
             storage_kind: scenario.storage,
-            compare: scenario.fencing_compare,
+            policy: crate::engine::policy::WritePolicy::of(scenario),
             holders: holders.clone(),
         };
         host.add(program, bench);
