@@ -438,6 +438,17 @@ impl App {
         }
     }
 
+    /// A token as the lanes abbreviate it: the lock kind's word ("zxid"), or a bare
+    /// "#" while a question still waiting has that word as its answer (lesson 26 asks
+    /// which number is the token: "holds zxid 4" would answer it).
+    pub fn tok_word(&self) -> &'static str {
+        let lock = self.lock();
+        match lock.token.asked {
+            Some(word) if self.a_question_ahead_answers(word) => "#",
+            _ => lock.words.tok,
+        }
+    }
+
     /// Whether a lesson question not yet answered has `word` in its right answer (before
     /// its explanation), so a panel naming `word` now would answer it.
     fn a_question_ahead_answers(&self, word: &str) -> bool {

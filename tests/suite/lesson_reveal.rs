@@ -17,6 +17,7 @@ use fencelab::backend::redis::RedisBackend;
 use fencelab::engine::log::{Event, EventKind, Truth, WorkerEvent};
 use fencelab::engine::{RunOptions, prepare};
 use fencelab::lesson::{Lesson, NarrationStep};
+use fencelab::scenario::Checkpoint;
 use fencelab::tui::app::{App, Msg};
 use fencelab::tui::keys::Action;
 use fencelab::tui::lesson::LessonState;
@@ -213,7 +214,7 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
                 }
                 assert_eq!(app.view_ms(), at_ms, "{name}: the view is not at the question");
                 let shown = screen(&app);
-                assert_own_words(&name, &app, &shown);
+                assert_own_words(&name, &app, &shown, c);
                 let reference = screen(&cut_at(lesson, simulated, app.log(), at_ms, &keys));
                 assert_eq!(
                     shown,
@@ -257,7 +258,7 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
 
 /// The screen speaks of the lesson's own system: no lock words in the SQL lessons,
 /// no Redis key's words where the lock is a queue, a znode, an etcd key or a Lease.
-fn assert_own_words(name: &str, app: &App, shown: &str) {
+fn assert_own_words(name: &str, app: &App, shown: &str, question: &Checkpoint) {
     let words = &app.lock().words;
     let mut foreign = Vec::new();
     if !app.uses_lock() {
@@ -281,15 +282,30 @@ fn assert_own_words(name: &str, app: &App, shown: &str) {
     // own ("rev 3", "zxid 5"), or anywhere in a lesson without a lock. ("token" is
     // every system's word in prose.)
     if !app.uses_lock() || words.tok != "tok" {
-        let lane_tok = shown.match_indices("tok").any(|(i, _)| {
-            let after = &shown[i + 3..];
-            after.starts_with(|c: char| c.is_ascii_digit())
-                || after
-                    .strip_prefix(' ')
-                    .is_some_and(|a| a.starts_with(|c: char| c.is_ascii_digit()))
-        });
-        assert!(!lane_tok, "{name}: Redis's \"tok\" on a lane:\n{shown}");
+        assert!(!on_a_lane(shown, "tok"), "{name}: Redis's \"tok\" on a lane:\n{shown}");
     }
+    // Lesson 26 asks which number is the token: no lane may name it before the answer.
+    if let Some(word) = app.lock().token.asked
+        && question.choices[question.answer - 1].contains(word)
+    {
+        assert!(!on_a_lane(shown, word), "{name}: a lane says {word:?}, the answer:\n{shown}");
+    }
+}
+
+/// Whether `word` is drawn as a lane's label draws a token, followed by its number,
+/// in the timeline's gutter (the left 16 columns inside its border; a narration may
+/// say "zxid 4").
+fn on_a_lane(shown: &str, word: &str) -> bool {
+    let gutters: String = shown
+        .lines()
+        .filter_map(|l| l.strip_prefix('│'))
+        .map(|l| l.chars().take(16).collect::<String>() + "\n")
+        .collect();
+    gutters.match_indices(word).any(|(i, _)| {
+        let after = &gutters[i + word.len()..];
+        let digit = |a: &str| a.starts_with(|c: char| c.is_ascii_digit());
+        digit(after) || after.strip_prefix(' ').is_some_and(digit)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

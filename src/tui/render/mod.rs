@@ -34,7 +34,11 @@ pub use timeline::{LaneRow, lane_at, lane_rows, lanes_per_page};
 /// "job 1"), or "no token" for a foreign program's grant that reported none (its
 /// token is 0, which no lock service hands out).
 fn tok(word: &str, token: u64) -> String {
-    if token == 0 { "no token".to_string() } else { format!("{word} {token}") }
+    match (token, word) {
+        (0, _) => "no token".to_string(),
+        (_, "#") => format!("#{token}"),
+        _ => format!("{word} {token}"),
+    }
 }
 
 /// A token column's cell: `token 2`, or `no token` for a write or grant without one.
@@ -232,6 +236,7 @@ mod token_tests {
         assert_eq!(super::tok("tok", 0), "no token");
         assert_eq!(super::tok("tok", 2), "tok 2");
         assert_eq!(super::tok("zxid", 5), "zxid 5");
+        assert_eq!(super::tok("#", 5), "#5");
         assert_eq!(super::token_cell(None), "no token");
         assert_eq!(super::token_cell(Some(2)), "token 2");
     }

@@ -215,7 +215,7 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         let mut parts = vec![format!("at {:.3} s:", m / 1000.0)];
         for l in &run.lanes {
             let b = at(&l.spans, m).unwrap_or(Belief::Idle);
-            parts.push(format!("{} {}", l.name, describe(b, app.lock().words.tok)));
+            parts.push(format!("{} {}", l.name, describe(b, app.tok_word())));
         }
         if app.uses_lock() {
             let holder = run.holder_at(m).unwrap_or("nobody");

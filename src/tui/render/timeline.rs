@@ -479,12 +479,12 @@ impl<'a> Ctx<'a> {
                 // A grant that carried no token (a program's library without one).
                 Some(0) | None => ("⚠ thinks held".into(), t.danger),
                 // Tight beside the lane ("⚠ thinks tok1"): the gutter is narrow.
-                Some(token) => (format!("⚠ thinks {}{token}", self.app.lock().words.tok), t.danger),
+                Some(token) => (format!("⚠ thinks {}{token}", self.app.tok_word()), t.danger),
             },
             Belief::Idle => ("idle".into(), t.dim),
             Belief::Waiting => ("waiting".into(), t.waiting),
             Belief::Holding { token } => {
-                (format!("holds {}", super::tok(self.app.lock().words.tok, token)), t.holding)
+                (format!("holds {}", super::tok(self.app.tok_word(), token)), t.holding)
             }
             Belief::Paused { until: Some(until), .. } => {
                 (format!("‖ {:.1}s left", ((until - view) / 1000.0).max(0.0)), t.paused)
