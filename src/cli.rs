@@ -127,6 +127,10 @@ pub enum Command {
     /// on stdin and reads its events on stdout (JSON lines). Not for typing by hand.
     #[command(hide = true)]
     Worker,
+    /// A class room's janitor: started by `fencelab class`, which writes the room on
+    /// its stdin; removes the room's users and keys if the class dies unclosed.
+    #[command(hide = true)]
+    RoomJanitor,
     /// Say which servers fencelab can start here (where each was found, its version),
     /// what is missing and the line that installs it, and which lessons run on real
     /// servers here and which on the simulator.

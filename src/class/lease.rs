@@ -1,8 +1,10 @@
 //! The room's lease: a room lasts only while its instructor's fencelab keeps renewing
 //! it, so a room whose instructor was killed (`kill -9`, a power cut) goes by itself.
 //!
-//! Redis can expire a key but not an ACL user, and fencelab leaves no process behind
-//! to delete one. So the lease has two halves:
+//! Redis can expire a key but not an ACL user. The instructor's janitor
+//! (`class::janitor`) deletes a killed instructor's users and keys within seconds; the
+//! lease is what is left when the janitor cannot (killed with it, a power cut), in two
+//! halves:
 //!
 //! - **Keys**: every room key carries an expiry of one lease from its creation (the
 //!   streams are created empty, with it, when the room opens; students' workers write

@@ -30,6 +30,7 @@
 pub mod attend;
 pub mod desk;
 pub mod host;
+pub mod janitor;
 pub mod lease;
 pub mod quiz;
 pub mod roll;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::janitor::Janitor;
 use super::lease::{self, about};
 use super::{ClassError, Control, RoomKeys, check_name, connect, deadline, hex, random_bytes};
 use crate::backend::redis::redact_url;
@@ -80,6 +81,8 @@ pub struct Room {
     lease: Duration,
     /// Stops the keeper when the room is closed or dropped.
     keeper: DropGuard,
+    /// Cleans up after an instructor killed before it could close the room.
+    janitor: Option<Janitor>,
 }
 
 impl Room {
@@ -109,7 +112,8 @@ impl Room {
         let stop = CancellationToken::new();
         let keeper = lease::keep(con.clone(), keys.clone(), students.to_vec(), lease, stop.clone());
         tokio::spawn(keeper);
-        let mut room = Room { keys, con, seats: Vec::new(), lease, keeper: stop.drop_guard() };
+        let keeper = stop.drop_guard();
+        let mut room = Room { keys, con, seats: Vec::new(), lease, keeper, janitor: None };
         // Another instructor's leftovers; a sweep that fails is tried at each renewal.
         let _ = lease::sweep(&mut room.con, id).await;
         for s in students {
@@ -144,6 +148,20 @@ impl Room {
         url.set_username(&user).map_err(bad)?;
         url.set_password(Some(&password)).map_err(bad)?;
         Ok(Seat { name: student.to_string(), join_url: url.to_string() })
+    }
+
+    /// Have `program room-janitor` remove the room's users and keys if this process
+    /// dies before closing it (see `class::janitor`).
+    pub fn with_janitor(
+        mut self,
+        program: &std::path::Path,
+        admin_url: &str,
+    ) -> Result<Room, ClassError> {
+        let users = self.seats.iter().map(|s| self.keys.user(&s.name)).collect();
+        let started = Janitor::start(program, admin_url, &self.keys.id, users);
+        self.janitor = started
+            .map_err(|e| ClassError::Redis(format!("cannot start the room's janitor: {e}")))?;
+        Ok(self)
     }
 
     pub fn seats(&self) -> &[Seat] {
@@ -199,6 +217,9 @@ impl Room {
             }
         };
         if tokio::time::timeout(budget, close).await == Ok(true) {
+            if let Some(janitor) = self.janitor.take() {
+                janitor.dismiss();
+            }
             return Ok(());
         }
         let waited = format!("no answer within {:.1} s", budget.as_secs_f64());
@@ -214,7 +235,7 @@ impl Room {
 /// Delete `users`, then every key under the room's prefix. Users first: deleting one
 /// closes its connections, so no student writes a key of the room once they are being
 /// deleted. Both steps may be repeated (`BUSY`, a reply that timed out).
-async fn delete(
+pub(super) async fn delete(
     con: &mut MultiplexedConnection,
     keys: &RoomKeys,
     users: &[String],

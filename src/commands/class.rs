@@ -71,7 +71,8 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     let result = runtime.block_on(async {
         let cancel = CancellationToken::new();
         crate::runtime::cancel_on_signals(cancel.clone());
-        let mut room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
+        let room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
+        let mut room = room.with_janitor(&std::env::current_exe()?, &admin_url)?;
         let class = async {
             // Text when asked for, or when there is no terminal to draw on.
             if !args.headless && std::io::stdout().is_terminal() {
@@ -298,5 +299,15 @@ pub fn join(url: &str, headless: bool, own: Option<&str>) -> anyhow::Result<Exit
     ));
     runtime.shutdown_background();
     joined?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fencelab room-janitor` (started by `class`, see `class::janitor`).
+pub fn janitor() -> anyhow::Result<ExitCode> {
+    let runtime = crate::runtime::build(false)?;
+    let served = runtime.block_on(crate::class::janitor::serve());
+    // The read of stdin blocks a thread that nothing can wake: do not wait for it.
+    runtime.shutdown_background();
+    served?;
     Ok(ExitCode::SUCCESS)
 }

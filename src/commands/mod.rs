@@ -79,6 +79,7 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Exercises) => Ok(exercise::list()),
         Some(Command::Check(args)) => exercise::check(&args, &cli.backend),
         Some(Command::Worker) => worker(),
+        Some(Command::RoomJanitor) => class::janitor(),
         Some(Command::Class(args)) => class::class(&args, &cli.backend),
         Some(Command::Join { url, headless, program }) => {
             class::join(&url, headless, program.as_deref())

@@ -279,10 +279,17 @@ async fn after_a_script_flush_a_student_is_told_and_the_instructor_loads_them_ag
 /// alice's `join`, the room id and alice's join URL, and the instructor's output
 /// from then on (read as it comes).
 fn class_under_way(admin: &str, lease_ms: u64) -> (Child, Child, String, String, Output) {
+    class_with(admin, lease_ms, true)
+}
+
+/// The same, with or without the room's janitor (`class::janitor`): without, what a
+/// room whose instructor vanished leaves to its lease and to the sweeps.
+fn class_with(admin: &str, lease_ms: u64, janitor: bool) -> (Child, Child, String, String, Output) {
     use std::io::{BufRead, BufReader};
     let mut instructor = support::bin()
         .args(["class", "playground", "--students", "alice", "--headless", "--redis", admin])
         .env(LEASE_VAR, lease_ms.to_string())
+        .env("FENCELAB_ROOM_JANITOR", if janitor { "on" } else { "off" })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -332,7 +339,7 @@ fn a_sigkilled_instructors_room_keys_expire_and_a_live_class_removes_its_users()
     let rt = tokio::runtime::Runtime::new().unwrap();
     let lease = Duration::from_millis(2000);
     let other = rt.block_on(Room::open_leased(&admin, "other", &names(&["bob"]), lease)).unwrap();
-    let (mut instructor, mut join, id, alice, _) = class_under_way(&admin, 2000);
+    let (mut instructor, mut join, id, alice, _) = class_with(&admin, 2000, false);
     assert!(!room_keys(&mut a, &id).is_empty());
     instructor.kill().unwrap();
     instructor.wait().unwrap();
@@ -466,7 +473,7 @@ fn a_sigkilled_instructors_student_finds_nothing_after_the_lease_and_doctor_remo
     let (_server, admin) = server(&[]);
     let mut a = con(&admin);
     let _: () = cmd(&["SET", "not:the:room", "kept"]).query(&mut a).unwrap();
-    let (mut instructor, mut join, id, alice, _) = class_under_way(&admin, 2000);
+    let (mut instructor, mut join, id, alice, _) = class_with(&admin, 2000, false);
     instructor.kill().unwrap();
     instructor.wait().unwrap();
     let _ = join.kill();
@@ -545,4 +552,43 @@ async fn a_huge_answer_is_refused_by_its_size_and_the_valid_one_counts() {
     let said = format!("answer {id} of alice is 1048602 bytes: not read");
     assert!(tally.refused.contains(&said), "{tally:?}");
     room.close().await.unwrap();
+}
+
+/// The room's janitor: a SIGKILLed instructor's room (a minute's lease, no other class
+/// on the Redis to sweep it) loses its users and keys within seconds, a foreign key
+/// stays, and the janitor itself is gone too.
+#[test]
+fn a_sigkilled_instructors_janitor_removes_its_users_and_keys_within_seconds() {
+    let (_server, admin) = server(&[]);
+    let mut a = con(&admin);
+    let _: () = cmd(&["SET", "not:the:room", "kept"]).query(&mut a).unwrap();
+    let (mut instructor, mut join, id, alice, _) = class_under_way(&admin, 60_000);
+    assert!(users(&mut a).contains(&format!("fencelab-{id}-alice")));
+    let janitor = std::fs::read_to_string(format!("/proc/{}/task/{0}/children", instructor.id()))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.contains("room-janitor"))
+        })
+        .expect("the instructor runs a janitor");
+    instructor.kill().unwrap();
+    instructor.wait().unwrap();
+    eventually("the room's users are removed", Duration::from_secs(10), || {
+        !users(&mut a).iter().any(|u| u.starts_with(&format!("fencelab-{id}-")))
+    });
+    eventually("the room's keys are gone", Duration::from_secs(10), || {
+        room_keys(&mut a, &id).is_empty()
+    });
+    assert!(redis::Client::open(alice.as_str()).unwrap().get_connection().is_err());
+    let kept: Option<String> = cmd(&["GET", "not:the:room"]).query(&mut a).unwrap();
+    assert_eq!(kept.as_deref(), Some("kept"));
+    eventually("the janitor has left", Duration::from_secs(10), || {
+        !std::path::Path::new(&format!("/proc/{janitor}")).exists()
+            || std::fs::read_to_string(format!("/proc/{janitor}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    });
+    let _ = join.kill();
+    join.wait().unwrap();
 }
