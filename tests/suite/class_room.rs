@@ -328,6 +328,24 @@ fn class_with(admin: &str, lease_ms: u64, janitor: bool) -> (Child, Child, Strin
     (instructor, join, id, url, rest)
 }
 
+/// SIGKILL the instructor; within `within` its room's users and keys are gone, and
+/// the student's URL logs in no more.
+fn kill_and_see_the_room_go(
+    instructor: &mut Child,
+    a: &mut redis::Connection,
+    id: &str,
+    student_url: &str,
+    within: Duration,
+) {
+    instructor.kill().unwrap();
+    instructor.wait().unwrap();
+    eventually("the killed room's users are removed", within, || {
+        !users(a).iter().any(|u| u.starts_with(&format!("fencelab-{id}-")))
+    });
+    eventually("the killed room's keys are gone", within, || room_keys(a, id).is_empty());
+    assert!(redis::Client::open(student_url).unwrap().get_connection().is_err());
+}
+
 /// What a child printed so far.
 type Output = std::sync::Arc<std::sync::Mutex<String>>;
 
@@ -341,15 +359,7 @@ fn a_sigkilled_instructors_room_keys_expire_and_a_live_class_removes_its_users()
     let other = rt.block_on(Room::open_leased(&admin, "other", &names(&["bob"]), lease)).unwrap();
     let (mut instructor, mut join, id, alice, _) = class_with(&admin, 2000, false);
     assert!(!room_keys(&mut a, &id).is_empty());
-    instructor.kill().unwrap();
-    instructor.wait().unwrap();
-    eventually("the killed room's users are removed", Duration::from_secs(30), || {
-        !users(&mut a).iter().any(|u| u.starts_with(&format!("fencelab-{id}-")))
-    });
-    eventually("the killed room's keys are gone", Duration::from_secs(30), || {
-        room_keys(&mut a, &id).is_empty()
-    });
-    assert!(redis::Client::open(alice.as_str()).unwrap().get_connection().is_err());
+    kill_and_see_the_room_go(&mut instructor, &mut a, &id, &alice, Duration::from_secs(30));
     // The live class keeps its own.
     assert!(users(&mut a).contains(&"fencelab-other-bob".to_string()));
     let _ = join.kill();
@@ -573,15 +583,7 @@ fn a_sigkilled_instructors_janitor_removes_its_users_and_keys_within_seconds() {
                 .is_ok_and(|c| c.contains("room-janitor"))
         })
         .expect("the instructor runs a janitor");
-    instructor.kill().unwrap();
-    instructor.wait().unwrap();
-    eventually("the room's users are removed", Duration::from_secs(10), || {
-        !users(&mut a).iter().any(|u| u.starts_with(&format!("fencelab-{id}-")))
-    });
-    eventually("the room's keys are gone", Duration::from_secs(10), || {
-        room_keys(&mut a, &id).is_empty()
-    });
-    assert!(redis::Client::open(alice.as_str()).unwrap().get_connection().is_err());
+    kill_and_see_the_room_go(&mut instructor, &mut a, &id, &alice, Duration::from_secs(10));
     let kept: Option<String> = cmd(&["GET", "not:the:room"]).query(&mut a).unwrap();
     assert_eq!(kept.as_deref(), Some("kept"));
     eventually("the janitor has left", Duration::from_secs(10), || {
