@@ -349,6 +349,8 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
             break;
         }
     }
+    // No key is read from here on: what is typed now is the shell's.
+    drop(input);
     if let Source::Live { runner, saver, .. } = &mut source {
         runner.shutdown().await;
         saver.save(runner)?;
@@ -491,10 +493,14 @@ fn handle_input(app: &mut App, ev: Event, screen: Rect) -> Vec<Effect> {
 
 /// Terminal input arrives on a thread of its own that blocks in `read`, so waiting
 /// for a key costs nothing.
+/// How often the keyboard's reader looks again (for a key, or for a screen).
+const IDLE_POLL: Duration = Duration::from_millis(50);
+
 /// The keyboard, for the screen that is up now. One thread reads it for the whole
 /// process and hands each event to the newest screen's receiver: a reader per screen
 /// would stay blocked in `event::read` after its screen closed and swallow the first
-/// key of the next one (the menu after the playground, a lesson after the menu).
+/// key of the next one (the menu after the playground, a lesson after the menu). It
+/// reads only while a screen is up, so nothing typed after quitting is swallowed.
 fn keyboard() -> mpsc::UnboundedReceiver<Event> {
     static CURRENT: std::sync::Mutex<Option<mpsc::UnboundedSender<Event>>> =
         std::sync::Mutex::new(None);
@@ -504,9 +510,25 @@ fn keyboard() -> mpsc::UnboundedReceiver<Event> {
     *current() = Some(tx);
     READER.call_once(|| {
         std::thread::spawn(move || {
-            while let Ok(ev) = event::read() {
-                if let Some(tx) = current().as_ref() {
-                    let _ = tx.send(ev); // no screen up: the key is for no one
+            loop {
+                // Read only while a screen is up: once it is gone (quitting, the
+                // servers stopping), what is typed is for the shell, not for us.
+                let up = current().as_ref().is_some_and(|tx| !tx.is_closed());
+                if !up {
+                    std::thread::sleep(IDLE_POLL);
+                    continue;
+                }
+                match event::poll(IDLE_POLL) {
+                    Ok(false) => {}
+                    Ok(true) => match event::read() {
+                        Ok(ev) => {
+                            if let Some(tx) = current().as_ref() {
+                                let _ = tx.send(ev);
+                            }
+                        }
+                        Err(_) => return,
+                    },
+                    Err(_) => return,
                 }
             }
         });
