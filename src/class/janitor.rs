@@ -100,7 +100,7 @@ pub async fn serve() -> Result<(), ClassError> {
     let clean = async {
         loop {
             if let Ok(mut con) = connect(&charge.url).await
-                && super::room::delete(&mut con, &keys, &charge.users).await.is_ok()
+                && super::lease::delete_room(&mut con, &keys, &charge.users).await.is_ok()
             {
                 return;
             }

@@ -281,6 +281,22 @@ pub(super) async fn delete_room_keys(
     }
 }
 
+/// Delete `users`, then every key under the room's prefix. Users first: deleting one
+/// closes its connections, so no student writes a key of the room once they are being
+/// deleted. Both steps may be repeated (`BUSY`, a reply that timed out).
+pub(super) async fn delete_room(
+    con: &mut MultiplexedConnection,
+    keys: &RoomKeys,
+    users: &[String],
+) -> Result<(), ClassError> {
+    if !users.is_empty() {
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("DELUSER").arg(users);
+        deadline(cmd.query_async::<i64>(con)).await?;
+    }
+    delete_room_keys(con, keys).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

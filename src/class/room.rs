@@ -205,7 +205,7 @@ impl Room {
         let mut last = None;
         let close = async {
             loop {
-                match delete(&mut self.con, &self.keys, &users).await {
+                match lease::delete_room(&mut self.con, &self.keys, &users).await {
                     Ok(()) => return true,
                     Err(ClassError::Redis(e)) if e.contains("NOPERM") => {
                         last = Some(e);
@@ -230,22 +230,6 @@ impl Room {
             users: users.len(),
         })
     }
-}
-
-/// Delete `users`, then every key under the room's prefix. Users first: deleting one
-/// closes its connections, so no student writes a key of the room once they are being
-/// deleted. Both steps may be repeated (`BUSY`, a reply that timed out).
-pub(super) async fn delete(
-    con: &mut MultiplexedConnection,
-    keys: &RoomKeys,
-    users: &[String],
-) -> Result<(), ClassError> {
-    if !users.is_empty() {
-        let mut cmd = redis::cmd("ACL");
-        cmd.arg("DELUSER").arg(users);
-        deadline(cmd.query_async::<i64>(con)).await?;
-    }
-    lease::delete_room_keys(con, keys).await
 }
 
 /// The ACL rules of `student`'s user in room `keys`, password `password`:

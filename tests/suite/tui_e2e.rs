@@ -96,6 +96,16 @@ impl Tmux {
         }
     }
 
+    /// Wait until the program has exited: the pane's foreground process is the shell
+    /// again (typed before, a line could meet the program still stopping its servers).
+    fn wait_for_shell(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.display("#{pane_current_command}") != "bash" {
+            assert!(Instant::now() < deadline, "the program did not exit:\n{}", self.pane());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn display(&self, format: &str) -> String {
         let out = self.cmd(&["display", "-p", "-t", "e2e", format]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -449,7 +459,7 @@ fn the_menu_continues_where_the_learner_stopped_and_keeps_what_was_done() {
     tmux.wait_for("Lesson · 2. Just delete the key?", 30);
     tmux.keys(&["q"]);
     tmux.wait_left_screen();
-    // The shell reads this only once fencelab has exited (and written its progress).
+    tmux.wait_for_shell();
     tmux.keys(&["echo $((40+2))-left", "Enter"]);
     tmux.wait_for("42-left", 20);
     let after = std::fs::read_to_string(&kept).unwrap();
@@ -471,6 +481,7 @@ fn the_menu_continues_where_the_learner_stopped_and_keeps_what_was_done() {
     assert!(!pane.contains('✔') && pane.contains("▶  1. When the holder crashes"), "{pane}");
     tmux.keys(&["q"]);
     tmux.wait_left_screen();
+    tmux.wait_for_shell();
     tmux.keys(&["echo $((40+3))-left", "Enter"]);
     tmux.wait_for("43-left", 20);
 }
