@@ -14,20 +14,12 @@ use fencelab::lesson::Lesson;
 use fencelab::tui::app::{App, Effect, Msg};
 use fencelab::tui::keys::Action;
 use fencelab::tui::lesson::LessonState;
-use fencelab::tui::render::draw;
 use fencelab::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use tokio_util::sync::CancellationToken;
 
+/// The app drawn at 120x36, as text.
 fn screen(app: &App) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer().clone();
-    (0..buf.area.height)
-        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
-        .collect::<Vec<_>>()
-        .join("\n")
+    support::drawn(app, 120, 36)
 }
 
 /// Play the run the app asks for next on `deployment` to its end, the app following

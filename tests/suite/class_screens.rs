@@ -268,26 +268,25 @@ fn the_tally_of_a_question_shows_a_bar_per_choice_and_who_has_not_answered() {
         refused: vec!["forged: answer 1-0 in dave's answers claims to be \"bob\"'s".into()],
     };
     let (width, height) = (100, 30);
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &[], &Theme::DEFAULT)).unwrap();
-    let buf = terminal.backend().buffer().clone();
-    let screen: String = (0..height)
-        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
-        .collect();
+    // The tally drawn for a room where `left` have left, as lines of text.
+    let tally = |left: &[String]| -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, left, &Theme::DEFAULT))
+            .unwrap();
+        let buf = terminal.backend().buffer().clone();
+        (0..height)
+            .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+            .collect()
+    };
+    let screen = tally(&[]);
     assert!(screen.contains("3 of 4 answered"), "{screen}");
     assert!(screen.contains("not answered yet: dave"), "{screen}");
     assert!(screen.contains("refused: forged"), "{screen}");
     assert!(!screen.contains('✔'), "the answer is not marked before the reveal:\n{screen}");
     insta::assert_snapshot!(screen);
     // Dave leaves: the room waits for no one, and says who left.
-    let left = ["dave".to_string()];
-    terminal
-        .draw(|f| draw_tally(f.area(), f.buffer_mut(), &posed, &left, &Theme::DEFAULT))
-        .unwrap();
-    let buf = terminal.backend().buffer().clone();
-    let screen: String = (0..height)
-        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
-        .collect();
+    let screen = tally(&["dave".to_string()]);
     assert!(screen.contains("3 of 3 answered"), "{screen}");
     assert!(
         screen.contains("everyone has answered") && screen.contains("left the class: dave"),

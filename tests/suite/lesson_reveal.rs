@@ -21,10 +21,7 @@ use fencelab::scenario::Checkpoint;
 use fencelab::tui::app::{App, Msg};
 use fencelab::tui::keys::Action;
 use fencelab::tui::lesson::LessonState;
-use fencelab::tui::render::draw;
 use fencelab::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -38,14 +35,9 @@ const RUN_ON_MS: f64 = 1500.0;
 /// run's timing.
 const PARALLEL_LESSONS: usize = 4;
 
+/// The app drawn at 120x36, as text.
 fn screen(app: &App) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
-    terminal.draw(|f| draw(f, app)).unwrap();
-    let buf = terminal.backend().buffer().clone();
-    (0..buf.area.height)
-        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
-        .collect::<Vec<_>>()
-        .join("\n")
+    support::drawn(app, 120, 36)
 }
 
 fn app_for(lesson: &Lesson, simulated: bool) -> App {

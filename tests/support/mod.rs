@@ -139,6 +139,18 @@ pub const DATA_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/fencelab-data"
 pub const DATA_DIR_VAR: &str =
     concat!("FENCELAB_DATA_DIR=", env!("CARGO_TARGET_TMPDIR"), "/fencelab-data");
 
+/// `app` drawn on a `width` x `height` test terminal, as lines of text.
+pub fn drawn(app: &fencelab::tui::app::App, width: u16, height: u16) -> String {
+    let mut terminal =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| fencelab::tui::render::draw(f, app)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A run's events in a few words each, for failure messages.
 pub fn digest(events: &[Event]) -> String {
     events
