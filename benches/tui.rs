@@ -134,15 +134,8 @@ fn render_bench() {
 fn long_run_bench() {
     use fencelab::engine::log::{EventKind, WorkerEvent};
     let names: Vec<String> = (1..=30).map(|i| format!("s{i:03}")).collect();
-    let base = builtin("playground").unwrap().unwrap();
-    let workers = names.iter().map(|n| WorkerSpec {
-        name: n.clone(),
-        start_ms: 0,
-        steps: vec![Step::Work { ms: 50 }],
-        clock_rate: 1.0,
-        program: None,
-    });
-    let scenario = Scenario { workers: workers.collect(), ..base };
+    // A lane per student, as a class has (the events below are what is drawn).
+    let scenario = fencelab::class::for_students(&builtin("playground").unwrap().unwrap(), &names);
     for minutes in [1u64, 3, 10] {
         let posts = minutes * 60 * 20;
         let mut events = Vec::new();
