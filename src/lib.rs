@@ -39,5 +39,6 @@ pub mod platform;
 pub mod runtime;
 pub mod scenario;
 pub mod search;
+pub mod session;
 pub mod stepper;
 pub mod tui;

@@ -1,4 +1,4 @@
-//! The tokio runtime a deployment needs, and the signal handling every command shares.
+//! The tokio runtime a deployment needs, and the one [`Shutdown`] every command shares.
 //! Below the views: commands, the TUI and the lesson sweep all build runtimes here.
 
 use tokio::runtime::{Builder, Runtime};
@@ -15,28 +15,54 @@ pub fn build(simulated: bool) -> std::io::Result<Runtime> {
     }
 }
 
-/// Cancel `token` on SIGINT (Ctrl-C), SIGTERM or SIGHUP, so runs stop, clean their
-/// keys and return (and private servers are stopped as the program unwinds). Call it
-/// inside the runtime: the handlers are in place when it returns.
-pub fn cancel_on_signals(token: CancellationToken) {
-    use tokio::signal::unix::{Signal, SignalKind, signal};
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut hup = signal(SignalKind::hangup()).ok();
-    async fn recv(s: &mut Option<Signal>) {
-        match s {
-            Some(s) => {
-                s.recv().await;
+/// The program asked to end (SIGINT, SIGTERM or SIGHUP: `platform::end_requested`),
+/// heard in one place for the whole process. A command builds it once, before it
+/// starts anything, and hands clones down: runs stop at its token and clean their
+/// keys, every screen (the menu, a lesson, a replay loading, a class) quits on it,
+/// and private servers stop as the program unwinds. It lives on a thread of its own
+/// with a runtime of its own, so it outlives the runtimes a command builds and drops
+/// (the menu's, then the lesson's it opens), and a signal between two screens is not
+/// lost: it stays requested.
+#[derive(Debug, Clone)]
+pub struct Shutdown {
+    token: CancellationToken,
+}
+
+impl Shutdown {
+    /// Listen for the signals from now on; the handlers are in place when this
+    /// returns (a signal sent just after is heard).
+    pub fn on_signals() -> std::io::Result<Shutdown> {
+        let token = CancellationToken::new();
+        let (ready, listening) = std::sync::mpsc::channel();
+        let cancel = token.clone();
+        std::thread::Builder::new().name("fencelab-signals".into()).spawn(move || {
+            let heard = Builder::new_current_thread().enable_all().build().and_then(|rt| {
+                let requested = rt.block_on(async { crate::platform::end_requested() })?;
+                let _ = ready.send(Ok(()));
+                rt.block_on(requested);
+                cancel.cancel();
+                Ok(())
+            });
+            if let Err(e) = heard {
+                let _ = ready.send(Err(e));
             }
-            None => std::future::pending::<()>().await,
-        }
+        })?;
+        listening.recv().map_err(|_| std::io::Error::other("the signals' thread stopped"))??;
+        Ok(Shutdown { token })
     }
-    tokio::spawn(async move {
-        tokio::select! {
-            () = recv(&mut int) => {}
-            () = recv(&mut term) => {}
-            () = recv(&mut hup) => {}
-        }
-        token.cancel();
-    });
+
+    /// Whether the end has been asked for.
+    pub fn is_requested(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    /// Resolves once the end is asked for (at once, if it already was).
+    pub async fn requested(&self) {
+        self.token.cancelled().await;
+    }
+
+    /// The token a run or a search stops at (cancelled with the shutdown).
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
 }

@@ -12,24 +12,12 @@ use redis::aio::MultiplexedConnection;
 use super::room::{Controller, Room};
 use super::{ClassError, Control, RoomKeys, deadline};
 use crate::backend::scripts;
+use crate::lesson::tally::Tally;
 use crate::scenario::Checkpoint;
 
 /// How many of a student's latest answers are read: more than a lesson has
 /// questions times a few changes of mind; the rest are refused, and counted.
 pub const MAX_ANSWERS_READ: usize = 100;
-
-/// The answers to one question, as the instructor's screen shows them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// How many students chose each choice (index 0: choice 1).
-    pub counts: Vec<usize>,
-    /// Each student's counted choice (from 1), in roll order.
-    pub chosen: Vec<(String, usize)>,
-    /// The students with no answer yet, in roll order.
-    pub missing: Vec<String>,
-    /// Answers refused, with why (forged, or a choice that does not exist).
-    pub refused: Vec<String>,
-}
 
 /// The instructor's side of the questions: poses them, counts the answers, reveals.
 #[derive(Clone)]

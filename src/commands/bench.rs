@@ -11,7 +11,7 @@ use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::cli::{BackendArgs, BenchArgs, BenchWhat};
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 use crate::engine::{RunOptions, run};
-use crate::runtime;
+use crate::runtime::{self, Shutdown};
 use crate::scenario::{Scenario, Step, WaitStrategy, parse_scenario};
 
 pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
@@ -104,12 +104,14 @@ fn handover(runs: u32, backend_args: &BackendArgs) -> anyhow::Result<ExitCode> {
     out!("hand-over: B's grant minus the moment the lock fell free, {runs} runs per cell");
     out!("backend: {}", deployment.describe());
     let rt = runtime::build(deployment.simulated())?;
+    let shutdown = Shutdown::on_signals()?;
     out!("{:<22} {:>28} {:>28}", "B waits with", "after A's lease expired", "after A released");
     for wait in [WaitStrategy::Ttl, WaitStrategy::Poll, WaitStrategy::Notify] {
         let mut cells = Vec::new();
         for case in [Case::Expiry, Case::Release] {
             let scenario = handover_scenario(wait, case)?;
-            let mut delays = rt.block_on(measure(&deployment, &scenario, runs, case))?;
+            let measured = measure(&deployment, &scenario, runs, case, shutdown.token());
+            let mut delays = rt.block_on(measured)?;
             delays.sort_by(f64::total_cmp);
             cells.push(format!(
                 "{:.2} / {:.2} / {:.2}",
@@ -151,13 +153,12 @@ async fn measure(
     scenario: &Scenario,
     runs: u32,
     case: Case,
+    cancel: &CancellationToken,
 ) -> anyhow::Result<Vec<f64>> {
-    let cancel = CancellationToken::new();
-    runtime::cancel_on_signals(cancel.clone());
     let mut delays = Vec::new();
     for _ in 0..runs {
         let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
-        let log = run(lock, storage, scenario, RunOptions::new(false), &cancel).await?;
+        let log = run(lock, storage, scenario, RunOptions::new(false), cancel).await?;
         if cancel.is_cancelled() {
             bail!("interrupted");
         }

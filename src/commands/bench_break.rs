@@ -16,7 +16,7 @@ use super::stats::{median, percentile};
 use crate::backend::deployment::{Shape, deploy};
 use crate::cli::BackendArgs;
 use crate::engine::log::Event;
-use crate::runtime;
+use crate::runtime::{self, Shutdown};
 use crate::scenario::{Scenario, builtin};
 use crate::search::real::RealTrials;
 use crate::search::trial::{Placement, Runner, Trials};
@@ -118,12 +118,9 @@ pub fn bench(
 ) -> anyhow::Result<ExitCode> {
     let design = builtin("gc-pause").context("gc-pause is built in")?.context("gc-pause")?;
     let foreign = with_program(design.clone(), Some(program))?;
-    let cancel = CancellationToken::new();
     let rt = runtime::build(false)?;
-    {
-        let _inside = rt.enter();
-        runtime::cancel_on_signals(cancel.clone());
-    }
+    let shutdown = Shutdown::on_signals()?;
+    let cancel = shutdown.token().clone();
     let deployment = deploy(&backend.targets(), Shape::of(&design))?;
     println!(
         "fencelab break on gc-pause (fencing off), {searches} searches per path; real runs on {} at {time_scale}x real time",

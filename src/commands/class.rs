@@ -20,6 +20,8 @@ use crate::cli::{BackendArgs, ClassArgs};
 use crate::engine::log::{EventKind, EventLog, RunOutcome};
 use crate::engine::{RunControl, WorkerCommand};
 use crate::output::transcript::{Transcript, verdict_after};
+use crate::runtime::Shutdown;
+use crate::session::class::Hosting;
 use crate::tui::class::{attend_screen, instruct};
 
 /// The instructor's typed lines (headless).
@@ -69,14 +71,15 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     };
     let runtime = crate::runtime::build(false)?;
     let result = runtime.block_on(async {
-        let cancel = CancellationToken::new();
-        crate::runtime::cancel_on_signals(cancel.clone());
+        let shutdown = Shutdown::on_signals()?;
+        let cancel = shutdown.token();
         let room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
         let mut room = room.with_janitor(&std::env::current_exe()?, &admin_url)?;
         let class = async {
             // Text when asked for, or when there is no terminal to draw on.
             if !args.headless && std::io::stdout().is_terminal() {
-                let shown = instruct(&mut room, &admin_url, &lesson, args.fencing, &cancel);
+                let mut hosting = Hosting::new(&mut room, &admin_url);
+                let shown = instruct(&mut hosting, &lesson, args.fencing, &shutdown);
                 return Ok(match shown.await? {
                     Some((outcome, log)) => verdict(outcome, &log),
                     None => ExitCode::from(EXIT_INTERRUPTED),
@@ -96,11 +99,11 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                 }
             }
             let mut typed = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-            let Some(here) = wait_for(&mut room, &args.students, &mut typed, &cancel).await? else {
+            let Some(here) = wait_for(&mut room, &args.students, &mut typed, cancel).await? else {
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             };
             let scenario = for_students(&lesson.scenario, &here);
-            play(&mut room, &admin_url, &scenario, args.fencing, typed, &cancel).await
+            play(&mut room, &admin_url, &scenario, args.fencing, typed, cancel).await
         };
         // After a signal the class ends promptly whatever Redis does (stopped, busy):
         // what closing cannot delete expires with the room's lease, and is said.
@@ -277,7 +280,8 @@ pub fn join(url: &str, headless: bool, own: Option<&str>) -> anyhow::Result<Exit
     let own = own.map(super::scenario_ref::parse_program).transpose()?;
     let runtime = crate::runtime::build(false)?;
     if !headless && std::io::stdout().is_terminal() {
-        let shown = runtime.block_on(attend_screen(url.to_string(), (program, own)));
+        let shutdown = Shutdown::on_signals()?;
+        let shown = runtime.block_on(attend_screen(url.to_string(), (program, own), &shutdown));
         runtime.shutdown_background();
         shown?;
         return Ok(ExitCode::SUCCESS);

@@ -9,6 +9,7 @@ use crate::cli::{BackendArgs, LessonArgs, LessonsArgs};
 use crate::lesson::Lesson;
 use crate::lesson::progress::{self, Progress, Record};
 use crate::output::printable::printable;
+use crate::runtime::Shutdown;
 
 /// `fencelab lessons`: the course in order, each lesson with its mark, and where to
 /// continue.
@@ -65,24 +66,28 @@ pub fn list(args: &LessonsArgs, backend: &BackendArgs) -> anyhow::Result<ExitCod
 }
 
 /// `fencelab lesson [NAME]`: the lesson named, or the menu's choice.
-pub fn open(args: &LessonArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+pub fn open(
+    args: &LessonArgs,
+    backend: &BackendArgs,
+    shutdown: &Shutdown,
+) -> anyhow::Result<ExitCode> {
     if let Some(name) = &args.lesson {
-        return super::play(&args.play(name), backend);
+        return super::play(&args.play(name), backend, shutdown);
     }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!(
             "name a lesson: `fencelab lesson NAME` (the menu needs a terminal; `fencelab lessons` lists them)"
         );
     }
-    match choose(args.presenter)? {
-        Some(name) => super::play(&args.play(&name), backend),
+    match choose(args.presenter, shutdown)? {
+        Some(name) => super::play(&args.play(&name), backend, shutdown),
         None => Ok(ExitCode::SUCCESS),
     }
 }
 
 /// The course's menu: the lesson chosen, or None when the learner left. A projector
 /// (`presenter`) shows no one's scores.
-pub fn choose(presenter: bool) -> anyhow::Result<Option<String>> {
+pub fn choose(presenter: bool, shutdown: &Shutdown) -> anyhow::Result<Option<String>> {
     let course = crate::lesson::course()?;
     let progress = if presenter { Progress::default() } else { Progress::load() };
     let next = continue_with(&progress, &course);
@@ -101,7 +106,8 @@ pub fn choose(presenter: bool) -> anyhow::Result<Option<String>> {
         (Some(_), false) => "The cursor is where you stopped: Enter continues.".to_string(),
         (None, false) => "Every lesson finished: take any again.".to_string(),
     };
-    crate::tui::menu::choose(crate::tui::menu::Menu::new(entries, heading, start), presenter)
+    let menu = crate::tui::menu::Menu::new(entries, heading, start);
+    crate::tui::menu::choose(menu, presenter, shutdown)
 }
 
 /// The lesson to continue with, by name.

@@ -6,8 +6,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref::with_program;
 use super::search::print_transcript;
@@ -15,7 +13,7 @@ use crate::backend::deployment::{Shape, deploy};
 use crate::cli::{BackendArgs, CheckArgs};
 use crate::engine::RunOptions;
 use crate::lesson::exercise::{EXERCISES, find, still_wrong};
-use crate::runtime;
+use crate::runtime::{self, Shutdown};
 use crate::search::real::RealTrials;
 use crate::search::{Budget, Options, search_with};
 
@@ -37,11 +35,8 @@ pub fn check(args: &CheckArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     let design = with_program(design, Some(&args.program))?;
     let deployment = deploy(&backend.targets(), Shape::of(&design))?;
     let rt = runtime::build(false)?;
-    let cancel = CancellationToken::new();
-    {
-        let _inside = rt.enter();
-        runtime::cancel_on_signals(cancel.clone());
-    }
+    let shutdown = Shutdown::on_signals()?;
+    let cancel = shutdown.token().clone();
     let scale = args.time_scale;
     let mut trials = RealTrials::new(&deployment, &rt, cancel.clone(), scale)?;
     say(&format!(

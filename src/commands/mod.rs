@@ -29,6 +29,7 @@ use crate::cli::{
     BackendArgs, Cli, Command, ExportArgs, Keep, LessonArgs, PictureTheme, PlayArgs, ReplayArgs,
 };
 use crate::output::printable::printable;
+use crate::runtime::Shutdown;
 use crate::scenario::builtin_names;
 
 /// Run what the command line asks for; a closed or failed stdout is judged once, here
@@ -87,9 +88,13 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Doctor) => doctor::run(&cli.backend.targets()),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Export(args)) => export(&args),
-        Some(Command::Play(args)) => play(&args, &cli.backend),
-        Some(Command::Lesson(args)) => course::open(&args, &cli.backend),
-        None => play(&PlayArgs { options: cli.play, ..PlayArgs::default() }, &cli.backend),
+        // The screens' one shutdown, for the playground and every lesson opened from it.
+        Some(Command::Play(args)) => play(&args, &cli.backend, &Shutdown::on_signals()?),
+        Some(Command::Lesson(args)) => course::open(&args, &cli.backend, &Shutdown::on_signals()?),
+        None => {
+            let args = PlayArgs { options: cli.play, ..PlayArgs::default() };
+            play(&args, &cli.backend, &Shutdown::on_signals()?)
+        }
     }
 }
 
@@ -103,10 +108,10 @@ fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 /// The playground or a lesson, and then whatever the learner opens from the course's
 /// menu (`L`), until they quit. `--save` and `--record` keep the first screen only
 /// (one file, one session), and say so when the learner moves on.
-fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
+fn play(play: &PlayArgs, backend: &BackendArgs, shutdown: &Shutdown) -> anyhow::Result<ExitCode> {
     let mut play = play.clone();
     loop {
-        if play_once(&play, backend)? == crate::tui::Ended::Quit {
+        if play_once(&play, backend, shutdown)? == crate::tui::Ended::Quit {
             return Ok(ExitCode::SUCCESS);
         }
         let kept = [&play.options.keep.save, &play.options.keep.record];
@@ -115,7 +120,7 @@ fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
         }
         let presenter = play.options.presenter;
         let program = play.options.program.take();
-        match course::choose(presenter)? {
+        match course::choose(presenter, shutdown)? {
             Some(name) => {
                 let lesson = LessonArgs { lesson: None, presenter, program, keep: Keep::default() };
                 play = lesson.play(&name);
@@ -125,7 +130,11 @@ fn play(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn play_once(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<crate::tui::Ended> {
+fn play_once(
+    play: &PlayArgs,
+    backend: &BackendArgs,
+    shutdown: &Shutdown,
+) -> anyhow::Result<crate::tui::Ended> {
     let (args, mut lesson) = (&play.options, scenario_ref::load(&play.scenario)?);
     lesson.scenario = scenario_ref::with_program(lesson.scenario, args.program.as_deref())?;
     let options = crate::tui::Options {
@@ -138,7 +147,8 @@ fn play_once(play: &PlayArgs, backend: &BackendArgs) -> anyhow::Result<crate::tu
         processes: args.processes,
         remember: true,
     };
-    crate::tui::play(options, &backend.targets())
+    let servers = crate::session::playground::Servers::new(backend.targets());
+    crate::tui::play(options, &servers, shutdown)
 }
 
 /// `fencelab worker`: serve one worker process for a parent run (see `engine::process`).
@@ -203,5 +213,6 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     std::fs::metadata(&args.file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.file.display()))?;
     let (file, run) = (args.file.clone(), args.run);
-    crate::tui::replay(move || Ok(saved_runs(&file, &[run])?.remove(0)), options)
+    let shutdown = Shutdown::on_signals()?;
+    crate::tui::replay(move || Ok(saved_runs(&file, &[run])?.remove(0)), options, &shutdown)
 }

@@ -21,7 +21,7 @@ use crate::lesson::sweep;
 use crate::output::jsonl;
 use crate::output::printable::printable;
 use crate::output::transcript::{Transcript, verdict_after};
-use crate::runtime;
+use crate::runtime::{self, Shutdown};
 use crate::scenario::{PlannedRun, Scenario, Sweep};
 
 /// Exit code after Ctrl-C / SIGTERM, as shells expect for an interrupted program.
@@ -64,11 +64,8 @@ pub fn run(args: &RunArgs, backend_args: &BackendArgs) -> anyhow::Result<ExitCod
         note!("backend: {}", deployment.describe());
     }
     let runtime = runtime::build(deployment.simulated())?;
-    let cancel = CancellationToken::new();
-    {
-        let _inside = runtime.enter();
-        runtime::cancel_on_signals(cancel.clone());
-    }
+    let shutdown = Shutdown::on_signals()?;
+    let cancel = shutdown.token().clone();
     let result = (|| {
         let mut report = runtime.block_on(run_all(&deployment, &runs, args, &mut save, &cancel))?;
         if let Some(mut file) = save {

@@ -18,7 +18,7 @@ use crate::cli::{BackendArgs, BreakArgs};
 use crate::engine::RunOptions;
 use crate::engine::log::Event;
 use crate::output::transcript::{Transcript, verdict};
-use crate::runtime;
+use crate::runtime::{self, Shutdown};
 use crate::scenario::{Expectation, Scenario};
 use crate::search::real::{self, RealTrials};
 use crate::search::{self, Budget, Options, Progress, report, space};
@@ -45,14 +45,11 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
     };
     let options = Options { kinds, budget, seed: args.seed, fencing: None };
 
-    // Signals are heard on a real-time runtime of their own; the search runs here,
-    // between trials it looks at the token.
-    let signals = runtime::build(false)?;
-    let cancel = CancellationToken::new();
-    {
-        let _inside = signals.enter();
-        runtime::cancel_on_signals(cancel.clone());
-    }
+    // Real runs (of a search on servers, of a confirmation) get a runtime; the search
+    // itself runs here, and between trials it looks at the shutdown's token.
+    let rt = runtime::build(false)?;
+    let shutdown = Shutdown::on_signals()?;
+    let cancel = shutdown.token().clone();
     // A lesson with variants is several designs: each is searched in turn.
     let runs: Vec<(String, Scenario)> = if scenario.variants.is_empty() {
         vec![(String::new(), scenario.clone())]
@@ -72,7 +69,7 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
             say(&format!("### {label}"));
         }
         let save_to = args.save.as_ref().map(|p| numbered(p, n, runs.len()));
-        let one = One { args, backend, cancel: &cancel, signals: &signals, save_to };
+        let one = One { args, backend, cancel: &cancel, rt: &rt, save_to };
         let result =
             one.search(design, &Options { fencing: Some(design.fencing), ..options.clone() })?;
         if result != ExitCode::SUCCESS {
@@ -82,7 +79,7 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
     if cancel.is_cancelled() {
         code = ExitCode::from(EXIT_INTERRUPTED);
     }
-    signals.shutdown_timeout(Duration::from_secs(1));
+    rt.shutdown_timeout(Duration::from_secs(1));
     Ok(code)
 }
 
@@ -104,7 +101,7 @@ struct One<'a> {
     args: &'a BreakArgs,
     backend: &'a BackendArgs,
     cancel: &'a CancellationToken,
-    signals: &'a tokio::runtime::Runtime,
+    rt: &'a tokio::runtime::Runtime,
     save_to: Option<PathBuf>,
 }
 
@@ -125,7 +122,7 @@ impl One<'_> {
         };
         let outcome = match &deployment {
             Some(deployment) => {
-                RealTrials::new(deployment, self.signals, self.cancel.clone(), time_scale).and_then(
+                RealTrials::new(deployment, self.rt, self.cancel.clone(), time_scale).and_then(
                     |mut trials| {
                         search::search_with(&mut trials, scenario, options, self.cancel, progress)
                     },
@@ -173,9 +170,9 @@ impl One<'_> {
         match &deployment {
             Some(deployment) => {
                 let replay = Replay { deployment, time_scale, found_on: Found::Real };
-                replay.confirm(&found.scenario, self.cancel, self.signals)
+                replay.confirm(&found.scenario, self.cancel, self.rt)
             }
-            None => confirm_on_servers(&found.scenario, self.backend, self.cancel, self.signals),
+            None => confirm_on_servers(&found.scenario, self.backend, self.cancel, self.rt),
         }
     }
 }

@@ -11,6 +11,7 @@ mod narration;
 pub mod progress;
 pub mod reach;
 pub mod sweep;
+pub mod tally;
 
 use std::path::Path;
 

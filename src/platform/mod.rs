@@ -6,7 +6,8 @@
 //! - [`tie_to_parent`]: a child process dies with fencelab, even when fencelab is
 //!   killed with `kill -9`, by one mechanism on every Unix (a guard process and a
 //!   pipe, below); Linux adds `PR_SET_PDEATHSIG` as a second line of defence.
-//! - Processes: [`process_exists`] (`kill(pid, 0)`), [`signal`], [`wait_until_stopped`].
+//! - Processes: [`process_exists`] (`kill(pid, 0)`), [`signal`], [`wait_until_stopped`];
+//!   the signals that ask fencelab itself to end ([`end_requested`]).
 //! - Clocks and the machine: [`monotonic_ns`] (the clock `std::time::Instant` reads,
 //!   shared by all processes), [`hostname`], [`load_average`], [`running_as_root`],
 //!   [`user_ids`], [`memory_dir`], [`data_dir`] (the learner's progress).
@@ -80,6 +81,23 @@ pub fn signal_group(pgid: u32, signal: Signal) -> bool {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else { return false };
     // SAFETY: kill(2) with a negative pid signals a process group; plain integers.
     unsafe { libc::kill(-pgid, signal.number()) == 0 }
+}
+
+/// What asks fencelab to end: SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal
+/// closed). The handlers are in place when this returns (call it inside a runtime);
+/// the future resolves at the first of them. Only `runtime::Shutdown` listens.
+pub fn end_requested() -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+    })
 }
 
 /// Whether standard output is a pipe whose reader has gone (`| head -1` has exited):

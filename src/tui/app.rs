@@ -6,7 +6,6 @@
 
 use super::keys::Action;
 use super::lesson::LessonState;
-use super::question::{Posed, QuizNews, QuizStep};
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
@@ -15,6 +14,7 @@ use crate::scenario::{
     LockShape, LockSpec, PlannedRun, ReleaseMode, Scenario, Step, StorageKind, TokenSource,
     WaitStrategy, WorkerSpec,
 };
+use crate::session::quiz::{Posed, QuizNews, QuizStep};
 
 /// How much time the timeline shows at first, in scenario ms.
 const DEFAULT_WINDOW_MS: f64 = 6000.0;

@@ -15,31 +15,20 @@ use ratatui::crossterm::event::{Event as Input, KeyCode, KeyEventKind};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
-use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::app::{App, ClassSeat};
 use super::keys::{Action, action_for};
 use super::lesson::LessonState;
-use super::question::QuizLink;
 use super::theme::Theme;
 use super::{Source, Ui, event_loop};
-use crate::class::attend::{Seen, attend};
-use crate::class::host::{mirror, prepare_class};
-use crate::class::quiz::Quizmaster;
-use crate::class::room::Room;
-use crate::class::{ClassError, for_students, seat_of};
 use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
 use crate::lesson::Lesson;
+use crate::runtime::Shutdown;
 use crate::scenario::{Program, Scenario};
+use crate::session::class::{Attending, Hosting, for_students, seat_of};
 
 /// How often the start screen looks for students who have joined.
 const ROLL_CALL: Duration = Duration::from_millis(250);
-/// How long quitting waits for the run to end and clean up, and for the students'
-/// screens to get its end.
-const WIND_DOWN: Duration = Duration::from_secs(3);
 
 /// The start screen's state: each student, whether they are in, whose code is shown.
 pub struct Lobby {
@@ -61,22 +50,21 @@ impl Lobby {
 /// lesson shows it, and its questions are posed to the class. `None`: the instructor
 /// quit before starting the run.
 pub async fn instruct(
-    room: &mut Room,
-    admin_url: &str,
+    room: &mut Hosting<'_>,
     lesson: &Lesson,
     fencing: bool,
-    cancel: &CancellationToken,
+    shutdown: &Shutdown,
 ) -> anyhow::Result<Option<(RunOutcome, Arc<EventLog>)>> {
-    let mut ui = Ui::enter(None)?;
-    let seats = room.seats().iter();
-    let seats = seats.map(|s| (s.name.clone(), format!("fencelab join '{}'", s.join_url())));
+    let mut ui = Ui::enter(None, shutdown)?;
+    let seats = room.seats().into_iter();
+    let seats = seats.map(|(name, url)| (name, format!("fencelab join '{url}'")));
     let mut lobby = Lobby {
-        room: room.keys.id.clone(),
+        room: room.id().to_string(),
         seats: seats.collect(),
         present: Vec::new(),
         selected: 0,
     };
-    if !wait_in_lobby(&mut ui, room, &mut lobby, cancel).await? {
+    if !wait_in_lobby(&mut ui, room, &mut lobby).await? {
         return Ok(None);
     }
     // The students here play; one who never came sits the run out rather than hold
@@ -84,11 +72,9 @@ pub async fn instruct(
     let here: Vec<String> =
         lobby.seats.iter().map(|(n, _)| n.clone()).filter(|n| lobby.present.contains(n)).collect();
     let scenario = &for_students(&lesson.scenario, &here);
-    let prepared = prepare_class(room, admin_url, scenario, fencing, cancel).await?;
-    let (log, control) = (prepared.log(), prepared.control());
-    let run = tokio::spawn(prepared.execute());
-    let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
-    let label = format!("class room {} · {} students", room.keys.id, here.len());
+    let run = room.start(scenario, fencing, shutdown.token()).await?;
+    let log = run.log.clone();
+    let label = format!("class room {} · {} students", room.id(), here.len());
     let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
     app.class = Some(ClassSeat::Instructor);
     let checkpoints = lesson.scenario.checkpoints.clone();
@@ -98,15 +84,10 @@ pub async fn instruct(
         let told = class_lesson(lesson, &here, &app.run_label());
         app = app.with_lesson(told);
     }
-    let quiz = Some(QuizLink::instructor(Quizmaster::of(room, &here), checkpoints));
-    let source = Source::Hosted { log: log.clone(), control: Some(control.clone()), quiz };
+    let quiz = Some(room.quiz(&here, checkpoints));
+    let source = Source::Hosted { log: log.clone(), control: Some(run.control.clone()), quiz };
     let shown = event_loop(&mut app, source, ui).await;
-    control.stop();
-    let outcome = match tokio::time::timeout(WIND_DOWN, run).await {
-        Ok(Ok(outcome)) => outcome,
-        _ => RunOutcome::Failed { error: "the class's run did not end in time".into() },
-    };
-    let _ = tokio::time::timeout(WIND_DOWN, mirrored).await;
+    let outcome = run.wind_down().await;
     shown?;
     Ok(Some((outcome, log)))
 }
@@ -169,13 +150,9 @@ fn parts(scenario: &Scenario, students: &[String]) -> String {
 /// Show the start screen until Enter (true) or a quit (false).
 async fn wait_in_lobby(
     ui: &mut Ui,
-    room: &mut Room,
+    room: &mut Hosting<'_>,
     lobby: &mut Lobby,
-    cancel: &CancellationToken,
 ) -> anyhow::Result<bool> {
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
     let mut roll_call = tokio::time::interval(ROLL_CALL);
     let theme = Theme::initial(false);
     loop {
@@ -196,10 +173,7 @@ async fn wait_in_lobby(
                     _ => {}
                 }
             }
-            () = cancel.cancelled() => return Ok(false),
-            _ = term.recv() => return Ok(false),
-            _ = int.recv() => return Ok(false),
-            _ = hup.recv() => return Ok(false),
+            () = ui.shutdown.requested() => return Ok(false),
         }
     }
 }
@@ -366,24 +340,13 @@ fn continued(program: &str, url: &str, width: usize) -> Option<Vec<String>> {
 pub async fn attend_screen(
     url: String,
     (program, own): (PathBuf, Option<Program>),
+    shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
     let (id, me) = seat_of(&url)?;
-    let mut ui = Ui::enter(None)?;
-    let (heard, mut room) = mpsc::unbounded_channel();
-    let joined = url.clone();
-    let leave = CancellationToken::new();
-    let leaving = leave.clone();
-    let mut attending = tokio::spawn(async move {
-        attend(&joined, (&program, own.as_ref()), leaving, |seen, event| {
-            if let Seen::Room { .. } = seen {
-                let _ = heard.send(event.clone());
-            }
-        })
-        .await
-    });
+    let mut ui = Ui::enter(None, shutdown)?;
+    let mut attending = Attending::join(&url, (program, own));
     let waiting = format!("room {id}: you are {me}. Waiting for the instructor to start the run");
-    let Some(first) = wait_for_start(&mut ui, &waiting, &mut room, &mut attending).await? else {
-        attending.abort();
+    let Some(first) = wait_for_start(&mut ui, &waiting, &mut attending).await? else {
         return Ok(());
     };
     let EventKind::RunStarted { scenario, fencing, .. } = &first.kind else {
@@ -399,22 +362,12 @@ pub async fn attend_screen(
     app.selected = mine.unwrap_or(0);
     app.class = Some(ClassSeat::Student(me));
     log.copy(first);
-    let copier = {
-        let log = log.clone();
-        tokio::spawn(async move {
-            while let Some(event) = room.recv().await {
-                log.copy(event);
-            }
-        })
-    };
-    let quiz = Some(QuizLink::student(url));
+    attending.copy_into(log.clone());
+    let quiz = Some(crate::session::quiz::QuizLink::student(url));
     let shown = event_loop(&mut app, Source::Hosted { log, control: None, quiz }, ui).await;
     // Quitting kills the worker as a crash does and tells the room (a run still under
-    // way then goes on without this student); then the task that owns it ends.
-    leave.cancel();
-    let _ = tokio::time::timeout(WIND_DOWN, &mut attending).await;
-    attending.abort();
-    copier.abort();
+    // way then goes on without this student).
+    attending.leave().await;
     shown
 }
 
@@ -423,12 +376,8 @@ pub async fn attend_screen(
 async fn wait_for_start(
     ui: &mut Ui,
     waiting: &str,
-    room: &mut mpsc::UnboundedReceiver<Event>,
-    attending: &mut JoinHandle<Result<(), ClassError>>,
+    attending: &mut Attending,
 ) -> anyhow::Result<Option<Event>> {
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
     loop {
         ui.terminal.draw(|frame| {
             let [_, middle, _] =
@@ -438,11 +387,7 @@ async fn wait_for_start(
             frame.render_widget(Paragraph::new(text).alignment(Alignment::Center), middle);
         })?;
         tokio::select! {
-            Some(event) = room.recv() => return Ok(Some(event)),
-            joined = &mut *attending => return match joined {
-                Ok(Err(e)) => Err(e.into()),
-                _ => Err(anyhow::anyhow!("left the room before the run started")),
-            },
+            first = attending.first_event() => return first.map(Some),
             Some(ev) = ui.input.recv() => {
                 if let Input::Key(key) = ev
                     && action_for(key) == Some(Action::Quit)
@@ -450,9 +395,7 @@ async fn wait_for_start(
                     return Ok(None);
                 }
             }
-            _ = term.recv() => return Ok(None),
-            _ = int.recv() => return Ok(None),
-            _ = hup.recv() => return Ok(None),
+            () = ui.shutdown.requested() => return Ok(None),
         }
     }
 }

@@ -5,7 +5,6 @@
 use ratatui::layout::{Alignment, Constraint, Layout};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 
 use super::Ui;
@@ -13,7 +12,7 @@ use super::keys::{Action, action_for};
 use crate::engine::log::Event;
 
 /// Read a run with `load` on a thread of its own while drawing "loading" and watching
-/// keys and signals. `None`: the user quit first. The thread is not joined on quit:
+/// keys and the shutdown. `None`: the user quit first. The thread is not joined on quit:
 /// it holds no server and no file being written, and ends with the process.
 pub async fn wait(
     ui: &mut Ui,
@@ -24,9 +23,6 @@ pub async fn wait(
     std::thread::spawn(move || {
         let _ = tx.send(load());
     });
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
     let started = std::time::Instant::now();
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     loop {
@@ -56,9 +52,7 @@ pub async fn wait(
                 }
             }
             _ = tick.tick() => {}
-            _ = term.recv() => return Ok(None),
-            _ = int.recv() => return Ok(None),
-            _ = hup.recv() => return Ok(None),
+            () = ui.shutdown.requested() => return Ok(None),
         }
     }
 }

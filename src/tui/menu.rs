@@ -10,9 +10,9 @@ use ratatui::crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{List, ListItem, ListState, Paragraph};
-use tokio::signal::unix::{SignalKind, signal};
 
 use super::theme::Theme;
+use crate::runtime::Shutdown;
 
 /// One lesson in the menu.
 #[derive(Debug, Clone)]
@@ -104,16 +104,17 @@ impl Menu {
 }
 
 /// Show the menu until a lesson is chosen (its name) or the learner leaves (None);
-/// SIGINT, SIGTERM and SIGHUP leave too.
-pub fn choose(mut menu: Menu, presenter: bool) -> anyhow::Result<Option<String>> {
+/// a requested `shutdown` (a signal) leaves too.
+pub fn choose(
+    mut menu: Menu,
+    presenter: bool,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Option<String>> {
     let theme = Theme::initial(presenter);
     let runtime = crate::runtime::build(false)?;
     runtime.block_on(async {
         let (mut terminal, _guard, _recording) = super::terminal::enter(None)?;
         let mut keys = super::keyboard();
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut hup = signal(SignalKind::hangup())?;
         loop {
             terminal.draw(|frame| menu.draw(frame, &theme))?;
             tokio::select! {
@@ -128,9 +129,7 @@ pub fn choose(mut menu: Menu, presenter: bool) -> anyhow::Result<Option<String>>
                         None => {}
                     }
                 }
-                _ = term.recv() => return Ok(None),
-                _ = int.recv() => return Ok(None),
-                _ = hup.recv() => return Ok(None),
+                () = shutdown.requested() => return Ok(None),
             }
         }
     })

@@ -11,10 +11,8 @@ pub mod keys;
 pub mod lesson;
 mod loading;
 pub mod menu;
-pub mod question;
 pub mod record;
 pub mod render;
-mod runner;
 mod search;
 pub mod tally;
 mod terminal;
@@ -28,17 +26,17 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseButton, MouseEventKind};
 use ratatui::layout::{Position, Rect};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::backend::deployment::{Shape, Targets, deploy};
 use crate::engine::RunControl;
 use crate::engine::log::EventLog;
 use crate::lesson::Lesson;
 use crate::lesson::progress::Progress;
-use app::{App, Effect, Msg, Service};
-use question::QuizLink;
-use runner::Runner;
+use crate::runtime::Shutdown;
+use crate::session::playground::{Servers, installed_services};
+use crate::session::quiz::{QuizLink, QuizNews};
+use crate::session::runner::{Pace, Runner};
+use app::{App, Effect, Msg, PaceChange, Service};
 use theme::Theme;
 
 /// About 30 frames a second while a run is live.
@@ -71,8 +69,8 @@ pub enum Ended {
     Menu,
 }
 
-/// Open the playground; returns when the user quits.
-pub fn play(options: Options, targets: &Targets) -> anyhow::Result<Ended> {
+/// Open the playground; returns when the user quits (or `shutdown` is requested).
+pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow::Result<Ended> {
     if !std::io::stdout().is_terminal() {
         bail!(
             "stdout is not a terminal, so the interactive playground cannot open; \
@@ -87,13 +85,8 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<Ended> {
         None => None,
     };
     // On the main thread, so a private redis-server lives exactly as long as we do.
-    let deployment = deploy(targets, Shape::of(&options.lesson.scenario))?;
-    let notice = deployment.fallback_notice();
-    let (label, simulated) = (deployment.describe(), deployment.simulated());
-    let processes = match options.processes {
-        true => Some(crate::engine::process::worker_program(simulated)?),
-        false => None,
-    };
+    let (runner, deployed) = Runner::deploy(servers, &options.lesson.scenario, options.processes)?;
+    let (label, simulated, notice) = (deployed.label, deployed.simulated, deployed.notice);
     let runtime = crate::runtime::build(false)?; // simulator runs get threads of their own
     let Lesson { scenario, narration } = options.lesson;
     let narrated = !narration.runs.is_empty() || !scenario.checkpoints.is_empty();
@@ -117,14 +110,11 @@ pub fn play(options: Options, targets: &Targets) -> anyhow::Result<Ended> {
         app.update(Msg::Notice(notice));
     }
     // The runner owns the servers; it is dropped at the end of the loop, on this thread.
-    let source = Source::Live {
-        runner: Box::new(Runner::new(deployment).with_processes(processes)),
-        targets,
-        saver: Saver { file: save_file },
-    };
+    let source =
+        Source::Live { runner: Box::new(runner), servers, saver: Saver { file: save_file } };
     let record = options.record.clone();
     runtime.block_on(async {
-        let ui = Ui::enter(record.as_deref())?;
+        let ui = Ui::enter(record.as_deref(), shutdown)?;
         event_loop(&mut app, source, ui).await
     })?;
     if options.remember && !options.presenter {
@@ -205,10 +195,11 @@ fn replay_app_of(
 }
 
 /// Replay one saved run in the TUI; returns when the user quits. `load` reads the run
-/// on a thread of its own while the screen says so and keys and signals still work.
+/// on a thread of its own while the screen says so and keys and `shutdown` still work.
 pub fn replay(
     load: impl FnOnce() -> anyhow::Result<Vec<crate::engine::log::Event>> + Send + 'static,
     options: ReplayOptions,
+    shutdown: &Shutdown,
 ) -> anyhow::Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         // What is wrong with the file is worth saying first.
@@ -220,7 +211,7 @@ pub fn replay(
     }
     let runtime = crate::runtime::build(false)?;
     runtime.block_on(async {
-        let mut ui = Ui::enter(options.record.as_deref())?;
+        let mut ui = Ui::enter(options.record.as_deref(), shutdown)?;
         let Some(events) = loading::wait(&mut ui, &options.file, load).await? else {
             return Ok(());
         };
@@ -230,18 +221,20 @@ pub fn replay(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The terminal taken over (given back when dropped), its recording, and the keys.
+/// The terminal taken over (given back when dropped), its recording, the keys, and
+/// the program's shutdown, which every screen quits on.
 struct Ui {
     terminal: terminal::Tui,
     _guard: terminal::Guard,
     recording: record::Recording,
     input: mpsc::UnboundedReceiver<Event>,
+    shutdown: Shutdown,
 }
 
 impl Ui {
-    fn enter(record: Option<&std::path::Path>) -> anyhow::Result<Ui> {
+    fn enter(record: Option<&std::path::Path>, shutdown: &Shutdown) -> anyhow::Result<Ui> {
         let (terminal, _guard, recording) = terminal::enter(record)?;
-        Ok(Ui { terminal, _guard, recording, input: keyboard() })
+        Ok(Ui { terminal, _guard, recording, input: keyboard(), shutdown: shutdown.clone() })
     }
 }
 
@@ -249,7 +242,7 @@ impl Ui {
 /// same for both: a view never knows whether it is live.
 enum Source<'a> {
     /// Runs started here, on servers (or the simulator) the runner owns.
-    Live { runner: Box<Runner>, targets: &'a Targets<'a>, saver: Saver },
+    Live { runner: Box<Runner>, servers: &'a Servers<'a>, saver: Saver },
     /// A saved log, already in the app: time moves by play and keys.
     Saved,
     /// A run hosted elsewhere (a class's: the students' workers run on their own
@@ -270,7 +263,7 @@ impl Source<'_> {
     }
 
     /// The next news about a class's question (never, outside a class).
-    async fn quiz_news(&mut self) -> question::QuizNews {
+    async fn quiz_news(&mut self) -> QuizNews {
         match self {
             Source::Hosted { quiz: Some(link), .. } => match link.news.recv().await {
                 Some(news) => news,
@@ -282,11 +275,8 @@ impl Source<'_> {
 }
 
 async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Result<()> {
-    let Ui { mut terminal, _guard, mut recording, mut input } = ui;
+    let Ui { mut terminal, _guard, mut recording, mut input, shutdown } = ui;
     let mut step_shown: Option<String> = None;
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
     let mut frames = tokio::time::interval(FRAME);
     frames.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
@@ -340,9 +330,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
             _ = frames.tick(), if app.animating() => Vec::new(),
             () = wake_at(app.next_wakeup()) => Vec::new(),
             news = source.quiz_news() => app.update(Msg::Quiz(news)),
-            _ = term.recv() => app.update(Msg::Quit),
-            _ = int.recv() => app.update(Msg::Quit),
-            _ = hup.recv() => app.update(Msg::Quit),
+            () = shutdown.requested() => app.update(Msg::Quit),
         };
         apply(app, &mut source, effects, &mut terminal, &mut grown, &search).await?;
         if app.quit {
@@ -389,12 +377,12 @@ async fn apply(
         }
         return Ok(());
     }
-    let Source::Live { runner, targets, saver } = source else { return Ok(()) };
+    let Source::Live { runner, servers, saver } = source else { return Ok(()) };
     for effect in effects {
         if let Effect::SwitchService(to) = effect {
             // Show "starting ..." before the servers take their time.
             terminal.draw(|frame| render::draw(frame, app))?;
-            switch_service(app, runner, targets, to).await;
+            switch_service(app, runner, servers, to).await;
         }
         if let Effect::Search(scenario, fencing) = effect {
             search.start(*scenario, fencing);
@@ -403,41 +391,45 @@ async fn apply(
             start_run(app, runner).await;
             *grown = runner.log().map(|l| l.subscribe());
         } else {
-            runner.apply(&effect);
+            steer(runner, effect);
         }
     }
     Ok(())
 }
 
+/// Carry out an effect that concerns the current run.
+fn steer(runner: &Runner, effect: Effect) {
+    match effect {
+        Effect::Worker(name, command) => runner.send(&name, command),
+        Effect::SetFencing(on) => runner.set_fencing(on),
+        Effect::Pace(change) => runner.pace(match change {
+            PaceChange::Speed(s) => Pace::Speed(s),
+            PaceChange::Playing(on) => Pace::Playing(on),
+            PaceChange::Step(ms) => Pace::Step(ms),
+        }),
+        Effect::StartRun | Effect::SwitchService(_) | Effect::Quiz(_) | Effect::Search(..) => {}
+    }
+}
+
 /// Move to the lock service and storage the app's scenario would use after `to`,
 /// starting their servers. This blocks the loop while they start (PostgreSQL takes
 /// about a second), on the main thread, which the servers' lives are tied to.
-async fn switch_service(app: &mut App, runner: &mut Runner, targets: &Targets<'_>, to: Service) {
+async fn switch_service(app: &mut App, runner: &mut Runner, servers: &Servers<'_>, to: Service) {
     let mut scenario = app.scenario.clone();
     to.apply(&mut scenario);
-    match deploy(targets, Shape::of(&scenario)) {
-        Ok(deployment) => {
-            let (simulated, backend) = (deployment.simulated(), deployment.describe());
-            let said = deployment.fallback_notice().unwrap_or_else(|| to.label());
+    match runner.switch(servers, &scenario).await {
+        Ok(deployed) => {
+            let (simulated, backend) = (deployed.simulated, deployed.label);
+            let said = deployed.notice.unwrap_or_else(|| to.label());
             // The marks first: a narrow status line keeps them, and the header already
             // says SIMULATOR when that is what runs.
             let notice = Some(format!("here: {} · {said}", installed_services()));
-            runner.switch(deployment).await;
             app.update(Msg::Switched { to, simulated, backend, notice });
         }
         Err(e) => {
             app.update(Msg::Failed(e.to_string()));
         }
     }
-}
-
-/// What `l` and `w` can move to, each marked installed (✓: on real servers) or not
-/// (✗: on the simulator): "Redis ✓ Redlock ✓ etcd ✗ PostgreSQL ✓".
-fn installed_services() -> String {
-    use crate::backend::server::{ETCD, POSTGRES, REDIS, installed};
-    let mark = |program| if installed(program) { "✓" } else { "✗" };
-    let redis = mark(REDIS);
-    format!("Redis {redis} Redlock {redis} etcd {} PostgreSQL {}", mark(ETCD), mark(POSTGRES))
 }
 
 async fn start_run(app: &mut App, runner: &mut Runner) {

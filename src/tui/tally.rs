@@ -8,9 +8,9 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Bar, BarChart, BarGroup, Block, Borders, Paragraph, Widget};
 
-use super::question::Posed;
 use super::render::markdown::wrapped;
 use super::theme::Theme;
+use crate::session::quiz::Posed;
 
 /// Draw `posed` (its question, choices and the class's tally) in `area`; `left`:
 /// the students who left the class, not waited for.

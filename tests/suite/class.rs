@@ -588,7 +588,7 @@ fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
 /// and clock in, its questions' steps out to the room, the room's news in.
 struct Screen {
     app: fencelab::tui::app::App,
-    link: fencelab::tui::question::QuizLink,
+    link: fencelab::session::quiz::QuizLink,
 }
 
 impl Screen {
@@ -656,10 +656,10 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     use fencelab::class::for_students;
     use fencelab::class::host::{mirror, prepare_class};
     use fencelab::lesson::Narration;
+    use fencelab::session::quiz::QuizLink;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
     use fencelab::tui::lesson::LessonState;
-    use fencelab::tui::question::QuizLink;
     use fencelab::tui::theme::Theme;
     use std::sync::{Arc, Mutex};
     use tokio_util::sync::CancellationToken;
@@ -970,10 +970,10 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
     use fencelab::class::attend::{Seen, attend};
     use fencelab::class::for_students;
     use fencelab::class::host::{mirror, prepare_class};
+    use fencelab::session::quiz::QuizLink;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
     use fencelab::tui::lesson::LessonState;
-    use fencelab::tui::question::QuizLink;
     use fencelab::tui::theme::Theme;
     use std::sync::{Arc, Mutex};
     use tokio_util::sync::CancellationToken;
@@ -1133,9 +1133,9 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
     use fencelab::class::attend::attend;
     use fencelab::class::for_students;
     use fencelab::class::host::{mirror, prepare_class};
+    use fencelab::session::quiz::QuizLink;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
-    use fencelab::tui::question::QuizLink;
     use fencelab::tui::theme::Theme;
     use tokio_util::sync::CancellationToken;
 

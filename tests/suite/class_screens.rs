@@ -4,16 +4,16 @@
 
 use fencelab::backend::sim::SimBackend;
 use fencelab::class::for_students;
-use fencelab::class::quiz::Tally;
 use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::lesson::Narration;
+use fencelab::lesson::tally::Tally;
 use fencelab::scenario::{Scenario, builtin};
+use fencelab::session::quiz::{Posed, QuizNews, QuizStep};
 use fencelab::tui::app::{App, ClassSeat, Effect, Msg};
 use fencelab::tui::class::{Lobby, draw_lobby};
 use fencelab::tui::keys::Action;
 use fencelab::tui::lesson::LessonState;
-use fencelab::tui::question::{Posed, QuizNews, QuizStep};
 use fencelab::tui::render::{draw, lanes_per_page};
 use fencelab::tui::tally::draw_tally;
 use fencelab::tui::theme::Theme;

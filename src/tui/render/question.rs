@@ -8,11 +8,11 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::{App, ClassSeat};
-use super::super::question::Posed;
 use super::super::tally::{draw_tally, tally_height};
 use super::super::theme::Theme;
 use super::lesson::question;
 use super::markdown::wrapped;
+use crate::session::quiz::Posed;
 
 pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
     let t = &app.theme;

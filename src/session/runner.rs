@@ -1,4 +1,5 @@
-//! Starting, steering and stopping the TUI's runs on either backend.
+//! Starting, steering and stopping the playground's runs on either backend, on the
+//! deployment the runner owns.
 //!
 //! On Redis a run's tasks live on the UI's own runtime, in real time. On the
 //! simulator each run gets a thread with a paused-clock runtime, and a [`Pacer`]
@@ -11,12 +12,12 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::app::{Effect, PaceChange};
-use crate::backend::deployment::Deployment;
+use super::playground::{Deployed, Servers};
+use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::backend::{BackendError, LockService, Storage};
 use crate::engine::log::EventLog;
 use crate::engine::pacer::{Pacer, govern};
-use crate::engine::{RunControl, RunOptions, prepare};
+use crate::engine::{RunControl, RunOptions, WorkerCommand, prepare};
 use crate::scenario::Scenario;
 
 /// How long quitting waits for a run to delete its keys.
@@ -33,7 +34,8 @@ struct Live {
 }
 
 /// Runs on one deployment. It owns the deployment's private servers, so they stop
-/// when the runner is dropped (or replaced by [`Runner::switch`]).
+/// when the runner is dropped (or replaced by [`Runner::switch`]). Build it on the
+/// main thread: a private server lives exactly as long as the thread that started it.
 pub struct Runner {
     deployment: Deployment,
     live: Option<Live>,
@@ -42,21 +44,36 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(deployment: Deployment) -> Self {
-        Runner { deployment, live: None, processes: None }
+    /// Deploy what `scenario` needs on `servers` (starting private ones), and say
+    /// what it is. `processes`: each worker runs as a process of this program.
+    pub fn deploy(
+        servers: &Servers,
+        scenario: &Scenario,
+        processes: bool,
+    ) -> anyhow::Result<(Runner, Deployed)> {
+        let deployment = deploy(servers.targets(), Shape::of(scenario))?;
+        let deployed = Deployed::of(&deployment);
+        let processes = match processes {
+            true => Some(crate::engine::process::worker_program(deployed.simulated)?),
+            false => None,
+        };
+        Ok((Runner { deployment, live: None, processes }, deployed))
     }
 
-    /// Run each worker as its own process of `program`, on real servers.
-    pub fn with_processes(self, program: Option<PathBuf>) -> Self {
-        Runner { processes: program, ..self }
-    }
-
-    /// Move to another deployment: the current run stops and cleans up first, then
-    /// the old deployment's servers stop.
-    pub async fn switch(&mut self, deployment: Deployment) {
+    /// Move to what `scenario` needs on `servers`: its servers start first (a failure
+    /// leaves the current ones), then the current run stops and cleans up, then the
+    /// old deployment's servers stop.
+    pub async fn switch(
+        &mut self,
+        servers: &Servers<'_>,
+        scenario: &Scenario,
+    ) -> anyhow::Result<Deployed> {
+        let deployment = deploy(servers.targets(), Shape::of(scenario))?;
+        let deployed = Deployed::of(&deployment);
         self.shutdown().await;
         self.live = None;
         self.deployment = deployment;
+        Ok(deployed)
     }
 
     pub fn log(&self) -> Option<&Arc<EventLog>> {
@@ -78,7 +95,7 @@ impl Runner {
         scenario: &Scenario,
         fencing: bool,
         speed: f64,
-    ) -> Result<(), BackendError> {
+    ) -> anyhow::Result<()> {
         self.stop();
         let (lock, storage) = (self.deployment.lock(), self.deployment.storage());
         self.live = Some(if self.deployment.simulated() {
@@ -112,24 +129,40 @@ impl Runner {
         }
     }
 
-    /// Carry out an effect that concerns the current run.
-    pub fn apply(&self, effect: &Effect) {
-        let Some(live) = &self.live else { return };
-        match effect {
-            Effect::Worker(name, command) => live.control.send(name, *command),
-            Effect::SetFencing(on) => live.control.set_fencing(*on),
-            Effect::Pace(change) => {
-                if let Some(p) = &live.pacer {
-                    match *change {
-                        PaceChange::Speed(s) => p.set_speed(s),
-                        PaceChange::Playing(on) => p.set_playing(on),
-                        PaceChange::Step(ms) => p.step(ms),
-                    }
-                }
-            }
-            Effect::StartRun | Effect::SwitchService(_) | Effect::Quiz(_) | Effect::Search(..) => {}
+    /// Tell worker `name` of the current run to pause, resume or crash.
+    pub fn send(&self, name: &str, command: WorkerCommand) {
+        if let Some(live) = &self.live {
+            live.control.send(name, command);
         }
     }
+
+    /// Turn the current run's fencing on or off.
+    pub fn set_fencing(&self, on: bool) {
+        if let Some(live) = &self.live {
+            live.control.set_fencing(on);
+        }
+    }
+
+    /// Change how a simulator run's time plays (a real run's cannot be).
+    pub fn pace(&self, change: Pace) {
+        let Some(pacer) = self.live.as_ref().and_then(|l| l.pacer.as_ref()) else { return };
+        match change {
+            Pace::Speed(s) => pacer.set_speed(s),
+            Pace::Playing(on) => pacer.set_playing(on),
+            Pace::Step(ms) => pacer.step(ms),
+        }
+    }
+}
+
+/// How a simulator run's virtual time plays.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// This many times real time.
+    Speed(f64),
+    /// Playing, or held.
+    Playing(bool),
+    /// On by this many scenario ms, then held.
+    Step(f64),
 }
 
 /// A run in real time on this runtime.

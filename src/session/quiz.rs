@@ -7,7 +7,8 @@
 //!
 //! The app only says what it wants ([`QuizStep`]) and hears what happened
 //! ([`QuizNews`]); the tasks here talk to the room, so a slow Redis never holds up a
-//! frame.
+//! frame. What the screens are told is this module's own ([`Posed`], [`QuizNews`]) or the
+//! lessons' (`lesson::tally::Tally`): the TUI names no type of `class`.
 
 use std::time::Duration;
 
@@ -15,8 +16,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::class::desk::Desk;
-use crate::class::quiz::{Quizmaster, Tally};
+use crate::class::quiz::Quizmaster;
 use crate::class::{ClassError, Control};
+use crate::lesson::tally::Tally;
 use crate::scenario::Checkpoint;
 
 /// How often the instructor's screen counts the answers while a question is open:
