@@ -16,13 +16,15 @@ pub fn build(simulated: bool) -> std::io::Result<Runtime> {
 }
 
 /// The program asked to end (SIGINT, SIGTERM or SIGHUP: `platform::end_requested`),
-/// heard in one place for the whole process. A command builds it once, before it
-/// starts anything, and hands clones down: runs stop at its token and clean their
-/// keys, every screen (the menu, a lesson, a replay loading, a class) quits on it,
-/// and private servers stop as the program unwinds. It lives on a thread of its own
-/// with a runtime of its own, so it outlives the runtimes a command builds and drops
-/// (the menu's, then the lesson's it opens), and a signal between two screens is not
-/// lost: it stays requested.
+/// heard in one place for the whole process. A command builds it once, where it
+/// starts listening (`run` after its servers are up: a signal before that ends the
+/// program as it always did; the screens' commands before their first screen), and
+/// hands clones down: runs stop at its token and clean their keys, every screen (the
+/// menu, a lesson, a replay loading, a class) quits on it, and private servers stop
+/// as the program unwinds. It lives on a thread of its own with a runtime of its own,
+/// so it outlives the runtimes a command builds and drops (the menu's, then the
+/// lesson's it opens), and a signal between two screens is not lost: it stays
+/// requested.
 #[derive(Debug, Clone)]
 pub struct Shutdown {
     token: CancellationToken,
