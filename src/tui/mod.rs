@@ -483,47 +483,28 @@ fn handle_input(app: &mut App, ev: Event, screen: Rect) -> Vec<Effect> {
     }
 }
 
-/// Terminal input arrives on a thread of its own that blocks in `read`, so waiting
-/// for a key costs nothing.
-/// How often the keyboard's reader looks again (for a key, or for a screen).
-const IDLE_POLL: Duration = Duration::from_millis(50);
-
-/// The keyboard, for the screen that is up now. One thread reads it for the whole
-/// process and hands each event to the newest screen's receiver: a reader per screen
-/// would stay blocked in `event::read` after its screen closed and swallow the first
-/// key of the next one (the menu after the playground, a lesson after the menu). It
-/// reads only while a screen is up, so nothing typed after quitting is swallowed.
+/// The keyboard, for the screen that is up now: crossterm's event stream, forwarded
+/// by a task that ends with the screen (its receiver dropped). The stream waits for
+/// input without waking (an idle screen costs no CPU), and dropping it stops its
+/// reader, so nothing typed after a screen closes is read by us: the next screen's
+/// stream gets what arrives for it, and once the program quits what is typed goes to
+/// the shell. Called within the screen's runtime.
 fn keyboard() -> mpsc::UnboundedReceiver<Event> {
-    static CURRENT: std::sync::Mutex<Option<mpsc::UnboundedSender<Event>>> =
-        std::sync::Mutex::new(None);
-    static READER: std::sync::Once = std::sync::Once::new();
-    let current = || CURRENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    use futures_util::StreamExt;
     let (tx, rx) = mpsc::unbounded_channel();
-    *current() = Some(tx);
-    READER.call_once(|| {
-        std::thread::spawn(move || {
-            loop {
-                // Read only while a screen is up: once it is gone (quitting, the
-                // servers stopping), what is typed is for the shell, not for us.
-                let up = current().as_ref().is_some_and(|tx| !tx.is_closed());
-                if !up {
-                    std::thread::sleep(IDLE_POLL);
-                    continue;
-                }
-                match event::poll(IDLE_POLL) {
-                    Ok(false) => {}
-                    Ok(true) => match event::read() {
-                        Ok(ev) => {
-                            if let Some(tx) = current().as_ref() {
-                                let _ = tx.send(ev);
-                            }
-                        }
-                        Err(_) => return,
-                    },
-                    Err(_) => return,
+    tokio::spawn(async move {
+        let mut events = event::EventStream::new();
+        loop {
+            tokio::select! {
+                () = tx.closed() => return,
+                next = events.next() => {
+                    let Some(Ok(ev)) = next else { return };
+                    if tx.send(ev).is_err() {
+                        return;
+                    }
                 }
             }
-        });
+        }
     });
     rx
 }
