@@ -141,6 +141,8 @@ pub struct RunModel {
     /// Every grant as (when, token): a queue's job is delivered once per grant of its
     /// number (XREADGROUP, then each XAUTOCLAIM), so this is its delivery count.
     pub grants: Vec<(f64, u64)>,
+    /// Every grant and extension as (when, who): a Lease's `renewTime`.
+    pub renewals: Vec<(f64, String)>,
     pub commands: Vec<CommandRow>,
     pub marks: Vec<Mark>,
     pub violations: Vec<Violation>,
@@ -343,6 +345,7 @@ impl RunModel {
                 self.told_holder(t, worker, Some(worker.to_string()));
                 self.lanes[i].last_token = Some(*token);
                 self.grants.push((t, *token));
+                self.renewals.push((t, worker.to_string()));
                 // Token 0: a program's grant that carried none (no real token is 0).
                 let mark = if *token == 0 { "got".to_string() } else { format!("got {token}") };
                 self.mark(t, i, mark);
@@ -418,6 +421,7 @@ impl RunModel {
             }
             WorkerEvent::Renewed { extended } => {
                 if *extended {
+                    self.renewals.push((t, worker.to_string()));
                     return;
                 }
                 Belief::Released
@@ -495,6 +499,12 @@ impl RunModel {
     /// How many times job `job` had been delivered by `t` (a queue: each grant of it).
     pub fn deliveries(&self, job: u64, t: f64) -> usize {
         self.grants.iter().take_while(|(at, _)| *at <= t).filter(|(_, j)| *j == job).count()
+    }
+
+    /// When `holder` was last granted or renewed by `t`.
+    pub fn renewed_at(&self, holder: &str, t: f64) -> Option<f64> {
+        let upto = self.renewals.partition_point(|(at, _)| *at <= t);
+        self.renewals[..upto].iter().rev().find(|(_, who)| who == holder).map(|(at, _)| *at)
     }
 
     /// The highest token the storage accepted so far.

@@ -89,6 +89,9 @@ pub struct Words {
     pub lost: &'static str,
     /// What a paused worker cannot notice, after "so it cannot notice".
     pub unnoticed: &'static str,
+    /// The record's field for a holder's last renewal, which the lease row shows
+    /// when nothing on the server counts the lease down (a Lease's `renewTime`).
+    pub renewed: Option<&'static str>,
 }
 
 /// The words of the SQL lessons, which take no lock: the database's own.
@@ -104,6 +107,7 @@ pub const SQL_WORDS: Words = Words {
     truth_row: None,
     lost: "after another transaction changed the row",
     unnoticed: "the row changing",
+    renewed: None,
 };
 
 /// Where a lock kind's fencing tokens come from, and what the tokens panel calls them.
@@ -193,6 +197,7 @@ const REDIS_WORDS: Words = Words {
     truth_row: None,
     lost: "after its lease ended",
     unnoticed: "its lease running out",
+    renewed: None,
 };
 
 /// What a lock on another server can do: none of Redis's extras.
@@ -291,7 +296,8 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         token: "resourceVersion",
         lease_row: " Lease",
         lease_setting: "the Lease's duration",
-        unexpiring: Some("nothing in etcd expires it"),
+        unexpiring: Some("each contender's clock decides"),
+        renewed: Some("renewTime"),
         tok: "ver",
         truth_row: Some(" holderIdentity"),
         lost: "after its renewTime was older than the Lease's duration",
@@ -353,6 +359,7 @@ pub const STREAM: LockSpec = LockSpec {
         truth_row: Some(" pending for"),
         lost: "after XAUTOCLAIM gave its job to another consumer",
         unnoticed: "its job going idle long enough to be claimed",
+        renewed: None,
     },
     token: Token {
         sources: &[TokenSource::Lock],

@@ -368,7 +368,15 @@ impl<'a> Ctx<'a> {
         let selected = !previous && lane == self.app.selected;
         let label_style = if selected { self.theme.selected } else { self.theme.title };
         let marker = if selected { "▶" } else { " " };
-        let label = if first { format!("{marker}{} {}", lane + 1, l.name) } else { String::new() };
+        // A contender whose own clock runs at another rate says so: where expiry is
+        // judged by each contender's clock (a Lease), that is what its lane means.
+        let rate =
+            self.app.scenario.workers.iter().find(|w| w.name == l.name).map(|w| w.clock_rate);
+        let clock = rate.filter(|r| *r != 1.0).map_or(String::new(), |r| format!(" clock {r}x"));
+        let label = match first {
+            true => format!("{marker}{} {}{clock}", lane + 1, l.name),
+            false => String::new(),
+        };
         self.buf.set_stringn(
             x,
             y,
@@ -596,9 +604,14 @@ impl<'a> Ctx<'a> {
             // Nothing expires a Kubernetes-style Lease on the server (each contender
             // judges that by its own clock), and no client can read a ZooKeeper
             // session's time left: the row says so.
-            Some((holder, _)) => match lock.words.unexpiring {
-                Some(why) => (format!("held by {holder}; {why}"), None),
-                None => (format!("{holder} holds it with no expiry"), None),
+            Some((holder, _)) => match (lock.words.unexpiring, lock.words.renewed) {
+                // The holder is on the row above: its renewal is what counts here.
+                (Some(why), Some(field)) => match run.renewed_at(holder, view) {
+                    Some(at) => (format!("{field} {}; {why}", secs(at)), None),
+                    None => (format!("held by {holder}; {why}"), None),
+                },
+                (Some(why), None) => (format!("held by {holder}; {why}"), None),
+                (None, _) => (format!("{holder} holds it with no expiry"), None),
             },
             None => (format!("nobody holds the lock in {}", self.app.service_name()), None),
         };
