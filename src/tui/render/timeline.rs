@@ -613,6 +613,8 @@ impl<'a> Ctx<'a> {
                 (Some(why), None) => (format!("held by {holder}; {why}"), None),
                 (None, _) => (format!("{holder} holds it with no expiry"), None),
             },
+            // A queue with nothing pending has no lock for nobody to hold.
+            None if queue => ("no job pending".to_string(), None),
             None => (format!("nobody holds the lock in {}", self.app.service_name()), None),
         };
         let width = self.plot.width as usize;
