@@ -138,6 +138,11 @@ pub struct RunModel {
     /// The latest truth reading and when it was taken.
     pub last_truth: Option<(f64, Truth)>,
     pub writes: Vec<WriteMark>,
+    /// Every grant as (when, token): a queue's job is delivered once per grant of its
+    /// number (XREADGROUP, then each XAUTOCLAIM), so this is its delivery count.
+    pub grants: Vec<(f64, u64)>,
+    /// Every grant and extension as (when, who): a Lease's `renewTime`.
+    pub renewals: Vec<(f64, String)>,
     pub commands: Vec<CommandRow>,
     pub marks: Vec<Mark>,
     pub violations: Vec<Violation>,
@@ -339,6 +344,8 @@ impl RunModel {
                 // even if the observer never reads it (a hold of a millisecond).
                 self.told_holder(t, worker, Some(worker.to_string()));
                 self.lanes[i].last_token = Some(*token);
+                self.grants.push((t, *token));
+                self.renewals.push((t, worker.to_string()));
                 // Token 0: a program's grant that carried none (no real token is 0).
                 let mark = if *token == 0 { "got".to_string() } else { format!("got {token}") };
                 self.mark(t, i, mark);
@@ -359,10 +366,8 @@ impl RunModel {
                     Some(tok) if *accepted => self.stale_rule.accepted(worker, *tok).is_some(),
                     _ => false,
                 };
-                let glyph = if *accepted { "✔" } else { "✘" };
-                // A write without a token is marked without one (`✔w`), not `✔w-`.
-                let tok = token.map_or(String::new(), |t| t.to_string());
-                self.mark(t, i, format!("{glyph}w{tok}"));
+                let jobs = self.stale_rule.counts_jobs();
+                self.mark(t, i, write_mark(*token, *accepted, stale, jobs));
                 self.writes.push(WriteMark {
                     t_ms: t,
                     worker: worker.to_string(),
@@ -370,9 +375,7 @@ impl RunModel {
                     accepted: *accepted,
                     stale,
                     // A queue's write is its job (done twice, when `stale`).
-                    result: token
-                        .filter(|_| self.stale_rule.counts_jobs())
-                        .map(|job| format!("job {job}")),
+                    result: token.filter(|_| jobs).map(|job| format!("job {job}")),
                 });
                 // Who the lock service listed right after the write: a reading too.
                 self.told_holder(t, worker, redis_holder.clone());
@@ -382,8 +385,9 @@ impl RunModel {
                 Belief::Released
             }
             WorkerEvent::Sql { statement, rows, value, result } => {
+                let mut twice = false;
                 if let Some(result) = result {
-                    let twice = !self.results.insert(result.clone());
+                    twice = !self.results.insert(result.clone());
                     self.writes.push(WriteMark {
                         t_ms: t,
                         worker: worker.to_string(),
@@ -396,6 +400,7 @@ impl RunModel {
                 // As psql reports it: "SELECT 1" for a read, "UPDATE 0" for a write.
                 let verb = statement.split_whitespace().find(|w| *w != "BEGIN;").unwrap_or("");
                 let mark = match value {
+                    _ if twice => DONE_TWICE.to_string(),
                     _ if verb == "--" => "skip".to_string(),
                     Some(v) => format!("{verb}→{v}"),
                     None => format!("{verb} {rows}"),
@@ -416,6 +421,7 @@ impl RunModel {
             }
             WorkerEvent::Renewed { extended } => {
                 if *extended {
+                    self.renewals.push((t, worker.to_string()));
                     return;
                 }
                 Belief::Released
@@ -490,6 +496,17 @@ impl RunModel {
         Some((holder, left))
     }
 
+    /// How many times job `job` had been delivered by `t` (a queue: each grant of it).
+    pub fn deliveries(&self, job: u64, t: f64) -> usize {
+        self.grants.iter().take_while(|(at, _)| *at <= t).filter(|(_, j)| *j == job).count()
+    }
+
+    /// When `holder` was last granted or renewed by `t`.
+    pub fn renewed_at(&self, holder: &str, t: f64) -> Option<f64> {
+        let upto = self.renewals.partition_point(|(at, _)| *at <= t);
+        self.renewals[..upto].iter().rev().find(|(_, who)| who == holder).map(|(at, _)| *at)
+    }
+
     /// The highest token the storage accepted so far.
     pub fn highest_accepted(&self) -> Option<u64> {
         self.stale_rule.highest()
@@ -503,6 +520,24 @@ impl RunModel {
 
 fn is_belief_change(what: &WorkerEvent) -> bool {
     !matches!(what, WorkerEvent::Waiting { .. } | WorkerEvent::Started)
+}
+
+/// A lane's mark for something done twice (a job, an SQL result).
+pub const DONE_TWICE: &str = "⚠ DONE TWICE";
+
+/// A write as its lane marks it: `✔w2`, `✘w1`, a stale one `✔w1 STALE`; without a
+/// token `✔w`, not `✔w-`. A queue's write is its job done: `✔did 1`, the second time
+/// done twice, and a repeat its idempotency key kept out `✘repeat`.
+fn write_mark(token: Option<u64>, accepted: bool, stale: bool, jobs: bool) -> String {
+    let tok = token.map_or(String::new(), |t| t.to_string());
+    match (jobs, accepted, stale) {
+        (true, true, true) => DONE_TWICE.to_string(),
+        (true, true, false) => format!("✔did {tok}"),
+        (true, false, _) => "✘repeat".to_string(),
+        (false, true, true) => format!("✔w{tok} STALE"),
+        (false, true, false) => format!("✔w{tok}"),
+        (false, false, _) => format!("✘w{tok}"),
+    }
 }
 
 /// A link fault as its lane shows it: `~2.5s` (replies late), `✂` (cut), `⇄` (healed):

@@ -84,6 +84,14 @@ pub struct Words {
     /// The title of the timeline's row of who the server lists, when the server's
     /// name plus "holder" is not what it lists (None: " Redis holder").
     pub truth_row: Option<&'static str>,
+    /// How the safety monitor says a grant was lost, after "A went on for 1.0 s "
+    /// ("after its lease ended", "after its session expired").
+    pub lost: &'static str,
+    /// What a paused worker cannot notice, after "so it cannot notice".
+    pub unnoticed: &'static str,
+    /// The record's field for a holder's last renewal, which the lease row shows
+    /// when nothing on the server counts the lease down (a Lease's `renewTime`).
+    pub renewed: Option<&'static str>,
 }
 
 /// The words of the SQL lessons, which take no lock: the database's own.
@@ -97,6 +105,9 @@ pub const SQL_WORDS: Words = Words {
     unexpiring: None,
     tok: "ver",
     truth_row: None,
+    lost: "after another transaction changed the row",
+    unnoticed: "the row changing",
+    renewed: None,
 };
 
 /// Where a lock kind's fencing tokens come from, and what the tokens panel calls them.
@@ -184,6 +195,9 @@ const REDIS_WORDS: Words = Words {
     unexpiring: None,
     tok: "tok",
     truth_row: None,
+    lost: "after its lease ended",
+    unnoticed: "its lease running out",
+    renewed: None,
 };
 
 /// What a lock on another server can do: none of Redis's extras.
@@ -258,6 +272,8 @@ pub const ETCD: LockSpec = LockSpec {
         lease_setting: "etcd's lease",
         tok: "rev",
         truth_row: Some(" etcd key"),
+        lost: "after its etcd lease expired",
+        unnoticed: "its etcd lease running out",
         ..REDIS_WORDS
     },
     token: Token { sources: &[TokenSource::Lock], name: "etcd revision", asked: None },
@@ -280,9 +296,12 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         token: "resourceVersion",
         lease_row: " Lease",
         lease_setting: "the Lease's duration",
-        unexpiring: Some("nothing in etcd expires it"),
+        unexpiring: Some("each contender's clock decides"),
+        renewed: Some("renewTime"),
         tok: "ver",
         truth_row: Some(" holderIdentity"),
+        lost: "after its renewTime was older than the Lease's duration",
+        unnoticed: "its renewTime growing old on the other contenders' clocks",
         ..REDIS_WORDS
     },
     can: Can { worker_clocks: true, ..ELSEWHERE_CAN },
@@ -306,9 +325,11 @@ pub const ZOOKEEPER: LockSpec = LockSpec {
         token: "zxid",
         lease_row: " session",
         lease_setting: "the session timeout",
-        unexpiring: Some("its session ends after a timeout without heartbeats"),
+        unexpiring: Some("its session ends without heartbeats"),
         tok: "zxid",
         truth_row: Some(" first znode"),
+        lost: "after its session expired and its znode went",
+        unnoticed: "its session timing out",
         ..REDIS_WORDS
     },
     token: Token { sources: &[TokenSource::Lock], name: "ZooKeeper czxid", asked: Some("zxid") },
@@ -336,6 +357,9 @@ pub const STREAM: LockSpec = LockSpec {
         unexpiring: None,
         tok: "job",
         truth_row: Some(" pending for"),
+        lost: "after XAUTOCLAIM gave its job to another consumer",
+        unnoticed: "its job going idle long enough to be claimed",
+        renewed: None,
     },
     token: Token {
         sources: &[TokenSource::Lock],

@@ -560,7 +560,10 @@ fn a_job_done_twice_is_marked_in_the_storage_and_the_monitor() {
     assert!(shown.contains("did job 1 ⚠ DONE TWICE"), "{shown}");
     let marked = find(term.backend().buffer(), "⚠ DONE TWICE");
     assert_eq!(term.backend().buffer()[marked].fg, Theme::DEFAULT.danger.fg.unwrap());
-    assert!(shown.contains("done twice at 0.500s: A \"did job 1\", which B had already done"));
+    assert!(
+        shown.contains("0.500 s  done twice: A \"did job 1\", which B had already done"),
+        "{shown}"
+    );
     insta::assert_snapshot!(term.backend());
 }
 
@@ -773,5 +776,48 @@ fn marks_that_crowd_a_lane_are_cut_apart_not_run_together() {
             assert!(*c != '?' || plot[i - 1] == ' ', "labels run together: {row}");
         }
         assert!(row.contains(" ?ren"), "{row}");
+    }
+}
+
+/// `name`'s first question on the simulator, on the lock service the lesson asks for,
+/// drawn at `width`x`height`: what the learner sees while predicting.
+fn first_question(name: &str, width: u16, height: u16) -> String {
+    let lesson = fencelab::lesson::find(name).unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    let (scenario, fencing) = app.next_run();
+    let at_ms = lesson.scenario.checkpoints[0].at_ms as f64;
+    let events = deployed_sim_events(&scenario, fencing);
+    // Only what had happened by the question's moment: nothing later can show.
+    app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= at_ms).collect()));
+    open_the_question(&mut app, at_ms);
+    assert_eq!(app.view_ms(), at_ms, "{name}: the view is not at the question");
+    text(screen(&app, width, height).backend().buffer())
+}
+
+#[test]
+fn the_queue_lesson_s_first_question_at_100x30() {
+    insta::assert_snapshot!(first_question("queue", 100, 30));
+}
+
+#[test]
+fn the_zookeeper_lesson_s_first_question_at_100x30() {
+    insta::assert_snapshot!(first_question("zookeeper", 100, 30));
+}
+
+#[test]
+fn the_kubernetes_lease_lesson_s_first_question_at_100x30() {
+    insta::assert_snapshot!(first_question("kubernetes-lease", 100, 30));
+}
+
+/// The footer at 80x24 drops the keys that do not fit, whole, and shows only keys
+/// that work on the screen: a queue has no fencing to switch.
+#[test]
+fn the_footer_fits_80_columns_with_whole_keys_that_work_there() {
+    let whats: Vec<&str> = fencelab::tui::keys::BINDINGS.iter().filter_map(|b| b.footer).collect();
+    for (name, fencing) in [("queue", false), ("gc-pause", true)] {
+        let shown = first_question(name, 80, 24);
+        let footer = shown.lines().last().unwrap().trim_end();
+        assert!(whats.iter().any(|w| footer.ends_with(w)), "{name}: a key cut: {footer:?}");
+        assert_eq!(footer.contains("f fencing"), fencing, "{name}: {footer:?}");
     }
 }

@@ -72,6 +72,15 @@ pub fn narration_height(app: &App, width: u16) -> u16 {
     rows + prompt + 2
 }
 
+/// Rows an open question needs at this width (it, its choices, the prompt, the
+/// border): what the panel must keep when the timeline takes the rest.
+pub fn question_height(app: &App, width: u16) -> Option<u16> {
+    let lesson = app.lesson.as_ref()?;
+    let (lines, _, question_from) = panel_lines(app, lesson, width.saturating_sub(3) as usize);
+    let rows = lines.len().saturating_sub(question_from?).min(u16::MAX as usize / 2) as u16;
+    Some(rows + u16::from(hold_prompt(lesson).is_some()) + 2)
+}
+
 /// What the learner presses to go on from the hold the lesson is in, if any.
 fn hold_prompt(lesson: &LessonState) -> Option<String> {
     if lesson.focus.is_some() {

@@ -41,6 +41,14 @@ fn tok(word: &str, token: u64) -> String {
     }
 }
 
+/// The system's own name for its token where it has one ("revision", "zxid"), for the
+/// header's badge and the tokens panel; None for Redis's plain "token", or while a
+/// question still to come asks which number is the token.
+fn token_name(app: &App) -> Option<&'static str> {
+    let token = app.lock().words.token;
+    (token != "token" && app.tok_word() != "#").then_some(token)
+}
+
 /// A token column's cell: `token 2`, or `no token` for a write or grant without one.
 fn token_cell(token: Option<u64>) -> String {
     token.map_or("no token".to_string(), |tk| format!("token {tk}"))
@@ -111,13 +119,17 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
         // every Redlock node's: lesson 20's point is on nodes 3 to 5), as long as the
         // narration keeps a few; never less than its axis and two thin lanes. An open
         // question is shown whole first (its choices, a class's tally).
+        // A lesson's question keeps the timeline whole too (its holder and lease rows
+        // are what it asks about) when the question fits under it, the earlier steps
+        // a PgUp away.
         let wanted = panel_height(app, body.width);
-        let asking = app.posed.is_some()
-            || app.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_some());
-        let timeline_needs = match asking {
-            true => NARROW_TIMELINE_MIN,
-            false => timeline::needed_height(app).max(NARROW_TIMELINE_MIN),
+        let timeline_whole = timeline::needed_height(app).max(NARROW_TIMELINE_MIN);
+        let asking = match (&app.posed, lesson::question_height(app, body.width)) {
+            (Some(_), _) => true,
+            (None, Some(question)) => question > body.height.saturating_sub(timeline_whole),
+            (None, None) => false,
         };
+        let timeline_needs = if asking { NARROW_TIMELINE_MIN } else { timeline_whole };
         let lesson_h = wanted
             .min(body.height.saturating_sub(timeline_needs))
             .max(wanted.min(NARROW_LESSON_MIN))

@@ -8,10 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::{App, ClassSeat, violation_time};
-use super::super::keys::{Action, BINDINGS};
+use super::super::keys::{Action, BINDINGS, Binding, InReplay};
+use super::timeline::secs;
+use crate::check::Violation;
 use crate::engine::log::RunOutcome;
 use crate::model::{Belief, at};
 use crate::scenario::StorageKind;
+use crate::scenario::spec::SQL_WORDS;
 
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()
@@ -51,7 +54,11 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let backend_style = if app.simulated { t.simulator } else { t.backend };
     // Live, the setting the next writes get; in a replay, the run's at the cursor.
     let on = if app.replay.is_some() { run.fencing } else { app.fencing };
-    let fencing = if on { " FENCING ON ✔ " } else { " FENCING OFF ✘ " };
+    let fencing = if on { "ON ✔" } else { "OFF ✘" };
+    let fencing = match super::token_name(app) {
+        Some(token) => format!(" FENCING ({token}) {fencing} "),
+        None => format!(" FENCING {fencing} "),
+    };
     let fencing_style = if on { t.fencing_on } else { t.fencing_off };
     let mut spans = vec![
         Span::styled(" fencelab · ", t.title),
@@ -142,19 +149,21 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
             None => "token -".to_string(),
             Some(tk) => super::token_cell(Some(tk).filter(|tk| *tk != 0)),
         };
+        let grant = app.lock().words.grant;
         let (what, style) = match belief.held_token() {
             Some(_) if run.holder_at(view) != Some(l.name.as_str()) => {
-                ("believes it holds the lock ⚠", t.danger)
+                (format!("believes it holds the {grant} ⚠"), t.danger)
             }
-            Some(_) => ("holds the lock", t.holding),
-            None => ("", t.dim),
+            Some(_) => (format!("holds the {grant}"), t.holding),
+            None => (String::new(), t.dim),
         };
         lines.push(Line::from(vec![
             Span::styled(format!("{:<3} {token:<9} ", l.name), t.base),
             Span::styled(what, style),
         ]));
     }
-    Paragraph::new(lines).block(block(" Tokens ", app)).render(area, buf);
+    let title = super::token_name(app).map_or(" Tokens ".into(), |t| format!(" Tokens · {t} "));
+    Paragraph::new(lines).block(block(&title, app)).render(area, buf);
 }
 
 pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
@@ -337,16 +346,23 @@ fn situation(app: &App) -> Option<String> {
                     l.name
                 ));
             }
+            let (service, words) = (app.service_name(), &app.lock().words);
+            // In the system's own words where it has them: "etcd's key is B's".
+            let says = match (words.holder, holder) {
+                ("holder", _) => format!("{service} says {truth}"),
+                (what, Some(h)) => format!("{service}'s {what} is {h}'s"),
+                (what, None) => format!("{service} lists no {what}"),
+            };
             return Some(format!(
-                "⚠ {} still believes it holds the lock, but {} says {truth}: its next write is stale.",
-                l.name,
-                app.service_name()
+                "⚠ {} still believes it holds the {}, but {says}: its next write is stale.",
+                l.name, words.grant
             ));
         }
     }
     run.lanes.iter().find(|l| matches!(l.now(), Belief::Paused { .. })).map(|l| {
         // Without a lock there is no lease: what goes stale is what it read.
-        let unnoticed = if app.uses_lock() { "its lease running out" } else { "the data changing" };
+        let unnoticed =
+            if app.uses_lock() { app.lock().words.unnoticed } else { SQL_WORDS.unnoticed };
         format!("{} is paused: it sends nothing, so it cannot notice {unnoticed}.", l.name)
     })
 }
@@ -382,12 +398,51 @@ pub fn monitor(area: Rect, buf: &mut Buffer, app: &App) {
                 } else {
                     t.danger
                 };
-                Line::styled(format!("⚠ {:>7.3} s  {v}", violation_time(v) / 1000.0), style)
+                let said = said(v, app, view);
+                Line::styled(format!("⚠ {:>7.3} s  {said}", violation_time(v) / 1000.0), style)
             })
             .collect()
     };
     let title = format!(" Safety monitor · {} found · n: jump to next ", violations.len());
     Paragraph::new(lines).block(block(&title, app)).render(area, buf);
+}
+
+/// A violation as the screen says it: the exact moment is the line's first column, so
+/// the sentence gives what lasted in the screen's own "1.0 s" (the header's, the lease
+/// row's), and names the lock kind's own things ("job", "session").
+fn said(v: &Violation, app: &App, view: f64) -> String {
+    let words = &app.lock().words;
+    let grant = words.grant;
+    match v {
+        Violation::OverlappingBelief { first, second, from_ms, to_ms, .. } => {
+            let (tense, lasted) = match to_ms {
+                Some(to) => ("both believed they held", secs(to - from_ms)),
+                None => ("both believe they hold", format!("{} so far", secs(view - from_ms))),
+            };
+            format!(
+                "{first} and {second} {tense} the {grant}: {first} for {lasted}, {}",
+                words.lost
+            )
+        }
+        Violation::StaleWrite {
+            worker, token, after_worker, after_token, by_grant: false, ..
+        } => {
+            format!(
+                "stale write accepted: {worker}'s token {token} after {after_worker}'s token {after_token}"
+            )
+        }
+        Violation::StaleWrite { worker, after_worker, .. } => format!(
+            "stale write accepted: {worker}'s after {after_worker}'s, though {worker}'s grant came first (no tokens)"
+        ),
+        Violation::WriteByNonHolder { worker, token, redis_holder, .. } => {
+            let holder = redis_holder.as_deref().unwrap_or("nobody");
+            let token = super::token_cell(*token);
+            format!("write accepted from {worker} ({token}) while {holder} held the {grant}")
+        }
+        Violation::DoneTwice { result, first, second, .. } => {
+            format!("done twice: {second} {result:?}, which {first} had already done")
+        }
+    }
 }
 
 pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
@@ -427,13 +482,56 @@ pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
         spans.push(Span::styled("1-9", t.key));
         spans.push(Span::styled(" answer a question  ", t.dim));
     }
-    for b in BINDINGS.iter().filter(|b| usable_in_class(app, b.action)) {
-        if let Some(what) = b.footer {
-            spans.push(Span::styled(b.label, t.key));
-            spans.push(Span::styled(format!(" {what}  "), t.dim));
-        }
+    // The keys that work here, in the table's order, as many as fit whole: a key is
+    // dropped, the least needed first, never cut.
+    let room = (area.width as usize).saturating_sub(spans.iter().map(|s| s.width()).sum());
+    let mut keys: Vec<(&Binding, &str)> = BINDINGS
+        .iter()
+        .filter(|b| usable_in_class(app, b.action) && works_here(app, b))
+        .filter_map(|b| b.footer.map(|what| (b, what)))
+        .collect();
+    // Each key and its words, two spaces apart (the last two may be what is cut).
+    let wide = |keys: &[(&Binding, &str)]| {
+        keys.iter().map(|(b, what)| width(b.label) + 1 + width(what) + 2).sum::<usize>()
+    };
+    while wide(&keys) > room + 2
+        && let Some(least) = (0..keys.len()).max_by_key(|i| (drop_first(keys[*i].0.action), *i))
+    {
+        keys.remove(least);
+    }
+    for (b, what) in keys {
+        spans.push(Span::styled(b.label, t.key));
+        spans.push(Span::styled(format!(" {what}  "), t.dim));
     }
     Paragraph::new(Line::from(spans)).style(Style::default()).render(area, buf);
+}
+
+/// How soon a footer key goes when the footer is too narrow (higher: sooner): the
+/// commands inspector and a crash before a lesson's `c` and the pause keys; quit and
+/// help last.
+fn drop_first(action: Action) -> u8 {
+    match action {
+        Action::Quit => 0,
+        Action::Help => 1,
+        Action::PauseWorker(_) | Action::PauseSelected => 2,
+        Action::Compare => 3,
+        Action::HoldSelected => 4,
+        Action::ToggleFencing => 5,
+        Action::Restart => 6,
+        Action::CrashSelected => 7,
+        _ => 8,
+    }
+}
+
+/// Whether a key does anything on this screen: fencing only where a lock hands out
+/// tokens a storage can check (not a queue's jobs, not the SQL lessons' rows), and in
+/// a replay only the keys a replay has.
+fn works_here(app: &App, b: &Binding) -> bool {
+    match b.action {
+        _ if app.replay.is_some() && b.replay == InReplay::Cannot => false,
+        Action::ToggleFencing => app.uses_lock() && app.lock().can.fencing,
+        _ => true,
+    }
 }
 
 /// Whether a key does something on this screen of a class: a class plays one run (no
@@ -459,4 +557,37 @@ fn usable_in_class(app: &App, action: Action) -> bool {
 /// A student's status line spells the token out ("token 1"), or says it has none.
 fn token_words(token: u64) -> String {
     if token == 0 { "no token".to_string() } else { format!("token {token}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The monitor's sentence gives how long in the screen's "1.0 s", the moment being
+    /// its first column ("A since 1.002s" read unlike the rest of the screen).
+    #[test]
+    fn an_overlap_is_said_in_the_screen_s_own_seconds_and_the_system_s_words() {
+        let overlap = |to_ms| Violation::OverlappingBelief {
+            first: "A".into(),
+            second: "B".into(),
+            from_ms: 1002.0,
+            to_ms,
+            seq: 1,
+        };
+        let app = |name: &str| {
+            let scenario = crate::lesson::find(name).unwrap().unwrap().scenario;
+            App::new(scenario, false, 1.0, true, "t".into(), crate::tui::theme::Theme::DEFAULT)
+        };
+        let said_now = said(&overlap(None), &app("gc-pause"), 2040.0);
+        assert_eq!(
+            said_now,
+            "A and B both believe they hold the lock: A for 1.0 s so far, after its lease ended"
+        );
+        let queue = said(&overlap(Some(2900.0)), &app("queue"), 4000.0);
+        assert_eq!(
+            queue,
+            "A and B both believed they held the job: A for 1.9 s, after XAUTOCLAIM gave its job to another consumer"
+        );
+        assert!(!queue.contains("since") && !queue.contains("lock"), "{queue}");
+    }
 }

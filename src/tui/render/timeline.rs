@@ -9,6 +9,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Widget};
+use unicode_width::UnicodeWidthStr;
 
 use super::super::app::{App, ClassSeat};
 use super::super::theme::Theme;
@@ -20,6 +21,8 @@ const GUTTER: u16 = 16;
 /// see on a projector) when the screen has room.
 const MIN_LANE_ROWS: usize = 2;
 const MAX_LANE_ROWS: usize = 4;
+/// The lease row's bar is left out below this many cells.
+const MIN_BAR: usize = 4;
 
 /// One timeline row and what it shows.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -365,7 +368,15 @@ impl<'a> Ctx<'a> {
         let selected = !previous && lane == self.app.selected;
         let label_style = if selected { self.theme.selected } else { self.theme.title };
         let marker = if selected { "▶" } else { " " };
-        let label = if first { format!("{marker}{} {}", lane + 1, l.name) } else { String::new() };
+        // A contender whose own clock runs at another rate says so: where expiry is
+        // judged by each contender's clock (a Lease), that is what its lane means.
+        let rate =
+            self.app.scenario.workers.iter().find(|w| w.name == l.name).map(|w| w.clock_rate);
+        let clock = rate.filter(|r| *r != 1.0).map_or(String::new(), |r| format!(" clock {r}x"));
+        let label = match first {
+            true => format!("{marker}{} {}{clock}", lane + 1, l.name),
+            false => String::new(),
+        };
         self.buf.set_stringn(
             x,
             y,
@@ -428,39 +439,26 @@ impl<'a> Ctx<'a> {
         let (text, style) = self.state_text(belief, run.holder_at(view), &l.name, view);
         self.buf.set_stringn(x + 1, y, text, GUTTER as usize - 2, style);
         let reached = self.reached(previous);
-        // Right to left, each label cut a cell before the next one starts (so two read
-        // as two, "?ren ?renew", not "?rene?renew"), keeping at least its glyph: the
-        // same picture as drawing them all in time order, at the cost of the visible
-        // cells only.
-        let mut limit = self.plot.width;
-        let marks = self.visible(&run.marks, |m| m.t_ms);
-        for mark in marks.iter().rev().filter(|m| m.lane == lane && m.t_ms <= reached) {
-            let Some(c) = self.column_of(mark.t_ms).filter(|c| *c < limit) else { continue };
-            let style = if mark.label.starts_with('✔') {
+        let marks: Vec<_> = self
+            .visible(&run.marks, |m| m.t_ms)
+            .iter()
+            .filter(|m| m.lane == lane && m.t_ms <= reached)
+            .filter_map(|m| self.column_of(m.t_ms).map(|c| (c, m)))
+            .collect();
+        let wanted: Vec<(u16, u16)> =
+            marks.iter().map(|(c, m)| (*c, m.label.width() as u16)).collect();
+        for ((_, mark), place) in marks.iter().zip(place_labels(&wanted, self.plot.width)) {
+            let Some((c, room)) = place else { continue };
+            let style = if mark.label.contains("STALE") || mark.label.starts_with('⚠') {
+                self.theme.danger
+            } else if mark.label.starts_with('✔') {
                 self.theme.accepted
             } else if mark.label.starts_with('✘') || mark.label.starts_with('✖') {
                 self.theme.rejected
             } else {
                 self.theme.dim
             };
-            let gap = u16::from(limit < self.plot.width);
-            let room = (limit - c).saturating_sub(gap).max(1);
             self.buf.set_stringn(self.plot.x + c, y, &mark.label, room as usize, style);
-            limit = c;
-        }
-        let writes = self.visible(&run.writes, |w| w.t_ms);
-        for w in writes.iter().filter(|w| w.stale && w.worker == l.name && w.t_ms <= reached) {
-            if let Some(c) = self.column_of(w.t_ms) {
-                let room = (self.plot.right() - (self.plot.x + c)) as usize;
-                let label = match &w.result {
-                    Some(_) => "⚠ DONE TWICE".to_string(),
-                    None => match w.token {
-                        Some(token) => format!("✔w{token} STALE"),
-                        None => "✔ STALE".to_string(),
-                    },
-                };
-                self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.danger);
-            }
         }
         self.cursor(y);
     }
@@ -487,7 +485,7 @@ impl<'a> Ctx<'a> {
                 (format!("holds {}", super::tok(self.app.tok_word(), token)), t.holding)
             }
             Belief::Paused { until: Some(until), .. } => {
-                (format!("‖ {:.1}s left", ((until - view) / 1000.0).max(0.0)), t.paused)
+                (format!("‖ {} left", secs((until - view).max(0.0))), t.paused)
             }
             Belief::Paused { until: None, .. } => ("‖ held".into(), t.paused),
             Belief::Released => ("released".into(), t.dim),
@@ -584,37 +582,58 @@ impl<'a> Ctx<'a> {
         let queue = lock.queue;
         self.buf.set_string(x, y, lock.words.lease_row, self.theme.title);
         let view = self.app.view_ms();
-        let bar_width = (self.plot.width / 2).max(10) as usize;
-        let text = match run.lease_at(view) {
+        let ttl = run.ttl_ms as f64;
+        // The text first, the bar in what is left of the row (at most half of it): the
+        // words are what a learner reads.
+        let (text, bar) = match run.lease_at(view) {
             Some((holder, Some(left))) if run.ttl_ms > 0 && queue => {
-                let idle = (run.ttl_ms as f64 - left).max(0.0);
-                self.lease_bar(run, holder, idle / run.ttl_ms as f64, bar_width, y);
-                format!(
-                    " pending at {holder} for {:.1} s (XAUTOCLAIM takes jobs idle {:.1} s)",
-                    idle / 1000.0,
-                    run.ttl_ms as f64 / 1000.0
-                )
+                let idle = (ttl - left).max(0.0);
+                // The job pending at `holder`, and how many times it has been handed out.
+                let job = run.lanes.iter().find(|l| l.name == holder).and_then(|l| l.last_token);
+                let delivered = job.map_or(String::new(), |job| {
+                    format!(" · job {job}, delivery {}", run.deliveries(job, view))
+                });
+                let text = format!(" idle {} of {}", secs(idle), secs(ttl));
+                (format!("{text}{delivered}"), Some((text, holder, idle / ttl)))
             }
             Some((holder, Some(left))) if run.ttl_ms > 0 => {
-                self.lease_bar(run, holder, left / run.ttl_ms as f64, bar_width, y);
-                format!(
-                    " {:.1} s left of {:.1} s, held by {holder} in {}",
-                    left / 1000.0,
-                    run.ttl_ms as f64 / 1000.0,
-                    self.app.service_name()
-                )
+                let service = self.app.service_name();
+                let text = format!(" {} left of {}", secs(left), secs(ttl));
+                (format!("{text}, held by {holder} in {service}"), Some((text, holder, left / ttl)))
             }
             // Nothing expires a Kubernetes-style Lease on the server (each contender
             // judges that by its own clock), and no client can read a ZooKeeper
             // session's time left: the row says so.
-            Some((holder, _)) => match lock.words.unexpiring {
-                Some(why) => format!("held by {holder}; {why}"),
-                None => format!("{holder} holds it with no expiry"),
+            Some((holder, _)) => match (lock.words.unexpiring, lock.words.renewed) {
+                // The holder is on the row above: its renewal is what counts here.
+                (Some(why), Some(field)) => match run.renewed_at(holder, view) {
+                    Some(at) => (format!("{field} {}; {why}", secs(at)), None),
+                    None => (format!("held by {holder}; {why}"), None),
+                },
+                (Some(why), None) => (format!("held by {holder}; {why}"), None),
+                (None, _) => (format!("{holder} holds it with no expiry"), None),
             },
-            None => format!("nobody holds the lock in {}", self.app.service_name()),
+            // A queue with nothing pending has no lock for nobody to hold.
+            None if queue => ("no job pending".to_string(), None),
+            None => (format!("nobody holds the lock in {}", self.app.service_name()), None),
         };
-        let bar_x =
-            if text.starts_with(' ') { self.plot.x + bar_width as u16 } else { self.plot.x };
+        let width = self.plot.width as usize;
+        // Too narrow for the bar and all the words: the bar and the words that count
+        // (the holder is on the row above).
+        let (text, bar) = match bar {
+            Some((short, holder, fraction)) if text.width() + MIN_BAR > width => {
+                (short, Some((String::new(), holder, fraction)))
+            }
+            _ => (text, bar),
+        };
+        let bar_width = match bar {
+            Some(_) => (width / 2).min(width.saturating_sub(text.width())),
+            None => 0,
+        };
+        if let Some((_, holder, fraction)) = bar.filter(|_| bar_width >= MIN_BAR) {
+            self.lease_bar(run, holder, fraction, bar_width, y);
+        }
+        let bar_x = self.plot.x + if bar_width >= MIN_BAR { bar_width as u16 } else { 0 };
         let room = (self.plot.right().saturating_sub(bar_x)) as usize;
         self.buf.set_stringn(bar_x, y, text, room, self.theme.base);
     }
@@ -657,6 +676,51 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// A stretch of time as the screen writes one: "1.5 s" (the header's "HELD 2.1 s",
+/// the lease row, a paused lane's time left).
+pub(super) fn secs(ms: f64) -> String {
+    format!("{:.1} s", ms / 1000.0)
+}
+
+/// Where each of a lane's labels goes, given its column and width (in time order), on
+/// a row `width` cells wide: as (first cell, cells it may take), None when there is
+/// no cell left for it. A label starts at its column, or just after the one before
+/// it, so neither erases the other ("got 1" and a pause's "‖" a column later are both
+/// read); one that would run past the right edge moves left to end there, kept whole.
+/// Only where labels are too many for the row is one cut, a cell before the next, to
+/// at least its first glyph at its own column.
+fn place_labels(labels: &[(u16, u16)], width: u16) -> Vec<Option<(u16, u16)>> {
+    let mut starts: Vec<u16> = Vec::with_capacity(labels.len());
+    for (i, (column, _)) in labels.iter().enumerate() {
+        let after = match i.checked_sub(1) {
+            Some(p) => starts[p].saturating_add(labels[p].1).saturating_add(1),
+            None => 0,
+        };
+        starts.push((*column).max(after));
+    }
+    let mut placed = vec![None; labels.len()];
+    // Right to left: each label ends a cell before the next one starts.
+    let mut next: Option<u16> = None;
+    for i in (0..labels.len()).rev() {
+        let (column, label_width) = labels[i];
+        let end = next.map_or(width, |n| n.saturating_sub(1));
+        let whole = starts[i].min(end.saturating_sub(label_width));
+        if whole + label_width <= end {
+            placed[i] = Some((whole, label_width));
+            next = Some(whole);
+            continue;
+        }
+        let bound = next.unwrap_or(width);
+        if bound == 0 {
+            continue;
+        }
+        let start = column.min(bound - 1);
+        placed[i] = Some((start, end.saturating_sub(start).max(1)));
+        next = Some(start);
+    }
+    placed
+}
+
 /// The spans that begin and end within [from, to): too short for the column's middle
 /// to fall in them.
 fn within<T>(
@@ -685,4 +749,30 @@ fn starting_in<T>(
 ) -> impl Iterator<Item = &crate::model::Span<T>> {
     let i = spans.partition_point(|s| s.from_ms < from);
     spans[i..].iter().take_while(move |s| s.from_ms < to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::place_labels;
+
+    #[test]
+    fn a_label_after_another_starts_past_its_text_instead_of_erasing_it() {
+        // "got 1" at column 0, a pause's "‖" at column 2: both whole.
+        assert_eq!(place_labels(&[(0, 5), (2, 1)], 40), [Some((0, 5)), Some((6, 1))]);
+        // Apart already: each at its own column.
+        assert_eq!(place_labels(&[(0, 5), (10, 1)], 40), [Some((0, 5)), Some((10, 1))]);
+    }
+
+    #[test]
+    fn a_label_at_the_right_edge_moves_left_to_be_read_whole() {
+        assert_eq!(place_labels(&[(38, 5)], 40), [Some((35, 5))]);
+        // And pushes the one before it left, a cell apart.
+        assert_eq!(place_labels(&[(33, 3), (38, 5)], 40), [Some((31, 3)), Some((35, 5))]);
+    }
+
+    #[test]
+    fn labels_too_many_for_the_row_keep_at_least_their_first_glyph() {
+        let placed = place_labels(&[(0, 4), (1, 4), (2, 4)], 8);
+        assert_eq!(placed, [Some((0, 1)), Some((1, 2)), Some((4, 4))]);
+    }
 }
