@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::app::{App, ClassSeat};
+use super::app::{App, ClassSeat, Msg};
 use super::keys::{Action, action_for};
 use super::lesson::LessonState;
 use super::question::QuizLink;
@@ -89,8 +89,9 @@ pub async fn instruct(
     let run = tokio::spawn(prepared.execute());
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
     let label = format!("class room {} · {} students", room.keys.id, here.len());
-    let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
-    app.class = Some(ClassSeat::Instructor);
+    let theme = Theme::initial(false);
+    let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, theme)
+        .in_class(ClassSeat::Instructor);
     let checkpoints = lesson.scenario.checkpoints.clone();
     if !lesson.narration.runs.is_empty() || !checkpoints.is_empty() {
         // The screen holds at each step and question as a lesson's does (the run goes
@@ -394,10 +395,10 @@ pub async fn attend_screen(
     let log = Arc::new(EventLog::new(RunClock::started_at(start.into(), 1.0)));
     let label = format!("class room {id} · you are {me}");
     let theme = Theme::initial(false);
-    let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme);
-    let mine = app.scenario.workers.iter().position(|w| w.name == me);
-    app.selected = mine.unwrap_or(0);
-    app.class = Some(ClassSeat::Student(me));
+    let mine = scenario.workers.iter().position(|w| w.name == me);
+    let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme)
+        .in_class(ClassSeat::Student(me));
+    app.update(Msg::Select(mine.unwrap_or(0)));
     log.copy(first);
     let copier = {
         let log = log.clone();

@@ -175,6 +175,18 @@ pub enum Msg {
     Searching(u64),
     /// `b`'s search ended: the counterexample to run below this run, or what was covered.
     Searched(Searched),
+    /// What the last frame measured (`render::measure`): sent by the event loop after
+    /// each frame, before the next key, since only the drawing knows the panels' sizes.
+    Measured(Measured),
+}
+
+/// What a frame measured that the keys need: how many lanes a page holds (PgUp/PgDn
+/// outside lessons), and how far the narration can scroll up and down from where it
+/// rests (None: no narration was drawn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measured {
+    pub lanes_per_page: usize,
+    pub narration_room: Option<(usize, usize)>,
 }
 
 /// What `b`'s search came back with.
@@ -241,9 +253,9 @@ pub struct App {
     scripted: Vec<(f64, String, WorkerCommand)>,
     pub sim_playing: bool,
     pub selected: usize,
-    /// How many lanes the screen shows at once (set by the event loop from the last
-    /// frame; all until then): what PgUp/PgDn move the selection by outside lessons.
-    pub lanes_per_page: usize,
+    /// How many lanes the screen shows at once (measured by the last frame; all until
+    /// then): what PgUp/PgDn move the selection by outside lessons.
+    lanes_per_page: usize,
     pub overlay: Overlay,
     /// How far the help is scrolled (it is taller than a projector's screen).
     pub help_scroll: u16,
@@ -370,6 +382,18 @@ impl App {
     pub fn with_lesson(mut self, lesson: LessonState) -> Self {
         self.lesson = Some(lesson);
         self
+    }
+
+    /// Whose screen of a class's run this is: the instructor's projector or a
+    /// student's (the class's screens open the app so).
+    pub fn in_class(mut self, seat: ClassSeat) -> Self {
+        self.class = Some(seat);
+        self
+    }
+
+    /// How many lanes the last frame showed at once.
+    pub fn lanes_per_page(&self) -> usize {
+        self.lanes_per_page
     }
 
     /// What the truth lane and the panels call the lock service ("Redis", "etcd").
@@ -535,6 +559,13 @@ impl App {
                 Vec::new()
             }
             Msg::Searched(searched) => self.searched(searched),
+            Msg::Measured(measured) => {
+                self.lanes_per_page = measured.lanes_per_page;
+                if let (Some(room), Some(lesson)) = (measured.narration_room, &mut self.lesson) {
+                    lesson.measured(room);
+                }
+                Vec::new()
+            }
         };
         self.reveal();
         effects
