@@ -16,7 +16,7 @@ use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
-use super::app::{App, ClassSeat};
+use super::app::{App, ClassSeat, Msg};
 use super::keys::{Action, action_for};
 use super::lesson::LessonState;
 use super::theme::Theme;
@@ -75,8 +75,9 @@ pub async fn instruct(
     let run = room.start(scenario, fencing, shutdown.token()).await?;
     let log = run.log.clone();
     let label = format!("class room {} · {} students", room.id(), here.len());
-    let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, Theme::initial(false));
-    app.class = Some(ClassSeat::Instructor);
+    let theme = Theme::initial(false);
+    let mut app = App::new(scenario.clone(), fencing, 1.0, false, label, theme)
+        .in_class(ClassSeat::Instructor);
     let checkpoints = lesson.scenario.checkpoints.clone();
     if !lesson.narration.runs.is_empty() || !checkpoints.is_empty() {
         // The screen holds at each step and question as a lesson's does (the run goes
@@ -357,10 +358,10 @@ pub async fn attend_screen(
     let log = Arc::new(EventLog::new(RunClock::started_at(start.into(), 1.0)));
     let label = format!("class room {id} · you are {me}");
     let theme = Theme::initial(false);
-    let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme);
-    let mine = app.scenario.workers.iter().position(|w| w.name == me);
-    app.selected = mine.unwrap_or(0);
-    app.class = Some(ClassSeat::Student(me));
+    let mine = scenario.workers.iter().position(|w| w.name == me);
+    let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme)
+        .in_class(ClassSeat::Student(me));
+    app.update(Msg::Select(mine.unwrap_or(0)));
     log.copy(first);
     attending.copy_into(log.clone());
     let quiz = Some(crate::session::quiz::QuizLink::student(url));

@@ -11,7 +11,6 @@
 //! (leases drain in the server), so the *view* freezes at the step's moment while
 //! the run goes on underneath; continuing returns to live.
 
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use super::render::markdown::Doc;
@@ -61,9 +60,9 @@ pub struct LessonState {
     /// Lines scrolled up (negative: down) from where the panel rests.
     pub scroll: isize,
     /// How far the panel could scroll up and down from its resting place when it was
-    /// last drawn, so scrolling stops at the ends (written by the drawing, which alone
-    /// knows the panel's size).
-    pub scroll_room: Cell<(usize, usize)>,
+    /// last drawn, so scrolling stops at the ends: only the drawing knows the panel's
+    /// size, so it comes back as a message (`Msg::Measured`) after each frame.
+    scroll_room: (usize, usize),
     /// In a class: the part (the lesson's worker) each student plays, so a step or a
     /// question reached after every player of a part left says so rather than tell
     /// of what that part did not do.
@@ -93,7 +92,7 @@ impl LessonState {
             table,
             focus: None,
             scroll: 0,
-            scroll_room: Cell::new((0, 0)),
+            scroll_room: (0, 0),
             cast: Vec::new(),
         };
         state.restart(label);
@@ -337,9 +336,14 @@ impl LessonState {
         self.scroll = 0;
     }
 
+    /// How far the panel, as last drawn, can scroll up and down from where it rests.
+    pub fn measured(&mut self, room: (usize, usize)) {
+        self.scroll_room = room;
+    }
+
     /// Scroll the panel up (`lines` > 0) or down, within its text.
     pub fn scroll_by(&mut self, lines: isize) {
-        let (up, down) = self.scroll_room.get();
+        let (up, down) = self.scroll_room;
         let limit = |n: usize| isize::try_from(n).unwrap_or(isize::MAX);
         self.scroll = self.scroll.saturating_add(lines).clamp(-limit(down), limit(up));
     }
@@ -594,7 +598,7 @@ mod tests {
         l.step_forward();
         l.step_forward();
         assert_eq!(l.focus, None, "back to the newest");
-        l.scroll_room.set((4, 2));
+        l.measured((4, 2));
         l.scroll_by(10);
         assert_eq!(l.scroll, 4, "not past the top");
         l.scroll_by(-3);

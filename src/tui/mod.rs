@@ -319,7 +319,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
             screen = frame.area();
             render::draw(frame, app);
         })?;
-        app.lanes_per_page = render::lanes_per_page(screen, app);
+        app.update(Msg::Measured(render::measure(screen, app)));
         let effects = tokio::select! {
             Some(ev) = input.recv() => {
                 record_key(&mut recording, &ev);

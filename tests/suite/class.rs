@@ -688,8 +688,8 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
         }));
         seen.push(copy);
         let label = format!("you are {}", seat.name);
-        let mut app = App::new(scenario.clone(), false, 1.0, false, label, Theme::DEFAULT);
-        app.class = Some(ClassSeat::Student(seat.name.clone()));
+        let mut app = App::new(scenario.clone(), false, 1.0, false, label, Theme::DEFAULT)
+            .in_class(ClassSeat::Student(seat.name.clone()));
         app.update(fencelab::tui::app::Msg::RunStarting);
         desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
     }
@@ -703,8 +703,8 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     let (log, control) = (prepared.log(), prepared.control());
     let run = tokio::spawn(prepared.execute());
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
-    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
-    app.class = Some(ClassSeat::Instructor);
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT)
+        .in_class(ClassSeat::Instructor);
     let label = app.run_label();
     let checkpoints = lesson.checkpoints.clone();
     app = app.with_lesson(LessonState::new(Narration::default(), &label, checkpoints, vec![]));
@@ -999,8 +999,8 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
             .await
         }));
         seen.push(copy);
-        let mut app = App::new(scenario.clone(), false, 1.0, false, "you".into(), Theme::DEFAULT);
-        app.class = Some(ClassSeat::Student(seat.name.clone()));
+        let mut app = App::new(scenario.clone(), false, 1.0, false, "you".into(), Theme::DEFAULT)
+            .in_class(ClassSeat::Student(seat.name.clone()));
         app.update(fencelab::tui::app::Msg::RunStarting);
         desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
     }
@@ -1013,8 +1013,8 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
     let run = tokio::spawn(prepared.execute());
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
     // The projector as `class` makes it: the lesson's narration and its questions.
-    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
-    app.class = Some(ClassSeat::Instructor);
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT)
+        .in_class(ClassSeat::Instructor);
     let label = app.run_label();
     let checkpoints = lesson.scenario.checkpoints.clone();
     let narration = lesson.narration.clone();
@@ -1164,8 +1164,8 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
     let run = tokio::spawn(prepared.execute());
     let mirrored = tokio::spawn(mirror(log.clone(), room.controller()));
     // The projector as `class` makes it: bob plays B, the lesson's narration names B.
-    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT);
-    app.class = Some(ClassSeat::Instructor);
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT)
+        .in_class(ClassSeat::Instructor);
     let told = fencelab::tui::class::class_lesson(&lesson, &students, &app.run_label());
     app = app.with_lesson(told);
     app.update(fencelab::tui::app::Msg::RunStarting);

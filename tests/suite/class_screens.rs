@@ -14,7 +14,7 @@ use fencelab::tui::app::{App, ClassSeat, Effect, Msg};
 use fencelab::tui::class::{Lobby, draw_lobby};
 use fencelab::tui::keys::Action;
 use fencelab::tui::lesson::LessonState;
-use fencelab::tui::render::{draw, lanes_per_page};
+use fencelab::tui::render::{draw, measure};
 use fencelab::tui::tally::draw_tally;
 use fencelab::tui::theme::Theme;
 use ratatui::Terminal;
@@ -70,12 +70,12 @@ fn sim_class(name: &str, students: &[String], freeze: bool) -> (Scenario, Vec<Ev
 fn class_app(n: usize, width: u16, height: u16) -> App {
     let (scenario, events) = class_run(&students(n));
     let label = format!("class room 0a1b2c3d · {n} students");
-    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT);
-    app.class = Some(ClassSeat::Instructor);
+    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT)
+        .in_class(ClassSeat::Instructor);
     app.update(Msg::RunStarting);
     app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= 6000.0).collect()));
     app.update(Msg::Clock { reached_ms: 6000.0, real_ms: 0.0 });
-    app.lanes_per_page = lanes_per_page(Rect::new(0, 0, width, height), &app);
+    app.update(Msg::Measured(measure(Rect::new(0, 0, width, height), &app)));
     app
 }
 
@@ -107,7 +107,7 @@ fn thirty_students_get_compact_lanes_and_page_where_they_do_not_fit() {
     for (width, height) in SIZES {
         let app = class_app(30, width, height);
         let screen = text(&app, width, height);
-        let page = app.lanes_per_page;
+        let page = app.lanes_per_page();
         // A projector's 160x48 has a row for each of 30 compact lanes.
         if (width, height) == (160, 48) {
             assert_eq!(page, 30);
@@ -130,7 +130,7 @@ fn thirty_students_get_compact_lanes_and_page_where_they_do_not_fit() {
 fn page_down_shows_the_next_students_and_selects_the_first_of_them() {
     let (width, height) = (80, 24);
     let mut app = class_app(30, width, height);
-    let page = app.lanes_per_page;
+    let page = app.lanes_per_page();
     app.update(Msg::Key(Action::NarrationDown));
     assert_eq!(app.selected, page);
     let screen = text(&app, width, height);
@@ -311,8 +311,8 @@ fn instructor_at_the_question() -> App {
     let (scenario, events) = gc_pause_class();
     let checkpoints = builtin("gc-pause").unwrap().unwrap().checkpoints;
     let label = "class room 0a1b2c3d · 3 students".to_string();
-    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT);
-    app.class = Some(ClassSeat::Instructor);
+    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT)
+        .in_class(ClassSeat::Instructor);
     let run = app.run_label();
     app = app.with_lesson(LessonState::new(Narration::default(), &run, checkpoints, vec![]));
     app.update(Msg::RunStarting);
@@ -392,9 +392,9 @@ fn an_enter_before_anyone_has_answered_asks_again_before_revealing() {
 fn student_asked() -> App {
     let (scenario, events) = gc_pause_class();
     let label = "class room 0a1b2c3d · you are bob".to_string();
-    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT);
-    app.class = Some(ClassSeat::Student("bob".into()));
-    app.selected = 1;
+    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT)
+        .in_class(ClassSeat::Student("bob".into()));
+    app.update(Msg::Select(1));
     app.update(Msg::RunStarting);
     let end = events.last().unwrap().t_ms;
     app.update(Msg::Logged(events));
@@ -438,8 +438,8 @@ fn at_the_reveal_a_student_sees_right_or_wrong_as_in_a_lesson() {
 #[test]
 fn a_students_screen_held_at_the_projectors_cursor_says_held_and_lists_only_its_keys() {
     let (scenario, events) = gc_pause_class();
-    let mut app = App::new(scenario, false, 1.0, false, "you are bob".into(), Theme::DEFAULT);
-    app.class = Some(ClassSeat::Student("bob".into()));
+    let mut app = App::new(scenario, false, 1.0, false, "you are bob".into(), Theme::DEFAULT)
+        .in_class(ClassSeat::Student("bob".into()));
     app.update(Msg::RunStarting);
     app.update(Msg::Logged(events.iter().filter(|e| e.t_ms <= 1500.0).cloned().collect()));
     app.update(Msg::Quiz(QuizNews::Cursor(100.0)));

@@ -7,12 +7,12 @@ use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::scenario::builtin;
 use fencelab::tui::app::{App, Msg, Overlay};
 use fencelab::tui::keys::Action;
-use fencelab::tui::render::draw;
+use fencelab::tui::render::{draw, measure};
 use fencelab::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
-use ratatui::layout::Position;
+use ratatui::layout::{Position, Rect};
 use ratatui::style::Color;
 use tokio_util::sync::CancellationToken;
 
@@ -585,6 +585,8 @@ fn a_long_step_is_shown_from_its_start_and_scrolls() {
     ));
     app.update(Msg::Clock { reached_ms: 600.0, real_ms: 10_000.0 });
     let term = screen(&app, WIDTH, HEIGHT);
+    // As the event loop does: what the frame measured comes back before the next key.
+    app.update(Msg::Measured(measure(Rect::new(0, 0, WIDTH, HEIGHT), &app)));
     let panel = panel_text(term.backend().buffer());
     assert!(panel.contains("▶ A long step"), "{panel}");
     assert!(!panel.contains("line 40 of"), "{panel}");

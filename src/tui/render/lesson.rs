@@ -16,23 +16,7 @@ use crate::scenario::Checkpoint;
 pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let Some(lesson) = &app.lesson else { return };
-    let width = area.width.saturating_sub(3) as usize;
-    let (lines, read_from, question_from) = panel_lines(app, lesson, width);
-    // What the learner must press to go on is pinned to the panel's last row, so a
-    // step longer than the panel cannot scroll it out of sight.
-    let prompt = hold_prompt(lesson);
-    let height = area.height.saturating_sub(2 + u16::from(prompt.is_some())) as usize;
-    let last = lines.len().saturating_sub(height);
-    // The panel rests at its bottom, unless that hides the start of the step being
-    // read; an open question's choices always stay on screen.
-    // At a question it rests at its bottom, unless that hides the question itself
-    // (a short projector screen): then from the question, the rest a PgDn away.
-    let rest = match question_from {
-        Some(q) => last.min(q),
-        None => last.min(read_from),
-    };
-    lesson.scroll_room.set((rest, last - rest));
-    let top = rest.saturating_add_signed(-lesson.scroll).min(last);
+    let Panel { lines, prompt, height, last, top, .. } = panel(area, app, lesson);
     let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
     // Where more text is, on the right, where a long lesson title cannot hide it.
     let more = match (top > 0, top < last) {
@@ -59,6 +43,46 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
         };
         Paragraph::new(Line::styled(prompt, t.key)).render(row, buf);
     }
+}
+
+/// The panel laid out in `area`: its lines, the prompt pinned to its last row, how
+/// many rows of text it shows, the last line it can scroll to, where it rests, and
+/// the line it starts from now (`lesson.scroll` away from its rest).
+struct Panel {
+    lines: Vec<Line<'static>>,
+    prompt: Option<String>,
+    height: usize,
+    last: usize,
+    rest: usize,
+    top: usize,
+}
+
+fn panel(area: Rect, app: &App, lesson: &LessonState) -> Panel {
+    let width = area.width.saturating_sub(3) as usize;
+    let (lines, read_from, question_from) = panel_lines(app, lesson, width);
+    // What the learner must press to go on is pinned to the panel's last row, so a
+    // step longer than the panel cannot scroll it out of sight.
+    let prompt = hold_prompt(lesson);
+    let height = area.height.saturating_sub(2 + u16::from(prompt.is_some())) as usize;
+    let last = lines.len().saturating_sub(height);
+    // The panel rests at its bottom, unless that hides the start of the step being
+    // read; an open question's choices always stay on screen.
+    // At a question it rests at its bottom, unless that hides the question itself
+    // (a short projector screen): then from the question, the rest a PgDn away.
+    let rest = match question_from {
+        Some(q) => last.min(q),
+        None => last.min(read_from),
+    };
+    let top = rest.saturating_add_signed(-lesson.scroll).min(last);
+    Panel { lines, prompt, height, last, rest, top }
+}
+
+/// How far the narration drawn in `area` can scroll up and down from where it rests
+/// (what `PgUp`/`PgDn` may move), for the app to hear after the frame.
+pub fn narration_room(area: Rect, app: &App) -> Option<(usize, usize)> {
+    let lesson = app.lesson.as_ref()?;
+    let Panel { last, rest, .. } = panel(area, app, lesson);
+    Some((rest, last - rest))
 }
 
 /// Rows the panel needs at this width, with its border: the step being read and

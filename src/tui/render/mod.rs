@@ -25,7 +25,7 @@ mod timeline;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use super::app::{App, ClassSeat, Overlay};
+use super::app::{App, ClassSeat, Measured, Overlay};
 
 pub use timeline::{LaneRow, lane_at, lane_rows, lanes_per_page};
 
@@ -195,6 +195,22 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
         [none, stacked]
     };
     Areas { header, timeline, tokens, lesson: none, storage, hint, bottom, footer }
+}
+
+/// What a frame of `screen` measured that the app must know for the next keys: how
+/// many lanes a page holds, and how far the narration can scroll (drawn only where
+/// `draw` draws it). The event loop sends it as `Msg::Measured` after each frame:
+/// drawing reads the app and never writes it.
+pub fn measure(screen: Rect, app: &App) -> Measured {
+    let lesson = areas(screen, app).lesson;
+    let drawn = screen.width >= MIN_WIDTH
+        && screen.height >= MIN_HEIGHT
+        && app.posed.is_none()
+        && !lesson.is_empty();
+    Measured {
+        lanes_per_page: lanes_per_page(screen, app),
+        narration_room: drawn.then(|| lesson::narration_room(lesson, app)).flatten(),
+    }
 }
 
 /// Draw everything.

@@ -473,7 +473,7 @@ pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let mut spans = vec![Span::raw(" ")];
     // A class's lanes past a screenful: say first how to reach the rest.
-    if app.lesson.is_none() && app.lanes_per_page < app.run.lanes.len() {
+    if app.lesson.is_none() && app.lanes_per_page() < app.run.lanes.len() {
         spans.push(Span::styled("PgUp/PgDn", t.key));
         spans.push(Span::styled(" more lanes  ", t.dim));
     }

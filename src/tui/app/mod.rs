@@ -4,16 +4,24 @@
 //! to pause, ...) for the event loop to carry out, so every key can be tested
 //! without a terminal, a runtime or a Redis.
 
+mod class;
+mod lesson;
+mod playground;
+mod replay;
+
+pub use class::ClassSeat;
+pub use playground::Service;
+use playground::step;
+#[cfg(test)]
+use playground::{PLAYGROUND_POLL_MS, REDLOCK_NODES};
+
 use super::keys::Action;
 use super::lesson::LessonState;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
-use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
+use crate::engine::log::{Event, EventKind, RunOutcome};
 use crate::model::{Belief, RunModel};
-use crate::scenario::{
-    LockShape, LockSpec, PlannedRun, ReleaseMode, Scenario, Step, StorageKind, TokenSource,
-    WaitStrategy, WorkerSpec,
-};
+use crate::scenario::{LockSpec, PlannedRun, Scenario, Step, StorageKind, TokenSource};
 use crate::session::quiz::{Posed, QuizNews, QuizStep};
 
 /// How much time the timeline shows at first, in scenario ms.
@@ -26,26 +34,9 @@ const STATUS_SHOWN_MS: f64 = 2500.0;
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
 /// How many lines PgUp and PgDn scroll the lesson's narration.
 const NARRATION_PAGE: isize = 8;
-/// The `poll` strategy's interval in the playground: redis-py's `Lock` default.
-const PLAYGROUND_POLL_MS: u64 = 100;
-/// Changes to the lease and pause length happen in these steps (ms).
-const STEP_MS: u64 = 500;
-const MAX_WORKERS: usize = 8;
 /// The default pause length: longer than the playground's lease, so a pause makes
 /// the lease expire.
 pub const DEFAULT_PAUSE_MS: u64 = 4000;
-
-/// How long after a narration step's moment its hold still shows what happens, on
-/// real servers (scenario ms): the moment's own consequences, not what comes next.
-/// On a busy laptop (a projector, a recording) a write due at 3 s lands tens of ms
-/// late; 40 ms missed it under load, and the step then pointed at nothing.
-const STEP_SETTLE_MS: f64 = 100.0;
-/// How far the projector's cursor moves before the room is told (ten posts a second
-/// at the run's pace): a student's screen lags the projector by at most this.
-const CLASS_CURSOR_STEP_MS: f64 = 100.0;
-/// How far the run must be past the projector's cursor for a student's screen to say
-/// it is held there (the cursor is told every `CLASS_CURSOR_STEP_MS`, a little late).
-const PROJECTOR_HOLD_MARGIN_MS: f64 = 700.0;
 
 /// What the event loop must do after an action.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,70 +54,6 @@ pub enum Effect {
     /// thread: the screen stays responsive); the answer comes back as `Msg::Searched`.
     Search(Box<Scenario>, bool),
 }
-
-/// The lock service and storage a run uses: what `l` and `w` cycle through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Service {
-    pub lock: LockShape,
-    pub storage: StorageKind,
-}
-
-impl Service {
-    pub fn of(scenario: &Scenario) -> Self {
-        Service { lock: scenario.lock, storage: scenario.storage }
-    }
-
-    /// The scenario on this service. Faults belong to the lesson's own script (its
-    /// failover, its Redlock), so switching leaves them behind.
-    pub fn apply(self, scenario: &mut Scenario) {
-        if Service::of(scenario) != self {
-            scenario.faults.clear();
-        }
-        scenario.lock = self.lock;
-        scenario.storage = self.storage;
-    }
-
-    /// One Redis, then Redlock on five, then etcd. Redlock keeps its storage on Redis.
-    fn next_lock(self) -> Self {
-        match self.lock {
-            LockShape::Redis | LockShape::Replicated => Service {
-                lock: LockShape::Redlock { nodes: REDLOCK_NODES },
-                storage: StorageKind::Redis,
-            },
-            LockShape::Redlock { .. } => Service { lock: LockShape::Etcd, ..self },
-            // Every other kind (a lesson's) goes back to the start: one Redis.
-            _ => Service { lock: LockShape::Redis, ..self },
-        }
-    }
-
-    /// Redis list <-> PostgreSQL table (not under Redlock, whose storage is its own);
-    /// a primary with a replica becomes one Redis.
-    fn next_storage(self) -> Option<Self> {
-        let storage = match self.storage {
-            StorageKind::Redis => StorageKind::Postgres,
-            StorageKind::Postgres => StorageKind::Redis,
-        };
-        let lock = match self.lock {
-            LockShape::Redlock { .. } => return None,
-            LockShape::Replicated => LockShape::Redis,
-            other => other,
-        };
-        Some(Service { lock, storage })
-    }
-
-    /// "etcd lease lock, PostgreSQL storage".
-    pub fn label(self) -> String {
-        let lock = self.lock.label();
-        let storage = match self.storage {
-            StorageKind::Redis => "storage a Redis list",
-            StorageKind::Postgres => "storage a PostgreSQL table",
-        };
-        format!("{lock}, {storage}")
-    }
-}
-
-/// How many servers the playground's Redlock has.
-const REDLOCK_NODES: usize = 5;
 
 /// A change to the simulator's clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -175,6 +102,18 @@ pub enum Msg {
     Searching(u64),
     /// `b`'s search ended: the counterexample to run below this run, or what was covered.
     Searched(Searched),
+    /// What the last frame measured (`render::measure`): sent by the event loop after
+    /// each frame, before the next key, since only the drawing knows the panels' sizes.
+    Measured(Measured),
+}
+
+/// What a frame measured that the keys need: how many lanes a page holds (PgUp/PgDn
+/// outside lessons), and how far the narration can scroll up and down from where it
+/// rests (None: no narration was drawn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measured {
+    pub lanes_per_page: usize,
+    pub narration_room: Option<(usize, usize)>,
 }
 
 /// What `b`'s search came back with.
@@ -241,9 +180,9 @@ pub struct App {
     scripted: Vec<(f64, String, WorkerCommand)>,
     pub sim_playing: bool,
     pub selected: usize,
-    /// How many lanes the screen shows at once (set by the event loop from the last
-    /// frame; all until then): what PgUp/PgDn move the selection by outside lessons.
-    pub lanes_per_page: usize,
+    /// How many lanes the screen shows at once (measured by the last frame; all until
+    /// then): what PgUp/PgDn move the selection by outside lessons.
+    lanes_per_page: usize,
     pub overlay: Overlay,
     /// How far the help is scrolled (it is taller than a projector's screen).
     pub help_scroll: u16,
@@ -285,14 +224,6 @@ pub struct App {
     pub searching: bool,
     /// The counterexample `b` found, and its story: the next run runs it.
     counterexample: Option<(Scenario, String)>,
-}
-
-/// A class's run is one run, steered by the instructor; a student's screen says
-/// "you" of their own lane.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClassSeat {
-    Instructor,
-    Student(String),
 }
 
 /// The state of a replay, for the header.
@@ -366,10 +297,9 @@ impl App {
         self
     }
 
-    /// Show this lesson's narration and questions beside the timeline.
-    pub fn with_lesson(mut self, lesson: LessonState) -> Self {
-        self.lesson = Some(lesson);
-        self
+    /// How many lanes the last frame showed at once.
+    pub fn lanes_per_page(&self) -> usize {
+        self.lanes_per_page
     }
 
     /// What the truth lane and the panels call the lock service ("Redis", "etcd").
@@ -410,16 +340,6 @@ impl App {
         self.hold_at.is_some()
     }
 
-    /// A student's view stopped at the projector's cursor while the run goes on well
-    /// past it (the instructor holds for a step or a question): the screen is held,
-    /// not live. The margin is beyond the cursor's own lag (told every 100 ms).
-    pub fn held_by_projector(&self) -> bool {
-        matches!(self.class, Some(ClassSeat::Student(_)))
-            && self.log_ended().is_none_or(|end| self.cursor_ms < end)
-            && self.cursor_ms >= self.class_cursor_ms - 0.5
-            && self.reached_ms - self.class_cursor_ms > PROJECTOR_HOLD_MARGIN_MS
-    }
-
     /// Where tokens come from, for the tokens panel.
     pub fn token_source(&self) -> &'static str {
         // The run on screen may be a variant that changes where tokens come from.
@@ -447,17 +367,6 @@ impl App {
             Some(word) if self.a_question_ahead_answers(word) => "#",
             _ => lock.words.tok,
         }
-    }
-
-    /// Whether a lesson question not yet answered has `word` in its right answer (before
-    /// its explanation), so a panel naming `word` now would answer it.
-    fn a_question_ahead_answers(&self, word: &str) -> bool {
-        self.lesson.as_ref().is_some_and(|lesson| {
-            lesson.checkpoints.iter().zip(&lesson.answers).any(|(c, answered)| {
-                let right = c.choices.get(c.answer.wrapping_sub(1)).map_or("", String::as_str);
-                answered.is_none() && right.split(':').next().unwrap_or_default().contains(word)
-            })
-        })
     }
 
     /// The scenario and fencing the next run uses.
@@ -535,19 +444,16 @@ impl App {
                 Vec::new()
             }
             Msg::Searched(searched) => self.searched(searched),
+            Msg::Measured(measured) => {
+                self.lanes_per_page = measured.lanes_per_page;
+                if let (Some(room), Some(lesson)) = (measured.narration_room, &mut self.lesson) {
+                    lesson.measured(room);
+                }
+                Vec::new()
+            }
         };
         self.reveal();
         effects
-    }
-
-    /// Open a saved run: the whole log at once, the cursor at its start, playing.
-    pub fn open_replay(&mut self, events: Vec<Event>) {
-        self.begin_run();
-        self.replay = Some(Replaying { playing: true });
-        self.following = false;
-        self.logged(events);
-        self.reached_ms = self.log.last().map_or(0.0, |e| e.t_ms);
-        self.reveal();
     }
 
     fn logged(&mut self, events: Vec<Event>) {
@@ -631,208 +537,6 @@ impl App {
         }
     }
 
-    /// A lesson's run shown to its end that took less than half the timeline (lesson
-    /// 23's ways of waiting end within 1.2 s and differ by less than a column at 6 s):
-    /// the window fits it (and the run compared above it), so the difference shows
-    /// without knowing `z`. A window the learner zoomed stays theirs.
-    fn fit_window(&mut self) {
-        if self.zoomed || self.lesson.is_none() || self.class.is_some() {
-            return;
-        }
-        let Some(end) = self.log_ended().filter(|end| self.cursor_ms >= *end) else { return };
-        let earlier = self.previous.as_ref().and_then(|p| p.ended.as_ref()).map_or(0.0, |e| e.0);
-        let end = end.max(earlier);
-        if end * 2.0 <= DEFAULT_WINDOW_MS {
-            self.window_ms = ((end * 1.25 / 500.0).ceil() * 500.0).max(1000.0);
-        }
-    }
-
-    /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves,
-    /// and at once wherever it stops (a step or a question holds it, or the run's end):
-    /// the students' screens follow it, and a question's premise (the write it asks
-    /// about, a few ms past the last step told) must be on theirs too.
-    fn tell_class_cursor(&mut self) -> Vec<Effect> {
-        if self.class != Some(ClassSeat::Instructor) {
-            return Vec::new();
-        }
-        let at_end = self.log_ended().is_some_and(|end| self.cursor_ms >= end);
-        let stopped = at_end || self.held();
-        let moved = self.cursor_ms - self.class_cursor_ms;
-        if moved >= CLASS_CURSOR_STEP_MS || (stopped && moved > 0.0) {
-            self.class_cursor_ms = self.cursor_ms;
-            return vec![Effect::Quiz(QuizStep::Cursor(self.cursor_ms))];
-        }
-        Vec::new()
-    }
-
-    /// Let the lesson move on to what the cursor would reach; it may hold there.
-    fn lesson_tick(&mut self, cursor_ms: f64) -> Vec<Effect> {
-        // Once the run has ended and the cursor is there, the steps left are reached
-        // (each still held to be read).
-        let ended = self.log_ended().is_some_and(|end| cursor_ms >= end);
-        let cursor = if ended { f64::INFINITY } else { cursor_ms };
-        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
-        let was_held = lesson.hold.is_some();
-        let Some(at) = lesson.advance(cursor, std::time::Instant::now()) else {
-            // A reading time ran out: go on from the hold.
-            let released = was_held && lesson.hold.is_none();
-            return if released { self.resume_after_hold() } else { Vec::new() };
-        };
-        if !lesson.cast.is_empty() {
-            let gone: Vec<(String, f64)> = (self.log.iter())
-                .filter_map(|e| match &e.kind {
-                    EventKind::Left { student, .. } => Some((student.clone(), e.t_ms)),
-                    _ => None,
-                })
-                .collect();
-            lesson.tell_of_leavers(&gone);
-        }
-        // A question holds at its moment exactly. A narration step on real servers
-        // also shows its moment's own consequences, which land a few ms after it (A
-        // wakes at 3 s; its write reaches the storage just after): never up to a
-        // question's moment.
-        let question = lesson.open_checkpoint().is_some();
-        // The instructor's projector poses the question to the class instead.
-        let posed = match (&self.class, lesson.open_checkpoint()) {
-            (Some(ClassSeat::Instructor), Some((i, c))) => {
-                Some((i, Posed::of(u32::try_from(i + 1).unwrap_or(u32::MAX), c)))
-            }
-            _ => None,
-        };
-        let next_question = lesson
-            .checkpoints
-            .iter()
-            .map(|c| c.at_ms as f64)
-            .filter(|q| *q >= at)
-            .fold(f64::INFINITY, f64::min);
-        self.hold_at = Some(if question || self.simulated {
-            at
-        } else {
-            (at + STEP_SETTLE_MS).min(next_question)
-        });
-        self.moment = None;
-        let mut effects = Vec::new();
-        if let Some((i, posed)) = posed {
-            self.posed = Some(posed);
-            effects.push(Effect::Quiz(QuizStep::Ask(i)));
-        }
-        // On the simulator time itself stops. Real servers' time cannot: the run goes
-        // on underneath while the cursor waits at the hold.
-        if self.simulated {
-            self.sim_playing = false;
-            effects.push(Effect::Pace(PaceChange::Playing(false)));
-        }
-        effects
-    }
-
-    fn continue_lesson(&mut self) -> Vec<Effect> {
-        if let Some(effects) = self.continue_class() {
-            return effects;
-        }
-        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
-        if lesson.hold.is_none() {
-            return Vec::new();
-        }
-        if !lesson.release() {
-            let n = lesson.open_checkpoint().map_or(0, |(_, c)| c.choices.len());
-            self.status = Some(format!("answer first: press 1 to {n}"));
-            return Vec::new();
-        }
-        self.resume_after_hold()
-    }
-
-    /// Enter in a class. The instructor's first Enter reveals the open question (the
-    /// students' screens go on); the projector stays at the question, its answer shown,
-    /// until the next Enter goes on. A student's Enter closes a revealed question.
-    fn continue_class(&mut self) -> Option<Vec<Effect>> {
-        let posed = self.posed.as_mut()?;
-        if !posed.is_open() {
-            self.posed = None;
-            let Some(lesson) = self.lesson.as_mut().filter(|l| l.open_checkpoint().is_some())
-            else {
-                return Some(Vec::new());
-            };
-            lesson.close_question();
-            return Some(self.resume_after_hold());
-        }
-        if self.class != Some(ClassSeat::Instructor) {
-            let n = posed.choices.len();
-            self.status = Some(format!("press 1 to {n} to answer: the instructor reveals"));
-            return Some(Vec::new());
-        }
-        // An Enter meant for the narration must not reveal before anyone could answer.
-        if posed.tally.chosen.is_empty() && !posed.confirming {
-            posed.confirming = true;
-            self.status = Some("nobody has answered yet: Enter again reveals anyway".into());
-            return Some(Vec::new());
-        }
-        let (i, c) = self.lesson.as_ref()?.open_checkpoint()?;
-        posed.revealed = Some((c.answer, c.explain.clone()));
-        self.status = Some("revealed to the class: Enter goes on".into());
-        Some(vec![Effect::Quiz(QuizStep::Reveal(i))])
-    }
-
-    /// A number key while a class's question is open: a student's answer (sent at
-    /// once; the latest counts). The instructor's class answers on their own screens.
-    fn answer_posed(&mut self, i: usize) -> Option<Vec<Effect>> {
-        let posed = self.posed.as_mut().filter(|p| p.is_open())?;
-        let n = posed.choices.len();
-        let (status, effects) = match &self.class {
-            Some(ClassSeat::Student(_)) if i < n => {
-                posed.mine = Some(i + 1);
-                let step = QuizStep::Answer { number: posed.number, choice: i + 1 };
-                let said =
-                    format!("answer {} sent: your latest answer counts until the reveal", i + 1);
-                (said, vec![Effect::Quiz(step)])
-            }
-            Some(ClassSeat::Student(_)) => (format!("press 1 to {n} to answer"), Vec::new()),
-            _ => ("the class answers on their own screens: Enter reveals".into(), Vec::new()),
-        };
-        self.status = Some(status);
-        Some(effects)
-    }
-
-    /// News of a question posed to the class.
-    fn quiz_news(&mut self, news: QuizNews) -> Vec<Effect> {
-        match news {
-            QuizNews::Asked(posed) => {
-                // A student's screen holds at the question's moment, as a lesson does:
-                // nothing later is drawn until the reveal (if the view was already
-                // past it, it goes back there).
-                let at = posed.at_ms as f64;
-                self.hold_at = Some(at);
-                self.cursor_ms = self.cursor_ms.min(at);
-                self.following = false;
-                self.moment = None;
-                self.posed = Some(posed);
-            }
-            QuizNews::Tallied { number, tally } => {
-                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
-                    posed.tally = tally;
-                }
-            }
-            QuizNews::Revealed { number, answer, explain } => {
-                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
-                    posed.revealed = Some((answer, explain));
-                    return self.resume_after_hold();
-                }
-            }
-            QuizNews::Cursor(at_ms) => self.class_cursor_ms = self.class_cursor_ms.max(at_ms),
-            QuizNews::Failed(error) => {
-                self.error = Some(match (&self.class, self.log_ended()) {
-                    (Some(ClassSeat::Student(_)), Some(_)) => {
-                        "The instructor ended the class.".to_string()
-                    }
-                    (Some(ClassSeat::Student(_)), None) => {
-                        "The class's room has gone: the instructor ended the class (or the network to them is down).".to_string()
-                    }
-                    _ => format!("the room's questions stopped: {error}"),
-                });
-            }
-        }
-        Vec::new()
-    }
-
     /// Go on from a hold: from where the cursor stopped, at the run's pace.
     fn resume_after_hold(&mut self) -> Vec<Effect> {
         self.moment = None;
@@ -878,17 +582,6 @@ impl App {
     /// The view's cursor (the moment shown when none is inspected).
     pub fn cursor_ms(&self) -> f64 {
         self.cursor_ms
-    }
-
-    /// A narration step's hold has begun but the view has not yet reached its moment's
-    /// settle (real servers: the step's own consequences land a few ms after it). The
-    /// step is drawn only once this is over, so it never speaks of what the screen
-    /// does not show yet.
-    pub fn settling(&self) -> bool {
-        let step = self.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_none());
-        // A run that ended before the settle point has nothing more to show.
-        let end = self.log_ended().unwrap_or(f64::INFINITY);
-        step && self.hold_at.is_some_and(|h| self.cursor_ms < h.min(end))
     }
 
     /// The cursor moves by itself: a live run, a view catching up, a replay playing.
@@ -943,46 +636,6 @@ impl App {
             Some(v) => v.label.clone(),
             None => format!("fencing tokens: {}", if self.fencing { "on" } else { "off" }),
         }
-    }
-
-    /// The lesson's keys: scroll and read back through the narration, take it again.
-    fn lesson_key(&mut self, action: Action) -> Vec<Effect> {
-        let first_fencing = self.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
-        let last_lane = self.run.lanes.len().saturating_sub(1);
-        let Some(lesson) = self.lesson.as_mut() else {
-            // Outside lessons, PgUp/PgDn page through the lanes (a class has many).
-            match action {
-                Action::NarrationUp => {
-                    self.selected = self.selected.saturating_sub(self.lanes_per_page);
-                }
-                Action::NarrationDown => {
-                    self.selected = (self.selected + self.lanes_per_page).min(last_lane);
-                }
-                _ => self.status = Some("that key is for lessons (fencelab lessons)".into()),
-            }
-            return Vec::new();
-        };
-        match action {
-            Action::NarrationUp => lesson.scroll_by(NARRATION_PAGE),
-            Action::NarrationDown => lesson.scroll_by(-NARRATION_PAGE),
-            Action::NarrationBack => lesson.step_back(),
-            Action::NarrationForward => lesson.step_forward(),
-            _ => {
-                self.variant = 0;
-                self.fencing = first_fencing;
-                self.previous = None;
-                let label = self.run_label();
-                if let Some(lesson) = self.lesson.as_mut() {
-                    lesson.retake(&label);
-                }
-                self.status = Some(
-                    "the lesson again, from the start: the same questions, their choices in a new order"
-                        .into(),
-                );
-                return vec![Effect::StartRun];
-            }
-        }
-        Vec::new()
     }
 
     /// The time the screen shows: the inspected moment, or the cursor.
@@ -1185,105 +838,6 @@ impl App {
         Vec::new()
     }
 
-    fn switch(&mut self, to: Option<Service>) -> Vec<Effect> {
-        let Some(to) = to else {
-            self.status =
-                Some("Redlock keeps its storage on Redis: press l for another lock".into());
-            return Vec::new();
-        };
-        self.previous = None;
-        self.scripted.clear();
-        self.status = Some(format!("starting {}...", to.label()));
-        vec![Effect::SwitchService(to)]
-    }
-
-    fn command_selected(&mut self, command: WorkerCommand) -> Vec<Effect> {
-        let Some(lane) = self.run.lanes.get(self.selected) else { return Vec::new() };
-        if !self.live() {
-            self.status = Some("the run has ended: press r to restart it".into());
-            return Vec::new();
-        }
-        let name = lane.name.clone();
-        self.status = Some(match command {
-            WorkerCommand::Pause { ms: Some(ms) } | WorkerCommand::Stall { ms } => {
-                format!("{name} paused for {} (a GC pause)", secs(ms))
-            }
-            WorkerCommand::Pause { ms: None } => {
-                format!("{name} paused until you press space again")
-            }
-            WorkerCommand::Resume => format!("{name} resumed"),
-            WorkerCommand::Crash => {
-                format!("{name} crashed: its lock stays until the lease expires")
-            }
-        });
-        vec![Effect::Worker(name, command)]
-    }
-
-    fn change_speed(&mut self, faster: bool) -> Vec<Effect> {
-        let i = SPEEDS.iter().position(|s| *s >= self.speed).unwrap_or(3);
-        let i = if faster { (i + 1).min(SPEEDS.len() - 1) } else { i.saturating_sub(1) };
-        self.speed = SPEEDS[i];
-        // The simulator's clock and a replay's are ours: the speed applies at once.
-        if self.simulated || self.replay.is_some() {
-            // The cursor, catching up after a hold, goes at the run's new pace too.
-            self.pace = self.speed;
-            self.status = Some(format!("speed {}x", self.speed));
-            vec![Effect::Pace(PaceChange::Speed(self.speed))]
-        } else {
-            self.status = Some(format!(
-                "speed {}x from the next run (leases on real servers are set when taken): press r",
-                self.speed
-            ));
-            Vec::new()
-        }
-    }
-
-    /// ttl → poll (every 100 ms) → notify → ttl. `notify` needs the one-Redis lock's
-    /// release channel: on other lock services the cycle skips it.
-    fn next_wait(&mut self) {
-        let s = &mut self.scenario;
-        let notify_fits =
-            s.lock.spec().can.release_channel && s.release == ReleaseMode::CompareAndDelete;
-        s.wait = match s.wait {
-            WaitStrategy::Ttl => WaitStrategy::Poll,
-            WaitStrategy::Poll if notify_fits => WaitStrategy::Notify,
-            WaitStrategy::Poll | WaitStrategy::Notify => WaitStrategy::Ttl,
-        };
-        s.poll_ms = (s.wait == WaitStrategy::Poll).then_some(PLAYGROUND_POLL_MS);
-        // Short enough for the status line at 80 columns.
-        let how = match s.wait {
-            WaitStrategy::Ttl => "sleep to the lease's end",
-            WaitStrategy::Poll => "retry every 100 ms",
-            WaitStrategy::Notify => "are told of a release",
-        };
-        self.status = Some(format!("next run: waiters {how} (wait = {}): press r", s.wait.name()));
-    }
-
-    fn add_worker(&mut self) {
-        if self.scenario.workers.len() >= MAX_WORKERS {
-            self.status = Some(format!("at most {MAX_WORKERS} workers"));
-            return;
-        }
-        let name = (b'A'..=b'Z')
-            .map(|c| (c as char).to_string())
-            .find(|n| self.scenario.workers.iter().all(|w| &w.name != n))
-            .unwrap_or_else(|| "W".into());
-        let start_ms = self.scenario.workers.iter().map(|w| w.start_ms).max().unwrap_or(0) + 300;
-        self.scenario.workers.push(WorkerSpec {
-            name: name.clone(),
-            start_ms,
-            steps: vec![
-                Step::Acquire { give_up_ms: None },
-                Step::Write { value: format!("report from {name}") },
-                Step::Release,
-            ],
-            clock_rate: 1.0,
-            // A worker added by hand is fencelab's own, beside any programs.
-            program: None,
-        });
-        self.status = Some(format!("worker {name} added to the next run: press r to restart"));
-    }
-
     /// The moments at which violations became visible, up to `upto_ms`: each one's
     /// event (for an overlap, the second holder's grant), so the panels at that moment
     /// show it.
@@ -1319,136 +873,11 @@ impl App {
         }
     }
 
-    /// The pauses and crashes the user made in this run, to repeat at the same
-    /// moments in the compare run.
-    fn user_controls(&self) -> Vec<(f64, String, WorkerCommand)> {
-        let scripted_crash = |name: &str| {
-            self.run_scenario().is_some_and(|s| {
-                s.workers.iter().any(|w| w.name == name && w.steps.contains(&Step::Crash))
-            })
-        };
-        let mut held: Vec<&str> = Vec::new();
-        let mut out = Vec::new();
-        for e in &self.log {
-            let EventKind::Worker { worker, what } = &e.kind else { continue };
-            let command = match what {
-                WorkerEvent::Paused { ms, by_user: true } => {
-                    if ms.is_none() {
-                        held.push(worker);
-                    }
-                    WorkerCommand::Pause { ms: *ms }
-                }
-                WorkerEvent::Resumed if held.contains(&worker.as_str()) => {
-                    held.retain(|h| *h != worker);
-                    WorkerCommand::Resume
-                }
-                WorkerEvent::Crashed if !scripted_crash(worker) => WorkerCommand::Crash,
-                _ => continue,
-            };
-            out.push((e.t_ms, worker.clone(), command));
-        }
-        out
-    }
-
-    /// The scenario the current run was started with.
-    /// `b`: search the scenario of the run on screen, with the fencing it ran with.
-    fn break_it(&mut self) -> Vec<Effect> {
-        let Some(scenario) = self.run_scenario().filter(|_| self.log_ended().is_some()) else {
-            self.status = Some("b searches a run once it has ended".to_string());
-            return Vec::new();
-        };
-        if self.searching {
-            self.status = Some("break: already searching".to_string());
-            return Vec::new();
-        }
-        let scenario = Box::new(scenario.clone());
-        self.searching = true;
-        self.status = Some("break: searching for the faults that break this run (q quits)".into());
-        vec![Effect::Search(scenario, self.run.fencing_at_start)]
-    }
-
-    /// `b`'s answer: run the counterexample below this run, or say what held.
-    fn searched(&mut self, searched: Searched) -> Vec<Effect> {
-        self.searching = false;
-        match searched {
-            Searched::Broken { scenario, story } => {
-                // The search's progress is over; the new run's title tells the story.
-                self.status = None;
-                self.scripted.clear();
-                self.previous = Some(self.run.clone());
-                self.previous_label = self.run_label.clone();
-                self.counterexample = Some((*scenario, story));
-                vec![Effect::StartRun]
-            }
-            Searched::Held(covered) => {
-                self.status = Some(format!("break: {covered}"));
-                Vec::new()
-            }
-            Searched::Failed(error) => {
-                self.status = Some(format!("break failed: {error}"));
-                Vec::new()
-            }
-        }
-    }
-
     fn run_scenario(&self) -> Option<&Scenario> {
         self.log.first().and_then(|e| match &e.kind {
             EventKind::RunStarted { scenario, .. } => Some(scenario.as_ref()),
             _ => None,
         })
-    }
-
-    /// What a key does in a replay: time keys move the replay's cursor; view keys
-    /// (None here) work as live; keys that would change the run say a replay cannot.
-    fn act_in_replay(&mut self, action: Action) -> Option<Vec<Effect>> {
-        let end = self.reached_ms;
-        let pause = |app: &mut App| app.replay = Some(Replaying { playing: false });
-        match action {
-            Action::SimPlayPause | Action::HoldSelected => {
-                if self.cursor_ms >= end {
-                    self.cursor_ms = 0.0;
-                }
-                let playing = self.replay.is_some_and(|r| r.playing);
-                self.replay = Some(Replaying { playing: !playing });
-                self.resumed = true;
-            }
-            Action::SimStep | Action::StepBack => {
-                pause(self);
-                let t = self.cursor_ms;
-                let times = self.log.iter().map(|e| e.t_ms);
-                self.cursor_ms = if action == Action::SimStep {
-                    times.clone().find(|at| *at > t).unwrap_or(end)
-                } else {
-                    times.rev().find(|at| *at < t).unwrap_or(0.0)
-                };
-            }
-            Action::MomentBack | Action::MomentForward => {
-                pause(self);
-                let delta = self.window_ms / 60.0;
-                let delta = if action == Action::MomentBack { -delta } else { delta };
-                self.cursor_ms = (self.cursor_ms + delta).clamp(0.0, end);
-            }
-            Action::Restart => {
-                self.cursor_ms = 0.0;
-                self.replay = Some(Replaying { playing: true });
-                self.resumed = true;
-            }
-            Action::NextViolation => {
-                if let Some(t) = self.next_violation_time(end) {
-                    pause(self);
-                    self.cursor_ms = t;
-                }
-            }
-            Action::SpeedDown | Action::SpeedUp => return None,
-            _ if super::keys::works_in_replay(action) => return None,
-            _ => {
-                self.status = Some(format!(
-                    "this is a replay of a saved run: it can be played, stepped and scrubbed, not changed ({})",
-                    super::keys::describe(action)
-                ));
-            }
-        }
-        Some(Vec::new())
     }
 }
 
@@ -1468,10 +897,6 @@ pub fn violation_time(v: &crate::check::Violation) -> f64 {
     }
 }
 
-fn step(ms: u64, up: bool) -> u64 {
-    if up { ms + STEP_MS } else { ms.saturating_sub(STEP_MS).max(STEP_MS) }
-}
-
 pub fn secs(ms: u64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
@@ -1479,7 +904,9 @@ pub fn secs(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::log::WorkerEvent;
     use crate::scenario::builtin;
+    use crate::scenario::{LockShape, WaitStrategy};
 
     fn app() -> App {
         let scenario = builtin("playground").unwrap().unwrap();

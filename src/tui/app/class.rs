@@ -1,0 +1,151 @@
+//! The class mode: whose screen of a class's run this is, the projector's cursor told
+//! to the room (and, on a student's screen, held to it), and the questions posed to
+//! the class.
+
+use super::{App, Effect};
+use crate::session::quiz::{QuizNews, QuizStep};
+
+/// How far the projector's cursor moves before the room is told (ten posts a second
+/// at the run's pace): a student's screen lags the projector by at most this.
+pub(super) const CLASS_CURSOR_STEP_MS: f64 = 100.0;
+
+/// How far the run must be past the projector's cursor for a student's screen to say
+/// it is held there (the cursor is told every `CLASS_CURSOR_STEP_MS`, a little late).
+pub(super) const PROJECTOR_HOLD_MARGIN_MS: f64 = 700.0;
+
+/// A class's run is one run, steered by the instructor; a student's screen says
+/// "you" of their own lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClassSeat {
+    Instructor,
+    Student(String),
+}
+
+impl App {
+    /// Whose screen of a class's run this is: the instructor's projector or a
+    /// student's (the class's screens open the app so).
+    pub fn in_class(mut self, seat: ClassSeat) -> Self {
+        self.class = Some(seat);
+        self
+    }
+
+    /// A student's view stopped at the projector's cursor while the run goes on well
+    /// past it (the instructor holds for a step or a question): the screen is held,
+    /// not live. The margin is beyond the cursor's own lag (told every 100 ms).
+    pub fn held_by_projector(&self) -> bool {
+        matches!(self.class, Some(ClassSeat::Student(_)))
+            && self.log_ended().is_none_or(|end| self.cursor_ms < end)
+            && self.cursor_ms >= self.class_cursor_ms - 0.5
+            && self.reached_ms - self.class_cursor_ms > PROJECTOR_HOLD_MARGIN_MS
+    }
+
+    /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves,
+    /// and at once wherever it stops (a step or a question holds it, or the run's end):
+    /// the students' screens follow it, and a question's premise (the write it asks
+    /// about, a few ms past the last step told) must be on theirs too.
+    pub(super) fn tell_class_cursor(&mut self) -> Vec<Effect> {
+        if self.class != Some(ClassSeat::Instructor) {
+            return Vec::new();
+        }
+        let at_end = self.log_ended().is_some_and(|end| self.cursor_ms >= end);
+        let stopped = at_end || self.held();
+        let moved = self.cursor_ms - self.class_cursor_ms;
+        if moved >= CLASS_CURSOR_STEP_MS || (stopped && moved > 0.0) {
+            self.class_cursor_ms = self.cursor_ms;
+            return vec![Effect::Quiz(QuizStep::Cursor(self.cursor_ms))];
+        }
+        Vec::new()
+    }
+
+    /// Enter in a class. The instructor's first Enter reveals the open question (the
+    /// students' screens go on); the projector stays at the question, its answer shown,
+    /// until the next Enter goes on. A student's Enter closes a revealed question.
+    pub(super) fn continue_class(&mut self) -> Option<Vec<Effect>> {
+        let posed = self.posed.as_mut()?;
+        if !posed.is_open() {
+            self.posed = None;
+            let Some(lesson) = self.lesson.as_mut().filter(|l| l.open_checkpoint().is_some())
+            else {
+                return Some(Vec::new());
+            };
+            lesson.close_question();
+            return Some(self.resume_after_hold());
+        }
+        if self.class != Some(ClassSeat::Instructor) {
+            let n = posed.choices.len();
+            self.status = Some(format!("press 1 to {n} to answer: the instructor reveals"));
+            return Some(Vec::new());
+        }
+        // An Enter meant for the narration must not reveal before anyone could answer.
+        if posed.tally.chosen.is_empty() && !posed.confirming {
+            posed.confirming = true;
+            self.status = Some("nobody has answered yet: Enter again reveals anyway".into());
+            return Some(Vec::new());
+        }
+        let (i, c) = self.lesson.as_ref()?.open_checkpoint()?;
+        posed.revealed = Some((c.answer, c.explain.clone()));
+        self.status = Some("revealed to the class: Enter goes on".into());
+        Some(vec![Effect::Quiz(QuizStep::Reveal(i))])
+    }
+
+    /// A number key while a class's question is open: a student's answer (sent at
+    /// once; the latest counts). The instructor's class answers on their own screens.
+    pub(super) fn answer_posed(&mut self, i: usize) -> Option<Vec<Effect>> {
+        let posed = self.posed.as_mut().filter(|p| p.is_open())?;
+        let n = posed.choices.len();
+        let (status, effects) = match &self.class {
+            Some(ClassSeat::Student(_)) if i < n => {
+                posed.mine = Some(i + 1);
+                let step = QuizStep::Answer { number: posed.number, choice: i + 1 };
+                let said =
+                    format!("answer {} sent: your latest answer counts until the reveal", i + 1);
+                (said, vec![Effect::Quiz(step)])
+            }
+            Some(ClassSeat::Student(_)) => (format!("press 1 to {n} to answer"), Vec::new()),
+            _ => ("the class answers on their own screens: Enter reveals".into(), Vec::new()),
+        };
+        self.status = Some(status);
+        Some(effects)
+    }
+
+    /// News of a question posed to the class.
+    pub(super) fn quiz_news(&mut self, news: QuizNews) -> Vec<Effect> {
+        match news {
+            QuizNews::Asked(posed) => {
+                // A student's screen holds at the question's moment, as a lesson does:
+                // nothing later is drawn until the reveal (if the view was already
+                // past it, it goes back there).
+                let at = posed.at_ms as f64;
+                self.hold_at = Some(at);
+                self.cursor_ms = self.cursor_ms.min(at);
+                self.following = false;
+                self.moment = None;
+                self.posed = Some(posed);
+            }
+            QuizNews::Tallied { number, tally } => {
+                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
+                    posed.tally = tally;
+                }
+            }
+            QuizNews::Revealed { number, answer, explain } => {
+                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
+                    posed.revealed = Some((answer, explain));
+                    return self.resume_after_hold();
+                }
+            }
+            QuizNews::Cursor(at_ms) => self.class_cursor_ms = self.class_cursor_ms.max(at_ms),
+            QuizNews::Failed(error) => {
+                self.error = Some(match (&self.class, self.log_ended()) {
+                    (Some(ClassSeat::Student(_)), Some(_)) => {
+                        "The instructor ended the class.".to_string()
+                    }
+                    (Some(ClassSeat::Student(_)), None) => {
+                        "The class's room has gone: the instructor ended the class (or the network to them is down).".to_string()
+                    }
+                    _ => format!("the room's questions stopped: {error}"),
+                });
+            }
+        }
+        Vec::new()
+    }
+}

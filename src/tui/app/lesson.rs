@@ -1,0 +1,176 @@
+//! The lesson mode: the narration and its questions beside the run, the holds at
+//! their moments, and the lesson's own keys.
+
+use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, NARRATION_PAGE, PaceChange};
+use crate::engine::log::EventKind;
+use crate::session::quiz::{Posed, QuizStep};
+use crate::tui::keys::Action;
+use crate::tui::lesson::LessonState;
+
+/// How long after a narration step's moment its hold still shows what happens, on
+/// real servers (scenario ms): the moment's own consequences, not what comes next.
+/// On a busy laptop (a projector, a recording) a write due at 3 s lands tens of ms
+/// late; 40 ms missed it under load, and the step then pointed at nothing.
+pub(super) const STEP_SETTLE_MS: f64 = 100.0;
+
+impl App {
+    /// Show this lesson's narration and questions beside the timeline.
+    pub fn with_lesson(mut self, lesson: LessonState) -> Self {
+        self.lesson = Some(lesson);
+        self
+    }
+
+    /// Let the lesson move on to what the cursor would reach; it may hold there.
+    pub(super) fn lesson_tick(&mut self, cursor_ms: f64) -> Vec<Effect> {
+        // Once the run has ended and the cursor is there, the steps left are reached
+        // (each still held to be read).
+        let ended = self.log_ended().is_some_and(|end| cursor_ms >= end);
+        let cursor = if ended { f64::INFINITY } else { cursor_ms };
+        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
+        let was_held = lesson.hold.is_some();
+        let Some(at) = lesson.advance(cursor, std::time::Instant::now()) else {
+            // A reading time ran out: go on from the hold.
+            let released = was_held && lesson.hold.is_none();
+            return if released { self.resume_after_hold() } else { Vec::new() };
+        };
+        if !lesson.cast.is_empty() {
+            let gone: Vec<(String, f64)> = (self.log.iter())
+                .filter_map(|e| match &e.kind {
+                    EventKind::Left { student, .. } => Some((student.clone(), e.t_ms)),
+                    _ => None,
+                })
+                .collect();
+            lesson.tell_of_leavers(&gone);
+        }
+        // A question holds at its moment exactly. A narration step on real servers
+        // also shows its moment's own consequences, which land a few ms after it (A
+        // wakes at 3 s; its write reaches the storage just after): never up to a
+        // question's moment.
+        let question = lesson.open_checkpoint().is_some();
+        // The instructor's projector poses the question to the class instead.
+        let posed = match (&self.class, lesson.open_checkpoint()) {
+            (Some(ClassSeat::Instructor), Some((i, c))) => {
+                Some((i, Posed::of(u32::try_from(i + 1).unwrap_or(u32::MAX), c)))
+            }
+            _ => None,
+        };
+        let next_question = lesson
+            .checkpoints
+            .iter()
+            .map(|c| c.at_ms as f64)
+            .filter(|q| *q >= at)
+            .fold(f64::INFINITY, f64::min);
+        self.hold_at = Some(if question || self.simulated {
+            at
+        } else {
+            (at + STEP_SETTLE_MS).min(next_question)
+        });
+        self.moment = None;
+        let mut effects = Vec::new();
+        if let Some((i, posed)) = posed {
+            self.posed = Some(posed);
+            effects.push(Effect::Quiz(QuizStep::Ask(i)));
+        }
+        // On the simulator time itself stops. Real servers' time cannot: the run goes
+        // on underneath while the cursor waits at the hold.
+        if self.simulated {
+            self.sim_playing = false;
+            effects.push(Effect::Pace(PaceChange::Playing(false)));
+        }
+        effects
+    }
+
+    pub(super) fn continue_lesson(&mut self) -> Vec<Effect> {
+        if let Some(effects) = self.continue_class() {
+            return effects;
+        }
+        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
+        if lesson.hold.is_none() {
+            return Vec::new();
+        }
+        if !lesson.release() {
+            let n = lesson.open_checkpoint().map_or(0, |(_, c)| c.choices.len());
+            self.status = Some(format!("answer first: press 1 to {n}"));
+            return Vec::new();
+        }
+        self.resume_after_hold()
+    }
+
+    /// The lesson's keys: scroll and read back through the narration, take it again.
+    pub(super) fn lesson_key(&mut self, action: Action) -> Vec<Effect> {
+        let first_fencing = self.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
+        let last_lane = self.run.lanes.len().saturating_sub(1);
+        let Some(lesson) = self.lesson.as_mut() else {
+            // Outside lessons, PgUp/PgDn page through the lanes (a class has many).
+            match action {
+                Action::NarrationUp => {
+                    self.selected = self.selected.saturating_sub(self.lanes_per_page);
+                }
+                Action::NarrationDown => {
+                    self.selected = (self.selected + self.lanes_per_page).min(last_lane);
+                }
+                _ => self.status = Some("that key is for lessons (fencelab lessons)".into()),
+            }
+            return Vec::new();
+        };
+        match action {
+            Action::NarrationUp => lesson.scroll_by(NARRATION_PAGE),
+            Action::NarrationDown => lesson.scroll_by(-NARRATION_PAGE),
+            Action::NarrationBack => lesson.step_back(),
+            Action::NarrationForward => lesson.step_forward(),
+            _ => {
+                self.variant = 0;
+                self.fencing = first_fencing;
+                self.previous = None;
+                let label = self.run_label();
+                if let Some(lesson) = self.lesson.as_mut() {
+                    lesson.retake(&label);
+                }
+                self.status = Some(
+                    "the lesson again, from the start: the same questions, their choices in a new order"
+                        .into(),
+                );
+                return vec![Effect::StartRun];
+            }
+        }
+        Vec::new()
+    }
+
+    /// A lesson's run shown to its end that took less than half the timeline (lesson
+    /// 23's ways of waiting end within 1.2 s and differ by less than a column at 6 s):
+    /// the window fits it (and the run compared above it), so the difference shows
+    /// without knowing `z`. A window the learner zoomed stays theirs.
+    pub(super) fn fit_window(&mut self) {
+        if self.zoomed || self.lesson.is_none() || self.class.is_some() {
+            return;
+        }
+        let Some(end) = self.log_ended().filter(|end| self.cursor_ms >= *end) else { return };
+        let earlier = self.previous.as_ref().and_then(|p| p.ended.as_ref()).map_or(0.0, |e| e.0);
+        let end = end.max(earlier);
+        if end * 2.0 <= DEFAULT_WINDOW_MS {
+            self.window_ms = ((end * 1.25 / 500.0).ceil() * 500.0).max(1000.0);
+        }
+    }
+
+    /// A narration step's hold has begun but the view has not yet reached its moment's
+    /// settle (real servers: the step's own consequences land a few ms after it). The
+    /// step is drawn only once this is over, so it never speaks of what the screen
+    /// does not show yet.
+    pub fn settling(&self) -> bool {
+        let step = self.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_none());
+        // A run that ended before the settle point has nothing more to show.
+        let end = self.log_ended().unwrap_or(f64::INFINITY);
+        step && self.hold_at.is_some_and(|h| self.cursor_ms < h.min(end))
+    }
+
+    /// Whether a lesson question not yet answered has `word` in its right answer (before
+    /// its explanation), so a panel naming `word` now would answer it.
+    pub(super) fn a_question_ahead_answers(&self, word: &str) -> bool {
+        self.lesson.as_ref().is_some_and(|lesson| {
+            lesson.checkpoints.iter().zip(&lesson.answers).any(|(c, answered)| {
+                let right = c.choices.get(c.answer.wrapping_sub(1)).map_or("", String::as_str);
+                answered.is_none() && right.split(':').next().unwrap_or_default().contains(word)
+            })
+        })
+    }
+}

@@ -1,0 +1,70 @@
+//! The replay mode: a saved run's whole log, its cursor moved by play and keys.
+
+use super::{App, Effect, Replaying};
+use crate::engine::log::Event;
+use crate::tui::keys::{self, Action};
+
+impl App {
+    /// Open a saved run: the whole log at once, the cursor at its start, playing.
+    pub fn open_replay(&mut self, events: Vec<Event>) {
+        self.begin_run();
+        self.replay = Some(Replaying { playing: true });
+        self.following = false;
+        self.logged(events);
+        self.reached_ms = self.log.last().map_or(0.0, |e| e.t_ms);
+        self.reveal();
+    }
+
+    /// What a key does in a replay: time keys move the replay's cursor; view keys
+    /// (None here) work as live; keys that would change the run say a replay cannot.
+    pub(super) fn act_in_replay(&mut self, action: Action) -> Option<Vec<Effect>> {
+        let end = self.reached_ms;
+        let pause = |app: &mut App| app.replay = Some(Replaying { playing: false });
+        match action {
+            Action::SimPlayPause | Action::HoldSelected => {
+                if self.cursor_ms >= end {
+                    self.cursor_ms = 0.0;
+                }
+                let playing = self.replay.is_some_and(|r| r.playing);
+                self.replay = Some(Replaying { playing: !playing });
+                self.resumed = true;
+            }
+            Action::SimStep | Action::StepBack => {
+                pause(self);
+                let t = self.cursor_ms;
+                let times = self.log.iter().map(|e| e.t_ms);
+                self.cursor_ms = if action == Action::SimStep {
+                    times.clone().find(|at| *at > t).unwrap_or(end)
+                } else {
+                    times.rev().find(|at| *at < t).unwrap_or(0.0)
+                };
+            }
+            Action::MomentBack | Action::MomentForward => {
+                pause(self);
+                let delta = self.window_ms / 60.0;
+                let delta = if action == Action::MomentBack { -delta } else { delta };
+                self.cursor_ms = (self.cursor_ms + delta).clamp(0.0, end);
+            }
+            Action::Restart => {
+                self.cursor_ms = 0.0;
+                self.replay = Some(Replaying { playing: true });
+                self.resumed = true;
+            }
+            Action::NextViolation => {
+                if let Some(t) = self.next_violation_time(end) {
+                    pause(self);
+                    self.cursor_ms = t;
+                }
+            }
+            Action::SpeedDown | Action::SpeedUp => return None,
+            _ if keys::works_in_replay(action) => return None,
+            _ => {
+                self.status = Some(format!(
+                    "this is a replay of a saved run: it can be played, stepped and scrubbed, not changed ({})",
+                    keys::describe(action)
+                ));
+            }
+        }
+        Some(Vec::new())
+    }
+}
