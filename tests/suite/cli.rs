@@ -300,9 +300,20 @@ fn the_readmes_minimal_acl_is_enough_for_a_shared_redis() {
     let () = cmd.query(&mut con).unwrap_or_else(|e| panic!("{acl}: {e}"));
     let url = format!("{}?user=fencelab&pass=acl-secret", server.url());
     // Script and two-step acquires, fenced and idempotent writes, renewals, releases,
-    // and a queue's stream commands.
-    for scenario in ["gc-pause", "unsafe-release", "stalled-renewal", "payment-gateway", "queue"] {
-        let out = run(&["run", scenario, "--redis", &url]);
+    // and a queue's stream commands. The runs go side by side (each run's keys carry its
+    // own run id): one after another they were half a minute of waiting on leases.
+    let scenarios = ["gc-pause", "unsafe-release", "stalled-renewal", "payment-gateway", "queue"];
+    let runs: Vec<(&str, Output)> = std::thread::scope(|scope| {
+        let started: Vec<_> = scenarios
+            .iter()
+            .map(|&scenario| {
+                let url = &url;
+                (scenario, scope.spawn(move || run(&["run", scenario, "--redis", url])))
+            })
+            .collect();
+        started.into_iter().map(|(scenario, run)| (scenario, run.join().unwrap())).collect()
+    });
+    for (scenario, out) in runs {
         assert!(out.status.success(), "{scenario}: {}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(!text.contains("FAILED") && !text.contains("NOPERM"), "{scenario}: {text}");
