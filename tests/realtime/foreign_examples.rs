@@ -150,7 +150,7 @@ fn breaks(program: &str, scale: &str) {
 
 #[test]
 fn break_finds_and_confirms_the_pause_that_breaks_redis_py_lock() {
-    breaks("python3 examples/python-redis-py/lock.py", "0.25");
+    breaks("python3 examples/python-redis-py/lock.py", "0.5");
 }
 
 #[test]
