@@ -135,7 +135,7 @@ fn harmless_line(o: &Outcome) -> String {
         format!(
             "with fencing, the checker found only what fencing makes harmless ({kinds}): the storage refused every stale write and took the writes in token order"
         )
-    } else if o.design.lock == crate::scenario::LockShape::Stream {
+    } else if o.design.lock.spec().queue {
         format!(
             "the checker found only what a queue's at-least-once delivery makes harmless ({kinds}): a job delivered again was done once, its repeat refused"
         )

@@ -127,7 +127,7 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
 /// (a lesson file of one's own is not the course's, and is not kept). A progress file
 /// that cannot be written is said and forgotten: it never fails the lesson.
 fn remember(app: &App) {
-    let Some(lesson) = &app.lesson else { return };
+    let Some(lesson) = app.lesson() else { return };
     let name = &app.scenario.name;
     if crate::lesson::find(name).is_none() {
         return;
@@ -188,8 +188,8 @@ fn replay_app_of(
     let name = std::path::Path::new(&options.file).file_name().map(|n| n.to_string_lossy());
     let label = format!("{} · recorded on {backend}", name.unwrap_or_default());
     let theme = Theme::initial(options.presenter);
-    let mut app = App::new((**scenario).clone(), *fencing, options.speed, false, label, theme);
-    app.open_replay(events);
+    let app = App::new((**scenario).clone(), *fencing, options.speed, false, label, theme);
+    let mut app = app.replaying(events);
     app.update(Msg::Notice(format!("replay: {}", keys::replay_keys())));
     Ok(app)
 }
@@ -309,7 +309,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
         effects.extend(app.update(Msg::Clock { reached_ms, real_ms }));
         apply(app, &mut source, effects, &mut terminal, &mut grown, &search).await?;
         // Each lesson step is a marker in the recording.
-        let step = app.lesson.as_ref().and_then(|l| l.current()).map(|s| s.title.clone());
+        let step = app.lesson().and_then(|l| l.current()).map(|s| s.title.clone());
         if step.is_some() && step != step_shown {
             recording.marker(step.as_deref().unwrap_or_default());
             step_shown = step;

@@ -41,13 +41,13 @@ async fn play(app: &mut App, deployment: &Deployment) {
     let task = tokio::spawn(async move { prepared.execute().await });
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut last = Instant::now();
-    while !(task.is_finished() && app.lesson.as_ref().is_some_and(|l| l.finished())) {
+    while !(task.is_finished() && app.lesson().is_some_and(|l| l.finished())) {
         assert!(Instant::now() < deadline, "{}: the run did not finish", scenario.name);
         app.update(Msg::Logged(log.since(app.log().len())));
         let real_ms = last.elapsed().as_secs_f64() * 1000.0;
         last = Instant::now();
         app.update(Msg::Clock { reached_ms: log.clock().now_ms(), real_ms });
-        let state = app.lesson.clone().unwrap();
+        let state = app.lesson().cloned().unwrap();
         if let Some((_, c)) = state.open_checkpoint() {
             app.update(Action::PauseWorker(c.answer - 1));
         }

@@ -721,11 +721,11 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     };
 
     // The run reaches the question: the projector holds there and poses it.
-    until(&mut [&mut projector], instructor, |s| s[0].app.posed.is_some(), "posed").await;
+    until(&mut [&mut projector], instructor, |s| s[0].app.posed().is_some(), "posed").await;
     assert_eq!(projector.app.view_ms(), 2100.0);
     {
         let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
-        let asked = |s: &[&mut Screen]| s.iter().all(|s| s.app.posed.is_some());
+        let asked = |s: &[&mut Screen]| s.iter().all(|s| s.app.posed().is_some());
         until(&mut screens, student, asked, "every student is asked").await;
     }
     for desk in &desks {
@@ -735,8 +735,7 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     desks[0].key(Action::PauseWorker(0));
     desks[1].key(Action::PauseWorker(0));
     desks[2].key(Action::PauseWorker(1));
-    let counted =
-        |s: &[&mut Screen]| s[0].app.posed.as_ref().is_some_and(|p| p.tally.counts == [2, 1, 0]);
+    let counted = |s: &[&mut Screen]| s[0].app.posed().is_some_and(|p| p.tally.counts == [2, 1, 0]);
     until(&mut [&mut projector], instructor, counted, "the tally counts 2/1/0").await;
     let screen = projector.text(100, 30);
     assert!(screen.contains("Question 1 · 3 of 3 answered · Enter reveals"), "{screen}");
@@ -749,9 +748,8 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     assert!(revealed.contains("✔ The answer is 1: A's"), "{revealed}");
     {
         let mut screens: Vec<&mut Screen> = desks.iter_mut().collect();
-        let told = |s: &[&mut Screen]| {
-            s.iter().all(|s| s.app.posed.as_ref().is_some_and(|p| !p.is_open()))
-        };
+        let told =
+            |s: &[&mut Screen]| s.iter().all(|s| s.app.posed().is_some_and(|p| !p.is_open()));
         until(&mut screens, student, told, "every student is told").await;
     }
     for (desk, verdict) in desks.iter().zip(["✔ Right: 1.", "✔ Right: 1.", "✘ Not 2."]) {
@@ -762,7 +760,7 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     // The students' screens go on; the projector's next Enter does too.
     assert!(desks.iter().all(|d| !d.app.held()));
     projector.key(Action::Continue);
-    assert!(!projector.app.held() && projector.app.posed.is_none());
+    assert!(!projector.app.held() && projector.app.posed().is_none());
 
     control.stop();
     cancel.cancel();
@@ -1067,7 +1065,7 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
         }
         holds += 1;
         // On: a step is read; a question is revealed, then closed.
-        let question = projector.app.posed.is_some();
+        let question = projector.app.posed().is_some();
         projector.key(Action::Continue);
         if question {
             projector.key(Action::Continue);
@@ -1196,7 +1194,7 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
         if !projector.app.held() {
             break;
         }
-        let question = projector.app.posed.is_some();
+        let question = projector.app.posed().is_some();
         projector.key(Action::Continue);
         if question {
             projector.key(Action::Continue);

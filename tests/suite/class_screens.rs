@@ -357,7 +357,7 @@ fn enter_reveals_to_the_class_and_the_run_goes_on() {
     assert!(app.update(Msg::Key(Action::PauseWorker(0))).is_empty());
     let effects = app.update(Msg::Key(Action::Continue));
     assert_eq!(effects, [Effect::Quiz(QuizStep::Reveal(0))]);
-    let posed = app.posed.as_ref().unwrap();
+    let posed = app.posed().unwrap();
     assert_eq!(posed.revealed.as_ref().map(|r| r.0), Some(1));
     // The projector stays at the question, its answer shown, until the next Enter.
     let end = app.log().last().unwrap().t_ms;
@@ -368,7 +368,7 @@ fn enter_reveals_to_the_class_and_the_run_goes_on() {
     assert!(screen.contains("✔ The answer is 1: A's"), "{screen}");
     assert!(!screen.contains("STALE"), "{screen}");
     assert!(app.update(Msg::Key(Action::Continue)).is_empty());
-    assert!(app.posed.is_none());
+    assert!(app.posed().is_none());
     for _ in 0..100 {
         app.update(Msg::Clock { reached_ms: end, real_ms: 100.0 });
     }
@@ -429,7 +429,7 @@ fn at_the_reveal_a_student_sees_right_or_wrong_as_in_a_lesson() {
     assert!(screen.contains("✔ The answer is 1: A's"), "{screen}");
     // The run goes on from the question; Enter closes the panel.
     app.update(Msg::Key(Action::Continue));
-    assert!(app.posed.is_none());
+    assert!(app.posed().is_none());
 }
 
 /// bob's screen while the projector holds at 100 ms (its introduction) and the run

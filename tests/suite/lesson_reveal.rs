@@ -191,7 +191,7 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
             let real_ms = last.elapsed().as_secs_f64() * 1000.0;
             last = Instant::now();
             app.update(Msg::Clock { reached_ms: log.clock().now_ms(), real_ms });
-            let state = app.lesson.clone().unwrap();
+            let state = app.lesson().cloned().unwrap();
             if let Some((i, c)) = state.open_checkpoint() {
                 let at_ms = c.at_ms as f64;
                 // The run goes on (or ends) in the servers while the question waits.

@@ -333,7 +333,7 @@ fn screens_that_answer() -> Vec<String> {
         let service = l.scenario.lock.name().to_lowercase();
         for _ in 0..400 {
             app.update(Msg::Clock { reached_ms: end, real_ms: 10_000.0 });
-            let lesson = app.lesson.as_ref().unwrap();
+            let lesson = app.lesson().unwrap();
             if lesson.finished() && lesson.hold.is_none() {
                 break;
             }
@@ -396,11 +396,7 @@ fn screens_that_answer() -> Vec<String> {
             }
             app.update(Action::Continue);
         }
-        assert!(
-            app.lesson.as_ref().unwrap().finished(),
-            "{}: the lesson did not end",
-            l.scenario.name
-        );
+        assert!(app.lesson().unwrap().finished(), "{}: the lesson did not end", l.scenario.name);
     }
     found
 }

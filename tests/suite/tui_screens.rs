@@ -269,7 +269,7 @@ fn play_to(app: &mut App, t_ms: f64, answer: usize) {
     app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= t_ms).skip(logged).collect()));
     for _ in 0..200 {
         app.update(Msg::Clock { reached_ms: t_ms, real_ms: 10_000.0 });
-        let Some(lesson) = app.lesson.as_ref() else { return };
+        let Some(lesson) = app.lesson() else { return };
         if lesson.hold.is_none() {
             // After a hold the first tick only restarts the clock: tick until there.
             if app.cursor_ms() >= t_ms {
@@ -342,12 +342,12 @@ fn every_step_reached_stays_in_the_panel_in_order() {
     let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
     play_to(&mut app, f64::INFINITY, 2);
-    let lesson_state = app.lesson.as_ref().unwrap();
+    let lesson_state = app.lesson().unwrap();
     assert!(lesson_state.finished());
     // The last step has no time of its own: it follows "A wakes up", and both show.
     let titles: Vec<&str> = lesson_state.history().map(|(s, _)| s.title.as_str()).collect();
     assert_eq!(titles[titles.len() - 2..], ["A wakes up", "What would stop it?"]);
-    app.lesson.as_mut().unwrap().step_back();
+    app.update(Action::NarrationBack);
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
     assert!(panel.contains("A wakes up"), "{panel}");
     assert!(panel.contains("reading back"), "{panel}");
@@ -431,7 +431,7 @@ fn the_end_of_a_lesson_shows_the_score_and_each_question() {
     // R takes it again, the choices in another order; this time right.
     assert_eq!(app.update(Action::Retake), [fencelab::tui::app::Effect::StartRun]);
     app.update(Msg::RunStarting);
-    let right = app.lesson.as_ref().unwrap().checkpoints[0].answer;
+    let right = app.lesson().unwrap().checkpoints[0].answer;
     assert_ne!(right, 1, "the right choice moved");
     play_to(&mut app, f64::INFINITY, right);
     let panel = panel_text(screen(&app, WIDTH, HEIGHT).backend().buffer());
@@ -531,7 +531,7 @@ fn lesson_at_its_end(name: &str) -> App {
 fn open_the_question(app: &mut App, t_ms: f64) {
     for _ in 0..50 {
         app.update(Msg::Clock { reached_ms: t_ms, real_ms: 10_000.0 });
-        if app.lesson.as_ref().unwrap().open_checkpoint().is_some() {
+        if app.lesson().unwrap().open_checkpoint().is_some() {
             return;
         }
         app.update(Action::Continue);
@@ -672,7 +672,7 @@ fn lesson_20s_node_lanes_show_b_on_nodes_3_to_5_at_every_size() {
         app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= 1700.0).collect()));
         for _ in 0..200 {
             app.update(Msg::Clock { reached_ms: 1700.0, real_ms: 10_000.0 });
-            let lesson = app.lesson.as_ref().unwrap();
+            let lesson = app.lesson().unwrap();
             if lesson.hold.is_none() && app.cursor_ms() >= 1700.0 {
                 break;
             }

@@ -2,8 +2,8 @@
 //! to the room (and, on a student's screen, held to it), and the questions posed to
 //! the class.
 
-use super::{App, Effect};
-use crate::session::quiz::{QuizNews, QuizStep};
+use super::{App, ClassState, Effect, Mode};
+use crate::session::quiz::{Posed, QuizNews, QuizStep};
 
 /// How far the projector's cursor moves before the room is told (ten posts a second
 /// at the run's pace): a student's screen lags the projector by at most this.
@@ -24,8 +24,13 @@ pub enum ClassSeat {
 impl App {
     /// Whose screen of a class's run this is: the instructor's projector or a
     /// student's (the class's screens open the app so).
+    /// A lesson opened before keeps its narration and questions for the class.
     pub fn in_class(mut self, seat: ClassSeat) -> Self {
-        self.class = Some(seat);
+        let lesson = match std::mem::replace(&mut self.mode, Mode::Playground) {
+            Mode::Lesson(lesson) => Some(lesson),
+            _ => None,
+        };
+        self.mode = Mode::Class(ClassState { seat, posed: None, cursor_ms: 0.0, lesson });
         self
     }
 
@@ -33,10 +38,12 @@ impl App {
     /// past it (the instructor holds for a step or a question): the screen is held,
     /// not live. The margin is beyond the cursor's own lag (told every 100 ms).
     pub fn held_by_projector(&self) -> bool {
-        matches!(self.class, Some(ClassSeat::Student(_)))
-            && self.log_ended().is_none_or(|end| self.cursor_ms < end)
-            && self.cursor_ms >= self.class_cursor_ms - 0.5
-            && self.reached_ms - self.class_cursor_ms > PROJECTOR_HOLD_MARGIN_MS
+        let Some(class) = self.mode.class().filter(|c| c.seat != ClassSeat::Instructor) else {
+            return false;
+        };
+        self.log_ended().is_none_or(|end| self.cursor_ms < end)
+            && self.cursor_ms >= class.cursor_ms - 0.5
+            && self.reached_ms - class.cursor_ms > PROJECTOR_HOLD_MARGIN_MS
     }
 
     /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves,
@@ -44,15 +51,15 @@ impl App {
     /// the students' screens follow it, and a question's premise (the write it asks
     /// about, a few ms past the last step told) must be on theirs too.
     pub(super) fn tell_class_cursor(&mut self) -> Vec<Effect> {
-        if self.class != Some(ClassSeat::Instructor) {
-            return Vec::new();
-        }
         let at_end = self.log_ended().is_some_and(|end| self.cursor_ms >= end);
-        let stopped = at_end || self.held();
-        let moved = self.cursor_ms - self.class_cursor_ms;
+        let (stopped, cursor) = (at_end || self.held(), self.cursor_ms);
+        let Some(class) = self.mode.class_mut().filter(|c| c.seat == ClassSeat::Instructor) else {
+            return Vec::new();
+        };
+        let moved = cursor - class.cursor_ms;
         if moved >= CLASS_CURSOR_STEP_MS || (stopped && moved > 0.0) {
-            self.class_cursor_ms = self.cursor_ms;
-            return vec![Effect::Quiz(QuizStep::Cursor(self.cursor_ms))];
+            class.cursor_ms = cursor;
+            return vec![Effect::Quiz(QuizStep::Cursor(cursor))];
         }
         Vec::new()
     }
@@ -61,17 +68,18 @@ impl App {
     /// students' screens go on); the projector stays at the question, its answer shown,
     /// until the next Enter goes on. A student's Enter closes a revealed question.
     pub(super) fn continue_class(&mut self) -> Option<Vec<Effect>> {
-        let posed = self.posed.as_mut()?;
+        let class = self.mode.class_mut()?;
+        let posed = class.posed.as_mut()?;
         if !posed.is_open() {
-            self.posed = None;
-            let Some(lesson) = self.lesson.as_mut().filter(|l| l.open_checkpoint().is_some())
+            class.posed = None;
+            let Some(lesson) = class.lesson.as_mut().filter(|l| l.open_checkpoint().is_some())
             else {
                 return Some(Vec::new());
             };
             lesson.close_question();
             return Some(self.resume_after_hold());
         }
-        if self.class != Some(ClassSeat::Instructor) {
+        if class.seat != ClassSeat::Instructor {
             let n = posed.choices.len();
             self.status = Some(format!("press 1 to {n} to answer: the instructor reveals"));
             return Some(Vec::new());
@@ -82,7 +90,7 @@ impl App {
             self.status = Some("nobody has answered yet: Enter again reveals anyway".into());
             return Some(Vec::new());
         }
-        let (i, c) = self.lesson.as_ref()?.open_checkpoint()?;
+        let (i, c) = class.lesson.as_ref()?.open_checkpoint()?;
         posed.revealed = Some((c.answer, c.explain.clone()));
         self.status = Some("revealed to the class: Enter goes on".into());
         Some(vec![Effect::Quiz(QuizStep::Reveal(i))])
@@ -91,17 +99,18 @@ impl App {
     /// A number key while a class's question is open: a student's answer (sent at
     /// once; the latest counts). The instructor's class answers on their own screens.
     pub(super) fn answer_posed(&mut self, i: usize) -> Option<Vec<Effect>> {
-        let posed = self.posed.as_mut().filter(|p| p.is_open())?;
+        let class = self.mode.class_mut()?;
+        let posed = class.posed.as_mut().filter(|p| p.is_open())?;
         let n = posed.choices.len();
-        let (status, effects) = match &self.class {
-            Some(ClassSeat::Student(_)) if i < n => {
+        let (status, effects) = match &class.seat {
+            ClassSeat::Student(_) if i < n => {
                 posed.mine = Some(i + 1);
                 let step = QuizStep::Answer { number: posed.number, choice: i + 1 };
                 let said =
                     format!("answer {} sent: your latest answer counts until the reveal", i + 1);
                 (said, vec![Effect::Quiz(step)])
             }
-            Some(ClassSeat::Student(_)) => (format!("press 1 to {n} to answer"), Vec::new()),
+            ClassSeat::Student(_) => (format!("press 1 to {n} to answer"), Vec::new()),
             _ => ("the class answers on their own screens: Enter reveals".into(), Vec::new()),
         };
         self.status = Some(status);
@@ -120,22 +129,28 @@ impl App {
                 self.cursor_ms = self.cursor_ms.min(at);
                 self.following = false;
                 self.moment = None;
-                self.posed = Some(posed);
+                if let Some(class) = self.mode.class_mut() {
+                    class.posed = Some(posed);
+                }
             }
             QuizNews::Tallied { number, tally } => {
-                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
+                if let Some(posed) = self.posed_mut(number) {
                     posed.tally = tally;
                 }
             }
             QuizNews::Revealed { number, answer, explain } => {
-                if let Some(posed) = self.posed.as_mut().filter(|p| p.number == number) {
+                if let Some(posed) = self.posed_mut(number) {
                     posed.revealed = Some((answer, explain));
                     return self.resume_after_hold();
                 }
             }
-            QuizNews::Cursor(at_ms) => self.class_cursor_ms = self.class_cursor_ms.max(at_ms),
+            QuizNews::Cursor(at_ms) => {
+                if let Some(class) = self.mode.class_mut() {
+                    class.cursor_ms = class.cursor_ms.max(at_ms);
+                }
+            }
             QuizNews::Failed(error) => {
-                self.error = Some(match (&self.class, self.log_ended()) {
+                self.error = Some(match (self.class_seat(), self.log_ended()) {
                     (Some(ClassSeat::Student(_)), Some(_)) => {
                         "The instructor ended the class.".to_string()
                     }
@@ -147,5 +162,10 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// The posed question numbered `number`, if it is the one on screen.
+    fn posed_mut(&mut self, number: u32) -> Option<&mut Posed> {
+        self.mode.class_mut()?.posed.as_mut().filter(|p| p.number == number)
     }
 }

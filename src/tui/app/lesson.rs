@@ -1,7 +1,7 @@
 //! The lesson mode: the narration and its questions beside the run, the holds at
 //! their moments, and the lesson's own keys.
 
-use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, NARRATION_PAGE, PaceChange};
+use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, Mode, NARRATION_PAGE, PaceChange};
 use crate::engine::log::EventKind;
 use crate::session::quiz::{Posed, QuizStep};
 use crate::tui::keys::Action;
@@ -15,8 +15,12 @@ pub(super) const STEP_SETTLE_MS: f64 = 100.0;
 
 impl App {
     /// Show this lesson's narration and questions beside the timeline.
+    /// In a class, the lesson the class plays (its narration on the projector).
     pub fn with_lesson(mut self, lesson: LessonState) -> Self {
-        self.lesson = Some(lesson);
+        match &mut self.mode {
+            Mode::Class(class) => class.lesson = Some(lesson),
+            _ => self.mode = Mode::Lesson(lesson),
+        }
         self
     }
 
@@ -26,7 +30,8 @@ impl App {
         // (each still held to be read).
         let ended = self.log_ended().is_some_and(|end| cursor_ms >= end);
         let cursor = if ended { f64::INFINITY } else { cursor_ms };
-        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
+        let instructor = self.class_seat() == Some(&ClassSeat::Instructor);
+        let Some(lesson) = self.mode.lesson_mut() else { return Vec::new() };
         let was_held = lesson.hold.is_some();
         let Some(at) = lesson.advance(cursor, std::time::Instant::now()) else {
             // A reading time ran out: go on from the hold.
@@ -48,8 +53,8 @@ impl App {
         // question's moment.
         let question = lesson.open_checkpoint().is_some();
         // The instructor's projector poses the question to the class instead.
-        let posed = match (&self.class, lesson.open_checkpoint()) {
-            (Some(ClassSeat::Instructor), Some((i, c))) => {
+        let posed = match lesson.open_checkpoint() {
+            Some((i, c)) if instructor => {
                 Some((i, Posed::of(u32::try_from(i + 1).unwrap_or(u32::MAX), c)))
             }
             _ => None,
@@ -67,8 +72,10 @@ impl App {
         });
         self.moment = None;
         let mut effects = Vec::new();
-        if let Some((i, posed)) = posed {
-            self.posed = Some(posed);
+        if let Some((i, posed)) = posed
+            && let Some(class) = self.mode.class_mut()
+        {
+            class.posed = Some(posed);
             effects.push(Effect::Quiz(QuizStep::Ask(i)));
         }
         // On the simulator time itself stops. Real servers' time cannot: the run goes
@@ -84,7 +91,7 @@ impl App {
         if let Some(effects) = self.continue_class() {
             return effects;
         }
-        let Some(lesson) = self.lesson.as_mut() else { return Vec::new() };
+        let Some(lesson) = self.mode.lesson_mut() else { return Vec::new() };
         if lesson.hold.is_none() {
             return Vec::new();
         }
@@ -100,7 +107,7 @@ impl App {
     pub(super) fn lesson_key(&mut self, action: Action) -> Vec<Effect> {
         let first_fencing = self.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
         let last_lane = self.run.lanes.len().saturating_sub(1);
-        let Some(lesson) = self.lesson.as_mut() else {
+        let Some(lesson) = self.mode.lesson_mut() else {
             // Outside lessons, PgUp/PgDn page through the lanes (a class has many).
             match action {
                 Action::NarrationUp => {
@@ -123,7 +130,7 @@ impl App {
                 self.fencing = first_fencing;
                 self.previous = None;
                 let label = self.run_label();
-                if let Some(lesson) = self.lesson.as_mut() {
+                if let Some(lesson) = self.mode.lesson_mut() {
                     lesson.retake(&label);
                 }
                 self.status = Some(
@@ -141,7 +148,7 @@ impl App {
     /// the window fits it (and the run compared above it), so the difference shows
     /// without knowing `z`. A window the learner zoomed stays theirs.
     pub(super) fn fit_window(&mut self) {
-        if self.zoomed || self.lesson.is_none() || self.class.is_some() {
+        if self.zoomed || !matches!(self.mode, Mode::Lesson(_)) {
             return;
         }
         let Some(end) = self.log_ended().filter(|end| self.cursor_ms >= *end) else { return };
@@ -157,7 +164,7 @@ impl App {
     /// step is drawn only once this is over, so it never speaks of what the screen
     /// does not show yet.
     pub fn settling(&self) -> bool {
-        let step = self.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_none());
+        let step = self.lesson().is_some_and(|l| l.open_checkpoint().is_none());
         // A run that ended before the settle point has nothing more to show.
         let end = self.log_ended().unwrap_or(f64::INFINITY);
         step && self.hold_at.is_some_and(|h| self.cursor_ms < h.min(end))
@@ -166,7 +173,7 @@ impl App {
     /// Whether a lesson question not yet answered has `word` in its right answer (before
     /// its explanation), so a panel naming `word` now would answer it.
     pub(super) fn a_question_ahead_answers(&self, word: &str) -> bool {
-        self.lesson.as_ref().is_some_and(|lesson| {
+        self.lesson().is_some_and(|lesson| {
             lesson.checkpoints.iter().zip(&lesson.answers).any(|(c, answered)| {
                 let right = c.choices.get(c.answer.wrapping_sub(1)).map_or("", String::as_str);
                 answered.is_none() && right.split(':').next().unwrap_or_default().contains(word)

@@ -205,31 +205,92 @@ pub struct App {
     pub quit: bool,
     /// Quitting for the course's menu (`L`), not for good.
     pub to_menu: bool,
-    /// Lesson mode: the narration and its questions.
-    pub lesson: Option<LessonState>,
+    /// Which mode the app is in, with that mode's own state.
+    mode: Mode,
     /// The scenario's own runs to compare (its variants), if it has any.
     pub variants: Vec<PlannedRun>,
     /// Which variant runs now.
     pub variant: usize,
-    /// Replaying a saved run (None: live).
-    pub replay: Option<Replaying>,
-    /// Whose screen of a class's run this is (None: not a class's).
-    pub class: Option<ClassSeat>,
-    /// The question posed to the class, open or just revealed.
-    pub posed: Option<Posed>,
-    /// A class's cursor: on a student's screen the projector's latest (nothing later
-    /// is shown); on the projector the last one told to the room.
-    class_cursor_ms: f64,
-    /// `b`'s search is running.
-    pub searching: bool,
-    /// The counterexample `b` found, and its story: the next run runs it.
-    counterexample: Option<(Scenario, String)>,
+    /// `b`'s search of the run on screen (in the playground and in lessons).
+    breaking: Breaking,
+}
+
+/// The app's modes, each holding what only it has: the other modes cannot reach a
+/// lesson's narration or a class's cursor by mistake, and a screen is in exactly one.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one App per screen, never moved: a box would only add a pointer to chase"
+)]
+enum Mode {
+    /// The user's own runs: the settings keys edit the next one.
+    Playground,
+    /// A lesson: its narration and questions over live runs.
+    Lesson(LessonState),
+    /// A saved run's whole log, its cursor moved by play and keys.
+    Replay(Replaying),
+    /// A screen of a class's run.
+    Class(ClassState),
+}
+
+impl Mode {
+    /// The lesson on screen: a lesson's, or the one a class plays.
+    fn lesson(&self) -> Option<&LessonState> {
+        match self {
+            Mode::Lesson(lesson) => Some(lesson),
+            Mode::Class(class) => class.lesson.as_ref(),
+            Mode::Playground | Mode::Replay(_) => None,
+        }
+    }
+
+    fn lesson_mut(&mut self) -> Option<&mut LessonState> {
+        match self {
+            Mode::Lesson(lesson) => Some(lesson),
+            Mode::Class(class) => class.lesson.as_mut(),
+            Mode::Playground | Mode::Replay(_) => None,
+        }
+    }
+
+    fn class(&self) -> Option<&ClassState> {
+        match self {
+            Mode::Class(class) => Some(class),
+            _ => None,
+        }
+    }
+
+    fn class_mut(&mut self) -> Option<&mut ClassState> {
+        match self {
+            Mode::Class(class) => Some(class),
+            _ => None,
+        }
+    }
 }
 
 /// The state of a replay, for the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Replaying {
     pub playing: bool,
+}
+
+/// A class's screen: whose seat, the question posed, the class's cursor, and the
+/// lesson the class plays (its narration on the projector), if any.
+#[derive(Debug)]
+struct ClassState {
+    seat: ClassSeat,
+    /// The question posed to the class, open or just revealed.
+    posed: Option<Posed>,
+    /// On a student's screen the projector's latest cursor (nothing later is shown);
+    /// on the projector the last one told to the room.
+    cursor_ms: f64,
+    lesson: Option<LessonState>,
+}
+
+/// `b`'s search: whether it runs, and the counterexample it found with its story
+/// (the next run runs it).
+#[derive(Debug, Default)]
+struct Breaking {
+    searching: bool,
+    counterexample: Option<(Scenario, String)>,
 }
 
 impl App {
@@ -276,15 +337,10 @@ impl App {
             error: None,
             quit: false,
             to_menu: false,
-            lesson: None,
+            mode: Mode::Playground,
             variants: scenario_variants(&scenario_copy),
             variant: 0,
-            replay: None,
-            class: None,
-            posed: None,
-            class_cursor_ms: 0.0,
-            searching: false,
-            counterexample: None,
+            breaking: Breaking::default(),
         }
         .with_first_variant()
     }
@@ -295,6 +351,34 @@ impl App {
             self.fencing = first.fencing;
         }
         self
+    }
+
+    /// The lesson on screen (a lesson's, or the one a class plays).
+    pub fn lesson(&self) -> Option<&LessonState> {
+        self.mode.lesson()
+    }
+
+    /// The replay's state (None: not a replay).
+    pub fn replay(&self) -> Option<Replaying> {
+        match self.mode {
+            Mode::Replay(replaying) => Some(replaying),
+            _ => None,
+        }
+    }
+
+    /// Whose screen of a class's run this is (None: not a class's).
+    pub fn class_seat(&self) -> Option<&ClassSeat> {
+        self.mode.class().map(|class| &class.seat)
+    }
+
+    /// The question posed to the class, open or just revealed.
+    pub fn posed(&self) -> Option<&Posed> {
+        self.mode.class().and_then(|class| class.posed.as_ref())
+    }
+
+    /// `b`'s search is running.
+    pub fn searching(&self) -> bool {
+        self.breaking.searching
     }
 
     /// How many lanes the last frame showed at once.
@@ -371,7 +455,7 @@ impl App {
 
     /// The scenario and fencing the next run uses.
     pub fn next_run(&self) -> (Scenario, bool) {
-        if let Some((scenario, _)) = &self.counterexample {
+        if let Some((scenario, _)) = &self.breaking.counterexample {
             return (scenario.clone(), scenario.fencing);
         }
         match self.variants.get(self.variant) {
@@ -420,8 +504,8 @@ impl App {
                 Vec::new()
             }
             Msg::Seek(t) => {
-                if self.replay.is_some() {
-                    self.replay = Some(Replaying { playing: false });
+                if let Mode::Replay(replaying) = &mut self.mode {
+                    replaying.playing = false;
                     self.cursor_ms = t.clamp(0.0, self.reached_ms);
                 } else {
                     self.moment = Some(t.clamp(0.0, self.cursor_ms));
@@ -438,7 +522,7 @@ impl App {
             }
             Msg::Quiz(news) => self.quiz_news(news),
             Msg::Searching(tried) => {
-                if self.searching {
+                if self.breaking.searching {
                     self.status = Some(format!("break: {tried} schedules tried (q quits)"));
                 }
                 Vec::new()
@@ -446,7 +530,9 @@ impl App {
             Msg::Searched(searched) => self.searched(searched),
             Msg::Measured(measured) => {
                 self.lanes_per_page = measured.lanes_per_page;
-                if let (Some(room), Some(lesson)) = (measured.narration_room, &mut self.lesson) {
+                if let (Some(room), Some(lesson)) =
+                    (measured.narration_room, self.mode.lesson_mut())
+                {
                     lesson.measured(room);
                 }
                 Vec::new()
@@ -475,11 +561,11 @@ impl App {
     fn clock(&mut self, reached_ms: f64, real_ms: f64) -> Vec<Effect> {
         let real_ms = if std::mem::take(&mut self.resumed) { 0.0 } else { real_ms };
         self.age_status(real_ms);
-        if self.replay.is_some() {
-            if self.replay.is_some_and(|r| r.playing) {
+        if let Mode::Replay(replaying) = &mut self.mode {
+            if replaying.playing {
                 self.cursor_ms = (self.cursor_ms + real_ms * self.speed).min(self.reached_ms);
                 if self.cursor_ms >= self.reached_ms {
-                    self.replay = Some(Replaying { playing: false });
+                    replaying.playing = false;
                 }
             }
             return Vec::new();
@@ -488,7 +574,7 @@ impl App {
             self.reached_ms = self.reached_ms.max(reached_ms);
         }
         let mut effects = Vec::new();
-        if self.hold_at.is_some() && self.lesson.as_ref().is_some_and(|l| l.hold.is_none()) {
+        if self.hold_at.is_some() && self.lesson().is_some_and(|l| l.hold.is_none()) {
             // The hold released itself (a reading-time hold): go on from it.
             effects = self.resume_after_hold();
         }
@@ -501,9 +587,9 @@ impl App {
         if let Some(hold) = self.hold_at {
             to = to.min(hold);
         }
-        if let Some(ClassSeat::Student(_)) = self.class {
+        if let Some(class) = self.mode.class().filter(|c| c.seat != ClassSeat::Instructor) {
             // A student's screen is never ahead of the projector's.
-            to = to.min(self.class_cursor_ms);
+            to = to.min(class.cursor_ms);
         }
         effects.extend(self.lesson_tick(to));
         if let Some(hold) = self.hold_at {
@@ -587,7 +673,7 @@ impl App {
     /// The cursor moves by itself: a live run, a view catching up, a replay playing.
     /// The event loop ticks frames only then.
     pub fn animating(&self) -> bool {
-        if let Some(r) = self.replay {
+        if let Some(r) = self.replay() {
             return r.playing;
         }
         if self.settling() {
@@ -600,18 +686,18 @@ impl App {
     /// When the loop must wake even if nothing else happens (a lesson's reading-time
     /// hold that releases itself).
     pub fn next_wakeup(&self) -> Option<std::time::Instant> {
-        self.lesson.as_ref().and_then(|l| l.wakeup())
+        self.lesson().and_then(|l| l.wakeup())
     }
 
     /// The run is still going (in the servers: the view may be behind it).
     pub fn live(&self) -> bool {
-        self.replay.is_none() && !self.log.is_empty() && self.log_ended().is_none()
+        self.replay().is_none() && !self.log.is_empty() && self.log_ended().is_none()
     }
 
     /// Begin showing a new run.
     fn begin_run(&mut self) {
         let label = self.run_label();
-        if let Some(lesson) = self.lesson.as_mut() {
+        if let Some(lesson) = self.mode.lesson_mut() {
             lesson.restart(&label);
         }
         self.log.clear();
@@ -629,7 +715,7 @@ impl App {
 
     /// What the next run is called: its variant's name, or its fencing.
     pub fn run_label(&self) -> String {
-        if let Some((_, story)) = &self.counterexample {
+        if let Some((_, story)) = &self.breaking.counterexample {
             return format!("broken by: {story}");
         }
         match self.variants.get(self.variant) {
@@ -661,7 +747,7 @@ impl App {
                 return Vec::new();
             }
         }
-        if self.replay.is_some()
+        if self.replay().is_some()
             && let Some(effects) = self.act_in_replay(action)
         {
             return effects;
@@ -690,7 +776,7 @@ impl App {
                 if let Some(effects) = self.answer_posed(i) {
                     return effects;
                 }
-                if let Some(lesson) = self.lesson.as_mut()
+                if let Some(lesson) = self.mode.lesson_mut()
                     && lesson.open_checkpoint().is_some()
                 {
                     lesson.answer(i + 1);
@@ -734,7 +820,7 @@ impl App {
             Action::Restart => {
                 self.previous = None;
                 self.scripted.clear();
-                self.counterexample = None;
+                self.breaking.counterexample = None;
                 return vec![Effect::StartRun];
             }
             Action::Break => return self.break_it(),
@@ -742,7 +828,7 @@ impl App {
                 if self.run.lanes.is_empty() {
                     return Vec::new();
                 }
-                self.counterexample = None;
+                self.breaking.counterexample = None;
                 if self.variants.is_empty() {
                     self.fencing = !self.run.fencing_at_start;
                 } else {
@@ -819,7 +905,7 @@ impl App {
             | Action::NarrationBack
             | Action::NarrationForward
             | Action::Retake => return self.lesson_key(action),
-            Action::LessonMenu if self.class.is_some() => {
+            Action::LessonMenu if self.class_seat().is_some() => {
                 self.status = Some("a class has no menu: q ends it".into());
             }
             Action::LessonMenu => (self.quit, self.to_menu) = (true, true),
@@ -827,11 +913,11 @@ impl App {
                 self.status = Some(", steps back through a replay (fencelab replay FILE)".into());
             }
             Action::NextLock => {
-                self.counterexample = None;
+                self.breaking.counterexample = None;
                 return self.switch(Some(Service::of(&self.scenario).next_lock()));
             }
             Action::NextStorage => {
-                self.counterexample = None;
+                self.breaking.counterexample = None;
                 return self.switch(Service::of(&self.scenario).next_storage());
             }
         }
@@ -1231,7 +1317,7 @@ mod tests {
             app.update(Action::Break),
             [Effect::Search(Box::new(scenario.clone()), fencing)]
         );
-        assert!(app.searching);
+        assert!(app.searching());
         assert!(app.update(Action::Break).is_empty(), "one search at a time");
         let mut broken = scenario.clone();
         broken.name = "broken".into();
@@ -1240,7 +1326,7 @@ mod tests {
         app.update(Msg::Searching(3));
         assert!(app.status.as_deref().is_some_and(|s| s.contains("3 schedules")));
         assert_eq!(app.update(Msg::Searched(answer)), [Effect::StartRun]);
-        assert!(!app.searching && app.previous.is_some());
+        assert!(!app.searching() && app.previous.is_some());
         assert_eq!(app.status, None, "the search's progress line goes with it");
         assert_eq!(app.next_run().0, broken);
         app.update(Msg::RunStarting);
@@ -1252,7 +1338,7 @@ mod tests {
     #[test]
     fn b_says_what_held_when_nothing_broke_it() {
         let mut app = app();
-        app.searching = true;
+        app.breaking.searching = true;
         let held = Searched::Held("all single pauses ...: no violation".into());
         assert!(app.update(Msg::Searched(held)).is_empty());
         assert_eq!(app.status.as_deref(), Some("break: all single pauses ...: no violation"));

@@ -124,7 +124,7 @@ impl App {
         let i = if faster { (i + 1).min(SPEEDS.len() - 1) } else { i.saturating_sub(1) };
         self.speed = SPEEDS[i];
         // The simulator's clock and a replay's are ours: the speed applies at once.
-        if self.simulated || self.replay.is_some() {
+        if self.simulated || self.replay().is_some() {
             // The cursor, catching up after a hold, goes at the run's new pace too.
             self.pace = self.speed;
             self.status = Some(format!("speed {}x", self.speed));
@@ -191,19 +191,19 @@ impl App {
             self.status = Some("b searches a run once it has ended".to_string());
             return Vec::new();
         };
-        if self.searching {
+        if self.breaking.searching {
             self.status = Some("break: already searching".to_string());
             return Vec::new();
         }
         let scenario = Box::new(scenario.clone());
-        self.searching = true;
+        self.breaking.searching = true;
         self.status = Some("break: searching for the faults that break this run (q quits)".into());
         vec![Effect::Search(scenario, self.run.fencing_at_start)]
     }
 
     /// `b`'s answer: run the counterexample below this run, or say what held.
     pub(super) fn searched(&mut self, searched: Searched) -> Vec<Effect> {
-        self.searching = false;
+        self.breaking.searching = false;
         match searched {
             Searched::Broken { scenario, story } => {
                 // The search's progress is over; the new run's title tells the story.
@@ -211,7 +211,7 @@ impl App {
                 self.scripted.clear();
                 self.previous = Some(self.run.clone());
                 self.previous_label = self.run_label.clone();
-                self.counterexample = Some((*scenario, story));
+                self.breaking.counterexample = Some((*scenario, story));
                 vec![Effect::StartRun]
             }
             Searched::Held(covered) => {

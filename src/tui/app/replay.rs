@@ -1,32 +1,33 @@
 //! The replay mode: a saved run's whole log, its cursor moved by play and keys.
 
-use super::{App, Effect, Replaying};
+use super::{App, Effect, Mode, Replaying};
 use crate::engine::log::Event;
 use crate::tui::keys::{self, Action};
 
 impl App {
-    /// Open a saved run: the whole log at once, the cursor at its start, playing.
-    pub fn open_replay(&mut self, events: Vec<Event>) {
+    /// A replay of a saved run: the whole log at once, the cursor at its start, playing.
+    pub fn replaying(mut self, events: Vec<Event>) -> Self {
         self.begin_run();
-        self.replay = Some(Replaying { playing: true });
+        self.mode = Mode::Replay(Replaying { playing: true });
         self.following = false;
         self.logged(events);
         self.reached_ms = self.log.last().map_or(0.0, |e| e.t_ms);
         self.reveal();
+        self
     }
 
     /// What a key does in a replay: time keys move the replay's cursor; view keys
     /// (None here) work as live; keys that would change the run say a replay cannot.
     pub(super) fn act_in_replay(&mut self, action: Action) -> Option<Vec<Effect>> {
         let end = self.reached_ms;
-        let pause = |app: &mut App| app.replay = Some(Replaying { playing: false });
+        let pause = |app: &mut App| app.mode = Mode::Replay(Replaying { playing: false });
         match action {
             Action::SimPlayPause | Action::HoldSelected => {
                 if self.cursor_ms >= end {
                     self.cursor_ms = 0.0;
                 }
-                let playing = self.replay.is_some_and(|r| r.playing);
-                self.replay = Some(Replaying { playing: !playing });
+                let playing = self.replay().is_some_and(|r| r.playing);
+                self.mode = Mode::Replay(Replaying { playing: !playing });
                 self.resumed = true;
             }
             Action::SimStep | Action::StepBack => {
@@ -47,7 +48,7 @@ impl App {
             }
             Action::Restart => {
                 self.cursor_ms = 0.0;
-                self.replay = Some(Replaying { playing: true });
+                self.mode = Mode::Replay(Replaying { playing: true });
                 self.resumed = true;
             }
             Action::NextViolation => {

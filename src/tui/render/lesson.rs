@@ -15,7 +15,7 @@ use crate::scenario::Checkpoint;
 
 pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
-    let Some(lesson) = &app.lesson else { return };
+    let Some(lesson) = app.lesson() else { return };
     let Panel { lines, prompt, height, last, top, .. } = panel(area, app, lesson);
     let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
     // Where more text is, on the right, where a long lesson title cannot hide it.
@@ -80,7 +80,7 @@ fn panel(area: Rect, app: &App, lesson: &LessonState) -> Panel {
 /// How far the narration drawn in `area` can scroll up and down from where it rests
 /// (what `PgUp`/`PgDn` may move), for the app to hear after the frame.
 pub fn narration_room(area: Rect, app: &App) -> Option<(usize, usize)> {
-    let lesson = app.lesson.as_ref()?;
+    let lesson = app.lesson()?;
     let Panel { last, rest, .. } = panel(area, app, lesson);
     Some((rest, last - rest))
 }
@@ -89,7 +89,7 @@ pub fn narration_room(area: Rect, app: &App) -> Option<(usize, usize)> {
 /// what follows it (an open question, its choices and the feedback), so a layout
 /// short of room can give the panel that much and no more.
 pub fn narration_height(app: &App, width: u16) -> u16 {
-    let Some(lesson) = &app.lesson else { return 0 };
+    let Some(lesson) = app.lesson() else { return 0 };
     let (lines, read_from, _) = panel_lines(app, lesson, width.saturating_sub(3) as usize);
     let prompt = u16::from(hold_prompt(lesson).is_some());
     let rows = lines.len().saturating_sub(read_from).min(u16::MAX as usize / 2) as u16;
@@ -99,7 +99,7 @@ pub fn narration_height(app: &App, width: u16) -> u16 {
 /// Rows an open question needs at this width (it, its choices, the prompt, the
 /// border): what the panel must keep when the timeline takes the rest.
 pub fn question_height(app: &App, width: u16) -> Option<u16> {
-    let lesson = app.lesson.as_ref()?;
+    let lesson = app.lesson()?;
     let (lines, _, question_from) = panel_lines(app, lesson, width.saturating_sub(3) as usize);
     let rows = lines.len().saturating_sub(question_from?).min(u16::MAX as usize / 2) as u16;
     Some(rows + u16::from(hold_prompt(lesson).is_some()) + 2)
@@ -244,7 +244,7 @@ fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, w
         }
         lines.push(Line::raw(""));
     }
-    if app.class.is_some() {
+    if app.class_seat().is_some() {
         // A class plays one run: the next is another class (`--fencing` for tokens on).
         let next = "a class plays one run: q ends the class; start it again (--fencing for tokens on) for another";
         lines.extend(wrapped("", next, width, t.key));

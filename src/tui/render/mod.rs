@@ -91,12 +91,12 @@ pub struct Areas {
 
 /// What goes where a lesson's narration goes: the narration, or a class's question.
 fn panel_shown(app: &App) -> bool {
-    app.lesson.is_some() || app.posed.is_some()
+    app.lesson().is_some() || app.posed().is_some()
 }
 
 /// Rows that panel needs at `width`.
 fn panel_height(app: &App, width: u16) -> u16 {
-    match &app.posed {
+    match app.posed() {
         Some(posed) => question::height(app, posed, width),
         None => lesson::narration_height(app, width),
     }
@@ -124,7 +124,7 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
         // a PgUp away.
         let wanted = panel_height(app, body.width);
         let timeline_whole = timeline::needed_height(app).max(NARROW_TIMELINE_MIN);
-        let asking = match (&app.posed, lesson::question_height(app, body.width)) {
+        let asking = match (app.posed(), lesson::question_height(app, body.width)) {
             (Some(_), _) => true,
             (None, Some(question)) => question > body.height.saturating_sub(timeline_whole),
             (None, None) => false,
@@ -205,7 +205,7 @@ pub fn measure(screen: Rect, app: &App) -> Measured {
     let lesson = areas(screen, app).lesson;
     let drawn = screen.width >= MIN_WIDTH
         && screen.height >= MIN_HEIGHT
-        && app.posed.is_none()
+        && app.posed().is_none()
         && !lesson.is_empty();
     Measured {
         lanes_per_page: lanes_per_page(screen, app),
@@ -225,7 +225,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let a = areas(screen, app);
     panels::header(a.header, buf, app);
     timeline::render(a.timeline, buf, app);
-    match &app.posed {
+    match app.posed() {
         Some(posed) if !a.lesson.is_empty() => question::draw(a.lesson, buf, app, posed),
         _ if !a.lesson.is_empty() => lesson::narration(a.lesson, buf, app),
         _ => {}
@@ -246,7 +246,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     panels::footer(a.footer, buf, app);
     if let Some(error) = &app.error {
-        if let Some(ClassSeat::Student(_)) = &app.class {
+        if let Some(ClassSeat::Student(_)) = app.class_seat() {
             overlay::class_over(screen, buf, &app.theme, error);
         } else {
             overlay::error(screen, buf, &app.theme, error);

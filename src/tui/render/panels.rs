@@ -39,8 +39,8 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let view = app.view_ms() / 1000.0;
     let state = match (&run.ended, app.moment) {
         (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
-        _ if app.replay.is_some_and(|r| r.playing) => format!("▶ REPLAY {view:.3} s"),
-        _ if app.replay.is_some() => format!("‖ REPLAY {view:.3} s"),
+        _ if app.replay().is_some_and(|r| r.playing) => format!("▶ REPLAY {view:.3} s"),
+        _ if app.replay().is_some() => format!("‖ REPLAY {view:.3} s"),
         _ if run.lost.is_some() => {
             format!("✖ SERVER LOST at {:.1} s", run.lost.as_ref().map_or(view, |l| l.0 / 1000.0))
         }
@@ -53,7 +53,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     };
     let backend_style = if app.simulated { t.simulator } else { t.backend };
     // Live, the setting the next writes get; in a replay, the run's at the cursor.
-    let on = if app.replay.is_some() { run.fencing } else { app.fencing };
+    let on = if app.replay().is_some() { run.fencing } else { app.fencing };
     let fencing = if on { "ON ✔" } else { "OFF ✘" };
     let fencing = match super::token_name(app) {
         Some(token) => format!(" FENCING ({token}) {fencing} "),
@@ -231,11 +231,11 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
             parts.push(format!("· {}: {holder}", app.service_name()));
         }
         (parts.join("  "), t.title)
-    } else if app.posed.as_ref().is_some_and(|p| p.is_open()) {
+    } else if app.posed().is_some_and(|p| p.is_open()) {
         // While a class's question waits, nothing here may comment on what comes
         // next; a student's answer, sent, is said.
         (app.status.clone().unwrap_or_default(), t.title)
-    } else if app.lesson.as_ref().is_some_and(|l| l.open_checkpoint().is_some()) {
+    } else if app.lesson().is_some_and(|l| l.open_checkpoint().is_some()) {
         // While a question waits, nothing here may comment on what comes next.
         (String::new(), t.dim)
     } else if let Some((text, danger)) = yours(app) {
@@ -246,19 +246,19 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         (status.clone(), t.title)
     } else if let Some(text) = room_notes(app) {
         (text, t.danger)
-    } else if run.ended.is_some() && app.class.is_some() {
+    } else if run.ended.is_some() && app.class_seat().is_some() {
         ("Run over. ← → to inspect any moment, q quits.".to_string(), t.dim)
-    } else if app.class == Some(ClassSeat::Instructor) {
+    } else if app.class_seat() == Some(&ClassSeat::Instructor) {
         let keys = "↑↓ a student · space freezes (SIGSTOP) or thaws their worker";
         (format!("{keys} · x crash · f fencing"), t.dim)
     } else if run.ended.is_some() {
-        let next = match app.replay {
+        let next = match app.replay() {
             Some(_) => String::new(),
             None => format!("c to run \"{}\" below this one, ", app.compare_label()),
         };
         (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
-    } else if app.lesson.is_some()
-        || app.class.is_some()
+    } else if app.lesson().is_some()
+        || app.class_seat().is_some()
         || !app.uses_lock()
         || run.lanes.is_empty()
     {
@@ -276,7 +276,7 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
 /// On the projector: who left the class and what the room refused of whom, counted
 /// ("⚠ room: alice left · bob: 31 refused, the latest: ...").
 fn room_notes(app: &App) -> Option<String> {
-    if app.class != Some(ClassSeat::Instructor) {
+    if app.class_seat() != Some(&ClassSeat::Instructor) {
         return None;
     }
     let run = &app.run;
@@ -292,7 +292,7 @@ fn room_notes(app: &App) -> Option<String> {
 /// the point of the class is that, seen from inside, a frozen worker still holds the
 /// lock, before, while and after it is frozen.
 fn yours(app: &App) -> Option<(String, bool)> {
-    let Some(ClassSeat::Student(me)) = &app.class else { return None };
+    let Some(ClassSeat::Student(me)) = app.class_seat() else { return None };
     let me = me.as_str();
     let lane = app.run.lanes.iter().find(|l| l.name == me)?;
     let now = app.view_ms();
@@ -473,11 +473,11 @@ pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let mut spans = vec![Span::raw(" ")];
     // A class's lanes past a screenful: say first how to reach the rest.
-    if app.lesson.is_none() && app.lanes_per_page() < app.run.lanes.len() {
+    if app.lesson().is_none() && app.lanes_per_page() < app.run.lanes.len() {
         spans.push(Span::styled("PgUp/PgDn", t.key));
         spans.push(Span::styled(" more lanes  ", t.dim));
     }
-    if let Some(ClassSeat::Student(_)) = app.class {
+    if let Some(ClassSeat::Student(_)) = app.class_seat() {
         // A student's keys answer the class's questions; the run is the instructor's.
         spans.push(Span::styled("1-9", t.key));
         spans.push(Span::styled(" answer a question  ", t.dim));
@@ -528,7 +528,7 @@ fn drop_first(action: Action) -> u8 {
 /// a replay only the keys a replay has.
 fn works_here(app: &App, b: &Binding) -> bool {
     match b.action {
-        _ if app.replay.is_some() && b.replay == InReplay::Cannot => false,
+        _ if app.replay().is_some() && b.replay == InReplay::Cannot => false,
         Action::ToggleFencing => app.uses_lock() && app.lock().can.fencing,
         _ => true,
     }
@@ -547,7 +547,7 @@ fn usable_in_class(app: &App, action: Action) -> bool {
             | Action::ToggleFencing
     );
     let another_run = matches!(action, Action::Restart | Action::Compare | Action::Break);
-    match app.class {
+    match app.class_seat() {
         None => true,
         Some(ClassSeat::Instructor) => !another_run,
         Some(ClassSeat::Student(_)) => !another_run && !steers,

@@ -16,7 +16,7 @@ use crate::session::quiz::Posed;
 
 pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
     let t = &app.theme;
-    if app.class == Some(ClassSeat::Instructor) {
+    if app.class_seat() == Some(&ClassSeat::Instructor) {
         draw_tally(area, buf, posed, &app.run.left, t);
         return;
     }
@@ -40,7 +40,7 @@ pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
 
 /// Rows the question needs at `width` (its border included).
 pub fn height(app: &App, posed: &Posed, width: u16) -> u16 {
-    if app.class == Some(ClassSeat::Instructor) {
+    if app.class_seat() == Some(&ClassSeat::Instructor) {
         return tally_height(posed, &app.run.left, width);
     }
     let (lines, _) = student_lines(posed, width.saturating_sub(2) as usize, &app.theme);

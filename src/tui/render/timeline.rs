@@ -78,7 +78,7 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     let lanes = lanes_in(&runs);
     let room = room_for(&runs, app, lock, height);
     // A lesson's few lanes keep their marks, cut short as they were.
-    if app.previous.is_none() && app.lesson.is_none() && room < lanes * MIN_LANE_ROWS {
+    if app.previous.is_none() && app.lesson().is_none() && room < lanes * MIN_LANE_ROWS {
         return compact_rows(app, room, lock);
     }
     let per_lane = room.checked_div(lanes).unwrap_or(0);
@@ -218,7 +218,7 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
         Some(m) => {
             format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back ", m / 1000.0)
         }
-        None if app.held() => match (&app.class, &app.posed) {
+        None if app.held() => match (app.class_seat(), app.posed()) {
             (Some(ClassSeat::Instructor), Some(p)) if p.is_open() => {
                 " Timeline · held for the question ".into()
             }
