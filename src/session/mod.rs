@@ -8,8 +8,10 @@
 //! - [`runner`]: the playground's runs on a deployment it owns (real or simulated).
 //! - [`class`]: the instructor's room and run, a student's attendance.
 //! - [`quiz`]: a lesson's questions posed to a class, answered, counted, revealed.
+//! - [`search`]: `b`'s search of the run on screen, on a thread of its own.
 
 pub mod class;
 pub mod playground;
 pub mod quiz;
 pub mod runner;
+pub mod search;

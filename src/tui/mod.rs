@@ -13,7 +13,6 @@ mod loading;
 pub mod menu;
 pub mod record;
 pub mod render;
-mod search;
 pub mod tally;
 mod terminal;
 pub mod theme;
@@ -36,6 +35,7 @@ use crate::runtime::Shutdown;
 use crate::session::playground::{Servers, installed_services};
 use crate::session::quiz::{QuizLink, QuizNews};
 use crate::session::runner::{Pace, Runner};
+use crate::session::search::Search;
 use app::{App, Effect, Msg, PaceChange, Service};
 use theme::Theme;
 
@@ -287,7 +287,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
         app.update(Msg::RunStarting);
     }
     let mut grown = source.log().map(|l| l.subscribe());
-    let mut search = search::Search::new();
+    let mut search = Search::default();
     let mut last = std::time::Instant::now();
     loop {
         let mut effects = Vec::new();
@@ -326,7 +326,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
                 handle_input(app, ev, screen)
             }
             () = log_grew(&mut grown) => Vec::new(),
-            msg = search.next() => app.update(msg),
+            news = search.next() => app.update(news),
             _ = frames.tick(), if app.animating() => Vec::new(),
             () = wake_at(app.next_wakeup()) => Vec::new(),
             news = source.quiz_news() => app.update(Msg::Quiz(news)),
@@ -353,7 +353,7 @@ async fn apply(
     effects: Vec<Effect>,
     terminal: &mut terminal::Tui,
     grown: &mut Option<tokio::sync::watch::Receiver<usize>>,
-    search: &search::Search,
+    search: &Search,
 ) -> anyhow::Result<()> {
     if let Source::Hosted { control, quiz, .. } = source {
         for effect in effects {

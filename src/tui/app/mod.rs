@@ -23,6 +23,8 @@ use crate::engine::log::{Event, EventKind, RunOutcome};
 use crate::model::{Belief, RunModel};
 use crate::scenario::{LockSpec, PlannedRun, Scenario, Step, StorageKind, TokenSource};
 use crate::session::quiz::{Posed, QuizNews, QuizStep};
+use crate::session::search::SearchNews;
+pub use crate::session::search::Searched;
 
 /// How much time the timeline shows at first, in scenario ms.
 const DEFAULT_WINDOW_MS: f64 = 6000.0;
@@ -116,22 +118,18 @@ pub struct Measured {
     pub narration_room: Option<(usize, usize)>,
 }
 
-/// What `b`'s search came back with.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Searched {
-    /// The shrunk schedule's scenario, and the story in a line.
-    Broken {
-        scenario: Box<Scenario>,
-        story: String,
-    },
-    /// Nothing broke it: what was covered, in a line.
-    Held(String),
-    Failed(String),
-}
-
 impl From<Action> for Msg {
     fn from(action: Action) -> Self {
         Msg::Key(action)
+    }
+}
+
+impl From<SearchNews> for Msg {
+    fn from(news: SearchNews) -> Self {
+        match news {
+            SearchNews::Tried(tried) => Msg::Searching(tried),
+            SearchNews::Ended(searched) => Msg::Searched(searched),
+        }
     }
 }
 

@@ -1,33 +1,55 @@
 //! `b`: `fencelab break`'s search, run on a thread of its own so the screen stays
 //! responsive (keys, q, signals) while it tries schedules; its progress and its answer
-//! come back to the event loop as messages.
+//! come back to the screen's event loop as [`SearchNews`].
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::app::{Msg, Searched};
 use crate::scenario::Scenario;
 use crate::search::{self, Budget, Options, report};
 
 /// The TUI's search is a quick look: the command line's `fencelab break` goes further.
 const BUDGET: Budget = Budget::Time(Duration::from_secs(10));
 
-/// The search thread's messages; dropping it stops a search still going (between two
+/// What a search says while it runs, and when it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SearchNews {
+    /// It has tried this many schedules.
+    Tried(u64),
+    Ended(Searched),
+}
+
+/// What `b`'s search came back with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Searched {
+    /// The shrunk schedule's scenario, and the story in a line.
+    Broken {
+        scenario: Box<Scenario>,
+        story: String,
+    },
+    /// Nothing broke it: what was covered, in a line.
+    Held(String),
+    Failed(String),
+}
+
+/// The search thread's news; dropping it stops a search still going (between two
 /// trials, a few ms at most) so nothing outlives the screen.
 pub struct Search {
-    tx: mpsc::UnboundedSender<Msg>,
-    rx: mpsc::UnboundedReceiver<Msg>,
+    tx: mpsc::UnboundedSender<SearchNews>,
+    rx: mpsc::UnboundedReceiver<SearchNews>,
     cancel: CancellationToken,
 }
 
-impl Search {
-    pub fn new() -> Self {
+impl Default for Search {
+    fn default() -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Search { tx, rx, cancel: CancellationToken::new() }
     }
+}
 
+impl Search {
     /// Search `scenario` with `fencing`, over every fault kind it can have.
     pub fn start(&self, scenario: Scenario, fencing: bool) {
         let (tx, cancel) = (self.tx.clone(), self.cancel.clone());
@@ -35,7 +57,7 @@ impl Search {
             let options = Options { kinds: None, budget: BUDGET, seed: 1, fencing: Some(fencing) };
             let progress = tx.clone();
             let outcome = search::search(&scenario, &options, &cancel, |p| {
-                let _ = progress.send(Msg::Searching(p.tried));
+                let _ = progress.send(SearchNews::Tried(p.tried));
             });
             let answer = match outcome {
                 Ok(o) => match o.found {
@@ -47,12 +69,12 @@ impl Search {
                 },
                 Err(e) => Searched::Failed(format!("{e:#}")),
             };
-            let _ = tx.send(Msg::Searched(answer));
+            let _ = tx.send(SearchNews::Ended(answer));
         });
     }
 
-    /// The next message from a search (never, when none runs).
-    pub async fn next(&mut self) -> Msg {
+    /// The next news from a search (never, when none runs).
+    pub async fn next(&mut self) -> SearchNews {
         match self.rx.recv().await {
             Some(msg) => msg,
             // We hold a sender ourselves, so the channel never closes.
