@@ -75,7 +75,7 @@ impl<C: EtcdCluster> K8sLeaseBackend<C> {
 #[async_trait]
 impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        let (kv, revisions) = self.etcd.connect().await?;
+        let (kv, revisions) = self.etcd.connect(None).await?;
         Ok(Box::new(K8sLeaseClient {
             kv,
             keys: keys.clone(),
