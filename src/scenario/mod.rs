@@ -678,7 +678,8 @@ pub struct PlannedRun {
 /// [`Scenario::link_faults_refused`] applies, read from each lock kind's
 /// [`spec::Can::link_faults`].
 pub const LINK_FAULTS_NEED: &str = "a lock whose every connection a worker's link carries: one \
-     Redis, Redlock's nodes or etcd, with a Redis or a PostgreSQL storage";
+     Redis, Redlock's nodes, etcd or a Kubernetes-style Lease on etcd, with a Redis or a \
+     PostgreSQL storage";
 
 impl Scenario {
     /// Whether its workers' links can fail (delay, partition, heal).

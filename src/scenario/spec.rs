@@ -312,15 +312,7 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         unnoticed: "its renewTime growing old on the other contenders' clocks",
         ..REDIS_WORDS
     },
-    can: Can {
-        worker_clocks: true,
-        link_faults: LinkFaults::Refused(
-            "its contenders judge the Lease's expiry by their own clocks, and what a late or \
-             cut link does to that is not yet checked against the simulator (the etcd lock's \
-             link faults are)",
-        ),
-        ..ELSEWHERE_CAN
-    },
+    can: Can { worker_clocks: true, ..ELSEWHERE_CAN },
     lease: Lease {
         ms: 1..=u64::MAX,
         step_ms: 1,
