@@ -199,7 +199,7 @@ impl<C: StorageClient> StorageClient for Linked<C> {
 }
 
 /// etcd's calls: each one HTTP request and its answer, as through the real gateway.
-impl<K: LeaseKv + Send> LeaseKv for Linked<K> {
+impl<K: LeaseKv> LeaseKv for Linked<K> {
     async fn grant(&mut self, ttl_s: i64) -> Result<i64, BackendError> {
         over!(self, grant(ttl_s))
     }
