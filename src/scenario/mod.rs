@@ -674,15 +674,31 @@ pub struct PlannedRun {
     pub expect: Option<Expectation>,
 }
 
-/// What link faults need ([`Scenario::links_can_fail`]), after "link faults need ".
-pub const LINK_FAULTS_NEED: &str =
-    "the lock and the storage on one Redis (the proxy carries Redis connections only)";
+/// What link faults need, after "link faults need ": the rule
+/// [`Scenario::link_faults_refused`] applies, read from each lock kind's
+/// [`spec::Can::link_faults`].
+pub const LINK_FAULTS_NEED: &str = "a lock whose every connection a worker's link carries: one \
+     Redis, Redlock's nodes, etcd or a Kubernetes-style Lease on etcd, with a Redis or a \
+     PostgreSQL storage";
 
 impl Scenario {
-    /// Whether its workers' links can fail (delay, partition): only the lock's
-    /// [`spec::Can::link_faults`] and a storage on the same Redis go through the proxy.
+    /// Whether its workers' links can fail (delay, partition, heal).
     pub fn links_can_fail(&self) -> bool {
-        self.lock.spec().can.link_faults && self.storage == StorageKind::Redis
+        self.link_faults_refused().is_none()
+    }
+
+    /// Why its workers' links cannot fail, naming its lock and the reason (None: they
+    /// can). The one statement of the rule: scenario validation, the fault search and
+    /// the backends' refusal all come here or to [`LINK_FAULTS_NEED`]. Either storage
+    /// goes: the link carries a PostgreSQL connection as it carries a Redis one.
+    pub fn link_faults_refused(&self) -> Option<String> {
+        match self.lock.spec().can.link_faults {
+            spec::LinkFaults::Carried => None,
+            spec::LinkFaults::Refused(why) => Some(format!(
+                "link faults need {LINK_FAULTS_NEED}; not {}: {why}",
+                self.lock.name()
+            )),
+        }
     }
 
     /// Where this scenario's fencing tokens come from.

@@ -5,8 +5,8 @@ use std::fmt;
 use super::bounds::{MAX_CHOICES, MAX_WORKERS};
 use super::raw::RawScenario;
 use super::{
-    Fault, LINK_FAULTS_NEED, LockFamily, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step,
-    StorageKind, WaitStrategy,
+    Fault, LockFamily, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind,
+    WaitStrategy,
 };
 
 /// A scenario file that could not be used, with where and why.
@@ -182,8 +182,8 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
             (None, Some(w)) if !s.workers.iter().any(|x| &x.name == w) => Some(format!(
                 "fault `{kind}` at {at} ms names worker {w:?}, which the scenario does not have"
             )),
-            (None, Some(_)) if f.kind.through_link() && !s.links_can_fail() => {
-                Some(format!("fault `{kind}` at {at} ms: link faults need {LINK_FAULTS_NEED}"))
+            (None, Some(_)) if f.kind.through_link() => {
+                s.link_faults_refused().map(|why| format!("fault `{kind}` at {at} ms: {why}"))
             }
             (None, Some(_)) => None,
         };
@@ -654,7 +654,7 @@ steps = [{ do = "acquire" }]
     }
 
     #[test]
-    fn a_link_fault_needs_a_worker_of_the_scenario_on_one_redis() {
+    fn a_link_fault_needs_a_worker_of_the_scenario_and_a_lock_whose_links_it_carries() {
         let at = |head: &str, fault: &str| {
             let src = format!("{head}{MINIMAL}[[faults]]\nat_ms = 5\n{fault}");
             parse_scenario(&src, "t.toml").map(|_| ()).map_err(|e| (e.line, e.message))
@@ -670,11 +670,24 @@ steps = [{ do = "acquire" }]
         assert!(stranger.contains("names worker \"Z\""), "{stranger}");
         let node = at("redlock_nodes = 3\n", "node = 1\ndo = \"partition\"\n").unwrap_err().1;
         assert!(node.contains("name it with `worker = \"A\"`, not `node`"), "{node}");
-        let postgres =
-            at("storage = \"postgres\"\n", "worker = \"A\"\ndo = \"partition\"\n").unwrap_err().1;
+        // Once refused: the link now carries Redlock's nodes, etcd and PostgreSQL.
+        for head in ["storage = \"postgres\"\n", "redlock_nodes = 3\n"] {
+            assert_eq!(at(head, "worker = \"A\"\ndo = \"partition\"\n"), Ok(()), "{head}");
+        }
+        let etcd = format!("lock = \"etcd\"\n{}", MINIMAL.replace("ttl_ms = 100", "ttl_ms = 1000"));
+        let etcd =
+            format!("{etcd}[[faults]]\nat_ms = 5\nworker = \"A\"\ndo = \"delay\"\nms = 500\n");
+        assert!(parse_scenario(&etcd, "t.toml").is_ok(), "{etcd}");
+        // A kind still refused says which it is and why.
+        let pair = at("replica = true\n", "worker = \"A\"\ndo = \"partition\"\n").unwrap_err();
+        assert_eq!(pair.0, 9, "the [[faults]] line, after the head's");
         assert!(
-            postgres.contains("link faults need the lock and the storage on one Redis"),
-            "{postgres}"
+            pair.1.contains("`partition` at 5 ms: link faults need a lock whose every connection")
+        );
+        assert!(
+            pair.1.contains("not a primary with a replica: its client moves from the primary"),
+            "{}",
+            pair.1
         );
     }
 

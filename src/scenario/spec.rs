@@ -4,8 +4,8 @@
 //! The parser, the search, the deployment, the worker, the checker, the transcript
 //! and the views read these rows rather than matching on the shape themselves, so a
 //! new lock kind is its module, its row here and its deployment lines; a capability
-//! rule ("link faults need one Redis") is one field, not a condition repeated in
-//! every layer that meets it.
+//! rule ("a worker's link can fail only where it carries the lock's connections") is
+//! one field, not a condition repeated in every layer that meets it.
 
 use std::ops::RangeInclusive;
 
@@ -127,9 +127,9 @@ pub struct Token {
 pub struct Can {
     /// The faults that can hit its servers.
     pub faults: &'static [FaultKind],
-    /// Link faults (delay, partition, heal): the proxy carries Redis connections
-    /// only, so the lock and, with it, the storage must be on one Redis.
-    pub link_faults: bool,
+    /// Link faults (delay, partition, heal): whether a worker's link carries every
+    /// connection its client of this lock opens, or why not.
+    pub link_faults: LinkFaults,
     /// `wait = "notify"` on a release channel: its release script publishes.
     pub release_channel: bool,
     /// Waiters watch (ZooKeeper's recipe): no `ttl` wait, and only the safe release
@@ -147,6 +147,17 @@ pub struct Can {
     pub replica: bool,
     /// `clock_rate`: expiry judged by each contender's own clock.
     pub worker_clocks: bool,
+}
+
+/// Whether a worker's link can fail under a lock kind: the proxy (`backend/proxy.rs`)
+/// and the simulator's link (`backend/sim/link.rs`) both carry every connection its
+/// client opens, to each of its servers and to the storage (a Redis or PostgreSQL,
+/// over TCP or a unix socket), one call of one round trip at a time. Or why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkFaults {
+    Carried,
+    /// Not carried: why, after the lock's name and ": ".
+    Refused(&'static str),
 }
 
 /// The leases a lock kind takes.
@@ -173,7 +184,7 @@ const ANY_LEASE: Lease = Lease { ms: 0..=u64::MAX, step_ms: 1, why: "" };
 /// What one Redis can do; the Redis kinds differ from it in a few fields.
 const REDIS_CAN: Can = Can {
     faults: &[],
-    link_faults: true,
+    link_faults: LinkFaults::Carried,
     release_channel: true,
     watches: false,
     renew: true,
@@ -201,13 +212,8 @@ const REDIS_WORDS: Words = Words {
 };
 
 /// What a lock on another server can do: none of Redis's extras.
-const ELSEWHERE_CAN: Can = Can {
-    link_faults: false,
-    release_channel: false,
-    processes: false,
-    programs: false,
-    ..REDIS_CAN
-};
+const ELSEWHERE_CAN: Can =
+    Can { release_channel: false, processes: false, programs: false, ..REDIS_CAN };
 
 /// One Redis: `SET NX PX`, and `INCR` for the token.
 pub const REDIS: LockSpec = LockSpec {
@@ -232,7 +238,6 @@ pub const REDLOCK: LockSpec = LockSpec {
     token: Token { sources: &[TokenSource::Storage], ..REDIS.token },
     can: Can {
         faults: &[FaultKind::Kill, FaultKind::Restart, FaultKind::ClockJump],
-        link_faults: false,
         release_channel: false,
         processes: false,
         ..REDIS_CAN
@@ -248,7 +253,10 @@ pub const REPLICATED: LockSpec = LockSpec {
     token: Token { sources: &[TokenSource::Lock, TokenSource::Storage], ..REDIS.token },
     can: Can {
         faults: &[FaultKind::Kill, FaultKind::Detach, FaultKind::Promote],
-        link_faults: false,
+        link_faults: LinkFaults::Refused(
+            "its client moves from the primary to the promoted replica, and a link under \
+             both servers, across the promotion, is not built yet",
+        ),
         release_channel: false,
         processes: false,
         programs: false,
@@ -333,7 +341,14 @@ pub const ZOOKEEPER: LockSpec = LockSpec {
         ..REDIS_WORDS
     },
     token: Token { sources: &[TokenSource::Lock], name: "ZooKeeper czxid", asked: Some("zxid") },
-    can: Can { watches: true, ..ELSEWHERE_CAN },
+    can: Can {
+        watches: true,
+        link_faults: LinkFaults::Refused(
+            "its client keeps the session alive with heartbeats of its own, and the simulator \
+             does not model a session whose heartbeats a cut link stops",
+        ),
+        ..ELSEWHERE_CAN
+    },
     lease: Lease {
         ms: ZOOKEEPER_SESSION_MS,
         step_ms: 1,
@@ -367,7 +382,11 @@ pub const STREAM: LockSpec = LockSpec {
         asked: None,
     },
     can: Can {
-        link_faults: false,
+        link_faults: LinkFaults::Refused(
+            "a consumer's take of a job is up to three commands (XREADGROUP, XAUTOCLAIM, \
+             XPENDING), which a delayed link makes late three times on Redis and once in the \
+             simulator's model of a link",
+        ),
         release_channel: false,
         renew: false,
         fencing: false,

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use crate::scenario::{Fault, FaultKind, LINK_FAULTS_NEED, Scenario, Step, WaitStrategy, spec};
+use crate::scenario::{Fault, FaultKind, Scenario, Step, WaitStrategy, spec};
 
 /// The fault kinds `break` can search over, by their scenario-file names.
 pub const SEARCHABLE: [FaultKind; 4] =
@@ -53,8 +53,7 @@ pub fn parse_kinds(list: &str) -> Result<Vec<FaultKind>, SpaceError> {
 fn impossible(scenario: &Scenario, kind: FaultKind) -> Option<String> {
     match kind {
         FaultKind::Pause => None,
-        FaultKind::Delay if scenario.links_can_fail() => None,
-        FaultKind::Delay => Some(format!("link delays need {LINK_FAULTS_NEED}")),
+        FaultKind::Delay => scenario.link_faults_refused(),
         _ if scenario.lock.can(kind) => None,
         _ => {
             let can: Vec<&str> =

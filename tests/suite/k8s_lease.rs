@@ -19,7 +19,7 @@ fn etcd() -> PrivateEtcd {
 /// Create-if-absent, a swap at the current revision, and a refused swap at a stale
 /// one; the key keeps the value of the last swap that was allowed.
 async fn compare_and_swap_refuses_a_stale_revision(cluster: impl EtcdCluster) {
-    let mut kv = cluster.connect().await.unwrap();
+    let mut kv = cluster.connect(None).await.unwrap();
     let key = "fencelab:{cas-test}:lock";
     let first = kv.put_if(key, "a", 0, 0).await.unwrap().expect("an absent key is created");
     assert_eq!(kv.put_if(key, "b", 0, 0).await.unwrap(), None, "the key exists now");
@@ -89,7 +89,7 @@ async fn a_fast_clock_takes_over_on_the_model() {
 async fn a_record_fencelab_did_not_write_is_a_clear_error() {
     let cluster = SimEtcd::default();
     let keys = Keys::for_run("k8s-garbage");
-    cluster.connect().await.unwrap().put(&keys.lock, "not json", 0).await.unwrap();
+    cluster.connect(None).await.unwrap().put(&keys.lock, "not json", 0).await.unwrap();
     let lease = K8sLeaseBackend::new(cluster);
     let mut a = lease.connect(&keys).await.unwrap();
     let err = a.acquire("A:1", 1000, AcquireMode::Script, None).await.unwrap_err().to_string();

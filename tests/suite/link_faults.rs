@@ -148,3 +148,149 @@ async fn closing_a_runs_links_ends_every_listener_and_connection() {
     let refused = TcpStream::connect(addr).await;
     assert!(refused.is_err(), "the listener outlived the run's links");
 }
+
+/// A worker's link reaches every server of the run, not only a single Redis: Redlock's
+/// nodes, etcd (its JSON gateway, HTTP through the proxy) and a PostgreSQL storage (its
+/// unix socket). On a private server of each, through one worker's link: a call goes
+/// through while the link is clear, fails at once while it is cut (and what it would
+/// have done never happens), goes through again after the heal, and arrives the delay
+/// late while the link is slow.
+mod every_server {
+    use std::time::{Duration, Instant};
+
+    use fencelab::backend::deployment::{Deployment, Shape, Targets, deploy};
+    use fencelab::backend::{AcquireReply, BackendError, Keys, StoredWrite, WriteCheck};
+    use fencelab::scenario::{
+        AcquireMode, FaultKind, LockShape, ReleaseMode, RenewMode, StorageKind,
+    };
+
+    use super::{DELAY, links};
+
+    /// What a call on a cut link must take at most: no waiting for a deadline.
+    const AT_ONCE: Duration = Duration::from_millis(300);
+
+    fn deployed(lock: LockShape, storage: StorageKind) -> Deployment {
+        let shape = Shape { lock, storage };
+        deploy(&Targets::PRIVATE, shape).unwrap_or_else(|e| panic!("this test needs servers: {e}"))
+    }
+
+    /// A run's keys (the PostgreSQL schema is named after the hex run id).
+    fn keys() -> Keys {
+        Keys::for_run(&format!("{:08x}", fastrand::u32(..)))
+    }
+
+    fn write(token: u64, value: &str) -> StoredWrite {
+        StoredWrite { worker: "A".into(), token: Some(token), value: value.into() }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redlock_nodes_are_all_cut_off_together_and_back_after_the_heal() {
+        let deployment = deployed(LockShape::Redlock { nodes: 3 }, StorageKind::Redis);
+        let (links, keys) = (links(), keys());
+        let link = links.of("A").unwrap();
+        let mut storage = deployment.storage().connect_via(&keys, link).await.unwrap();
+        let mut a = deployment.lock().connect_via(&keys, link).await.unwrap();
+        let mut direct = deployment.lock().connect(&keys).await.unwrap();
+        let granted = a.acquire("A:1", 5000, AcquireMode::Script, Some(storage.as_mut())).await;
+        assert_eq!(granted.unwrap(), AcquireReply::Granted { token: 1 });
+
+        links.apply("A", FaultKind::Partition, Duration::ZERO);
+        let asked = Instant::now();
+        assert!(!a.renew("A:1", 5000, RenewMode::IfOwner).await.unwrap(), "no node voted");
+        assert!(asked.elapsed() < AT_ONCE, "a cut renewal took {:?}", asked.elapsed());
+        let released = a.release("A:1", ReleaseMode::CompareAndDelete).await;
+        assert!(!released.unwrap(), "a release on a cut link deleted nothing");
+        let truth = direct.observe().await.unwrap();
+        assert_eq!(truth.nodes, vec![Some("A:1".to_string()); 3], "every node still holds A");
+        assert!(matches!(storage.next_token().await, Err(BackendError::Lost { .. })));
+
+        links.apply("A", FaultKind::Heal, Duration::ZERO);
+        assert!(a.renew("A:1", 5000, RenewMode::IfOwner).await.unwrap(), "a majority voted");
+        assert_eq!(storage.next_token().await.unwrap(), 2, "the storage is reached again");
+
+        links.apply("A", FaultKind::Delay, DELAY);
+        let asked = Instant::now();
+        // Later than Redlock's node timeout: every node's answer comes too late to count.
+        assert!(!a.renew("A:1", 5000, RenewMode::IfOwner).await.unwrap());
+        assert!(asked.elapsed() < DELAY, "the node timeout did not apply");
+        a.cleanup().await.unwrap_or_default();
+        direct.cleanup().await.unwrap();
+        links.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn etcd_calls_fail_at_once_while_cut_and_arrive_late_while_delayed() {
+        let deployment = deployed(LockShape::Etcd, StorageKind::Redis);
+        deployment.lock().reset().await.unwrap();
+        let (links, keys) = (links(), keys());
+        let link = links.of("A").unwrap();
+        let mut a = deployment.lock().connect_via(&keys, link).await.unwrap();
+        let mut direct = deployment.lock().connect(&keys).await.unwrap();
+        let granted = a.acquire("A:1", 5000, AcquireMode::Script, None).await.unwrap();
+        assert!(matches!(granted, AcquireReply::Granted { .. }), "{granted:?}");
+
+        links.apply("A", FaultKind::Partition, Duration::ZERO);
+        let asked = Instant::now();
+        let cut = a.renew("A:1", 5000, RenewMode::IfOwner).await;
+        assert!(matches!(cut, Err(BackendError::Lost { service: "etcd", .. })), "{cut:?}");
+        assert!(asked.elapsed() < AT_ONCE, "a cut call took {:?}", asked.elapsed());
+        let released = a.release("A:1", ReleaseMode::CompareAndDelete).await;
+        assert!(released.is_err(), "a release on a cut link went through");
+        assert_eq!(direct.holder().await.unwrap().as_deref(), Some("A:1"), "A still holds it");
+
+        links.apply("A", FaultKind::Heal, Duration::ZERO);
+        assert!(a.renew("A:1", 5000, RenewMode::IfOwner).await.unwrap(), "renewed after the heal");
+
+        links.apply("A", FaultKind::Delay, DELAY);
+        let asked = Instant::now();
+        assert_eq!(a.holder().await.unwrap().as_deref(), Some("A:1"));
+        let late = asked.elapsed();
+        assert!(late >= DELAY && late < 2 * DELAY, "a delayed call took {late:?}");
+        links.apply("A", FaultKind::Heal, Duration::ZERO);
+        a.release("A:1", ReleaseMode::CompareAndDelete).await.unwrap();
+        direct.cleanup().await.unwrap();
+        links.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_postgres_storage_is_cut_with_the_link_and_reconnected_after_the_heal() {
+        let deployment = deployed(LockShape::Redis, StorageKind::Postgres);
+        let (links, keys) = (links(), keys());
+        let link = links.of("A").unwrap();
+        let mut a = deployment.storage().connect_via(&keys, link).await.unwrap();
+        let mut direct = deployment.storage().connect(&keys).await.unwrap();
+        let fenced = WriteCheck::Fencing(Default::default());
+        assert!(a.write(&write(1, "before"), fenced).await.unwrap());
+
+        links.apply("A", FaultKind::Partition, Duration::ZERO);
+        let asked = Instant::now();
+        let cut = a.write(&write(2, "during"), fenced).await;
+        assert!(matches!(cut, Err(BackendError::Lost { service: "PostgreSQL", .. })), "{cut:?}");
+        assert!(asked.elapsed() < AT_ONCE, "a cut write took {:?}", asked.elapsed());
+
+        links.apply("A", FaultKind::Heal, Duration::ZERO);
+        assert!(a.write(&write(3, "after"), fenced).await.unwrap(), "a write after the heal");
+
+        links.apply("A", FaultKind::Delay, DELAY);
+        let asked = Instant::now();
+        let late = tokio::spawn(async move {
+            let accepted = a.write(&write(4, "late"), fenced).await.unwrap();
+            (accepted, asked.elapsed(), a)
+        });
+        // The statement runs at once: the row is there while its answer is on its way.
+        let deadline = Instant::now() + DELAY;
+        while direct.read_all().await.unwrap().len() < 3 {
+            assert!(Instant::now() < deadline, "the write never reached PostgreSQL");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!late.is_finished(), "the answer came before the row was in the table");
+        let (accepted, took, _a) = late.await.unwrap();
+        assert!(accepted);
+        assert!(took >= DELAY && took < 2 * DELAY, "a delayed write took {took:?}");
+        let values: Vec<String> =
+            direct.read_all().await.unwrap().into_iter().map(|w| w.value).collect();
+        assert_eq!(values, ["before", "after", "late"], "nothing sent during the cut arrived");
+        direct.cleanup().await.unwrap();
+        links.close().await;
+    }
+}

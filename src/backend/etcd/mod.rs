@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use real::RealEtcd;
 
-use super::BackendError;
+use super::{BackendError, WorkerLink};
 
 /// A key as etcd returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +69,11 @@ pub trait LeaseKv: Send + 'static {
 /// Where the etcd clients come from: a real cluster or the model.
 pub trait EtcdCluster: Send + Sync + 'static {
     type Kv: LeaseKv;
-    fn connect(&self) -> impl Future<Output = Result<Self::Kv, BackendError>> + Send;
+    /// A client; its requests go through `link` when the worker's link can fail.
+    fn connect(
+        &self,
+        link: Option<&WorkerLink>,
+    ) -> impl Future<Output = Result<Self::Kv, BackendError>> + Send;
     fn describe(&self) -> String;
 }
 
@@ -92,15 +96,18 @@ impl<C: EtcdCluster> RunEtcd<C> {
 
     /// Before each run: note the revision the run's tokens are counted from.
     pub async fn reset(&self) -> Result<(), BackendError> {
-        let revision = self.cluster.connect().await?.revision().await?;
+        let revision = self.cluster.connect(None).await?.revision().await?;
         self.start_revision.store(revision, Ordering::SeqCst);
         Ok(())
     }
 
-    /// A new client, and how it turns revisions into tokens.
-    pub async fn connect(&self) -> Result<(C::Kv, Revisions), BackendError> {
+    /// A new client (through `link`, if given), and how it turns revisions into tokens.
+    pub async fn connect(
+        &self,
+        link: Option<&WorkerLink>,
+    ) -> Result<(C::Kv, Revisions), BackendError> {
         let start = self.start_revision.load(Ordering::SeqCst);
-        Ok((self.cluster.connect().await?, Revisions { start }))
+        Ok((self.cluster.connect(link).await?, Revisions { start }))
     }
 
     pub fn describe(&self) -> String {

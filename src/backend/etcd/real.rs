@@ -19,8 +19,9 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 use super::{EtcdCluster, KeyState, LeaseKv};
-use crate::backend::BackendError;
+use crate::backend::proxy::Upstream;
 use crate::backend::redis::redact_url;
+use crate::backend::{BackendError, WorkerLink};
 
 /// How long one call may take, connecting included. A private etcd answers in about a
 /// millisecond; an etcd that has said nothing for this long is not going to, and a run
@@ -52,9 +53,10 @@ impl EtcdCluster for RealEtcd {
     type Kv = EtcdHttp;
 
     /// No network yet: the first call connects (and a client reconnects by itself
-    /// after etcd closes an idle connection).
-    async fn connect(&self) -> Result<EtcdHttp, BackendError> {
-        EtcdHttp::new(&self.endpoint)
+    /// after etcd closes an idle connection). Through a link, the client's requests
+    /// go to the link's proxy for this etcd.
+    async fn connect(&self, link: Option<&WorkerLink>) -> Result<EtcdHttp, BackendError> {
+        EtcdHttp::new(&self.endpoint, link).await
     }
 
     fn describe(&self) -> String {
@@ -67,8 +69,13 @@ impl EtcdCluster for RealEtcd {
 /// One client's connection to etcd's JSON gateway.
 pub struct EtcdHttp {
     client: Client<HttpConnector, Full<Bytes>>,
-    /// `http://host:port`, what every call is sent to and what errors name.
+    /// `http://host:port`, the etcd every call is for and what errors name.
     origin: String,
+    /// Where every call is sent: `origin`, or the worker's proxy to it.
+    target: String,
+    /// The worker's link, and how many of its cuts this client has started afresh
+    /// after (a cut closed every connection in the client's pool).
+    link: Option<(WorkerLink, u64)>,
 }
 
 /// etcd's own refusal of a request: its gRPC status code and message.
@@ -77,22 +84,61 @@ struct Refusal {
     message: String,
 }
 
+/// An HTTP/1.1 client with a pool of its own.
+fn http_client() -> Client<HttpConnector, Full<Bytes>> {
+    let mut connector = HttpConnector::new();
+    // A call is one small request and one small answer: no waiting to fill packets.
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
 impl EtcdHttp {
-    fn new(endpoint: &str) -> Result<Self, BackendError> {
-        let origin = origin(endpoint).map_err(|reason| BackendError::ServiceUnreachable {
+    async fn new(endpoint: &str, link: Option<&WorkerLink>) -> Result<Self, BackendError> {
+        let unreachable = |reason| BackendError::ServiceUnreachable {
             service: "etcd",
             url: redact_url(endpoint),
             reason,
-        })?;
-        let mut connector = HttpConnector::new();
-        // A call is one small request and one small answer: no waiting to fill packets.
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(EtcdHttp { client, origin })
+        };
+        let origin = origin(endpoint).map_err(unreachable)?;
+        let target = match link {
+            None => origin.clone(),
+            Some(link) => {
+                let url = url::Url::parse(&origin).map_err(|e| unreachable(e.to_string()))?;
+                let host = url.host_str().unwrap_or("localhost").to_string();
+                let port = url.port_or_known_default().unwrap_or(80);
+                let proxy = link
+                    .dial(Upstream::Tcp { host, port })
+                    .await
+                    .map_err(|e| unreachable(format!("could not start the link's proxy: {e}")))?;
+                format!("http://{proxy}")
+            }
+        };
+        let link = link.map(|link| (link.clone(), link.cuts()));
+        Ok(EtcdHttp { client: http_client(), origin, target, link })
+    }
+
+    /// Before a call over a link: fail at once while it is cut (as a request to a host
+    /// whose route is gone does), and start with a fresh pool after each cut, as a
+    /// client that saw its connections drop does.
+    fn ready(&mut self) -> Result<(), BackendError> {
+        let Some((link, cuts_seen)) = &mut self.link else { return Ok(()) };
+        if link.is_cut() {
+            return Err(cut());
+        }
+        if link.cuts() != *cuts_seen {
+            *cuts_seen = link.cuts();
+            self.client = http_client();
+        }
+        Ok(())
+    }
+
+    /// How long a call may take: [`CALL_TIMEOUT`], plus the link's longest delay.
+    fn deadline(&self) -> Duration {
+        CALL_TIMEOUT + self.link.as_ref().map_or(Duration::ZERO, |(link, _)| link.max_delay())
     }
 
     /// The call's answer, or why etcd could not answer it.
-    async fn call(&self, path: &str, request: Value) -> Result<Value, BackendError> {
+    async fn call(&mut self, path: &str, request: Value) -> Result<Value, BackendError> {
         self.try_call(path, request)
             .await?
             .map_err(|r| self.failed(path, format!("{} (gRPC code {})", r.message, r.code)))
@@ -100,15 +146,25 @@ impl EtcdHttp {
 
     /// The call's answer or etcd's refusal; an error when etcd cannot be reached, does
     /// not answer within [`CALL_TIMEOUT`], or answers something that is not JSON.
+    /// A call cut off by a partition while under way fails as one refused by it.
     async fn try_call(
-        &self,
+        &mut self,
         path: &str,
         request: Value,
     ) -> Result<Result<Value, Refusal>, BackendError> {
-        match tokio::time::timeout(CALL_TIMEOUT, self.exchange(path, request)).await {
+        self.ready()?;
+        let cuts = self.link.as_ref().map(|(link, _)| link.cuts());
+        let deadline = self.deadline();
+        let answer = match tokio::time::timeout(deadline, self.exchange(path, request)).await {
             Ok(answer) => answer,
-            Err(_) => Err(self
-                .unreachable(format!("no answer to {path} within {} s", CALL_TIMEOUT.as_secs()))),
+            Err(_) => Err(self.unreachable(format!(
+                "no answer to {path} within {:.1} s",
+                deadline.as_secs_f64()
+            ))),
+        };
+        match &self.link {
+            Some((link, _)) if answer.is_err() && Some(link.cuts()) != cuts => Err(cut()),
+            _ => answer,
         }
     }
 
@@ -117,7 +173,7 @@ impl EtcdHttp {
         path: &str,
         request: Value,
     ) -> Result<Result<Value, Refusal>, BackendError> {
-        let http_request = hyper::Request::post(format!("{}{path}", self.origin))
+        let http_request = hyper::Request::post(format!("{}{path}", self.target))
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(request.to_string())))
             .map_err(|e| self.failed(path, e.to_string()))?;
@@ -177,6 +233,12 @@ impl EtcdHttp {
     fn header_revision(&self, path: &str, answer: &Value) -> Result<i64, BackendError> {
         self.int(path, answer.get("header").unwrap_or(&Value::Null), "revision")
     }
+}
+
+/// What a call reports while the worker's link is cut: the connection is lost, as a
+/// Redis client's is (`redis.rs`), so a renewal goes unanswered and the work goes on.
+fn cut() -> BackendError {
+    BackendError::Lost { service: "etcd", message: "the link is cut (partition)".into() }
 }
 
 /// `http://host:port` from the URL the user gave, or why it cannot be used.

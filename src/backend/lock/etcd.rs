@@ -14,7 +14,7 @@
 use crate::backend::etcd::{EtcdCluster, KeyState, LeaseKv, Revisions, RunEtcd, lease_seconds};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
-    async_trait,
+    WorkerLink, async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -31,13 +31,32 @@ impl<C: EtcdCluster> EtcdBackend<C> {
     pub fn new(cluster: C) -> Self {
         EtcdBackend { etcd: RunEtcd::new(cluster) }
     }
+
+    /// A worker's client, through `link` if given.
+    async fn client(
+        &self,
+        keys: &Keys,
+        link: Option<&WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        let (kv, revisions) = self.etcd.connect(link).await?;
+        Ok(Box::new(EtcdClient { kv, keys: keys.clone(), lease: None, revisions }))
+    }
 }
 
 #[async_trait]
 impl<C: EtcdCluster> LockService for EtcdBackend<C> {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        let (kv, revisions) = self.etcd.connect().await?;
-        Ok(Box::new(EtcdClient { kv, keys: keys.clone(), lease: None, revisions }))
+        self.client(keys, None).await
+    }
+
+    /// Every request of the worker's client goes through its link: etcd's JSON gateway
+    /// is HTTP over TCP, which the proxy carries like any other connection.
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        self.client(keys, Some(link)).await
     }
 
     fn describe(&self) -> String {

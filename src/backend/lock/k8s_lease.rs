@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use crate::backend::etcd::{EtcdCluster, LeaseKv, Revisions, RunEtcd};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
-    async_trait,
+    WorkerLink, async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -75,7 +75,37 @@ impl<C: EtcdCluster> K8sLeaseBackend<C> {
 #[async_trait]
 impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        let (kv, revisions) = self.etcd.connect().await?;
+        self.client(keys, None).await
+    }
+
+    /// Every read and compare-and-swap of the record goes through the worker's link,
+    /// as the etcd lock's calls do. Nothing expires on the server, so a contender's
+    /// view of the record, late or cut off, is all a link fault changes.
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        self.client(keys, Some(link)).await
+    }
+
+    fn describe(&self) -> String {
+        self.etcd.describe().replace("etcd lease lock", "Kubernetes-style Lease on etcd")
+    }
+
+    async fn reset(&self) -> Result<(), BackendError> {
+        self.etcd.reset().await
+    }
+}
+
+impl<C: EtcdCluster> K8sLeaseBackend<C> {
+    /// A contender's client, through `link` if given; its clock starts now.
+    async fn client(
+        &self,
+        keys: &Keys,
+        link: Option<&WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        let (kv, revisions) = self.etcd.connect(link).await?;
         Ok(Box::new(K8sLeaseClient {
             kv,
             keys: keys.clone(),
@@ -85,14 +115,6 @@ impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
             observed: None,
             held: None,
         }))
-    }
-
-    fn describe(&self) -> String {
-        self.etcd.describe().replace("etcd lease lock", "Kubernetes-style Lease on etcd")
-    }
-
-    async fn reset(&self) -> Result<(), BackendError> {
-        self.etcd.reset().await
     }
 }
 

@@ -17,7 +17,7 @@ use tokio::time::{Instant, timeout};
 use crate::backend::node::LockNode;
 use crate::backend::{
     AcquireReply, BackendError, FaultKind, Keys, LockClient, LockService, LockTruth, StorageClient,
-    async_trait,
+    WorkerLink, async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -65,10 +65,13 @@ macro_rules! on_node {
 pub trait NodeSet: Send + Sync + 'static {
     type Node: LockNode + 'static;
     fn count(&self) -> usize;
+    /// A connection to node `node`; through `link` when the worker's link can fail
+    /// (each node is a server of its own behind the link, as on a real network).
     fn connect(
         &self,
         node: usize,
         keys: &Keys,
+        link: Option<&WorkerLink>,
     ) -> impl Future<Output = Result<Self::Node, BackendError>> + Send;
     fn fault(
         &self,
@@ -108,17 +111,38 @@ impl<N: NodeSet> RedlockBackend<N> {
     pub fn new(nodes: N) -> Self {
         RedlockBackend { nodes: Arc::new(nodes) }
     }
+
+    /// A worker's client: a connection to every node, each through `link` if given.
+    async fn client(
+        &self,
+        keys: &Keys,
+        link: Option<&WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        let mut nodes = Vec::with_capacity(self.nodes.count());
+        for i in 0..self.nodes.count() {
+            nodes.push(self.nodes.connect(i, keys, link).await?);
+        }
+        let seen = (0..nodes.len()).map(|i| self.nodes.health(i).1).collect();
+        let (set, keys, link) = (self.nodes.clone(), keys.clone(), link.cloned());
+        Ok(Box::new(RedlockClient { nodes, seen, set, keys, link }))
+    }
 }
 
 #[async_trait]
 impl<N: NodeSet> LockService for RedlockBackend<N> {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        let mut nodes = Vec::with_capacity(self.nodes.count());
-        for i in 0..self.nodes.count() {
-            nodes.push(self.nodes.connect(i, keys).await?);
-        }
-        let seen = (0..nodes.len()).map(|i| self.nodes.health(i).1).collect();
-        Ok(Box::new(RedlockClient { nodes, seen, set: self.nodes.clone(), keys: keys.clone() }))
+        self.client(keys, None).await
+    }
+
+    /// Every node's connection goes through the worker's link: a partition cuts the
+    /// worker off from all of them, a delay holds back every node's answers (and one
+    /// longer than the node timeout makes each node a "no").
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        self.client(keys, Some(link)).await
     }
 
     fn describe(&self) -> String {
@@ -149,6 +173,8 @@ pub struct RedlockClient<N: NodeSet> {
     seen: Vec<u64>,
     set: Arc<N>,
     keys: Keys,
+    /// The worker's link, which a reconnection after a restart goes through again.
+    link: Option<WorkerLink>,
 }
 
 impl<N: NodeSet> RedlockClient<N> {
@@ -162,7 +188,7 @@ impl<N: NodeSet> RedlockClient<N> {
         for i in 0..self.nodes.len() {
             let (up, restarts) = self.set.health(i);
             if up && restarts != self.seen[i] {
-                match self.set.connect(i, &self.keys).await {
+                match self.set.connect(i, &self.keys, self.link.as_ref()).await {
                     Ok(fresh) => {
                         self.nodes[i] = fresh;
                         self.seen[i] = restarts;

@@ -7,7 +7,7 @@ use super::{PrivateRedis, REDIS, ServerError};
 use crate::backend::lock::redlock::{NodeSet, unsupported};
 use crate::backend::node::NodeHealth;
 use crate::backend::redis::{RedisBackend, RedisClient};
-use crate::backend::{BackendError, FaultKind, Keys};
+use crate::backend::{BackendError, FaultKind, Keys, WorkerLink};
 
 /// Real private `redis-server`s, one per node.
 pub struct RedisNodes {
@@ -40,8 +40,16 @@ impl NodeSet for RedisNodes {
         self.backends.len()
     }
 
-    async fn connect(&self, node: usize, keys: &Keys) -> Result<RedisClient, BackendError> {
-        RedisBackend::connect(&self.backends[node], keys).await
+    async fn connect(
+        &self,
+        node: usize,
+        keys: &Keys,
+        link: Option<&WorkerLink>,
+    ) -> Result<RedisClient, BackendError> {
+        match link {
+            Some(link) => self.backends[node].connect_via(keys, link).await,
+            None => self.backends[node].connect(keys).await,
+        }
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::BackendError;
+use super::link::Linked;
 use crate::backend::etcd::{EtcdCluster, KeyState, LeaseKv};
+use crate::backend::{BackendError, WorkerLink};
 
 #[derive(Default)]
 struct Store {
@@ -73,10 +74,11 @@ impl SimEtcd {
 }
 
 impl EtcdCluster for SimEtcd {
-    type Kv = SimEtcd;
+    /// The store, each call over the worker's link when it has one (`sim/link.rs`).
+    type Kv = Linked<SimEtcd>;
 
-    async fn connect(&self) -> Result<SimEtcd, BackendError> {
-        Ok(self.clone())
+    async fn connect(&self, link: Option<&WorkerLink>) -> Result<Linked<SimEtcd>, BackendError> {
+        Ok(Linked::new(self.clone(), link.cloned(), "etcd"))
     }
 
     fn describe(&self) -> String {

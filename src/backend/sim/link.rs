@@ -3,15 +3,21 @@
 //! clock), and a cut link fails every call at once, a call whose reply is still on its
 //! way included (the server has acted; the worker never hears of it).
 //!
-//! Each call is one round trip here. On a real server a call of several round trips
-//! (the two-step acquire: `SET`, then `INCR`) is late once per round trip; the lessons
-//! use calls of one.
+//! Each call is one round trip here. The link sits where the real one does, under the
+//! calls that are one round trip on a real server: a Redis command, a Redlock node's
+//! command (so a delay longer than Redlock's node timeout makes every node a "no", on
+//! both), one HTTP request to etcd, one SQL statement. A call of several round trips
+//! on a real server (the two-step acquire: `SET`, then `INCR`; a lesson's SQL step and
+//! its history row) is late once per round trip; the scenarios with link faults use
+//! calls of one.
 
 use std::future::Future;
 
 use tokio::time::{Instant, sleep_until};
 
+use crate::backend::etcd::{KeyState, LeaseKv};
 use crate::backend::link::LinkCondition;
+use crate::backend::node::LockNode;
 use crate::backend::sql::{SqlOp, SqlReply};
 use crate::backend::{
     AcquireReply, BackendError, LockClient, LockTruth, StorageClient, StorageTruth, StoredWrite,
@@ -19,32 +25,50 @@ use crate::backend::{
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
-/// A simulated client whose calls travel over a worker's link.
+/// A simulated client whose calls travel over a worker's link, or (no link) go
+/// straight to the model: one type for both, so a lock made of several clients
+/// (Redlock's nodes) holds either kind.
 pub struct Linked<C> {
     inner: C,
-    link: WorkerLink,
+    link: Option<WorkerLink>,
+    /// The server the client speaks to, as a real client's errors name it.
+    service: &'static str,
 }
 
 impl<C> Linked<C> {
-    pub fn new(inner: C, link: WorkerLink) -> Self {
-        Linked { inner, link }
+    /// `inner`'s calls over `link`; `service` names the server in a cut call's error.
+    pub fn new(inner: C, link: Option<WorkerLink>, service: &'static str) -> Self {
+        Linked { inner, link, service }
+    }
+
+    /// Send `call` over the link (if any): see [`carry`].
+    async fn carry<T>(
+        link: Option<&WorkerLink>,
+        service: &'static str,
+        call: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        match link {
+            Some(link) => carry(link, service, call).await,
+            None => call.await,
+        }
     }
 }
 
 /// What a real client reports when the proxy closes its connection.
-fn cut() -> BackendError {
-    BackendError::Lost { service: "Redis", message: "the link is cut (partition)".into() }
+fn cut(service: &'static str) -> BackendError {
+    BackendError::Lost { service, message: "the link is cut (partition)".into() }
 }
 
 /// Send `call` over `link`: refused at once on a cut link; else done on the server at
 /// once, its reply delivered when due unless the link is cut meanwhile.
 async fn carry<T>(
     link: &WorkerLink,
+    service: &'static str,
     call: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
     let mut condition = link.condition();
     if *condition.borrow() == LinkCondition::Cut {
-        return Err(cut());
+        return Err(cut(service));
     }
     // An error is a reply too: it is as late as any other.
     let reply = call.await;
@@ -58,15 +82,22 @@ async fn carry<T>(
                     return reply;
                 }
                 if *condition.borrow() == LinkCondition::Cut {
-                    return Err(cut());
+                    return Err(cut(service));
                 }
             }
         }
     }
 }
 
+/// One call of the inner client, over the link: `over!(self, method(args))`.
+macro_rules! over {
+    ($self:ident, $call:ident ( $($arg:expr),* )) => {
+        Self::carry($self.link.as_ref(), $self.service, $self.inner.$call($($arg),*)).await
+    };
+}
+
 #[async_trait]
-impl LockClient for Linked<Box<dyn LockClient>> {
+impl<C: LockClient> LockClient for Linked<C> {
     async fn acquire(
         &mut self,
         value: &str,
@@ -74,11 +105,11 @@ impl LockClient for Linked<Box<dyn LockClient>> {
         mode: AcquireMode,
         tokens: Option<&mut dyn StorageClient>,
     ) -> Result<AcquireReply, BackendError> {
-        carry(&self.link, self.inner.acquire(value, ttl_ms, mode, tokens)).await
+        over!(self, acquire(value, ttl_ms, mode, tokens))
     }
 
     async fn release(&mut self, value: &str, mode: ReleaseMode) -> Result<bool, BackendError> {
-        carry(&self.link, self.inner.release(value, mode)).await
+        over!(self, release(value, mode))
     }
 
     async fn release_announcing(
@@ -86,16 +117,16 @@ impl LockClient for Linked<Box<dyn LockClient>> {
         value: &str,
         mode: ReleaseMode,
     ) -> Result<bool, BackendError> {
-        carry(&self.link, self.inner.release_announcing(value, mode)).await
+        over!(self, release_announcing(value, mode))
     }
 
     async fn listen_for_releases(&mut self) -> Result<bool, BackendError> {
-        carry(&self.link, self.inner.listen_for_releases()).await
+        over!(self, listen_for_releases())
     }
 
     /// A message pushed to the subscriber: as late as any reply on this link.
     async fn next_release(&mut self) -> Result<(), BackendError> {
-        carry(&self.link, self.inner.next_release()).await
+        over!(self, next_release())
     }
 
     async fn renew(
@@ -104,50 +135,111 @@ impl LockClient for Linked<Box<dyn LockClient>> {
         ttl_ms: u64,
         mode: RenewMode,
     ) -> Result<bool, BackendError> {
-        carry(&self.link, self.inner.renew(value, ttl_ms, mode)).await
+        over!(self, renew(value, ttl_ms, mode))
     }
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        carry(&self.link, self.inner.holder()).await
+        over!(self, holder())
     }
 
     async fn observe(&mut self) -> Result<LockTruth, BackendError> {
-        carry(&self.link, self.inner.observe()).await
+        over!(self, observe())
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
-        carry(&self.link, self.inner.cleanup()).await
+        over!(self, cleanup())
+    }
+}
+
+/// A Redlock node's calls: each one round trip, as on a real node.
+#[async_trait]
+impl<C: LockNode> LockNode for Linked<C> {
+    async fn set_nx(&mut self, value: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+        over!(self, set_nx(value, ttl_ms))
+    }
+
+    async fn pttl(&mut self) -> Result<i64, BackendError> {
+        over!(self, pttl())
+    }
+
+    async fn jump_clock(&mut self, ms: u64) -> Result<u64, BackendError> {
+        over!(self, jump_clock(ms))
     }
 }
 
 #[async_trait]
-impl StorageClient for Linked<Box<dyn StorageClient>> {
+impl<C: StorageClient> StorageClient for Linked<C> {
     async fn write(
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
     ) -> Result<bool, BackendError> {
-        carry(&self.link, self.inner.write(write, check)).await
+        over!(self, write(write, check))
     }
 
     async fn next_token(&mut self) -> Result<u64, BackendError> {
-        carry(&self.link, self.inner.next_token()).await
+        over!(self, next_token())
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
-        carry(&self.link, self.inner.read_all()).await
+        over!(self, read_all())
     }
 
     async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
-        carry(&self.link, self.inner.observe()).await
+        over!(self, observe())
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
-        carry(&self.link, self.inner.cleanup()).await
+        over!(self, cleanup())
     }
 
     async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
-        carry(&self.link, self.inner.sql(worker, op)).await
+        over!(self, sql(worker, op))
+    }
+}
+
+/// etcd's calls: each one HTTP request and its answer, as through the real gateway.
+impl<K: LeaseKv> LeaseKv for Linked<K> {
+    async fn grant(&mut self, ttl_s: i64) -> Result<i64, BackendError> {
+        over!(self, grant(ttl_s))
+    }
+
+    async fn put_if(
+        &mut self,
+        key: &str,
+        value: &str,
+        lease: i64,
+        mod_revision: i64,
+    ) -> Result<Option<i64>, BackendError> {
+        over!(self, put_if(key, value, lease, mod_revision))
+    }
+
+    async fn put(&mut self, key: &str, value: &str, lease: i64) -> Result<i64, BackendError> {
+        over!(self, put(key, value, lease))
+    }
+
+    async fn get(&mut self, key: &str) -> Result<Option<KeyState>, BackendError> {
+        over!(self, get(key))
+    }
+
+    async fn delete(&mut self, key: &str, if_value: Option<&str>) -> Result<bool, BackendError> {
+        over!(self, delete(key, if_value))
+    }
+
+    async fn keep_alive(&mut self, lease: i64) -> Result<bool, BackendError> {
+        over!(self, keep_alive(lease))
+    }
+
+    async fn revoke(&mut self, lease: i64) -> Result<(), BackendError> {
+        over!(self, revoke(lease))
+    }
+
+    async fn time_to_live_ms(&mut self, lease: i64) -> Result<Option<u64>, BackendError> {
+        over!(self, time_to_live_ms(lease))
+    }
+
+    async fn revision(&mut self) -> Result<i64, BackendError> {
+        over!(self, revision())
     }
 }
 

@@ -4,11 +4,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::link::Linked;
 use super::{SimBackend, SimClient};
 use crate::backend::lock::failover::{Pair, PairState, not_on_pair};
 use crate::backend::lock::redlock::{NodeSet, unsupported};
 use crate::backend::node::NodeHealth;
-use crate::backend::{BackendError, FaultKind, Keys, not_on_a_server};
+use crate::backend::{BackendError, FaultKind, Keys, WorkerLink, not_on_a_server};
 
 /// Simulated nodes: one simulator database each.
 pub struct SimNodes {
@@ -26,14 +27,21 @@ impl SimNodes {
 }
 
 impl NodeSet for SimNodes {
-    type Node = SimClient;
+    /// A node's client, over the worker's link when it has one: each node's calls are
+    /// late, or cut, on their own, as through a real proxy per node.
+    type Node = Linked<SimClient>;
 
     fn count(&self) -> usize {
         self.nodes.len()
     }
 
-    async fn connect(&self, node: usize, keys: &Keys) -> Result<SimClient, BackendError> {
-        Ok(self.nodes[node].client(keys))
+    async fn connect(
+        &self,
+        node: usize,
+        keys: &Keys,
+        link: Option<&WorkerLink>,
+    ) -> Result<Linked<SimClient>, BackendError> {
+        Ok(Linked::new(self.nodes[node].client(keys), link.cloned(), "Redis"))
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {

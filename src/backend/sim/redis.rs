@@ -158,8 +158,7 @@ impl LockService for SimBackend {
         keys: &Keys,
         link: &WorkerLink,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        let client: Box<dyn LockClient> = Box::new(self.client(keys));
-        Ok(Box::new(Linked::new(client, link.clone())))
+        Ok(Box::new(Linked::new(self.client(keys), Some(link.clone()), "Redis")))
     }
 
     fn describe(&self) -> String {
@@ -178,8 +177,8 @@ impl Storage for SimBackend {
         keys: &Keys,
         link: &WorkerLink,
     ) -> Result<Box<dyn StorageClient>, BackendError> {
-        let client: Box<dyn StorageClient> = Box::new(SimStorageClient(self.client(keys)));
-        Ok(Box::new(Linked::new(client, link.clone())))
+        let client = SimStorageClient(self.client(keys));
+        Ok(Box::new(Linked::new(client, Some(link.clone()), "Redis")))
     }
 }
 

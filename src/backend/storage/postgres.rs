@@ -25,14 +25,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_postgres::config::Host;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls};
 
 use super::sql::{
     BALANCE, DEPOSIT, JOBS, STOCK, SqlOp, SqlReply, deposited, did_job, signed_up, sold,
 };
+use crate::backend::proxy::Upstream;
 use crate::backend::redis::redact_url;
 use crate::backend::{
-    BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WriteCheck, async_trait,
+    BackendError, Keys, Storage, StorageClient, StorageTruth, StoredWrite, WorkerLink, WriteCheck,
+    async_trait,
 };
 
 /// Where the SQL storage lives: a connection string (`postgres://...` or
@@ -49,19 +52,28 @@ pub struct PgStorage {
 /// not answering (a server that accepts connections and never answers, or is stopped).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `call`, or an error naming PostgreSQL and where it is if no answer came in time.
+/// `call`, or an error naming PostgreSQL and where it is if no answer came within
+/// [`CALL_TIMEOUT`] and `slack` (a worker's link's longest delay).
 async fn within<T>(
     shown: &str,
+    slack: Duration,
     what: &str,
     call: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
-    tokio::time::timeout(CALL_TIMEOUT, call).await.unwrap_or_else(|_| {
+    let deadline = CALL_TIMEOUT + slack;
+    tokio::time::timeout(deadline, call).await.unwrap_or_else(|_| {
         Err(BackendError::ServiceUnreachable {
             service: "PostgreSQL",
             url: shown.to_string(),
-            reason: format!("no answer to {what} within {} s", CALL_TIMEOUT.as_secs()),
+            reason: format!("no answer to {what} within {:.1} s", deadline.as_secs_f64()),
         })
     })
+}
+
+/// What a call reports while the worker's link is cut, or when a cut ended it: the
+/// connection is lost, as a Redis client's is (`redis.rs`).
+fn cut() -> BackendError {
+    BackendError::Lost { service: "PostgreSQL", message: "the link is cut (partition)".into() }
 }
 
 /// A connection string as errors may show it: a URL with its password redacted; for
@@ -106,25 +118,99 @@ impl PgStorage {
     /// A connection, with the run's schema and tables created if they are not yet.
     /// Each step has [`CALL_TIMEOUT`].
     pub async fn connect(&self, keys: &Keys) -> Result<PgClient, BackendError> {
-        let connected = within(&self.shown, "the connection", async {
-            self.config.connect(NoTls).await.map_err(|e| BackendError::ServiceUnreachable {
-                service: "PostgreSQL",
-                url: self.shown.to_string(),
-                reason: e.to_string(),
-            })
-        });
-        let (client, connection) = connected.await?;
-        tokio::spawn(async move {
-            // The client reports a closed connection on its next call.
-            let _ = connection.await;
-        });
+        self.connect_to(&self.config, keys, None).await
+    }
+
+    /// A connection through a worker's link: the client dials the link's proxy, which
+    /// carries the connection to the server's TCP port or unix socket, and waits for an
+    /// answer as much longer as the link's longest delay. (Of several hosts in the
+    /// connection string, the first is the one reached.)
+    pub async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<PgClient, BackendError> {
+        let unreachable = |reason: String| BackendError::ServiceUnreachable {
+            service: "PostgreSQL",
+            url: self.shown.to_string(),
+            reason,
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        let upstream = match self.config.get_hosts().first() {
+            Some(Host::Tcp(host)) => Upstream::Tcp { host: host.clone(), port },
+            Some(Host::Unix(dir)) => Upstream::Unix(dir.join(format!(".s.PGSQL.{port}"))),
+            None => {
+                return Err(unreachable("link faults need a host in the connection string".into()));
+            }
+        };
+        let proxy = link
+            .dial(upstream)
+            .await
+            .map_err(|e| unreachable(format!("could not start the link's proxy: {e}")))?;
+        let mut config = tokio_postgres::Config::new();
+        config.host(proxy.ip().to_string()).port(proxy.port()).connect_timeout(CALL_TIMEOUT);
+        if let Some(user) = self.config.get_user() {
+            config.user(user);
+        }
+        if let Some(password) = self.config.get_password() {
+            config.password(password);
+        }
+        if let Some(dbname) = self.config.get_dbname() {
+            config.dbname(dbname);
+        }
+        if let Some(options) = self.config.get_options() {
+            config.options(options);
+        }
+        let link = PgLink { link: link.clone(), cuts_seen: link.cuts(), config: Arc::new(config) };
+        let config = link.config.clone();
+        self.connect_to(&config, keys, Some(link)).await
+    }
+
+    async fn connect_to(
+        &self,
+        config: &tokio_postgres::Config,
+        keys: &Keys,
+        link: Option<PgLink>,
+    ) -> Result<PgClient, BackendError> {
+        let slack = link.as_ref().map_or(Duration::ZERO, |l| l.link.max_delay());
+        let client = open(config, &self.shown, slack).await?;
         let schema = schema_of(keys);
         let expire_s = keys.expire_ms.div_ceil(1000);
         let setup =
             async { client.batch_execute(&setup(&schema, expire_s)).await.map_err(sql_error) };
-        within(&self.shown, "creating the run's tables", setup).await?;
-        Ok(PgClient { client, schema, in_transaction: false, shown: self.shown.clone() })
+        within(&self.shown, slack, "creating the run's tables", setup).await?;
+        Ok(PgClient { client, schema, in_transaction: false, shown: self.shown.clone(), link })
     }
+}
+
+/// A new connection to the server `config` reaches.
+async fn open(
+    config: &tokio_postgres::Config,
+    shown: &str,
+    slack: Duration,
+) -> Result<Client, BackendError> {
+    let connected = within(shown, slack, "the connection", async {
+        config.connect(NoTls).await.map_err(|e| BackendError::ServiceUnreachable {
+            service: "PostgreSQL",
+            url: shown.to_string(),
+            reason: e.to_string(),
+        })
+    });
+    let (client, connection) = connected.await?;
+    tokio::spawn(async move {
+        // The client reports a closed connection on its next call.
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// A worker's link under a connection, and what reconnecting through it takes.
+struct PgLink {
+    link: WorkerLink,
+    /// The link's cuts this connection has reconnected after.
+    cuts_seen: u64,
+    /// The connection string to the link's proxy.
+    config: Arc<tokio_postgres::Config>,
 }
 
 /// `fencelab_<run id>`: the run's schema, an SQL identifier (the id is hex digits).
@@ -203,11 +289,59 @@ pub struct PgClient {
     in_transaction: bool,
     /// Where the server is, for errors.
     shown: Arc<str>,
+    /// The worker's link, when its connection goes through one.
+    link: Option<PgLink>,
 }
 
 impl PgClient {
+    /// Before a call over a link: fail at once while it is cut (as a call to a host
+    /// whose route is gone does), and open a new connection after each cut (the
+    /// proxy closed the old one), as a client that saw its connection drop does. A
+    /// transaction left open (a claimed job) ended with the old connection.
+    async fn ready(&mut self) -> Result<(), BackendError> {
+        let Some(link) = &mut self.link else { return Ok(()) };
+        if link.link.is_cut() {
+            return Err(cut());
+        }
+        if link.link.cuts() != link.cuts_seen {
+            self.client = open(&link.config, &self.shown, link.link.max_delay()).await?;
+            link.cuts_seen = link.link.cuts();
+            self.in_transaction = false;
+        }
+        Ok(())
+    }
+
+    /// The link's longest delay: how much longer a call may take.
+    fn slack(&self) -> Duration {
+        self.link.as_ref().map_or(Duration::ZERO, |l| l.link.max_delay())
+    }
+
+    /// `call` within its deadline; a call that failed because a cut closed its
+    /// connection meanwhile fails as one the cut refused.
+    async fn over<T>(
+        &self,
+        what: &str,
+        call: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        let cuts = self.link.as_ref().map(|l| l.link.cuts());
+        let answer = within(&self.shown, self.slack(), what, call).await;
+        self.settle(cuts, answer)
+    }
+
+    /// `answer` of a call begun at `cuts`: a cut's error if the link was cut since.
+    fn settle<T>(
+        &self,
+        cuts: Option<u64>,
+        answer: Result<T, BackendError>,
+    ) -> Result<T, BackendError> {
+        match &self.link {
+            Some(link) if answer.is_err() && Some(link.link.cuts()) != cuts => Err(cut()),
+            _ => answer,
+        }
+    }
+
     /// The statement for each check. Each one updates the record and appends to the
-    /// history only when the check passes; 1 row means accepted.
+    /// history only when the check passes; 1 row returned means accepted.
     fn statement(&self, check: WriteCheck) -> String {
         let s = &self.schema;
         let (applied, update) = match check {
@@ -236,7 +370,8 @@ impl PgClient {
         };
         format!(
             "WITH {applied}written AS ({update}) \
-             INSERT INTO {s}.history (writer, token, value) SELECT $1, $2::bigint, $3 FROM written"
+             INSERT INTO {s}.history (writer, token, value) SELECT $1, $2::bigint, $3 FROM written \
+             RETURNING 1"
         )
     }
 
@@ -247,7 +382,7 @@ impl PgClient {
             "SELECT (SELECT fence_token FROM {s}.record WHERE id = 1), \
                     (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.fence)"
         );
-        let row = self.client.query_one(&sql, &[]).await.map_err(sql_error)?;
+        let row = self.client.query_typed_one(&sql, &[]).await.map_err(sql_error)?;
         let number = |i| u64::try_from(row.get::<_, Option<i64>>(i).unwrap_or(0)).unwrap_or(0);
         Ok(StorageTruth { highest: number(0), counter: number(1) })
     }
@@ -359,6 +494,14 @@ impl Storage for PgStorage {
         Ok(Box::new(PgStorage::connect(self, keys).await?))
     }
 
+    async fn connect_via(
+        &self,
+        keys: &Keys,
+        link: &WorkerLink,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        Ok(Box::new(PgStorage::connect_via(self, keys, link).await?))
+    }
+
     fn note(&self) -> Option<String> {
         Some(self.label.clone())
     }
@@ -366,31 +509,36 @@ impl Storage for PgStorage {
 
 #[async_trait]
 impl StorageClient for PgClient {
+    /// One round trip (the statement is sent with its parameters' types, not prepared
+    /// first): a link's delay makes it late once, as the simulator's does.
     async fn write(
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
     ) -> Result<bool, BackendError> {
+        self.ready().await?;
         let token = as_sql_token(write.token);
         let statement = self.statement(check);
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-            [&write.worker, &token, &write.value];
-        let call = async { self.client.execute(&statement, &params).await.map_err(sql_error) };
-        let rows = within(&self.shown, "a write", call).await?;
-        Ok(rows == 1)
+        let params: [(&(dyn ToSql + Sync), Type); 3] =
+            [(&write.worker, Type::TEXT), (&token, Type::INT8), (&write.value, Type::TEXT)];
+        let call = async { self.client.query_typed(&statement, &params).await.map_err(sql_error) };
+        let rows = self.over("a write", call).await?;
+        Ok(rows.len() == 1)
     }
 
     async fn next_token(&mut self) -> Result<u64, BackendError> {
+        self.ready().await?;
         let sql = format!("SELECT nextval('{}.fence')", self.schema);
-        let call = async { self.client.query_one(&sql, &[]).await.map_err(sql_error) };
-        let row = within(&self.shown, "nextval", call).await?;
+        let call = async { self.client.query_typed_one(&sql, &[]).await.map_err(sql_error) };
+        let row = self.over("nextval", call).await?;
         Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
     }
 
     async fn read_all(&mut self) -> Result<Vec<StoredWrite>, BackendError> {
+        self.ready().await?;
         let sql = format!("SELECT writer, token, value FROM {}.history ORDER BY seq", self.schema);
-        let call = async { self.client.query(&sql, &[]).await.map_err(sql_error) };
-        let rows = within(&self.shown, "reading the history", call).await?;
+        let call = async { self.client.query_typed(&sql, &[]).await.map_err(sql_error) };
+        let rows = self.over("reading the history", call).await?;
         Ok(rows
             .iter()
             .map(|r| StoredWrite {
@@ -402,16 +550,21 @@ impl StorageClient for PgClient {
     }
 
     async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
-        within(&self.shown, "reading the record", self.truth()).await
+        self.ready().await?;
+        self.over("reading the record", self.truth()).await
     }
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
-        within(&self.shown, "dropping the run's schema", self.drop_schema()).await
+        self.ready().await?;
+        self.over("dropping the run's schema", self.drop_schema()).await
     }
 
     async fn sql(&mut self, worker: &str, op: &SqlOp) -> Result<SqlReply, BackendError> {
-        let shown = self.shown.clone();
-        within(&shown, "a statement", self.sql_now(worker, op)).await
+        self.ready().await?;
+        let (shown, slack) = (self.shown.clone(), self.slack());
+        let cuts = self.link.as_ref().map(|l| l.link.cuts());
+        let answer = within(&shown, slack, "a statement", self.sql_now(worker, op)).await;
+        self.settle(cuts, answer)
     }
 }
 
