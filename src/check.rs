@@ -218,7 +218,9 @@ impl Lease<'_> {
     }
 }
 
-fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
+/// The run's lease (scenario ms) and its real time per scenario time (1 when the log
+/// does not say).
+fn lease_and_scale(events: &[Event]) -> (Option<f64>, f64) {
     let started = events.iter().find_map(|e| match &e.kind {
         EventKind::RunStarted { scenario, time_scale, .. } => {
             Some((scenario.ttl_ms as f64, *time_scale))
@@ -226,7 +228,11 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         _ => None,
     });
     let ttl = started.map(|(ttl, _)| ttl).filter(|t| *t > 0.0);
-    let time_scale = started.map_or(1.0, |(_, scale)| scale);
+    (ttl, started.map_or(1.0, |(_, scale)| scale))
+}
+
+fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
+    let (ttl, time_scale) = lease_and_scale(events);
     // How long each worker's last call took (scenario ms): a grant's lease started when
     // the lock service granted it, which a reply that arrives late shows.
     let mut last_call: BTreeMap<&str, f64> = BTreeMap::new();
@@ -339,32 +345,91 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     found
 }
 
-/// Which accepted writes are stale, fed the log in order: the one rule the checker
-/// and the run model (the storage panel's STALE mark) share.
+/// Which accepted writes are stale, judged in the order the storage took them (each
+/// write's `order`), whatever order their replies were logged in: the one rule the
+/// checker and the run model (the storage panel's STALE mark) share. Fed the log in
+/// order, it may learn of a write the storage took earlier only after later ones (a
+/// link delayed its reply); it then judges the later ones again.
 #[derive(Debug, Clone, Default)]
 pub struct StaleRule {
-    /// The highest token accepted so far, and whose write it was.
-    highest: Option<(String, u64)>,
-    /// On a queue (`lock = "stream"`) tokens are job numbers: which worker's write
-    /// of each job was accepted first. Then a second worker's write of the job is
-    /// the violation (done twice), and a lower number is just an earlier job.
-    jobs: Option<BTreeMap<u64, String>>,
+    /// On a queue (`lock = "stream"`) tokens are job numbers: then a second worker's
+    /// write of a job is the violation (done twice), and a lower number is just an
+    /// earlier job.
+    jobs: bool,
     /// When each worker's current grant was handed out (its `Acquired` event's seq):
     /// between two writes with the same token, the older grant's is the stale one.
     granted: BTreeMap<String, u64>,
+    /// Every accepted write so far, in the storage's order.
+    taken: BTreeMap<Place, Taken>,
+    /// The judgment of `taken`, walked in order up to its last write.
+    walk: Walk,
+    /// The highest storage order given so far: a write logged without one (a log from
+    /// before writes carried it) is placed there, as its reply arrived.
+    latest: u64,
+}
+
+/// Where an accepted write stands: the storage's order, then the order it was logged
+/// in (which alone orders writes logged without the storage's).
+type Place = (u64, u64);
+
+/// One accepted write, as the rule keeps it.
+#[derive(Debug, Clone)]
+struct Taken {
+    /// The caller's name for it, returned when it is found stale.
+    id: u64,
+    worker: String,
+    token: u64,
+    /// The writer's grant when it wrote (the `Acquired` event's seq).
+    grant: Option<u64>,
+    /// Found stale: the write it came after (its writer and token).
+    after: Option<(String, u64)>,
+}
+
+/// What the writes taken so far, in storage order, say of the next one.
+#[derive(Debug, Clone, Default)]
+struct Walk {
+    /// The highest token accepted so far: its first write's writer, token and grant.
+    highest: Option<(String, u64, Option<u64>)>,
+    /// On a queue: which worker's write of each job the storage took first.
+    first_of_job: BTreeMap<u64, String>,
+}
+
+impl Walk {
+    /// Take `w` in: the write it is stale after, if it is.
+    fn take(&mut self, w: &Taken, jobs: bool) -> Option<(String, u64)> {
+        if jobs {
+            let first = self.first_of_job.entry(w.token).or_insert_with(|| w.worker.clone());
+            return (*first != w.worker).then(|| (first.clone(), w.token));
+        }
+        let stale = self.highest.as_ref().filter(|(_, token, grant)| {
+            w.token < *token || (w.token == *token && w.grant < *grant)
+        });
+        let stale = stale.map(|(worker, token, _)| (worker.clone(), *token));
+        if self.highest.as_ref().is_none_or(|(_, h, _)| w.token > *h) {
+            self.highest = Some((w.worker.clone(), w.token, w.grant));
+        }
+        stale
+    }
+}
+
+/// A write found stale: the caller's id for it, and the write it came after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stale {
+    pub id: u64,
+    pub after_worker: String,
+    pub after_token: u64,
 }
 
 impl StaleRule {
     /// The rule for a run on `lock`.
     pub fn for_lock(lock: &LockSpec) -> Self {
-        let jobs = lock.queue.then(BTreeMap::new);
-        StaleRule { jobs, ..StaleRule::default() }
+        StaleRule { jobs: lock.queue, ..StaleRule::default() }
     }
 
-    /// Whether tokens are a queue's job numbers (what [`Self::accepted`] returns is
-    /// then the job done twice).
+    /// Whether tokens are a queue's job numbers (a write [`Self::accepted`] finds is
+    /// then a job done twice).
     pub fn counts_jobs(&self) -> bool {
-        self.jobs.is_some()
+        self.jobs
     }
 
     /// `worker` was granted the lock by the event numbered `seq`.
@@ -372,40 +437,153 @@ impl StaleRule {
         self.granted.insert(worker.to_string(), seq);
     }
 
-    /// The storage accepted `worker`'s write with `token`. If it is stale, returns
-    /// the write it came after (its writer and token).
-    pub fn accepted(&mut self, worker: &str, token: u64) -> Option<(String, u64)> {
-        if let Some(done) = &mut self.jobs {
-            let first = done.entry(token).or_insert_with(|| worker.to_string());
-            return (first != worker).then(|| (first.clone(), token));
+    /// The storage accepted `worker`'s write with `token`, as its `order`-th write
+    /// (None: not known, judged as logged); `id` names it for the caller. Returns the
+    /// writes this shows to be stale, each with the write it came after: this one, or
+    /// (when the storage took this one before writes already logged) later ones. A
+    /// write once found stale stays so.
+    pub fn accepted(
+        &mut self,
+        id: u64,
+        worker: &str,
+        token: u64,
+        order: Option<u64>,
+    ) -> Vec<Stale> {
+        let order = order.unwrap_or(self.latest);
+        self.latest = self.latest.max(order);
+        let place = (order, self.taken.len() as u64);
+        let grant = self.granted.get(worker).copied();
+        let w = Taken { id, worker: worker.to_string(), token, grant, after: None };
+        let in_order = self.taken.last_key_value().is_none_or(|(last, _)| *last < place);
+        self.taken.insert(place, w);
+        if in_order {
+            // The usual case: the storage's latest write, judged on what came before.
+            let range = self.taken.range_mut(place..);
+            return judge(&mut self.walk, range.map(|(_, w)| w), self.jobs);
         }
-        let older_grant = |other: &str| self.granted.get(worker) < self.granted.get(other);
-        let stale = self.highest.as_ref().filter(|(after_worker, after_token)| {
-            token < *after_token || (token == *after_token && older_grant(after_worker))
-        });
-        let stale = stale.cloned();
-        if self.highest.as_ref().is_none_or(|(_, h)| token > *h) {
-            self.highest = Some((worker.to_string(), token));
-        }
-        stale
+        // Taken before writes already judged: walk them all again.
+        self.walk = Walk::default();
+        judge(&mut self.walk, self.taken.values_mut(), self.jobs)
     }
 
     /// The highest token accepted so far.
     pub fn highest(&self) -> Option<u64> {
-        self.highest.as_ref().map(|(_, t)| *t)
+        self.walk.highest.as_ref().map(|(_, t, _)| *t)
+    }
+}
+
+/// Walk `writes` in storage order on from `walk`: the ones newly found stale.
+fn judge<'a>(
+    walk: &mut Walk,
+    writes: impl Iterator<Item = &'a mut Taken>,
+    jobs: bool,
+) -> Vec<Stale> {
+    let mut found = Vec::new();
+    for w in writes {
+        let after = walk.take(w, jobs);
+        if w.after.is_none()
+            && let Some((after_worker, after_token)) = after
+        {
+            found.push(Stale { id: w.id, after_worker: after_worker.clone(), after_token });
+            w.after = Some((after_worker, after_token));
+        }
+    }
+    found
+}
+
+/// Who held the lock when the storage took each write, as far as the log tells.
+///
+/// A write's "still own lock?" reading (`redis_holder`) is asked right after its
+/// reply. Over a link that delays replies, that is long after the storage took the
+/// write: the request travelled on time, only its reply was late. So for a worker
+/// whose link is delayed, the holder is what the lock service listed (the observer's
+/// latest reading) when the write was sent.
+#[derive(Default)]
+struct HolderAtWrite<'a> {
+    time_scale: f64,
+    /// Foreign programs: fencelab writes for them, and asks who holds the lock, on
+    /// connections of its own, which their link does not delay.
+    programs: Vec<&'a str>,
+    /// Workers whose replies arrive late now.
+    late: std::collections::BTreeSet<&'a str>,
+    /// When each worker sent its first call since its last event (scenario ms): a
+    /// write's, when the event is its `Wrote`.
+    sent: BTreeMap<&'a str, f64>,
+    /// Each reading of the lock service's holder, in time order.
+    readings: Vec<(f64, Option<&'a str>)>,
+}
+
+impl<'a> HolderAtWrite<'a> {
+    fn new(events: &'a [Event]) -> Self {
+        let programs = events.iter().find_map(|e| match &e.kind {
+            EventKind::RunStarted { scenario, .. } => Some(
+                scenario
+                    .workers
+                    .iter()
+                    .filter(|w| w.program.is_some())
+                    .map(|w| w.name.as_str())
+                    .collect(),
+            ),
+            _ => None,
+        });
+        let time_scale = lease_and_scale(events).1;
+        HolderAtWrite { time_scale, programs: programs.unwrap_or_default(), ..Self::default() }
+    }
+
+    /// Take in `e` (every event, in log order).
+    fn see(&mut self, e: &'a Event) {
+        match &e.kind {
+            EventKind::Link { worker, kind, .. }
+                if *kind == crate::scenario::FaultKind::Delay
+                    && !self.programs.contains(&worker.as_str()) =>
+            {
+                self.late.insert(worker);
+            }
+            EventKind::Link { worker, .. } => {
+                self.late.remove(worker.as_str());
+            }
+            EventKind::Truth(truth) => self.readings.push((e.t_ms, truth.holder.as_deref())),
+            EventKind::Command { worker, latency_ms, .. } => {
+                let at = e.t_ms - latency_ms / self.time_scale;
+                self.sent.entry(worker).or_insert(at);
+            }
+            _ => {}
+        }
+    }
+
+    /// Who held the lock when the storage took `worker`'s write, whose reading was
+    /// `redis_holder`; then its next calls start afresh.
+    fn holder(&mut self, worker: &str, redis_holder: Option<&'a str>) -> Option<&'a str> {
+        let sent = self.sent.remove(worker);
+        let Some(sent) = sent.filter(|_| self.late.contains(worker)) else {
+            return redis_holder;
+        };
+        let before = self.readings.partition_point(|(t, _)| *t <= sent);
+        before.checked_sub(1).map_or(redis_holder, |last| self.readings[last].1)
+    }
+
+    /// `worker` did something else: its next calls are a new step's.
+    fn next_step(&mut self, worker: &str) {
+        self.sent.remove(worker);
     }
 }
 
 fn bad_writes(events: &[Event]) -> Vec<Violation> {
     let mut rule = StaleRule::for_lock(lock_of(events));
+    let mut holders = HolderAtWrite::new(events);
     let mut found = Vec::new();
     // A foreign program whose library hands out no tokens writes without one: its
     // write is judged by the order of its grant (the n-th grant of the run), which is
     // what a token would have said.
     let (mut grants, mut grant_of) = (0u64, std::collections::HashMap::new());
+    // Each accepted write's event, its writer, the token it is judged by, and whether
+    // that was its grant's number: by the event's seq, the rule's id for it.
+    let mut writes = BTreeMap::new();
     for e in events {
-        let (worker, token, redis_holder) = match &e.kind {
+        holders.see(e);
+        let (worker, token, redis_holder, order) = match &e.kind {
             EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
+                holders.next_step(worker);
                 rule.granted(worker, e.seq);
                 grants += 1;
                 grant_of.insert(worker.as_str(), grants);
@@ -413,38 +591,45 @@ fn bad_writes(events: &[Event]) -> Vec<Violation> {
             }
             EventKind::Worker {
                 worker,
-                what: WorkerEvent::Wrote { token, accepted: true, redis_holder, .. },
-            } => (worker, token, redis_holder),
+                what: WorkerEvent::Wrote { token, accepted: true, redis_holder, order, .. },
+            } => (worker, token, holders.holder(worker, redis_holder.as_deref()), order),
+            EventKind::Worker { worker, .. } => {
+                holders.next_step(worker);
+                continue;
+            }
             _ => continue,
         };
         let (by_grant, written) = (token.is_none(), *token);
-        let token = &token.or_else(|| grant_of.get(worker.as_str()).copied());
-        if let Some(token) = token
-            && let Some((after_worker, after_token)) = rule.accepted(worker, *token)
-        {
-            let (first, at_ms, seq) = (after_worker, e.t_ms, e.seq);
-            found.push(if rule.counts_jobs() {
-                let (second, result) = (worker.clone(), format!("job {token}"));
-                Violation::DoneTwice { result, first, second, at_ms, seq }
-            } else {
-                let (worker, token) = (worker.clone(), *token);
-                Violation::StaleWrite {
-                    worker,
-                    token,
-                    after_worker: first,
-                    after_token,
-                    at_ms,
-                    seq,
-                    by_grant,
-                }
-            });
+        if let Some(token) = token.or_else(|| grant_of.get(worker.as_str()).copied()) {
+            writes.insert(e.seq, (e, worker, token, by_grant));
+            for stale in rule.accepted(e.seq, worker, token, *order) {
+                let Some(&(e, worker, token, by_grant)) = writes.get(&stale.id) else {
+                    continue;
+                };
+                let (first, at_ms, seq) = (stale.after_worker, e.t_ms, e.seq);
+                found.push(if rule.counts_jobs() {
+                    let (second, result) = (worker.clone(), format!("job {token}"));
+                    Violation::DoneTwice { result, first, second, at_ms, seq }
+                } else {
+                    let (worker, after_token) = (worker.clone(), stale.after_token);
+                    Violation::StaleWrite {
+                        worker,
+                        token,
+                        after_worker: first,
+                        after_token,
+                        at_ms,
+                        seq,
+                        by_grant,
+                    }
+                });
+            }
         }
-        if redis_holder.as_deref() != Some(worker.as_str()) {
+        if redis_holder != Some(worker.as_str()) {
             found.push(Violation::WriteByNonHolder {
                 worker: worker.clone(),
                 // The write's own token: a grant's number stands in only for ordering.
                 token: written,
-                redis_holder: redis_holder.clone(),
+                redis_holder: redis_holder.map(str::to_string),
                 at_ms: e.t_ms,
                 seq: e.seq,
             });
@@ -533,11 +718,17 @@ mod tests {
     }
 
     fn wrote(seq: u64, who: &str, token: u64) -> Event {
+        wrote_as(seq, who, token, None)
+    }
+
+    /// An accepted write the storage took as its `order`-th.
+    fn wrote_as(seq: u64, who: &str, token: u64, order: Option<u64>) -> Event {
         let what = WorkerEvent::Wrote {
             value: String::new(),
             token: Some(token),
             accepted: true,
             redis_holder: Some(who.into()),
+            order,
         };
         worker(seq, who, what)
     }
@@ -587,6 +778,7 @@ mod tests {
                 token: None,
                 accepted: true,
                 redis_holder: Some(who.into()),
+                order: None,
             };
             worker(seq, who, what)
         };
@@ -612,6 +804,95 @@ mod tests {
             wrote(3, "A", 1),
         ];
         assert!(bad_writes(&events)[0].to_string().contains("A token 1 after B token 2"));
+    }
+
+    /// A delayed link: the storage took A's token 1 first and B's token 2 second, but
+    /// B's reply was logged first. Judged at the storage, nothing is stale; the same
+    /// storage order with the lower token second is.
+    #[test]
+    fn writes_are_judged_in_the_storages_order_not_the_order_their_replies_were_logged() {
+        let granted = [
+            worker(0, "A", WorkerEvent::Acquired { token: 1 }),
+            worker(1, "B", WorkerEvent::Acquired { token: 2 }),
+        ];
+        let log = |writes: [Event; 2]| [granted.clone(), writes].concat();
+        let replies_out_of_order =
+            log([wrote_as(2, "B", 2, Some(2)), wrote_as(3, "A", 1, Some(1))]);
+        assert!(stale(&replies_out_of_order).is_empty(), "{:?}", check(&replies_out_of_order));
+        let lower_second = log([wrote_as(2, "B", 2, Some(1)), wrote_as(3, "A", 1, Some(2))]);
+        assert_eq!(stale(&lower_second), [("A".to_string(), 1)]);
+        // The storage took the lower token second, but its reply was logged first: the
+        // write judged stale is still A's, found when B's reply arrives.
+        let lower_logged_first = log([wrote_as(2, "A", 1, Some(2)), wrote_as(3, "B", 2, Some(1))]);
+        let found = bad_writes(&lower_logged_first);
+        assert_eq!(stale(&lower_logged_first), [("A".to_string(), 1)]);
+        assert_eq!(found.iter().map(Violation::seq).collect::<Vec<_>>(), [2]);
+        // And the run model's storage panel agrees with the checker.
+        let model = crate::model::RunModel::from_events(&lower_logged_first);
+        let marked: Vec<(&str, bool)> =
+            model.writes.iter().map(|w| (w.worker.as_str(), w.stale)).collect();
+        assert_eq!(marked, [("A", true), ("B", false)]);
+        let labels: Vec<&str> = model.marks.iter().map(|m| m.label.as_str()).collect();
+        assert!(labels.contains(&"✔w1 STALE"), "{labels:?}");
+        let model = crate::model::RunModel::from_events(&replies_out_of_order);
+        assert!(model.writes.iter().all(|w| !w.stale));
+    }
+
+    /// A's link delays replies by 2 s from 1.0 s: its write, sent at 1.0 s while it
+    /// held the lock, is answered at 3.0 s, and the "still own lock?" reading sent
+    /// then (nobody: the lease ended at 2.5 s) arrives at 5.0 s. The storage took the
+    /// write from the holder. Without the delay, the same reading is right after the
+    /// write, and the write is by a non-holder.
+    #[test]
+    fn a_delayed_writers_holder_is_the_one_listed_when_its_write_was_sent() {
+        let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
+        let truth = |holder: Option<&str>| {
+            EventKind::Truth(crate::engine::log::Truth {
+                holder: holder.map(str::to_string),
+                ttl_ms: None,
+                fence_counter: 1,
+                storage_highest: 0,
+                nodes: Vec::new(),
+                expired: None,
+            })
+        };
+        let call = |latency_ms: f64| EventKind::Command {
+            worker: "A".into(),
+            command: String::new(),
+            reply: String::new(),
+            latency_ms,
+        };
+        let delay = EventKind::Link {
+            worker: "A".into(),
+            kind: crate::scenario::FaultKind::Delay,
+            ms: Some(2000),
+        };
+        let write = WorkerEvent::Wrote {
+            value: String::new(),
+            token: Some(1),
+            accepted: true,
+            redis_holder: None,
+            order: Some(1),
+        };
+        let log = |delayed: bool| {
+            vec![
+                worker(0, "A", WorkerEvent::Acquired { token: 1 }),
+                at(1, 500.0, truth(Some("A"))),
+                at(2, 1000.0, if delayed { delay.clone() } else { truth(Some("A")) }),
+                at(3, 2500.0, truth(None)),
+                at(4, 3000.0, call(if delayed { 2000.0 } else { 0.0 })),
+                at(5, 5000.0, call(if delayed { 2000.0 } else { 0.0 })),
+                at(6, 5000.0, EventKind::Worker { worker: "A".into(), what: write.clone() }),
+            ]
+        };
+        let by_non_holder = |events: &[Event]| {
+            bad_writes(events)
+                .iter()
+                .filter(|v| v.kind() == ViolationKind::WriteByNonHolder)
+                .count()
+        };
+        assert_eq!(by_non_holder(&log(true)), 0, "{:?}", check(&log(true)));
+        assert_eq!(by_non_holder(&log(false)), 1);
     }
 
     #[test]

@@ -126,7 +126,7 @@ impl StorageClient for Linked<Box<dyn StorageClient>> {
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
-    ) -> Result<bool, BackendError> {
+    ) -> Result<Option<u64>, BackendError> {
         carry(&self.link, self.inner.write(write, check)).await
     }
 

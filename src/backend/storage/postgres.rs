@@ -207,7 +207,10 @@ pub struct PgClient {
 
 impl PgClient {
     /// The statement for each check. Each one updates the record and appends to the
-    /// history only when the check passes; 1 row means accepted.
+    /// history only when the check passes, returning the history row's `seq`: a row
+    /// means accepted, and its `seq` is the write's place in the storage's order (the
+    /// `UPDATE` holds the record's row lock until the statement commits, so writes take
+    /// their numbers in the order they are applied).
     fn statement(&self, check: WriteCheck) -> String {
         let s = &self.schema;
         let (applied, update) = match check {
@@ -236,7 +239,8 @@ impl PgClient {
         };
         format!(
             "WITH {applied}written AS ({update}) \
-             INSERT INTO {s}.history (writer, token, value) SELECT $1, $2::bigint, $3 FROM written"
+             INSERT INTO {s}.history (writer, token, value) SELECT $1, $2::bigint, $3 FROM written \
+             RETURNING seq"
         )
     }
 
@@ -370,14 +374,14 @@ impl StorageClient for PgClient {
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
-    ) -> Result<bool, BackendError> {
+    ) -> Result<Option<u64>, BackendError> {
         let token = as_sql_token(write.token);
         let statement = self.statement(check);
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
             [&write.worker, &token, &write.value];
-        let call = async { self.client.execute(&statement, &params).await.map_err(sql_error) };
-        let rows = within(&self.shown, "a write", call).await?;
-        Ok(rows == 1)
+        let call = async { self.client.query_opt(&statement, &params).await.map_err(sql_error) };
+        let row = within(&self.shown, "a write", call).await?;
+        Ok(row.and_then(|r| u64::try_from(r.get::<_, i64>(0)).ok()))
     }
 
     async fn next_token(&mut self) -> Result<u64, BackendError> {
