@@ -24,6 +24,10 @@ use crate::engine::log::{Event, EventKind, WorkerEvent};
 pub use crate::scenario::ViolationKind;
 use crate::scenario::{Expectation, LockSpec, spec};
 
+mod writes;
+use writes::bad_writes;
+pub use writes::{Stale, StaleRule};
+
 /// One violation: who, when, which tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -218,7 +222,9 @@ impl Lease<'_> {
     }
 }
 
-fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
+/// The run's lease (scenario ms) and its real time per scenario time (1 when the log
+/// does not say).
+fn lease_and_scale(events: &[Event]) -> (Option<f64>, f64) {
     let started = events.iter().find_map(|e| match &e.kind {
         EventKind::RunStarted { scenario, time_scale, .. } => {
             Some((scenario.ttl_ms as f64, *time_scale))
@@ -226,7 +232,11 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         _ => None,
     });
     let ttl = started.map(|(ttl, _)| ttl).filter(|t| *t > 0.0);
-    let time_scale = started.map_or(1.0, |(_, scale)| scale);
+    (ttl, started.map_or(1.0, |(_, scale)| scale))
+}
+
+fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
+    let (ttl, time_scale) = lease_and_scale(events);
     // How long each worker's last call took (scenario ms): a grant's lease started when
     // the lock service granted it, which a reply that arrives late shows.
     let mut last_call: BTreeMap<&str, f64> = BTreeMap::new();
@@ -339,120 +349,6 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     found
 }
 
-/// Which accepted writes are stale, fed the log in order: the one rule the checker
-/// and the run model (the storage panel's STALE mark) share.
-#[derive(Debug, Clone, Default)]
-pub struct StaleRule {
-    /// The highest token accepted so far, and whose write it was.
-    highest: Option<(String, u64)>,
-    /// On a queue (`lock = "stream"`) tokens are job numbers: which worker's write
-    /// of each job was accepted first. Then a second worker's write of the job is
-    /// the violation (done twice), and a lower number is just an earlier job.
-    jobs: Option<BTreeMap<u64, String>>,
-    /// When each worker's current grant was handed out (its `Acquired` event's seq):
-    /// between two writes with the same token, the older grant's is the stale one.
-    granted: BTreeMap<String, u64>,
-}
-
-impl StaleRule {
-    /// The rule for a run on `lock`.
-    pub fn for_lock(lock: &LockSpec) -> Self {
-        let jobs = lock.queue.then(BTreeMap::new);
-        StaleRule { jobs, ..StaleRule::default() }
-    }
-
-    /// Whether tokens are a queue's job numbers (what [`Self::accepted`] returns is
-    /// then the job done twice).
-    pub fn counts_jobs(&self) -> bool {
-        self.jobs.is_some()
-    }
-
-    /// `worker` was granted the lock by the event numbered `seq`.
-    pub fn granted(&mut self, worker: &str, seq: u64) {
-        self.granted.insert(worker.to_string(), seq);
-    }
-
-    /// The storage accepted `worker`'s write with `token`. If it is stale, returns
-    /// the write it came after (its writer and token).
-    pub fn accepted(&mut self, worker: &str, token: u64) -> Option<(String, u64)> {
-        if let Some(done) = &mut self.jobs {
-            let first = done.entry(token).or_insert_with(|| worker.to_string());
-            return (first != worker).then(|| (first.clone(), token));
-        }
-        let older_grant = |other: &str| self.granted.get(worker) < self.granted.get(other);
-        let stale = self.highest.as_ref().filter(|(after_worker, after_token)| {
-            token < *after_token || (token == *after_token && older_grant(after_worker))
-        });
-        let stale = stale.cloned();
-        if self.highest.as_ref().is_none_or(|(_, h)| token > *h) {
-            self.highest = Some((worker.to_string(), token));
-        }
-        stale
-    }
-
-    /// The highest token accepted so far.
-    pub fn highest(&self) -> Option<u64> {
-        self.highest.as_ref().map(|(_, t)| *t)
-    }
-}
-
-fn bad_writes(events: &[Event]) -> Vec<Violation> {
-    let mut rule = StaleRule::for_lock(lock_of(events));
-    let mut found = Vec::new();
-    // A foreign program whose library hands out no tokens writes without one: its
-    // write is judged by the order of its grant (the n-th grant of the run), which is
-    // what a token would have said.
-    let (mut grants, mut grant_of) = (0u64, std::collections::HashMap::new());
-    for e in events {
-        let (worker, token, redis_holder) = match &e.kind {
-            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
-                rule.granted(worker, e.seq);
-                grants += 1;
-                grant_of.insert(worker.as_str(), grants);
-                continue;
-            }
-            EventKind::Worker {
-                worker,
-                what: WorkerEvent::Wrote { token, accepted: true, redis_holder, .. },
-            } => (worker, token, redis_holder),
-            _ => continue,
-        };
-        let (by_grant, written) = (token.is_none(), *token);
-        let token = &token.or_else(|| grant_of.get(worker.as_str()).copied());
-        if let Some(token) = token
-            && let Some((after_worker, after_token)) = rule.accepted(worker, *token)
-        {
-            let (first, at_ms, seq) = (after_worker, e.t_ms, e.seq);
-            found.push(if rule.counts_jobs() {
-                let (second, result) = (worker.clone(), format!("job {token}"));
-                Violation::DoneTwice { result, first, second, at_ms, seq }
-            } else {
-                let (worker, token) = (worker.clone(), *token);
-                Violation::StaleWrite {
-                    worker,
-                    token,
-                    after_worker: first,
-                    after_token,
-                    at_ms,
-                    seq,
-                    by_grant,
-                }
-            });
-        }
-        if redis_holder.as_deref() != Some(worker.as_str()) {
-            found.push(Violation::WriteByNonHolder {
-                worker: worker.clone(),
-                // The write's own token: a grant's number stands in only for ordering.
-                token: written,
-                redis_holder: redis_holder.clone(),
-                at_ms: e.t_ms,
-                seq: e.seq,
-            });
-        }
-    }
-    found
-}
-
 /// What the storage held at the run's end, as expectations write it (`WORKER:TOKEN`).
 pub fn stored(events: &[Event]) -> Vec<String> {
     events
@@ -533,11 +429,17 @@ mod tests {
     }
 
     fn wrote(seq: u64, who: &str, token: u64) -> Event {
+        wrote_as(seq, who, token, None)
+    }
+
+    /// An accepted write the storage took as its `order`-th.
+    fn wrote_as(seq: u64, who: &str, token: u64, order: Option<u64>) -> Event {
         let what = WorkerEvent::Wrote {
             value: String::new(),
             token: Some(token),
             accepted: true,
             redis_holder: Some(who.into()),
+            order,
         };
         worker(seq, who, what)
     }
@@ -587,6 +489,7 @@ mod tests {
                 token: None,
                 accepted: true,
                 redis_holder: Some(who.into()),
+                order: None,
             };
             worker(seq, who, what)
         };
@@ -612,6 +515,95 @@ mod tests {
             wrote(3, "A", 1),
         ];
         assert!(bad_writes(&events)[0].to_string().contains("A token 1 after B token 2"));
+    }
+
+    /// A delayed link: the storage took A's token 1 first and B's token 2 second, but
+    /// B's reply was logged first. Judged at the storage, nothing is stale; the same
+    /// storage order with the lower token second is.
+    #[test]
+    fn writes_are_judged_in_the_storages_order_not_the_order_their_replies_were_logged() {
+        let granted = [
+            worker(0, "A", WorkerEvent::Acquired { token: 1 }),
+            worker(1, "B", WorkerEvent::Acquired { token: 2 }),
+        ];
+        let log = |writes: [Event; 2]| [granted.clone(), writes].concat();
+        let replies_out_of_order =
+            log([wrote_as(2, "B", 2, Some(2)), wrote_as(3, "A", 1, Some(1))]);
+        assert!(stale(&replies_out_of_order).is_empty(), "{:?}", check(&replies_out_of_order));
+        let lower_second = log([wrote_as(2, "B", 2, Some(1)), wrote_as(3, "A", 1, Some(2))]);
+        assert_eq!(stale(&lower_second), [("A".to_string(), 1)]);
+        // The storage took the lower token second, but its reply was logged first: the
+        // write judged stale is still A's, found when B's reply arrives.
+        let lower_logged_first = log([wrote_as(2, "A", 1, Some(2)), wrote_as(3, "B", 2, Some(1))]);
+        let found = bad_writes(&lower_logged_first);
+        assert_eq!(stale(&lower_logged_first), [("A".to_string(), 1)]);
+        assert_eq!(found.iter().map(Violation::seq).collect::<Vec<_>>(), [2]);
+        // And the run model's storage panel agrees with the checker.
+        let model = crate::model::RunModel::from_events(&lower_logged_first);
+        let marked: Vec<(&str, bool)> =
+            model.writes.iter().map(|w| (w.worker.as_str(), w.stale)).collect();
+        assert_eq!(marked, [("A", true), ("B", false)]);
+        let labels: Vec<&str> = model.marks.iter().map(|m| m.label.as_str()).collect();
+        assert!(labels.contains(&"✔w1 STALE"), "{labels:?}");
+        let model = crate::model::RunModel::from_events(&replies_out_of_order);
+        assert!(model.writes.iter().all(|w| !w.stale));
+    }
+
+    /// A's link delays replies by 2 s from 1.0 s: its write, sent at 1.0 s while it
+    /// held the lock, is answered at 3.0 s, and the "still own lock?" reading sent
+    /// then (nobody: the lease ended at 2.5 s) arrives at 5.0 s. The storage took the
+    /// write from the holder. Without the delay, the same reading is right after the
+    /// write, and the write is by a non-holder.
+    #[test]
+    fn a_delayed_writers_holder_is_the_one_listed_when_its_write_was_sent() {
+        let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
+        let truth = |holder: Option<&str>| {
+            EventKind::Truth(crate::engine::log::Truth {
+                holder: holder.map(str::to_string),
+                ttl_ms: None,
+                fence_counter: 1,
+                storage_highest: 0,
+                nodes: Vec::new(),
+                expired: None,
+            })
+        };
+        let call = |latency_ms: f64| EventKind::Command {
+            worker: "A".into(),
+            command: String::new(),
+            reply: String::new(),
+            latency_ms,
+        };
+        let delay = EventKind::Link {
+            worker: "A".into(),
+            kind: crate::scenario::FaultKind::Delay,
+            ms: Some(2000),
+        };
+        let write = WorkerEvent::Wrote {
+            value: String::new(),
+            token: Some(1),
+            accepted: true,
+            redis_holder: None,
+            order: Some(1),
+        };
+        let log = |delayed: bool| {
+            vec![
+                worker(0, "A", WorkerEvent::Acquired { token: 1 }),
+                at(1, 500.0, truth(Some("A"))),
+                at(2, 1000.0, if delayed { delay.clone() } else { truth(Some("A")) }),
+                at(3, 2500.0, truth(None)),
+                at(4, 3000.0, call(if delayed { 2000.0 } else { 0.0 })),
+                at(5, 5000.0, call(if delayed { 2000.0 } else { 0.0 })),
+                at(6, 5000.0, EventKind::Worker { worker: "A".into(), what: write.clone() }),
+            ]
+        };
+        let by_non_holder = |events: &[Event]| {
+            bad_writes(events)
+                .iter()
+                .filter(|v| v.kind() == ViolationKind::WriteByNonHolder)
+                .count()
+        };
+        assert_eq!(by_non_holder(&log(true)), 0, "{:?}", check(&log(true)));
+        assert_eq!(by_non_holder(&log(false)), 1);
     }
 
     #[test]

@@ -311,7 +311,8 @@ pub struct BreakArgs {
     /// taken out.
     pub scenario: String,
     /// The fault kinds to search, comma-separated: pause, delay, clock-jump, kill
-    /// (default: pause, and clock-jump and kill where the lock has servers to fail).
+    /// (default: pause, delay where the scenario's links can fail, and clock-jump and
+    /// kill where the lock has servers to fail).
     #[arg(long, value_name = "LIST")]
     pub faults: Option<String>,
     /// Try at most N schedules (default 10000, at most a billion).

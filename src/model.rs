@@ -158,6 +158,10 @@ pub struct RunModel {
     events: Vec<Event>,
     /// The checker's rule for stale writes, for the storage panel's marks.
     stale_rule: StaleRule,
+    /// Each judged write's lane mark (by its index in `writes`): a write the storage
+    /// took before one already marked, logged later (a delayed reply), can show an
+    /// earlier mark stale.
+    write_marks: std::collections::BTreeMap<usize, usize>,
     /// SQL results recorded so far, to mark the second of one as done twice without
     /// scanning every write before it.
     results: std::collections::HashSet<String>,
@@ -220,6 +224,18 @@ impl RunModel {
 
     fn mark(&mut self, t_ms: f64, lane: usize, label: String) {
         self.marks.push(Mark { t_ms, lane, label });
+    }
+
+    /// The write at `writes[index]`, marked accepted, turned out stale: the storage
+    /// took a higher token before it, whose reply was logged only after it.
+    fn found_stale(&mut self, index: usize) {
+        let jobs = self.stale_rule.counts_jobs();
+        let Some(write) = self.writes.get_mut(index) else { return };
+        write.stale = true;
+        let label = write_mark(write.token, true, true, jobs);
+        if let Some(mark) = self.write_marks.get(&index).and_then(|&m| self.marks.get_mut(m)) {
+            mark.label = label;
+        }
     }
 
     fn apply(&mut self, e: &Event) {
@@ -361,13 +377,21 @@ impl RunModel {
                 }
                 Belief::Released
             }
-            WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
-                let stale = match token {
-                    Some(tok) if *accepted => self.stale_rule.accepted(worker, *tok).is_some(),
-                    _ => false,
+            WorkerEvent::Wrote { token, accepted, redis_holder, order, .. } => {
+                let id = self.writes.len();
+                let found = match token {
+                    Some(tok) if *accepted => {
+                        self.stale_rule.accepted(id as u64, worker, *tok, *order)
+                    }
+                    _ => Vec::new(),
                 };
+                let stale = found.iter().any(|s| s.id == id as u64);
                 let jobs = self.stale_rule.counts_jobs();
+                self.write_marks.insert(id, self.marks.len());
                 self.mark(t, i, write_mark(*token, *accepted, stale, jobs));
+                for later in found.iter().filter(|s| s.id != id as u64) {
+                    self.found_stale(later.id as usize);
+                }
                 self.writes.push(WriteMark {
                     t_ms: t,
                     worker: worker.to_string(),

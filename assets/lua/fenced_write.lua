@@ -8,12 +8,14 @@
 -- lease has since passed to someone else: it is rejected. An EQUAL token is accepted
 -- with '<=', because it comes from the current holder writing more than once during
 -- its lease (unless the counter handed the same token out twice); '<' refuses it.
--- Returns {1, highest} when accepted, {0, highest} when rejected.
+-- Returns {1, highest, n} when accepted, n the list's length after the append: the
+-- write's place in the storage's own order, counted in the same atomic step (the
+-- order replies reach the writers can differ); {0, highest, 0} when rejected.
 local highest = tonumber(redis.call('GET', KEYS[2]) or '0')
 local token = tonumber(ARGV[1])
 if token < highest or (ARGV[3] == '<' and token == highest) then
-  return {0, highest}
+  return {0, highest, 0}
 end
 redis.call('SET', KEYS[2], token)
-redis.call('RPUSH', KEYS[1], ARGV[2])
-return {1, token}
+local n = redis.call('RPUSH', KEYS[1], ARGV[2])
+return {1, token, n}

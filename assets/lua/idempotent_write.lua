@@ -5,9 +5,10 @@
 -- KEYS[1] = the storage list, KEYS[2] = the set of idempotency keys already applied
 -- ARGV[1] = the write's idempotency key (derived from the job), ARGV[2] = the entry
 --
--- Returns 1 when applied, 0 when the key had been applied before.
+-- Returns the list's length after the append when applied (at least 1: the write's
+-- place in the storage's own order, counted in the same atomic step), 0 when the key
+-- had been applied before.
 if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[1], ARGV[2])
-  return 1
+  return redis.call('RPUSH', KEYS[1], ARGV[2])
 end
 return 0

@@ -384,9 +384,16 @@ pub trait Storage: Send + Sync + 'static {
 /// One worker's client of the storage the workers write their results to.
 #[async_trait]
 pub trait StorageClient: Send {
-    /// Append `write`, after the given check. Returns whether it was accepted.
-    async fn write(&mut self, write: &StoredWrite, check: WriteCheck)
-    -> Result<bool, BackendError>;
+    /// Append `write`, after the given check. Returns its place in the storage's own
+    /// order when accepted (`Some(n)`: the storage's n-th entry, counted in the same
+    /// atomic step as the write), None when refused. The checker judges accepted writes
+    /// in this order: the order their replies reach the workers can differ (a link
+    /// that delays replies), and the storage took them in this one.
+    async fn write(
+        &mut self,
+        write: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<Option<u64>, BackendError>;
 
     /// The next fencing token from a counter the storage keeps: for lock services
     /// that hand out none themselves (Redlock).

@@ -38,7 +38,7 @@ impl StorageClient for VettedClient {
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
-    ) -> Result<bool, BackendError> {
+    ) -> Result<Option<u64>, BackendError> {
         self.inner.write(write, check).await
     }
 

@@ -147,6 +147,13 @@ pub enum WorkerEvent {
         token: Option<u64>,
         accepted: bool,
         redis_holder: Option<String>,
+        /// An accepted write's place in the storage's own order (its n-th entry,
+        /// counted by the storage in the same atomic step as the write): the checker
+        /// judges writes in this order, not in the order their replies were logged,
+        /// which a link that delays replies can change. Absent in logs from before it
+        /// was kept (judged in log order) and for a refused write.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        order: Option<u64>,
     },
     /// The release; `deleted` is false when the lock was no longer ours to delete
     /// (compare-and-delete), or when there was nothing to delete.

@@ -212,7 +212,8 @@ impl Worker {
                 let check =
                     self.settings.writes.check(self.settings.fencing.load(Ordering::SeqCst));
                 let started = Instant::now();
-                let accepted = self.storage.write(&write, check).await?;
+                let order = self.storage.write(&write, check).await?;
+                let accepted = order.is_some();
                 let storage = self.settings.storage;
                 let shown = wire::write(&self.keys, storage, self.token, check, accepted);
                 self.command(started, shown);
@@ -222,6 +223,7 @@ impl Worker {
                     token: self.token,
                     accepted,
                     redis_holder,
+                    order,
                 });
             }
             Step::Release => {

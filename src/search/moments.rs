@@ -110,6 +110,7 @@ mod tests {
                     token: None,
                     accepted: true,
                     redis_holder: None,
+                    order: None,
                 },
             ),
             event(950.0, "B", WorkerEvent::Checked { still_owner: false }),

@@ -69,19 +69,13 @@ fn impossible(scenario: &Scenario, kind: FaultKind) -> Option<String> {
 }
 
 /// The kinds asked for, each checked against the scenario; `None` asks for every kind
-/// the scenario can have but `delay`. A delayed reply makes the checker judge a write
-/// when its reply arrives, not when the storage took it, so it can call a write
-/// stale that the storage took in order: asked for by name, its finds need a look
-/// at the storage's order.
+/// the scenario can have.
 pub fn kinds_for(
     scenario: &Scenario,
     asked: Option<&[FaultKind]>,
 ) -> Result<Vec<FaultKind>, SpaceError> {
     match asked {
-        None => Ok(SEARCHABLE
-            .into_iter()
-            .filter(|&k| k != FaultKind::Delay && impossible(scenario, k).is_none())
-            .collect()),
+        None => Ok(SEARCHABLE.into_iter().filter(|&k| impossible(scenario, k).is_none()).collect()),
         Some(kinds) => {
             for &kind in kinds {
                 if let Some(why) = impossible(scenario, kind) {

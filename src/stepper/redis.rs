@@ -234,8 +234,10 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// A write to the storage list, checked as the scenario says; whether it landed.
-    pub fn write(&mut self, write: Stored<'a>, check: WriteCheck) -> bool {
+    /// A write to the storage list, checked as the scenario says: its place in the
+    /// storage's order when accepted (as a storage client's `write` returns it), None
+    /// when refused.
+    pub fn write(&mut self, write: Stored<'a>, check: WriteCheck) -> Option<u64> {
         let accepted = match check {
             WriteCheck::None => true,
             WriteCheck::Fencing(compare) => {
@@ -254,10 +256,11 @@ impl<'a> Db<'a> {
                 !repeat
             }
         };
-        if accepted {
-            self.storage.push(write);
+        if !accepted {
+            return None;
         }
-        accepted
+        self.storage.push(write);
+        Some(self.storage.len() as u64)
     }
 }
 
@@ -318,11 +321,11 @@ mod tests {
     fn a_fenced_write_with_a_lower_token_is_refused() {
         let mut db = Db::new(1);
         let fenced = WriteCheck::Fencing(FenceCompare::AllowEqual);
-        assert!(db.write((1, Some(2), "b"), fenced));
-        assert!(db.write((1, Some(2), "b"), fenced), "equal: the same holder again");
-        assert!(!db.write((0, Some(1), "a"), fenced));
-        assert!(!db.write((1, Some(2), "b"), WriteCheck::Fencing(FenceCompare::Strict)));
-        assert!(db.write((0, Some(1), "a"), WriteCheck::None));
+        assert_eq!(db.write((1, Some(2), "b"), fenced), Some(1));
+        assert_eq!(db.write((1, Some(2), "b"), fenced), Some(2), "equal: the same holder again");
+        assert!(db.write((0, Some(1), "a"), fenced).is_none());
+        assert!(db.write((1, Some(2), "b"), WriteCheck::Fencing(FenceCompare::Strict)).is_none());
+        assert_eq!(db.write((0, Some(1), "a"), WriteCheck::None), Some(3));
         assert_eq!(db.storage.len(), 3);
     }
 }

@@ -222,11 +222,11 @@ impl<'a> Worker<'a> {
                 self.go_on_unless(cx, *stop_if_lost && !still_owner);
             }
             Step::Write { value } => {
-                let accepted = cx.db.write((self.index, self.token, value), self.settings.check);
+                let order = cx.db.write((self.index, self.token, value), self.settings.check);
                 let redis_holder = cx.db.holder(now).map(|v| cx.name(v).to_string());
-                let token = self.token;
+                let (token, accepted) = (self.token, order.is_some());
                 let value = value.clone();
-                self.emit(cx, WorkerEvent::Wrote { value, token, accepted, redis_holder });
+                self.emit(cx, WorkerEvent::Wrote { value, token, accepted, redis_holder, order });
                 self.next(cx);
             }
             Step::Release => {

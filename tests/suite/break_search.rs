@@ -8,11 +8,14 @@ use crate::support;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
+use fencelab::engine::log::{EventKind, WorkerEvent};
 use fencelab::scenario::LockShape;
 use fencelab::scenario::{FaultKind, ViolationKind, builtin};
-use fencelab::search::space::{Move, Target, apply, design};
-use fencelab::search::trial::Trials;
+use fencelab::search::real::RealTrials;
+use fencelab::search::space::{Move, Target, apply, design, kinds_for};
+use fencelab::search::trial::{Runner, Trials};
 use fencelab::search::{Budget, Options, Outcome, harmful, search};
 use tokio_util::sync::CancellationToken;
 
@@ -98,6 +101,81 @@ fn with_fencing_no_pause_breaks_gc_pause_within_the_budget() {
     assert!(summary.contains("all single pauses of A and B from 0 s to"), "{summary}");
     assert!(summary.contains("no harmful violation"), "{summary}");
     assert!(summary.contains("with fencing"), "{summary}");
+}
+
+/// With fencing, reply delays break gc-pause no more than pauses do: the storage
+/// took every write in token order, and the checker judges writes in the storage's
+/// order. (It once judged them as their replies arrived: A's token-1 write, taken
+/// first and answered late, was logged after B's token 2 and called stale.)
+#[test]
+fn with_fencing_no_pause_or_reply_delay_breaks_gc_pause_within_the_budget() {
+    let scenario = builtin("gc-pause").unwrap().unwrap();
+    let options = Options {
+        kinds: Some(vec![FaultKind::Pause, FaultKind::Delay]),
+        budget: Budget::Schedules(1500),
+        seed: 1,
+        fencing: Some(true),
+    };
+    let outcome = search(&scenario, &options, &CancellationToken::new(), |_| {}).unwrap();
+    assert!(outcome.found.is_none(), "{:?}", outcome.found.map(|f| f.shrunk));
+    assert_eq!(outcome.tried(), 1500);
+    let harmless = [ViolationKind::OverlappingBelief, ViolationKind::WriteByNonHolder];
+    assert!(outcome.harmless.keys().all(|k| harmless.contains(k)), "{:?}", outcome.harmless);
+    let summary = fencelab::search::report::summary(&outcome).join("\n");
+    assert!(summary.contains("reply delays of A and B"), "{summary}");
+    assert!(summary.contains("no harmful violation"), "{summary}");
+}
+
+#[test]
+fn delay_is_searched_by_default_where_the_links_can_fail() {
+    let kinds = |s: &fencelab::scenario::Scenario| kinds_for(s, None).unwrap();
+    let gc_pause = builtin("gc-pause").unwrap().unwrap();
+    assert_eq!(kinds(&gc_pause), [FaultKind::Pause, FaultKind::Delay]);
+    // Every built-in scenario: delay exactly where its links can fail.
+    for name in fencelab::scenario::builtin_names() {
+        let scenario = builtin(&name).unwrap().unwrap();
+        let delays = kinds(&scenario).contains(&FaultKind::Delay);
+        assert_eq!(delays, scenario.links_can_fail(), "{name}");
+    }
+}
+
+/// The reply delay that once passed for a break, as `break --real` runs a trial, on a
+/// private redis-server: A's write (token 1) is taken first and answered 3 s late,
+/// after B's (token 2). Redis's own order says so, and with fencing nothing harmful
+/// happened.
+#[test]
+fn a_delayed_reply_after_a_later_write_is_no_break_on_real_redis() {
+    let kinds = [FaultKind::Pause, FaultKind::Delay];
+    let design = design(&builtin("gc-pause").unwrap().unwrap(), &kinds);
+    let delay =
+        Move { kind: FaultKind::Delay, target: Target::Worker("A".into()), at_ms: 50, ms: 3000 };
+    let scenario = apply(&design, &[delay]);
+    let server = support::redis();
+    let deployment = support::on_redis(RedisBackend::open(&server.url(), "private").unwrap());
+    let runtime = fencelab::runtime::build(false).unwrap();
+    let cancel = CancellationToken::new();
+    let mut trials = RealTrials::new(&deployment, &runtime, cancel, 0.5).unwrap();
+    let events = trials.trial(&scenario, true).unwrap();
+    let writes: Vec<(&str, Option<u64>, Option<u64>)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Worker {
+                worker,
+                what: WorkerEvent::Wrote { token, order, accepted: true, .. },
+            } => Some((worker.as_str(), *token, *order)),
+            _ => None,
+        })
+        .collect();
+    // Logged as the replies arrived, each with the place Redis gave it.
+    assert_eq!(
+        writes,
+        [("B", Some(2), Some(2)), ("A", Some(1), Some(1))],
+        "{}",
+        support::digest(&events)
+    );
+    let violations = check(&events);
+    assert!(!violations.iter().any(|v| harmful(v, true, scenario.lock.spec())), "{violations:?}");
+    assert_eq!(support::storage(&events), ["A:1", "B:2"]);
 }
 
 #[test]

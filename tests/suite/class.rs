@@ -1115,6 +1115,7 @@ fn a_frozen_students_forged_write_is_refused() {
                 token: Some(1),
                 accepted: true,
                 redis_holder: Some("alice".into()),
+                order: None,
             },
         };
         let json = serde_json::to_string(&wrote).unwrap();

@@ -153,12 +153,13 @@ async fn a_students_worker_does_everything_a_worker_does_with_the_rooms_scripts(
         token: Some(token),
         value: value.into(),
     };
-    assert!(storage.write(&write(1, "plain"), WriteCheck::None).await.unwrap());
+    assert_eq!(storage.write(&write(1, "plain"), WriteCheck::None).await.unwrap(), Some(1));
     let fenced = WriteCheck::Fencing(FenceCompare::AllowEqual);
-    assert!(storage.write(&write(3, "fenced"), fenced).await.unwrap());
-    assert!(!storage.write(&write(2, "stale"), fenced).await.unwrap());
-    assert!(storage.write(&write(3, "pay"), WriteCheck::IdempotencyKey).await.unwrap());
-    assert!(!storage.write(&write(4, "pay"), WriteCheck::IdempotencyKey).await.unwrap());
+    assert_eq!(storage.write(&write(3, "fenced"), fenced).await.unwrap(), Some(2));
+    assert_eq!(storage.write(&write(2, "stale"), fenced).await.unwrap(), None);
+    let idempotent = WriteCheck::IdempotencyKey;
+    assert_eq!(storage.write(&write(3, "pay"), idempotent).await.unwrap(), Some(3));
+    assert_eq!(storage.write(&write(4, "pay"), idempotent).await.unwrap(), None);
     assert_eq!(storage.read_all().await.unwrap().len(), 3);
     drop((lock, other, storage, desk));
     room.close().await.unwrap();

@@ -126,16 +126,16 @@ async fn renew_extends_only_the_owners_lease() {
 async fn fenced_write_rejects_a_lower_token_and_accepts_an_equal_one() {
     let server = support::redis();
     let (_, mut s) = clients(&server, 1).await;
-    assert!(s.write(&write("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap());
-    assert!(
-        s.write(&write("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
+    let allow_equal = WriteCheck::Fencing(FenceCompare::AllowEqual);
+    // Each accepted write's place in Redis's own order, counted by the script.
+    assert_eq!(s.write(&write("B", 2), allow_equal).await.unwrap(), Some(1));
+    assert_eq!(
+        s.write(&write("B", 2), allow_equal).await.unwrap(),
+        Some(2),
         "the current holder may write twice"
     );
-    assert!(
-        !s.write(&write("A", 1), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
-        "a lower token is stale"
-    );
-    assert!(s.write(&write("C", 3), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap());
+    assert_eq!(s.write(&write("A", 1), allow_equal).await.unwrap(), None, "a lower token is stale");
+    assert_eq!(s.write(&write("C", 3), allow_equal).await.unwrap(), Some(3));
     let shorts: Vec<String> = s.read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:2", "B:2", "C:3"]);
     assert_eq!(s.observe().await.unwrap().highest, 3);
@@ -146,9 +146,10 @@ async fn a_strict_fenced_write_refuses_an_equal_token() {
     let server = support::redis();
     let (_, mut s) = clients(&server, 1).await;
     let strict = WriteCheck::Fencing(FenceCompare::Strict);
-    assert!(s.write(&write("B", 1), strict).await.unwrap());
-    assert!(!s.write(&write("A", 1), strict).await.unwrap(), "an equal token is refused with <");
-    assert!(s.write(&write("C", 2), strict).await.unwrap());
+    assert_eq!(s.write(&write("B", 1), strict).await.unwrap(), Some(1));
+    let equal = s.write(&write("A", 1), strict).await.unwrap();
+    assert_eq!(equal, None, "an equal token is refused with <");
+    assert_eq!(s.write(&write("C", 2), strict).await.unwrap(), Some(2));
     let shorts: Vec<String> = s.read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:1", "C:2"]);
 }
@@ -157,8 +158,8 @@ async fn a_strict_fenced_write_refuses_an_equal_token() {
 async fn unfenced_storage_accepts_any_token() {
     let server = support::redis();
     let (_, mut s) = clients(&server, 1).await;
-    assert!(s.write(&write("B", 2), WriteCheck::None).await.unwrap());
-    assert!(s.write(&write("A", 1), WriteCheck::None).await.unwrap());
+    assert_eq!(s.write(&write("B", 2), WriteCheck::None).await.unwrap(), Some(1));
+    assert_eq!(s.write(&write("A", 1), WriteCheck::None).await.unwrap(), Some(2));
     let shorts: Vec<String> = s.read_all().await.unwrap().iter().map(StoredWrite::short).collect();
     assert_eq!(shorts, ["B:2", "A:1"]);
 }

@@ -45,7 +45,11 @@ impl Storage for Stalling {
 
 #[async_trait]
 impl StorageClient for StallingClient {
-    async fn write(&mut self, w: &StoredWrite, check: WriteCheck) -> Result<bool, BackendError> {
+    async fn write(
+        &mut self,
+        w: &StoredWrite,
+        check: WriteCheck,
+    ) -> Result<Option<u64>, BackendError> {
         self.inner.write(w, check).await
     }
     async fn next_token(&mut self) -> Result<u64, BackendError> {

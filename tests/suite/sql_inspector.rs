@@ -95,3 +95,39 @@ async fn the_version_check_refuses_the_stale_update_and_the_retry_reads_again_on
     let deployment = support::deployment_for(&run.scenario, false);
     compare_and_set_rows(&support::run_events(&deployment, &run.scenario, run.fencing).await);
 }
+
+/// Each write as logged: its writer and the place the storage gave it (None: refused).
+fn write_orders(events: &[fencelab::engine::log::Event]) -> Vec<(String, Option<u64>)> {
+    use fencelab::engine::log::WorkerEvent;
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Worker { worker, what: WorkerEvent::Wrote { order, .. } } => {
+                Some((worker.clone(), *order))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// PostgreSQL numbers each accepted write by its history row (the order the checker
+/// judges writes in), as the simulator's storage does: a refused write gets none.
+#[test]
+fn postgres_gives_each_accepted_write_its_place_in_the_storages_order() {
+    let lesson = builtin("postgres-fencing").unwrap().unwrap();
+    let runtime = fencelab::runtime::build(false).unwrap();
+    for run in lesson.planned_runs(&[false, true]) {
+        let deployment = support::deployment_for(&run.scenario, false);
+        let events = runtime.block_on(support::run_events(&deployment, &run.scenario, run.fencing));
+        let real = write_orders(&events);
+        let expected: &[(&str, Option<u64>)] = if run.fencing {
+            &[("B", Some(1)), ("A", None)]
+        } else {
+            &[("B", Some(1)), ("A", Some(2))]
+        };
+        let expected: Vec<(String, Option<u64>)> =
+            expected.iter().map(|(w, o)| (w.to_string(), *o)).collect();
+        assert_eq!(real, expected, "fencing {}", run.fencing);
+        assert_eq!(write_orders(&support::sim_run(&run.scenario, run.fencing)), expected);
+    }
+}

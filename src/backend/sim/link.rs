@@ -173,7 +173,7 @@ impl<C: StorageClient> StorageClient for Linked<C> {
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
-    ) -> Result<bool, BackendError> {
+    ) -> Result<Option<u64>, BackendError> {
         over!(self, write(write, check))
     }
 

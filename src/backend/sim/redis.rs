@@ -360,7 +360,7 @@ impl StorageClient for SimStorageClient {
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
-    ) -> Result<bool, BackendError> {
+    ) -> Result<Option<u64>, BackendError> {
         let entry = serde_json::to_string(write).map_err(|e| BackendError::sim(e.to_string()))?;
         let mut db = self.0.sim.db();
         let k = &self.0.keys;
@@ -370,7 +370,7 @@ impl StorageClient for SimStorageClient {
                 // The same rule as assets/lua/fenced_write.lua.
                 let token = write.token.unwrap_or(0);
                 if !compare.accepts(db.get_u64(&k.storage_highest), token) {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 let value = Entry { value: token.to_string(), expires_at: None };
                 db.strings.insert(k.storage_highest.clone(), value);
@@ -379,13 +379,16 @@ impl StorageClient for SimStorageClient {
                 // As assets/lua/idempotent_write.lua: a key applied before is a repeat.
                 let applied = db.lists.entry(k.storage_applied.clone()).or_default();
                 if applied.contains(&write.value) {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 applied.push(write.value.clone());
             }
         }
-        db.lists.entry(k.storage.clone()).or_default().push(entry);
-        Ok(true)
+        // The list's length after the append, as the scripts return it: the write's
+        // place in the storage's order.
+        let list = db.lists.entry(k.storage.clone()).or_default();
+        list.push(entry);
+        Ok(Some(list.len() as u64))
     }
 
     async fn observe(&mut self) -> Result<StorageTruth, BackendError> {
@@ -539,13 +542,16 @@ mod tests {
         let mut c = storage(&sim);
         let w =
             |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
-        assert!(c.write(&w("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap());
-        assert!(
-            c.write(&w("B", 2), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
-            "equal token: same holder writing again"
+        let allow_equal = WriteCheck::Fencing(FenceCompare::AllowEqual);
+        assert_eq!(c.write(&w("B", 2), allow_equal).await.unwrap(), Some(1));
+        assert_eq!(
+            c.write(&w("B", 2), allow_equal).await.unwrap(),
+            Some(2),
+            "equal token: same holder writing again, the storage's second entry"
         );
-        assert!(
-            !c.write(&w("A", 1), WriteCheck::Fencing(FenceCompare::AllowEqual)).await.unwrap(),
+        assert_eq!(
+            c.write(&w("A", 1), allow_equal).await.unwrap(),
+            None,
             "lower token must be rejected"
         );
         assert_eq!(c.read_all().await.unwrap().len(), 2);
@@ -560,8 +566,8 @@ mod tests {
         let w =
             |who: &str, t| StoredWrite { worker: who.into(), token: Some(t), value: String::new() };
         let strict = WriteCheck::Fencing(FenceCompare::Strict);
-        assert!(c.write(&w("B", 1), strict).await.unwrap());
-        assert!(!c.write(&w("A", 1), strict).await.unwrap(), "equal: refused with <");
-        assert!(c.write(&w("C", 2), strict).await.unwrap());
+        assert!(c.write(&w("B", 1), strict).await.unwrap().is_some());
+        assert!(c.write(&w("A", 1), strict).await.unwrap().is_none(), "equal: refused with <");
+        assert_eq!(c.write(&w("C", 2), strict).await.unwrap(), Some(2));
     }
 }

@@ -341,7 +341,10 @@ impl PgClient {
     }
 
     /// The statement for each check. Each one updates the record and appends to the
-    /// history only when the check passes; 1 row returned means accepted.
+    /// history only when the check passes, returning the history row's `seq`: a row
+    /// means accepted, and its `seq` is the write's place in the storage's order (the
+    /// `UPDATE` holds the record's row lock until the statement commits, so writes take
+    /// their numbers in the order they are applied).
     fn statement(&self, check: WriteCheck) -> String {
         let s = &self.schema;
         let (applied, update) = match check {
@@ -371,7 +374,7 @@ impl PgClient {
         format!(
             "WITH {applied}written AS ({update}) \
              INSERT INTO {s}.history (writer, token, value) SELECT $1, $2::bigint, $3 FROM written \
-             RETURNING 1"
+             RETURNING seq"
         )
     }
 
@@ -515,7 +518,7 @@ impl StorageClient for PgClient {
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
-    ) -> Result<bool, BackendError> {
+    ) -> Result<Option<u64>, BackendError> {
         self.ready().await?;
         let token = as_sql_token(write.token);
         let statement = self.statement(check);
@@ -523,7 +526,7 @@ impl StorageClient for PgClient {
             [(&write.worker, Type::TEXT), (&token, Type::INT8), (&write.value, Type::TEXT)];
         let call = async { self.client.query_typed(&statement, &params).await.map_err(sql_error) };
         let rows = self.over("a write", call).await?;
-        Ok(rows.len() == 1)
+        Ok(rows.first().and_then(|r| u64::try_from(r.get::<_, i64>(0)).ok()))
     }
 
     async fn next_token(&mut self) -> Result<u64, BackendError> {

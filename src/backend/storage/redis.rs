@@ -37,18 +37,18 @@ impl StorageClient for RedisStorageClient {
         &mut self,
         write: &StoredWrite,
         check: WriteCheck,
-    ) -> Result<bool, BackendError> {
+    ) -> Result<Option<u64>, BackendError> {
         let entry = serde_json::to_string(write).map_err(|e| BackendError::redis(e.to_string()))?;
         let k = &self.0.keys;
         let con = &mut self.0.con;
-        let accepted: i64 = match check {
+        // Each reply carries the list's length after the append, counted by Redis in
+        // the same command or script as the write: the storage's own order.
+        let length: i64 = match check {
             WriteCheck::None => {
                 let rpush = |p: &mut redis::Pipeline| {
                     p.rpush(&k.storage, &entry);
                 };
-                let _: i64 =
-                    keeping(con, rpush, None, &[&k.storage], k.expire_ms).await.map_err(lost)?;
-                1
+                keeping(con, rpush, None, &[&k.storage], k.expire_ms).await.map_err(lost)?
             }
             WriteCheck::Fencing(compare) => {
                 let mut invocation = scripts::FENCED_WRITE.key(&k.storage);
@@ -59,9 +59,9 @@ impl StorageClient for RedisStorageClient {
                 };
                 let keys = [k.storage.as_str(), &k.storage_highest];
                 let script = Some(&*scripts::FENCED_WRITE);
-                let (accepted, _highest): (i64, i64) =
+                let (_accepted, _highest, length): (i64, i64, i64) =
                     keeping(con, call, script, &keys, k.expire_ms).await.map_err(lost)?;
-                accepted
+                length
             }
             WriteCheck::IdempotencyKey => {
                 let mut invocation = scripts::IDEMPOTENT_WRITE.key(&k.storage);
@@ -74,7 +74,7 @@ impl StorageClient for RedisStorageClient {
                 keeping(con, call, script, &keys, k.expire_ms).await.map_err(lost)?
             }
         };
-        Ok(accepted == 1)
+        Ok(u64::try_from(length).ok().filter(|n| *n > 0))
     }
 
     async fn observe(&mut self) -> Result<StorageTruth, BackendError> {

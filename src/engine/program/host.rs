@@ -794,16 +794,17 @@ impl Run {
         let check = self.bench.policy.check(fencing);
         let write = StoredWrite { worker: self.program.spec.name.clone(), token, value };
         let started = Instant::now();
-        let (accepted, reason) = if matches!(check, WriteCheck::Fencing(_)) && token.is_none() {
+        let (order, reason) = if matches!(check, WriteCheck::Fencing(_)) && token.is_none() {
             (
-                false,
+                None,
                 Some(
                     "no token: with fencing on, the storage takes only writes with a token"
                         .to_string(),
                 ),
             )
         } else {
-            let accepted = self.bench.storage.write(&write, check).await?;
+            let order = self.bench.storage.write(&write, check).await?;
+            let accepted = order.is_some();
             let (command, reply) =
                 wire::write(&self.bench.keys, self.bench.storage_kind, token, check, accepted);
             self.log.append(EventKind::Command {
@@ -814,10 +815,11 @@ impl Run {
             });
             let reason = (!accepted)
                 .then(|| "stale token: the storage has accepted a higher one".to_string());
-            (accepted, reason)
+            (order, reason)
         };
-        let holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
-        self.emit(WorkerEvent::Wrote { value: write.value, token, accepted, redis_holder: holder });
+        let accepted = order.is_some();
+        let redis_holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
+        self.emit(WorkerEvent::Wrote { value: write.value, token, accepted, redis_holder, order });
         self.program.send(&Order::WriteResult { id, accepted, reason }).await
     }
 

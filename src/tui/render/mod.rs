@@ -314,6 +314,7 @@ mod token_tests {
                     token: None,
                     accepted: true,
                     redis_holder: Some("B".into()),
+                    order: None,
                 },
             ),
         ];
