@@ -65,9 +65,15 @@ async fn within<T>(
         Err(BackendError::ServiceUnreachable {
             service: "PostgreSQL",
             url: shown.to_string(),
-            reason: format!("no answer to {what} within {:.1} s", deadline.as_secs_f64()),
+            reason: format!("no answer to {what} within {} s", seconds(deadline)),
         })
     })
+}
+
+/// A deadline as its message says it: "5" (the call's own), "7.5" (with a link's delay).
+fn seconds(deadline: Duration) -> String {
+    let s = deadline.as_secs_f64();
+    if s.fract() == 0.0 { format!("{s:.0}") } else { format!("{s:.1}") }
 }
 
 /// What a call reports while the worker's link is cut, or when a cut ended it: the
