@@ -263,7 +263,11 @@ fn lesson_app(lesson: &fencelab::lesson::Lesson, theme: Theme) -> App {
 /// the learner pressing Enter at every hold and answering `answer` to every question.
 fn play_to(app: &mut App, t_ms: f64, answer: usize) {
     let (scenario, fencing) = app.next_run();
-    let events = sim_events(&scenario, fencing);
+    play_events_to(app, sim_events(&scenario, fencing), t_ms, answer);
+}
+
+/// `play_to` with the run's `events`.
+fn play_events_to(app: &mut App, events: Vec<Event>, t_ms: f64, answer: usize) {
     let t_ms = t_ms.min(events.last().map_or(0.0, |e| e.t_ms));
     let logged = app.log().len();
     app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= t_ms).skip(logged).collect()));
@@ -822,4 +826,22 @@ fn the_footer_fits_80_columns_with_whole_keys_that_work_there() {
         assert!(whats.iter().any(|w| footer.ends_with(w)), "{name}: a key cut: {footer:?}");
         assert_eq!(footer.contains("f fencing"), fencing, "{name}: {footer:?}");
     }
+}
+
+/// Lesson 27's point is the redelivery: when B's `XAUTOCLAIM` takes job 1 from the
+/// paused A (at 2 s), the queue's row counts a second delivery of it. Before it, the
+/// row says the first; after, the second, with B the job's consumer.
+#[test]
+fn the_queue_lesson_shows_job_1_delivered_twice_after_bs_claim() {
+    let lesson = fencelab::lesson::find("queue").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    let (scenario, fencing) = app.next_run();
+    let events = deployed_sim_events(&scenario, fencing);
+    play_events_to(&mut app, events.clone(), 1900.0, 2);
+    let before = text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(before.contains("delivery 1"), "A's job before the claim:\n{before}");
+    play_events_to(&mut app, events, 2200.0, 2);
+    let after = text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(after.contains("delivery 2"), "B's claim is the second delivery:\n{after}");
+    assert!(!after.contains("delivery 1"), "{after}");
 }
