@@ -845,3 +845,38 @@ fn the_queue_lesson_shows_job_1_delivered_twice_after_bs_claim() {
     assert!(after.contains("delivery 2"), "B's claim is the second delivery:\n{after}");
     assert!(!after.contains("delivery 1"), "{after}");
 }
+
+/// `c` on a question not answered yet goes on to the next run; the question counts as
+/// asked and not right: the sitting kept scores 0 of 1, and `fencelab lessons` marks
+/// the lesson "0/1" (the later run read to its end finishes the lesson: ✔ 0/1).
+#[test]
+fn a_question_skipped_with_c_counts_as_asked_and_not_right_in_the_lessons_list() {
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    assert_eq!(lesson.scenario.checkpoints.len(), 1);
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    let (scenario, fencing) = app.next_run();
+    let at_ms = lesson.scenario.checkpoints[0].at_ms as f64;
+    let events = sim_events(&scenario, fencing);
+    app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= at_ms).collect()));
+    open_the_question(&mut app, at_ms);
+    assert_eq!(app.update(Action::Compare), [fencelab::tui::app::Effect::StartRun]);
+    app.update(Msg::RunStarting);
+    play_to(&mut app, f64::INFINITY, 1);
+    let state = app.lesson.as_ref().unwrap();
+    assert_eq!(state.answers, [None], "nothing was answered");
+    let sitting = state.sitting();
+    assert_eq!((sitting.right, sitting.questions), (0, 1), "asked, and not right");
+
+    let data = tempfile::tempdir().unwrap();
+    let mut progress = fencelab::lesson::progress::Progress::default();
+    progress.record("gc-pause", sitting);
+    progress.write(&data.path().join("progress.json")).unwrap();
+    let out = crate::support::bin()
+        .env("FENCELAB_DATA_DIR", data.path())
+        .arg("lessons")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains(". gc-pause ")).unwrap_or_default();
+    assert!(line.ends_with("✔ 0/1"), "{text}");
+}
