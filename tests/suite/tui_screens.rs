@@ -788,6 +788,12 @@ fn marks_that_crowd_a_lane_are_cut_apart_not_run_together() {
 /// `name`'s first question on the simulator, on the lock service the lesson asks for,
 /// drawn at `width`x`height`: what the learner sees while predicting.
 fn first_question(name: &str, width: u16, height: u16) -> String {
+    text(screen(&at_first_question(name), width, height).backend().buffer())
+}
+
+/// `name`'s lesson in the TUI, its first run on the simulator (on the lock service
+/// the lesson asks for) held at its first question, open.
+fn at_first_question(name: &str) -> App {
     let lesson = fencelab::lesson::find(name).unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
     let (scenario, fencing) = app.next_run();
@@ -797,7 +803,7 @@ fn first_question(name: &str, width: u16, height: u16) -> String {
     app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= at_ms).collect()));
     open_the_question(&mut app, at_ms);
     assert_eq!(app.view_ms(), at_ms, "{name}: the view is not at the question");
-    text(screen(&app, width, height).backend().buffer())
+    app
 }
 
 #[test]
@@ -851,14 +857,8 @@ fn the_queue_lesson_shows_job_1_delivered_twice_after_bs_claim() {
 /// the lesson "0/1" (the later run read to its end finishes the lesson: ✔ 0/1).
 #[test]
 fn a_question_skipped_with_c_counts_as_asked_and_not_right_in_the_lessons_list() {
-    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
-    assert_eq!(lesson.scenario.checkpoints.len(), 1);
-    let mut app = lesson_app(&lesson, Theme::DEFAULT);
-    let (scenario, fencing) = app.next_run();
-    let at_ms = lesson.scenario.checkpoints[0].at_ms as f64;
-    let events = sim_events(&scenario, fencing);
-    app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= at_ms).collect()));
-    open_the_question(&mut app, at_ms);
+    let mut app = at_first_question("gc-pause");
+    assert_eq!(app.lesson.as_ref().unwrap().checkpoints.len(), 1);
     assert_eq!(app.update(Action::Compare), [fencelab::tui::app::Effect::StartRun]);
     app.update(Msg::RunStarting);
     play_to(&mut app, f64::INFINITY, 1);
