@@ -311,23 +311,33 @@ pub fn join(url: &str, headless: bool, own: Option<&str>) -> anyhow::Result<Exit
     // Joined once the run had started without this student: they watch it.
     let watching = Arc::new(AtomicBool::new(false));
     let joined = runtime.block_on(async {
-        let answering = tokio::spawn(answer_typed(url.to_string(), watching.clone()));
-        let joined =
-            attend(url, (&program, own.as_ref()), CancellationToken::new(), |seen, event| {
-                if let Some(said) = sits_out(&event.kind, &me) {
-                    watching.store(true, Ordering::SeqCst);
-                    say(&said);
+        let (over, told_over) = tokio::sync::watch::channel(None);
+        let answering = tokio::spawn(answer_typed(url.to_string(), watching.clone(), told_over));
+        let mut ended_ms = 0.0;
+        let show = |seen: Seen, event: &crate::engine::log::Event| {
+            if let EventKind::RunEnded { .. } = event.kind {
+                ended_ms = event.t_ms;
+            }
+            if let Some(said) = sits_out(&event.kind, &me) {
+                watching.store(true, Ordering::SeqCst);
+                say(&said);
+            }
+            // This machine's worker is shown as it happens, not again from the room.
+            let again = seen == Seen::Room { mine: true };
+            if !again && !matches!(event.kind, EventKind::Command { .. }) {
+                for line in transcript.lines(event) {
+                    say(&line);
                 }
-                // This machine's worker is shown as it happens, not again from the room.
-                let again = seen == Seen::Room { mine: true };
-                if !again && !matches!(event.kind, EventKind::Command { .. }) {
-                    for line in transcript.lines(event) {
-                        say(&line);
-                    }
-                }
-            })
-            .await;
-        answering.abort();
+            }
+        };
+        let joined = attend(url, (&program, own.as_ref()), CancellationToken::new(), show).await;
+        // A question still open at the run's end (or still to come: the projector
+        // holds at each) is asked and revealed before the student's lines end.
+        let _ = over.send(Some(ended_ms));
+        match joined {
+            Ok(()) => drop(answering.await),
+            Err(_) => answering.abort(),
+        }
         joined
     });
     runtime.shutdown_background();

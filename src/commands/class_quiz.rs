@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::run::say;
 use crate::engine::log::{EventKind, EventLog};
@@ -295,14 +295,31 @@ fn tally_line(posed: &Posed, left: &[String]) -> String {
 /// with its number (or letter) and Enter, the latest answer counting until the
 /// reveal, then right or wrong. `watching`: the student joined once the run had
 /// started without them, so the instructor's tally does not count their answers
-/// (said, not sent).
-pub(super) async fn answer_typed(url: String, watching: Arc<AtomicBool>) {
+/// (said, not sent). `over`: the run's end (scenario ms) once this student's part of
+/// it is over; the questions end with the projector's lines, once its cursor is
+/// there and no question is open (one still to come or to be revealed comes first),
+/// or once the room cannot be heard.
+pub(super) async fn answer_typed(
+    url: String,
+    watching: Arc<AtomicBool>,
+    mut over: watch::Receiver<Option<f64>>,
+) {
     let mut quiz = QuizLink::student(url);
     let mut typed = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let mut open: Option<Posed> = None;
     let (mut hearing, mut typing) = (true, true);
-    while hearing || typing {
+    // Where the projector is (scenario ms).
+    let mut cursor = 0.0;
+    loop {
+        if let Some(end) = *over.borrow()
+            && (!hearing || (open.is_none() && cursor >= end))
+        {
+            return;
+        }
         tokio::select! {
+            changed = over.changed() => if changed.is_err() {
+                return;
+            },
             news = quiz.news.recv(), if hearing => match news {
                 Some(QuizNews::Asked(posed)) => {
                     say("");
@@ -322,9 +339,10 @@ pub(super) async fn answer_typed(url: String, watching: Arc<AtomicBool>) {
                     }
                     say(&c.explain);
                 }
+                Some(QuizNews::Cursor(at_ms)) => cursor = at_ms,
                 // The room has gone: `join` says so itself, when it ends.
                 Some(QuizNews::Failed(_)) | None => hearing = false,
-                Some(_) => {}
+                Some(QuizNews::Tallied { .. }) => {}
             },
             line = typed.next_line(), if typing => match line {
                 Ok(Some(line)) if line.trim().is_empty() => {}

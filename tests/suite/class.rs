@@ -1249,7 +1249,8 @@ fn type_into(child: &mut std::process::Child, line: &str) {
 /// `class --headless` and `join --headless` with a lesson's question: the instructor's
 /// lines stop at its moment (alice's write at 2.5 s is not printed before the
 /// reveal), the tally comes as the students type their answers (a bad line is told
-/// and ignored), Enter reveals, and each student is told right or wrong.
+/// and ignored), Enter reveals (after the run's end, here), and each student is told
+/// right or wrong before their lines end.
 #[test]
 fn headless_the_class_is_asked_answers_by_typing_sees_the_tally_then_the_reveal() {
     let mut cursors = None;
@@ -1260,12 +1261,13 @@ fn headless_the_class_is_asked_answers_by_typing_sees_the_tally_then_the_reveal(
         false,
         |stdin, joined| {
             use std::io::Write;
-            cursors = Some(projectors_cursor(joined.urls[0].clone(), Duration::from_secs(3)));
+            cursors = Some(projectors_cursor(joined.urls[0].clone(), Duration::from_millis(2500)));
             std::thread::sleep(Duration::from_millis(2000));
             type_into(&mut joined.students[0], "1");
             type_into(&mut joined.students[1], "7");
             type_into(&mut joined.students[1], "b");
-            std::thread::sleep(Duration::from_millis(1500));
+            // The run ends at about 4.1 s: the question stays open until Enter.
+            std::thread::sleep(Duration::from_millis(3500));
             writeln!(stdin).unwrap();
         },
     );
@@ -1280,6 +1282,10 @@ fn headless_the_class_is_asked_answers_by_typing_sees_the_tally_then_the_reveal(
         "{projector}"
     );
     assert!(!held.contains("alice: write"), "the lines went past the question:\n{projector}");
+    assert!(
+        held.contains("The run has ended; question 1 is still open: Enter reveals it."),
+        "{projector}"
+    );
     assert!(projector[revealed..].contains("alice: write"), "{projector}");
     assert!(projector[revealed..].contains("A took it at 0 and works 2.5 s."), "{projector}");
     let (alice, bob) = (&screens[0], &screens[1]);
