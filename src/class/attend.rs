@@ -50,9 +50,12 @@ fn is_mine(kind: &EventKind, me: &str) -> bool {
 }
 
 /// Join with `url`, play the student's worker (run by `program worker`, or the
-/// student's `own` program under the worker protocol) when the instructor starts, and show each event with `show` as it is posted (`Here`) and as
-/// the room mirrors it (`Room`). `leave`: the student quits; their worker is killed
-/// as a crash is, and its last events posted, so the room learns at once.
+/// student's `own` program under the worker protocol) when the instructor starts, and
+/// show each event with `show` as it is posted (`Here`) and as the room mirrors it
+/// (`Room`). A student who joins once the run has started without them (or is over)
+/// has no start coming: they are shown the room's run, and play nothing ([`sits_out`]
+/// says so). `leave`: the student quits; their worker is killed as a crash is, and its
+/// last events posted, so the room learns at once.
 pub async fn attend(
     url: &str,
     (program, own): (&Path, Option<&Program>),
@@ -118,6 +121,7 @@ pub async fn attend(
                 }
                 None => watching = false,
             },
+            () = leave.cancelled() => return Ok(()),
         }
     };
     let Some((scenario, fencing_on)) = start else {
