@@ -4,13 +4,12 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::class_quiz::{answer_typed, project};
+use super::class_quiz::{StudentLines, answer_typed, project};
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
 use crate::backend::server::{PrivateRedis, REDIS, free_port};
@@ -23,7 +22,7 @@ use crate::class::{for_students, new_room_id};
 use crate::cli::{BackendArgs, ClassArgs};
 use crate::engine::log::{EventKind, EventLog, RunOutcome};
 use crate::engine::{RunControl, WorkerCommand};
-use crate::output::transcript::{Transcript, verdict_after};
+use crate::output::transcript::verdict_after;
 use crate::runtime::Shutdown;
 use crate::scenario::{Checkpoint, Scenario};
 use crate::session::class::Hosting;
@@ -307,28 +306,21 @@ pub fn join(url: &str, headless: bool, own: Option<&str>) -> anyhow::Result<Exit
         return Ok(ExitCode::SUCCESS);
     }
     let (_, me) = crate::class::seat_of(url)?;
-    let mut transcript = Transcript::default();
-    // Joined once the run had started without this student: they watch it.
-    let watching = Arc::new(AtomicBool::new(false));
+    let lines = Arc::new(StudentLines::default());
     let joined = runtime.block_on(async {
         let (over, told_over) = tokio::sync::watch::channel(None);
-        let answering = tokio::spawn(answer_typed(url.to_string(), watching.clone(), told_over));
+        let answering = tokio::spawn(answer_typed(url.to_string(), lines.clone(), told_over));
         let mut ended_ms = 0.0;
         let show = |seen: Seen, event: &crate::engine::log::Event| {
             if let EventKind::RunEnded { .. } = event.kind {
                 ended_ms = event.t_ms;
             }
+            // Joined once the run had started without this student: they watch it.
             if let Some(said) = sits_out(&event.kind, &me) {
-                watching.store(true, Ordering::SeqCst);
+                lines.watching();
                 say(&said);
             }
-            // This machine's worker is shown as it happens, not again from the room.
-            let again = seen == Seen::Room { mine: true };
-            if !again && !matches!(event.kind, EventKind::Command { .. }) {
-                for line in transcript.lines(event) {
-                    say(&line);
-                }
-            }
+            lines.show(seen, event);
         };
         let joined = attend(url, (&program, own.as_ref()), CancellationToken::new(), show).await;
         // A question still open at the run's end (or still to come: the projector

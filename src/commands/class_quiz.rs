@@ -8,15 +8,15 @@
 //! and answers by typing its number or letter; the latest answer counts until the
 //! reveal, then they are told right or wrong.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
 
 use super::run::say;
-use crate::engine::log::{EventKind, EventLog};
+use crate::class::attend::Seen;
+use crate::engine::log::{Event, EventKind, EventLog};
 use crate::lesson::tally::{answer_named, verdict};
 use crate::output::transcript::Transcript;
 use crate::scenario::Checkpoint;
@@ -291,18 +291,89 @@ fn tally_line(posed: &Posed, left: &[String]) -> String {
     parts.collect::<Vec<_>>().join(" · ")
 }
 
+/// A headless student's lines: the run's events as they come (their own worker's
+/// once, as it happens), but the room's past an open question's moment only once it
+/// is revealed, as a student's screen holds there so nothing later gives it away.
+#[derive(Default)]
+pub(super) struct StudentLines(Mutex<Lines>);
+
+#[derive(Default)]
+struct Lines {
+    transcript: Transcript,
+    /// The open question's moment (scenario ms), while it is open.
+    held_at: Option<f64>,
+    /// The room's events past it, until the reveal.
+    held: Vec<Event>,
+    /// The student joined once the run had started without them: they watch it.
+    watching: bool,
+}
+
+impl StudentLines {
+    fn lines(&self) -> std::sync::MutexGuard<'_, Lines> {
+        // Printing cannot panic halfway: a poisoned lock still holds whole lines.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An event of the run, `seen` from this machine's worker or the room.
+    pub(super) fn show(&self, seen: Seen, event: &Event) {
+        // This machine's worker is shown as it happens, not again from the room.
+        if seen == (Seen::Room { mine: true }) || matches!(event.kind, EventKind::Command { .. }) {
+            return;
+        }
+        let mut lines = self.lines();
+        let room = matches!(seen, Seen::Room { .. });
+        if room && lines.held_at.is_some_and(|at| event.t_ms > at) {
+            lines.held.push(event.clone());
+            return;
+        }
+        for line in lines.transcript.lines(event) {
+            say(&line);
+        }
+    }
+
+    /// The student watches a run begun without them: their answers are not counted.
+    pub(super) fn watching(&self) {
+        self.lines().watching = true;
+    }
+
+    fn hold(&self, at_ms: f64) {
+        self.lines().held_at = Some(at_ms);
+    }
+
+    /// The question is revealed (or the lines end): the room's events held are shown.
+    fn release(&self) {
+        let mut lines = self.lines();
+        lines.held_at = None;
+        for event in std::mem::take(&mut lines.held) {
+            for line in lines.transcript.lines(&event) {
+                say(&line);
+            }
+        }
+    }
+}
+
 /// A student's questions, typed: each printed when the instructor poses it, answered
 /// with its number (or letter) and Enter, the latest answer counting until the
-/// reveal, then right or wrong. `watching`: the student joined once the run had
-/// started without them, so the instructor's tally does not count their answers
-/// (said, not sent). `over`: the run's end (scenario ms) once this student's part of
+/// reveal, then right or wrong; the room's events on `lines` held meanwhile. A
+/// student who watches (`StudentLines::watching`: they joined once the run had
+/// started without them) is not counted by the instructor's tally: their answers
+/// are said, not sent. `over`: the run's end (scenario ms) once this student's part of
 /// it is over; the questions end with the projector's lines, once its cursor is
 /// there and no question is open (one still to come or to be revealed comes first),
 /// or once the room cannot be heard.
 pub(super) async fn answer_typed(
     url: String,
-    watching: Arc<AtomicBool>,
+    lines: Arc<StudentLines>,
     mut over: watch::Receiver<Option<f64>>,
+) {
+    answer_until_over(url, &lines, &mut over).await;
+    lines.release();
+}
+
+async fn answer_until_over(
+    url: String,
+    lines: &StudentLines,
+    over: &mut watch::Receiver<Option<f64>>,
 ) {
     let mut quiz = QuizLink::student(url);
     let mut typed = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -327,6 +398,7 @@ pub(super) async fn answer_typed(
                         say(&line);
                     }
                     say(&format!("Type {} and Enter to answer: your latest answer counts until the instructor reveals it.", choices(posed.choices.len())));
+                    lines.hold(posed.at_ms as f64);
                     open = Some(posed);
                 }
                 Some(QuizNews::Revealed { number, answer, explain }) => {
@@ -338,6 +410,7 @@ pub(super) async fn answer_typed(
                         say(&format!("✔ {}", answer_named(&c)));
                     }
                     say(&c.explain);
+                    lines.release();
                 }
                 Some(QuizNews::Cursor(at_ms)) => cursor = at_ms,
                 // The room has gone: `join` says so itself, when it ends.
@@ -347,7 +420,7 @@ pub(super) async fn answer_typed(
             line = typed.next_line(), if typing => match line {
                 Ok(Some(line)) if line.trim().is_empty() => {}
                 Ok(Some(line)) => {
-                    let watcher = watching.load(Ordering::SeqCst);
+                    let watcher = lines.lines().watching;
                     match answer(open.as_mut(), &line, watcher) {
                         Ok((said, step)) => {
                             say(&said);

@@ -1297,6 +1297,12 @@ fn headless_the_class_is_asked_answers_by_typing_sees_the_tally_then_the_reveal(
     assert!(bob.contains("answer 2 sent"), "{bob}");
     assert!(bob.contains("Question 1, revealed: ✘ Not 2."), "{bob}");
     assert!(bob.contains("✔ The answer is 1: alice's part, A."), "{bob}");
+    // bob's lines hold at the question as his screen would: alice's write (the
+    // room's, not his worker's) comes after the reveal.
+    let asked = bob.find("? Question 1").unwrap();
+    let revealed = bob.find("Question 1, revealed").unwrap();
+    assert!(!bob[asked..revealed].contains("alice: write"), "{bob}");
+    assert!(bob[revealed..].contains("alice: write ACCEPTED"), "{bob}");
     // A student's screen follows the printed projector: its cursor moves with the
     // run, then stops at the question's moment while it is open.
     let told = cursors.unwrap().join().unwrap();
