@@ -106,7 +106,7 @@ pub enum Command {
     /// Open a class: a room on Redis (`--redis URL`, or a private redis-server on the
     /// LAN with a generated password), one join command per student (with a QR code),
     /// then the run once every student has joined. Type `pause NAME`, `resume NAME`,
-    /// `crash NAME` or `fencing on|off` while it runs.
+    /// `crash NAME` or `fencing on|off` while it runs, and Enter to reveal a question.
     Class(ClassArgs),
     /// Join a class with the URL the instructor shows: your worker runs here, as its
     /// own process, and its events go to the room.
@@ -114,7 +114,7 @@ pub enum Command {
         /// `redis://fencelab-ROOM-NAME:PASSWORD@HOST:PORT`, from the instructor.
         url: String,
         /// Print the run as lines instead of the full-screen view (also when stdout
-        /// is not a terminal).
+        /// is not a terminal); answer a question by typing its number and Enter.
         #[arg(long)]
         headless: bool,
         /// Play your part with your own program, in any language ("CMD ARGS", run here
@@ -156,7 +156,7 @@ pub struct ClassArgs {
     pub host: Option<String>,
     /// Text instead of the full-screen view (also when stdout is not a terminal):
     /// join commands printed, the run as lines, controls typed (`pause NAME`, `resume NAME`, `crash NAME`,
-    /// `fencing on|off`).
+    /// `fencing on|off`, Enter to reveal a question).
     #[arg(long)]
     pub headless: bool,
 }

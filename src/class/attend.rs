@@ -50,9 +50,12 @@ fn is_mine(kind: &EventKind, me: &str) -> bool {
 }
 
 /// Join with `url`, play the student's worker (run by `program worker`, or the
-/// student's `own` program under the worker protocol) when the instructor starts, and show each event with `show` as it is posted (`Here`) and as
-/// the room mirrors it (`Room`). `leave`: the student quits; their worker is killed
-/// as a crash is, and its last events posted, so the room learns at once.
+/// student's `own` program under the worker protocol) when the instructor starts, and
+/// show each event with `show` as it is posted (`Here`) and as the room mirrors it
+/// (`Room`). A student who joins once the run has started without them (or is over)
+/// has no start coming: they are shown the room's run, and play nothing ([`sits_out`]
+/// says so). `leave`: the student quits; their worker is killed as a crash is, and its
+/// last events posted, so the room learns at once.
 pub async fn attend(
     url: &str,
     (program, own): (&Path, Option<&Program>),
@@ -89,17 +92,46 @@ pub async fn attend(
             _ => {}
         }
     }
-    let (scenario, fencing_on) = loop {
+    // The room's events while waiting, shown once it is clear whether this student
+    // plays (they come before the start meant for them, or instead of it).
+    let mut before = Vec::new();
+    let mut watching = true;
+    let start = loop {
         if let Some(start) = under_way.take() {
-            break start;
+            break Some(start);
         }
-        match heard.recv().await {
-            Some(Control::Start { student, scenario, fencing }) if student == me => {
-                break (scenario, fencing);
-            }
-            Some(_) => {}
-            None => return Err(listener_failure(listener).await),
+        tokio::select! {
+            control = heard.recv() => match control {
+                Some(Control::Start { student, scenario, fencing }) if student == me => {
+                    break Some((scenario, fencing));
+                }
+                Some(_) => {}
+                None => return Err(listener_failure(listener).await),
+            },
+            event = seen.recv(), if watching => match event {
+                Some(event) => {
+                    // A run that plays without this student (it started before they
+                    // joined), or is over: no start is coming for them.
+                    let without_me = sits_out(&event.kind, &me).is_some()
+                        || matches!(event.kind, EventKind::RunEnded { .. });
+                    before.push(event);
+                    if without_me {
+                        break None;
+                    }
+                }
+                None => watching = false,
+            },
+            () = leave.cancelled() => return Ok(()),
         }
+    };
+    let Some((scenario, fencing_on)) = start else {
+        let watched = watch(before, (&mut seen, &mut heard), &leave, &mut show).await;
+        watcher.abort();
+        if watched.is_err() {
+            return Err(listener_failure(listener).await);
+        }
+        listener.abort();
+        return Ok(());
     };
     let orders = Orders {
         scenario: *scenario,
@@ -143,8 +175,10 @@ pub async fn attend(
     let mut grown = log.subscribe();
     let mut posted = 0;
     let mut hearing = true;
-    let mut watching = true;
     let mut room_ended = false;
+    for event in before {
+        show(Seen::Room { mine: is_mine(&event.kind, &me) }, &event);
+    }
     let mut linger = None;
     let mut leaving = false;
     loop {
@@ -217,6 +251,54 @@ pub async fn attend(
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(ClassError::Worker(e.to_string())),
         Err(e) => Err(ClassError::Worker(format!("the worker task failed: {e}"))),
+    }
+}
+
+/// What a student is told who joined once the run had started without them, from
+/// `kind` (the room's first event, the run's start); None when they play in it. A
+/// class plays one run, so they are not seated for another: they watch this one.
+pub fn sits_out(kind: &EventKind, me: &str) -> Option<String> {
+    let EventKind::RunStarted { scenario, .. } = kind else { return None };
+    (!scenario.workers.iter().any(|w| w.name == me)).then(|| {
+        format!(
+            "{me}: the run started before you joined, without you. You watch it as the \
+             projector shows it, with no worker of your own; the instructor's next class \
+             seats you"
+        )
+    })
+}
+
+/// Show the room's run to a student who plays no part in it (`before`: the events
+/// seen so far, then those `seen`), to its end or until the student leaves. Err: the
+/// room's controls could not be heard any more (`heard` ended: the room is gone).
+async fn watch(
+    before: Vec<Event>,
+    (seen, heard): (&mut mpsc::UnboundedReceiver<Event>, &mut mpsc::UnboundedReceiver<Control>),
+    leave: &CancellationToken,
+    show: &mut impl FnMut(Seen, &Event),
+) -> Result<(), ()> {
+    let room = Seen::Room { mine: false };
+    for event in &before {
+        show(room, event);
+    }
+    if before.iter().any(|e| matches!(e.kind, EventKind::RunEnded { .. })) {
+        return Ok(());
+    }
+    loop {
+        tokio::select! {
+            event = seen.recv() => {
+                let Some(event) = event else { return Ok(()) };
+                show(room, &event);
+                if matches!(event.kind, EventKind::RunEnded { .. }) {
+                    return Ok(());
+                }
+            }
+            // The controls are not for a watcher; their end is the room's.
+            control = heard.recv() => if control.is_none() {
+                return Err(());
+            },
+            () = leave.cancelled() => return Ok(()),
+        }
     }
 }
 

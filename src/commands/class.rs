@@ -3,25 +3,30 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{EXIT_INTERRUPTED, print_live, say};
+use super::class_quiz::{StudentLines, answer_typed, project};
+use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
 use crate::backend::server::{PrivateRedis, REDIS, free_port};
 use crate::check::check;
-use crate::class::attend::{Seen, attend};
+use crate::class::attend::{Seen, attend, sits_out};
 use crate::class::host::{mirror, prepare_class};
+use crate::class::quiz::Quizmaster;
 use crate::class::room::{CLOSE_WITHIN, Room};
 use crate::class::{for_students, new_room_id};
 use crate::cli::{BackendArgs, ClassArgs};
 use crate::engine::log::{EventKind, EventLog, RunOutcome};
 use crate::engine::{RunControl, WorkerCommand};
-use crate::output::transcript::{Transcript, verdict_after};
+use crate::output::transcript::verdict_after;
 use crate::runtime::Shutdown;
+use crate::scenario::{Checkpoint, Scenario};
 use crate::session::class::Hosting;
+use crate::session::quiz::QuizLink;
 use crate::tui::class::{attend_screen, instruct};
 
 /// The instructor's typed lines (headless).
@@ -103,7 +108,8 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             };
             let scenario = for_students(&lesson.scenario, &here);
-            play(&mut room, &admin_url, &scenario, args.fencing, typed, cancel).await
+            let asked = (&here[..], lesson.scenario.checkpoints.clone());
+            play(&mut room, &admin_url, (&scenario, asked), args.fencing, typed, cancel).await
         };
         // After a signal the class ends promptly whatever Redis does (stopped, busy):
         // what closing cannot delete expires with the room's lease, and is said.
@@ -213,10 +219,12 @@ async fn wait_for(
     }
 }
 
+/// Play `scenario` with the students `here`, the lesson's `checkpoints` posed to
+/// them, the run printed as the projector shows it (`class_quiz::project`).
 async fn play(
     room: &mut Room,
     admin_url: &str,
-    scenario: &crate::scenario::Scenario,
+    (scenario, (here, checkpoints)): (&Scenario, (&[String], Vec<Checkpoint>)),
     fencing: bool,
     typed: Typed,
     cancel: &CancellationToken,
@@ -224,12 +232,15 @@ async fn play(
     say("\nthe run starts");
     let prepared = prepare_class(room, admin_url, scenario, fencing, cancel).await?;
     let log = prepared.log();
-    let keys = tokio::spawn(obey_typed_commands(prepared.control(), typed));
+    let (reveals, revealing) = tokio::sync::mpsc::unbounded_channel();
+    let keys = tokio::spawn(obey_typed_commands(prepared.control(), typed, reveals));
     let mirror = tokio::spawn(mirror(log.clone(), room.controller()));
-    let printer = tokio::spawn(print_live(log.clone(), false));
+    let quiz = QuizLink::instructor(Quizmaster::of(room, here), checkpoints.clone());
+    let printer = tokio::spawn(project(log.clone(), checkpoints, quiz, revealing));
     let outcome = prepared.execute().await;
-    keys.abort();
+    // A question still open at the run's end waits for the instructor's Enter.
     let _ = printer.await;
+    keys.abort();
     // The students' screens get the end of the run before the room closes.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), mirror).await;
     Ok(verdict(outcome, &log))
@@ -258,17 +269,25 @@ fn verdict(outcome: RunOutcome, log: &EventLog) -> ExitCode {
 }
 
 /// The instructor's controls, typed one per line: `pause NAME`, `resume NAME`,
-/// `crash NAME`, `fencing on|off`.
-async fn obey_typed_commands(control: RunControl, mut lines: Typed) {
+/// `crash NAME`, `fencing on|off`; Enter (or `reveal`) reveals the open question, sent
+/// to `reveals` (dropped when the input ends).
+async fn obey_typed_commands(
+    control: RunControl,
+    mut lines: Typed,
+    reveals: tokio::sync::mpsc::UnboundedSender<()>,
+) {
     while let Ok(Some(line)) = lines.next_line().await {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
+            [] | ["reveal"] => drop(reveals.send(())),
             ["pause", who] => control.send(who, WorkerCommand::Pause { ms: None }),
             ["resume", who] => control.send(who, WorkerCommand::Resume),
             ["crash", who] => control.send(who, WorkerCommand::Crash),
             ["fencing", "on"] => control.set_fencing(true),
             ["fencing", "off"] => control.set_fencing(false),
-            _ => note!("type: pause NAME, resume NAME, crash NAME, fencing on|off"),
+            _ => note!(
+                "type: pause NAME, resume NAME, crash NAME, fencing on|off, or Enter to reveal a question"
+            ),
         }
     }
 }
@@ -286,21 +305,33 @@ pub fn join(url: &str, headless: bool, own: Option<&str>) -> anyhow::Result<Exit
         shown?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut transcript = Transcript::default();
-    let joined = runtime.block_on(attend(
-        url,
-        (&program, own.as_ref()),
-        CancellationToken::new(),
-        |seen, event| {
-            // This machine's worker is shown as it happens, not again from the room.
-            let again = seen == Seen::Room { mine: true };
-            if !again && !matches!(event.kind, EventKind::Command { .. }) {
-                for line in transcript.lines(event) {
-                    say(&line);
-                }
+    let (_, me) = crate::class::seat_of(url)?;
+    let lines = Arc::new(StudentLines::default());
+    let joined = runtime.block_on(async {
+        let (over, told_over) = tokio::sync::watch::channel(None);
+        let answering = tokio::spawn(answer_typed(url.to_string(), lines.clone(), told_over));
+        let mut ended_ms = 0.0;
+        let show = |seen: Seen, event: &crate::engine::log::Event| {
+            if let EventKind::RunEnded { .. } = event.kind {
+                ended_ms = event.t_ms;
             }
-        },
-    ));
+            // Joined once the run had started without this student: they watch it.
+            if let Some(said) = sits_out(&event.kind, &me) {
+                lines.watching();
+                say(&said);
+            }
+            lines.show(seen, event);
+        };
+        let joined = attend(url, (&program, own.as_ref()), CancellationToken::new(), show).await;
+        // A question still open at the run's end (or still to come: the projector
+        // holds at each) is asked and revealed before the student's lines end.
+        let _ = over.send(Some(ended_ms));
+        match joined {
+            Ok(()) => drop(answering.await),
+            Err(_) => answering.abort(),
+        }
+        joined
+    });
     runtime.shutdown_background();
     joined?;
     Ok(ExitCode::SUCCESS)

@@ -13,6 +13,7 @@ mod bench_break;
 mod bench_class;
 mod bench_sim;
 pub mod class;
+mod class_quiz;
 mod course;
 pub mod doctor;
 mod exercise;

@@ -32,6 +32,12 @@ pub fn for_students(scenario: &Scenario, students: &[String]) -> Scenario {
     crate::class::for_students(scenario, students)
 }
 
+/// What a student is told who joined once the run had started without them
+/// (`first`: the room's first event, the run's start); None when they play in it.
+pub fn sits_out(first: &Event, me: &str) -> Option<String> {
+    crate::class::attend::sits_out(&first.kind, me)
+}
+
 /// The room's id and the student's name in a join URL.
 pub fn seat_of(url: &str) -> anyhow::Result<(String, String)> {
     Ok(crate::class::seat_of(url)?)
@@ -108,7 +114,8 @@ impl HostedRun {
 }
 
 /// A student in the room: their worker played (as `program worker`, or their own
-/// program) when the instructor starts, and the room's log as it arrives. Dropped,
+/// program) when the instructor starts, and the room's log as it arrives (only the
+/// log, for a student who joined once the run had started without them). Dropped,
 /// it stops at once; [`Attending::leave`] leaves as quitting does.
 pub struct Attending {
     /// The room's events, until they are copied into a log.

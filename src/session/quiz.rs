@@ -26,6 +26,14 @@ use crate::scenario::Checkpoint;
 const TALLY_EVERY: Duration = Duration::from_millis(250);
 /// How long one read of the room's controls waits before reading again.
 const LISTEN: Duration = Duration::from_secs(1);
+/// How far the projector's cursor moves before the room is told (ten posts a second
+/// at the run's pace): a student's screen lags the projector by at most this.
+pub const CURSOR_STEP_MS: f64 = 100.0;
+/// The instructor's Enter on a question nobody has answered: asked again, since an
+/// Enter meant for something else must not reveal before anyone could answer.
+pub const NOBODY_YET: &str = "nobody has answered yet: Enter again reveals anyway";
+/// How long closing a line to the room waits for what was asked of it to be sent.
+const CLOSE_WITHIN: Duration = Duration::from_secs(2);
 
 /// A question on a class's screen.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +72,27 @@ impl Posed {
     /// Not revealed yet: answers still count and the screens hold.
     pub fn is_open(&self) -> bool {
         self.revealed.is_none()
+    }
+
+    /// "Question 1 · 2 of 3 answered · Enter reveals" (`left`: the students who left
+    /// the class, not waited for): the instructor's heading of the tally.
+    pub fn heading(&self, left: &[String]) -> String {
+        let (answered, of) = self.tally.answered(left);
+        let what = if self.is_open() { "Enter reveals" } else { "revealed" };
+        format!("Question {} · {answered} of {of} answered · {what}", self.number)
+    }
+
+    /// What a student is told of their answer `choice` (from 1), sent.
+    pub fn sent(choice: usize) -> String {
+        format!("answer {choice} sent: your latest answer counts until the reveal")
+    }
+
+    /// What a student who watches the run (they joined after it started) is told of
+    /// their answer `choice`: kept on their screen for the reveal, not counted.
+    pub fn kept(choice: usize) -> String {
+        format!(
+            "answer {choice} kept here: you watch this run, so the instructor's tally counts only those playing"
+        )
     }
 
     /// As a lesson's checkpoint (its answer 0 until revealed), to draw as lessons do.
@@ -147,6 +176,13 @@ impl QuizLink {
     /// A student's, joined with `url`: hears questions and reveals, posts answers.
     pub fn student(url: String) -> QuizLink {
         QuizLink::spawn(move |steps, tell| student(url, steps, tell))
+    }
+
+    /// Close the line once what was asked of it is sent (within a deadline): the
+    /// projector's last cursor (the run's end) reaches the room before it closes.
+    pub async fn close(mut self) {
+        drop(std::mem::replace(&mut self.steps, mpsc::unbounded_channel().0));
+        let _ = tokio::time::timeout(CLOSE_WITHIN, &mut self.task).await;
     }
 }
 

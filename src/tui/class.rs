@@ -25,7 +25,7 @@ use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
 use crate::lesson::Lesson;
 use crate::runtime::Shutdown;
 use crate::scenario::{Program, Scenario};
-use crate::session::class::{Attending, Hosting, for_students, seat_of};
+use crate::session::class::{Attending, Hosting, for_students, seat_of, sits_out};
 
 /// How often the start screen looks for students who have joined.
 const ROLL_CALL: Duration = Duration::from_millis(250);
@@ -356,12 +356,18 @@ pub async fn attend_screen(
     // The room's clock, as near as this machine can tell: its first event is now.
     let start = std::time::Instant::now() - Duration::from_secs_f64(first.t_ms / 1000.0);
     let log = Arc::new(EventLog::new(RunClock::started_at(start.into(), 1.0)));
-    let label = format!("class room {id} · you are {me}");
+    // Joined once the run had started without them: they watch it, and are told so.
+    let watching = sits_out(&first, &me);
+    let label = match watching {
+        Some(_) => format!("class room {id} · {me}, watching: the run started before you joined"),
+        None => format!("class room {id} · you are {me}"),
+    };
     let theme = Theme::initial(false);
     let mine = scenario.workers.iter().position(|w| w.name == me);
     let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme)
         .in_class(ClassSeat::Student(me));
     app.update(Msg::Select(mine.unwrap_or(0)));
+    app.status = watching;
     log.copy(first);
     attending.copy_into(log.clone());
     let quiz = Some(crate::session::quiz::QuizLink::student(url));

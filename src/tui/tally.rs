@@ -10,16 +10,15 @@ use ratatui::widgets::{Bar, BarChart, BarGroup, Block, Borders, Paragraph, Widge
 
 use super::render::markdown::wrapped;
 use super::theme::Theme;
+use crate::lesson::tally::answer_named;
 use crate::session::quiz::Posed;
 
 /// Draw `posed` (its question, choices and the class's tally) in `area`; `left`:
 /// the students who left the class, not waited for.
 pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, left: &[String], theme: &Theme) {
     let tally = &posed.tally;
-    let answered = tally.chosen.len();
-    let everyone = answered + waited_for(posed, left).count();
-    let what = if posed.is_open() { "Enter reveals" } else { "revealed" };
-    let title = format!(" Question {} · {answered} of {everyone} answered · {what} ", posed.number);
+    let (_, everyone) = tally.answered(left);
+    let title = format!(" {} ", posed.heading(left));
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border)
@@ -66,11 +65,6 @@ pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, left: &[String], 
     Paragraph::new(after_chart(posed, left, width, theme)).render(rest, buf);
 }
 
-/// The students who have not answered and are still in the class.
-fn waited_for<'a>(posed: &'a Posed, left: &'a [String]) -> impl Iterator<Item = &'a String> {
-    posed.tally.missing.iter().filter(move |s| !left.contains(s))
-}
-
 /// Rows the tally needs at `width` (its border included).
 pub fn tally_height(posed: &Posed, left: &[String], width: u16) -> u16 {
     let width = width.saturating_sub(2) as usize;
@@ -87,30 +81,13 @@ fn chart_rows(posed: &Posed) -> u16 {
 /// Who has not answered, who left, refused answers; once revealed, the answer and why.
 fn after_chart(posed: &Posed, left: &[String], width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let tally = &posed.tally;
-    let waited: Vec<&str> = waited_for(posed, left).map(String::as_str).collect();
-    let missing = if waited.is_empty() {
-        "everyone has answered".to_string()
-    } else {
-        format!("not answered yet: {}", waited.join(", "))
-    };
-    let mut lines = wrapped("", &missing, width, theme.dim);
-    let gone: Vec<&str> =
-        tally.missing.iter().filter(|s| left.contains(s)).map(String::as_str).collect();
-    if !gone.is_empty() {
-        lines.extend(wrapped(
-            "",
-            &format!("left the class: {}", gone.join(", ")),
-            width,
-            theme.dim,
-        ));
-    }
+    let mut lines: Vec<Line<'static>> =
+        tally.waiting(left).iter().flat_map(|l| wrapped("", l, width, theme.dim)).collect();
     for why in &tally.refused {
         lines.extend(wrapped("refused: ", why, width, theme.error));
     }
-    if let Some((answer, explain)) = &posed.revealed {
-        let right = answer.checked_sub(1).and_then(|i| posed.choices.get(i));
-        let named = format!("The answer is {answer}: {}.", right.map_or("", String::as_str));
-        lines.extend(wrapped("✔ ", &named, width, theme.accepted));
+    if let Some((_, explain)) = &posed.revealed {
+        lines.extend(wrapped("✔ ", &answer_named(&posed.checkpoint()), width, theme.accepted));
         lines.extend(wrapped("", explain, width, theme.base));
     }
     lines

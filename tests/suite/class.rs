@@ -380,7 +380,8 @@ fn play_class_with(
         .zip(students)
         .map(|(url, name)| {
             let mut join = support::bin();
-            join.args(["join", url]).stdout(Stdio::piped());
+            // Piped: a student types their answers to the lesson's questions.
+            join.args(["join", url]).stdin(Stdio::piped()).stdout(Stdio::piped());
             if let Some((_, program)) = own.iter().find(|(who, _)| who == name) {
                 join.args(["--program", program]).current_dir(env!("CARGO_MANIFEST_DIR"));
             }
@@ -1228,4 +1229,133 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
     }
     drop(projector);
     room.close().await.unwrap();
+}
+
+/// The playground with a question at 1.5 s, while alice holds the lock and before
+/// she writes (at 2.5 s).
+fn class_with_a_question() -> String {
+    class_scenario(300)
+        + "\n[[checkpoints]]\nat_ms = 1500\nquestion = \"Who holds the lock now?\"\n\
+           choices = [\"alice's part, A\", \"bob's part, B\"]\nanswer = 1\n\
+           explain = \"A took it at 0 and works 2.5 s.\"\n"
+}
+
+fn type_into(child: &mut std::process::Child, line: &str) {
+    use std::io::Write;
+    writeln!(child.stdin.as_mut().unwrap(), "{line}").unwrap();
+}
+
+/// `class --headless` and `join --headless` with a lesson's question: the instructor's
+/// lines stop at its moment (alice's write at 2.5 s is not printed before the
+/// reveal), the tally comes as the students type their answers (a bad line is told
+/// and ignored), Enter reveals (after the run's end, here), and each student is told
+/// right or wrong before their lines end.
+#[test]
+fn headless_the_class_is_asked_answers_by_typing_sees_the_tally_then_the_reveal() {
+    let mut cursors = None;
+    let (projector, screens) = play_class_with(
+        &["alice", "bob"],
+        (0, &[]),
+        &class_with_a_question(),
+        false,
+        |stdin, joined| {
+            use std::io::Write;
+            cursors = Some(projectors_cursor(joined.urls[0].clone(), Duration::from_millis(2500)));
+            std::thread::sleep(Duration::from_millis(2000));
+            type_into(&mut joined.students[0], "1");
+            type_into(&mut joined.students[1], "7");
+            type_into(&mut joined.students[1], "b");
+            // The run ends at about 4.1 s: the question stays open until Enter.
+            std::thread::sleep(Duration::from_millis(3500));
+            writeln!(stdin).unwrap();
+        },
+    );
+    let asked = projector.find("? Question 1: Who holds the lock now?").expect(&projector);
+    let revealed = projector.find("✔ The answer is 1: alice's part, A.").expect(&projector);
+    let held = &projector[asked..revealed];
+    assert!(held.contains("  1) alice's part, A\n  2) bob's part, B"), "{projector}");
+    assert!(
+        held.contains(
+            "Question 1 · 2 of 2 answered · Enter reveals · 1) 1 · 2) 1 · everyone has answered"
+        ),
+        "{projector}"
+    );
+    assert!(!held.contains("alice: write"), "the lines went past the question:\n{projector}");
+    assert!(
+        held.contains("The run has ended; question 1 is still open: Enter reveals it."),
+        "{projector}"
+    );
+    assert!(projector[revealed..].contains("alice: write"), "{projector}");
+    assert!(projector[revealed..].contains("A took it at 0 and works 2.5 s."), "{projector}");
+    let (alice, bob) = (&screens[0], &screens[1]);
+    for screen in [alice, bob] {
+        assert!(screen.contains("? Question 1: Who holds the lock now?"), "{screen}");
+    }
+    assert!(alice.contains("answer 1 sent: your latest answer counts"), "{alice}");
+    assert!(alice.contains("Question 1, revealed: ✔ Right: 1."), "{alice}");
+    assert!(bob.contains("answer 2 sent"), "{bob}");
+    assert!(bob.contains("Question 1, revealed: ✘ Not 2."), "{bob}");
+    assert!(bob.contains("✔ The answer is 1: alice's part, A."), "{bob}");
+    // bob's lines hold at the question as his screen would: alice's write (the
+    // room's, not his worker's) comes after the reveal.
+    let asked = bob.find("? Question 1").unwrap();
+    let revealed = bob.find("Question 1, revealed").unwrap();
+    assert!(!bob[asked..revealed].contains("alice: write"), "{bob}");
+    assert!(bob[revealed..].contains("alice: write ACCEPTED"), "{bob}");
+    // A student's screen follows the printed projector: its cursor moves with the
+    // run, then stops at the question's moment while it is open.
+    let told = cursors.unwrap().join().unwrap();
+    assert!(told.iter().any(|at| *at > 0.0 && *at < 1500.0), "{told:?}");
+    assert_eq!(told.iter().copied().fold(0.0, f64::max), 1500.0, "{told:?}");
+}
+
+/// The projector's cursor as the room tells it to a student's screen (heard with
+/// `url`) for `listening`.
+fn projectors_cursor(url: String, listening: Duration) -> std::thread::JoinHandle<Vec<f64>> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let mut link = fencelab::session::quiz::QuizLink::student(url);
+            let until = tokio::time::Instant::now() + listening;
+            let mut told = Vec::new();
+            while let Ok(Some(news)) = tokio::time::timeout_at(until, link.news.recv()).await {
+                if let fencelab::session::quiz::QuizNews::Cursor(at) = news {
+                    told.push(at);
+                }
+            }
+            told
+        })
+    })
+}
+
+/// A student who joins once the run has started without them is told so and watches
+/// it to its end (no worker of theirs in it), instead of waiting for a start that
+/// never comes.
+#[test]
+fn a_student_who_joins_after_the_run_started_is_told_and_watches_it_to_its_end() {
+    let mut late = None;
+    let (projector, _) = play_class_without(&["alice", "bob", "carol"], 1, false, |_, joined| {
+        std::thread::sleep(Duration::from_millis(500));
+        let carol = support::bin()
+            .args(["join", &joined.urls[2]])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        late = Some(carol);
+    });
+    let carol = late.unwrap();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done_tx.send(carol.wait_with_output().unwrap()));
+    let out = done.recv_timeout(Duration::from_secs(20)).expect("carol's join never ended");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(
+        screen.contains("carol: the run started before you joined, without you. You watch it"),
+        "{screen}"
+    );
+    assert!(screen.contains("alice: got lock"), "{screen}");
+    assert!(screen.contains("storage writes: ["), "to its end: {screen}");
+    let run = projector.split("the run starts").nth(1).unwrap_or_default();
+    assert!(!run.contains("carol"), "carol plays no part:\n{projector}");
 }

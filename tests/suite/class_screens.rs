@@ -437,10 +437,7 @@ fn at_the_reveal_a_student_sees_right_or_wrong_as_in_a_lesson() {
 /// with the run, LIVE again. Its footer names only keys a student can use.
 #[test]
 fn a_students_screen_held_at_the_projectors_cursor_says_held_and_lists_only_its_keys() {
-    let (scenario, events) = gc_pause_class();
-    let mut app = App::new(scenario, false, 1.0, false, "you are bob".into(), Theme::DEFAULT)
-        .in_class(ClassSeat::Student("bob".into()));
-    app.update(Msg::RunStarting);
+    let (mut app, events) = seated("bob");
     app.update(Msg::Logged(events.iter().filter(|e| e.t_ms <= 1500.0).cloned().collect()));
     app.update(Msg::Quiz(QuizNews::Cursor(100.0)));
     app.update(Msg::Clock { reached_ms: 1500.0, real_ms: 100.0 });
@@ -456,4 +453,35 @@ fn a_students_screen_held_at_the_projectors_cursor_says_held_and_lists_only_its_
     app.update(Msg::Clock { reached_ms: 1550.0, real_ms: 100.0 });
     let live = text(&app, 100, 30);
     assert!(live.lines().next().unwrap().contains("▶ LIVE"), "{live}");
+}
+
+/// dave joined once the run had started without him: his screen follows the
+/// projector and shows its questions, but his answer is kept on his screen, not sent
+/// (the tally counts those playing), and he is told so.
+#[test]
+fn a_student_who_watches_a_run_begun_without_them_answers_for_themselves_only() {
+    let (mut app, events) = seated("dave");
+    let end = events.last().unwrap().t_ms;
+    app.update(Msg::Logged(events));
+    app.update(Msg::Quiz(QuizNews::Cursor(end)));
+    app.update(Msg::Clock { reached_ms: end, real_ms: 0.0 });
+    app.update(Msg::Quiz(QuizNews::Asked(gc_pause_question())));
+    assert_eq!(app.view_ms(), 2100.0, "held at the question as the class is");
+    assert!(app.update(Msg::Key(Action::PauseWorker(0))).is_empty(), "nothing sent");
+    assert_eq!(app.posed().unwrap().mine, Some(1));
+    assert_eq!(app.status.as_deref(), Some(Posed::kept(1).as_str()));
+    let c = &builtin("gc-pause").unwrap().unwrap().checkpoints[0];
+    let (answer, explain) = (c.answer, c.explain.clone());
+    app.update(Msg::Quiz(QuizNews::Revealed { number: 1, answer, explain }));
+    assert!(text(&app, 100, 30).contains("✔ Right: 1."));
+}
+
+/// `name`'s screen of gc-pause's class run, about to start, and the run's events.
+fn seated(name: &str) -> (App, Vec<Event>) {
+    let (scenario, events) = gc_pause_class();
+    let label = format!("class room 0a1b2c3d · {name}");
+    let mut app = App::new(scenario, false, 1.0, false, label, Theme::DEFAULT)
+        .in_class(ClassSeat::Student(name.into()));
+    app.update(Msg::RunStarting);
+    (app, events)
 }

@@ -263,7 +263,11 @@ fn lesson_app(lesson: &fencelab::lesson::Lesson, theme: Theme) -> App {
 /// the learner pressing Enter at every hold and answering `answer` to every question.
 fn play_to(app: &mut App, t_ms: f64, answer: usize) {
     let (scenario, fencing) = app.next_run();
-    let events = sim_events(&scenario, fencing);
+    play_events_to(app, sim_events(&scenario, fencing), t_ms, answer);
+}
+
+/// `play_to` with the run's `events`.
+fn play_events_to(app: &mut App, events: Vec<Event>, t_ms: f64, answer: usize) {
     let t_ms = t_ms.min(events.last().map_or(0.0, |e| e.t_ms));
     let logged = app.log().len();
     app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= t_ms).skip(logged).collect()));
@@ -784,6 +788,12 @@ fn marks_that_crowd_a_lane_are_cut_apart_not_run_together() {
 /// `name`'s first question on the simulator, on the lock service the lesson asks for,
 /// drawn at `width`x`height`: what the learner sees while predicting.
 fn first_question(name: &str, width: u16, height: u16) -> String {
+    text(screen(&at_first_question(name), width, height).backend().buffer())
+}
+
+/// `name`'s lesson in the TUI, its first run on the simulator (on the lock service
+/// the lesson asks for) held at its first question, open.
+fn at_first_question(name: &str) -> App {
     let lesson = fencelab::lesson::find(name).unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
     let (scenario, fencing) = app.next_run();
@@ -793,7 +803,7 @@ fn first_question(name: &str, width: u16, height: u16) -> String {
     app.update(Msg::Logged(events.into_iter().filter(|e| e.t_ms <= at_ms).collect()));
     open_the_question(&mut app, at_ms);
     assert_eq!(app.view_ms(), at_ms, "{name}: the view is not at the question");
-    text(screen(&app, width, height).backend().buffer())
+    app
 }
 
 #[test]
@@ -822,4 +832,51 @@ fn the_footer_fits_80_columns_with_whole_keys_that_work_there() {
         assert!(whats.iter().any(|w| footer.ends_with(w)), "{name}: a key cut: {footer:?}");
         assert_eq!(footer.contains("f fencing"), fencing, "{name}: {footer:?}");
     }
+}
+
+/// Lesson 27's point is the redelivery: when B's `XAUTOCLAIM` takes job 1 from the
+/// paused A (at 2 s), the queue's row counts a second delivery of it. Before it, the
+/// row says the first; after, the second, with B the job's consumer.
+#[test]
+fn the_queue_lesson_shows_job_1_delivered_twice_after_bs_claim() {
+    let lesson = fencelab::lesson::find("queue").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    let (scenario, fencing) = app.next_run();
+    let events = deployed_sim_events(&scenario, fencing);
+    play_events_to(&mut app, events.clone(), 1900.0, 2);
+    let before = text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(before.contains("delivery 1"), "A's job before the claim:\n{before}");
+    play_events_to(&mut app, events, 2200.0, 2);
+    let after = text(screen(&app, WIDTH, HEIGHT).backend().buffer());
+    assert!(after.contains("delivery 2"), "B's claim is the second delivery:\n{after}");
+    assert!(!after.contains("delivery 1"), "{after}");
+}
+
+/// `c` on a question not answered yet goes on to the next run; the question counts as
+/// asked and not right: the sitting kept scores 0 of 1, and `fencelab lessons` marks
+/// the lesson "0/1" (the later run read to its end finishes the lesson: ✔ 0/1).
+#[test]
+fn a_question_skipped_with_c_counts_as_asked_and_not_right_in_the_lessons_list() {
+    let mut app = at_first_question("gc-pause");
+    assert_eq!(app.lesson().unwrap().checkpoints.len(), 1);
+    assert_eq!(app.update(Action::Compare), [fencelab::tui::app::Effect::StartRun]);
+    app.update(Msg::RunStarting);
+    play_to(&mut app, f64::INFINITY, 1);
+    let state = app.lesson().unwrap();
+    assert_eq!(state.answers, [None], "nothing was answered");
+    let sitting = state.sitting();
+    assert_eq!((sitting.right, sitting.questions), (0, 1), "asked, and not right");
+
+    let data = tempfile::tempdir().unwrap();
+    let mut progress = fencelab::lesson::progress::Progress::default();
+    progress.record("gc-pause", sitting);
+    progress.write(&data.path().join("progress.json")).unwrap();
+    let out = crate::support::bin()
+        .env("FENCELAB_DATA_DIR", data.path())
+        .arg("lessons")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains(". gc-pause ")).unwrap_or_default();
+    assert!(line.ends_with("✔ 0/1"), "{text}");
 }

@@ -3,11 +3,10 @@
 //! the class.
 
 use super::{App, ClassState, Effect, Mode};
-use crate::session::quiz::{Posed, QuizNews, QuizStep};
+use crate::session::quiz::{NOBODY_YET, Posed, QuizNews, QuizStep};
 
-/// How far the projector's cursor moves before the room is told (ten posts a second
-/// at the run's pace): a student's screen lags the projector by at most this.
-pub(super) const CLASS_CURSOR_STEP_MS: f64 = 100.0;
+/// How far the projector's cursor moves before the room is told.
+pub(super) const CLASS_CURSOR_STEP_MS: f64 = crate::session::quiz::CURSOR_STEP_MS;
 
 /// How far the run must be past the projector's cursor for a student's screen to say
 /// it is held there (the cursor is told every `CLASS_CURSOR_STEP_MS`, a little late).
@@ -87,7 +86,7 @@ impl App {
         // An Enter meant for the narration must not reveal before anyone could answer.
         if posed.tally.chosen.is_empty() && !posed.confirming {
             posed.confirming = true;
-            self.status = Some("nobody has answered yet: Enter again reveals anyway".into());
+            self.status = Some(NOBODY_YET.into());
             return Some(Vec::new());
         }
         let (i, c) = class.lesson.as_ref()?.open_checkpoint()?;
@@ -102,13 +101,17 @@ impl App {
         let class = self.mode.class_mut()?;
         let posed = class.posed.as_mut().filter(|p| p.is_open())?;
         let n = posed.choices.len();
+        // A student who joined after the run started plays no part: not counted.
+        let plays = |me: &String| self.scenario.workers.iter().any(|w| w.name == *me);
         let (status, effects) = match &class.seat {
+            ClassSeat::Student(me) if i < n && !plays(me) => {
+                posed.mine = Some(i + 1);
+                (Posed::kept(i + 1), Vec::new())
+            }
             ClassSeat::Student(_) if i < n => {
                 posed.mine = Some(i + 1);
                 let step = QuizStep::Answer { number: posed.number, choice: i + 1 };
-                let said =
-                    format!("answer {} sent: your latest answer counts until the reveal", i + 1);
-                (said, vec![Effect::Quiz(step)])
+                (Posed::sent(i + 1), vec![Effect::Quiz(step)])
             }
             ClassSeat::Student(_) => (format!("press 1 to {n} to answer"), Vec::new()),
             _ => ("the class answers on their own screens: Enter reveals".into(), Vec::new()),

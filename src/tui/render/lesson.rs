@@ -11,6 +11,7 @@ use super::super::app::App;
 use super::super::lesson::{Hold, LessonState};
 use super::super::theme::Theme;
 use super::markdown::wrapped;
+use crate::lesson::tally::{answer_named, verdict};
 use crate::scenario::Checkpoint;
 
 pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
@@ -211,18 +212,14 @@ pub(super) fn question(
         return;
     }
     lines.push(Line::raw(""));
-    let right = c.answer.checked_sub(1).and_then(|i| c.choices.get(i));
-    let named = format!("The answer is {}: {}.", c.answer, right.map_or("", String::as_str));
-    match yours {
-        Some(a) if a == c.answer => lines.push(Line::styled(format!("✔ Right: {a}."), t.accepted)),
-        Some(a) => {
-            lines.push(Line::styled(format!("✘ Not {a}."), t.rejected));
-            lines.extend(wrapped("✔ ", &named, width, t.accepted));
-        }
-        None => {
-            lines.push(Line::styled("· You did not answer.", t.dim));
-            lines.extend(wrapped("✔ ", &named, width, t.accepted));
-        }
+    let style = match yours {
+        Some(a) if a == c.answer => t.accepted,
+        Some(_) => t.rejected,
+        None => t.dim,
+    };
+    lines.push(Line::styled(verdict(c, yours), style));
+    if yours != Some(c.answer) {
+        lines.extend(wrapped("✔ ", &answer_named(c), width, t.accepted));
     }
     lines.extend(wrapped("", &c.explain, width, t.base));
 }

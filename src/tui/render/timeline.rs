@@ -590,16 +590,24 @@ impl<'a> Ctx<'a> {
                 let idle = (ttl - left).max(0.0);
                 // The job pending at `holder`, and how many times it has been handed out.
                 let job = run.lanes.iter().find(|l| l.name == holder).and_then(|l| l.last_token);
-                let delivered = job.map_or(String::new(), |job| {
-                    format!(" · job {job}, delivery {}", run.deliveries(job, view))
-                });
                 let text = format!(" idle {} of {}", secs(idle), secs(ttl));
-                (format!("{text}{delivered}"), Some((text, holder, idle / ttl)))
+                // Narrower, the delivery count stays and the job's number goes (its
+                // lane says `got 1`): a redelivery is what lesson 27 is about.
+                let (full, shorter) = match job {
+                    Some(job) => {
+                        let n = run.deliveries(job, view);
+                        let shorter = vec![format!("{text} · delivery {n}"), text.clone()];
+                        (format!("{text} · job {job}, delivery {n}"), shorter)
+                    }
+                    None => (text.clone(), vec![text]),
+                };
+                (full, Some((shorter, holder, idle / ttl)))
             }
             Some((holder, Some(left))) if run.ttl_ms > 0 => {
                 let service = self.app.service_name();
                 let text = format!(" {} left of {}", secs(left), secs(ttl));
-                (format!("{text}, held by {holder} in {service}"), Some((text, holder, left / ttl)))
+                let full = format!("{text}, held by {holder} in {service}");
+                (full, Some((vec![text], holder, left / ttl)))
             }
             // Nothing expires a Kubernetes-style Lease on the server (each contender
             // judges that by its own clock), and no client can read a ZooKeeper
@@ -618,11 +626,13 @@ impl<'a> Ctx<'a> {
             None => (format!("nobody holds the lock in {}", self.app.service_name()), None),
         };
         let width = self.plot.width as usize;
-        // Too narrow for the bar and all the words: the bar and the words that count
-        // (the holder is on the row above).
+        // Too narrow for the bar and all the words: the bar and the most of the words
+        // that count that fits beside it (the holder is on the row above).
         let (text, bar) = match bar {
-            Some((short, holder, fraction)) if text.width() + MIN_BAR > width => {
-                (short, Some((String::new(), holder, fraction)))
+            Some((shorter, holder, fraction)) if text.width() + MIN_BAR > width => {
+                let fits = shorter.iter().find(|s| s.width() + MIN_BAR <= width);
+                let short = fits.or(shorter.last()).cloned().unwrap_or_default();
+                (short, Some((Vec::new(), holder, fraction)))
             }
             _ => (text, bar),
         };
