@@ -300,8 +300,10 @@ impl LessonState {
     }
 
     /// How this sitting went, for the progress kept between sessions: finished once
-    /// this run's steps are read and its questions answered, or once the learner has
-    /// answered every question and moved on to a later run.
+    /// the first run's steps are read and its questions answered, once the learner has
+    /// answered every question and moved on to a later run, or once a later run's steps
+    /// are read (a question skipped with `c` then counts as asked, and not right: the
+    /// lesson is done, its score says how).
     pub fn sitting(&self) -> Sitting {
         let (right, questions) = self.score();
         let answered = self.answers.iter().all(Option::is_some);
