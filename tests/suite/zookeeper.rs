@@ -114,8 +114,9 @@ fn the_jvm_dies_when_its_owner_is_killed_outright() {
     owner.kill().unwrap(); // SIGKILL: no unwinding, no Drop; the kernel must stop the JVM.
     owner.wait().unwrap();
     wait_for("the JVM to die with its owner", || (!alive(pid)).then_some(()));
-    // The killed owner could not remove its dir; the next start sweeps it away.
-    assert!(dir.exists());
+    // The killed owner could not remove its dir; the next start sweeps it away. That start
+    // may be another test's, running beside this one (its sweep is the same), so the dir
+    // may be gone already: what must hold is that it is gone once a start has run.
     drop(zookeeper());
     assert!(!dir.exists(), "{} outlived the next start", dir.display());
 }
