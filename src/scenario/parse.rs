@@ -127,20 +127,14 @@ fn validate_lock(s: &RawScenario) -> Result<(), (Needle, String)> {
         );
     }
     let redis_shapes = s.replica || s.redlock_nodes.is_some();
-    if s.lock == LockFamily::ZooKeeper && redis_shapes {
-        return fail(
-            "lock",
-            "a ZooKeeper lock is one ZooKeeper server: drop redlock_nodes and replica",
-        );
-    }
     if s.lock != LockFamily::Redis && redis_shapes {
-        let message = match s.lock {
-            LockFamily::Stream => {
-                "a queue (lock = \"stream\") is one Redis: drop redlock_nodes and replica"
-            }
-            _ => "an etcd lock is one etcd server: drop redlock_nodes and replica",
-        };
-        return fail("lock", message);
+        // Redlock's nodes and a replica are Redis's shapes: every other kind runs on
+        // its own one server, which its row names.
+        let spec = s.lock_shape().spec();
+        let server = spec.home.server();
+        let message =
+            format!("{} runs on one {server} server: drop redlock_nodes and replica", spec.name);
+        return fail("lock", &message);
     }
     if s.storage == StorageKind::Postgres && redis_shapes {
         return fail(
@@ -968,7 +962,10 @@ steps = [{ do = "acquire" }]
         assert_eq!((err.line, err.column), (4, 1), "{err}");
         assert!(err.message.contains("release keeps its default"), "{err}");
         let err = error(&zk("redlock_nodes = 3\n", "1000"));
-        assert!(err.message.contains("a ZooKeeper lock is one ZooKeeper server"), "{err}");
+        assert!(
+            err.message.contains("ZooKeeper runs on one ZooKeeper server: drop redlock_nodes"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -988,6 +985,9 @@ steps = [{ do = "acquire" }]
         assert!(err.message.contains("a Lease needs a duration"), "{err}");
         let redlock = format!("lock = \"k8s-lease\"\nredlock_nodes = 3\n{MINIMAL}");
         let err = parse_scenario(&redlock, "t.toml").unwrap_err();
-        assert!(err.message.contains("an etcd lock is one etcd server"), "{err}");
+        assert!(
+            err.message.contains("a Kubernetes-style Lease on etcd runs on one etcd server"),
+            "{err}"
+        );
     }
 }
