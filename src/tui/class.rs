@@ -367,7 +367,9 @@ pub async fn attend_screen(
     let mut app = App::new((**scenario).clone(), *fencing, 1.0, false, label, theme)
         .in_class(ClassSeat::Student(me));
     app.update(Msg::Select(mine.unwrap_or(0)));
-    app.status = watching;
+    if let Some(watching) = watching {
+        app.update(Msg::Notice(watching));
+    }
     log.copy(first);
     attending.copy_into(log.clone());
     let quiz = Some(crate::session::quiz::QuizLink::student(url));
