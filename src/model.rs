@@ -60,6 +60,9 @@ pub struct Lane {
     pub spans: Vec<Span<Belief>>,
     /// Token of the worker's last grant (kept after release, for the tokens panel).
     pub last_token: Option<u64>,
+    /// How fast the worker's own clock ran in this run (1.0: true time), from the
+    /// run's start: a lesson's variant can set it apart from the next run's.
+    pub clock_rate: f64,
 }
 
 impl Lane {
@@ -218,7 +221,8 @@ impl RunModel {
         if let Some(i) = self.lanes.iter().position(|l| l.name == worker) {
             return i;
         }
-        self.lanes.push(Lane { name: worker.to_string(), spans: Vec::new(), last_token: None });
+        let name = worker.to_string();
+        self.lanes.push(Lane { name, spans: Vec::new(), last_token: None, clock_rate: 1.0 });
         self.lanes.len() - 1
     }
 
@@ -255,6 +259,7 @@ impl RunModel {
                 for w in &scenario.workers {
                     let i = self.lane_index(&w.name);
                     self.lanes[i].set(0.0, Belief::Idle);
+                    self.lanes[i].clock_rate = w.clock_rate;
                 }
             }
             EventKind::Worker { worker, what } => {

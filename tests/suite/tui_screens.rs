@@ -880,3 +880,24 @@ fn a_question_skipped_with_c_counts_as_asked_and_not_right_in_the_lessons_list()
     let line = text.lines().find(|l| l.contains(". gc-pause ")).unwrap_or_default();
     assert!(line.ends_with("✔ 0/1"), "{text}");
 }
+
+/// A lane says its worker's clock runs fast only where it did in the run drawn: the
+/// Lease lesson's run "B's clock keeps time" shows no "B clock 2x", although the
+/// lesson's first runs (and so its scenario) have B's clock at twice true speed.
+#[test]
+fn a_lanes_clock_rate_is_the_runs_own_not_the_lessons() {
+    let lesson = fencelab::lesson::find("kubernetes-lease").unwrap().unwrap();
+    let mut app = lesson_app(&lesson, Theme::DEFAULT);
+    let keeps_time = app.variants.iter().position(|v| v.label == "B's clock keeps time");
+    let (first, keeps_time) = (app.next_run(), app.variants[keeps_time.unwrap()].scenario.clone());
+    let fast = |events: Vec<Event>, app: &mut App| {
+        app.update(Msg::RunStarting);
+        app.update(Msg::Logged(events));
+        let shown = text(screen(app, 160, 48).backend().buffer());
+        // An earlier run drawn above for comparison keeps its own lanes' words.
+        let this_run = shown.split("── this run").last().unwrap_or_default().to_string();
+        this_run.contains("B clock 2x")
+    };
+    assert!(fast(deployed_sim_events(&first.0, first.1), &mut app), "the first run's B runs fast");
+    assert!(!fast(deployed_sim_events(&keeps_time, false), &mut app), "B's clock keeps time");
+}

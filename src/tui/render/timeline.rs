@@ -368,11 +368,11 @@ impl<'a> Ctx<'a> {
         let selected = !previous && lane == self.app.selected;
         let label_style = if selected { self.theme.selected } else { self.theme.title };
         let marker = if selected { "▶" } else { " " };
-        // A contender whose own clock runs at another rate says so: where expiry is
-        // judged by each contender's clock (a Lease), that is what its lane means.
-        let rate =
-            self.app.scenario.workers.iter().find(|w| w.name == l.name).map(|w| w.clock_rate);
-        let clock = rate.filter(|r| *r != 1.0).map_or(String::new(), |r| format!(" clock {r}x"));
+        // A contender whose own clock ran at another rate in this run says so: where
+        // expiry is judged by each contender's clock (a Lease), that is what its lane
+        // means.
+        let rate = Some(l.clock_rate).filter(|r| *r != 1.0);
+        let clock = rate.map_or(String::new(), |r| format!(" clock {r}x"));
         let label = match first {
             true => format!("{marker}{} {}{clock}", lane + 1, l.name),
             false => String::new(),
