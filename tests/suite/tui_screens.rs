@@ -880,3 +880,54 @@ fn a_question_skipped_with_c_counts_as_asked_and_not_right_in_the_lessons_list()
     let line = text.lines().find(|l| l.contains(". gc-pause ")).unwrap_or_default();
     assert!(line.ends_with("✔ 0/1"), "{text}");
 }
+
+/// At every question of every lesson, asked and answered, the timeline keeps the rows
+/// of the lesson's service under its lanes (the truth row, each Redlock node, the
+/// lease row: a queue's `pending for` and `job idle`, lesson 27's evidence), on a
+/// projector at 80x24 as at 100x30; the narration and the lanes give way first.
+/// (Answered, the feedback under an 80x24 question had pushed them off the bottom.)
+#[test]
+fn every_question_keeps_the_rows_of_the_lessons_service_at_80x24() {
+    for lesson in fencelab::lesson::course().unwrap() {
+        let name = lesson.scenario.name.clone();
+        let mut app = lesson_app(&lesson, Theme::DEFAULT);
+        if !app.uses_lock() {
+            continue;
+        }
+        let (scenario, fencing) = app.next_run();
+        let events = deployed_sim_events(&scenario, fencing);
+        let words = &app.lock().words;
+        let mut rows: Vec<String> = words.truth_row.iter().map(|r| r.trim().to_string()).collect();
+        rows.push(words.lease_row.trim().to_string());
+        for c in lesson.scenario.checkpoints.iter() {
+            let at_ms = c.at_ms as f64;
+            let logged = app.log().len();
+            let upto = events.iter().filter(|e| e.t_ms <= at_ms).skip(logged);
+            app.update(Msg::Logged(upto.cloned().collect()));
+            open_the_question(&mut app, at_ms);
+            let nodes = app.run.nodes.len();
+            for answered in [false, true] {
+                if answered {
+                    app.update(Action::PauseWorker(c.answer - 1));
+                }
+                for (width, height) in [(80u16, 24u16), (100, 30)] {
+                    let shown = text(screen(&app, width, height).backend().buffer());
+                    let at =
+                        format!("{name} at {at_ms} ms, answered: {answered}, {width}x{height}");
+                    for row in &rows {
+                        assert!(shown.contains(&format!("│ {row}")), "{at}: no {row:?}:\n{shown}");
+                    }
+                    for n in 1..=nodes {
+                        assert!(
+                            shown.contains(&format!("node {n} ")),
+                            "{at}: no node {n}:\n{shown}"
+                        );
+                    }
+                    let answer: String = c.choices[c.answer - 1].chars().take(20).collect();
+                    assert!(shown.contains(&answer), "{at}: the choices are cut:\n{shown}");
+                }
+            }
+            app.update(Action::Continue);
+        }
+    }
+}

@@ -67,6 +67,13 @@ pub struct LaneRow {
 
 /// The rows of a timeline `height` rows tall.
 fn rows(app: &App, height: u16) -> Vec<Row> {
+    fitted_rows(app, height, true)
+}
+
+/// The rows of a timeline `height` rows tall; `one_row_lanes`: a lesson's lanes too
+/// go to a row each when two do not fit (a class's always do), so the rows of the
+/// lesson's service under them stay on screen.
+fn fitted_rows(app: &App, height: u16, one_row_lanes: bool) -> Vec<Row> {
     let lock = app.uses_lock();
     let mut runs: Vec<(bool, &RunModel)> =
         app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
@@ -77,8 +84,13 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     }
     let lanes = lanes_in(&runs);
     let room = room_for(&runs, app, lock, height);
-    // A lesson's few lanes keep their marks, cut short as they were.
-    if app.previous.is_none() && app.lesson().is_none() && room < lanes * MIN_LANE_ROWS {
+    // Short of two rows a lane, each lane gets one (its marks go) before the truth,
+    // node and lease rows are cut off the bottom: those are what a lesson's service
+    // is about (a queue's `pending for` and `job idle`, Redlock's nodes).
+    // (A class's lanes are its students: with a lesson they keep their marks, cut
+    // short as they were.)
+    let one_row = (one_row_lanes && app.class_seat().is_none()) || app.lesson().is_none();
+    if app.previous.is_none() && one_row && room < lanes * MIN_LANE_ROWS {
         return compact_rows(app, room, lock);
     }
     let per_lane = room.checked_div(lanes).unwrap_or(0);
@@ -104,9 +116,10 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
 }
 
 /// The height (with its border) below which the timeline cuts rows off its bottom:
-/// its axis, each lane at its thinnest, the truth, every node and the lease.
+/// its axis, each lane at its thinnest (two rows in a lesson), the truth, every node
+/// and the lease.
 pub fn needed_height(app: &App) -> u16 {
-    u16::try_from(rows(app, 0).len() + 2).unwrap_or(u16::MAX)
+    u16::try_from(fitted_rows(app, 0, false).len() + 2).unwrap_or(u16::MAX)
 }
 
 /// How many lanes `runs` have between them.
