@@ -852,6 +852,19 @@ fn the_queue_lesson_shows_job_1_delivered_twice_after_bs_claim() {
     assert!(!after.contains("delivery 1"), "{after}");
 }
 
+/// At lesson 27's first question A has been paused since 0.3 s and wakes at 2.8 s:
+/// its lane says so in the lessons' words, at every size, never as a bare "‖ 1.3 s
+/// left" (a learner read it as a lease's time left).
+#[test]
+fn a_paused_lane_says_when_its_worker_wakes() {
+    for (width, height) in [(80u16, 24u16), (100, 30), (160, 48)] {
+        let shown = first_question("queue", width, height);
+        let lane = shown.lines().find(|l| l.contains("got 1 ‖")).unwrap_or_default();
+        assert!(lane.starts_with("│ wakes in 1.3s  got 1"), "{width}x{height}: {lane:?}\n{shown}");
+        assert!(!shown.contains("s left "), "{width}x{height}:\n{shown}");
+    }
+}
+
 /// `c` on a question not answered yet goes on to the next run; the question counts as
 /// asked and not right: the sitting kept scores 0 of 1, and `fencelab lessons` marks
 /// the lesson "0/1" (the later run read to its end finishes the lesson: ✔ 0/1).

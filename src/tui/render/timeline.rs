@@ -497,10 +497,18 @@ impl<'a> Ctx<'a> {
             Belief::Holding { token } => {
                 (format!("holds {}", super::tok(self.app.tok_word(), token)), t.holding)
             }
+            // A pause's time left, in the words the lessons use ("A wakes at 2.8 s"):
+            // "‖ 1.3 s left" read as a lease's; "‖ held" as the lesson's hold. Tight
+            // ("1.3s"), so two cells part it from the lane's first mark ("got 1").
             Belief::Paused { until: Some(until), .. } => {
-                (format!("‖ {} left", secs((until - view).max(0.0))), t.paused)
+                let left = (until - view).max(0.0) / 1000.0;
+                let label = match format!("wakes in {left:.1}s") {
+                    l if l.width() <= GUTTER as usize - 3 => l,
+                    _ => format!("wakes in {left:.0}s"),
+                };
+                (label, t.paused)
             }
-            Belief::Paused { until: None, .. } => ("‖ held".into(), t.paused),
+            Belief::Paused { until: None, .. } => ("paused".into(), t.paused),
             Belief::Released => ("released".into(), t.dim),
             Belief::Crashed => ("✖ crashed".into(), t.rejected),
             Belief::Done => ("done".into(), t.dim),
