@@ -944,3 +944,25 @@ fn every_question_keeps_the_rows_of_the_lessons_service_at_80x24() {
         }
     }
 }
+
+/// At 80x24 the header keeps the lesson's name (lesson 27's whole, a longer one's
+/// first words), beside the run's state and speed: the server's address, then
+/// "fencelab" and the badge's token name give way first. (It had given the room to
+/// the server's address and dropped the name.)
+#[test]
+fn the_header_keeps_the_lessons_name_on_a_projector() {
+    for name in ["queue", "zookeeper", "kubernetes-lease", "etcd-lease", "gc-pause"] {
+        let lesson = fencelab::lesson::find(name).unwrap().unwrap();
+        let title = &lesson.scenario.title;
+        let start: String = title.chars().take(30).collect();
+        for (width, height) in [(80u16, 24u16), (100, 30)] {
+            let shown = first_question(name, width, height);
+            let header = shown.lines().next().unwrap();
+            assert!(header.contains(&format!("· {start}")), "{width}x{height}: {header:?}");
+            assert!(header.contains("HELD ") && header.contains("speed 0.5x"), "{header:?}");
+            if name == "queue" {
+                assert!(header.contains(title.as_str()), "{width}x{height}: {header:?}");
+            }
+        }
+    }
+}
