@@ -945,6 +945,19 @@ fn every_question_keeps_the_rows_of_the_lessons_service_at_80x24() {
     }
 }
 
+/// The lease row's words too long for 80 columns end after a word, with a `…`, not
+/// in the middle of one ("its session ends wi").
+#[test]
+fn a_lease_row_cut_at_80_columns_ends_after_a_word() {
+    for (name, row) in [
+        ("zookeeper", "│ session        held by A; its session ends… "),
+        ("kubernetes-lease", "│ Lease          renewTime 0.8 s; each… "),
+    ] {
+        let shown = first_question(name, 80, 24);
+        assert!(shown.contains(row), "{name}:\n{shown}");
+    }
+}
+
 /// At 80x24 the header keeps the lesson's name (lesson 27's whole, a longer one's
 /// first words), beside the run's state and speed: the server's address, then
 /// "fencelab" and the badge's token name give way first. (It had given the room to

@@ -666,7 +666,7 @@ impl<'a> Ctx<'a> {
         }
         let bar_x = self.plot.x + if bar_width >= MIN_BAR { bar_width as u16 } else { 0 };
         let room = (self.plot.right().saturating_sub(bar_x)) as usize;
-        self.buf.set_stringn(bar_x, y, text, room, self.theme.base);
+        self.buf.set_stringn(bar_x, y, words_in(&text, room), room, self.theme.base);
     }
 
     /// One glyph in plot column `c`: straight into the cell, which is much cheaper
@@ -711,6 +711,22 @@ impl<'a> Ctx<'a> {
 /// the lease row, a paused lane's time left).
 pub(super) fn secs(ms: f64) -> String {
     format!("{:.1} s", ms / 1000.0)
+}
+
+/// `text` in `room` cells: whole, or cut after its last word that fits, with a `…`
+/// (a lease row's "held by A; its session ends…", never "…session ends wi").
+fn words_in(text: &str, room: usize) -> String {
+    if text.width() <= room {
+        return text.to_string();
+    }
+    let mut kept = String::new();
+    for word in text.split_inclusive(' ') {
+        if kept.width() + word.trim_end().width() + 1 > room {
+            break;
+        }
+        kept.push_str(word);
+    }
+    format!("{}…", kept.trim_end())
 }
 
 /// Where each of a lane's labels goes, given its column and width (in time order), on
@@ -785,6 +801,15 @@ fn starting_in<T>(
 #[cfg(test)]
 mod tests {
     use super::place_labels;
+
+    #[test]
+    fn a_lease_row_too_long_for_its_room_is_cut_after_a_word() {
+        use super::words_in;
+        let text = "held by A; its session ends without heartbeats";
+        assert_eq!(words_in(text, 30), "held by A; its session ends…");
+        assert_eq!(words_in(text, 100), text);
+        assert_eq!(words_in("idle 1.5 s of 2.0 s", 19), "idle 1.5 s of 2.0 s");
+    }
 
     #[test]
     fn a_label_after_another_starts_past_its_text_instead_of_erasing_it() {
