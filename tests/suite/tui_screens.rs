@@ -852,6 +852,19 @@ fn the_queue_lesson_shows_job_1_delivered_twice_after_bs_claim() {
     assert!(!after.contains("delivery 1"), "{after}");
 }
 
+/// At lesson 27's first question A has been paused since 0.3 s and wakes at 2.8 s:
+/// its lane says so in the lessons' words, at every size, never as a bare "‖ 1.3 s
+/// left" (a learner read it as a lease's time left).
+#[test]
+fn a_paused_lane_says_when_its_worker_wakes() {
+    for (width, height) in [(80u16, 24u16), (100, 30), (160, 48)] {
+        let shown = first_question("queue", width, height);
+        let lane = shown.lines().find(|l| l.contains("got 1 ‖")).unwrap_or_default();
+        assert!(lane.starts_with("│ wakes in 1.3s  got 1"), "{width}x{height}: {lane:?}\n{shown}");
+        assert!(!shown.contains("s left "), "{width}x{height}:\n{shown}");
+    }
+}
+
 /// `c` on a question not answered yet goes on to the next run; the question counts as
 /// asked and not right: the sitting kept scores 0 of 1, and `fencelab lessons` marks
 /// the lesson "0/1" (the later run read to its end finishes the lesson: ✔ 0/1).
@@ -900,4 +913,94 @@ fn a_lanes_clock_rate_is_the_runs_own_not_the_lessons() {
     };
     assert!(fast(deployed_sim_events(&first.0, first.1), &mut app), "the first run's B runs fast");
     assert!(!fast(deployed_sim_events(&keeps_time, false), &mut app), "B's clock keeps time");
+}
+
+/// At every question of every lesson, asked and answered, the timeline keeps the rows
+/// of the lesson's service under its lanes (the truth row, each Redlock node, the
+/// lease row: a queue's `pending for` and `job idle`, lesson 27's evidence), on a
+/// projector at 80x24 as at 100x30; the narration and the lanes give way first.
+/// (Answered, the feedback under an 80x24 question had pushed them off the bottom.)
+#[test]
+fn every_question_keeps_the_rows_of_the_lessons_service_at_80x24() {
+    for lesson in fencelab::lesson::course().unwrap() {
+        let name = lesson.scenario.name.clone();
+        let mut app = lesson_app(&lesson, Theme::DEFAULT);
+        if !app.uses_lock() {
+            continue;
+        }
+        let (scenario, fencing) = app.next_run();
+        let events = deployed_sim_events(&scenario, fencing);
+        let words = &app.lock().words;
+        let mut rows: Vec<String> = words.truth_row.iter().map(|r| r.trim().to_string()).collect();
+        rows.push(words.lease_row.trim().to_string());
+        for c in lesson.scenario.checkpoints.iter() {
+            let at_ms = c.at_ms as f64;
+            let logged = app.log().len();
+            let upto = events.iter().filter(|e| e.t_ms <= at_ms).skip(logged);
+            app.update(Msg::Logged(upto.cloned().collect()));
+            open_the_question(&mut app, at_ms);
+            let nodes = app.run.nodes.len();
+            for answered in [false, true] {
+                if answered {
+                    app.update(Action::PauseWorker(c.answer - 1));
+                }
+                for (width, height) in [(80u16, 24u16), (100, 30)] {
+                    let shown = text(screen(&app, width, height).backend().buffer());
+                    let at =
+                        format!("{name} at {at_ms} ms, answered: {answered}, {width}x{height}");
+                    for row in &rows {
+                        assert!(shown.contains(&format!("│ {row}")), "{at}: no {row:?}:\n{shown}");
+                    }
+                    for n in 1..=nodes {
+                        assert!(
+                            shown.contains(&format!("node {n} ")),
+                            "{at}: no node {n}:\n{shown}"
+                        );
+                    }
+                    let answer: String = c.choices[c.answer - 1].chars().take(20).collect();
+                    assert!(shown.contains(&answer), "{at}: the choices are cut:\n{shown}");
+                }
+            }
+            app.update(Action::Continue);
+        }
+    }
+}
+
+/// The lease row's words too long for 80 columns end after a word, with a `…`, not
+/// in the middle of one ("its session ends wi").
+#[test]
+fn a_lease_row_cut_at_80_columns_ends_after_a_word() {
+    for (name, row) in [
+        ("zookeeper", "│ session        held by A; its session ends… "),
+        ("kubernetes-lease", "│ Lease          renewTime 0.8 s; each… "),
+    ] {
+        let shown = first_question(name, 80, 24);
+        assert!(shown.contains(row), "{name}:\n{shown}");
+    }
+}
+
+/// At 80x24 the header keeps the lesson's name (lesson 27's whole, a longer one's
+/// first words), beside the run's state and speed: the server's address, then
+/// "fencelab" and the badge's token name give way first. (It had given the room to
+/// the server's address and dropped the name.)
+#[test]
+fn the_header_keeps_the_lessons_name_on_a_projector() {
+    for name in ["queue", "zookeeper", "kubernetes-lease", "etcd-lease", "gc-pause"] {
+        let lesson = fencelab::lesson::find(name).unwrap().unwrap();
+        let title = &lesson.scenario.title;
+        // Its start, at the least, beside the badge and the word of what runs.
+        let start: String = title.chars().take(20).collect();
+        for (width, height) in [(80u16, 24u16), (100, 30)] {
+            let shown = first_question(name, width, height);
+            let header = shown.lines().next().unwrap();
+            assert!(header.contains(&format!("· {start}")), "{width}x{height}: {header:?}");
+            assert!(header.contains("HELD ") && header.contains("speed 0.5x"), "{header:?}");
+            // And it always says what runs: these runs are the simulator's.
+            let says = header.to_lowercase().contains("simulat");
+            assert!(says, "{width}x{height}: no word of the simulator in {header:?}");
+            if name == "queue" {
+                assert!(header.contains(title.as_str()), "{width}x{height}: {header:?}");
+            }
+        }
+    }
 }

@@ -97,12 +97,15 @@ pub fn narration_height(app: &App, width: u16) -> u16 {
     rows + prompt + 2
 }
 
-/// Rows an open question needs at this width (it, its choices, the prompt, the
-/// border): what the panel must keep when the timeline takes the rest.
-pub fn question_height(app: &App, width: u16) -> Option<u16> {
+/// Rows an open question keeps at the least at this width: it and its choices, the
+/// prompt and the border (once answered, the feedback under them may be a PgDn away).
+pub fn choices_height(app: &App, width: u16) -> Option<u16> {
     let lesson = app.lesson()?;
-    let (lines, _, question_from) = panel_lines(app, lesson, width.saturating_sub(3) as usize);
-    let rows = lines.len().saturating_sub(question_from?).min(u16::MAX as usize / 2) as u16;
+    let (i, c) = lesson.open_checkpoint()?;
+    let mut lines = Vec::new();
+    let width = width.saturating_sub(3) as usize;
+    question(&mut lines, c, lesson.answers[i], false, width, &app.theme);
+    let rows = lines.len().min(u16::MAX as usize / 2) as u16;
     Some(rows + u16::from(hold_prompt(lesson).is_some()) + 2)
 }
 

@@ -115,24 +115,23 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
             Constraint::Length(1),
         ])
         .areas(screen);
-        // The timeline keeps the rows it cannot do without (its lanes, thin, and
-        // every Redlock node's: lesson 20's point is on nodes 3 to 5), as long as the
-        // narration keeps a few; never less than its axis and two thin lanes. An open
-        // question is shown whole first (its choices, a class's tally).
-        // A lesson's question keeps the timeline whole too (its holder and lease rows
-        // are what it asks about) when the question fits under it, the earlier steps
-        // a PgUp away.
+        // The timeline keeps the rows it cannot do without (its lanes, thin, and the
+        // rows of the lesson's service: every Redlock node's, the truth, the lease, a
+        // queue's `pending for` and `job idle`, which lessons 20 and 27 ask about), as
+        // long as the narration keeps a few lines, or an open question and its choices
+        // (its feedback and the step before it a PgDn/PgUp away); short of that, the
+        // lanes go to a row each (`timeline::rows`). A class's question is shown
+        // whole first (its choices, the tally). Never less than the timeline's axis
+        // and two thin lanes.
         let wanted = panel_height(app, body.width);
         let timeline_whole = timeline::needed_height(app).max(NARROW_TIMELINE_MIN);
-        let asking = match (app.posed(), lesson::question_height(app, body.width)) {
-            (Some(_), _) => true,
-            (None, Some(question)) => question > body.height.saturating_sub(timeline_whole),
-            (None, None) => false,
+        let floor = match app.posed() {
+            Some(_) => wanted,
+            None => lesson::choices_height(app, body.width).unwrap_or(0).max(NARROW_LESSON_MIN),
         };
-        let timeline_needs = if asking { NARROW_TIMELINE_MIN } else { timeline_whole };
         let lesson_h = wanted
-            .min(body.height.saturating_sub(timeline_needs))
-            .max(wanted.min(NARROW_LESSON_MIN))
+            .min(body.height.saturating_sub(timeline_whole))
+            .max(wanted.min(floor))
             .min(body.height.saturating_sub(NARROW_TIMELINE_MIN));
         let [top, lesson] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(lesson_h)]).areas(body);

@@ -32,7 +32,9 @@ fn tail<T>(items: &[T], area: Rect) -> &[T] {
 
 /// One line: what runs and how. Run state, speed and the fencing badge come first
 /// and always fit; the title and the server's address take what room is left (a
-/// socket path is the first thing to go).
+/// socket path is the first thing to go). A lesson's name stays: short of room, the
+/// address goes, then the "fencelab" before the state and the badge's token name,
+/// and only then is the name cut.
 pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let run = &app.run;
@@ -55,25 +57,48 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     // Live, the setting the next writes get; in a replay, the run's at the cursor.
     let on = if app.replay().is_some() { run.fencing } else { app.fencing };
     let fencing = if on { "ON ✔" } else { "OFF ✘" };
-    let fencing = match super::token_name(app) {
+    let badge = |named: bool| match super::token_name(app).filter(|_| named) {
         Some(token) => format!(" FENCING ({token}) {fencing} "),
         None => format!(" FENCING {fencing} "),
     };
     let fencing_style = if on { t.fencing_on } else { t.fencing_off };
-    let mut spans = vec![
-        Span::styled(" fencelab · ", t.title),
-        Span::styled(state, t.title),
-        Span::styled(format!(" · speed {}x ", app.speed), t.dim),
-    ];
-    // No badge where no token is used: a queue's jobs and the SQL lessons' rows.
-    if app.uses_lock() && app.lock().can.fencing {
-        spans.push(Span::styled(fencing, fencing_style));
-    }
-    let used: usize = spans.iter().map(|s| s.width()).sum();
-    let room = (area.width as usize).saturating_sub(used);
     let title = format!(" · {}", app.scenario.title);
+    // No badge where no token is used: a queue's jobs and the SQL lessons' rows.
+    let badged = app.uses_lock() && app.lock().can.fencing;
+    let parts = |full: bool| {
+        let mut spans = vec![
+            Span::styled(if full { " fencelab · " } else { " " }, t.title),
+            Span::styled(state.clone(), t.title),
+            Span::styled(format!(" · speed {}x ", app.speed), t.dim),
+        ];
+        if badged {
+            spans.push(Span::styled(badge(full), fencing_style));
+        }
+        spans
+    };
+    let room = |spans: &[Span]| {
+        let used: usize = spans.iter().map(|s| s.width()).sum();
+        (area.width as usize).saturating_sub(used)
+    };
+    // The screen always says what runs: at the least, the simulator or the server.
+    let least = match app.simulated {
+        true => "SIMULATOR",
+        false => app.lock().home.server(),
+    };
+    let mut spans = parts(true);
+    let keeps_title = app.lesson().is_some();
+    if keeps_title && width(&title) + width(least) + 3 > room(&spans) {
+        spans = parts(false);
+    }
+    let room = room(&spans);
     let mut backend = short_backend(&app.backend_label, room.saturating_sub(width(&title) + 3));
-    if !backend.is_empty() && width(&title) + width(&backend) + 3 <= room {
+    // A class's label names its room, which its screens need more than the server.
+    let in_words = keeps_title && app.class_seat().is_none();
+    if in_words && (backend.is_empty() || backend.ends_with('…')) {
+        // A lesson keeps its name, and names what runs in a word rather than cut.
+        backend = least.to_string();
+        spans.push(Span::styled(cut(&title, room.saturating_sub(width(&backend) + 3)), t.dim));
+    } else if !backend.is_empty() && width(&title) + width(&backend) + 3 <= room {
         spans.push(Span::styled(title, t.dim));
     } else {
         // The title goes before the backend does.
@@ -106,8 +131,16 @@ fn short_backend(label: &str, room: usize) -> String {
     if room < 4 {
         return String::new();
     }
+    cut(&short, room)
+}
+
+/// `text` in at most `room` columns: whole, or cut with a `…`.
+fn cut(text: &str, room: usize) -> String {
+    if width(text) <= room {
+        return text.to_string();
+    }
     let mut cut = String::new();
-    for c in short.chars() {
+    for c in text.chars() {
         if width(&cut) + 2 > room {
             break;
         }

@@ -67,6 +67,13 @@ pub struct LaneRow {
 
 /// The rows of a timeline `height` rows tall.
 fn rows(app: &App, height: u16) -> Vec<Row> {
+    fitted_rows(app, height, true)
+}
+
+/// The rows of a timeline `height` rows tall; `one_row_lanes`: a lesson's lanes too
+/// go to a row each when two do not fit (a class's always do), so the rows of the
+/// lesson's service under them stay on screen.
+fn fitted_rows(app: &App, height: u16, one_row_lanes: bool) -> Vec<Row> {
     let lock = app.uses_lock();
     let mut runs: Vec<(bool, &RunModel)> =
         app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
@@ -77,8 +84,13 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
     }
     let lanes = lanes_in(&runs);
     let room = room_for(&runs, app, lock, height);
-    // A lesson's few lanes keep their marks, cut short as they were.
-    if app.previous.is_none() && app.lesson().is_none() && room < lanes * MIN_LANE_ROWS {
+    // Short of two rows a lane, each lane gets one (its marks go) before the truth,
+    // node and lease rows are cut off the bottom: those are what a lesson's service
+    // is about (a queue's `pending for` and `job idle`, Redlock's nodes).
+    // (A class's lanes are its students: with a lesson they keep their marks, cut
+    // short as they were.)
+    let one_row = (one_row_lanes && app.class_seat().is_none()) || app.lesson().is_none();
+    if app.previous.is_none() && one_row && room < lanes * MIN_LANE_ROWS {
         return compact_rows(app, room, lock);
     }
     let per_lane = room.checked_div(lanes).unwrap_or(0);
@@ -104,9 +116,10 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
 }
 
 /// The height (with its border) below which the timeline cuts rows off its bottom:
-/// its axis, each lane at its thinnest, the truth, every node and the lease.
+/// its axis, each lane at its thinnest (two rows in a lesson), the truth, every node
+/// and the lease.
 pub fn needed_height(app: &App) -> u16 {
-    u16::try_from(rows(app, 0).len() + 2).unwrap_or(u16::MAX)
+    u16::try_from(fitted_rows(app, 0, false).len() + 2).unwrap_or(u16::MAX)
 }
 
 /// How many lanes `runs` have between them.
@@ -484,10 +497,18 @@ impl<'a> Ctx<'a> {
             Belief::Holding { token } => {
                 (format!("holds {}", super::tok(self.app.tok_word(), token)), t.holding)
             }
+            // A pause's time left, in the words the lessons use ("A wakes at 2.8 s"):
+            // "‖ 1.3 s left" read as a lease's; "‖ held" as the lesson's hold. Tight
+            // ("1.3s"), so two cells part it from the lane's first mark ("got 1").
             Belief::Paused { until: Some(until), .. } => {
-                (format!("‖ {} left", secs((until - view).max(0.0))), t.paused)
+                let left = (until - view).max(0.0) / 1000.0;
+                let label = match format!("wakes in {left:.1}s") {
+                    l if l.width() <= GUTTER as usize - 3 => l,
+                    _ => format!("wakes in {left:.0}s"),
+                };
+                (label, t.paused)
             }
-            Belief::Paused { until: None, .. } => ("‖ held".into(), t.paused),
+            Belief::Paused { until: None, .. } => ("paused".into(), t.paused),
             Belief::Released => ("released".into(), t.dim),
             Belief::Crashed => ("✖ crashed".into(), t.rejected),
             Belief::Done => ("done".into(), t.dim),
@@ -645,7 +666,7 @@ impl<'a> Ctx<'a> {
         }
         let bar_x = self.plot.x + if bar_width >= MIN_BAR { bar_width as u16 } else { 0 };
         let room = (self.plot.right().saturating_sub(bar_x)) as usize;
-        self.buf.set_stringn(bar_x, y, text, room, self.theme.base);
+        self.buf.set_stringn(bar_x, y, words_in(&text, room), room, self.theme.base);
     }
 
     /// One glyph in plot column `c`: straight into the cell, which is much cheaper
@@ -690,6 +711,22 @@ impl<'a> Ctx<'a> {
 /// the lease row, a paused lane's time left).
 pub(super) fn secs(ms: f64) -> String {
     format!("{:.1} s", ms / 1000.0)
+}
+
+/// `text` in `room` cells: whole, or cut after its last word that fits, with a `…`
+/// (a lease row's "held by A; its session ends…", never "…session ends wi").
+fn words_in(text: &str, room: usize) -> String {
+    if text.width() <= room {
+        return text.to_string();
+    }
+    let mut kept = String::new();
+    for word in text.split_inclusive(' ') {
+        if kept.width() + word.trim_end().width() + 1 > room {
+            break;
+        }
+        kept.push_str(word);
+    }
+    format!("{}…", kept.trim_end())
 }
 
 /// Where each of a lane's labels goes, given its column and width (in time order), on
@@ -764,6 +801,15 @@ fn starting_in<T>(
 #[cfg(test)]
 mod tests {
     use super::place_labels;
+
+    #[test]
+    fn a_lease_row_too_long_for_its_room_is_cut_after_a_word() {
+        use super::words_in;
+        let text = "held by A; its session ends without heartbeats";
+        assert_eq!(words_in(text, 30), "held by A; its session ends…");
+        assert_eq!(words_in(text, 100), text);
+        assert_eq!(words_in("idle 1.5 s of 2.0 s", 19), "idle 1.5 s of 2.0 s");
+    }
 
     #[test]
     fn a_label_after_another_starts_past_its_text_instead_of_erasing_it() {
