@@ -122,9 +122,7 @@ fn short_backend(label: &str, room: usize) -> String {
     if width(label) <= room {
         return label.to_string();
     }
-    let words: Vec<&str> =
-        label.split(' ').filter(|w| !w.contains("://") && !w.starts_with('/')).collect();
-    let short = words.join(" ");
+    let short = without_addresses(label);
     if width(&short) <= room {
         return short;
     }
@@ -132,6 +130,35 @@ fn short_backend(label: &str, room: usize) -> String {
         return String::new();
     }
     cut(&short, room)
+}
+
+/// The backend's description without its addresses (URLs, socket paths, host:port),
+/// still a sentence: "private etcd (etcd lease lock) at http://…, storage: …" loses
+/// its "at" with the address and keeps the comma.
+fn without_addresses(label: &str) -> String {
+    let address = |w: &str| {
+        let w = w.trim_end_matches(',');
+        let host_port = w.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+        });
+        w.contains("://") || w.starts_with('/') || host_port
+    };
+    let mut words: Vec<String> = Vec::new();
+    for word in label.split(' ') {
+        if !address(word) {
+            words.push(word.to_string());
+            continue;
+        }
+        if words.last().is_some_and(|w| w == "at") {
+            words.pop();
+        }
+        if word.ends_with(',')
+            && let Some(last) = words.last_mut()
+        {
+            last.push(',');
+        }
+    }
+    words.join(" ")
 }
 
 /// `text` in at most `room` columns: whole, or cut with a `…`.
@@ -622,5 +649,21 @@ mod tests {
             "A and B both believed they held the job: A for 1.9 s, after XAUTOCLAIM gave its job to another consumer"
         );
         assert!(!queue.contains("since") && !queue.contains("lock"), "{queue}");
+    }
+
+    #[test]
+    fn a_backend_without_its_addresses_is_still_a_sentence() {
+        let etcd = "private etcd (etcd lease lock) at http://127.0.0.1:2379";
+        assert_eq!(super::without_addresses(etcd), "private etcd (etcd lease lock)");
+        let sql = "private redis-server unix:///tmp/x/redis.sock, storage: private PostgreSQL";
+        assert_eq!(
+            super::without_addresses(sql),
+            "private redis-server, storage: private PostgreSQL"
+        );
+        let zk = "private ZooKeeper 127.0.0.1:40523 (lock recipe: ephemeral sequential znodes)";
+        let short = super::without_addresses(zk);
+        assert_eq!(short, "private ZooKeeper (lock recipe: ephemeral sequential znodes)");
+        // A colon that is no port stays: "storage:", "recipe:".
+        assert!(super::without_addresses("a (b: c)").contains("b:"));
     }
 }
