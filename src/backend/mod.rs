@@ -314,12 +314,13 @@ pub trait LockClient: Send {
         let _ = paused;
     }
 
-    /// The commands the last `acquire` or `listen_for_releases` sent, as this lock
-    /// service spells them, with how long each took: for a service whose one call sends
-    /// different commands depending on the answers (a queue's acquire: `XREADGROUP`,
-    /// then perhaps `XAUTOCLAIM` and `XPENDING`) or speaks its own protocol (ZooKeeper:
-    /// which znode was created, its sequence number and czxid, which one a waiter
-    /// watches). Empty: the worker spells the call from its arguments (`wire.rs`).
+    /// The commands the last call sent, as this lock service spells them, with how
+    /// long each took: for a service whose one call sends different commands
+    /// depending on the answers (a queue's acquire: `XREADGROUP`, then perhaps
+    /// `XAUTOCLAIM` and `XPENDING`) or speaks its own protocol (etcd's gateway
+    /// requests, `etcd/recorded.rs`; ZooKeeper: which znode was created, its sequence
+    /// number and czxid, which one a waiter watches). Empty: on Redis, the worker
+    /// spells the call from its arguments (`wire.rs`); elsewhere nothing was sent.
     fn take_sent(&mut self) -> Vec<((String, String), std::time::Duration)> {
         Vec::new()
     }

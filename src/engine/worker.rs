@@ -24,6 +24,7 @@ use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, holder_name,
     holder_value, wire,
 };
+use crate::scenario::spec::Home;
 use crate::scenario::{
     AcquireMode, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource,
     WaitStrategy, WorkerSpec,
@@ -47,6 +48,9 @@ pub struct WorkerSettings {
     /// How a waiter learns the lock is free, and (`poll`) its interval in scenario ms.
     pub wait: WaitStrategy,
     pub poll_ms: u64,
+    /// The lock lives on Redis, so a call its client did not spell itself is spelled
+    /// in Redis's commands (`wire.rs`); any other lock's client says what it sent.
+    pub redis_lock: bool,
 }
 
 impl WorkerSettings {
@@ -63,6 +67,7 @@ impl WorkerSettings {
             storage: scenario.storage,
             wait: scenario.wait,
             poll_ms: policy::poll_ms(scenario),
+            redis_lock: matches!(scenario.lock.spec().home, Home::OneRedis | Home::OwnRedis),
         }
     }
 }
@@ -251,13 +256,13 @@ impl Worker {
                     // carries on, not knowing whether the lease still stands.
                     Err(BackendError::Lost { .. }) => {
                         let (command, _) = wire::renew(&self.keys, &value, ttl, mode, false);
-                        self.command(started, (command, "(no answer: connection lost)".into()));
+                        self.calls(started, (command, "(no answer: connection lost)".into()));
                         self.emit(WorkerEvent::Unanswered { call: "renew".to_string() });
                         return Ok(self.stop_if(*stop_if_lost));
                     }
                     renewed => renewed?,
                 };
-                self.command(started, wire::renew(&self.keys, &value, ttl, mode, extended));
+                self.calls(started, wire::renew(&self.keys, &value, ttl, mode, extended));
                 self.emit(WorkerEvent::Renewed { extended });
                 return Ok(self.stop_if(*stop_if_lost && !extended));
             }
@@ -401,7 +406,7 @@ impl Worker {
         }
     }
 
-    /// `GET lock`, recorded for the inspector.
+    /// Who holds the lock (`GET lock` on Redis), recorded for the inspector.
     async fn get_holder(&mut self) -> Result<Option<String>, BackendError> {
         let started = Instant::now();
         let holder = self.lock.holder().await?;
@@ -515,11 +520,16 @@ impl Worker {
     }
 
     /// Log a lock call's commands: those the lock client spelled as it sent them (a
-    /// queue's acquire sends one to three, depending on the answers), else `spelled`.
+    /// queue's acquire sends one to three, depending on the answers; etcd's and
+    /// ZooKeeper's clients speak their own protocols), else, on Redis only, `spelled`
+    /// in Redis's commands. A lock elsewhere that sent nothing shows nothing.
     fn calls(&mut self, started: Instant, spelled: (String, String)) {
         let sent = self.lock.take_sent();
         if sent.is_empty() {
-            return self.command(started, spelled);
+            if self.settings.redis_lock {
+                self.command(started, spelled);
+            }
+            return;
         }
         for (shown, took) in sent {
             self.command_took(shown, took);

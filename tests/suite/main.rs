@@ -38,6 +38,7 @@ mod lesson_reveal;
 mod lesson_timing;
 mod lessons;
 mod link_faults;
+mod own_protocol;
 mod platform;
 mod processes;
 mod properties;

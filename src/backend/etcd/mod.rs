@@ -2,13 +2,16 @@
 //! needs (grant, a compare-and-swap transaction on the key's revision, get, delete, keep-alive, revoke,
 //! time-to-live, revision), and where clients come from ([`EtcdCluster`]). A real
 //! etcd is `real.rs` (through etcd's JSON gateway); the simulator's model of one is `sim/etcd.rs`; the locks
-//! over it are `lock/etcd.rs` (etcd's own lease) and `lock/k8s_lease.rs` (Kubernetes's Lease record).
+//! over it are `lock/etcd.rs` (etcd's own lease) and `lock/k8s_lease.rs` (Kubernetes's Lease record),
+//! each client's requests written down for the commands inspector by `recorded.rs`.
 
 mod real;
+mod recorded;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use real::RealEtcd;
+pub use recorded::{Recorded, short_value};
 
 use super::{BackendError, WorkerLink};
 

@@ -11,7 +11,9 @@
 //! The lock is written once over [`LeaseKv`], the handful of etcd calls it needs, and
 //! runs on a real etcd (`etcd/real.rs`) or on a model of one (`sim/etcd.rs`).
 
-use crate::backend::etcd::{EtcdCluster, KeyState, LeaseKv, Revisions, RunEtcd, lease_seconds};
+use crate::backend::etcd::{
+    EtcdCluster, KeyState, LeaseKv, Recorded, Revisions, RunEtcd, lease_seconds,
+};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
     WorkerLink, async_trait,
@@ -39,6 +41,7 @@ impl<C: EtcdCluster> EtcdBackend<C> {
         link: Option<&WorkerLink>,
     ) -> Result<Box<dyn LockClient>, BackendError> {
         let (kv, revisions) = self.etcd.connect(link).await?;
+        let kv = Recorded::new(kv);
         Ok(Box::new(EtcdClient { kv, keys: keys.clone(), lease: None, revisions }))
     }
 }
@@ -70,7 +73,8 @@ impl<C: EtcdCluster> LockService for EtcdBackend<C> {
 
 /// One worker's etcd connection and the lease it holds.
 pub struct EtcdClient<K> {
-    kv: K,
+    /// Its requests, written down for the inspector as they are made.
+    kv: Recorded<K>,
     keys: Keys,
     lease: Option<i64>,
     revisions: Revisions,
@@ -146,6 +150,10 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         }
     }
 
+    fn take_sent(&mut self) -> Vec<((String, String), std::time::Duration)> {
+        self.kv.take_sent()
+    }
+
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
         Ok(self.kv.get(&self.keys.lock).await?.map(|k| k.value))
     }
@@ -159,6 +167,8 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
             _ => None,
         };
         let revision = self.kv.revision().await?;
+        // The observer's reads are not a worker's commands.
+        self.kv.take_sent();
         Ok(LockTruth {
             holder_value: key.map(|k| k.value),
             pttl_ms,
@@ -169,6 +179,7 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
         self.kv.delete(&self.keys.lock, None).await?;
+        self.kv.take_sent();
         Ok(())
     }
 }

@@ -25,7 +25,7 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::backend::etcd::{EtcdCluster, LeaseKv, Revisions, RunEtcd};
+use crate::backend::etcd::{EtcdCluster, LeaseKv, Recorded, Revisions, RunEtcd, short_value};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, LockService, LockTruth, StorageClient,
     WorkerLink, async_trait,
@@ -58,6 +58,21 @@ impl LeaseRecord {
 
     fn json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// A stored record as the inspector shows it: who holds it and the times that
+    /// change, `{holderIdentity A:9f3c…, renewTime 600}`.
+    fn shown(text: &str) -> String {
+        match Self::parse(text) {
+            Ok(r) => {
+                let holder = match r.holder_identity.as_str() {
+                    "" => "\"\"".to_string(),
+                    holder => short_value(holder),
+                };
+                format!("{{holderIdentity {holder}, renewTime {}}}", r.renew_time)
+            }
+            Err(_) => short_value(text),
+        }
     }
 }
 
@@ -107,7 +122,7 @@ impl<C: EtcdCluster> K8sLeaseBackend<C> {
     ) -> Result<Box<dyn LockClient>, BackendError> {
         let (kv, revisions) = self.etcd.connect(link).await?;
         Ok(Box::new(K8sLeaseClient {
-            kv,
+            kv: Recorded::new(kv).showing(LeaseRecord::shown),
             keys: keys.clone(),
             revisions,
             origin: Instant::now(),
@@ -134,7 +149,8 @@ struct Held {
 
 /// One worker's view of the Lease: its own clock, and what it last saw and wrote.
 pub struct K8sLeaseClient<K> {
-    kv: K,
+    /// Its requests, written down for the inspector as they are made.
+    kv: Recorded<K>,
     keys: Keys,
     revisions: Revisions,
     /// This client's clock reads 0 here...
@@ -264,6 +280,10 @@ impl<K: LeaseKv> LockClient for K8sLeaseClient<K> {
         Ok(self.swap(record, held.mod_revision).await?.is_some())
     }
 
+    fn take_sent(&mut self) -> Vec<((String, String), std::time::Duration)> {
+        self.kv.take_sent()
+    }
+
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
         let record = self.record().await?;
         Ok(record.map(|(_, r)| r.holder_identity).filter(|h| !h.is_empty()))
@@ -275,6 +295,8 @@ impl<K: LeaseKv> LockClient for K8sLeaseClient<K> {
     async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let holder_value = self.holder().await?;
         let revision = self.kv.revision().await?;
+        // The observer's reads are not a worker's commands.
+        self.kv.take_sent();
         Ok(LockTruth {
             holder_value,
             pttl_ms: None,
@@ -285,6 +307,7 @@ impl<K: LeaseKv> LockClient for K8sLeaseClient<K> {
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
         self.kv.delete(&self.keys.lock, None).await?;
+        self.kv.take_sent();
         Ok(())
     }
 }

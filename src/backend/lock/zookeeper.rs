@@ -89,7 +89,31 @@ pub struct ZkLockClient<S> {
     sent: Vec<((String, String), Duration)>,
 }
 
+/// The queue as `getChildren` answers it: each znode with its owner and the session it
+/// lives by.
+fn children(queue: &Queue) -> String {
+    let owners: Vec<String> = queue
+        .children
+        .iter()
+        .map(|c| format!("{} {} session {:#x}", c.name, holder_name(&c.data), c.session))
+        .collect();
+    format!("[{}]", owners.join(", "))
+}
+
 impl<S: Znodes> ZkLockClient<S> {
+    /// `getChildren` of the lock path, written down for the inspector with `why`
+    /// (what the caller reads from the answer).
+    async fn read_queue(
+        &mut self,
+        why: impl Fn(&Self, &Queue) -> String,
+    ) -> Result<Queue, BackendError> {
+        let started = Instant::now();
+        let queue = self.session.queue(&self.dir).await?;
+        let answer = format!("{}{}", children(&queue), why(self, &queue));
+        self.sent.push(((format!("getChildren {}", self.dir), answer), started.elapsed()));
+        Ok(queue)
+    }
+
     fn token(&self, zxid: i64) -> u64 {
         u64::try_from(zxid - self.base).unwrap_or(0)
     }
@@ -131,13 +155,7 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
             queue = self.session.queue(&self.dir).await?;
         }
         calls.push(format!("getChildren {}", self.dir));
-        // Each znode with its owner and the session it lives by.
-        let owners: Vec<String> = queue
-            .children
-            .iter()
-            .map(|c| format!("{} {} session {:#x}", c.name, holder_name(&c.data), c.session))
-            .collect();
-        answers.push(format!("[{}]", owners.join(", ")));
+        answers.push(children(&queue));
         self.sent = vec![((calls.join("; "), answers.join("; ")), started.elapsed())];
         if let Some(mine) = self.mine.as_ref().filter(|_| self.first(&queue)) {
             self.before_mine = None;
@@ -161,10 +179,13 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
     /// expired session's znode is already gone: false.
     async fn release(&mut self, _value: &str, _mode: ReleaseMode) -> Result<bool, BackendError> {
         self.before_mine = None;
-        match self.mine.take() {
-            Some(mine) => self.session.delete(&format!("{}/{}", self.dir, mine.name)).await,
-            None => Ok(false),
-        }
+        let Some(mine) = self.mine.take() else { return Ok(false) };
+        let started = Instant::now();
+        let path = format!("{}/{}", self.dir, mine.name);
+        let deleted = self.session.delete(&path).await?;
+        let answer = if deleted { "deleted" } else { "no node (the session expired)" };
+        self.sent = vec![((format!("delete {path}"), answer.to_string()), started.elapsed())];
+        Ok(deleted)
     }
 
     /// Heartbeats keep the session alive by themselves; a renewal asks whether our
@@ -175,7 +196,11 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
         _ttl_ms: u64,
         _mode: RenewMode,
     ) -> Result<bool, BackendError> {
-        let queue = self.session.queue(&self.dir).await?;
+        let mine = |me: &Self, q: &Queue| match me.first(q) {
+            true => "; mine is first".to_string(),
+            false => "; mine is not first".to_string(),
+        };
+        let queue = self.read_queue(mine).await?;
         Ok(self.first(&queue))
     }
 
@@ -201,7 +226,7 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
     }
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        let queue = self.session.queue(&self.dir).await?;
+        let queue = self.read_queue(|_, _| String::new()).await?;
         Ok(queue.children.into_iter().next().map(|c| c.data))
     }
 
