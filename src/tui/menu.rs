@@ -96,10 +96,35 @@ impl Menu {
                 ]))
             })
             .collect();
+        let rows = usize::from(list.height);
+        let top = self.scroll(rows);
         let list_widget = List::new(items).highlight_symbol("▶ ").highlight_style(theme.selected);
         frame.render_stateful_widget(list_widget, list, &mut self.list);
-        let help = "↑↓ choose · Enter open · q quit";
+        let below = self.entries.len().saturating_sub(top + rows);
+        let mut help = String::from("↑↓ choose · Enter open · q quit");
+        if top > 0 {
+            help += &format!(" · ▲ {top} more above");
+        }
+        if below > 0 {
+            help += &format!(" · ▼ {below} more below");
+        }
         frame.render_widget(Paragraph::new(Line::styled(help, theme.key)), keys);
+    }
+
+    /// The first entry shown in a list `rows` tall, set on the list's state: the cursor
+    /// in sight, and no empty rows below while earlier entries are hidden (ratatui's
+    /// `List` only ever scrolls toward the cursor, so after the screen grows it kept the
+    /// old offset and left the top of the course off-screen above empty rows).
+    fn scroll(&mut self, rows: usize) -> usize {
+        let at = self.list.selected().unwrap_or(0);
+        let mut top = self.list.offset().min(self.entries.len().saturating_sub(rows));
+        if at < top {
+            top = at;
+        } else if rows > 0 && at >= top + rows {
+            top = at + 1 - rows;
+        }
+        *self.list.offset_mut() = top;
+        top
     }
 }
 
@@ -197,5 +222,48 @@ mod tests {
         for (w, h) in [(20, 2), (80, 3), (1, 1)] {
             screen(&mut m, w, h);
         }
+    }
+
+    /// The list's rows, without the heading (2 rows) and the keys (the last).
+    fn list_rows(shown: &str) -> Vec<&str> {
+        let lines: Vec<&str> = shown.lines().collect();
+        lines[2..lines.len() - 1].to_vec()
+    }
+
+    #[test]
+    fn the_list_shows_as_much_as_fits_and_says_what_is_hidden_at_every_size() {
+        let mut m = menu();
+        m.key(KeyCode::End, KeyModifiers::NONE);
+        // 100x30: 27 rows for 28 lessons; the cursor on the last, so only lesson 1 is
+        // hidden, and the keys line says so.
+        let shown = screen(&mut m, 100, 30);
+        let rows = list_rows(&shown);
+        assert!(rows[0].starts_with("  2. The lesson called 2"), "{shown}");
+        assert!(rows[26].starts_with("▶ 28. The lesson called 28"), "{shown}");
+        assert!(shown.contains("▲ 1 more above") && !shown.contains("below"), "{shown}");
+        // Small, then large: the list does not keep the small screen's scroll.
+        screen(&mut m, 80, 24);
+        let shown = screen(&mut m, 160, 48);
+        let rows = list_rows(&shown);
+        assert!(rows[0].starts_with("  1. The lesson called 1"), "{shown}");
+        assert!(rows[27].starts_with("▶ 28. The lesson called 28"), "{shown}");
+        assert!(!shown.contains("more above"), "{shown}");
+        // Back to 80x24 with the cursor on lesson 3: earlier lessons come back into
+        // view as the cursor rises, and never above empty rows.
+        m.key(KeyCode::Home, KeyModifiers::NONE);
+        for _ in 0..2 {
+            m.key(KeyCode::Down, KeyModifiers::NONE);
+        }
+        screen(&mut m, 80, 24);
+        m.key(KeyCode::End, KeyModifiers::NONE);
+        screen(&mut m, 80, 24);
+        let shown = screen(&mut m, 100, 30);
+        let rows = list_rows(&shown);
+        assert!(rows.iter().all(|r| !r.trim().is_empty()), "{shown}");
+        m.key(KeyCode::Home, KeyModifiers::NONE);
+        let shown = screen(&mut m, 80, 24);
+        let rows = list_rows(&shown);
+        assert!(rows[0].starts_with("▶ 1. The lesson called 1"), "{shown}");
+        assert!(shown.contains("▼ 7 more below") && !shown.contains("above"), "{shown}");
     }
 }
