@@ -157,7 +157,8 @@ fn what_a_queue_cannot_do_is_refused_at_its_line() {
     assert!(err.contains("ttl_ms = 0: a queue's consumers claim"), "{err}");
     let err = refusal("lock = \"stream\"\nreplica = true", "{ do = \"acquire\" }");
     assert!(
-        err.starts_with("q.toml:4:1:") && err.contains("a queue (lock = \"stream\") is one Redis"),
+        err.starts_with("q.toml:4:1:")
+            && err.contains("a queue on a Redis Stream runs on one Redis server"),
         "{err}"
     );
 }
