@@ -496,7 +496,11 @@ fn said(v: &Violation, app: &App, view: f64) -> String {
         ),
         Violation::WriteByNonHolder { worker, token, redis_holder, .. } => {
             let holder = redis_holder.as_deref().unwrap_or("nobody");
-            let token = super::token_cell(*token);
+            // In the lock's own word where it has one ("job number 1", "revision 3").
+            let token = match (token, super::token_name(app)) {
+                (Some(tk), Some(name)) => format!("{name} {tk}"),
+                _ => super::token_cell(*token),
+            };
             format!("write accepted from {worker} ({token}) while {holder} held the {grant}")
         }
         Violation::DoneTwice { result, first, second, .. } => {
@@ -524,9 +528,11 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
             ])
         })
         .collect();
-    Paragraph::new(lines)
-        .block(block(&format!(" Commands sent (i to close) · {} ", app.service_name()), app))
-        .render(area, buf);
+    // A lock on one server and the storage on another: both are in the list.
+    let apart = app.uses_lock() && app.scenario.storage == StorageKind::Postgres;
+    let storage = if apart { " + PostgreSQL" } else { "" };
+    let title = format!(" Commands sent (i to close) · {}{storage} ", app.service_name());
+    Paragraph::new(lines).block(block(&title, app)).render(area, buf);
 }
 
 pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
@@ -649,6 +655,47 @@ mod tests {
             "A and B both believed they held the job: A for 1.9 s, after XAUTOCLAIM gave its job to another consumer"
         );
         assert!(!queue.contains("since") && !queue.contains("lock"), "{queue}");
+    }
+
+    /// A write by no holder names the grant's number in the lock's own word: a queue's
+    /// job number is no token (a learner read "(token 1) while nobody held the job").
+    #[test]
+    fn a_write_by_no_holder_names_its_number_in_the_lock_s_word() {
+        let write = Violation::WriteByNonHolder {
+            worker: "A".into(),
+            token: Some(1),
+            redis_holder: None,
+            at_ms: 2000.0,
+            seq: 1,
+        };
+        let app = |name: &str| {
+            let scenario = crate::lesson::find(name).unwrap().unwrap().scenario;
+            App::new(scenario, false, 1.0, true, "t".into(), crate::tui::theme::Theme::DEFAULT)
+        };
+        let queue = said(&write, &app("queue"), 3000.0);
+        assert_eq!(queue, "write accepted from A (job number 1) while nobody held the job");
+        let redis = said(&write, &app("gc-pause"), 3000.0);
+        assert_eq!(redis, "write accepted from A (token 1) while nobody held the lock");
+    }
+
+    /// The inspector's title names every server whose commands it lists: lesson 16's
+    /// lock on Redis and its UPDATEs on PostgreSQL.
+    #[test]
+    fn the_inspector_names_the_storage_s_server_beside_the_lock_s() {
+        let title = |name: &str| {
+            let scenario = crate::lesson::find(name).unwrap().unwrap().scenario;
+            let theme = crate::tui::theme::Theme::DEFAULT;
+            let app = App::new(scenario, false, 1.0, true, "t".into(), theme);
+            let mut buf = Buffer::empty(Rect::new(0, 0, 80, 3));
+            inspector(buf.area, &mut buf, &app);
+            (0..80).map(|x| buf[(x, 0)].symbol().to_string()).collect::<String>()
+        };
+        assert!(
+            title("postgres-fencing").contains("· Redis + PostgreSQL "),
+            "{}",
+            title("postgres-fencing")
+        );
+        assert!(title("gc-pause").contains("· Redis ─"), "{}", title("gc-pause"));
     }
 
     #[test]
