@@ -6,7 +6,10 @@
 //! real servers are not: a pause 1 ms longer than the lease breaks the design on the
 //! simulator and, a few ms of scheduling later, may not on Redis. So the length kept is
 //! one grid step longer than the shortest that breaks, when that still breaks: a story
-//! with room to spare is one real servers tell the same way.
+//! with room to spare is one real servers tell the same way. A value that is already
+//! the best on the grid sits on the edge too (a pause that starts the very millisecond
+//! the worker's work ends, and lands before its write only on the simulator, where
+//! the two tie): it gets its room off the grid, the least room, when that still breaks.
 
 use super::space::{Move, Schedule, Space};
 
@@ -62,7 +65,12 @@ fn shortest(
 ) -> anyhow::Result<()> {
     let (current, room) = (s[i].ms, room(space.length_step, LENGTH_ROOM_MS));
     let lengths = space.length.iter().copied().take_while(|&ms| ms < current);
-    let toward = Toward { field: length_of, better: |a, b| a < b, back: |v: u64| v + room };
+    let toward = Toward {
+        field: length_of,
+        better: |a, b| a < b,
+        back: |v: u64| v + room,
+        edge: |v: u64| v + LENGTH_ROOM_MS,
+    };
     toward.improve(s, i, lengths, breaks)
 }
 
@@ -75,8 +83,12 @@ fn latest(
 ) -> anyhow::Result<()> {
     let (current, room) = (s[i].at_ms, room(space.start.step, START_ROOM_MS));
     let starts = space.start.values().rev().take_while(|&at| at > current);
-    let toward =
-        Toward { field: start_of, better: |a, b| a > b, back: |v: u64| v.saturating_sub(room) };
+    let toward = Toward {
+        field: start_of,
+        better: |a, b| a > b,
+        back: |v: u64| v.saturating_sub(room),
+        edge: |v: u64| v.saturating_sub(START_ROOM_MS),
+    };
     toward.improve(s, i, starts, breaks)
 }
 
@@ -89,11 +101,13 @@ fn start_of(m: &mut Move) -> &mut u64 {
 }
 
 /// Which value of a fault to improve, which way is better, and how to step back
-/// from the best toward where it was, for room.
+/// from the best toward where it was, for room: on the grid, or (`edge`) by the least
+/// room when the value it has is the best already.
 struct Toward<B, R> {
     field: fn(&mut Move) -> &mut u64,
     better: B,
     back: R,
+    edge: fn(u64) -> u64,
 }
 
 impl<B, R> Toward<B, R>
@@ -103,7 +117,8 @@ where
 {
     /// Take the first of `candidates` (best first, all better than the current value)
     /// that still breaks, stepped back by the room when that breaks too; the current
-    /// value when the room reaches it.
+    /// value when the room reaches it. When none breaks, the current value is the
+    /// best, on the edge: stepped back by the least room when that breaks too.
     fn improve(
         &self,
         s: &mut Schedule,
@@ -127,6 +142,11 @@ where
             *(self.field)(&mut roomy[i]) = roomy_value;
             *s = if breaks(&roomy)? { roomy } else { tried };
             return Ok(());
+        }
+        let mut roomy = s.clone();
+        *(self.field)(&mut roomy[i]) = (self.edge)(current);
+        if roomy != *s && breaks(&roomy)? {
+            *s = roomy;
         }
         Ok(())
     }
@@ -182,6 +202,20 @@ mod tests {
         let shrunk = shrink(&found, &space(), false, toy).unwrap();
         // At 0.1 s the shortest that breaks is 2 s, kept as 2.1 s; the start stays.
         assert_eq!(shrunk, vec![pause("A", 100, 2100)]);
+    }
+
+    /// A start that is the latest on the grid already, at the very moment after which
+    /// nothing breaks (a worker's work ending, its write next), gets the least room off
+    /// the grid: a real run's timers, a few ms late, then still freeze it first.
+    #[test]
+    fn a_start_on_the_edge_gets_room_off_the_grid() {
+        let found = vec![pause("A", 500, 2100)];
+        let shrunk = shrink(&found, &space(), true, toy).unwrap();
+        assert_eq!(shrunk, vec![pause("A", 450, 1700)]);
+        // A length with nothing shorter on the grid that breaks gets its room as well.
+        let at_edge = |s: &Schedule| Ok(s.iter().any(|m| m.ms >= 2000));
+        let shrunk = shrink(&vec![pause("A", 1000, 2000)], &space(), false, at_edge).unwrap();
+        assert_eq!(shrunk, vec![pause("A", 1000, 2100)]);
     }
 
     #[test]
