@@ -284,19 +284,27 @@ async fn watch(
     if before.iter().any(|e| matches!(e.kind, EventKind::RunEnded { .. })) {
         return Ok(());
     }
+    // The room closes right after the run's end is posted: the events already read
+    // (that end among them) still come after the controls have ended, for a while.
+    let mut room_gone = None;
     loop {
         tokio::select! {
+            biased;
             event = seen.recv() => {
-                let Some(event) = event else { return Ok(()) };
+                let Some(event) = event else {
+                    return if room_gone.is_some() { Err(()) } else { Ok(()) };
+                };
                 show(room, &event);
                 if matches!(event.kind, EventKind::RunEnded { .. }) {
                     return Ok(());
                 }
             }
             // The controls are not for a watcher; their end is the room's.
-            control = heard.recv() => if control.is_none() {
-                return Err(());
+            control = heard.recv(), if room_gone.is_none() => if control.is_none() {
+                room_gone = Some(Box::pin(tokio::time::sleep(LISTEN)));
             },
+            () = async { room_gone.as_mut().expect("only while the room is gone").await },
+                if room_gone.is_some() => return Err(()),
             () = leave.cancelled() => return Ok(()),
         }
     }
