@@ -15,7 +15,6 @@
 //!   database, not a lock, is meant to keep workers apart.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -95,44 +94,45 @@ impl Violation {
     }
 }
 
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Violation {
+    /// The violation in a sentence of the run's lock kind's own words (a queue's
+    /// "job", "job number 1", "after XAUTOCLAIM gave its job to another consumer"),
+    /// at its exact moment: the transcript's and `break`'s line for it.
+    pub fn said(&self, lock: &LockSpec) -> String {
+        let (grant, lost) = (lock.words.grant, lock.words.lost);
         match self {
-            Violation::OverlappingBelief { first, second, from_ms, to_ms: Some(to), .. } => write!(
-                f,
-                "{first} and {second} both believed they held the lock: {first} from {} to {}, after its lease ended",
-                secs(*from_ms),
-                secs(*to)
-            ),
-            Violation::OverlappingBelief { first, second, from_ms, to_ms: None, .. } => write!(
-                f,
-                "{first} and {second} both believe they hold the lock: {first} since {}, after its lease ended",
+            Violation::OverlappingBelief { first, second, from_ms, to_ms: Some(to), .. } => {
+                format!(
+                    "{first} and {second} both believed they held the {grant}: {first} from {} to {}, {lost}",
+                    secs(*from_ms),
+                    secs(*to)
+                )
+            }
+            Violation::OverlappingBelief { first, second, from_ms, to_ms: None, .. } => format!(
+                "{first} and {second} both believe they hold the {grant}: {first} since {}, {lost}",
                 secs(*from_ms)
             ),
-            Violation::StaleWrite { worker, after_worker, at_ms, by_grant: true, .. } => write!(
-                f,
+            Violation::StaleWrite { worker, after_worker, at_ms, by_grant: true, .. } => format!(
                 "stale write accepted at {}: {worker}'s write after {after_worker}'s, though {worker}'s grant came first (no tokens)",
                 secs(*at_ms)
             ),
             Violation::StaleWrite { worker, token, after_worker, after_token, at_ms, .. } => {
-                write!(
-                    f,
-                    "stale write accepted at {}: {worker} token {token} after {after_worker} token {after_token}",
-                    secs(*at_ms)
+                format!(
+                    "stale write accepted at {}: {worker} {} after {after_worker} {}",
+                    secs(*at_ms),
+                    lock.numbered(Some(*token)),
+                    lock.numbered(Some(*after_token))
                 )
             }
             Violation::WriteByNonHolder { worker, token, redis_holder, at_ms, .. } => {
-                let token = token.map_or("no token".to_string(), |t| format!("token {t}"));
-                let holder =
-                    redis_holder.as_deref().map_or("nobody".to_string(), |h| h.to_string());
-                write!(
-                    f,
-                    "write accepted at {} from {worker} ({token}) while {holder} held the lock",
-                    secs(*at_ms)
+                let holder = redis_holder.as_deref().unwrap_or("nobody");
+                format!(
+                    "write accepted at {} from {worker} ({}) while {holder} held the {grant}",
+                    secs(*at_ms),
+                    lock.numbered(*token)
                 )
             }
-            Violation::DoneTwice { result, first, second, at_ms, .. } => write!(
-                f,
+            Violation::DoneTwice { result, first, second, at_ms, .. } => format!(
                 "done twice at {}: {second} {result:?}, which {first} had already done",
                 secs(*at_ms)
             ),
@@ -500,7 +500,7 @@ mod tests {
             tokenless(3, "A"),
         ];
         let found = bad_writes(&events);
-        let said: Vec<String> = found.iter().map(|v| v.to_string()).collect();
+        let said: Vec<String> = found.iter().map(|v| v.said(&spec::REDIS)).collect();
         assert_eq!(
             said,
             ["stale write accepted at 0.00s: A's write after B's, though A's grant came first (no tokens)"]
@@ -514,7 +514,7 @@ mod tests {
             wrote(2, "B", 2),
             wrote(3, "A", 1),
         ];
-        assert!(bad_writes(&events)[0].to_string().contains("A token 1 after B token 2"));
+        assert!(bad_writes(&events)[0].said(&spec::REDIS).contains("A token 1 after B token 2"));
     }
 
     /// A delayed link: the storage took A's token 1 first and B's token 2 second, but

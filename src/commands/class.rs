@@ -13,7 +13,7 @@ use super::class_quiz::{StudentLines, answer_typed, project};
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
 use crate::backend::server::{PrivateRedis, REDIS, free_port};
-use crate::check::check;
+use crate::check::{check, lock_of};
 use crate::class::attend::{Seen, attend, sits_out};
 use crate::class::host::{mirror, prepare_class};
 use crate::class::quiz::Quizmaster;
@@ -250,7 +250,7 @@ async fn play(
 /// code that goes with it.
 fn verdict(outcome: RunOutcome, log: &EventLog) -> ExitCode {
     let events = log.snapshot();
-    for line in verdict_after(&outcome, &check(&events)) {
+    for line in verdict_after(&outcome, &check(&events), lock_of(&events)) {
         say(&line);
     }
     // Who left mid-run: their part ended there, as a crash, which the verdict's

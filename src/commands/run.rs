@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::scenario_ref;
 use crate::backend::deployment::{Deployment, Shape, deploy};
-use crate::check::{check, compare};
+use crate::check::{check, compare, lock_of};
 use crate::cli::{BackendArgs, Fencing, RunArgs};
 use crate::engine::log::{EventLog, RunOutcome};
 use crate::engine::{PreparedRun, RunOptions, prepare};
@@ -193,7 +193,7 @@ async fn run_all(
         }
         let violations = check(&events);
         if !args.json {
-            for line in verdict_after(&outcome, &violations) {
+            for line in verdict_after(&outcome, &violations, lock_of(&events)) {
                 say(&line);
             }
         }

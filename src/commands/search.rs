@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
 use crate::backend::deployment::{Deployment, Shape, deploy};
-use crate::check::{check, compare, compare_at_least};
+use crate::check::{check, compare, compare_at_least, lock_of};
 use crate::cli::{BackendArgs, BreakArgs};
 use crate::engine::RunOptions;
 use crate::engine::log::Event;
@@ -222,7 +222,7 @@ pub(super) fn print_transcript(events: &[Event]) {
             say(&line);
         }
     }
-    for line in verdict(&check(events)) {
+    for line in verdict(&check(events), lock_of(events)) {
         say(&line);
     }
 }

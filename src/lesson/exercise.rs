@@ -7,7 +7,7 @@
 //! by who wrote in which order and by the harmful violations: a program's writes have
 //! the tokens it sent (or none), so the lesson's tokens are not compared.
 
-use crate::check::{Violation, check, lock_of};
+use crate::check::{check, lock_of};
 use crate::engine::log::Event;
 use crate::scenario::{Expectation, Scenario, builtin};
 use crate::search::harmful;
@@ -88,11 +88,9 @@ impl Exercise {
 /// What is still wrong with a run: the harmful violations, and storage writers in
 /// another order than the safe run's. Empty: it holds.
 pub fn still_wrong(expect: &Expectation, events: &[Event], fencing: bool) -> Vec<String> {
-    let mut wrong: Vec<String> = check(events)
-        .iter()
-        .filter(|v| harmful(v, fencing, lock_of(events)))
-        .map(Violation::to_string)
-        .collect();
+    let lock = lock_of(events);
+    let mut wrong: Vec<String> =
+        check(events).iter().filter(|v| harmful(v, fencing, lock)).map(|v| v.said(lock)).collect();
     let writers = |entries: &[String]| -> Vec<String> {
         entries.iter().map(|e| e.split(':').next().unwrap_or(e).to_string()).collect()
     };

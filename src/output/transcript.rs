@@ -16,16 +16,15 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::check::{Violation, ViolationKind};
 use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
-use crate::scenario::WaitStrategy;
+use crate::scenario::{LockSpec, WaitStrategy};
 
 /// Turns events into transcript lines, remembering what it needs across events.
 pub struct Transcript {
     /// Workers that currently believe they hold the lock.
     believers: BTreeSet<String>,
-    /// What the expiry lines say expired the lease ("redis", "etcd").
-    service: &'static str,
-    /// The run is a queue's (`lock = "stream"`): grants are jobs, said so.
-    queue: bool,
+    /// The run's lock kind: what the expiry lines say expired the lease ("redis",
+    /// "etcd"), whether grants are a queue's jobs, the words of the checker's lines.
+    lock: &'static LockSpec,
     /// Foreign programs' lock values and whose they are (`Claimed`): a waiter told
     /// the holder's raw value (a library's UUID) is shown whose it is.
     claims: HashMap<String, String>,
@@ -34,7 +33,7 @@ pub struct Transcript {
 impl Default for Transcript {
     fn default() -> Self {
         let (believers, claims) = (BTreeSet::new(), HashMap::new());
-        Transcript { believers, service: "redis", queue: false, claims }
+        Transcript { believers, lock: &crate::scenario::spec::REDIS, claims }
     }
 }
 
@@ -44,9 +43,7 @@ impl Transcript {
         let at = format!("{:.1}s", e.t_ms / 1000.0);
         match &e.kind {
             EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
-                let lock = scenario.lock.spec();
-                self.queue = lock.queue;
-                self.service = lock.transcript;
+                self.lock = scenario.lock.spec();
                 let mut lines = vec![
                     format!("=== {label} ==="),
                     format!("# {} ({}) on {backend}", scenario.title, scenario.name),
@@ -73,7 +70,7 @@ impl Transcript {
                     }
                     _ => what,
                 };
-                let queue = if self.queue { queue_line(worker, what) } else { None };
+                let queue = if self.lock.queue { queue_line(worker, what) } else { None };
                 queue
                     .or_else(|| worker_line(worker, what))
                     .map(|text| format!("+ {at} {worker}: {text}"))
@@ -88,7 +85,7 @@ impl Transcript {
                     Some(new) => format!("; {new} holds the lock now"),
                     None => String::new(),
                 };
-                if self.queue {
+                if self.lock.queue {
                     let claimed = truth
                         .holder
                         .as_ref()
@@ -104,10 +101,10 @@ impl Transcript {
                 if self.believers.contains(old) {
                     vec![format!(
                         "~ {at} {}: {old}'s lease expired{after}, but {old} still believes it holds the lock",
-                        self.service
+                        self.lock.transcript
                     )]
                 } else {
-                    vec![format!("~ {at} {}: {old}'s lease expired{after}", self.service)]
+                    vec![format!("~ {at} {}: {old}'s lease expired{after}", self.lock.transcript)]
                 }
             }
             EventKind::Claimed { worker, value } => {
@@ -168,7 +165,7 @@ impl Transcript {
             }
             EventKind::RunEnded { storage, outcome } => {
                 let items: Vec<String> =
-                    storage.iter().map(|w| format!("'{}'", w.label())).collect();
+                    storage.iter().map(|w| format!("'{}'", self.stored(w))).collect();
                 let mut lines = vec![format!("storage writes: [{}]", items.join(", "))];
                 match outcome {
                     RunOutcome::Completed => {}
@@ -178,6 +175,12 @@ impl Transcript {
                 lines
             }
         }
+    }
+
+    /// A stored write as the article lists storage contents, `B(token 2)`, its
+    /// number in the lock kind's word (`B(job number 1)` on a queue).
+    fn stored(&self, write: &crate::backend::StoredWrite) -> String {
+        format!("{}({})", write.worker, self.lock.numbered(write.token))
     }
 
     fn track_belief(&mut self, worker: &str, what: &WorkerEvent) {
@@ -344,7 +347,11 @@ pub fn who_left(events: &[Event]) -> Vec<String> {
 /// The checker's verdict on a run that ended as `outcome`: a failed run is not
 /// judged (its storage holds what happened before the failure, not the scenario's
 /// outcome, so "no stale write accepted" would claim too much).
-pub fn verdict_after(outcome: &RunOutcome, violations: &[Violation]) -> Vec<String> {
+pub fn verdict_after(
+    outcome: &RunOutcome,
+    violations: &[Violation],
+    lock: &LockSpec,
+) -> Vec<String> {
     match outcome {
         RunOutcome::Failed { .. } => {
             vec![
@@ -352,26 +359,27 @@ pub fn verdict_after(outcome: &RunOutcome, violations: &[Violation]) -> Vec<Stri
                     .to_string(),
             ]
         }
-        _ => verdict(violations),
+        _ => verdict(violations, lock),
     }
 }
 
-/// The checker's verdict in a few lines, unsafe writes first.
-pub fn verdict(violations: &[Violation]) -> Vec<String> {
+/// The checker's verdict in a few lines, unsafe writes first, each in the words of
+/// the run's lock kind.
+pub fn verdict(violations: &[Violation], lock: &LockSpec) -> Vec<String> {
     let stale: Vec<&Violation> =
         violations.iter().filter(|v| v.kind() == ViolationKind::StaleWrite).collect();
     let twice = violations.iter().filter(|v| v.kind() == ViolationKind::DoneTwice).count();
     let mut lines = vec![match stale.as_slice() {
         [] if twice > 0 => format!("checker: {twice} done twice that must happen once"),
         [] => "checker: no stale write accepted".to_string(),
-        [one] => format!("checker: 1 stale write accepted ({})", stale_brief(one)),
+        [one] => format!("checker: 1 stale write accepted ({})", stale_brief(one, lock)),
         many => format!(
             "checker: {} stale writes accepted ({})",
             many.len(),
-            many.iter().map(|v| stale_brief(v)).collect::<Vec<_>>().join("; ")
+            many.iter().map(|v| stale_brief(v, lock)).collect::<Vec<_>>().join("; ")
         ),
     }];
-    lines.extend(violations.iter().map(|v| format!("  ! {v}")));
+    lines.extend(violations.iter().map(|v| format!("  ! {}", v.said(lock))));
     if violations.iter().all(|v| v.kind() == ViolationKind::OverlappingBelief)
         && !violations.is_empty()
     {
@@ -380,15 +388,17 @@ pub fn verdict(violations: &[Violation]) -> Vec<String> {
     lines
 }
 
-fn stale_brief(v: &Violation) -> String {
+fn stale_brief(v: &Violation, lock: &LockSpec) -> String {
     match v {
         Violation::StaleWrite { worker, after_worker, by_grant: true, .. } => {
             format!("{worker}'s write after {after_worker}'s, though {worker}'s grant came first")
         }
-        Violation::StaleWrite { worker, token, after_worker, after_token, .. } => {
-            format!("{worker} token {token} after {after_worker} token {after_token}")
-        }
-        other => other.to_string(),
+        Violation::StaleWrite { worker, token, after_worker, after_token, .. } => format!(
+            "{worker} {} after {after_worker} {}",
+            lock.numbered(Some(*token)),
+            lock.numbered(Some(*after_token))
+        ),
+        other => other.said(lock),
     }
 }
 
@@ -434,7 +444,7 @@ mod tests {
             seq: 5,
             by_grant: true,
         };
-        let lines = verdict(&[v]);
+        let lines = verdict(&[v], &crate::scenario::spec::REDIS);
         let brief =
             "checker: 1 stale write accepted (A's write after B's, though A's grant came first)";
         assert_eq!(lines[0], brief);
@@ -444,11 +454,11 @@ mod tests {
     #[test]
     fn a_failed_run_is_not_judged() {
         let failed = RunOutcome::Failed { error: "lost the connection to Redis".into() };
-        let lines = verdict_after(&failed, &[]);
+        let lines = verdict_after(&failed, &[], &crate::scenario::spec::REDIS);
         assert!(lines[0].contains("not judged, because the run failed"), "{lines:?}");
         assert!(!lines.iter().any(|l| l.contains("no stale write accepted")), "{lines:?}");
         assert_eq!(
-            verdict_after(&RunOutcome::Completed, &[]),
+            verdict_after(&RunOutcome::Completed, &[], &crate::scenario::spec::REDIS),
             ["checker: no stale write accepted"]
         );
     }

@@ -122,6 +122,14 @@ pub struct Token {
     pub asked: Option<&'static str>,
 }
 
+impl LockSpec {
+    /// A grant's number in the kind's own word ("token 2", "job number 1",
+    /// "revision 7"), or "no token" for a write or grant without one.
+    pub fn numbered(&self, token: Option<u64>) -> String {
+        token.map_or("no token".to_string(), |t| format!("{} {t}", self.words.token))
+    }
+}
+
 /// What a scenario on a lock kind may ask for.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Can {
@@ -299,6 +307,8 @@ pub const K8S_LEASE: LockSpec = LockSpec {
     name: "a Kubernetes-style Lease on etcd",
     label: "Kubernetes-style Lease on etcd",
     words: Words {
+        // Kubernetes calls the record a Lease and its holder holds it ("holds the Lease").
+        grant: "Lease",
         holder: "holderIdentity",
         lease: "renewTime",
         token: "resourceVersion",
@@ -310,7 +320,6 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         truth_row: Some(" holderIdentity"),
         lost: "after its renewTime was older than the Lease's duration",
         unnoticed: "its renewTime growing old on the other contenders' clocks",
-        ..REDIS_WORDS
     },
     can: Can { worker_clocks: true, ..ELSEWHERE_CAN },
     lease: Lease {

@@ -23,7 +23,7 @@ fn run_on_real_pair(label: &str) -> (Vec<Event>, String) {
     let events = rt.block_on(support::run_events(&deployment, &run.scenario, run.fencing));
     let mut transcript = Transcript::default();
     let mut lines: Vec<String> = events.iter().flat_map(|e| transcript.lines(e)).collect();
-    lines.extend(check(&events).iter().map(|v| v.to_string()));
+    lines.extend(check(&events).iter().map(|v| v.said(run.scenario.lock.spec())));
     (events, lines.join("\n"))
 }
 

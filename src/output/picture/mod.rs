@@ -197,7 +197,10 @@ fn scale_to(end_ms: f64) -> Scale {
 fn run_line(model: &RunModel) -> String {
     let fencing = if model.fencing_at_start { "fencing ON · " } else { "fencing OFF · " };
     let fencing = if model.label.contains("fencing") { "" } else { fencing };
-    let verdict = crate::output::transcript::verdict(&model.violations);
+    let verdict = crate::output::transcript::verdict(
+        &model.violations,
+        model.lock.unwrap_or(&crate::scenario::spec::REDIS),
+    );
     let verdict = verdict.first().map_or("", |v| v.trim_start_matches("checker: "));
     format!("{} · {fencing}{verdict}", model.label)
 }

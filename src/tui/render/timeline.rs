@@ -644,7 +644,10 @@ impl<'a> Ctx<'a> {
             },
             // A queue with nothing pending has no lock for nobody to hold.
             None if queue => ("no job pending".to_string(), None),
-            None => (format!("nobody holds the lock in {}", self.app.service_name()), None),
+            None => (
+                format!("nobody holds the {} in {}", lock.words.grant, self.app.service_name()),
+                None,
+            ),
         };
         let width = self.plot.width as usize;
         // Too narrow for the bar and all the words: the bar and the most of the words
