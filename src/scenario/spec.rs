@@ -79,6 +79,10 @@ pub struct Words {
     pub lease_setting: &'static str,
     /// After "held by {holder}", when nothing on the server counts its lease down.
     pub unexpiring: Option<&'static str>,
+    /// Why the lease row's count can reach 0 while the server still lists the holder
+    /// (etcd tells a lease's time left in whole seconds, and revokes it on its own
+    /// round): said beside "0.0 s left".
+    pub overdue: Option<&'static str>,
     /// A token as a lane abbreviates it ("tok 3", "zxid 5", "job 1").
     pub tok: &'static str,
     /// The title of the timeline's row of who the server lists, when the server's
@@ -103,6 +107,7 @@ pub const SQL_WORDS: Words = Words {
     lease_row: " lease (TTL)",
     lease_setting: "the lease",
     unexpiring: None,
+    overdue: None,
     tok: "ver",
     truth_row: None,
     lost: "after another transaction changed the row",
@@ -212,6 +217,7 @@ const REDIS_WORDS: Words = Words {
     lease_row: " lease (TTL)",
     lease_setting: "the lease",
     unexpiring: None,
+    overdue: None,
     tok: "tok",
     truth_row: None,
     lost: "after its lease ended",
@@ -288,6 +294,7 @@ pub const ETCD: LockSpec = LockSpec {
         lease_setting: "etcd's lease",
         tok: "rev",
         truth_row: Some(" etcd key"),
+        overdue: Some("etcd counts whole seconds"),
         lost: "after its etcd lease expired",
         unnoticed: "its etcd lease running out",
         ..REDIS_WORDS
@@ -315,6 +322,7 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         lease_row: " Lease",
         lease_setting: "the Lease's duration",
         unexpiring: Some("each contender's clock decides"),
+        overdue: None,
         renewed: Some("renewTime"),
         tok: "ver",
         truth_row: Some(" holderIdentity"),
@@ -379,6 +387,7 @@ pub const STREAM: LockSpec = LockSpec {
         lease_row: " job idle",
         lease_setting: "the claim threshold, XAUTOCLAIM's min-idle-time",
         unexpiring: None,
+        overdue: None,
         tok: "job",
         truth_row: Some(" pending for"),
         lost: "after XAUTOCLAIM gave its job to another consumer",

@@ -811,6 +811,54 @@ fn the_queue_lesson_s_first_question_at_100x30() {
     insta::assert_snapshot!(first_question("queue", 100, 30));
 }
 
+/// At 80 columns the queue's `job idle` row keeps the delivery count, what lesson 27
+/// is about, beside the idle time and the claim threshold (its bar gives way first).
+#[test]
+fn the_queue_s_job_idle_row_keeps_its_delivery_count_at_80x24() {
+    let shown = first_question("queue", 80, 24);
+    let row = shown.lines().find(|l| l.contains("│ job idle")).expect("no job idle row");
+    assert!(row.contains("idle 1.5/2.0 s · delivery 1"), "{shown}");
+}
+
+/// etcd tells a lease's time left in whole seconds and revokes it on its own round,
+/// so its lease row can count down to 0 while etcd still lists the holder: the row
+/// says why, instead of a bare "0.0 s left ... held by A".
+#[test]
+fn an_etcd_lease_counted_out_but_still_held_says_why() {
+    let scenario = builtin("etcd-lease").unwrap().unwrap();
+    let events = deployed_sim_events(&scenario, false);
+    let (i, read) = events
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| match &e.kind {
+            fencelab::engine::log::EventKind::Truth(t)
+                if t.holder.is_some() && t.ttl_ms.is_some() =>
+            {
+                Some((i, t))
+            }
+            _ => None,
+        })
+        .expect("no read of etcd that lists a holder with a lease");
+    let mut upto = events[..=i].to_vec();
+    let t_ms = upto[i].t_ms;
+    let counted_out = fencelab::engine::log::Truth { ttl_ms: Some(0.0), ..read.clone() };
+    upto.push(Event {
+        seq: upto.len() as u64,
+        t_ms,
+        kind: fencelab::engine::log::EventKind::Truth(counted_out),
+    });
+    let label = "SIMULATOR (virtual clock, no Redis)".to_string();
+    let mut app = App::new(scenario, false, 1.0, true, label, Theme::DEFAULT);
+    show_at(&mut app, &upto, t_ms);
+    let shown = text(screen(&app, 160, 48).backend().buffer());
+    let row = shown.lines().find(|l| l.contains("│ etcd lease")).expect("no etcd lease row");
+    assert!(row.contains("0.0 s left of 2.0 s (etcd counts whole seconds), held by"), "{shown}");
+    // A Redis lease counted out says nothing of the kind.
+    let redis = app_at(&playground_log(false, None), 1000.0, false);
+    let shown = text(screen(&redis, 160, 48).backend().buffer());
+    assert!(!shown.contains("whole seconds"), "{shown}");
+}
+
 #[test]
 fn the_zookeeper_lesson_s_first_question_at_100x30() {
     insta::assert_snapshot!(first_question("zookeeper", 100, 30));

@@ -613,11 +613,17 @@ impl<'a> Ctx<'a> {
                 let job = run.lanes.iter().find(|l| l.name == holder).and_then(|l| l.last_token);
                 let text = format!(" idle {} of {}", secs(idle), secs(ttl));
                 // Narrower, the delivery count stays and the job's number goes (its
-                // lane says `got 1`): a redelivery is what lesson 27 is about.
+                // lane says `got 1`): a redelivery is what lesson 27 is about. Narrower
+                // still, the times in short ("idle 1.5/2.0 s"), before the count goes.
                 let (full, shorter) = match job {
                     Some(job) => {
                         let n = run.deliveries(job, view);
-                        let shorter = vec![format!("{text} · delivery {n}"), text.clone()];
+                        let brief = format!(" idle {:.1}/{}", idle / 1000.0, secs(ttl));
+                        let shorter = vec![
+                            format!("{text} · delivery {n}"),
+                            format!("{brief} · delivery {n}"),
+                            text.clone(),
+                        ];
                         (format!("{text} · job {job}, delivery {n}"), shorter)
                     }
                     None => (text.clone(), vec![text]),
@@ -627,8 +633,13 @@ impl<'a> Ctx<'a> {
             Some((holder, Some(left))) if run.ttl_ms > 0 => {
                 let service = self.app.service_name();
                 let text = format!(" {} left of {}", secs(left), secs(ttl));
-                let full = format!("{text}, held by {holder} in {service}");
-                (full, Some((vec![text], holder, left / ttl)))
+                // Counted out, still held: why, in the server's words.
+                let text = match lock.words.overdue.filter(|_| left <= 0.0) {
+                    Some(why) => vec![format!("{text} ({why})"), text],
+                    None => vec![text],
+                };
+                let full = format!("{}, held by {holder} in {service}", text[0]);
+                (full, Some((text, holder, left / ttl)))
             }
             // Nothing expires a Kubernetes-style Lease on the server (each contender
             // judges that by its own clock), and no client can read a ZooKeeper
@@ -650,13 +661,18 @@ impl<'a> Ctx<'a> {
             ),
         };
         let width = self.plot.width as usize;
-        // Too narrow for the bar and all the words: the bar and the most of the words
-        // that count that fits beside it (the holder is on the row above).
+        // Too narrow for the bar and all the words: the first of the shorter texts
+        // (most needed first; the holder is on the row above) that fits, beside the bar
+        // when there is room for one, else alone: the words are worth more than the bar
+        // (a queue's delivery count at 80 columns).
         let (text, bar) = match bar {
             Some((shorter, holder, fraction)) if text.width() + MIN_BAR > width => {
-                let fits = shorter.iter().find(|s| s.width() + MIN_BAR <= width);
-                let short = fits.or(shorter.last()).cloned().unwrap_or_default();
-                (short, Some((Vec::new(), holder, fraction)))
+                let with_bar = |s: &String| s.width() + MIN_BAR <= width;
+                match shorter.iter().find(|s| s.width() <= width) {
+                    Some(s) if with_bar(s) => (s.clone(), Some((Vec::new(), holder, fraction))),
+                    Some(s) => (s.clone(), None),
+                    None => (shorter.last().cloned().unwrap_or_default(), None),
+                }
             }
             _ => (text, bar),
         };
