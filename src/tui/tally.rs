@@ -28,9 +28,12 @@ pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, left: &[String], 
     block.render(area, buf);
     let width = inner.width as usize;
     let ask = wrapped("? ", &posed.question, width, theme.key);
+    // Short of rows for it whole, the bars without a row between them: the timeline
+    // above keeps its lease row (80x24).
+    let compact = area.height < tally_height(posed, left, area.width, false);
     let [ask_area, chart, rest] = Layout::vertical([
         Constraint::Length(ask.len() as u16),
-        Constraint::Length(chart_rows(posed)),
+        Constraint::Length(chart_rows(posed, compact)),
         Constraint::Min(0),
     ])
     .areas(inner);
@@ -56,7 +59,7 @@ pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, left: &[String], 
     BarChart::default()
         .direction(Direction::Horizontal)
         .bar_width(1)
-        .bar_gap(1)
+        .bar_gap(u16::from(!compact))
         .max(everyone.max(1) as u64)
         .label_style(theme.base)
         .value_style(theme.selected)
@@ -65,17 +68,19 @@ pub fn draw_tally(area: Rect, buf: &mut Buffer, posed: &Posed, left: &[String], 
     Paragraph::new(after_chart(posed, left, width, theme)).render(rest, buf);
 }
 
-/// Rows the tally needs at `width` (its border included).
-pub fn tally_height(posed: &Posed, left: &[String], width: u16) -> u16 {
+/// Rows the tally needs at `width` (its border included); `compact`: with no row
+/// between its bars.
+pub fn tally_height(posed: &Posed, left: &[String], width: u16, compact: bool) -> u16 {
     let width = width.saturating_sub(2) as usize;
     let ask = wrapped("? ", &posed.question, width, Default::default()).len();
     let rest = after_chart(posed, left, width, &Theme::DEFAULT).len();
-    2 + chart_rows(posed) + (ask + rest) as u16
+    2 + chart_rows(posed, compact) + (ask + rest) as u16
 }
 
-/// A row a bar and a row between bars, and one row before what follows.
-fn chart_rows(posed: &Posed) -> u16 {
-    posed.choices.len() as u16 * 2
+/// A row a bar, a row between bars unless `compact`, and one row before what follows.
+fn chart_rows(posed: &Posed, compact: bool) -> u16 {
+    let bars = posed.choices.len() as u16;
+    if compact { bars + 1 } else { bars * 2 }
 }
 
 /// Who has not answered, who left, refused answers; once revealed, the answer and why.

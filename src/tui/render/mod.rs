@@ -97,7 +97,7 @@ fn panel_shown(app: &App) -> bool {
 /// Rows that panel needs at `width`.
 fn panel_height(app: &App, width: u16) -> u16 {
     match app.posed() {
-        Some(posed) => question::height(app, posed, width),
+        Some(posed) => question::height(app, posed, width, false),
         None => lesson::narration_height(app, width),
     }
 }
@@ -121,12 +121,12 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
         // long as the narration keeps a few lines, or an open question and its choices
         // (its feedback and the step before it a PgDn/PgUp away); short of that, the
         // lanes go to a row each (`timeline::rows`). A class's question is shown
-        // whole first (its choices, the tally). Never less than the timeline's axis
-        // and two thin lanes.
+        // whole first (its choices, the tally, its bars packed if need be). Never less
+        // than the timeline's axis and two thin lanes.
         let wanted = panel_height(app, body.width);
         let timeline_whole = timeline::needed_height(app).max(NARROW_TIMELINE_MIN);
         let floor = match app.posed() {
-            Some(_) => wanted,
+            Some(posed) => question::height(app, posed, body.width, true),
             None => lesson::choices_height(app, body.width).unwrap_or(0).max(NARROW_LESSON_MIN),
         };
         let lesson_h = wanted

@@ -38,10 +38,11 @@ pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
     }
 }
 
-/// Rows the question needs at `width` (its border included).
-pub fn height(app: &App, posed: &Posed, width: u16) -> u16 {
+/// Rows the question needs at `width` (its border included); `least`: the fewest it
+/// is shown whole in (the instructor's tally with its bars packed).
+pub fn height(app: &App, posed: &Posed, width: u16, least: bool) -> u16 {
     if app.class_seat() == Some(&ClassSeat::Instructor) {
-        return tally_height(posed, &app.run.left, width);
+        return tally_height(posed, &app.run.left, width, least);
     }
     let (lines, _) = student_lines(posed, width.saturating_sub(2) as usize, &app.theme);
     lines.len().min(u16::MAX as usize / 2) as u16 + 3
