@@ -126,6 +126,9 @@ pub struct RunModel {
     /// The run's own kind of lock (None before its start): what the views describe,
     /// whatever the next run is set to.
     pub lock: Option<&'static LockSpec>,
+    /// Real time per scenario time on real servers (2.0 at half speed): the commands
+    /// sent carry real durations (0 before the start; 1 on the simulator).
+    pub time_scale: f64,
     pub fencing_at_start: bool,
     /// What the run is called ("fencing tokens: off", a lesson's variant).
     pub label: String,
@@ -246,8 +249,9 @@ impl RunModel {
         let t = e.t_ms;
         self.last_ms = self.last_ms.max(t);
         match &e.kind {
-            EventKind::RunStarted { scenario, fencing, backend, label, .. } => {
+            EventKind::RunStarted { scenario, fencing, backend, label, time_scale, .. } => {
                 self.label = label.clone();
+                self.time_scale = *time_scale;
                 self.scenario_name = scenario.name.clone();
                 self.scenario_title = scenario.title.clone();
                 self.backend = backend.clone();

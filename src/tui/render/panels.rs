@@ -531,7 +531,16 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
     // A lock on one server and the storage on another: both are in the list.
     let apart = app.uses_lock() && app.scenario.storage == StorageKind::Postgres;
     let storage = if apart { " + PostgreSQL" } else { "" };
-    let title = format!(" Commands sent (i to close) · {}{storage} ", app.service_name());
+    // In slow motion on real servers the commands carry real durations (PX 4000 for
+    // the narration's 2 s lease at half speed): the title says so.
+    let scale = app.run.time_scale;
+    let real = if scale > 0.0 && (scale - 1.0).abs() > 1e-9 {
+        let times = format!("{scale:.2}");
+        format!(" · real ms: {}x the scenario's", times.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        String::new()
+    };
+    let title = format!(" Commands sent (i to close) · {}{storage}{real} ", app.service_name());
     Paragraph::new(lines).block(block(&title, app)).render(area, buf);
 }
 
@@ -676,6 +685,24 @@ mod tests {
         assert_eq!(queue, "write accepted from A (job number 1) while nobody held the job");
         let redis = said(&write, &app("gc-pause"), 3000.0);
         assert_eq!(redis, "write accepted from A (token 1) while nobody held the lock");
+    }
+
+    /// In slow motion on real servers the inspector says its durations are real ones
+    /// (PX 4000 for the narration's 2 s lease at half speed); at full speed, nothing.
+    #[test]
+    fn the_inspector_says_its_durations_are_real_in_slow_motion() {
+        let title = |time_scale: f64| {
+            let scenario = crate::lesson::find("gc-pause").unwrap().unwrap().scenario;
+            let theme = crate::tui::theme::Theme::DEFAULT;
+            let mut app = App::new(scenario, false, 0.5, true, "t".into(), theme);
+            app.run.time_scale = time_scale;
+            let mut buf = Buffer::empty(Rect::new(0, 0, 100, 3));
+            inspector(buf.area, &mut buf, &app);
+            (0..100).map(|x| buf[(x, 0)].symbol()).collect::<String>()
+        };
+        assert!(title(2.0).contains("Redis · real ms: 2x the scenario's"), "{}", title(2.0));
+        assert!(title(4.0 / 3.0).contains("real ms: 1.33x"), "{}", title(4.0 / 3.0));
+        assert!(!title(1.0).contains("real ms"), "{}", title(1.0));
     }
 
     /// The inspector's title names every server whose commands it lists: lesson 16's
