@@ -496,10 +496,11 @@ fn said(v: &Violation, app: &App, view: f64) -> String {
         ),
         Violation::WriteByNonHolder { worker, token, redis_holder, .. } => {
             let holder = redis_holder.as_deref().unwrap_or("nobody");
-            // In the lock's own word where it has one ("job number 1", "revision 3").
-            let token = match (token, super::token_name(app)) {
-                (Some(tk), Some(name)) => format!("{name} {tk}"),
-                _ => super::token_cell(*token),
+            // In the lock's own word where it has one ("job number 1", "revision 3"),
+            // unless a question still waiting asks for that word.
+            let token = match super::token_name(app) {
+                Some(_) => app.lock().numbered(*token),
+                None => super::token_cell(*token),
             };
             format!("write accepted from {worker} ({token}) while {holder} held the {grant}")
         }
