@@ -37,21 +37,7 @@ pub(super) async fn project(
     mut reveals: mpsc::UnboundedReceiver<()>,
 ) {
     let mut grown = log.subscribe();
-    let mut p = Projector {
-        log,
-        checkpoints,
-        quiz,
-        transcript: Transcript::default(),
-        printed: 0,
-        next: 0,
-        open: None,
-        told_ms: 0.0,
-        typing: true,
-        hearing: true,
-        left: Vec::new(),
-        said_refused: Vec::new(),
-        said_ended: false,
-    };
+    let mut p = Projector::new(log, checkpoints, quiz);
     let mut cursor = tokio::time::interval(CURSOR_EVERY);
     cursor.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !p.print() {
@@ -107,6 +93,25 @@ struct Projector {
 }
 
 impl Projector {
+    /// The projector of `log`'s run, nothing printed or posed yet.
+    fn new(log: Arc<EventLog>, checkpoints: Vec<Checkpoint>, quiz: QuizLink) -> Projector {
+        Projector {
+            log,
+            checkpoints,
+            quiz,
+            transcript: Transcript::default(),
+            printed: 0,
+            next: 0,
+            open: None,
+            told_ms: 0.0,
+            typing: true,
+            hearing: true,
+            left: Vec::new(),
+            said_refused: Vec::new(),
+            said_ended: false,
+        }
+    }
+
     /// Print the events up to the open question's moment (all, when none is open),
     /// posing the next question where the run passes its moment. True once the run's
     /// end is printed.
@@ -166,9 +171,13 @@ impl Projector {
     }
 
     /// Tell the room where the lines are: the run's clock, or the open question's moment.
+    /// Never past the next question's moment: this tick can come a millisecond after it
+    /// and before the question is posed, and a student's screen would then show what
+    /// happened after the moment the question asks about.
     fn tell_cursor(&mut self) {
         if self.open.is_none() {
-            self.cursor_at(self.log.clock().now_ms(), false);
+            let next = self.checkpoints.get(self.next).map_or(f64::INFINITY, |c| c.at_ms as f64);
+            self.cursor_at(self.log.clock().now_ms().min(next), false);
         }
     }
 
@@ -484,6 +493,28 @@ fn choice_of(typed: &str, n: usize) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The run's clock 1.3 ms past the question's moment, the question not posed yet
+    /// (the cursor's tick came first): the room is told the moment, not the clock.
+    #[tokio::test(start_paused = true)]
+    async fn the_cursor_told_before_a_late_pose_stops_at_the_questions_moment() {
+        let queue = crate::lesson::find("queue").unwrap().unwrap();
+        let checkpoints = queue.scenario.checkpoints.clone();
+        let at_ms = checkpoints[0].at_ms as f64;
+        let log = Arc::new(EventLog::new(crate::engine::log::RunClock::start_now(1.0)));
+        let quiz = QuizLink::student("redis://127.0.0.1:1".to_string());
+        let mut p = Projector::new(log, checkpoints, quiz);
+        tokio::time::advance(Duration::from_micros((at_ms * 1000.0) as u64 + 1300)).await;
+        assert!(p.log.clock().now_ms() > at_ms);
+        p.tell_cursor();
+        assert_eq!(p.told_ms, at_ms);
+        // Once the question is open and revealed, the cursor goes on with the run.
+        p.next = 1;
+        tokio::time::advance(Duration::from_millis(500)).await;
+        p.tell_cursor();
+        assert_eq!(p.told_ms, p.log.clock().now_ms());
+        assert!(p.told_ms < p.checkpoints[1].at_ms as f64);
+    }
 
     #[test]
     fn a_typed_answer_is_its_number_or_its_letter_and_anything_else_is_said_to_be_wrong() {
