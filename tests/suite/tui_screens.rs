@@ -245,9 +245,15 @@ fn sim_events(scenario: &fencelab::scenario::Scenario, fencing: bool) -> Vec<Eve
 
 /// A lesson in the TUI, its first run about to start.
 fn lesson_app(lesson: &fencelab::lesson::Lesson, theme: Theme) -> App {
-    let label = "SIMULATOR (virtual clock, no Redis)".to_string();
+    lesson_app_on(lesson, theme, true, "SIMULATOR (virtual clock, no Redis)")
+}
+
+/// A lesson in the TUI on the simulator or on the real servers `label` describes,
+/// its first run about to start.
+fn lesson_app_on(lesson: &fencelab::lesson::Lesson, theme: Theme, sim: bool, label: &str) -> App {
     let scenario = lesson.scenario.clone();
-    let mut app = App::new(scenario.clone(), scenario.fencing, 0.5, true, label, theme);
+    let label = label.to_string();
+    let mut app = App::new(scenario.clone(), scenario.fencing, 0.5, sim, label, theme);
     let state = fencelab::tui::lesson::LessonState::new(
         lesson.narration.clone(),
         &app.run_label(),
@@ -1024,6 +1030,26 @@ fn a_lease_row_cut_at_80_columns_ends_after_a_word() {
     ] {
         let shown = first_question(name, 80, 24);
         assert!(shown.contains(row), "{name}:\n{shown}");
+    }
+}
+
+/// On real servers, where the header has no room for their whole description, its
+/// word for what runs names the servers the lesson uses: a SQL lesson's PostgreSQL (it
+/// had said "Redis", whose lock the lesson never takes), both where the lock and the
+/// storage are apart.
+#[test]
+fn the_header_s_word_for_real_servers_names_the_ones_the_lesson_uses() {
+    for (name, word) in [
+        ("skip-locked", "· PostgreSQL"),
+        ("postgres-fencing", "· Redis + PostgreSQL"),
+        ("gc-pause", "· Redis"),
+    ] {
+        let lesson = fencelab::lesson::find(name).unwrap().unwrap();
+        let label = "private redis-server unix:///tmp/fencelab-redis-server-x/redis.sock, storage: private PostgreSQL";
+        let app = lesson_app_on(&lesson, Theme::DEFAULT, false, label);
+        let shown = text(screen(&app, 100, 30).backend().buffer());
+        let header = shown.lines().next().unwrap().trim_end();
+        assert!(header.ends_with(word), "{name}: {header:?}");
     }
 }
 

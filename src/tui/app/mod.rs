@@ -392,6 +392,16 @@ impl App {
         self.lock().home.server()
     }
 
+    /// What runs, in a few words, for the header and the commands inspector: the lock's
+    /// server, with the storage's where it is another ("Redis + PostgreSQL"), or the
+    /// storage alone where no lock is taken (the SQL lessons: "PostgreSQL").
+    pub fn servers_in_words(&self) -> String {
+        match (self.uses_lock(), self.scenario.storage == StorageKind::Postgres) {
+            (true, true) => format!("{} + PostgreSQL", self.lock().home.server()),
+            _ => self.service_name().to_string(),
+        }
+    }
+
     /// The kind of lock of the run on screen (before any, of the next run).
     pub fn lock(&self) -> &'static LockSpec {
         self.run.lock.unwrap_or_else(|| self.scenario.lock.spec())

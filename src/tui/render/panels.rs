@@ -82,12 +82,12 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     };
     // The screen always says what runs: at the least, the simulator or the server.
     let least = match app.simulated {
-        true => "SIMULATOR",
-        false => app.lock().home.server(),
+        true => "SIMULATOR".to_string(),
+        false => app.servers_in_words(),
     };
     let mut spans = parts(true);
     let keeps_title = app.lesson().is_some();
-    if keeps_title && width(&title) + width(least) + 3 > room(&spans) {
+    if keeps_title && width(&title) + width(&least) + 3 > room(&spans) {
         spans = parts(false);
     }
     let room = room(&spans);
@@ -96,7 +96,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let in_words = keeps_title && app.class_seat().is_none();
     if in_words && (backend.is_empty() || backend.ends_with('…')) {
         // A lesson keeps its name, and names what runs in a word rather than cut.
-        backend = least.to_string();
+        backend = least;
         spans.push(Span::styled(cut(&title, room.saturating_sub(width(&backend) + 3)), t.dim));
     } else if !backend.is_empty() && width(&title) + width(&backend) + 3 <= room {
         spans.push(Span::styled(title, t.dim));
@@ -529,9 +529,6 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
             ])
         })
         .collect();
-    // A lock on one server and the storage on another: both are in the list.
-    let apart = app.uses_lock() && app.scenario.storage == StorageKind::Postgres;
-    let storage = if apart { " + PostgreSQL" } else { "" };
     // In slow motion on real servers the commands carry real durations (PX 4000 for
     // the narration's 2 s lease at half speed): the title says so.
     let scale = app.run.time_scale;
@@ -541,7 +538,8 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
     } else {
         String::new()
     };
-    let title = format!(" Commands sent (i to close) · {}{storage}{real} ", app.service_name());
+    // A lock on one server and the storage on another: both are in the list.
+    let title = format!(" Commands sent (i to close) · {}{real} ", app.servers_in_words());
     Paragraph::new(lines).block(block(&title, app)).render(area, buf);
 }
 
