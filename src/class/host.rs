@@ -51,8 +51,15 @@ pub async fn prepare_class(
     prepare_hosted(&redis, &storage, scenario, options, run, cancel).await
 }
 
-/// Mirror the log (but the inspector's commands) to the room, in order, to its end:
-/// the students' screens show the run as the instructor's does.
+/// How long the room stays open after the run's end is posted, before whoever awaits
+/// [`mirror`] may close it. A student's screen reads the room between two `XREAD`s,
+/// and closing the room closes its connection: a reader still busy with the events
+/// before the end (a loaded laptop) would never get it.
+const END_READ_GRACE: Duration = Duration::from_millis(500);
+
+/// Mirror the log (but the inspector's commands) to the room, in order, to its end
+/// and [`END_READ_GRACE`] after it: the students' screens show the run as the
+/// instructor's does, its end included.
 pub async fn mirror(log: Arc<EventLog>, mut room: Controller) {
     let mut grown = log.subscribe();
     let mut sent = 0;
@@ -66,6 +73,7 @@ pub async fn mirror(log: Arc<EventLog>, mut room: Controller) {
                 return;
             }
             if matches!(event.kind, EventKind::RunEnded { .. }) {
+                tokio::time::sleep(END_READ_GRACE).await;
                 return;
             }
         }

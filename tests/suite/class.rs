@@ -94,6 +94,30 @@ async fn a_student_can_touch_only_its_room_and_run_only_a_workers_commands() {
     other.close().await.unwrap();
 }
 
+/// A screen that reads the room a while after the run's end was posted (a loaded
+/// laptop, busy with the events before it) still gets that end: the room stays open a
+/// moment after the mirror has posted it, and the instructor closes it only then.
+/// (Closing at once had left a late joiner's screen without the run's end.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_screen_still_reads_the_runs_end_before_the_room_closes() {
+    use fencelab::engine::log::{EventLog, RunClock, RunOutcome};
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice"])).await.unwrap();
+    let log = std::sync::Arc::new(EventLog::new(RunClock::start_now(1.0)));
+    log.append(event("alice", 1));
+    log.append(EventKind::RunEnded { storage: Vec::new(), outcome: RunOutcome::Completed });
+    let mut eyes = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    let slow = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        eyes.room("0", Duration::from_millis(100)).await
+    });
+    fencelab::class::host::mirror(log, room.controller()).await;
+    room.close().await.unwrap();
+    let (_, seen) = slow.await.unwrap().expect("the room closed before the screen read it");
+    let ended = seen.iter().any(|e| matches!(e.kind, EventKind::RunEnded { .. }));
+    assert!(ended, "{seen:?}");
+}
+
 #[tokio::test]
 async fn a_forged_event_is_refused_and_shown() {
     let (_server, admin) = server();
