@@ -277,9 +277,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub check: bool,
     /// Speed factor: 0.25 is slow motion (every lease and pause lasts 4x longer in real
-    /// time, on Redis too), 2 is double speed.
-    #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
-    pub speed: f64,
+    /// time, on Redis too), 2 is double speed. Default: 1, or the scenario file's
+    /// `time_scale` (a counterexample saved by `break` replays at the speed it was found).
+    #[arg(long, value_parser = parse_speed)]
+    pub speed: Option<f64>,
     /// Run each worker as its own process: a pause is the kernel's SIGSTOP, a crash
     /// SIGKILL (real servers only).
     #[arg(long)]
@@ -315,7 +316,8 @@ pub struct BreakArgs {
     /// kill where the lock has servers to fail).
     #[arg(long, value_name = "LIST")]
     pub faults: Option<String>,
-    /// Try at most N schedules (default 10000, at most a billion).
+    /// Try at most N schedules (default 10000 on the simulator, 60 when every trial is a
+    /// real run; at most a billion).
     #[arg(long, value_name = "N", conflicts_with = "time", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u64).range(..=1_000_000_000))]
     pub budget: Option<u64>,
@@ -347,6 +349,23 @@ pub struct BreakArgs {
     /// pauses and work take half as long, so trials are twice as fast).
     #[arg(long, value_name = "X")]
     pub time_scale: Option<f64>,
+    /// Search the design with the storage checking fencing tokens (on) or not (off);
+    /// default: as the scenario says.
+    #[arg(long, value_enum)]
+    pub fencing: Option<Switch>,
+}
+
+/// A setting turned on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+impl Switch {
+    pub fn on(self) -> bool {
+        self == Switch::On
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -279,7 +279,7 @@ impl RunModel {
                     self.set_node(t, i, |now| now.map(|_| holder.clone()));
                 }
             }
-            EventKind::Command { worker, command, reply, latency_ms } => {
+            EventKind::Command { worker, command, reply, latency_ms, .. } => {
                 self.commands.push(CommandRow {
                     t_ms: t,
                     worker: worker.clone(),

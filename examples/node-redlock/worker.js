@@ -106,6 +106,8 @@ async function main() {
   };
 
   if (hello.mode === "free") {
+    // Its logic begins when the run reaches this worker's start.
+    for (let m = await next(); m.type !== "start"; m = await next()) await handle(m);
     (async () => {
       await steps.acquire();
       await sleep(leaseMs / 2);

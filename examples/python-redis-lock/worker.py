@@ -123,6 +123,9 @@ def main():
 
     say(event="ready", key="lock:" + hello["key"])
     if hello["mode"] == "free":
+        # Its logic begins when the run reaches this worker's start.
+        while inbox.messages.get().get("type") != "start":
+            pass
         acquire()
         time.sleep(lease_s / 2)
         write(hello["worker"])

@@ -84,10 +84,23 @@ pub struct Tapped {
     /// From the worker to the server (a request), else a reply as the worker gets it.
     pub request: bool,
     pub bytes: Vec<u8>,
+    /// A held reply: the proxy hands it to the worker only once this is sent or
+    /// dropped, so whoever reads the tap can act first (stop the worker's process
+    /// as a given reply reaches it).
+    pub go: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// Where a tapped proxy copies what it carries.
 pub type Tap = tokio::sync::mpsc::UnboundedSender<Tapped>;
+
+/// A tap, and whether replies wait for its reader's go-ahead now (only while something
+/// must happen exactly at a reply and the reader is there to give it: holding every
+/// reply costs a round trip through the reader's task).
+#[derive(Debug, Clone)]
+pub struct Tapping {
+    pub tap: Tap,
+    pub hold_replies: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 /// Start a proxy to `upstream` on a free loopback port; returns the address to dial.
 /// It stops (listener and every connection) when `cancel` is cancelled.
@@ -106,7 +119,7 @@ pub async fn listen_tapped(
     condition: watch::Receiver<LinkCondition>,
     cancel: CancellationToken,
     tasks: &TaskTracker,
-    tap: Option<Tap>,
+    tap: Option<Tapping>,
 ) -> io::Result<SocketAddr> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
@@ -138,12 +151,22 @@ async fn carry(
     upstream: Upstream,
     mut condition: watch::Receiver<LinkCondition>,
     cancel: CancellationToken,
-    tap: Option<(Tap, u64)>,
+    tap: Option<(Tapping, u64)>,
 ) {
+    // Copies the bytes to the tap; for a held reply, what to wait for before it goes on.
     let copy = |request: bool, bytes: &[u8]| {
-        if let Some((tap, connection)) = &tap {
-            let _ = tap.send(Tapped { connection: *connection, request, bytes: bytes.to_vec() });
-        }
+        let (tapping, connection) = tap.as_ref()?;
+        let hold = tapping.hold_replies.load(std::sync::atomic::Ordering::SeqCst);
+        let (go, held) = match !request && hold {
+            true => {
+                let (go, held) = tokio::sync::oneshot::channel();
+                (Some(go), Some(held))
+            }
+            false => (None, None),
+        };
+        let bytes = bytes.to_vec();
+        let sent = tapping.tap.send(Tapped { connection: *connection, request, bytes, go });
+        sent.ok().and(held)
     };
     // A connection opened while the link is cut waits for the heal before it reaches
     // the server (as a connection attempt on a dead route retries), and what it sent
@@ -198,7 +221,13 @@ async fn carry(
             },
             () = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
                 if let Some((_, bytes)) = in_flight.pop_front() {
-                    copy(false, &bytes);
+                    if let Some(held) = copy(false, &bytes) {
+                        // Sent or dropped, it goes on; the run's end ends the wait.
+                        tokio::select! {
+                            () = cancel.cancelled() => return,
+                            _ = held => {}
+                        }
+                    }
                     if to_client.write_all(&bytes).await.is_err() {
                         return;
                     }

@@ -241,17 +241,31 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
     // write is judged by the order of its grant (the n-th grant of the run), which is
     // what a token would have said.
     let (mut grants, mut grant_of) = (0u64, std::collections::HashMap::new());
+    // A program's grant is ordered where its server gave it (the reply its proxy saw):
+    // a program frozen as that reply reached it reports `acquired` only after it wakes,
+    // later than a grant the server gave another after its lease ran out. Its report
+    // then names the same grant, not a new one.
+    let mut granted_by_server = std::collections::HashSet::new();
     // Each accepted write's event, its writer, the token it is judged by, and whether
     // that was its grant's number: by the event's seq, the rule's id for it.
     let mut writes = BTreeMap::new();
     for e in events {
         holders.see(e);
         let (worker, token, redis_holder, order) = match &e.kind {
-            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
-                holders.next_step(worker);
+            EventKind::Command { worker, program: Some(call), .. } if call.grant => {
+                granted_by_server.insert(worker.as_str());
                 rule.granted(worker, e.seq);
                 grants += 1;
                 grant_of.insert(worker.as_str(), grants);
+                continue;
+            }
+            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
+                holders.next_step(worker);
+                if !granted_by_server.remove(worker.as_str()) {
+                    rule.granted(worker, e.seq);
+                    grants += 1;
+                    grant_of.insert(worker.as_str(), grants);
+                }
                 continue;
             }
             EventKind::Worker {

@@ -45,6 +45,7 @@ pub fn bench(students: u32, events: u32, pace: Duration) -> anyhow::Result<ExitC
                         command: "bench".into(),
                         reply: monotonic_ns().to_string(),
                         latency_ms: 0.0,
+                        program: None,
                     };
                     if desk.post(&kind).await.is_err() {
                         return;

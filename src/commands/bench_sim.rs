@@ -106,6 +106,7 @@ fn schedules(gc_pause: &Scenario, seed: u64) -> Vec<Scenario> {
                 worker: Some(worker.name.clone()),
                 ms: Some(rng.u64(0..=6000)),
                 kind: FaultKind::Pause,
+                on: None,
             }];
             s
         })

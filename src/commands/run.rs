@@ -133,7 +133,7 @@ async fn run_all(
         }
         let options = RunOptions {
             seed: deployment.simulated().then_some(planned.scenario.seed_or_default()),
-            time_scale: 1.0 / args.speed,
+            time_scale: args.speed.map_or(planned.scenario.time_scale.unwrap_or(1.0), |x| 1.0 / x),
             label: planned.label.clone(),
             processes: match (args.processes, deployment.simulated()) {
                 (true, simulated) => Some(crate::engine::process::worker_program(simulated)?),

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
 use crate::backend::deployment::{Deployment, Shape, deploy};
-use crate::check::{check, compare, compare_at_least, lock_of};
+use crate::check::{check, compare, lock_of};
 use crate::cli::{BackendArgs, BreakArgs};
 use crate::engine::RunOptions;
 use crate::engine::log::Event;
@@ -23,8 +23,14 @@ use crate::scenario::{Expectation, Scenario};
 use crate::search::real::{self, RealTrials};
 use crate::search::{self, Budget, Options, Progress, report, space};
 
-/// Schedules tried when neither --budget nor --time is given.
+/// Schedules tried when neither --budget nor --time is given: on the simulator, where
+/// a trial takes microseconds, and on real servers, where each is a run of seconds
+/// (the workers' own moments first, then a coarse grid: a few minutes, not hours).
 const DEFAULT_BUDGET: u64 = 10_000;
+const DEFAULT_REAL_BUDGET: u64 = 60;
+
+/// How often a search tells its progress when stderr is no terminal (a log, CI).
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// The longest `--time`, in seconds: a day. Longer is a slip of the keyboard (and
 /// `1e20` would not fit a `Duration`).
@@ -34,6 +40,7 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
     let scenario = scenario_ref::load(&args.scenario)?.scenario;
     let scenario = scenario_ref::with_program(scenario, args.program.as_deref())?;
     let kinds = args.faults.as_deref().map(space::parse_kinds).transpose()?;
+    let real = args.real || has_programs(&scenario);
     let budget = match (args.budget, args.time) {
         (_, Some(s)) if !(s > 0.0 && s <= MAX_TIME_S) => {
             anyhow::bail!(
@@ -41,9 +48,15 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
             )
         }
         (_, Some(s)) => Budget::Time(Duration::from_secs_f64(s)),
-        (n, None) => Budget::Schedules(n.unwrap_or(DEFAULT_BUDGET)),
+        (Some(n), None) => Budget::Schedules(n),
+        (None, None) if real => Budget::Schedules(DEFAULT_REAL_BUDGET),
+        (None, None) => Budget::Schedules(DEFAULT_BUDGET),
     };
     let options = Options { kinds, budget, seed: args.seed, fencing: None };
+    let scenario = match args.fencing {
+        Some(switch) => Scenario { fencing: switch.on(), ..scenario },
+        None => scenario,
+    };
 
     // Real runs (of a search on servers, of a confirmation) get a runtime; the search
     // itself runs here, and between trials it looks at the shutdown's token.
@@ -55,7 +68,13 @@ pub fn run(args: &BreakArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> 
         vec![(String::new(), scenario.clone())]
     } else {
         let runs = scenario.planned_runs(&[scenario.fencing]);
-        runs.into_iter().map(|r| (r.label, r.scenario)).collect()
+        let fenced = |mut s: Scenario| {
+            if let Some(switch) = args.fencing {
+                s.fencing = switch.on();
+            }
+            s
+        };
+        runs.into_iter().map(|r| (r.label, fenced(r.scenario))).collect()
     };
     let mut code = ExitCode::SUCCESS;
     for (n, (label, design)) in runs.iter().enumerate() {
@@ -114,11 +133,24 @@ impl One<'_> {
             real.then(|| deploy(&self.backend.targets(), Shape::of(scenario))).transpose()?;
         let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
         let bar = progress_bar(options.budget);
-        let progress = |p: Progress| {
-            if let Some(bar) = &bar {
+        let started = std::time::Instant::now();
+        let mut told = started;
+        let progress = |p: Progress| match &bar {
+            Some(bar) => {
                 bar.set_position(p.tried);
-                bar.set_message(format!("{} violations found", p.violations));
+                bar.set_message(format!(
+                    "{} trials/s  {} violations found",
+                    report::rate(p.tried as f64 / started.elapsed().as_secs_f64().max(1e-3)),
+                    p.violations
+                ));
             }
+            // Without a terminal (a log, CI): a line every [`PROGRESS_EVERY`], so a
+            // long search is seen to be alive (a short one says nothing).
+            None if told.elapsed() >= PROGRESS_EVERY => {
+                told = std::time::Instant::now();
+                crate::output::stderr::line(&progress_line(p, options.budget, started));
+            }
+            None => {}
         };
         let outcome = match &deployment {
             Some(deployment) => {
@@ -144,13 +176,19 @@ impl One<'_> {
         for line in report::summary(&outcome) {
             say(&line);
         }
-        let Some(found) = &outcome.found else {
+        let Some(mut found) = outcome.found.clone() else {
             return Ok(if outcome.interrupted {
                 ExitCode::from(EXIT_INTERRUPTED)
             } else {
                 ExitCode::SUCCESS
             });
         };
+        // Found on real servers at a time scale: the file replays at it (a program's
+        // interpreter does not run faster when the leases are shorter).
+        if deployment.is_some() {
+            found.scenario.time_scale = Some(time_scale);
+        }
+        let found = &found;
         say("");
         print_transcript(&found.events);
         if let Some(path) = &self.save_to {
@@ -197,6 +235,20 @@ fn absolute_programs(scenario: &mut Scenario) {
     }
 }
 
+/// A progress line for a log: tried, of how many, how fast, how long.
+fn progress_line(p: Progress, budget: Budget, started: std::time::Instant) -> String {
+    let took = started.elapsed().as_secs_f64();
+    let of = match budget {
+        Budget::Schedules(n) => format!(" of {}", report::thousands(n)),
+        Budget::Time(limit) => format!(" (for up to {:.0} s)", limit.as_secs_f64()),
+    };
+    format!(
+        "break: {} schedules tried{of}, {} trials/s, {took:.0} s so far",
+        report::thousands(p.tried),
+        report::rate(p.tried as f64 / took.max(1e-3))
+    )
+}
+
 /// A bar on stderr, only when a person is watching it.
 fn progress_bar(budget: Budget) -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
@@ -207,7 +259,7 @@ fn progress_bar(budget: Budget) -> Option<indicatif::ProgressBar> {
         Budget::Time(_) => indicatif::ProgressBar::no_length(),
     };
     let style = indicatif::ProgressStyle::with_template(
-        "{spinner} {pos}/{len} schedules  {per_sec}  {msg}  {elapsed}",
+        "{spinner} {pos}/{len} schedules  {msg}  {elapsed}",
     )
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
@@ -305,10 +357,14 @@ impl Replay<'_> {
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             }
             let violations = check(&events);
-            diffs = match self.found_on {
-                Found::Simulator => compare(&expected, &events, &violations),
-                Found::Real => compare_at_least(&expected, &events, &violations),
-            };
+            // What `fencelab run FILE --check` will say of the saved file, and a break.
+            diffs = compare(&expected, &events, &violations);
+            let lock = scenario.lock.spec();
+            if let Some(error) = search::failure(&events) {
+                diffs.push(format!("the replay failed: {error}"));
+            } else if !violations.iter().any(|v| search::harmful(v, scenario.fencing, lock)) {
+                diffs.push("the replay broke nothing (no harmful violation)".to_string());
+            }
             if diffs.is_empty() {
                 let again = match (self.found_on, n) {
                     (Found::Simulator, _) => String::new(),

@@ -56,7 +56,17 @@ pub enum EventKind {
     /// never parsed).
     Stderr { worker: String, line: String },
     /// One call a worker made, as the commands sent and the reply, for the inspector.
-    Command { worker: String, command: String, reply: String, latency_ms: f64 },
+    Command {
+        worker: String,
+        command: String,
+        reply: String,
+        latency_ms: f64,
+        /// A foreign program's own call, carried by its proxy (absent for fencelab's
+        /// calls, the writes it makes for a program among them): where `break` finds a
+        /// program's own moments to pause it at.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        program: Option<ProgramCall>,
+    },
     /// Fencing was switched during the run; it applies to later writes.
     FencingChanged { on: bool },
     /// A lock server failed (Redlock), as the scenario said. `node` counts from 1;
@@ -102,6 +112,17 @@ pub enum EventKind {
         storage: Vec<StoredWrite>,
         outcome: RunOutcome,
     },
+}
+
+/// Where a foreign program's call came: the step of its script (from 1; absent for a
+/// free-running program), and whether the server's reply granted it the lock (its
+/// `SET ... NX` answered OK).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub grant: bool,
 }
 
 /// What a worker believes: each event is something it did, or an answer it got.

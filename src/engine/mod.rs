@@ -159,6 +159,14 @@ async fn prepare_placed(
     cancel: &CancellationToken,
 ) -> Result<PreparedRun, BackendError> {
     let cancel = cancel.child_token();
+    if let Some(f) = scenario.faults.iter().find(|f| f.on.is_some() && !is_program(scenario, f)) {
+        return Err(BackendError::Unsupported(format!(
+            "the pause of {} at {} ms lands on a moment of a program's own (`on`): {} is no program (give it `program = [...]`, or run with --program)",
+            f.worker.as_deref().unwrap_or("?"),
+            f.at_ms,
+            f.worker.as_deref().unwrap_or("that worker"),
+        )));
+    }
     lock.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let run_id = match &hosted {
@@ -444,6 +452,8 @@ async fn inject(
     cancel: CancellationToken,
 ) -> Result<(), BackendError> {
     faults.sort_by_key(|f| f.at_ms);
+    // A pause at a program's own moment is its host's to make, at that moment.
+    faults.retain(|f| f.on.is_none());
     for f in faults {
         tokio::select! {
             () = tokio::time::sleep_until(log.clock().instant_at(f.at_ms as f64)) => {}
@@ -468,6 +478,12 @@ async fn inject(
         }
     }
     Ok(())
+}
+
+/// Whether the worker `f` hits is a foreign program (its host can pause it at a
+/// moment of its own).
+fn is_program(scenario: &Scenario, f: &Fault) -> bool {
+    scenario.workers.iter().any(|w| Some(&w.name) == f.worker.as_ref() && w.program.is_some())
 }
 
 /// Prepare and execute in one call; returns the finished log.

@@ -543,6 +543,7 @@ impl Worker {
             command,
             reply,
             latency_ms: (latency_ms * 1000.0).round() / 1000.0,
+            program: None,
         });
     }
 

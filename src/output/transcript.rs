@@ -363,14 +363,36 @@ pub fn verdict_after(
     }
 }
 
-/// The checker's verdict in a few lines, unsafe writes first, each in the words of
-/// the run's lock kind.
+/// The checker's verdict in a few lines: a headline that names the worst thing found
+/// (a stale write, then something done twice, then a write while another worker held
+/// the lock, then a write after the writer's lease ended while nobody held it), then
+/// every violation, each in the words of the run's lock kind.
 pub fn verdict(violations: &[Violation], lock: &LockSpec) -> Vec<String> {
     let stale: Vec<&Violation> =
         violations.iter().filter(|v| v.kind() == ViolationKind::StaleWrite).collect();
     let twice = violations.iter().filter(|v| v.kind() == ViolationKind::DoneTwice).count();
+    let (mut beside, mut unheld) = (Vec::new(), 0);
+    for v in violations {
+        match v {
+            Violation::WriteByNonHolder { worker, redis_holder: Some(holder), .. } => {
+                beside.push(format!("{worker} while {holder} held it"));
+            }
+            Violation::WriteByNonHolder { redis_holder: None, .. } => unheld += 1,
+            _ => {}
+        }
+    }
+    let grant = lock.words.grant;
     let mut lines = vec![match stale.as_slice() {
         [] if twice > 0 => format!("checker: {twice} done twice that must happen once"),
+        [] if !beside.is_empty() => format!(
+            "checker: no stale write, but {} accepted from a worker that did not hold the {grant} while another did ({})",
+            writes(beside.len()),
+            beside.join("; ")
+        ),
+        [] if unheld > 0 => format!(
+            "checker: no stale write accepted; {} accepted after the writer's lease ended, while nobody held the {grant}",
+            writes(unheld)
+        ),
         [] => "checker: no stale write accepted".to_string(),
         [one] => format!("checker: 1 stale write accepted ({})", stale_brief(one, lock)),
         many => format!(
@@ -380,12 +402,27 @@ pub fn verdict(violations: &[Violation], lock: &LockSpec) -> Vec<String> {
         ),
     }];
     lines.extend(violations.iter().map(|v| format!("  ! {}", v.said(lock))));
-    if violations.iter().all(|v| v.kind() == ViolationKind::OverlappingBelief)
-        && !violations.is_empty()
-    {
-        lines.push("  (harmless here: no write from an outdated holder was accepted)".to_string());
+    let harmless = |v: &Violation| {
+        matches!(
+            v,
+            Violation::OverlappingBelief { .. }
+                | Violation::WriteByNonHolder { redis_holder: None, .. }
+        )
+    };
+    if !violations.is_empty() && violations.iter().all(harmless) {
+        lines.push(match unheld {
+            0 => "  (harmless here: no write from an outdated holder was accepted)".to_string(),
+            _ => format!(
+                "  (harmless here: no write landed after a newer holder's, and none while another worker held the {grant})"
+            ),
+        });
     }
     lines
+}
+
+/// "1 write", "2 writes".
+fn writes(n: usize) -> String {
+    if n == 1 { "1 write".to_string() } else { format!("{n} writes") }
 }
 
 fn stale_brief(v: &Violation, lock: &LockSpec) -> String {

@@ -67,6 +67,23 @@ pub fn opt_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> 
     Option::<u64>::deserialize(d)?.map(check_ms).transpose()
 }
 
+/// `time_scale = X`: real time per scenario time, the inverse of a speed in [`SPEED`].
+pub fn opt_time_scale<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let scale = Option::<f64>::deserialize(d)?;
+    scale
+        .map(|v| {
+            let speed = if v > 0.0 { 1.0 / v } else { f64::NAN };
+            check_speed(speed).map(|_| v).map_err(|_| {
+                D::Error::custom(format!(
+                    "time_scale {v} is out of range; use {} to {} (real time per scenario time)",
+                    1.0 / SPEED.end(),
+                    1.0 / SPEED.start()
+                ))
+            })
+        })
+        .transpose()
+}
+
 /// `speed = X`: finite, in [`SPEED`].
 pub fn opt_speed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     Option::<f64>::deserialize(d)?.map(|v| check_speed(v).map_err(D::Error::custom)).transpose()

@@ -72,6 +72,9 @@ pub struct Scenario {
     pub checkpoints: Vec<Checkpoint>,
     /// Lessons: the speed the TUI starts at (slow motion helps the first time).
     pub speed: Option<f64>,
+    /// Real time per scenario time for headless runs (`run`), unless `--speed` is
+    /// given: where `fencelab break` found a counterexample on real servers.
+    pub time_scale: Option<f64>,
     /// Seed for the simulator's random values (lock values, sweep pauses).
     pub seed: Option<u64>,
     /// Lessons: many seeded simulator runs with random pauses at several lease lengths.
@@ -100,6 +103,10 @@ pub struct Fault {
     pub ms: Option<u64>,
     #[serde(rename = "do")]
     pub kind: FaultKind,
+    /// A pause of a program worker: the moment of its own that it lands at, whatever
+    /// `at_ms` says (which keeps where it fell when it was found, for the story).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<Moment>,
 }
 
 impl Fault {
@@ -107,6 +114,74 @@ impl Fault {
     pub fn node_index(&self) -> usize {
         self.node.unwrap_or(0).saturating_sub(1)
     }
+}
+
+/// A moment in a program worker's own conversation, where a pause lands the same way
+/// however fast the machine or the program's interpreter is: before fencelab sends it
+/// a step, or as a server's reply to one of its calls reaches it (its proxy holds the
+/// reply until the kernel has stopped it, so the program acts on that reply only after
+/// the pause, as a GC pause right after the reply would make it). Counted in the
+/// program's own calls, not in milliseconds: `fencelab break` finds a break on real
+/// servers at one speed, and the file it saves replays it at any other.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Moment {
+    /// The worker's script step, counting from 1; absent for a free-running program,
+    /// whose calls are counted over its whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// The call whose reply it is, named as the inspector names it (`GET`,
+    /// `EVALSHA`), or `grant`: the reply that gives it the lock. Absent: just before
+    /// the step is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// Which of those calls in the step (or the run), from 1.
+    #[serde(default = "first", skip_serializing_if = "is_first")]
+    pub nth: u32,
+}
+
+/// What `reply` says for the reply that grants the lock.
+pub const GRANT: &str = "grant";
+
+fn first() -> u32 {
+    1
+}
+
+fn is_first(n: &u32) -> bool {
+    *n == 1
+}
+
+impl fmt::Display for Moment {
+    /// "as the reply to its 2nd GET of step 3 reaches it", "before its step 2".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let of_step = self.step.map_or(String::new(), |s| format!(" of step {s}"));
+        match self.reply.as_deref() {
+            None => write!(f, "before its step {}", self.step.unwrap_or(1)),
+            Some(GRANT) if self.nth == 1 => {
+                write!(f, "as the reply that grants it the lock{of_step} reaches it")
+            }
+            Some(GRANT) => write!(
+                f,
+                "as the reply that grants it the lock for the {} time{of_step} reaches it",
+                ordinal(self.nth)
+            ),
+            Some(call) => {
+                write!(f, "as the reply to its {} {call}{of_step} reaches it", ordinal(self.nth))
+            }
+        }
+    }
+}
+
+/// 1 as "1st", 2 as "2nd", 11 as "11th".
+pub fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// Something that happens to a lock server, or to one worker's link, during a run.
@@ -412,7 +487,8 @@ pub struct WorkerSpec {
     /// When the worker starts its script, in scenario milliseconds since the run began.
     #[serde(default, deserialize_with = "bounds::ms")]
     pub start_ms: u64,
-    #[serde(deserialize_with = "bounds::steps")]
+    /// What it does, in order. A program worker without steps runs freely.
+    #[serde(default, deserialize_with = "bounds::steps", skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
     /// How fast this worker's own clock runs against real time (1.0: true). Only a
     /// lock that reads the workers' clocks notices (`lock = "k8s-lease"`, where a

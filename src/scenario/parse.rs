@@ -204,6 +204,35 @@ fn fault_shape_error(s: &Scenario, f: &Fault) -> Option<String> {
     })
 }
 
+/// Why a pause's `on` (a moment of a program worker's own) cannot be: only a pause
+/// lands on one, of a worker, at a step it has, counted from 1.
+fn moment_error(s: &Scenario, f: &Fault) -> Option<String> {
+    let on = f.on.as_ref()?;
+    let at = f.at_ms;
+    if f.kind != crate::scenario::FaultKind::Pause {
+        return Some(format!(
+            "fault `{}` at {at} ms: only a `pause` lands `on` a moment of a worker's own",
+            f.kind.name()
+        ));
+    }
+    let worker = s.workers.iter().find(|w| Some(&w.name) == f.worker.as_ref())?;
+    let steps = worker.steps.len();
+    if on.nth == 0 {
+        return Some(format!("pause at {at} ms: `on.nth` counts from 1"));
+    }
+    match (on.step, on.reply.as_deref()) {
+        (Some(step), _) if step == 0 || step > steps => Some(format!(
+            "pause at {at} ms: `on.step = {step}`, but worker {} has {steps} step(s), counted from 1",
+            worker.name
+        )),
+        (None, None) => Some(format!(
+            "pause at {at} ms: `on` needs `step = N` (before that step), `reply = \"CALL\"` (as a reply reaches it), or both"
+        )),
+        (_, Some("")) => Some(format!("pause at {at} ms: `on.reply` names no call")),
+        _ => None,
+    }
+}
+
 /// The steps and faults must be ones the chosen lock service and storage can do.
 fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
     let lock = s.lock;
@@ -222,7 +251,7 @@ fn validate_for_lock(s: &Scenario) -> Result<(), (Needle, String)> {
         ));
     }
     for (i, f) in s.faults.iter().enumerate() {
-        if let Some(why) = fault_shape_error(s, f) {
+        if let Some(why) = fault_shape_error(s, f).or_else(|| moment_error(s, f)) {
             return Err((Needle::Fault(i), why));
         }
     }
@@ -700,6 +729,28 @@ steps = [{ do = "acquire" }]
         assert!(no_ms.contains("`pause` at 5 ms needs `ms = N`"), "{no_ms}");
         let nobody = at("", "do = \"pause\"\nms = 3000\n").unwrap_err().1;
         assert!(nobody.contains("needs `worker = \"A\"`"), "{nobody}");
+    }
+
+    #[test]
+    fn a_pause_on_a_programs_moment_names_a_step_it_has_and_a_call() {
+        let at = |fault: &str| {
+            let src = format!("{MINIMAL}[[faults]]\nat_ms = 5\nworker = \"A\"\nms = 3000\n{fault}");
+            parse_scenario(&src, "t.toml").map(|s| s.faults[0].on.clone()).map_err(|e| e.message)
+        };
+        let on = at("do = \"pause\"\non = { step = 1, reply = \"GET\", nth = 2 }\n").unwrap();
+        let on = on.unwrap();
+        assert_eq!((on.step, on.reply.as_deref(), on.nth), (Some(1), Some("GET"), 2));
+        assert_eq!(on.to_string(), "as the reply to its 2nd GET of step 1 reaches it");
+        let before = at("do = \"pause\"\non = { step = 1 }\n").unwrap().unwrap();
+        assert_eq!(before.to_string(), "before its step 1");
+        let past = at("do = \"pause\"\non = { step = 2 }\n").unwrap_err();
+        assert!(past.contains("worker A has 1 step(s)"), "{past}");
+        let nothing = at("do = \"pause\"\non = { nth = 1 }\n").unwrap_err();
+        assert!(nothing.contains("needs `step = N`"), "{nothing}");
+        let zeroth = at("do = \"pause\"\non = { reply = \"GET\", nth = 0 }\n").unwrap_err();
+        assert!(zeroth.contains("counts from 1"), "{zeroth}");
+        let typo = at("do = \"pause\"\non = { step = 1, replie = \"GET\" }\n").unwrap_err();
+        assert!(typo.contains("replie"), "{typo}");
     }
 
     #[test]

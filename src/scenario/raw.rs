@@ -96,6 +96,15 @@ pub struct RawScenario {
         skip_serializing_if = "Option::is_none"
     )]
     pub speed: Option<f64>,
+    /// Real time per scenario time for headless runs of this file (`run`, `--check`)
+    /// unless `--speed` says otherwise: a counterexample `fencelab break` found on real
+    /// servers at `--time-scale 0.5` replays at 0.5.
+    #[serde(
+        default,
+        deserialize_with = "bounds::opt_time_scale",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub time_scale: Option<f64>,
     /// Seed for the simulator's random values (lock values, sweep pauses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -155,6 +164,7 @@ impl From<RawScenario> for Scenario {
             fencing_compare,
             checkpoints,
             speed,
+            time_scale,
             seed,
             sweep,
             processes,
@@ -186,6 +196,7 @@ impl From<RawScenario> for Scenario {
             fencing_compare,
             checkpoints,
             speed,
+            time_scale,
             seed,
             sweep,
             processes,
@@ -217,6 +228,7 @@ impl From<Scenario> for RawScenario {
             fencing_compare,
             checkpoints,
             speed,
+            time_scale,
             seed,
             sweep,
             processes,
@@ -254,6 +266,7 @@ impl From<Scenario> for RawScenario {
             fencing_compare,
             checkpoints,
             speed,
+            time_scale,
             seed,
             sweep,
             processes,

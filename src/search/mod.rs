@@ -57,8 +57,11 @@ pub struct Progress {
 
 /// A harmful violation: the storage took a write it should not have, or something
 /// happened twice. Overlapping belief alone is harmless: two workers believing is
-/// not two workers writing. With fencing, a write by a worker that no longer held the
-/// lock is harmless too: the fenced storage took it in token order (it refuses any
+/// not two workers writing. A write by a worker whose lease had ended is harmful only
+/// while another worker held the lock: then two writers were in the one place the
+/// lock keeps for one. While nobody held it, nothing it wrote could undo a holder's
+/// (a write after a newer holder's is a stale write, judged as such). With fencing,
+/// even that is harmless: the fenced storage took it in token order (it refuses any
 /// token lower than one it accepted), so nothing a newer holder wrote was undone;
 /// that is what fencing promises, and a stale write is what breaks the promise.
 ///
@@ -69,7 +72,11 @@ pub struct Progress {
 pub fn harmful(v: &Violation, fencing: bool, lock: &LockSpec) -> bool {
     match v.kind() {
         ViolationKind::OverlappingBelief => false,
-        ViolationKind::WriteByNonHolder => !fencing && !lock.queue,
+        ViolationKind::WriteByNonHolder => {
+            let another_held =
+                matches!(v, Violation::WriteByNonHolder { redis_holder: Some(_), .. });
+            !fencing && !lock.queue && another_held
+        }
         ViolationKind::StaleWrite | ViolationKind::DoneTwice => true,
     }
 }
@@ -108,9 +115,17 @@ pub struct Outcome {
     /// Schedules whose run had only harmless violations, by kind.
     pub harmless: BTreeMap<ViolationKind, u64>,
     pub found: Option<Found>,
+    /// A schedule that broke the design during the search but not when it was run
+    /// again (real runs race): not a break, and said so.
+    pub unsteady: Option<Schedule>,
     /// A signal (or the TUI's q) stopped it early.
     pub interrupted: bool,
     pub elapsed: Duration,
+    /// Every run it made: the fault-free one, each schedule's, shrinking's.
+    pub runs: u64,
+    /// Runs that ended with an error, not judged: how many, and the first one's
+    /// schedule and error.
+    pub failed: (u64, Option<String>),
 }
 
 impl Outcome {
@@ -125,18 +140,32 @@ struct Judge<'a> {
     design: &'a Scenario,
     fencing: bool,
     harmless: BTreeMap<ViolationKind, u64>,
+    /// Runs so far: the fault-free one, the search's, shrinking's.
+    runs: u64,
+    /// Runs that ended with an error (a program that exited, a server lost): not
+    /// judged, as a failed run's verdict never is; how many, and the first error.
+    failed: (u64, Option<String>),
 }
 
 impl Judge<'_> {
     fn run(&mut self, schedule: &[space::Move]) -> anyhow::Result<(Vec<Event>, Vec<Violation>)> {
+        self.runs += 1;
         let events = self.runner.trial(&space::apply(self.design, schedule), self.fencing)?;
         let violations = check(&events);
         Ok((events, violations))
     }
 
-    /// Whether it breaks; counts harmless violations on the way.
+    /// Whether it breaks; counts harmless violations and failed runs on the way.
     fn breaks(&mut self, schedule: &[space::Move]) -> anyhow::Result<bool> {
-        let (_, violations) = self.run(schedule)?;
+        let (events, violations) = self.run(schedule)?;
+        if let Some(error) = failure(&events) {
+            self.failed.0 += 1;
+            self.failed.1.get_or_insert(format!(
+                "{}: {error}",
+                space::and_list(&schedule.iter().map(ToString::to_string).collect::<Vec<_>>(),)
+            ));
+            return Ok(false);
+        }
         let broke = violations.iter().any(|v| harmful(v, self.fencing, self.design.lock.spec()));
         if !broke {
             let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
@@ -148,6 +177,17 @@ impl Judge<'_> {
         }
         Ok(broke)
     }
+}
+
+/// The error a run ended with, if it failed.
+pub fn failure(events: &[Event]) -> Option<&str> {
+    events.iter().rev().find_map(|e| match &e.kind {
+        crate::engine::log::EventKind::RunEnded {
+            outcome: crate::engine::log::RunOutcome::Failed { error },
+            ..
+        } => Some(error.as_str()),
+        _ => None,
+    })
 }
 
 fn count_pauses(s: &Scenario) -> usize {
@@ -191,9 +231,19 @@ pub fn search_with(
     design.fencing = options.fencing.unwrap_or(scenario.fencing);
     let started = Instant::now();
     let placement = runner.placement();
-    let mut judge =
-        Judge { runner, design: &design, fencing: design.fencing, harmless: BTreeMap::new() };
+    let mut judge = Judge {
+        runner,
+        design: &design,
+        fencing: design.fencing,
+        harmless: BTreeMap::new(),
+        runs: 0,
+        failed: (0, None),
+    };
     let (clean_events, _) = judge.run(&[])?;
+    // A design that cannot even run without a fault has nothing to search.
+    if let Some(error) = failure(&clean_events) {
+        anyhow::bail!("the design's run without any fault failed: {error}");
+    }
     let (space, placed) = match placement {
         Placement::Grid => (Space::new(&design, &kinds, end_ms(&clean_events)), Vec::new()),
         Placement::Moments => {
@@ -214,8 +264,11 @@ pub fn search_with(
         seed: options.seed,
         harmless: BTreeMap::new(),
         found: None,
+        unsteady: None,
         interrupted: false,
         elapsed: Duration::ZERO,
+        runs: 0,
+        failed: (0, None),
     };
     // A design that breaks with no fault at all is its own smallest story.
     let mut first: Option<Schedule> = judge.breaks(&[])?.then(Vec::new);
@@ -275,11 +328,30 @@ pub fn search_with(
             }
             Ok(true)
         })?;
-        let (events, violations) = judge.run(&shrunk)?;
-        let scenario = counterexample(scenario, &design, &shrunk, &events, &violations);
-        outcome.found = Some(Found { original, shrunk, scenario, events, shrink_trials });
+        // The run shown and saved is one that breaks: a real run that does not (it
+        // raced the scheduler) is run again, and a schedule that never breaks again is
+        // no break to report.
+        let mut shown = None;
+        for _ in 0..repeats + 1 {
+            let (events, violations) = judge.run(&shrunk)?;
+            shrink_trials += 1;
+            let judged = failure(&events).is_none();
+            if judged && violations.iter().any(|v| harmful(v, design.fencing, design.lock.spec())) {
+                shown = Some((events, violations));
+                break;
+            }
+        }
+        match shown {
+            Some((events, violations)) => {
+                let scenario = counterexample(scenario, &design, &shrunk, &events, &violations);
+                outcome.found = Some(Found { original, shrunk, scenario, events, shrink_trials });
+            }
+            None => outcome.unsteady = Some(shrunk),
+        }
     }
     outcome.elapsed = started.elapsed();
+    outcome.runs = judge.runs;
+    outcome.failed = judge.failed;
     Ok(outcome)
 }
 

@@ -7,12 +7,18 @@
 //! trials placed well. A grid coarse enough to afford mostly misses the short window
 //! between a worker's check and its write; the worker's own events and commands say
 //! exactly where that window is, for a foreign program as for a built-in worker.
+//!
+//! A foreign program's moments are named by its own calls (`Moment`: the reply that
+//! granted it the lock, the reply to its 2nd GET of step 3, before its step 3), not by
+//! the millisecond they fell at: its host pauses it exactly there, in every trial and
+//! in the saved counterexample, however fast its interpreter runs that time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::space::{Move, Space, Target};
-use crate::engine::log::{Event, EventKind, WorkerEvent};
-use crate::scenario::{FaultKind, Scenario};
+use crate::engine::log::{Event, EventKind, ProgramCall, WorkerEvent};
+use crate::engine::program::call_name;
+use crate::scenario::{FaultKind, GRANT, Moment, Scenario, Step};
 
 /// Pause lengths tried at each moment, in leases: past one lease with room (a lease
 /// renewed just before the pause still has a whole lease to run), and past two (a
@@ -35,8 +41,9 @@ pub fn pauses(design: &Scenario, clean: &[Event], space: &Space) -> Vec<Move> {
     for (num, den) in LEASES {
         let ms = (lease * num / den).div_ceil(step) * step;
         let ms = ms.clamp(shortest, longest);
-        for (at_ms, worker) in moments(clean) {
-            let m = Move { kind: FaultKind::Pause, target: Target::Worker(worker), at_ms, ms };
+        for (at_ms, worker, on) in moments(design, clean) {
+            let target = Target::Worker(worker);
+            let m = Move { kind: FaultKind::Pause, target, at_ms, ms, on };
             if pausable(&m.target.to_string()) && !moves.contains(&m) {
                 moves.push(m);
             }
@@ -45,13 +52,39 @@ pub fn pauses(design: &Scenario, clean: &[Event], space: &Space) -> Vec<Move> {
     moves
 }
 
-/// Each worker's moments (a millisecond after each), in time order.
-fn moments(events: &[Event]) -> Vec<(u64, String)> {
+/// Each worker's moments (a millisecond after each), in time order; a program's are
+/// its own calls' (and, for a driven one, the moment before each of its writes' steps).
+fn moments(design: &Scenario, events: &[Event]) -> Vec<(u64, String, Option<Moment>)> {
+    let programs: Vec<&str> =
+        design.workers.iter().filter(|w| w.program.is_some()).map(|w| w.name.as_str()).collect();
     let mut last: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut calls = Calls::default();
     let mut found = Vec::new();
     let after = |t: f64| t.floor() as u64 + 1;
     for e in events {
         let (worker, what) = match &e.kind {
+            EventKind::Command { worker, program: Some(call), command, .. }
+                if programs.contains(&worker.as_str()) =>
+            {
+                let (on, grant) = calls.take(worker, call, call_name(command));
+                if let Some(grant) = grant {
+                    found.push((after(e.t_ms), worker.clone(), Some(grant)));
+                }
+                calls.last.insert(worker.clone(), (e.t_ms, on));
+                continue;
+            }
+            EventKind::Worker { worker, what } if programs.contains(&worker.as_str()) => {
+                let moment = matches!(
+                    what,
+                    WorkerEvent::Renewed { extended: true }
+                        | WorkerEvent::Checked { still_owner: true }
+                        | WorkerEvent::Wrote { .. }
+                );
+                if let Some((t, on)) = calls.last.remove(worker).filter(|_| moment) {
+                    found.push((after(t), worker.clone(), Some(on)));
+                }
+                continue;
+            }
             EventKind::Worker { worker, what } => (worker.as_str(), Some(what)),
             EventKind::Command { worker, .. } => (worker.as_str(), None),
             _ => continue,
@@ -61,19 +94,72 @@ fn moments(events: &[Event]) -> Vec<(u64, String)> {
                 WorkerEvent::Acquired { .. }
                 | WorkerEvent::Renewed { extended: true }
                 | WorkerEvent::Checked { still_owner: true },
-            ) => found.push((after(e.t_ms), worker.to_string())),
+            ) => found.push((after(e.t_ms), worker.to_string(), None)),
             Some(WorkerEvent::Wrote { .. }) => {
                 if let Some(&t) = last.get(worker) {
-                    found.push((after(t), worker.to_string()));
+                    found.push((after(t), worker.to_string(), None));
                 }
             }
             _ => {}
         }
         last.insert(worker, e.t_ms);
     }
-    found.sort_by_key(|(at, _)| *at);
-    found.dedup();
+    // A driven program's write steps: just before each is sent (its write may need
+    // no call of its own before it).
+    for w in design.workers.iter().filter(|w| w.program.is_some()) {
+        let started = started_at(events, &w.name);
+        for (i, _) in w.steps.iter().enumerate().filter(|(_, s)| matches!(s, Step::Write { .. })) {
+            let on = Moment { step: Some(i + 1), reply: None, nth: 1 };
+            found.push((started, w.name.clone(), Some(on)));
+        }
+    }
+    found.sort_by_key(|(at, _, _)| *at);
+    let mut seen = Vec::new();
+    found.retain(|m| {
+        let new = !seen.contains(m);
+        seen.push(m.clone());
+        new
+    });
     found
+}
+
+/// When `worker` started, in whole ms (a moment before a step is told by its step, the
+/// time is only its story's).
+fn started_at(events: &[Event], worker: &str) -> u64 {
+    let started = events.iter().find(|e| {
+        matches!(&e.kind, EventKind::Worker { worker: w, what: WorkerEvent::Started } if w == worker)
+    });
+    started.map_or(0, |e| e.t_ms.floor() as u64)
+}
+
+/// A program's calls counted as its host counts them (`engine::program`'s `Armed`):
+/// by name within each step, grants apart.
+#[derive(Default)]
+struct Calls {
+    counts: HashMap<(String, Option<u32>, String), u32>,
+    /// Each program's last call: when, and its moment.
+    last: HashMap<String, (f64, Moment)>,
+}
+
+impl Calls {
+    /// The moment of `worker`'s call `name`, and of its grant if it was one.
+    fn take(&mut self, worker: &str, call: &ProgramCall, name: &str) -> (Moment, Option<Moment>) {
+        let step = call.step;
+        let mut count = |name: &str| {
+            let key = (worker.to_string(), step, name.to_ascii_uppercase());
+            let n = self.counts.entry(key).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let at_step = step.and_then(|s| usize::try_from(s).ok());
+        let on = Moment { step: at_step, reply: Some(name.to_ascii_uppercase()), nth: count(name) };
+        let grant = call.grant.then(|| Moment {
+            step: at_step,
+            reply: Some(GRANT.to_string()),
+            nth: count(GRANT),
+        });
+        (on, grant)
+    }
 }
 
 #[cfg(test)]
@@ -91,6 +177,7 @@ mod tests {
             command: "EVALSHA ...".into(),
             reply: "1".into(),
             latency_ms: 0.3,
+            program: None,
         };
         Event { seq: 0, t_ms, kind }
     }

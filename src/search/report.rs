@@ -75,16 +75,25 @@ pub fn coverage(o: &Outcome) -> String {
 
 /// The closing lines: found, or covered without finding.
 pub fn summary(o: &Outcome) -> Vec<String> {
-    let took = format!("{:.1} s", o.elapsed.as_secs_f64());
-    let per_s = o.tried() as f64 / o.elapsed.as_secs_f64().max(1e-3);
+    // Every run counts, the fault-free one and shrinking's too: the rate is the
+    // machine's, what a longer budget would cost.
+    let took = format!("{:.1} s, {} runs", o.elapsed.as_secs_f64(), thousands(o.runs));
+    let per_s = rate(o.runs as f64 / o.elapsed.as_secs_f64().max(1e-3));
     let mut lines = Vec::new();
+    if let (n @ 1.., Some(first)) = &o.failed {
+        lines.push(format!(
+            "{n} run{} ended with an error and {} not judged; the first: {first}",
+            if *n == 1 { "" } else { "s" },
+            if *n == 1 { "was" } else { "were" }
+        ));
+    }
     match &o.found {
         Some(found) if found.original.is_empty() => {
             lines.push("it breaks with no fault at all: its own steps are enough".to_string());
         }
         Some(found) => {
             lines.push(format!(
-                "broke it after {} schedules ({took}, {per_s:.0}/s): {}",
+                "broke it after {} schedules ({took}, {per_s} trials/s): {}",
                 thousands(o.tried()),
                 story(&found.original)
             ));
@@ -101,13 +110,25 @@ pub fn summary(o: &Outcome) -> Vec<String> {
             } else {
                 "no violation"
             };
-            lines.push(format!("{stop}{}: {none} ({took})", coverage(o)));
+            lines.push(format!("{stop}{}: {none} ({took}, {per_s} trials/s)", coverage(o)));
             if o.fencing || !o.harmless.is_empty() {
                 lines.push(harmless_line(o));
+            }
+            if let Some(unsteady) = &o.unsteady {
+                lines.push(format!(
+                    "one schedule broke it once but not when run again: {} (real runs race; not reported as a break)",
+                    story(unsteady)
+                ));
             }
         }
     }
     lines
+}
+
+/// Trials a second as a person reads them: one decimal below 100 (a real run takes
+/// seconds: "0.3"), whole and grouped above ("16,991").
+pub fn rate(per_s: f64) -> String {
+    if per_s < 100.0 { format!("{per_s:.1}") } else { thousands(per_s.round() as u64) }
 }
 
 /// What held, in one short line for a status bar: the count first, the detail after.
@@ -194,6 +215,7 @@ pub fn narration(found: &Found) -> String {
             .storage
             .iter()
             .map(|w| match w.split_once(':') {
+                Some((who, "-")) => format!("{who} (no token)"),
                 Some((who, token)) => format!("{who} (token {token})"),
                 None => w.clone(),
             })
@@ -218,6 +240,13 @@ fn capitalised(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rates_keep_a_decimal_where_a_person_needs_one() {
+        assert_eq!(super::rate(0.07), "0.1");
+        assert_eq!(super::rate(0.36), "0.4");
+        assert_eq!(super::rate(16991.4), "16,991");
+    }
+
     #[test]
     fn thousands_are_grouped() {
         assert_eq!(super::thousands(12000), "12,000");

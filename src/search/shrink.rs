@@ -164,7 +164,7 @@ mod tests {
     use crate::search::space::{Grid, Move, Target};
 
     fn pause(who: &str, at_ms: u64, ms: u64) -> Move {
-        Move { kind: FaultKind::Pause, target: Target::Worker(who.into()), at_ms, ms }
+        Move { kind: FaultKind::Pause, target: Target::Worker(who.into()), at_ms, ms, on: None }
     }
 
     fn space() -> Space {

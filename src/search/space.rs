@@ -144,6 +144,9 @@ pub struct Move {
     pub target: Target,
     pub at_ms: u64,
     pub ms: u64,
+    /// A pause of a program worker at a moment of its own (`at_ms` then says where
+    /// that moment fell in the run it was found in).
+    pub on: Option<crate::scenario::Moment>,
 }
 
 impl Move {
@@ -153,7 +156,15 @@ impl Move {
             Target::Worker(w) => (Some(w.clone()), None),
             Target::Node(n) => (None, Some(*n)),
         };
-        let fault = |at_ms, kind, ms| Fault { at_ms, node, worker: worker.clone(), ms, kind };
+        let on = self.on.clone();
+        let fault = |at_ms, kind, ms| Fault {
+            at_ms,
+            node,
+            worker: worker.clone(),
+            ms,
+            kind,
+            on: on.clone(),
+        };
         match self.kind {
             FaultKind::Kill => vec![
                 fault(self.at_ms, FaultKind::Kill, None),
@@ -168,7 +179,10 @@ impl fmt::Display for Move {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (at, ms) = (secs(self.at_ms), secs(self.ms));
         match self.kind {
-            FaultKind::Pause => write!(f, "{} freezes at {at} for {ms}", self.target),
+            FaultKind::Pause => match &self.on {
+                Some(on) => write!(f, "{} freezes {on} (at {at} when found) for {ms}", self.target),
+                None => write!(f, "{} freezes at {at} for {ms}", self.target),
+            },
             FaultKind::Delay => write!(f, "from {at}, {}'s replies arrive {ms} late", self.target),
             FaultKind::ClockJump => write!(f, "at {at}, {}'s clock jumps {ms} ahead", self.target),
             FaultKind::Kill => {
@@ -371,6 +385,7 @@ impl Space {
             target: target.clone(),
             at_ms: self.start.at(i / lengths % starts),
             ms: self.length[(i % lengths) as usize],
+            on: None,
         }
     }
 
@@ -571,7 +586,8 @@ mod tests {
                 kind: FaultKind::Pause,
                 target: Target::Worker("B".into()),
                 at_ms: 100,
-                ms: 200
+                ms: 200,
+                on: None
             }
         );
     }

@@ -429,7 +429,7 @@ mod tests {
     use crate::scenario::{Fault, builtin};
 
     fn fault(kind: FaultKind, worker: &str) -> Fault {
-        Fault { at_ms: 100, node: None, worker: Some(worker.into()), ms: Some(100), kind }
+        Fault { at_ms: 100, node: None, worker: Some(worker.into()), ms: Some(100), kind, on: None }
     }
 
     fn gc_pause() -> Scenario {

@@ -16,10 +16,14 @@ sys.stdin.readline()
 client = redis.Redis.from_url(os.environ["FENCELAB_REDIS_URL"])
 lock = client.lock(os.environ["FENCELAB_KEY"], timeout=int(os.environ["FENCELAB_LEASE_MS"]) / 1000)
 say(event="ready")
+assert json.loads(sys.stdin.readline())["type"] == "start"
 lock.acquire()
 say(event="acquired", value=lock.local.token.decode())
 say(event="write", id=1, value="free " + os.environ["FENCELAB_WORKER"])
 answer = json.loads(sys.stdin.readline())
 assert answer["type"] == "write_result" and answer["id"] == 1, answer
-lock.release()
-say(event="released")
+try:
+    lock.release()
+    say(event="released")
+except redis.exceptions.LockNotOwnedError as e:
+    say(event="release_failed", reason=str(e))

@@ -6,6 +6,7 @@ import sys
 
 sys.stdin.readline()
 print(json.dumps({"event": "ready"}), flush=True)
+sys.stdin.readline()  # start
 print(json.dumps({"event": "acquired", "value": "never-stored"}), flush=True)
 print(json.dumps({"event": "write", "id": 1, "value": "trust me"}), flush=True)
 sys.stdin.readline()

@@ -7,22 +7,13 @@
 
 use crate::support;
 
-use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
-use fencelab::commands::scenario_ref::{load, with_program};
+use fencelab::commands::scenario_ref::load;
 use fencelab::engine::log::{Event, EventKind, KernelSignal, WorkerEvent};
 use fencelab::engine::{RunOptions, run};
-use fencelab::scenario::{Scenario, ViolationKind, builtin};
-use fencelab::search::real::RealTrials;
-use fencelab::search::{Budget, Options, search_with};
-use support::{digest, on_redis, redis, storage};
+use fencelab::scenario::{Scenario, ViolationKind};
+use support::{digest, storage};
 use tokio_util::sync::CancellationToken;
-
-/// The lesson `name` with every worker running `program` (tests run in the
-/// repository's root, as `--program` runs it in the current folder).
-fn lesson_with(name: &str, program: &str) -> Scenario {
-    with_program(builtin(name).unwrap().unwrap(), Some(program)).unwrap()
-}
 
 /// The tests take turns (with the other races of this binary): each is a race on
 /// real servers against the kernel's scheduler, and several at once on two loaded
@@ -123,69 +114,104 @@ fn python_redis_lock_renewals_stop_when_the_whole_process_is_paused() {
     assert!(learnt, "{}", digest(&events));
 }
 
-/// `fencelab break --program PROGRAM gc-pause` at `scale`, saving to a temporary file:
-/// it must find a break, shrink it, confirm it on a real run again, and save a file
-/// that names the program by an absolute path.
-fn breaks(program: &str, scale: &str) {
+/// `fencelab break SCENARIO --program PROGRAM` at the default time scale, saving to a
+/// temporary file: it must find a break, shrink it, confirm it on a real run again,
+/// save a file that names the program by an absolute path, tell its progress on a
+/// stderr that is no terminal (its rate with a decimal), and the file must replay:
+/// `fencelab run FILE --check`, the command it prints, passes (twice running).
+fn breaks(scenario: &str, program: Option<&str>) {
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("broken.toml");
-    let out = support::bin()
-        .args(["break", "gc-pause", "--budget", "12", "--time-scale", scale, "--program", program])
-        .arg("--save")
-        .arg(&saved)
-        .output()
-        .unwrap();
+    let mut command = support::bin();
+    command.args(["break", scenario, "--budget", "12", "--save"]).arg(&saved);
+    if let Some(program) = program {
+        command.args(["--program", program]);
+    }
+    let out = command.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{program}: {text}\n{err}");
+    assert!(out.status.success(), "{scenario} {program:?}: {text}\n{err}");
     assert!(text.contains("every trial a real run on private redis-server"), "{text}");
-    assert!(text.contains("A freezes at"), "{text}");
+    assert!(text.contains("broke it after"), "{text}");
+    assert!(text.contains(" freezes "), "{text}");
     assert!(text.contains("confirmed on private redis-server"), "{text}");
+    assert!(text.lines().any(rate_with_a_decimal), "the summary's rate: {text}");
+    assert!(err.lines().any(|l| l.starts_with("break: ") && rate_with_a_decimal(l)), "{err}");
     let file = std::fs::read_to_string(&saved).unwrap();
-    let script = program.split(' ').nth(1).unwrap();
-    let absolute = std::fs::canonicalize(script).unwrap();
-    assert!(file.contains(&*absolute.to_string_lossy()), "{file}");
+    if let Some(program) = program {
+        let script = program.split(' ').nth(1).unwrap();
+        let absolute = std::fs::canonicalize(script).unwrap();
+        assert!(file.contains(&*absolute.to_string_lossy()), "{file}");
+    }
+    for _ in 0..2 {
+        let replay = support::bin().arg("run").arg(&saved).arg("--check").output().unwrap();
+        let said = String::from_utf8_lossy(&replay.stdout);
+        assert!(replay.status.success(), "{file}\n{said}");
+    }
+}
+
+/// Whether `line` says "N.D trials/s": real trials are a few a second, and "0/s" is no
+/// rate at all.
+fn rate_with_a_decimal(line: &str) -> bool {
+    line.split(" trials/s").next().and_then(|before| before.rsplit(' ').next()).is_some_and(|n| {
+        let (whole, tenths) = n.split_once('.').unwrap_or(("", ""));
+        !whole.is_empty()
+            && whole.chars().all(|c| c.is_ascii_digit())
+            && tenths.len() == 1
+            && tenths.chars().all(|c| c.is_ascii_digit())
+    }) && line.contains(" trials/s")
 }
 
 #[test]
-fn break_finds_and_confirms_the_pause_that_breaks_redis_py_lock() {
-    breaks("python3 examples/python-redis-py/lock.py", "0.5");
+fn break_finds_and_confirms_the_pause_that_breaks_redis_py_lock_and_its_file_replays() {
+    breaks("gc-pause", Some("python3 examples/python-redis-py/lock.py"));
 }
 
 #[test]
 fn break_finds_and_confirms_the_pause_that_breaks_node_redlock() {
-    breaks("node examples/node-redlock/worker.js", "0.5");
+    breaks("gc-pause", Some("node examples/node-redlock/worker.js"));
 }
 
 #[test]
 fn break_finds_and_confirms_the_pause_that_breaks_python_redis_lock() {
-    // Its leases are whole seconds: at half speed the 2 s lease is 1 s.
-    breaks("python3 examples/python-redis-lock/worker.py", "0.5");
+    breaks("gc-pause", Some("python3 examples/python-redis-lock/worker.py"));
 }
 
-/// The fenced twin within a budget of 6 real runs (the fault-free one aside), the
-/// first of them at its own moments: no break.
+/// Two free-running programs (redis-py's `Lock`, its own logic: lock, write, release),
+/// B starting 0.2 s after A: `start` comes at each one's `start_ms`, so a pause at A's
+/// grant lets B in first, and the saved file replays it.
 #[test]
-fn break_finds_no_break_of_fenced_redis_py_within_six_real_runs() {
-    let mut design = lesson_with("gc-pause", "python3 examples/python-redis-py/fenced_lock.py");
-    design.fencing = true;
-    let _turn = turn();
-    let server = redis();
-    let deployment = on_redis(RedisBackend::open(&server.url(), "private redis-server").unwrap());
-    let runtime = fencelab::runtime::build(false).unwrap();
-    let cancel = CancellationToken::new();
-    let mut trials = RealTrials::new(&deployment, &runtime, cancel.clone(), 0.25).unwrap();
-    let options =
-        Options { kinds: None, budget: Budget::Schedules(6), seed: 1, fencing: Some(true) };
-    let outcome = search_with(&mut trials, &design, &options, &cancel, |_| {}).unwrap();
-    assert!(outcome.found.is_none(), "{:?}", outcome.found.map(|f| f.shrunk));
-    assert_eq!(outcome.tried(), 6);
-    assert_eq!(outcome.at_moments, 6, "the first trials go to the program's own moments");
-    // A's stale write was tried and refused: the search did reach the danger.
-    assert!(
-        outcome.harmless.contains_key(&ViolationKind::OverlappingBelief),
-        "{:?}",
-        outcome.harmless
+fn break_finds_the_pause_that_breaks_two_free_programs_and_its_file_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let free = std::fs::canonicalize("tests/programs/free.py").unwrap();
+    let scenario = dir.path().join("free.toml");
+    let program = format!("program = [\"python3\", {:?}]", free.to_string_lossy());
+    let body = format!(
+        "name = \"free\"\ntitle = \"two programs on their own\"\nttl_ms = 2000\n{program}\n\
+         [[workers]]\nname = \"A\"\n[[workers]]\nname = \"B\"\nstart_ms = 200\n"
     );
+    std::fs::write(&scenario, body).unwrap();
+    breaks(&scenario.to_string_lossy(), None);
+}
+
+/// The fenced twin with `--fencing on`, within a budget of 6 real runs (the fault-free
+/// one aside), all of them at its own moments: its only findings are harmless (the
+/// overlap of belief; the storage refused the stale write), so no break is reported.
+#[test]
+fn break_reports_no_break_of_fenced_redis_py_whose_only_finding_is_a_harmless_overlap() {
+    let _turn = turn();
+    let out = support::bin()
+        .args(["break", "gc-pause", "--fencing", "on", "--budget", "6", "--program"])
+        .arg("python3 examples/python-redis-py/fenced_lock.py")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("fencing on"), "{text}");
+    assert!(!text.contains("broke it"), "{text}");
+    assert!(text.contains("6 pauses at the workers' own moments"), "{text}");
+    assert!(text.contains("no harmful violation"), "{text}");
+    // A's stale write was tried and refused: the search did reach the danger.
+    assert!(text.contains("overlapping-belief in"), "{text}");
 }

@@ -147,8 +147,13 @@ fn delay_is_searched_by_default_where_the_links_can_fail() {
 fn a_delayed_reply_after_a_later_write_is_no_break_on_real_redis() {
     let kinds = [FaultKind::Pause, FaultKind::Delay];
     let design = design(&builtin("gc-pause").unwrap().unwrap(), &kinds);
-    let delay =
-        Move { kind: FaultKind::Delay, target: Target::Worker("A".into()), at_ms: 50, ms: 3000 };
+    let delay = Move {
+        kind: FaultKind::Delay,
+        target: Target::Worker("A".into()),
+        at_ms: 50,
+        ms: 3000,
+        on: None,
+    };
     let scenario = apply(&design, &[delay]);
     let server = support::redis();
     let deployment = support::on_redis(RedisBackend::open(&server.url(), "private").unwrap());
@@ -300,8 +305,20 @@ fn break_queue_finds_lesson_27s_double_job_and_confirms_it_on_redis() {
 fn on_a_queue_a_duplicate_delivery_is_harmful_only_as_a_second_effect() {
     let queue = builtin("queue").unwrap().unwrap();
     let schedule = [
-        Move { kind: FaultKind::Pause, target: Target::Worker("A".into()), at_ms: 400, ms: 2500 },
-        Move { kind: FaultKind::Pause, target: Target::Worker("B".into()), at_ms: 2200, ms: 1500 },
+        Move {
+            kind: FaultKind::Pause,
+            target: Target::Worker("A".into()),
+            at_ms: 400,
+            ms: 2500,
+            on: None,
+        },
+        Move {
+            kind: FaultKind::Pause,
+            target: Target::Worker("B".into()),
+            at_ms: 2200,
+            ms: 1500,
+            on: None,
+        },
     ];
     let trials = Trials::new().unwrap();
     let mut judged = Vec::new();

@@ -31,6 +31,7 @@ fn links() -> Links {
         worker: Some("A".into()),
         ms: Some(DELAY.as_millis() as u64),
         kind: FaultKind::Delay,
+        on: None,
     };
     Links::new(&[fault], Duration::from_millis, &CancellationToken::new())
 }

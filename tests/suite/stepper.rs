@@ -129,6 +129,7 @@ fn schedules(scenario: &Scenario, n: usize, grid: bool, rng: &mut fastrand::Rng)
         worker: Some(s.workers[rng.usize(..s.workers.len())].name.clone()),
         ms: Some(ms(rng, 6000)),
         kind: FaultKind::Pause,
+        on: None,
     };
     (0..n)
         .map(|_| {
@@ -151,7 +152,8 @@ fn node_schedules(scenario: &Scenario, n: usize, rng: &mut fastrand::Rng) -> Vec
             s.faults.truncate(1);
             for _ in 0..rng.usize(1..=3) {
                 let (at_ms, node) = (rng.u64(0..=5000), Some(rng.usize(1..=nodes)));
-                let fault = |kind, at_ms, ms| Fault { at_ms, node, worker: None, ms, kind };
+                let fault =
+                    |kind, at_ms, ms| Fault { at_ms, node, worker: None, ms, kind, on: None };
                 if rng.bool() {
                     s.faults.push(fault(FaultKind::ClockJump, at_ms, Some(rng.u64(0..=6000))));
                 } else {

@@ -264,6 +264,7 @@ mod tests {
             worker: Some("A".into()),
             ms: None,
             kind: FaultKind::Partition,
+            on: None,
         };
         let links = Links::new(&[fault], Duration::from_millis, &CancellationToken::new());
         let link = links.of("A").unwrap();

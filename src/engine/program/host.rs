@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::armed::{Armed, call_name};
 use super::protocol::{self, Mode, Order, Report, StepName};
 use super::traffic::Traffic;
 use crate::backend::proxy::{self, LinkCondition, Tapped, Upstream};
@@ -28,7 +29,7 @@ use crate::backend::{
     BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck, wire,
 };
 use crate::engine::host::{WorkerHost, WorkerRun};
-use crate::engine::log::{EventKind, EventLog, KernelSignal, WorkerEvent};
+use crate::engine::log::{EventKind, EventLog, KernelSignal, ProgramCall, WorkerEvent};
 use crate::engine::observer::Holders;
 use crate::engine::policy::WritePolicy;
 use crate::engine::worker::{WorkerCommand, sleep_until_opt};
@@ -74,6 +75,8 @@ pub struct Setup {
     pub fencing: bool,
     /// How long a step may go without a word from the program (not counting pauses).
     pub step_timeout: Duration,
+    /// The run's faults: the pauses placed at a program's own moments are its host's.
+    pub faults: Vec<crate::scenario::Fault>,
 }
 
 /// A program that has said `ready`, waiting for the run to start.
@@ -100,6 +103,10 @@ pub struct Program {
     key: String,
     mode: Mode,
     step_timeout: Duration,
+    /// Its pauses at its own moments, and its calls counted.
+    armed: Armed,
+    /// Set while its proxy holds each reply until the run has looked at it.
+    hold_replies: Arc<AtomicBool>,
 }
 
 impl Program {
@@ -117,9 +124,13 @@ impl Program {
         let mode = if spec.steps.is_empty() { Mode::Free } else { Mode::Driven };
         let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
         let (tap, taps) = mpsc::unbounded_channel();
+        let armed = Armed::of(name, &setup.faults);
+        // Replies are held once the run starts (`Run::run`): before, nobody reads them.
+        let hold_replies = Arc::new(AtomicBool::new(false));
+        let tapping = proxy::Tapping { tap, hold_replies: hold_replies.clone() };
         let mut urls = Vec::with_capacity(setup.servers.len());
         for (upstream, url) in &setup.servers {
-            let (condition, tap) = (condition.clone(), Some(tap.clone()));
+            let (condition, tap) = (condition.clone(), Some(tapping.clone()));
             let proxied =
                 proxy::listen_tapped(upstream.clone(), condition, cancel.clone(), &tasks, tap)
                     .await
@@ -197,6 +208,8 @@ impl Program {
             key: setup.keys.lock.clone(),
             mode,
             step_timeout: setup.step_timeout,
+            armed,
+            hold_replies,
         };
         program.send(&hello).await?;
         let ready = tokio::time::timeout(READY_TIMEOUT, program.stdout.next()).await;
@@ -554,23 +567,34 @@ struct Run {
 
 impl Run {
     async fn run(&mut self) -> Result<(), BackendError> {
-        if self.program.mode == Mode::Free {
-            // A free-running program runs its own logic from its hello on, whatever
-            // the scenario's start: it may well be done (and gone) before that moment,
-            // so its end is waited for, not the start.
-            self.emit(WorkerEvent::Started);
-            if self.wait(Wanted::Exit).await? == Flow::Stop {
-                return Ok(());
-            }
-            return self.exited().await;
-        }
+        // From here on its taps are read: a pause at a reply can be made before the
+        // reply reaches it.
+        let holds = self.program.armed.holds_replies();
+        self.program.hold_replies.store(holds, Ordering::SeqCst);
         let start = self.log.clock().instant_at(self.program.spec.start_ms as f64);
         if self.wait(Wanted::Until(start)).await? == Flow::Stop {
             return Ok(());
         }
         self.emit(WorkerEvent::Started);
+        if self.program.mode == Mode::Free {
+            // A free-running program waits for `start` after its `ready`: its logic
+            // begins at the worker's start in the scenario, as a driven program's first
+            // step does, not while the other programs are still starting.
+            self.program.send(&Order::Start {}).await?;
+            if self.wait(Wanted::Exit).await? == Flow::Stop {
+                return Ok(());
+            }
+            return self.exited().await;
+        }
         let steps = self.program.spec.steps.clone();
-        for step in &steps {
+        for (i, step) in steps.iter().enumerate() {
+            // A pause placed before this step comes first; a frozen program reads the
+            // step only when it runs on, as a paused process would.
+            if let Some(ms) = self.program.armed.enter(i + 1)
+                && self.frozen.is_none()
+            {
+                self.freeze(Some(ms), WorkerEvent::Paused { ms: Some(ms), by_user: false }).await?;
+            }
             if self.step(step).await? == Flow::Stop {
                 return Ok(());
             }
@@ -686,17 +710,7 @@ impl Run {
                 Some(tapped) = self.program.taps.recv() => {
                     // A program talking to its server is not silent.
                     silent_until = Instant::now() + timeout;
-                    for call in self.traffic.take(tapped, Instant::now()) {
-                        if let Some(value) = &call.granted {
-                            self.claim(value);
-                        }
-                        self.log.append(EventKind::Command {
-                            worker: self.program.spec.name.clone(),
-                            command: call.command,
-                            reply: call.reply,
-                            latency_ms: (call.latency_ms * 1000.0).round() / 1000.0,
-                        });
-                    }
+                    self.tapped(tapped).await?;
                 }
                 command = next_command(&mut self.commands) => match command {
                     Some(WorkerCommand::Pause { ms }) if self.frozen.is_none() => {
@@ -734,6 +748,38 @@ impl Run {
                 }
             }
         }
+    }
+
+    /// Bytes its proxy carried: the calls they complete go into the log, and a pause
+    /// placed at one of their replies is made before the proxy lets the reply reach
+    /// the program (a held reply's `go` is dropped last).
+    async fn tapped(
+        &mut self,
+        mut tapped: crate::backend::proxy::Tapped,
+    ) -> Result<(), BackendError> {
+        let go = tapped.go.take();
+        let step = self.program.armed.step();
+        for call in self.traffic.take(tapped, Instant::now()) {
+            let grant = call.granted.is_some();
+            if let Some(value) = &call.granted {
+                self.claim(value);
+            }
+            let pause = self.program.armed.reply(call_name(&call.command), grant);
+            self.log.append(EventKind::Command {
+                worker: self.program.spec.name.clone(),
+                command: call.command,
+                reply: call.reply,
+                latency_ms: (call.latency_ms * 1000.0).round() / 1000.0,
+                program: Some(ProgramCall { step, grant }),
+            });
+            if let Some(ms) = pause
+                && self.frozen.is_none()
+            {
+                self.freeze(Some(ms), WorkerEvent::Paused { ms: Some(ms), by_user: false }).await?;
+            }
+        }
+        drop(go);
+        Ok(())
     }
 
     /// One report: belief into the log, a write performed and answered.
@@ -812,6 +858,7 @@ impl Run {
                 command,
                 reply,
                 latency_ms: (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0,
+                program: None,
             });
             let reason = (!accepted)
                 .then(|| "stale token: the storage has accepted a higher one".to_string());

@@ -6,6 +6,7 @@
 //!
 //! [`WorkerHost`]: super::host::WorkerHost
 
+mod armed;
 pub mod host;
 pub mod protocol;
 mod traffic;
@@ -20,6 +21,7 @@ use crate::backend::link::Links;
 use crate::backend::proxy::{LinkCondition, Upstream};
 use crate::backend::{BackendError, Keys, LockService, Storage};
 use crate::scenario::Scenario;
+pub use armed::call_name;
 pub use host::ProgramHost;
 use host::{Bench, Program, Setup};
 use redis::ConnectionAddr;
@@ -65,6 +67,7 @@ pub async fn start(
         password,
         fencing,
         step_timeout: Duration::from_secs(5) + longest * 2,
+        faults: scenario.faults.clone(),
     };
     let mut programs = Vec::with_capacity(specs.len());
     for spec in specs {

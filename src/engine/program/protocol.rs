@@ -87,6 +87,8 @@ pub enum Order {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         value: Option<String>,
     },
+    /// Free mode: the run has reached this worker's start; begin your own logic now.
+    Start {},
     /// The run is over: exit now (fencelab kills the program a second later).
     Stop {},
 }
@@ -201,7 +203,7 @@ pub const REPORT_NAMES: &[&str] = &[
 ];
 
 /// Every order's `type` name.
-pub const ORDER_NAMES: &[&str] = &["hello", "write_result", "step", "stop"];
+pub const ORDER_NAMES: &[&str] = &["hello", "write_result", "step", "start", "stop"];
 
 /// One line from a program, read as a report. The error says what was expected, in
 /// the page's words, after what serde found wrong.

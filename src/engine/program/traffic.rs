@@ -180,7 +180,7 @@ mod tests {
     use super::*;
 
     fn tapped(request: bool, bytes: &[u8]) -> Tapped {
-        Tapped { connection: 0, request, bytes: bytes.to_vec() }
+        Tapped { connection: 0, request, bytes: bytes.to_vec(), go: None }
     }
 
     #[test]
