@@ -488,6 +488,29 @@ mod tests {
         assert!(!lines.iter().any(|l| l.contains("token 1")), "{lines:?}");
     }
 
+    /// The headline names the worst thing found: a write accepted while another worker
+    /// held the lock is never under "no stale write accepted" alone; one while nobody
+    /// held it is named too, and said to be harmless there.
+    #[test]
+    fn the_headline_names_the_worst_thing_found() {
+        let late = |holder: Option<&str>| Violation::WriteByNonHolder {
+            worker: "A".into(),
+            token: None,
+            redis_holder: holder.map(str::to_string),
+            at_ms: 3000.0,
+            seq: 7,
+        };
+        let lines = verdict(&[late(Some("B"))], &crate::scenario::spec::REDIS);
+        assert_eq!(
+            lines[0],
+            "checker: no stale write, but 1 write accepted from a worker that did not hold the lock while another did (A while B held it)"
+        );
+        assert!(!lines.iter().any(|l| l.contains("harmless")), "{lines:?}");
+        let lines = verdict(&[late(None)], &crate::scenario::spec::REDIS);
+        assert!(lines[0].contains("1 write accepted after the writer's lease ended"), "{lines:?}");
+        assert!(lines.last().unwrap().contains("harmless here"), "{lines:?}");
+    }
+
     #[test]
     fn a_failed_run_is_not_judged() {
         let failed = RunOutcome::Failed { error: "lost the connection to Redis".into() };

@@ -390,3 +390,37 @@ fn counterexample(
     s.speed = None;
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::spec::REDIS;
+
+    fn by_non_holder(redis_holder: Option<&str>) -> Violation {
+        Violation::WriteByNonHolder {
+            worker: "B".into(),
+            token: None,
+            redis_holder: redis_holder.map(str::to_string),
+            at_ms: 5226.0,
+            seq: 9,
+        }
+    }
+
+    /// The write of a worker whose lease ran out is a break only while another worker
+    /// held the lock; while nobody held it, it undid no one's (a write after a newer
+    /// holder's is a stale write, judged apart), and with fencing never.
+    #[test]
+    fn a_late_write_breaks_the_lock_only_while_another_worker_held_it() {
+        assert!(!harmful(&by_non_holder(None), false, &REDIS));
+        assert!(harmful(&by_non_holder(Some("A")), false, &REDIS));
+        assert!(!harmful(&by_non_holder(Some("A")), true, &REDIS));
+        let overlap = Violation::OverlappingBelief {
+            first: "A".into(),
+            second: "B".into(),
+            from_ms: 2000.0,
+            to_ms: Some(3000.0),
+            seq: 4,
+        };
+        assert!(!harmful(&overlap, false, &REDIS));
+    }
+}
