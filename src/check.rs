@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::log::{Event, EventKind, WorkerEvent};
+use crate::engine::log::{Event, EventKind, Said, WorkerEvent};
 // The kinds are named by scenarios' expectations, so they live with the scenario.
 pub use crate::scenario::ViolationKind;
 use crate::scenario::{Expectation, LockSpec, spec};
@@ -281,6 +281,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 false
             }
             WorkerEvent::Renewed { extended: false } => true,
+            // A program said so: its lost lock, or a release that did nothing.
+            WorkerEvent::Said { said } => !matches!(said, Said::Waiting),
             WorkerEvent::Released { .. }
             | WorkerEvent::Crashed
             | WorkerEvent::StoppedWork
@@ -408,6 +410,7 @@ mod tests {
             accepted: true,
             redis_holder: Some(who.into()),
             order,
+            refused: None,
         };
         worker(seq, who, what)
     }
@@ -462,6 +465,7 @@ mod tests {
                 accepted: true,
                 redis_holder: None,
                 order: None,
+                refused: None,
             };
             worker(seq, who, what)
         };
@@ -496,6 +500,7 @@ mod tests {
                 accepted: true,
                 redis_holder: Some(who.into()),
                 order: None,
+                refused: None,
             };
             worker(seq, who, what)
         };
@@ -591,6 +596,7 @@ mod tests {
             accepted: true,
             redis_holder: None,
             order: Some(1),
+            refused: None,
         };
         let log = |delayed: bool| {
             vec![

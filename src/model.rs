@@ -7,7 +7,7 @@
 //! then never walks the raw log.
 
 use crate::check::{StaleRule, Violation, check};
-use crate::engine::log::{Event, EventKind, RunOutcome, Truth, WorkerEvent};
+use crate::engine::log::{Event, EventKind, RunOutcome, Said, Truth, WorkerEvent};
 use crate::scenario::LockSpec;
 
 /// What a worker believes at some moment.
@@ -96,6 +96,9 @@ pub struct WriteMark {
     pub stale: bool,
     /// SQL lessons: what the statement made happen ("did job 1"); a queue: its job.
     pub result: Option<String>,
+    /// Why the storage refused it, when it said (logs from before reasons were kept
+    /// have none: a refusal there was a stale token).
+    pub refused: Option<crate::engine::log::Refusal>,
 }
 
 /// One call a worker made, for the commands inspector.
@@ -363,7 +366,16 @@ impl RunModel {
             WorkerEvent::Started | WorkerEvent::Resumed | WorkerEvent::Working { .. } => {
                 held.map_or(Belief::Idle, |token| Belief::Holding { token })
             }
-            WorkerEvent::Waiting { .. } => Belief::Waiting,
+            WorkerEvent::Waiting { .. } | WorkerEvent::Said { said: Said::Waiting } => {
+                Belief::Waiting
+            }
+            // A program said it lost the lock, or that its release did nothing: its
+            // belief ends there, in its own words (the lane's mark says which).
+            WorkerEvent::Said { said: Said::Lost { .. } } => {
+                self.mark(t, i, "lost".to_string());
+                Belief::Released
+            }
+            WorkerEvent::Said { said: Said::ReleaseFailed { .. } } => Belief::Released,
             WorkerEvent::Acquired { token } => {
                 // The grant is the lock service's own answer: it lists this worker now,
                 // even if the observer never reads it (a hold of a millisecond).
@@ -386,7 +398,7 @@ impl RunModel {
                 }
                 Belief::Released
             }
-            WorkerEvent::Wrote { token, accepted, redis_holder, order, .. } => {
+            WorkerEvent::Wrote { token, accepted, redis_holder, order, refused, .. } => {
                 let id = self.writes.len();
                 let found = match token {
                     Some(tok) if *accepted => {
@@ -409,6 +421,7 @@ impl RunModel {
                     stale,
                     // A queue's write is its job (done twice, when `stale`).
                     result: token.filter(|_| jobs).map(|job| format!("job {job}")),
+                    refused: *refused,
                 });
                 // Who the lock service listed right after the write: a reading too.
                 self.told_holder(t, worker, redis_holder.clone());
@@ -428,6 +441,7 @@ impl RunModel {
                         accepted: true,
                         stale: twice,
                         result: Some(result.clone()),
+                        refused: None,
                     });
                 }
                 // As psql reports it: "SELECT 1" for a read, "UPDATE 0" for a write.

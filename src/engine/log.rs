@@ -175,6 +175,10 @@ pub enum WorkerEvent {
         /// was kept (judged in log order) and for a refused write.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         order: Option<u64>,
+        /// Why the storage refused it (None for an accepted write, and in logs from
+        /// before reasons were kept, where a refusal was a stale token).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<Refusal>,
     },
     /// The release; `deleted` is false when the lock was no longer ours to delete
     /// (compare-and-delete), or when there was nothing to delete.
@@ -199,6 +203,13 @@ pub enum WorkerEvent {
         value: Option<i64>,
         result: Option<String>,
     },
+    /// What a foreign program reported that fencelab cannot see for itself (its
+    /// library waits, noticed it lost the lock, could not release it), in its own
+    /// words: every view tells it as the program's, never with a reason or a mechanism
+    /// the program did not give.
+    Said {
+        said: Said,
+    },
     /// A call got no answer because the connection was lost (the worker's link was
     /// cut): the worker cannot tell whether it still holds the lock, and goes on.
     Unanswered {
@@ -212,6 +223,50 @@ pub enum WorkerEvent {
     Failed {
         error: String,
     },
+}
+
+/// A foreign program's report, as it gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum Said {
+    /// Its library waits for the lock (why, and for how long, it did not say).
+    Waiting,
+    /// Its library noticed it lost the lock, or gave up on it; its reason, if any.
+    Lost {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
+    /// Its release did nothing; its reason, if any.
+    ReleaseFailed {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
+}
+
+/// Why the storage refused a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Refusal {
+    /// Its token was lower than one the fenced storage had accepted (or equal, when
+    /// it compares strictly).
+    StaleToken,
+    /// It carried no token, and the storage fences: it takes only writes with one.
+    NoToken,
+    /// Its idempotency key (the write's value) had been applied before.
+    Repeat,
+}
+
+impl Refusal {
+    /// Why a storage that checks writes as `check` refused one with `token`.
+    pub fn of(check: crate::backend::WriteCheck, token: Option<u64>) -> Option<Self> {
+        use crate::backend::WriteCheck;
+        match check {
+            WriteCheck::None => None,
+            WriteCheck::Fencing(_) if token.is_none() => Some(Refusal::NoToken),
+            WriteCheck::Fencing(_) => Some(Refusal::StaleToken),
+            WriteCheck::IdempotencyKey => Some(Refusal::Repeat),
+        }
+    }
 }
 
 /// The observer's reading of Redis at one moment.

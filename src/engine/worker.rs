@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use super::log::{EventKind, EventLog, WorkerEvent};
+use super::log::{EventKind, EventLog, Refusal, WorkerEvent};
 use super::policy::{self, Ms, WritePolicy};
 use crate::backend::lock::stream::message_id;
 use crate::backend::sql::{CAS_TRIES, SqlOp, SqlReply};
@@ -229,6 +229,7 @@ impl Worker {
                     accepted,
                     redis_holder,
                     order,
+                    refused: if accepted { None } else { Refusal::of(check, self.token) },
                 });
             }
             Step::Release => {

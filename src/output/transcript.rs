@@ -15,7 +15,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::check::{Violation, ViolationKind};
-use crate::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
+use crate::engine::log::{Event, EventKind, Refusal, RunOutcome, Said, WorkerEvent};
 use crate::scenario::{LockSpec, WaitStrategy};
 
 /// Turns events into transcript lines, remembering what it needs across events.
@@ -28,12 +28,19 @@ pub struct Transcript {
     /// Foreign programs' lock values and whose they are (`Claimed`): a waiter told
     /// the holder's raw value (a library's UUID) is shown whose it is.
     claims: HashMap<String, String>,
+    /// The run's workers: a holder the lock service lists that is none of them is a
+    /// value nobody has claimed yet, and said so, never named as if it were a worker.
+    workers: Vec<String>,
+    /// The lock service's latest reading (holder, lease left in ms): what a program's
+    /// "waiting" is told beside, since the program says nothing of whom it waits for.
+    truth: Option<(Option<String>, Option<f64>)>,
 }
 
 impl Default for Transcript {
     fn default() -> Self {
         let (believers, claims) = (BTreeSet::new(), HashMap::new());
-        Transcript { believers, lock: &crate::scenario::spec::REDIS, claims }
+        let lock = &crate::scenario::spec::REDIS;
+        Transcript { believers, lock, claims, workers: Vec::new(), truth: None }
     }
 }
 
@@ -44,6 +51,7 @@ impl Transcript {
         match &e.kind {
             EventKind::RunStarted { scenario, label, backend, time_scale, .. } => {
                 self.lock = scenario.lock.spec();
+                self.workers = scenario.workers.iter().map(|w| w.name.clone()).collect();
                 let mut lines = vec![
                     format!("=== {label} ==="),
                     format!("# {} ({}) on {backend}", scenario.title, scenario.name),
@@ -72,24 +80,26 @@ impl Transcript {
                 };
                 let queue = if self.lock.queue { queue_line(worker, what) } else { None };
                 queue
+                    .or_else(|| self.said_line(what))
                     .or_else(|| worker_line(worker, what))
                     .map(|text| format!("+ {at} {worker}: {text}"))
                     .into_iter()
                     .collect()
             }
             EventKind::Truth(truth) => {
-                let Some(old) = &truth.expired else {
+                let holder = truth.holder.as_deref().map(|h| self.named(h));
+                self.truth = Some((holder.clone(), truth.ttl_ms));
+                let Some(old) = truth.expired.as_deref().map(|h| self.named(h)) else {
                     return Vec::new();
                 };
-                let after = match &truth.holder {
+                let old = &old;
+                let after = match &holder {
                     Some(new) => format!("; {new} holds the lock now"),
                     None => String::new(),
                 };
                 if self.lock.queue {
-                    let claimed = truth
-                        .holder
-                        .as_ref()
-                        .map_or(String::new(), |new| format!("; {new} claimed it"));
+                    let claimed =
+                        holder.as_ref().map_or(String::new(), |new| format!("; {new} claimed it"));
                     let believes = match self.believers.contains(old) {
                         true => format!(", but {old} still believes the job is its own"),
                         false => String::new(),
@@ -98,13 +108,15 @@ impl Transcript {
                         "~ {at} queue: {old}'s job has been idle for the lease{claimed}{believes}"
                     )];
                 }
+                let server = self.lock.transcript;
                 if self.believers.contains(old) {
                     vec![format!(
-                        "~ {at} {}: {old}'s lease expired{after}, but {old} still believes it holds the lock",
-                        self.lock.transcript
+                        "~ {at} {server}: {old}'s lease expired{after}, but {old} still believes it holds the lock"
                     )]
+                } else if self.is_worker(old) {
+                    vec![format!("~ {at} {server}: {old}'s lease expired{after}")]
                 } else {
-                    vec![format!("~ {at} {}: {old}'s lease expired{after}", self.lock.transcript)]
+                    vec![format!("~ {at} {server}: the lease of {old} expired{after}")]
                 }
             }
             EventKind::Claimed { worker, value } => {
@@ -177,6 +189,57 @@ impl Transcript {
         }
     }
 
+    /// The worker a name the lock service gave stands for: a worker of the run, a
+    /// value a program claimed, or (a value nobody has claimed yet) said to be one.
+    fn named(&self, holder: &str) -> String {
+        if self.is_worker(holder) {
+            return holder.to_string();
+        }
+        match self.claims.get(holder) {
+            Some(worker) => worker.clone(),
+            None => {
+                let short: String = holder.chars().take(12).collect();
+                let cut = if short.len() < holder.len() { "…" } else { "" };
+                format!("a value no worker has claimed ({short}{cut})")
+            }
+        }
+    }
+
+    /// Whether `name` is one of the run's workers (any name, in a log without its
+    /// first event).
+    fn is_worker(&self, name: &str) -> bool {
+        self.workers.is_empty() || self.workers.iter().any(|w| w == name)
+    }
+
+    /// A program's own report (`WorkerEvent::Said`): its words, and the lock service's
+    /// latest reading beside a wait, which the program says nothing about.
+    fn said_line(&self, what: &WorkerEvent) -> Option<String> {
+        let WorkerEvent::Said { said } = what else { return None };
+        let reason = |reason: &str| match reason.trim() {
+            "" => " (it gave no reason)".to_string(),
+            reason => format!(": {reason}"),
+        };
+        Some(match said {
+            Said::Waiting => {
+                let server = self.lock.transcript;
+                let reading = match &self.truth {
+                    None => String::new(),
+                    Some((None, _)) => format!("; {server} lists nobody as holder"),
+                    Some((Some(holder), Some(ms))) => format!(
+                        "; {server} lists {holder} as holder, {:.1}s of its lease left",
+                        ms / 1000.0
+                    ),
+                    Some((Some(holder), None)) => format!("; {server} lists {holder} as holder"),
+                };
+                format!("says it is waiting for the lock{reading}")
+            }
+            Said::Lost { reason: why } => format!("says it lost the lock{}", reason(why)),
+            Said::ReleaseFailed { reason: why } => {
+                format!("says its release failed{}", reason(why))
+            }
+        })
+    }
+
     /// A stored write as the article lists storage contents, `B(token 2)`, its
     /// number in the lock kind's word (`B(job number 1)` on a queue).
     fn stored(&self, write: &crate::backend::StoredWrite) -> String {
@@ -235,12 +298,18 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
         WorkerEvent::Checked { still_owner } => {
             format!("checked: still own lock? {}", yes_no(*still_owner))
         }
-        WorkerEvent::Wrote { token, accepted, redis_holder, .. } => {
+        WorkerEvent::Wrote { token, accepted, redis_holder, refused, .. } => {
             let token_text = token.map_or("no token".to_string(), |t| format!("token {t}"));
-            let verdict = if *accepted {
-                "ACCEPTED".to_string()
-            } else {
-                format!("REJECTED (stale {token_text})")
+            let verdict = match (accepted, refused) {
+                (true, _) => "ACCEPTED".to_string(),
+                (false, Some(Refusal::NoToken)) => {
+                    "REJECTED (no token: with fencing on, the storage takes only writes that carry one)"
+                        .to_string()
+                }
+                (false, Some(Refusal::Repeat)) => {
+                    "REJECTED (a repeat: its idempotency key was applied before)".to_string()
+                }
+                (false, Some(Refusal::StaleToken) | None) => format!("REJECTED (stale {token_text})"),
             };
             format!(
                 "write {verdict}; still own lock? {}",
@@ -286,6 +355,8 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
             "WAIT: {acked} of {wanted} replica has the lock key: it exists on the primary alone"
         ),
         WorkerEvent::Failed { error } => format!("FAILED: {error}"),
+        // A program's own words: `Transcript::said_line`.
+        WorkerEvent::Said { .. } => return None,
     })
 }
 

@@ -198,6 +198,7 @@ mod tests {
                     accepted: true,
                     redis_holder: None,
                     order: None,
+                    refused: None,
                 },
             ),
             event(950.0, "B", WorkerEvent::Checked { still_owner: false }),

@@ -5,7 +5,7 @@
 use super::Cx;
 use super::redis::Value;
 use crate::backend::{AcquireReply, WriteCheck};
-use crate::engine::log::WorkerEvent;
+use crate::engine::log::{Refusal, WorkerEvent};
 use crate::engine::policy::{self, Ms, WritePolicy};
 use crate::scenario::{ReleaseMode, RenewMode, Scenario, Step, WaitStrategy, WorkerSpec};
 
@@ -226,7 +226,10 @@ impl<'a> Worker<'a> {
                 let redis_holder = cx.db.holder(now).map(|v| cx.name(v).to_string());
                 let (token, accepted) = (self.token, order.is_some());
                 let value = value.clone();
-                self.emit(cx, WorkerEvent::Wrote { value, token, accepted, redis_holder, order });
+                let refused = if accepted { None } else { Refusal::of(self.settings.check, token) };
+                let wrote =
+                    WorkerEvent::Wrote { value, token, accepted, redis_holder, order, refused };
+                self.emit(cx, wrote);
                 self.next(cx);
             }
             Step::Release => {

@@ -9,7 +9,7 @@ use crate::support;
 
 use fencelab::check::check;
 use fencelab::commands::scenario_ref::load;
-use fencelab::engine::log::{Event, EventKind, KernelSignal, WorkerEvent};
+use fencelab::engine::log::{Event, EventKind, KernelSignal, Said, WorkerEvent};
 use fencelab::engine::{RunOptions, run};
 use fencelab::scenario::{Scenario, ViolationKind};
 use support::{digest, storage};
@@ -107,8 +107,7 @@ fn python_redis_lock_renewals_stop_when_the_whole_process_is_paused() {
         t > cont
             && matches!(
                 w,
-                WorkerEvent::Checked { still_owner: false }
-                    | WorkerEvent::Released { deleted: false, .. }
+                WorkerEvent::Said { said: Said::Lost { .. } | Said::ReleaseFailed { .. } }
             )
     });
     assert!(learnt, "{}", digest(&events));

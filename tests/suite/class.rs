@@ -1141,6 +1141,7 @@ fn a_frozen_students_forged_write_is_refused() {
                 accepted: true,
                 redis_holder: Some("alice".into()),
                 order: None,
+                refused: None,
             },
         };
         let json = serde_json::to_string(&wrote).unwrap();

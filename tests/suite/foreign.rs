@@ -8,7 +8,7 @@ use std::path::Path;
 
 use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
-use fencelab::engine::log::{Event, EventKind, KernelSignal, RunOutcome, WorkerEvent};
+use fencelab::engine::log::{Event, EventKind, KernelSignal, RunOutcome, Said, WorkerEvent};
 use fencelab::engine::{RunOptions, prepare};
 use fencelab::scenario::{Program, Scenario, ViolationKind, builtin, parse_scenario};
 use support::{digest, on_redis, redis, running, signals, storage, sync_con, wait_for};
@@ -97,7 +97,7 @@ async fn redis_py_lock_under_the_articles_pause_lets_the_stale_write_land() {
     assert!(sent_set, "no SET ... NX PX from redis-py in the inspector");
     // redis-py's release found the lock gone.
     let failed_release = events.iter().any(|e| {
-        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Released { deleted: false, .. } } if worker == "A")
+        matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Said { said: Said::ReleaseFailed { .. } } } if worker == "A")
     });
     assert!(failed_release, "{}", digest(&events));
     assert!(matches!(

@@ -41,6 +41,7 @@ mod link_faults;
 mod own_protocol;
 mod platform;
 mod processes;
+mod program_words;
 mod properties;
 mod queue;
 mod readme_keys;

@@ -29,7 +29,7 @@ use crate::backend::{
     BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck, wire,
 };
 use crate::engine::host::{WorkerHost, WorkerRun};
-use crate::engine::log::{EventKind, EventLog, KernelSignal, ProgramCall, WorkerEvent};
+use crate::engine::log::{EventKind, EventLog, KernelSignal, ProgramCall, Refusal, WorkerEvent};
 use crate::engine::observer::Holders;
 use crate::engine::policy::WritePolicy;
 use crate::engine::worker::{WorkerCommand, sleep_until_opt};
@@ -784,48 +784,28 @@ impl Run {
 
     /// One report: belief into the log, a write performed and answered.
     async fn report(&mut self, report: Report) -> Result<(), BackendError> {
-        let what = match report {
-            Report::Ready { .. } => {
-                return Err(failed(
-                    &self.program.spec.name,
-                    format!(
-                        "line {} of its stdout: ready, a second time",
-                        self.program.stdout.number
-                    ),
-                ));
-            }
-            Report::Acquired { value, token } => {
-                self.claim(&value);
-                // A grant without a token of its own is logged with token 0: none.
-                WorkerEvent::Acquired { token: token.unwrap_or(0) }
-            }
-            Report::Waiting {} => {
-                WorkerEvent::Waiting { holder: None, retry_in_ms: None, wait: Default::default() }
-            }
-            Report::Renewed {} => WorkerEvent::Renewed { extended: true },
-            Report::Lost { .. } => {
-                self.lost = true;
-                WorkerEvent::Checked { still_owner: false }
-            }
-            Report::Released {} => WorkerEvent::Released { deleted: true, unsafe_del: false },
-            Report::ReleaseFailed { .. } => {
-                WorkerEvent::Released { deleted: false, unsafe_del: false }
-            }
-            Report::Checked { owner } => {
-                self.lost |= !owner;
-                WorkerEvent::Checked { still_owner: owner }
-            }
-            Report::Write { id, value, token } => return self.write(id, value, token).await,
+        match report {
+            Report::Ready { .. } => Err(failed(
+                &self.program.spec.name,
+                format!("line {} of its stdout: ready, a second time", self.program.stdout.number),
+            )),
+            Report::Write { id, value, token } => self.write(id, value, token).await,
             Report::Error { message } => {
-                return Err(failed(
-                    &self.program.spec.name,
-                    format!("its program says: {message}"),
-                ));
+                Err(failed(&self.program.spec.name, format!("its program says: {message}")))
             }
-            Report::Done { .. } => return Ok(()),
-        };
-        self.emit(what);
-        Ok(())
+            Report::Done { .. } => Ok(()),
+            belief => {
+                if let Report::Acquired { value, .. } = &belief {
+                    self.claim(value);
+                }
+                self.lost |=
+                    matches!(belief, Report::Lost { .. } | Report::Checked { owner: false });
+                if let Some(what) = protocol::belief(belief) {
+                    self.emit(what);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Perform a program's write on the run's storage, log it as a built-in worker's
@@ -840,7 +820,8 @@ impl Run {
         let check = self.bench.policy.check(fencing);
         let write = StoredWrite { worker: self.program.spec.name.clone(), token, value };
         let started = Instant::now();
-        let (order, reason) = if matches!(check, WriteCheck::Fencing(_)) && token.is_none() {
+        let no_token = matches!(check, WriteCheck::Fencing(_)) && token.is_none();
+        let (order, reason) = if no_token {
             (
                 None,
                 Some(
@@ -866,7 +847,9 @@ impl Run {
         };
         let accepted = order.is_some();
         let redis_holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
-        self.emit(WorkerEvent::Wrote { value: write.value, token, accepted, redis_holder, order });
+        let refused = if accepted { None } else { Refusal::of(check, token) };
+        let value = write.value;
+        self.emit(WorkerEvent::Wrote { value, token, accepted, redis_holder, order, refused });
         self.program.send(&Order::WriteResult { id, accepted, reason }).await
     }
 

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::log::{Said, WorkerEvent};
+
 /// The protocol's version: `FENCELAB_PROTOCOL` and the hello line's `fencelab` field.
 pub const PROTOCOL_VERSION: u32 = 1;
 
@@ -185,6 +187,30 @@ impl Report {
             Report::Done { .. } => "done",
         }
     }
+}
+
+/// What a report says the program believes, as the log keeps it (None: a report that
+/// is no belief: ready, a write request, an error, done). What fencelab cannot see for
+/// itself (waiting, a lost lock, a failed release) stays in the program's own words
+/// (`WorkerEvent::Said`); a grant without a token of its own is logged with token 0.
+pub fn belief(report: Report) -> Option<WorkerEvent> {
+    Some(match report {
+        Report::Acquired { token, .. } => WorkerEvent::Acquired { token: token.unwrap_or(0) },
+        Report::Waiting {} => WorkerEvent::Said { said: Said::Waiting },
+        Report::Renewed {} => WorkerEvent::Renewed { extended: true },
+        Report::Lost { reason } => WorkerEvent::Said { said: Said::Lost { reason } },
+        Report::Released {} => WorkerEvent::Released { deleted: true, unsafe_del: false },
+        Report::ReleaseFailed { reason } => {
+            WorkerEvent::Said { said: Said::ReleaseFailed { reason } }
+        }
+        Report::Checked { owner } => WorkerEvent::Checked { still_owner: owner },
+        Report::Ready { .. }
+        | Report::Write { .. }
+        | Report::Error { .. }
+        | Report::Done { .. } => {
+            return None;
+        }
+    })
 }
 
 /// Every report's `event` name, for the page's test and for error messages.

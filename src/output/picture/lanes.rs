@@ -10,7 +10,7 @@ use svg::node::element::Group;
 use super::columns::{Columns, Scale};
 use super::text::{Placer, TextBox, elide_middle, width};
 use super::{BAR, BAR_TOP, BODY, Colours, LANE, LEFT, MIN_PX, WORKERS, put, rect, vline};
-use crate::engine::log::{EventKind, WorkerEvent};
+use crate::engine::log::{EventKind, Said, WorkerEvent};
 use crate::model::{Belief, RunModel, Span};
 
 /// What a lane's column shows; a later variant outranks an earlier one in a column.
@@ -399,7 +399,8 @@ fn extras(model: &RunModel, scale: &Scale) -> Vec<Extras> {
                     close(&mut out[i], lease, t);
                 }
             }
-            WorkerEvent::Renewed { extended: false } => {
+            WorkerEvent::Renewed { extended: false }
+            | WorkerEvent::Said { said: Said::ReleaseFailed { .. } } => {
                 if let Some(lease) = open[i].take() {
                     close(&mut out[i], lease, t);
                 }

@@ -314,6 +314,7 @@ mod token_tests {
                     accepted: true,
                     redis_holder: Some("B".into()),
                     order: None,
+                    refused: None,
                 },
             ),
         ];

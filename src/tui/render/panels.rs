@@ -11,7 +11,7 @@ use super::super::app::{App, ClassSeat, violation_time};
 use super::super::keys::{Action, BINDINGS, Binding, InReplay};
 use super::timeline::secs;
 use crate::check::Violation;
-use crate::engine::log::RunOutcome;
+use crate::engine::log::{Refusal, RunOutcome};
 use crate::model::{Belief, at};
 use crate::scenario::StorageKind;
 use crate::scenario::spec::SQL_WORDS;
@@ -261,7 +261,11 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
                 (true, true, true) => ("✔ UPDATE 1 ⚠ STALE", "✔ 1 ⚠ STALE", t.danger),
                 (true, false, false) => ("✔ accepted", "✔ accepted", t.accepted),
                 (true, false, true) => ("✔ UPDATE 1", "✔ UPDATE 1", t.accepted),
-                (false, _, false) => ("✘ REJECTED (stale)", "✘ REJECTED", t.rejected),
+                (false, _, false) => match w.refused {
+                    Some(Refusal::NoToken) => ("✘ REJECTED (no token)", "✘ REJECTED", t.rejected),
+                    Some(Refusal::Repeat) => ("✘ REJECTED (a repeat)", "✘ REJECTED", t.rejected),
+                    _ => ("✘ REJECTED (stale)", "✘ REJECTED", t.rejected),
+                },
                 (false, _, true) => ("✘ UPDATE 0 (stale)", "✘ UPDATE 0", t.rejected),
             };
             let (row, verdict) = match compact {
