@@ -12,6 +12,7 @@ pub mod progress;
 pub mod reach;
 pub mod sweep;
 pub mod tally;
+pub mod told;
 
 use std::path::Path;
 

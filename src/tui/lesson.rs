@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::render::markdown::Doc;
 use crate::lesson::progress::Sitting;
+use crate::lesson::told::{References, changed_by};
 use crate::lesson::{Narration, NarrationStep};
 use crate::scenario::Checkpoint;
 
@@ -67,6 +68,9 @@ pub struct LessonState {
     /// question reached after every player of a part left says so rather than tell
     /// of what that part did not do.
     pub cast: Vec<(String, String)>,
+    /// The lesson's runs as its narration tells them (on the simulator): a step the
+    /// learner's own pause, crash or fencing switch made untrue is marked so.
+    references: References,
 }
 
 impl LessonState {
@@ -94,9 +98,53 @@ impl LessonState {
             scroll: 0,
             scroll_room: (0, 0),
             cast: Vec::new(),
+            references: References::default(),
         };
         state.restart(label);
         state
+    }
+
+    /// The lesson's runs as its narration tells them, to mark what a learner's act
+    /// made untrue.
+    pub fn with_references(mut self, references: References) -> Self {
+        self.references = references;
+        self
+    }
+
+    /// The newest step reached, or the open question, marked when the learner's own
+    /// acts (`live`: the run on screen) made its claim untrue: it is kept, said to be
+    /// the lesson's run, not the learner's. `settle_ms`: how late a real server's fact
+    /// may come (0 on the simulator).
+    pub fn tell_of_changes(&mut self, live: &[crate::engine::log::Event], settle_ms: f64) {
+        let (Some(hold), Some(reference)) = (self.hold, self.references.get(&self.label)) else {
+            return;
+        };
+        let at_ms = match hold {
+            Hold::Checkpoint(i) => self.checkpoints.get(i).map(|c| c.at_ms),
+            Hold::Step(i) | Hold::Reading { step: i, .. } => self.steps.get(i).map(|s| s.at_ms),
+        };
+        let Some(at_ms) = at_ms else { return };
+        let Some(acts) = changed_by(live, reference, at_ms as f64, settle_ms) else { return };
+        let acts = and_list(&acts);
+        match hold {
+            Hold::Checkpoint(i) => {
+                let c = &mut self.checkpoints[i];
+                c.question = format!(
+                    "(⚠ {acts} changed this run: this asks about the lesson's run without it.) {}",
+                    c.question
+                );
+            }
+            Hold::Step(i) | Hold::Reading { step: i, .. } => {
+                let step = &mut self.steps[i];
+                step.title = format!("{} (the lesson's run, not yours)", step.title);
+                step.body = format!(
+                    "*⚠ {acts} changed this run: this step tells the lesson's run without it, \
+                     not what your screen shows.*\n\n{}",
+                    step.body
+                );
+                self.bodies[i] = Doc::parse(&step.body);
+            }
+        }
     }
 
     /// The lesson as a class plays it: `cast` is (student, part) for each student.
@@ -380,6 +428,15 @@ fn absent_parts(
         }
     }
     (!absent.is_empty()).then(|| (names.join(" and "), absent.join(" and "), last))
+}
+
+/// "a", "a and b", "a, b and c".
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// How long a step stays on screen by itself (in wall time).

@@ -99,12 +99,19 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
         None => Vec::new(),
     };
     let checkpoints = scenario.checkpoints.clone();
+    // The runs the narration tells, on the simulator: a step the learner's own act
+    // made untrue is marked so.
+    let references = match narrated {
+        true => crate::lesson::told::References::of(&scenario)?,
+        false => Default::default(),
+    };
     let fencing = options.fencing || scenario.fencing;
     let theme = Theme::initial(options.presenter);
     let mut app = App::new(scenario, fencing, options.speed, simulated, label, theme);
     if narrated {
         let label = app.run_label();
-        app = app.with_lesson(lesson::LessonState::new(narration, &label, checkpoints, table));
+        let state = lesson::LessonState::new(narration, &label, checkpoints, table);
+        app = app.with_lesson(state.with_references(references));
     }
     if let Some(notice) = notice {
         app.update(Msg::Notice(notice));

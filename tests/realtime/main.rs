@@ -14,6 +14,7 @@ mod support;
 
 mod exercises;
 mod foreign_examples;
+mod lesson_marks;
 mod lesson_rerun;
 
 /// One real-time race at a time in this binary.

@@ -47,6 +47,8 @@ impl App {
                 .collect();
             lesson.tell_of_leavers(&gone);
         }
+        let settle = if self.simulated { 0.0 } else { STEP_SETTLE_MS };
+        lesson.tell_of_changes(&self.log, settle);
         // A question holds at its moment exactly. A narration step on real servers
         // also shows its moment's own consequences, which land a few ms after it (A
         // wakes at 3 s; its write reaches the storage just after): never up to a
