@@ -83,9 +83,14 @@ pub enum Command {
     /// that breaks a lock design, on the simulator; shrink it to the smallest story,
     /// print it, and confirm it on real servers. Or say exactly what was covered.
     Break(BreakArgs),
-    /// List the exercises: write the lock yourself (starters in Python and Node in
-    /// examples/exercises/), then `fencelab check NAME --program ...`.
-    Exercises,
+    /// List the exercises: write the lock yourself (a starter in Python and one in
+    /// Node, written out by `--copy`), then `fencelab check NAME --program ...`.
+    Exercises {
+        /// Write the starters of exercise NAME (and the worker protocol's page) into
+        /// the folder DIR, made if missing; files already there are left alone.
+        #[arg(long, num_args = 2, value_names = ["NAME", "DIR"])]
+        copy: Option<Vec<String>>,
+    },
     /// Check your solution to an exercise: your program as every worker, on real
     /// servers, through the lesson's schedule and then `break`; says what still breaks.
     Check(CheckArgs),

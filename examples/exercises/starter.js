@@ -1,5 +1,5 @@
 // Exercise starter (fencelab exercises), in Node: a lock of your own on one Redis, as
-// a fencelab worker (docs/worker-protocol.md). It works until a pause: three parts are
+// a fencelab worker (worker-protocol.md). It works until a pause: three parts are
 // unsafe (see starter.py for the same in Python).
 //
 //   safe-release:    release() deletes the key even when it is someone else's now.
@@ -8,16 +8,25 @@
 //                    payment gateway of lesson 9 pays twice: send the job's own key.
 //
 // Check your fix:  fencelab check fencing-token --program "node starter.js"
-// (ioredis comes from examples/node-redlock: `npm ci` there once.)
+// It needs ioredis: `npm install ioredis` in its folder (in fencelab's repository it
+// takes examples/node-redlock's: `npm ci` there once). The protocol it speaks is
+// worker-protocol.md, beside it when `fencelab exercises --copy` wrote it.
 "use strict";
 
 const path = require("node:path");
 const readline = require("node:readline");
 const crypto = require("node:crypto");
-const requireThere = require("node:module").createRequire(
-  path.join(__dirname, "..", "node-redlock", "package.json"),
-);
-const Redis = requireThere("ioredis");
+
+/** ioredis from beside this file, else from fencelab's examples/node-redlock. */
+function ioredis() {
+  try {
+    return require("ioredis");
+  } catch {
+    const there = path.join(__dirname, "..", "node-redlock", "package.json");
+    return require("node:module").createRequire(there)("ioredis");
+  }
+}
+const Redis = ioredis();
 
 const say = (event) => process.stdout.write(JSON.stringify(event) + "\n");
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

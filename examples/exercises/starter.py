@@ -1,5 +1,6 @@
 """Exercise starter (fencelab exercises): a lock of your own on one Redis, as a fencelab
-worker (docs/worker-protocol.md). It works until a pause: three parts are unsafe.
+worker (worker-protocol.md, beside it when `fencelab exercises --copy` wrote it; it needs
+`pip install redis`). It works until a pause: three parts are unsafe.
 
   safe-release:  release() deletes the key even when the lease ran out and the key is
                  someone else's now. Delete it only while it still holds our value.

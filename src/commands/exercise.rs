@@ -4,6 +4,8 @@
 //! the transcript.
 
 use std::process::ExitCode;
+
+use anyhow::Context;
 use std::time::Duration;
 
 use super::run::{EXIT_INTERRUPTED, say};
@@ -24,9 +26,47 @@ pub fn list() -> ExitCode {
     say("Exercises: write the lock yourself (fencelab check NAME --program \"CMD ARGS\")");
     for e in &EXERCISES {
         say(&format!("  {:<15} {}: {}", e.name, e.title, e.task));
-        say(&format!("  {:<15} starters: {}", "", e.starters.join(", ")));
+        let files: Vec<&str> = e.starters.iter().map(|(name, _)| *name).collect();
+        say(&format!(
+            "  {:<15} starters: fencelab exercises --copy {} DIR (writes {})",
+            "",
+            e.name,
+            files.join(", ")
+        ));
     }
     ExitCode::SUCCESS
+}
+
+/// `fencelab exercises --copy NAME DIR`: the exercise's starters, out of the binary,
+/// into `dir` (made if missing). A file already there is the learner's work: it is
+/// left as it is, and said so.
+pub fn copy(name: &str, dir: &str) -> anyhow::Result<ExitCode> {
+    let exercise = find(name)?;
+    let dir = std::path::Path::new(dir);
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
+    for (file, text) in exercise.starters {
+        let path = dir.join(file);
+        let created = std::fs::OpenOptions::new().write(true).create_new(true).open(&path);
+        match created {
+            Ok(mut f) => {
+                std::io::Write::write_all(&mut f, text.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                say(&format!("wrote {}", path.display()));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                say(&format!(
+                    "kept {} (it is there already: your work is not overwritten)",
+                    path.display()
+                ));
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot write {}", path.display())),
+        }
+    }
+    say(&format!(
+        "then, in {}: fencelab check {name} --program \"python3 starter.py\" (pip install redis), or --program \"node starter.js\" (npm install ioredis)",
+        dir.display()
+    ));
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn check(args: &CheckArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode> {
@@ -54,7 +94,7 @@ pub fn check(args: &CheckArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     let code = if cancel.is_cancelled() {
         ExitCode::from(EXIT_INTERRUPTED)
     } else {
-        let wrong = still_wrong(&expect, &events, design.fencing);
+        let wrong = still_wrong(&expect, &events, &design, design.fencing);
         if !wrong.is_empty() {
             print_transcript(&events);
             say("");

@@ -78,7 +78,8 @@ fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench(args)) => bench::bench(&args, &cli.backend),
         Some(Command::Break(args)) => search::run(&args, &cli.backend),
-        Some(Command::Exercises) => Ok(exercise::list()),
+        Some(Command::Exercises { copy: None }) => Ok(exercise::list()),
+        Some(Command::Exercises { copy: Some(copy) }) => exercise::copy(&copy[0], &copy[1]),
         Some(Command::Check(args)) => exercise::check(&args, &cli.backend),
         Some(Command::Worker) => worker(),
         Some(Command::RoomJanitor) => class::janitor(),

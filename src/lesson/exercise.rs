@@ -8,8 +8,8 @@
 //! the tokens it sent (or none), so the lesson's tokens are not compared.
 
 use crate::check::{check, lock_of};
-use crate::engine::log::Event;
-use crate::scenario::{Expectation, Scenario, builtin};
+use crate::engine::log::{Event, EventKind, Refusal, WorkerEvent};
+use crate::scenario::{Expectation, Scenario, Step, builtin};
 use crate::search::harmful;
 
 pub struct Exercise {
@@ -23,11 +23,17 @@ pub struct Exercise {
     /// lesson has variants; and whether the storage fences.
     pub variant: Option<&'static str>,
     pub fencing: bool,
-    /// Starter programs, from the repository's root.
-    pub starters: &'static [&'static str],
+    /// Starter programs: their file names and their text, inside the binary (a
+    /// `cargo install` has no repository beside it).
+    pub starters: &'static [(&'static str, &'static str)],
 }
 
-const STARTERS: &[&str] = &["examples/exercises/starter.py", "examples/exercises/starter.js"];
+/// The starters, and the page of the protocol they speak, as `--copy` writes them.
+const STARTERS: &[(&str, &str)] = &[
+    ("starter.py", include_str!("../../examples/exercises/starter.py")),
+    ("starter.js", include_str!("../../examples/exercises/starter.js")),
+    ("worker-protocol.md", include_str!("../../docs/worker-protocol.md")),
+];
 
 pub const EXERCISES: [Exercise; 3] = [
     Exercise {
@@ -86,8 +92,15 @@ impl Exercise {
 }
 
 /// What is still wrong with a run: the harmful violations, and storage writers in
-/// another order than the safe run's. Empty: it holds.
-pub fn still_wrong(expect: &Expectation, events: &[Event], fencing: bool) -> Vec<String> {
+/// another order than the safe run's, each with its cause where the log tells it (a
+/// write refused, and why, at which step of whose; a write step with no write).
+/// Empty: it holds.
+pub fn still_wrong(
+    expect: &Expectation,
+    events: &[Event],
+    design: &Scenario,
+    fencing: bool,
+) -> Vec<String> {
     let lock = lock_of(events);
     let mut wrong: Vec<String> =
         check(events).iter().filter(|v| harmful(v, fencing, lock)).map(|v| v.said(lock)).collect();
@@ -96,6 +109,9 @@ pub fn still_wrong(expect: &Expectation, events: &[Event], fencing: bool) -> Vec
     };
     let (want, got) = (writers(&expect.storage), writers(&crate::check::stored(events)));
     if want != got {
+        for worker in want.iter().filter(|w| !got.contains(w)) {
+            wrong.extend(why_not_stored(events, design, worker));
+        }
         wrong.push(format!(
             "the storage took writes from [{}], the safe run's are [{}]",
             got.join(", "),
@@ -103,4 +119,58 @@ pub fn still_wrong(expect: &Expectation, events: &[Event], fencing: bool) -> Vec
         ));
     }
     wrong
+}
+
+/// Why `worker`'s write, which the safe run stores, is not in the storage: each of its
+/// refused writes with the storage's reason and the step it came in, or its write
+/// steps that sent no write at all.
+fn why_not_stored(events: &[Event], design: &Scenario, worker: &str) -> Vec<String> {
+    let steps: Vec<usize> = design
+        .workers
+        .iter()
+        .find(|w| w.name == worker)
+        .map(|w| {
+            let writes = w.steps.iter().enumerate();
+            writes.filter(|(_, s)| matches!(s, Step::Write { .. })).map(|(i, _)| i + 1).collect()
+        })
+        .unwrap_or_default();
+    let wrote: Vec<(f64, &WorkerEvent)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Worker { worker: w, what: what @ WorkerEvent::Wrote { .. } }
+                if w == worker =>
+            {
+                Some((e.t_ms, what))
+            }
+            _ => None,
+        })
+        .collect();
+    let step_of =
+        |n: usize| steps.get(n).map_or(String::new(), |s| format!(" (its step {s}, write)"));
+    let mut why = Vec::new();
+    for (n, (t_ms, what)) in wrote.iter().enumerate() {
+        let WorkerEvent::Wrote { accepted: false, refused, token, .. } = what else { continue };
+        let at = format!("{worker}'s write at {:.1}s{}", t_ms / 1000.0, step_of(n));
+        why.push(match refused {
+            Some(Refusal::NoToken) => format!(
+                "{at} was refused: it carried no token, and with fencing on the storage takes only writes that carry one (send the grant's token with the write: \"token\": N)"
+            ),
+            Some(Refusal::Repeat) => format!(
+                "{at} was refused as a repeat: its idempotency key (the write's value) had been applied before"
+            ),
+            Some(Refusal::StaleToken) | None => format!(
+                "{at} was refused as stale: its token {} was lower than one the storage had accepted",
+                token.map_or("-".to_string(), |t| t.to_string())
+            ),
+        });
+    }
+    if wrote.len() < steps.len() {
+        let missing: Vec<String> = steps[wrote.len()..].iter().map(|s| s.to_string()).collect();
+        why.push(format!(
+            "{worker} sent no write in its write step{} {} (a write is a {{\"event\":\"write\",...}} line, answered by write_result)",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", ")
+        ));
+    }
+    why
 }

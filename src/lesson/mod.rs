@@ -55,6 +55,24 @@ pub fn run_labels(scenario: &Scenario) -> Vec<String> {
 
 use crate::scenario::builtin::COURSE;
 
+/// What a learner finishing the lesson `name` does next, in a line: the course's next
+/// lesson (its title and the command that opens it), or after the last one the
+/// exercises. None for a lesson that is not the course's.
+pub fn next_after(name: &str) -> Option<String> {
+    let course = course().ok()?;
+    let here = course.iter().position(|l| l.scenario.name == name)?;
+    Some(match course.get(here + 1) {
+        Some(next) => format!(
+            "next lesson: {} (L: the course's lessons; or fencelab lesson {})",
+            next.scenario.title, next.scenario.name
+        ),
+        None => {
+            "that was the course's last lesson: write a lock yourself next (fencelab exercises)"
+                .to_string()
+        }
+    })
+}
+
 /// Every lesson of the course, parsed, in order.
 pub fn course() -> Result<Vec<Lesson>, ScenarioError> {
     COURSE.iter().map(|(stem, toml, md)| parse_lesson(stem, toml, md)).collect()

@@ -71,6 +71,8 @@ pub struct LessonState {
     /// The lesson's runs as its narration tells them (on the simulator): a step the
     /// learner's own pause, crash or fencing switch made untrue is marked so.
     references: References,
+    /// What to do after this lesson, said at its end (the course's next lesson).
+    pub next: Option<String>,
 }
 
 impl LessonState {
@@ -99,9 +101,16 @@ impl LessonState {
             scroll_room: (0, 0),
             cast: Vec::new(),
             references: References::default(),
+            next: None,
         };
         state.restart(label);
         state
+    }
+
+    /// What to do after this lesson, said at its end.
+    pub fn with_next(mut self, next: Option<String>) -> Self {
+        self.next = next;
+        self
     }
 
     /// The lesson's runs as its narration tells them, to mark what a learner's act

@@ -105,13 +105,14 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
         true => crate::lesson::told::References::of(&scenario)?,
         false => Default::default(),
     };
+    let next = crate::lesson::next_after(&scenario.name);
     let fencing = options.fencing || scenario.fencing;
     let theme = Theme::initial(options.presenter);
     let mut app = App::new(scenario, fencing, options.speed, simulated, label, theme);
     if narrated {
         let label = app.run_label();
         let state = lesson::LessonState::new(narration, &label, checkpoints, table);
-        app = app.with_lesson(state.with_references(references));
+        app = app.with_lesson(state.with_references(references).with_next(next));
     }
     if let Some(notice) = notice {
         app.update(Msg::Notice(notice));

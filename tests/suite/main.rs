@@ -25,6 +25,7 @@ mod clock_jump;
 mod cluster;
 mod controls;
 mod differential;
+mod exercises;
 mod export;
 mod failover_tokens;
 mod foreign;

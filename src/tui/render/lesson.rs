@@ -255,6 +255,9 @@ fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, w
     let again = "take the lesson again (the same questions, their choices in a new order) · \
                  every key works (? for help)";
     lines.extend(wrapped("R: ", again, width, t.base));
+    if let Some(next) = &lesson.next {
+        lines.extend(wrapped("", next, width, t.key));
+    }
 }
 
 /// What a question is about, in a line: its last sentence (the question itself).

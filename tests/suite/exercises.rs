@@ -1,0 +1,57 @@
+//! The exercises without a repository beside the binary (a `cargo install`): the list
+//! names no repository path, and `fencelab exercises --copy NAME DIR` writes the
+//! starters and the protocol's page out of the binary, leaving a learner's files be.
+
+use crate::support;
+
+fn fencelab(args: &[&str]) -> (std::process::Output, String) {
+    let out = support::bin().args(args).output().unwrap();
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out, text)
+}
+
+#[test]
+fn the_list_tells_how_to_get_the_starters_and_names_no_repository_path() {
+    let (out, text) = fencelab(&["exercises"]);
+    assert!(out.status.success(), "{text}");
+    for name in ["safe-release", "fencing-token", "idempotency-key"] {
+        assert!(text.contains(&format!("fencelab exercises --copy {name} DIR")), "{text}");
+    }
+    assert!(!text.contains("examples/") && !text.contains("docs/"), "{text}");
+}
+
+#[test]
+fn copy_writes_the_starters_out_of_the_binary_and_keeps_a_learners_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("mine");
+    let (out, text) = fencelab(&["exercises", "--copy", "fencing-token", into.to_str().unwrap()]);
+    assert!(out.status.success(), "{text}");
+    for (file, original) in [
+        ("starter.py", "examples/exercises/starter.py"),
+        ("starter.js", "examples/exercises/starter.js"),
+        ("worker-protocol.md", "docs/worker-protocol.md"),
+    ] {
+        let copied = std::fs::read_to_string(into.join(file)).unwrap();
+        assert_eq!(copied, std::fs::read_to_string(original).unwrap(), "{file}");
+    }
+    assert!(text.contains("fencelab check fencing-token --program"), "{text}");
+    // Work in progress is never overwritten.
+    std::fs::write(into.join("starter.py"), "# my fix\n").unwrap();
+    let (out, text) = fencelab(&["exercises", "--copy", "fencing-token", into.to_str().unwrap()]);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("kept"), "{text}");
+    assert_eq!(std::fs::read_to_string(into.join("starter.py")).unwrap(), "# my fix\n");
+    let (out, text) = fencelab(&["exercises", "--copy", "no-such", into.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("no exercise \"no-such\": there are safe-release"), "{text}");
+}
+
+#[test]
+fn the_end_of_a_lesson_points_to_the_next_one() {
+    let next = fencelab::lesson::next_after("gc-pause").unwrap();
+    assert!(next.contains("4. ") && next.contains("fencelab lesson check-then-write"), "{next}");
+    let last = fencelab::lesson::next_after("break-it").unwrap();
+    assert!(last.contains("fencelab exercises"), "{last}");
+    assert_eq!(fencelab::lesson::next_after("playground"), None);
+}
