@@ -360,3 +360,39 @@ fn break_queue_finds_no_break_of_the_idempotent_variant() {
     assert!(said.contains("no harmful violation"), "{said}");
     assert!(said.contains("at-least-once delivery"), "{said}");
 }
+
+/// `--fencing on|off` decides the design's fencing, whatever the scenario says: the
+/// article's pause breaks gc-pause without it and nothing breaks it with it.
+#[test]
+fn the_fencing_flag_chooses_the_design_searched() {
+    let off = run(&[
+        "--sim",
+        "break",
+        "fencing",
+        "--faults",
+        "pause",
+        "--fencing",
+        "off",
+        "--budget",
+        "2000",
+    ]);
+    let said = text(&off.stdout);
+    assert!(said.contains("fencing off") && said.contains("broke it after"), "{said}");
+    let on = run(&[
+        "--sim",
+        "break",
+        "gc-pause",
+        "--faults",
+        "pause",
+        "--fencing",
+        "on",
+        "--budget",
+        "300",
+    ]);
+    let said = text(&on.stdout);
+    assert!(on.status.success(), "{said}");
+    assert!(said.contains("fencing on") && !said.contains("broke it"), "{said}");
+    assert!(said.contains("no harmful violation"), "{said}");
+    let bad = run(&["--sim", "break", "gc-pause", "--fencing", "maybe"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}

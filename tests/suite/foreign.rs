@@ -216,12 +216,14 @@ async fn a_programs_stderr_is_in_the_log_the_transcript_and_the_inspector() {
 fn a_scenario_names_its_program_and_runs_it_from_its_own_folder() {
     let src = "name = \"p\"\ntitle = \"p\"\nttl_ms = 100\nprogram = [\"python3\", \"my_lock.py\"]\n\
                [[workers]]\nname = \"A\"\nsteps = [{ do = \"acquire\" }]\n\
-               [[workers]]\nname = \"B\"\nprogram = [\"node\", \"b.js\"]\nsteps = []\n";
+               [[workers]]\nname = \"B\"\nprogram = [\"node\", \"b.js\"]\n";
     let scenario = parse_scenario(src, "some/dir/s.toml").unwrap();
     let a = scenario.workers[0].program.as_ref().unwrap();
     assert_eq!(a.argv, ["python3", "my_lock.py"]);
     assert_eq!(a.dir.as_deref(), Some(Path::new("some/dir")));
     assert_eq!(scenario.workers[1].program.as_ref().unwrap().argv, ["node", "b.js"]);
+    // A program worker without steps runs freely, as the protocol page says.
+    assert!(scenario.workers[1].steps.is_empty());
     let bad = src.replace("[\"node\", \"b.js\"]", "[]");
     let e = parse_scenario(&bad, "s.toml").unwrap_err().to_string();
     assert!(e.starts_with("s.toml:10:") && e.contains("non-empty list"), "{e}");
@@ -277,11 +279,9 @@ ttl_ms = 2000
 program = ["python3", "tests/programs/free.py"]
 [[workers]]
 name = "A"
-steps = []
 [[workers]]
 name = "B"
-start_ms = 100
-steps = []
+start_ms = 500
 "#;
     let mut scenario = parse_scenario(src, "free.toml").unwrap();
     for w in &mut scenario.workers {
@@ -305,6 +305,17 @@ steps = []
         });
         assert!(finished, "{worker} finished:\n{}", digest(&events));
     }
+    // Its logic began at its start_ms (fencelab's `start`), not when it was ready: B's
+    // first call to its server (its SET NX) comes after 0.5 s.
+    let first_set = events.iter().find_map(|e| match &e.kind {
+        EventKind::Command { worker, command, .. }
+            if worker == "B" && command.starts_with("SET ") =>
+        {
+            Some(e.t_ms)
+        }
+        _ => None,
+    });
+    assert!(first_set.is_some_and(|t| t >= 500.0), "{first_set:?}\n{}", digest(&events));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
