@@ -16,6 +16,7 @@ pub mod link;
 pub mod lock;
 pub mod node;
 pub mod proxy;
+pub mod reach;
 pub mod redis;
 pub mod scripts;
 pub mod server;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 pub use async_trait::async_trait;
 pub use keys::Keys;
 pub use link::WorkerLink;
+pub use reach::{ProgramServer, ServerKind};
 pub use storage::sql;
 // Faults are scheduled by scenarios, so the kind lives with the scenario.
 pub use crate::scenario::FaultKind;
@@ -231,11 +233,17 @@ pub trait LockService: Send + Sync + 'static {
         None
     }
 
-    /// The URLs a foreign program (docs/worker-protocol.md) reaches the lock's Redis
-    /// servers with, password included (fencelab keeps it for the hello line): one
-    /// Redis, or each of Redlock's nodes. Empty when no other process can reach them.
-    fn redis_urls_for_programs(&self) -> Vec<String> {
-        self.redis_url_for_workers().into_iter().collect()
+    /// The servers a foreign program (docs/worker-protocol.md) takes the lock on: one
+    /// Redis, each of Redlock's nodes, an etcd, a ZooKeeper, a PostgreSQL. Empty when
+    /// no other process can reach them (the simulator lives in this one).
+    fn servers_for_programs(&self) -> Result<Vec<ProgramServer>, BackendError> {
+        self.redis_url_for_workers().map(|url| ProgramServer::redis(&url)).into_iter().collect()
+    }
+
+    /// The name a program gives the lock on this service (`FENCELAB_KEY`): a key on
+    /// Redis and etcd, a path on ZooKeeper.
+    fn lock_name(&self, keys: &Keys) -> String {
+        keys.lock.clone()
     }
 
     /// Bring every server back to the scenario's starting state (servers a previous
@@ -373,6 +381,12 @@ pub trait Storage: Send + Sync + 'static {
     /// this one) or its kind is not run by worker processes (only one Redis is so far).
     fn redis_url_for_workers(&self) -> Option<String> {
         None
+    }
+
+    /// The server a foreign program is given beside the lock's when the storage lives
+    /// apart from it (a PostgreSQL); its writes are still fencelab's to make.
+    fn servers_for_programs(&self) -> Vec<ProgramServer> {
+        Vec::new()
     }
 
     /// Said after the lock service in the header when the storage lives apart from it

@@ -194,7 +194,14 @@ async fn carry(
     let (mut from_server, mut to_server) = tokio::io::split(server);
     let (mut up, mut down) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
     let mut in_flight: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    // The server closed its side: what it sent before still reaches the client (a
+    // server's last answer before it hangs up, ZooKeeper's "session expired", is
+    // what tells the client why), then the connection ends.
+    let mut server_done = false;
     loop {
+        if server_done && in_flight.is_empty() {
+            return;
+        }
         let due = in_flight.front().map(|(at, _)| *at);
         tokio::select! {
             () = cancel.cancelled() => return,
@@ -212,12 +219,12 @@ async fn carry(
                 }
                 _ => return,
             },
-            read = from_server.read(&mut down) => match read {
+            read = from_server.read(&mut down), if !server_done => match read {
                 Ok(n) if n > 0 => {
                     let late = condition.borrow().delay();
                     in_flight.push_back((Instant::now() + late, down[..n].to_vec()));
                 }
-                _ => return,
+                _ => server_done = true,
             },
             () = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {
                 if let Some((_, bytes)) = in_flight.pop_front() {
@@ -234,5 +241,38 @@ async fn carry(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's last answer before it hangs up (ZooKeeper's "session expired" to a
+    /// client that reconnects too late) reaches the client: the proxy closes only once
+    /// it has delivered what the server sent, even with replies due later.
+    #[tokio::test]
+    async fn a_servers_last_reply_before_it_closes_reaches_the_client() {
+        let server = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let port = server.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut conn, _) = server.accept().await.unwrap();
+            let mut asked = [0u8; 5];
+            conn.read_exact(&mut asked).await.unwrap();
+            conn.write_all(b"expired").await.unwrap();
+            // Hangs up at once, as a server does after its last word.
+        });
+        let upstream = Upstream::Tcp { host: "127.0.0.1".into(), port };
+        let late = LinkCondition::Delayed(Duration::from_millis(50));
+        let (_keep, condition) = watch::channel(late);
+        let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
+        let addr = listen(upstream, condition, cancel.clone(), &tasks).await.unwrap();
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client.write_all(b"hello").await.unwrap();
+        let mut answer = Vec::new();
+        let read = timeout(Duration::from_secs(5), client.read_to_end(&mut answer)).await;
+        assert!(read.is_ok_and(|r| r.is_ok()), "the proxy hung");
+        assert_eq!(answer, b"expired");
+        cancel.cancel();
     }
 }

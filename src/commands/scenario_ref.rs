@@ -32,6 +32,23 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Lesson> {
 pub fn with_program(mut scenario: Scenario, program: Option<&str>) -> anyhow::Result<Scenario> {
     let Some(program) = program else { return Ok(scenario) };
     let program = parse_program(program)?;
+    // Refused here, before any server starts, naming what can run one.
+    let lock = scenario.lock.spec();
+    if !lock.can.programs {
+        bail!(
+            "--program: {} takes its lock on {}, which a program cannot use; a program can take its lock on {}",
+            scenario.name,
+            lock.name,
+            crate::scenario::spec::for_programs()
+        );
+    }
+    if let Some(step) = scenario.workers.iter().flat_map(|w| &w.steps).find(|s| !s.program_can_do())
+    {
+        bail!(
+            "--program: {}'s workers have a step a program cannot do ({step:?}): a program does acquire, write, release, renew and check",
+            scenario.name
+        );
+    }
     for worker in &mut scenario.workers {
         worker.program = Some(program.clone());
     }

@@ -172,6 +172,15 @@ impl fmt::Display for Moment {
     }
 }
 
+/// "A", "A and B", "A, B and C": how every list in a sentence is said.
+pub fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// 1 as "1st", 2 as "2nd", 11 as "11th".
 pub fn ordinal(n: u32) -> String {
     let suffix = match (n % 10, n % 100) {
@@ -518,6 +527,24 @@ pub struct Program {
     /// set at load, not saved, so a replay never depends on where it ran.
     #[serde(skip)]
     pub dir: Option<std::path::PathBuf>,
+}
+
+impl Step {
+    /// Whether a worker that is a program can do it: the lock's steps are its library's
+    /// (acquire, write, release, renew, check), the pauses, work and crashes fencelab's.
+    pub fn program_can_do(&self) -> bool {
+        matches!(
+            self,
+            Step::Acquire { .. }
+                | Step::Write { .. }
+                | Step::Release
+                | Step::Renew { .. }
+                | Step::Check { .. }
+                | Step::Pause { .. }
+                | Step::Work { .. }
+                | Step::Crash
+        )
+    }
 }
 
 /// One thing a worker does. Steps run in order; each waits for the previous one.

@@ -413,20 +413,7 @@ fn sql_step_name(step: &Step) -> &'static str {
 /// keeps the pauses, the work and the crashes. Nothing else can be sent to it.
 fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
     for w in s.workers.iter().filter(|w| w.program.is_some()) {
-        let program_step = |step: &Step| {
-            matches!(
-                step,
-                Step::Acquire { .. }
-                    | Step::Write { .. }
-                    | Step::Release
-                    | Step::Renew { .. }
-                    | Step::Check { .. }
-                    | Step::Pause { .. }
-                    | Step::Work { .. }
-                    | Step::Crash
-            )
-        };
-        if let Some(step) = w.steps.iter().find(|step| !program_step(step)) {
+        if let Some(step) = w.steps.iter().find(|step| !step.program_can_do()) {
             let name = match step {
                 Step::WaitReplicas { .. } => "wait-replicas",
                 other => sql_step_name(other),
@@ -445,8 +432,10 @@ fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
                 w.name.clone(),
                 0,
                 format!(
-                    "worker {:?} is a program: a program's lock is on one Redis or on Redlock's nodes (lock = \"redis\", no replica)",
-                    w.name
+                    "worker {:?} is a program, and a program cannot take its lock on {}: it can on {}",
+                    w.name,
+                    s.lock.spec().name,
+                    super::spec::for_programs()
                 ),
             ));
         }

@@ -22,6 +22,9 @@ pub struct LockSpec {
     pub home: Home,
     /// How a transcript's lines name it ("redis", "queue").
     pub transcript: &'static str,
+    /// How a foreign program's hello line names it (`lock`, `FENCELAB_LOCK`): the
+    /// scenario's `lock`, and Redlock's "redlock".
+    pub program_name: &'static str,
     /// How the views speak of it.
     pub words: Words,
     /// Its fencing tokens.
@@ -235,6 +238,7 @@ pub const REDIS: LockSpec = LockSpec {
     label: "one Redis lock",
     home: Home::OneRedis,
     transcript: "redis",
+    program_name: "redis",
     words: REDIS_WORDS,
     token: Token { sources: &[TokenSource::Lock], name: "Redis INCR", asked: None },
     can: REDIS_CAN,
@@ -246,6 +250,7 @@ pub const REDIS: LockSpec = LockSpec {
 /// Redlock on its own nodes; no counter of its own.
 pub const REDLOCK: LockSpec = LockSpec {
     name: "Redlock nodes",
+    program_name: "redlock",
     label: "Redlock on {nodes} Redis servers",
     home: Home::OwnRedis,
     words: Words { lease_setting: "Redlock's TTL", ..REDIS_WORDS },
@@ -287,6 +292,7 @@ pub const ETCD: LockSpec = LockSpec {
     label: "etcd lease lock",
     home: Home::Etcd,
     transcript: "etcd",
+    program_name: "etcd",
     words: Words {
         holder: "key",
         token: "revision",
@@ -300,7 +306,7 @@ pub const ETCD: LockSpec = LockSpec {
         ..REDIS_WORDS
     },
     token: Token { sources: &[TokenSource::Lock], name: "etcd revision", asked: None },
-    can: ELSEWHERE_CAN,
+    can: Can { programs: true, ..ELSEWHERE_CAN },
     lease: Lease {
         step_ms: 1000,
         why: "etcd leases last whole seconds, so ttl_ms must be a multiple of 1000",
@@ -312,6 +318,7 @@ pub const ETCD: LockSpec = LockSpec {
 /// A Kubernetes-style Lease record on etcd, its expiry judged by each contender.
 pub const K8S_LEASE: LockSpec = LockSpec {
     name: "a Kubernetes-style Lease on etcd",
+    program_name: "k8s-lease",
     label: "Kubernetes-style Lease on etcd",
     words: Words {
         // Kubernetes calls the record a Lease and its holder holds it ("holds the Lease").
@@ -329,7 +336,7 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         lost: "after its renewTime was older than the Lease's duration",
         unnoticed: "its renewTime growing old on the other contenders' clocks",
     },
-    can: Can { worker_clocks: true, ..ELSEWHERE_CAN },
+    can: Can { worker_clocks: true, programs: false, ..ELSEWHERE_CAN },
     lease: Lease {
         ms: 1..=u64::MAX,
         step_ms: 1,
@@ -344,6 +351,7 @@ pub const ZOOKEEPER: LockSpec = LockSpec {
     label: "ZooKeeper lock recipe",
     home: Home::ZooKeeper,
     transcript: "zookeeper",
+    program_name: "zookeeper",
     words: Words {
         holder: "znode",
         lease: "session",
@@ -360,6 +368,7 @@ pub const ZOOKEEPER: LockSpec = LockSpec {
     token: Token { sources: &[TokenSource::Lock], name: "ZooKeeper czxid", asked: Some("zxid") },
     can: Can {
         watches: true,
+        programs: true,
         link_faults: LinkFaults::Refused(
             "its client keeps the session alive with heartbeats of its own, and the simulator \
              does not model a session whose heartbeats a cut link stops",
@@ -377,6 +386,7 @@ pub const ZOOKEEPER: LockSpec = LockSpec {
 /// A queue with competing consumers on a Redis Stream: no lock at all.
 pub const STREAM: LockSpec = LockSpec {
     name: "a queue on a Redis Stream",
+    program_name: "stream",
     label: "a queue on a Redis Stream",
     transcript: "queue",
     words: Words {
@@ -439,6 +449,24 @@ impl LockShape {
     pub fn label(self) -> String {
         self.spec().label.replace("{nodes}", &self.nodes().to_string())
     }
+}
+
+/// Every kind's row, in the order the course meets them.
+pub const KINDS: [&LockSpec; 7] =
+    [&REDIS, &REDLOCK, &REPLICATED, &ETCD, &K8S_LEASE, &ZOOKEEPER, &STREAM];
+
+/// The kinds a foreign program can take its lock on, as a scenario's `lock` names them:
+/// what a refusal says is supported.
+pub fn for_programs() -> String {
+    let kinds: Vec<String> = KINDS
+        .iter()
+        .filter(|k| k.can.programs)
+        .map(|k| match k.program_name {
+            "redlock" => format!("{} (redlock_nodes = N)", k.name),
+            name => format!("{} (lock = \"{name}\")", k.name),
+        })
+        .collect();
+    super::and_list(&kinds)
 }
 
 #[cfg(test)]

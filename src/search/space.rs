@@ -450,14 +450,7 @@ fn plural(kind: FaultKind) -> &'static str {
     }
 }
 
-/// "A", "A and B", "A, B and C".
-pub fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
-}
+pub use crate::scenario::and_list;
 
 /// Milliseconds as a person reads them: "0 s", "2.05 s".
 pub fn secs(ms: u64) -> String {

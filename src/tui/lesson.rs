@@ -18,6 +18,7 @@ use crate::lesson::progress::Sitting;
 use crate::lesson::told::{References, changed_by};
 use crate::lesson::{Narration, NarrationStep};
 use crate::scenario::Checkpoint;
+use crate::scenario::and_list;
 
 /// Reading time: this long for any step...
 const READ_BASE: Duration = Duration::from_millis(1500);
@@ -437,15 +438,6 @@ fn absent_parts(
         }
     }
     (!absent.is_empty()).then(|| (names.join(" and "), absent.join(" and "), last))
-}
-
-/// "a", "a and b", "a, b and c".
-fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
 }
 
 /// How long a step stays on screen by itself (in wall time).

@@ -78,6 +78,10 @@ pub trait EtcdCluster: Send + Sync + 'static {
         link: Option<&WorkerLink>,
     ) -> impl Future<Output = Result<Self::Kv, BackendError>> + Send;
     fn describe(&self) -> String;
+    /// Where a foreign program reaches it (None: the simulator's model).
+    fn program_server(&self) -> Option<Result<super::ProgramServer, BackendError>> {
+        None
+    }
 }
 
 /// Lease seconds for a lease of `ttl_ms`: etcd counts whole seconds, so it rounds up.
@@ -115,6 +119,10 @@ impl<C: EtcdCluster> RunEtcd<C> {
 
     pub fn describe(&self) -> String {
         self.cluster.describe()
+    }
+
+    pub fn servers_for_programs(&self) -> Result<Vec<super::ProgramServer>, BackendError> {
+        self.cluster.program_server().into_iter().collect()
     }
 }
 

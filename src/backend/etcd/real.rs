@@ -59,6 +59,10 @@ impl EtcdCluster for RealEtcd {
         EtcdHttp::new(&self.endpoint, link).await
     }
 
+    fn program_server(&self) -> Option<Result<crate::backend::ProgramServer, BackendError>> {
+        Some(crate::backend::ProgramServer::etcd(&self.endpoint))
+    }
+
     fn describe(&self) -> String {
         let note = self.note.as_ref().map_or(String::new(), |n| format!(", {n}"));
         let shown = origin(&self.endpoint).unwrap_or_else(|_| redact_url(&self.endpoint));

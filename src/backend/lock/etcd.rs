@@ -66,6 +66,10 @@ impl<C: EtcdCluster> LockService for EtcdBackend<C> {
         self.etcd.describe()
     }
 
+    fn servers_for_programs(&self) -> Result<Vec<crate::backend::ProgramServer>, BackendError> {
+        self.etcd.servers_for_programs()
+    }
+
     async fn reset(&self) -> Result<(), BackendError> {
         self.etcd.reset().await
     }
@@ -155,7 +159,7 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
     }
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
-        Ok(self.kv.get(&self.keys.lock).await?.map(|k| k.value))
+        Ok(self.kv.get(&self.keys.lock).await?.map(holder_value))
     }
 
     /// The key and its lease's time to live; the "counter" is the store's revision,
@@ -170,7 +174,7 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         // The observer's reads are not a worker's commands.
         self.kv.take_sent();
         Ok(LockTruth {
-            holder_value: key.map(|k| k.value),
+            holder_value: key.map(holder_value),
             pttl_ms,
             counter: Some(self.revisions.token(revision)),
             nodes: Vec::new(),
@@ -181,5 +185,14 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         self.kv.delete(&self.keys.lock, None).await?;
         self.kv.take_sent();
         Ok(())
+    }
+}
+
+/// Whose the key is, by what it holds: its value, or (a library that stores nothing
+/// there, as npm's etcd3 does) the lease it lives by, in decimal, as `leaseId()` gives it.
+fn holder_value(key: KeyState) -> String {
+    match key.value.is_empty() {
+        true => key.lease.to_string(),
+        false => key.value,
     }
 }

@@ -16,8 +16,8 @@ use tokio::time::{Instant, timeout};
 
 use crate::backend::node::LockNode;
 use crate::backend::{
-    AcquireReply, BackendError, FaultKind, Keys, LockClient, LockService, LockTruth, StorageClient,
-    WorkerLink, async_trait,
+    AcquireReply, BackendError, FaultKind, Keys, LockClient, LockService, LockTruth, ProgramServer,
+    StorageClient, WorkerLink, async_trait,
 };
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
@@ -149,10 +149,10 @@ impl<N: NodeSet> LockService for RedlockBackend<N> {
         self.nodes.describe()
     }
 
-    fn redis_urls_for_programs(&self) -> Vec<String> {
+    fn servers_for_programs(&self) -> Result<Vec<ProgramServer>, BackendError> {
         let urls: Option<Vec<_>> =
             (0..self.nodes.count()).map(|i| self.nodes.url_for_programs(i)).collect();
-        urls.unwrap_or_default()
+        urls.unwrap_or_default().iter().map(|url| ProgramServer::redis(url)).collect()
     }
 
     /// Restart the nodes a previous run left dead, and any whose server has gone.

@@ -49,7 +49,11 @@ impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
     async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
         let mut session = self.zk.connect(keys.lease_ms).await?;
         let run = format!("{ROOT}/{}", keys.run_id);
-        let dir = format!("{run}/lock");
+        // The run's lock path; a program may name its own under the run (its `ready`).
+        let dir = match keys.lock.starts_with(&format!("{run}/")) {
+            true => keys.lock.clone(),
+            false => format!("{run}/lock"),
+        };
         session.ensure(ROOT).await?;
         session.ensure(&run).await?;
         let base = session.ensure(&dir).await?;
@@ -68,6 +72,15 @@ impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
 
     fn describe(&self) -> String {
         self.zk.describe()
+    }
+
+    fn servers_for_programs(&self) -> Result<Vec<crate::backend::ProgramServer>, BackendError> {
+        self.zk.program_server().into_iter().collect()
+    }
+
+    /// A path, not a key: the program's lock recipe queues its znodes under it.
+    fn lock_name(&self, keys: &Keys) -> String {
+        format!("{ROOT}/{}/lock", keys.run_id)
     }
 }
 
@@ -227,7 +240,7 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
         let queue = self.read_queue(|_, _| String::new()).await?;
-        Ok(queue.children.into_iter().next().map(|c| c.data))
+        Ok(queue.children.into_iter().next().map(holder_of))
     }
 
     /// The first znode's owner; the "counter" is the zxid of the queue's last change,
@@ -237,7 +250,7 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
         let queue = self.session.queue(&self.dir).await?;
         Ok(LockTruth {
             counter: Some(self.token(queue.pzxid)),
-            holder_value: queue.children.into_iter().next().map(|c| c.data),
+            holder_value: queue.children.into_iter().next().map(holder_of),
             pttl_ms: None,
             nodes: Vec::new(),
         })
@@ -254,5 +267,14 @@ impl<S: Znodes> LockClient for ZkLockClient<S> {
         // Only when empty: another run may be using it (false otherwise).
         self.session.delete(ROOT).await?;
         Ok(())
+    }
+}
+
+/// Whose the first znode is: what its creator stored in it, or (a library that stores
+/// nothing, as kazoo without an identifier) its name.
+fn holder_of(child: crate::backend::zookeeper::Child) -> String {
+    match child.data.is_empty() {
+        true => child.name,
+        false => child.data,
     }
 }

@@ -233,7 +233,9 @@ impl Znodes for SimZkSession {
                 czxid: z.czxid,
                 session: z.owner,
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let mut children = children;
+        crate::backend::zookeeper::in_sequence(&mut children);
         Ok(Queue { children, pzxid })
     }
 

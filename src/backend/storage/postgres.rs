@@ -122,6 +122,25 @@ impl PgStorage {
     }
 
     /// A connection, with the run's schema and tables created if they are not yet.
+    /// Where the server listens (the first host of the connection string): what a
+    /// proxy in front of it dials. None: no host given (libpq's defaults).
+    fn upstream(&self) -> Option<Upstream> {
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        Some(match self.config.get_hosts().first()? {
+            Host::Tcp(host) => Upstream::Tcp { host: host.clone(), port },
+            Host::Unix(dir) => Upstream::Unix(dir.join(format!(".s.PGSQL.{port}"))),
+        })
+    }
+
+    /// Where a foreign program reaches this PostgreSQL: as the same user, on the same
+    /// database, through its proxy.
+    pub fn program_server(&self) -> Option<crate::backend::ProgramServer> {
+        let user = self.config.get_user().unwrap_or("postgres");
+        let dbname = self.config.get_dbname().unwrap_or(user);
+        let password = self.config.get_password().map(|p| String::from_utf8_lossy(p).into_owned());
+        Some(crate::backend::ProgramServer::postgres(self.upstream()?, user, dbname, password))
+    }
+
     /// Each step has [`CALL_TIMEOUT`].
     pub async fn connect(&self, keys: &Keys) -> Result<PgClient, BackendError> {
         self.connect_to(&self.config, keys, None).await
@@ -141,13 +160,8 @@ impl PgStorage {
             url: self.shown.to_string(),
             reason,
         };
-        let port = self.config.get_ports().first().copied().unwrap_or(5432);
-        let upstream = match self.config.get_hosts().first() {
-            Some(Host::Tcp(host)) => Upstream::Tcp { host: host.clone(), port },
-            Some(Host::Unix(dir)) => Upstream::Unix(dir.join(format!(".s.PGSQL.{port}"))),
-            None => {
-                return Err(unreachable("link faults need a host in the connection string".into()));
-            }
+        let Some(upstream) = self.upstream() else {
+            return Err(unreachable("link faults need a host in the connection string".into()));
         };
         let proxy = link
             .dial(upstream)
@@ -513,6 +527,10 @@ impl Storage for PgStorage {
 
     fn note(&self) -> Option<String> {
         Some(self.label.clone())
+    }
+
+    fn servers_for_programs(&self) -> Vec<crate::backend::ProgramServer> {
+        self.program_server().into_iter().collect()
     }
 }
 

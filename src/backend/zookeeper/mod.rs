@@ -46,6 +46,19 @@ pub struct Queue {
     pub pzxid: i64,
 }
 
+/// A sequential znode's sequence number: the ten digits ZooKeeper appends to its name,
+/// whatever the prefix (`lock-0000000003`, kazoo's `<uuid>__lock__0000000003`).
+pub fn sequence(name: &str) -> Option<i64> {
+    let digits = name.len().checked_sub(10).and_then(|at| name.get(at..))?;
+    digits.chars().all(|c| c.is_ascii_digit()).then(|| digits.parse().ok()).flatten()
+}
+
+/// A queue's znodes in the recipe's order: by sequence number, not by name (a library
+/// that puts a random prefix in front sorts otherwise by name).
+pub fn in_sequence(children: &mut [Child]) {
+    children.sort_by(|a, b| (sequence(&a.name), &a.name).cmp(&(sequence(&b.name), &b.name)));
+}
+
 /// The ZooKeeper calls the lock uses: one session.
 pub trait Znodes: Send + 'static {
     /// Create `path` as an empty persistent znode unless it exists; its creation zxid.
@@ -76,6 +89,10 @@ pub trait ZkEnsemble: Send + Sync + 'static {
         session_ms: u64,
     ) -> impl Future<Output = Result<Self::Session, BackendError>> + Send;
     fn describe(&self) -> String;
+    /// Where a foreign program reaches it (None: the simulator's model).
+    fn program_server(&self) -> Option<Result<super::ProgramServer, BackendError>> {
+        None
+    }
 }
 
 /// A lease ZooKeeper cannot grant as asked, said before any session opens.
@@ -88,4 +105,32 @@ pub fn check_session_ms(session_ms: u64) -> Result<(), BackendError> {
         SESSION_MS.start(),
         SESSION_MS.end()
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_is_ordered_by_sequence_whatever_the_names_prefix() {
+        let child =
+            |name: &str| Child { name: name.into(), data: String::new(), czxid: 0, session: 0 };
+        let mut queue = vec![
+            child("f37ffbe594b84c70__lock__0000000002"),
+            child("0a1b2c3d__lock__0000000010"),
+            child("ffff__lock__0000000001"),
+        ];
+        in_sequence(&mut queue);
+        let names: Vec<&str> = queue.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ffff__lock__0000000001",
+                "f37ffbe594b84c70__lock__0000000002",
+                "0a1b2c3d__lock__0000000010"
+            ]
+        );
+        assert_eq!(sequence("lock-0000000003"), Some(3));
+        assert_eq!(sequence("short"), None);
+    }
 }

@@ -46,6 +46,10 @@ impl RealZooKeeper {
 impl ZkEnsemble for RealZooKeeper {
     type Session = ZkSession;
 
+    fn program_server(&self) -> Option<Result<crate::backend::ProgramServer, BackendError>> {
+        Some(crate::backend::ProgramServer::zookeeper(&self.address))
+    }
+
     async fn connect(&self, session_ms: u64) -> Result<ZkSession, BackendError> {
         check_session_ms(session_ms)?;
         let (heart, client) = Heart::open(&self.address, session_ms).await?;
@@ -284,6 +288,7 @@ impl Znodes for ZkSession {
                         Err(e) => return Err(e),
                     }
                 }
+                super::in_sequence(&mut children);
                 Ok(Queue { children, pzxid: stat.pzxid })
             }
         })

@@ -24,9 +24,10 @@ use tokio_util::task::TaskTracker;
 use super::armed::{Armed, call_name};
 use super::protocol::{self, Mode, Order, Report, StepName};
 use super::traffic::Traffic;
-use crate::backend::proxy::{self, LinkCondition, Tapped, Upstream};
+use crate::backend::proxy::{self, LinkCondition, Tapped};
 use crate::backend::{
-    BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck, wire,
+    BackendError, Keys, LockClient, ProgramServer, ServerKind, StorageClient, StoredWrite,
+    WriteCheck, wire,
 };
 use crate::engine::host::{WorkerHost, WorkerRun};
 use crate::engine::log::{EventKind, EventLog, KernelSignal, ProgramCall, Refusal, WorkerEvent};
@@ -66,11 +67,12 @@ fn failed(worker: &str, message: impl std::fmt::Display) -> BackendError {
 /// What every program of a run is given.
 pub struct Setup {
     pub keys: Keys,
-    /// The lock's Redis servers (one, or Redlock's nodes), each reached by each
-    /// program through a proxy of its own, with the URL to give it: `redis://` or
-    /// `rediss://`, the database and the user, no password (the proxy's address is put
-    /// in).
-    pub servers: Vec<(Upstream, url::Url)>,
+    /// The lock's kind, as the hello names it (`redis`, `redlock`, `etcd`, ...).
+    pub lock: String,
+    /// The servers the program may reach (the lock's, and a PostgreSQL storage), each
+    /// through a proxy of its own per program, with the address to give it (the
+    /// proxy's put in) and no password.
+    pub servers: Vec<ProgramServer>,
     pub password: Option<String>,
     pub fencing: bool,
     /// How long a step may go without a word from the program (not counting pauses).
@@ -128,23 +130,28 @@ impl Program {
         // Replies are held once the run starts (`Run::run`): before, nobody reads them.
         let hold_replies = Arc::new(AtomicBool::new(false));
         let tapping = proxy::Tapping { tap, hold_replies: hold_replies.clone() };
-        let mut urls = Vec::with_capacity(setup.servers.len());
-        for (upstream, url) in &setup.servers {
+        let mut servers =
+            protocol::Servers { password: setup.password.clone(), ..Default::default() };
+        let mut redis = Vec::new();
+        for server in &setup.servers {
             let (condition, tap) = (condition.clone(), Some(tapping.clone()));
-            let proxied =
-                proxy::listen_tapped(upstream.clone(), condition, cancel.clone(), &tasks, tap)
-                    .await
-                    .map_err(|e| failed(name, format!("could not start its proxy: {e}")))?;
-            let mut url = url.clone();
-            let _ = url.set_host(Some(&proxied.ip().to_string()));
-            let _ = url.set_port(Some(proxied.port()));
-            urls.push(url.to_string());
+            let upstream = server.upstream.clone();
+            let proxied = proxy::listen_tapped(upstream, condition, cancel.clone(), &tasks, tap)
+                .await
+                .map_err(|e| failed(name, format!("could not start its proxy: {e}")))?;
+            let address = server.address(proxied);
+            match server.kind {
+                ServerKind::Redis => redis.push(address),
+                ServerKind::Etcd => servers.etcd = Some(address),
+                ServerKind::ZooKeeper => servers.zookeeper = Some(address),
+                ServerKind::Postgres => servers.postgres = Some(address),
+            }
         }
         // One Redis is `redis`; Redlock's nodes are `redis_nodes`.
-        let (redis, redis_nodes) = match urls.len() {
-            1 => (urls.pop(), Vec::new()),
-            _ => (None, urls),
-        };
+        match redis.len() {
+            1 => servers.redis = redis.pop(),
+            _ => servers.redis_nodes = redis,
+        }
         let hello = Order::Hello {
             fencelab: protocol::PROTOCOL_VERSION,
             worker: spec.name.clone(),
@@ -154,7 +161,8 @@ impl Program {
             lease_ms: setup.keys.lease_ms,
             mode,
             fencing: setup.fencing,
-            servers: protocol::Servers { redis, redis_nodes, password: setup.password.clone() },
+            lock: setup.lock.clone(),
+            servers: Box::new(servers),
         };
         let mut cmd = tokio::process::Command::new(&program.argv[0]);
         cmd.args(&program.argv[1..]).env_clear().envs(protocol::environment(&hello));

@@ -18,13 +18,12 @@ use tokio::sync::watch;
 
 use super::observer::Holders;
 use crate::backend::link::Links;
-use crate::backend::proxy::{LinkCondition, Upstream};
+use crate::backend::proxy::LinkCondition;
 use crate::backend::{BackendError, Keys, LockService, Storage};
 use crate::scenario::Scenario;
 pub use armed::call_name;
 pub use host::ProgramHost;
 use host::{Bench, Program, Setup};
-use redis::ConnectionAddr;
 
 /// The programs of a run, started and ready, and the keys the run's own clients use
 /// (the lock at the key the programs said they use).
@@ -47,22 +46,27 @@ pub async fn start(
     if specs.is_empty() {
         return Ok(None);
     }
-    let urls = lock.redis_urls_for_programs();
-    if urls.is_empty() {
+    let mut servers = lock.servers_for_programs()?;
+    if servers.is_empty() {
         return Err(BackendError::Unsupported(format!(
-            "a worker that is a program needs its lock on real Redis servers; this run uses {}",
+            "a worker that is a program needs its lock on real servers; this run uses {}",
             crate::backend::describe(lock, storage)
         )));
     }
-    let servers = urls.iter().map(|u| split_url(u)).collect::<Result<Vec<_>, _>>()?;
-    // One password for all: Redlock's nodes are fencelab's own, started alike.
-    let password = servers.iter().find_map(|(_, _, password)| password.clone());
-    let servers = servers.into_iter().map(|(upstream, url, _)| (upstream, url)).collect();
+    // A storage apart of another kind (a PostgreSQL) is the program's to reach too;
+    // its writes stay fencelab's.
+    let kinds: Vec<_> = servers.iter().map(|s| s.kind).collect();
+    servers.extend(storage.servers_for_programs().into_iter().filter(|s| !kinds.contains(&s.kind)));
+    // One password for the lock's servers: Redlock's nodes are fencelab's own, started
+    // alike.
+    let password = servers.iter().find_map(|s| s.password.clone());
     // A step may take as long as the run could, and then some: a program silent for
     // longer is stuck.
     let longest = Duration::from_secs_f64(scenario.longest_run_ms() as f64 * time_scale / 1000.0);
+    let keys = Keys { lock: lock.lock_name(keys), ..keys.clone() };
     let setup = Setup {
         keys: keys.clone(),
+        lock: scenario.lock.spec().program_name.to_string(),
         servers,
         password,
         fencing,
@@ -137,31 +141,4 @@ pub async fn start_alone(
         )));
     }
     Ok(started.host)
-}
-
-/// Where a program's proxy dials, the URL it is given (the proxy's address put in
-/// later: a program always dials TCP, even to a server on a Unix socket), and the
-/// password, which only its hello line carries.
-fn split_url(raw: &str) -> Result<(Upstream, url::Url, Option<String>), BackendError> {
-    let unsupported = |why: &str| BackendError::Unsupported(format!("a program's Redis {why}"));
-    // The redis crate reads it exactly as the run's own clients do.
-    let info = redis::IntoConnectionInfo::into_connection_info(raw)
-        .map_err(|_| unsupported("has a URL fencelab cannot read"))?;
-    let (upstream, scheme) = match info.addr() {
-        ConnectionAddr::Tcp(host, port) => {
-            (Upstream::Tcp { host: host.clone(), port: *port }, "redis")
-        }
-        ConnectionAddr::TcpTls { host, port, .. } => {
-            (Upstream::Tcp { host: host.clone(), port: *port }, "rediss")
-        }
-        ConnectionAddr::Unix(path) => (Upstream::Unix(path.clone()), "redis"),
-        _ => return Err(unsupported("is reached in a way fencelab cannot proxy")),
-    };
-    let settings = info.redis_settings();
-    let mut url = url::Url::parse(&format!("{scheme}://127.0.0.1/{}", settings.db()))
-        .map_err(|_| unsupported("has a URL fencelab cannot read"))?;
-    if let Some(user) = settings.username() {
-        let _ = url.set_username(user);
-    }
-    Ok((upstream, url, settings.password().map(str::to_string)))
 }

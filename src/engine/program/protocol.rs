@@ -47,6 +47,16 @@ pub struct Servers {
     /// Redlock's nodes, when the lock is on several.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redis_nodes: Vec<String>,
+    /// An etcd (`http://127.0.0.1:PORT`: its gRPC API and its JSON gateway alike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd: Option<String>,
+    /// A ZooKeeper, as a connect string (`127.0.0.1:PORT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zookeeper: Option<String>,
+    /// A PostgreSQL (`postgresql://user@127.0.0.1:PORT/db?sslmode=disable`): the lock's,
+    /// or the storage's when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres: Option<String>,
     /// The password of the user's servers, when they have one: only ever here, in the
     /// hello line on the program's stdin, never in its environment or argv.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,7 +83,10 @@ pub enum Order {
         mode: Mode,
         /// Whether the storage checks fencing tokens at the start of the run.
         fencing: bool,
-        servers: Servers,
+        /// The lock's kind, as a scenario names it (`redis`, `etcd`, `zookeeper`,
+        /// `advisory`), and Redlock's `redlock`.
+        lock: String,
+        servers: Box<Servers>,
     },
     /// The storage's answer to a [`Report::Write`].
     WriteResult {
@@ -245,7 +258,9 @@ pub fn parse_report(line: &str) -> Result<Report, String> {
 /// The environment a program gets (no secrets: the password is in the hello only).
 pub fn environment(hello: &Order) -> BTreeMap<&'static str, String> {
     let mut env = BTreeMap::new();
-    let Order::Hello { worker, run, key, token_key, lease_ms, mode, fencing, servers, .. } = hello
+    let Order::Hello {
+        worker, run, key, token_key, lease_ms, mode, fencing, lock, servers, ..
+    } = hello
     else {
         return env;
     };
@@ -257,11 +272,21 @@ pub fn environment(hello: &Order) -> BTreeMap<&'static str, String> {
     env.insert("FENCELAB_LEASE_MS", lease_ms.to_string());
     env.insert("FENCELAB_MODE", mode.as_str().to_string());
     env.insert("FENCELAB_FENCING", u8::from(*fencing).to_string());
+    env.insert("FENCELAB_LOCK", lock.clone());
     if let Some(url) = &servers.redis {
         env.insert("FENCELAB_REDIS_URL", url.clone());
     }
     if !servers.redis_nodes.is_empty() {
         env.insert("FENCELAB_REDIS_URLS", servers.redis_nodes.join(","));
+    }
+    for (var, address) in [
+        ("FENCELAB_ETCD_URL", &servers.etcd),
+        ("FENCELAB_ZOOKEEPER", &servers.zookeeper),
+        ("FENCELAB_POSTGRES_URL", &servers.postgres),
+    ] {
+        if let Some(address) = address {
+            env.insert(var, address.clone());
+        }
     }
     env
 }
@@ -312,11 +337,12 @@ mod tests {
             lease_ms: 2000,
             mode: Mode::Driven,
             fencing: false,
-            servers: Servers {
+            lock: "redis".into(),
+            servers: Box::new(Servers {
                 redis: Some("redis://127.0.0.1:1/0".into()),
-                redis_nodes: vec![],
                 password: Some("sekrit".into()),
-            },
+                ..Servers::default()
+            }),
         };
         let env = environment(&hello);
         assert_eq!(env["FENCELAB_LEASE_MS"], "2000");
@@ -372,6 +398,9 @@ mod tests {
         let mut hello = hello;
         if let Order::Hello { servers, .. } = &mut hello {
             servers.redis_nodes = vec!["redis://n1".into()];
+            servers.etcd = Some("http://e".into());
+            servers.zookeeper = Some("z:1".into());
+            servers.postgres = Some("postgresql://p".into());
         }
         for var in environment(&hello).keys() {
             assert!(page.contains(&format!("`{var}`")), "the page does not list {var}");
