@@ -65,6 +65,8 @@ pub struct LessonState {
     /// last drawn, so scrolling stops at the ends: only the drawing knows the panel's
     /// size, so it comes back as a message (`Msg::Measured`) after each frame.
     scroll_room: (usize, usize),
+    /// Lines a page of the panel is, as last drawn (`Msg::Measured` too).
+    page: usize,
     /// In a class: the part (the lesson's worker) each student plays, so a step or a
     /// question reached after every player of a part left says so rather than tell
     /// of what that part did not do.
@@ -100,6 +102,7 @@ impl LessonState {
             focus: None,
             scroll: 0,
             scroll_room: (0, 0),
+            page: 8,
             cast: Vec::new(),
             references: References::default(),
             next: None,
@@ -396,9 +399,16 @@ impl LessonState {
         self.scroll = 0;
     }
 
-    /// How far the panel, as last drawn, can scroll up and down from where it rests.
-    pub fn measured(&mut self, room: (usize, usize)) {
-        self.scroll_room = room;
+    /// How far the panel, as last drawn, can scroll up and down from where it rests,
+    /// and how many lines a page of it is.
+    pub fn measured(&mut self, (up, down, page): (usize, usize, usize)) {
+        self.scroll_room = (up, down);
+        self.page = page;
+    }
+
+    /// Lines a PgUp or PgDn moves: the panel's height as last drawn, less one.
+    pub fn page(&self) -> isize {
+        isize::try_from(self.page).unwrap_or(isize::MAX).max(1)
     }
 
     /// Scroll the panel up (`lines` > 0) or down, within its text.
@@ -658,12 +668,27 @@ mod tests {
         l.step_forward();
         l.step_forward();
         assert_eq!(l.focus, None, "back to the newest");
-        l.measured((4, 2));
+        l.measured((4, 2, 8));
         l.scroll_by(10);
         assert_eq!(l.scroll, 4, "not past the top");
         l.scroll_by(-3);
         assert_eq!(l.scroll, 1);
         l.scroll_by(-10);
         assert_eq!(l.scroll, -2, "not past the bottom");
+    }
+
+    /// A page is what the panel shows less a line, however short it is drawn: at 80x24
+    /// it shows four to six lines, and a page of eight skipped some.
+    #[test]
+    fn a_page_is_the_panels_own_height_less_one_line() {
+        let mut l = lesson(vec![step("a", 0, false)], vec![]);
+        l.measured((20, 0, 4));
+        assert_eq!(l.page(), 4);
+        l.scroll_by(l.page());
+        assert_eq!(l.scroll, 4);
+        l.scroll_by(l.page());
+        assert_eq!(l.scroll, 8, "one page after another, nothing skipped");
+        l.measured((20, 0, 0));
+        assert_eq!(l.page(), 1, "a page is a line at the least");
     }
 }

@@ -1,7 +1,7 @@
 //! The lesson mode: the narration and its questions beside the run, the holds at
 //! their moments, and the lesson's own keys.
 
-use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, Mode, NARRATION_PAGE, PaceChange};
+use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, Mode, PaceChange};
 use crate::engine::log::EventKind;
 use crate::session::quiz::{Posed, QuizStep};
 use crate::tui::keys::Action;
@@ -123,8 +123,8 @@ impl App {
             return Vec::new();
         };
         match action {
-            Action::NarrationUp => lesson.scroll_by(NARRATION_PAGE),
-            Action::NarrationDown => lesson.scroll_by(-NARRATION_PAGE),
+            Action::NarrationUp => lesson.scroll_by(lesson.page()),
+            Action::NarrationDown => lesson.scroll_by(-lesson.page()),
             Action::NarrationBack => lesson.step_back(),
             Action::NarrationForward => lesson.step_forward(),
             _ => {

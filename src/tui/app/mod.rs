@@ -34,8 +34,8 @@ const STATUS_SHOWN_MS: f64 = 2500.0;
 
 /// Speed factors the `[` and `]` keys step through.
 const SPEEDS: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
-/// How many lines PgUp and PgDn scroll the lesson's narration.
-const NARRATION_PAGE: isize = 8;
+/// Lines a PgUp or PgDn moves the help by.
+const HELP_PAGE: isize = 8;
 /// The default pause length: longer than the playground's lease, so a pause makes
 /// the lease expire.
 pub const DEFAULT_PAUSE_MS: u64 = 4000;
@@ -111,11 +111,11 @@ pub enum Msg {
 
 /// What a frame measured that the keys need: how many lanes a page holds (PgUp/PgDn
 /// outside lessons), and how far the narration can scroll up and down from where it
-/// rests (None: no narration was drawn).
+/// rests, and by how much a page (None: no narration was drawn).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Measured {
     pub lanes_per_page: usize,
-    pub narration_room: Option<(usize, usize)>,
+    pub narration_room: Option<(usize, usize, usize)>,
 }
 
 impl From<Action> for Msg {
@@ -744,8 +744,8 @@ impl App {
             let by = match action {
                 Action::SelectPrev => Some(-1),
                 Action::SelectNext => Some(1),
-                Action::NarrationUp => Some(-(NARRATION_PAGE as i32)),
-                Action::NarrationDown => Some(NARRATION_PAGE as i32),
+                Action::NarrationUp => Some(-(HELP_PAGE as i32)),
+                Action::NarrationDown => Some(HELP_PAGE as i32),
                 _ => None,
             };
             if let Some(by) = by {

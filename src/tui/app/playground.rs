@@ -100,20 +100,33 @@ impl App {
     pub(super) fn command_selected(&mut self, command: WorkerCommand) -> Vec<Effect> {
         let Some(lane) = self.run.lanes.get(self.selected) else { return Vec::new() };
         if !self.live() {
-            self.status = Some("the run has ended: press r to restart it".into());
+            self.status = Some(
+                "the run has ended on the servers (the screen may still be catching up): nothing to pause; r restarts it"
+                    .into(),
+            );
             return Vec::new();
         }
         let name = lane.name.clone();
+        // On real servers the run goes on while a lesson holds the screen: the act
+        // lands where the run is, and the learner is told so.
+        let behind = self.reached_ms - self.view_ms();
+        let lands = match behind > 100.0 {
+            true => format!(
+                ", now, at {:.1} s of the run (the servers ran on while the screen held)",
+                self.reached_ms / 1000.0
+            ),
+            false => String::new(),
+        };
         self.status = Some(match command {
             WorkerCommand::Pause { ms: Some(ms) } | WorkerCommand::Stall { ms } => {
-                format!("{name} paused for {} (a GC pause)", secs(ms))
+                format!("{name} paused for {} (a GC pause){lands}", secs(ms))
             }
             WorkerCommand::Pause { ms: None } => {
                 format!("{name} paused until you press space again")
             }
             WorkerCommand::Resume => format!("{name} resumed"),
             WorkerCommand::Crash => {
-                format!("{name} crashed: its lock stays until the lease expires")
+                format!("{name} crashed{lands}: its lock stays until the lease expires")
             }
         });
         vec![Effect::Worker(name, command)]

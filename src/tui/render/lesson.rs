@@ -80,10 +80,12 @@ fn panel(area: Rect, app: &App, lesson: &LessonState) -> Panel {
 
 /// How far the narration drawn in `area` can scroll up and down from where it rests
 /// (what `PgUp`/`PgDn` may move), for the app to hear after the frame.
-pub fn narration_room(area: Rect, app: &App) -> Option<(usize, usize)> {
+pub fn narration_room(area: Rect, app: &App) -> Option<(usize, usize, usize)> {
     let lesson = app.lesson()?;
-    let Panel { last, rest, .. } = panel(area, app, lesson);
-    Some((rest, last - rest))
+    let Panel { last, rest, height, .. } = panel(area, app, lesson);
+    // A page is the panel's text rows less one, so a line is never skipped between
+    // two pages, however short the panel (80x24 shows four to six).
+    Some((rest, last - rest, height.saturating_sub(1).max(1)))
 }
 
 /// Rows the panel needs at this width, with its border: the step being read and

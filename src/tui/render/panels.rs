@@ -304,10 +304,13 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         (String::new(), t.dim)
     } else if let Some((text, danger)) = yours(app) {
         (text, if danger { t.danger } else { t.title })
-    } else if let Some(text) = situation(app) {
+    } else if let Some(text) = danger(app) {
         (text, t.danger)
     } else if let Some(status) = &app.status {
+        // The answer to the learner's last key comes before the paused worker's note.
         (status.clone(), t.title)
+    } else if let Some(text) = paused(app) {
+        (text, t.danger)
     } else if let Some(text) = room_notes(app) {
         (text, t.danger)
     } else if run.ended.is_some() && app.class_seat().is_some() {
@@ -387,8 +390,8 @@ fn yours(app: &App) -> Option<(String, bool)> {
     Some((format!("{me}: {text}"), false))
 }
 
-/// What is going on right now that a learner should notice, if anything.
-fn situation(app: &App) -> Option<String> {
+/// A worker that believes what the servers no longer say: what a learner must notice.
+fn danger(app: &App) -> Option<String> {
     let run = &app.run;
     if let Some((_, lost)) = &run.lost {
         return Some(format!("✖ {lost}"));
@@ -423,11 +426,30 @@ fn situation(app: &App) -> Option<String> {
             ));
         }
     }
+    None
+}
+
+/// A paused worker, and what it cannot notice while it sleeps.
+fn paused(app: &App) -> Option<String> {
+    let run = &app.run;
+    if run.ended.is_some() {
+        return None;
+    }
     run.lanes.iter().find(|l| matches!(l.now(), Belief::Paused { .. })).map(|l| {
         // Without a lock there is no lease: what goes stale is what it read.
         let unnoticed =
             if app.uses_lock() { app.lock().words.unnoticed } else { SQL_WORDS.unnoticed };
-        format!("{} is paused: it sends nothing, so it cannot notice {unnoticed}.", l.name)
+        match l.now().held_token() {
+            Some(_) => {
+                format!("{} is paused: it sends nothing, so it cannot notice {unnoticed}.", l.name)
+            }
+            // It holds nothing: nothing of its own can run out while it sleeps.
+            None => format!(
+                "{} is paused: it sends nothing and holds no {}, so the others go on without it.",
+                l.name,
+                app.lock().words.grant
+            ),
+        }
     })
 }
 
