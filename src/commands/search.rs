@@ -134,7 +134,9 @@ impl One<'_> {
         let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
         let bar = progress_bar(options.budget);
         let started = std::time::Instant::now();
-        let mut told = started;
+        // Real trials take seconds each: their first report is said at once; the
+        // simulator's searches, over in a moment mostly, only past 10 s.
+        let mut told: Option<std::time::Instant> = (!real).then_some(started);
         let progress = |p: Progress| match &bar {
             Some(bar) => {
                 bar.set_position(p.tried);
@@ -145,9 +147,9 @@ impl One<'_> {
                 ));
             }
             // Without a terminal (a log, CI): a line every [`PROGRESS_EVERY`], so a
-            // long search is seen to be alive (a short one says nothing).
-            None if told.elapsed() >= PROGRESS_EVERY => {
-                told = std::time::Instant::now();
+            // long search is seen to be alive.
+            None if told.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) => {
+                told = Some(std::time::Instant::now());
                 crate::output::stderr::line(&progress_line(p, options.budget, started));
             }
             None => {}

@@ -315,11 +315,11 @@ pub fn search_with(
         // A real run races the scheduler: there a smaller story counts only when it
         // breaks twice running, and a start at the workers' own moment stays put
         // (later starts on a coarse grid mostly miss, each at the cost of a run).
-        let (repeats, starts) = match placement {
-            Placement::Grid => (1, true),
-            Placement::Moments => (2, false),
+        let (repeats, real) = match placement {
+            Placement::Grid => (1, false),
+            Placement::Moments => (2, true),
         };
-        let shrunk = shrink::shrink(&original, &space, starts, |s| {
+        let shrunk = shrink::shrink(&original, &space, real, |s| {
             for _ in 0..repeats {
                 shrink_trials += 1;
                 if !judge.breaks(s)? {

@@ -21,18 +21,20 @@ const START_ROOM_MS: u64 = 50;
 /// Passes over the faults: a later start can make a shorter length break again.
 const PASSES: usize = 2;
 
-/// `starts`: whether to move each fault's start later too (not when it sits at a
-/// moment the search chose on purpose).
+/// `real`: each trial is a run on real servers, seconds long: a fault's start stays at
+/// the moment the search chose on purpose, and its shortest length is found by halving
+/// the candidates (a pause longer than one that breaks breaks too), not one by one.
 pub fn shrink(
     original: &Schedule,
     space: &Space,
-    starts: bool,
+    real: bool,
     mut breaks: impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<Schedule> {
     let mut s = original.clone();
-    // Fewest faults.
+    // Fewest faults. A lone fault stays: the search began by finding that the design
+    // does not break without one.
     let mut i = 0;
-    while i < s.len() {
+    while i < s.len() && s.len() > 1 {
         let mut without = s.clone();
         without.remove(i);
         if breaks(&without)? {
@@ -41,11 +43,13 @@ pub fn shrink(
             i += 1;
         }
     }
-    for _ in 0..PASSES {
+    // A later start can make a shorter length break again; real runs keep their starts.
+    let passes = if real { 1 } else { PASSES };
+    for _ in 0..passes {
         let before = s.clone();
         for i in 0..s.len() {
-            shortest(&mut s, i, space, &mut breaks)?;
-            if starts {
+            shortest(&mut s, i, space, real, &mut breaks)?;
+            if !real {
                 latest(&mut s, i, space, &mut breaks)?;
             }
         }
@@ -61,10 +65,25 @@ fn shortest(
     s: &mut Schedule,
     i: usize,
     space: &Space,
+    halving: bool,
     breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
     let (current, room) = (s[i].ms, room(space.length_step, LENGTH_ROOM_MS));
-    let lengths = space.length.iter().copied().take_while(|&ms| ms < current);
+    let mut lengths: Vec<u64> =
+        space.length.iter().copied().take_while(|&ms| ms < current).collect();
+    if halving {
+        // The shortest length that breaks, by halving: a pause longer than one that
+        // breaks breaks too. What is left to try is that one length.
+        let (mut low, mut high) = (0, lengths.len());
+        while low < high {
+            let mid = (low + high) / 2;
+            let mut tried = s.clone();
+            tried[i].ms = lengths[mid];
+            if breaks(&tried)? { high = mid } else { low = mid + 1 }
+        }
+        lengths = lengths.get(low..).and_then(|l| l.first()).copied().into_iter().collect();
+    }
+    let lengths = lengths.into_iter();
     let toward = Toward {
         field: length_of,
         better: |a, b| a < b,
@@ -167,6 +186,10 @@ mod tests {
         Move { kind: FaultKind::Pause, target: Target::Worker(who.into()), at_ms, ms, on: None }
     }
 
+    /// Trials on the simulator, or real runs.
+    const SIM: bool = false;
+    const REAL: bool = true;
+
     fn space() -> Space {
         Space {
             kinds: vec![FaultKind::Pause],
@@ -189,7 +212,7 @@ mod tests {
     #[test]
     fn shrinks_to_one_fault_the_shortest_and_latest_with_room_to_spare() {
         let found = vec![pause("B", 700, 4000), pause("A", 100, 4800)];
-        let shrunk = shrink(&found, &space(), true, toy).unwrap();
+        let shrunk = shrink(&found, &space(), SIM, toy).unwrap();
         // B's pause is left out. At 0.1 s the shortest is 2 s, kept as 2.1 s (room);
         // the latest start is 0.5 s, kept as 0.4 s; from there the shortest is 1.7 s,
         // kept as 1.8 s.
@@ -199,7 +222,7 @@ mod tests {
     #[test]
     fn a_start_chosen_on_purpose_stays_and_only_the_length_shrinks() {
         let found = vec![pause("A", 100, 4800)];
-        let shrunk = shrink(&found, &space(), false, toy).unwrap();
+        let shrunk = shrink(&found, &space(), REAL, toy).unwrap();
         // At 0.1 s the shortest that breaks is 2 s, kept as 2.1 s; the start stays.
         assert_eq!(shrunk, vec![pause("A", 100, 2100)]);
     }
@@ -210,18 +233,32 @@ mod tests {
     #[test]
     fn a_start_on_the_edge_gets_room_off_the_grid() {
         let found = vec![pause("A", 500, 2100)];
-        let shrunk = shrink(&found, &space(), true, toy).unwrap();
+        let shrunk = shrink(&found, &space(), SIM, toy).unwrap();
         assert_eq!(shrunk, vec![pause("A", 450, 1700)]);
         // A length with nothing shorter on the grid that breaks gets its room as well.
         let at_edge = |s: &Schedule| Ok(s.iter().any(|m| m.ms >= 2000));
-        let shrunk = shrink(&vec![pause("A", 1000, 2000)], &space(), false, at_edge).unwrap();
+        let shrunk = shrink(&vec![pause("A", 1000, 2000)], &space(), REAL, at_edge).unwrap();
         assert_eq!(shrunk, vec![pause("A", 1000, 2100)]);
+    }
+
+    /// On real servers each trial is a run of seconds: the shortest length is found by
+    /// halving the 47 lengths below 4.8 s, in a handful of trials, not one by one.
+    #[test]
+    fn real_runs_find_the_shortest_length_by_halving() {
+        let mut trials = 0;
+        let shrunk = shrink(&vec![pause("A", 100, 4800)], &space(), REAL, |s| {
+            trials += 1;
+            toy(s)
+        })
+        .unwrap();
+        assert_eq!(shrunk, vec![pause("A", 100, 2100)]);
+        assert!(trials <= 12, "{trials} trials");
     }
 
     #[test]
     fn a_schedule_that_stops_breaking_is_left_as_it_was() {
         let found = vec![pause("A", 0, 100)];
-        let shrunk = shrink(&found, &space(), true, |_| Ok(false)).unwrap();
+        let shrunk = shrink(&found, &space(), SIM, |_| Ok(false)).unwrap();
         assert_eq!(shrunk, found);
     }
 }
