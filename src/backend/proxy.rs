@@ -88,6 +88,8 @@ pub struct Tapped {
     /// dropped, so whoever reads the tap can act first (stop the worker's process
     /// as a given reply reaches it).
     pub go: Option<tokio::sync::oneshot::Sender<()>>,
+    /// What the server is, so the reader decodes its protocol.
+    pub kind: super::ServerKind,
 }
 
 /// Where a tapped proxy copies what it carries.
@@ -100,6 +102,7 @@ pub type Tap = tokio::sync::mpsc::UnboundedSender<Tapped>;
 pub struct Tapping {
     pub tap: Tap,
     pub hold_replies: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub kind: super::ServerKind,
 }
 
 /// Start a proxy to `upstream` on a free loopback port; returns the address to dial.
@@ -165,7 +168,8 @@ async fn carry(
             false => (None, None),
         };
         let bytes = bytes.to_vec();
-        let sent = tapping.tap.send(Tapped { connection: *connection, request, bytes, go });
+        let (connection, kind) = (*connection, tapping.kind);
+        let sent = tapping.tap.send(Tapped { connection, request, bytes, go, kind });
         sent.ok().and(held)
     };
     // A connection opened while the link is cut waits for the heal before it reaches

@@ -152,7 +152,7 @@ impl Calls {
             *n
         };
         let at_step = step.and_then(|s| usize::try_from(s).ok());
-        let on = Moment { step: at_step, reply: Some(name.to_ascii_uppercase()), nth: count(name) };
+        let on = Moment { step: at_step, reply: Some(name.to_string()), nth: count(name) };
         let grant = call.grant.then(|| Moment {
             step: at_step,
             reply: Some(GRANT.to_string()),

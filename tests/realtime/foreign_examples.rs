@@ -131,9 +131,15 @@ fn example(dir: &str, program: Option<&str>, fencing: bool) -> Vec<Event> {
 
 /// A library's lock under the pause: its stale write lands (B's write, then A's), and
 /// its fenced twin's write is refused by the fenced storage (only B's stays).
-fn stale_then_fenced(dir: &str, fenced: &str) {
+fn stale_then_fenced(dir: &str, fenced: &str, call: &str) {
     let events = example(dir, None, false);
     assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
+    // The inspector shows the library's own calls, decoded from its proxy's bytes.
+    let shown = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Command { worker, command, program: Some(_), .. }
+            if worker == "A" && command.starts_with(call))
+    });
+    assert!(shown, "no {call:?} of A's in the inspector:\n{}", digest(&events));
     assert!(violations(&events).contains(&ViolationKind::StaleWrite), "{}", digest(&events));
     let events = example(dir, Some(fenced), true);
     let stored = storage(&events);
@@ -153,17 +159,21 @@ fn stale_then_fenced(dir: &str, fenced: &str) {
 
 #[test]
 fn etcd3gw_lets_the_stale_write_land_and_its_revision_fences_it() {
-    stale_then_fenced("python-etcd3gw", "python3 fenced_lock.py");
+    stale_then_fenced(
+        "python-etcd3gw",
+        "python3 fenced_lock.py",
+        "kv/txn if CREATE(/locks/fencelab:",
+    );
 }
 
 #[test]
 fn npm_etcd3_lets_the_stale_write_land_and_its_revision_fences_it() {
-    stale_then_fenced("node-etcd3", "node worker.js --fenced");
+    stale_then_fenced("node-etcd3", "node worker.js --fenced", "etcdserverpb.KV/Txn");
 }
 
 #[test]
 fn kazoo_lets_the_stale_write_land_and_its_czxid_fences_it() {
-    stale_then_fenced("python-kazoo", "python3 fenced_lock.py");
+    stale_then_fenced("python-kazoo", "python3 fenced_lock.py", "create /fencelab/");
 }
 
 /// `fencelab break SCENARIO --program PROGRAM` at the default time scale, saving to a

@@ -129,12 +129,14 @@ impl Program {
         let armed = Armed::of(name, &setup.faults);
         // Replies are held once the run starts (`Run::run`): before, nobody reads them.
         let hold_replies = Arc::new(AtomicBool::new(false));
-        let tapping = proxy::Tapping { tap, hold_replies: hold_replies.clone() };
+        let tapping =
+            proxy::Tapping { tap, hold_replies: hold_replies.clone(), kind: ServerKind::Redis };
         let mut servers =
             protocol::Servers { password: setup.password.clone(), ..Default::default() };
         let mut redis = Vec::new();
         for server in &setup.servers {
-            let (condition, tap) = (condition.clone(), Some(tapping.clone()));
+            let tapping = proxy::Tapping { kind: server.kind, ..tapping.clone() };
+            let (condition, tap) = (condition.clone(), Some(tapping));
             let upstream = server.upstream.clone();
             let proxied = proxy::listen_tapped(upstream, condition, cancel.clone(), &tasks, tap)
                 .await

@@ -1,10 +1,9 @@
-//! What a foreign program sent its servers, as the inspector shows it: the proxy copies
-//! the bytes of each connection, and this decodes them as RESP (with the redis crate's
-//! own codec), pairs each reply with its request (Redis answers in order on a
-//! connection) and spells both. Passwords in `AUTH` and `HELLO ... AUTH` are masked
-//! before anything is logged.
+//! Redis's protocol (RESP), decoded with the redis crate's own codec: each reply paired
+//! with its request (Redis answers in order on a connection) and both spelled as
+//! redis-cli would. Passwords in `AUTH` and `HELLO ... AUTH` are masked before
+//! anything is logged.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use bytes::BytesMut;
 use redis::Value;
@@ -14,35 +13,11 @@ use redis::ValueCodec;
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 
-use crate::backend::proxy::Tapped;
+use super::{Call, MAX_PENDING, cut};
 
-/// Longest spelling of one command or reply, in characters: a value or script body
-/// is cut there, so a big payload cannot flood the inspector.
-const SHOWN_CHARS: usize = 160;
-/// Most bytes kept waiting for the rest of a command: beyond, the connection is no
-/// longer decoded (its commands are still carried, just not shown).
-const MAX_PENDING: usize = 1 << 20;
-
-/// One call as the inspector shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    pub command: String,
-    pub reply: String,
-    /// From the request leaving the program to the reply reaching it.
-    pub latency_ms: f64,
-    /// The value a `SET ... NX` stored, when the server said OK: the server's own word
-    /// that the lock is now this program's, to name the holder by.
-    pub granted: Option<String>,
-}
-
-/// The decoding state of one program's connections.
+/// One connection's decoding state.
 #[derive(Default)]
-pub struct Traffic {
-    connections: HashMap<u64, Connection>,
-}
-
-#[derive(Default)]
-struct Connection {
+pub struct Connection {
     requests: BytesMut,
     replies: BytesMut,
     request_codec: ValueCodec,
@@ -54,34 +29,36 @@ struct Connection {
     broken: bool,
 }
 
-impl Traffic {
-    /// Take in bytes the proxy carried; returns the calls they complete.
-    pub fn take(&mut self, tapped: Tapped, at: Instant) -> Vec<Call> {
-        let c = self.connections.entry(tapped.connection).or_default();
-        if c.broken {
+impl Connection {
+    /// Take in bytes one way; the calls they complete.
+    pub fn take(&mut self, request: bool, bytes: &[u8], at: Instant) -> Vec<Call> {
+        if self.broken {
             return Vec::new();
         }
         let mut calls = Vec::new();
-        if tapped.request {
-            c.requests.extend_from_slice(&tapped.bytes);
-            while let Some(value) = next(&mut c.request_codec, &mut c.requests, &mut c.broken) {
-                c.waiting.push_back((spell_command(&value), set_nx_value(&value), at));
+        if request {
+            self.requests.extend_from_slice(bytes);
+            while let Some(value) =
+                next(&mut self.request_codec, &mut self.requests, &mut self.broken)
+            {
+                self.waiting.push_back((spell_command(&value), set_nx_value(&value), at));
             }
         } else {
-            c.replies.extend_from_slice(&tapped.bytes);
-            while let Some(value) = next(&mut c.reply_codec, &mut c.replies, &mut c.broken) {
-                let (command, set, sent) = match c.waiting.pop_front() {
+            self.replies.extend_from_slice(bytes);
+            while let Some(value) = next(&mut self.reply_codec, &mut self.replies, &mut self.broken)
+            {
+                let (command, set, sent) = match self.waiting.pop_front() {
                     Some(waiting) => waiting,
                     // Pushed by the server (a subscription's message): no request.
                     None => ("(pushed by the server)".to_string(), None, at),
                 };
-                let latency_ms = (at - sent).as_secs_f64() * 1000.0;
+                let latency_ms = super::latency(sent, at);
                 let granted = set.filter(|_| value == Value::Okay);
                 calls.push(Call { command, reply: spell_reply(&value), latency_ms, granted });
             }
         }
-        if c.requests.len() + c.replies.len() > MAX_PENDING {
-            c.broken = true;
+        if self.requests.len() + self.replies.len() > MAX_PENDING {
+            self.broken = true;
         }
         calls
     }
@@ -168,29 +145,18 @@ fn spell_reply(value: &Value) -> String {
     cut(text)
 }
 
-fn cut(text: String) -> String {
-    match text.char_indices().nth(SHOWN_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn tapped(request: bool, bytes: &[u8]) -> Tapped {
-        Tapped { connection: 0, request, bytes: bytes.to_vec(), go: None }
-    }
-
     #[test]
     fn a_request_split_across_reads_pairs_with_its_reply() {
-        let mut t = Traffic::default();
+        let mut t = Connection::default();
         let now = Instant::now();
         let set = b"*5\r\n$3\r\nSET\r\n$4\r\nlock\r\n$2\r\nv1\r\n$2\r\nNX\r\n$2\r\nPX\r\n";
-        assert!(t.take(tapped(true, &set[..9]), now).is_empty());
-        assert!(t.take(tapped(true, &set[9..]), now).is_empty());
-        let calls = t.take(tapped(false, b"+OK\r\n"), now);
+        assert!(t.take(true, &set[..9], now).is_empty());
+        assert!(t.take(true, &set[9..], now).is_empty());
+        let calls = t.take(false, b"+OK\r\n", now);
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].command, "SET lock v1 NX PX");
         assert_eq!(calls[0].reply, "OK");
@@ -199,17 +165,15 @@ mod tests {
 
     #[test]
     fn passwords_are_never_spelled() {
-        let mut t = Traffic::default();
+        let mut t = Connection::default();
         let now = Instant::now();
-        t.take(tapped(true, b"*3\r\n$4\r\nAUTH\r\n$4\r\nuser\r\n$6\r\nsekrit\r\n"), now);
+        t.take(true, b"*3\r\n$4\r\nAUTH\r\n$4\r\nuser\r\n$6\r\nsekrit\r\n", now);
         t.take(
-            tapped(
-                true,
-                b"*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$6\r\nsekrit\r\n",
-            ),
+            true,
+            b"*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$6\r\nsekrit\r\n",
             now,
         );
-        let calls = t.take(tapped(false, b"+OK\r\n+OK\r\n"), now);
+        let calls = t.take(false, b"+OK\r\n+OK\r\n", now);
         assert_eq!(calls[0].command, "AUTH **** ****");
         assert_eq!(calls[1].command, "HELLO 3 AUTH u ****");
         assert!(calls.iter().all(|c| !c.command.contains("sekrit")));
