@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
+use super::advisory::RealPostgres;
 use super::etcd::RealEtcd;
+use super::lock::advisory::AdvisoryBackend;
 use super::lock::etcd::EtcdBackend;
 use super::lock::failover::FailoverBackend;
 use super::lock::k8s_lease::K8sLeaseBackend;
@@ -19,7 +21,7 @@ use super::server::{
     ETCD, POSTGRES, PrivateEtcd, PrivatePostgres, PrivateRedis, PrivateZooKeeper, Program, REDIS,
     RedisNodes, RedisPair, ServerError, ZOOKEEPER,
 };
-use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimZooKeeper};
+use super::sim::{SimBackend, SimEtcd, SimNodes, SimPair, SimPostgres, SimZooKeeper};
 use super::storage::postgres::PgStorage;
 use super::zookeeper::RealZooKeeper;
 use super::{BackendError, Keys, LockService, Storage, StorageClient, WorkerLink};
@@ -133,6 +135,7 @@ fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService
         LockShape::ZooKeeper => Arc::new(ZooKeeperBackend::new(SimZooKeeper::default())),
         // The queue and the storage on one server, as the one-Redis lock.
         LockShape::Stream => Arc::new(StreamQueue::new(storage.clone())),
+        LockShape::Advisory => Arc::new(AdvisoryBackend::new(SimPostgres::default())),
     }
 }
 
@@ -146,6 +149,11 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
         LockShape::K8sLease => Arc::new(K8sLeaseBackend::new(on.etcd()?)),
         LockShape::ZooKeeper => Arc::new(ZooKeeperBackend::new(on.zookeeper()?)),
         LockShape::Stream => Arc::new(StreamQueue::new(on.redis()?)),
+        LockShape::Advisory => {
+            let postgres = on.postgres()?;
+            let label = postgres.note().unwrap_or_default();
+            Arc::new(AdvisoryBackend::new(RealPostgres::new(postgres, &label)))
+        }
     })
 }
 
@@ -158,7 +166,8 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
     if targets.sim {
         return Ok(simulate(shape, SimReason::Requested));
     }
-    let mut servers = Servers { targets: *targets, started: Vec::new(), redis: None };
+    let mut servers =
+        Servers { targets: *targets, started: Vec::new(), redis: None, postgres: None };
     let built = real_lock(shape.lock, &mut servers).and_then(|lock| {
         let storage: Arc<dyn Storage> = match shape.storage {
             StorageKind::Redis => Arc::from(servers.storage_redis()?),
@@ -192,6 +201,7 @@ pub fn programs_needed(targets: &Targets, shape: Shape) -> Vec<Program> {
         Home::OwnRedis => vec![REDIS],
         Home::Etcd => targets.etcd.is_none().then_some(ETCD).into_iter().collect(),
         Home::ZooKeeper => vec![ZOOKEEPER],
+        Home::Postgres => targets.postgres.is_none().then_some(POSTGRES).into_iter().collect(),
     };
     let redis_needed = match shape.storage {
         StorageKind::Redis => true,
@@ -200,7 +210,10 @@ pub fn programs_needed(targets: &Targets, shape: Shape) -> Vec<Program> {
     if redis_needed && targets.redis.is_none() && !needed.contains(&REDIS) {
         needed.push(REDIS);
     }
-    if shape.storage == StorageKind::Postgres && targets.postgres.is_none() {
+    if shape.storage == StorageKind::Postgres
+        && targets.postgres.is_none()
+        && !needed.contains(&POSTGRES)
+    {
         needed.push(POSTGRES);
     }
     needed
@@ -240,6 +253,8 @@ struct Servers<'a> {
     started: Vec<Box<dyn Send + Sync>>,
     /// The single Redis the lock lives on, which also holds a Redis storage.
     redis: Option<RedisBackend>,
+    /// The PostgreSQL of the deployment, once started or opened.
+    postgres: Option<PgStorage>,
 }
 
 impl Servers<'_> {
@@ -281,15 +296,21 @@ impl Servers<'_> {
         Ok(Box::new(RedisBackend::open(&url, "storage")?))
     }
 
-    /// The user's PostgreSQL, or a private one.
+    /// The user's PostgreSQL, or a private one: one for the deployment, the lock's
+    /// and the storage's alike.
     fn postgres(&mut self) -> Result<PgStorage, Unavailable> {
-        Ok(match self.targets.postgres {
+        if let Some(postgres) = &self.postgres {
+            return Ok(postgres.clone());
+        }
+        let postgres = match self.targets.postgres {
             Some(url) => PgStorage::open(url, None)?,
             None => {
                 let url = self.start(PrivatePostgres::start, PrivatePostgres::url)?;
                 PgStorage::open(&url, Some("private PostgreSQL"))?
             }
-        })
+        };
+        self.postgres = Some(postgres.clone());
+        Ok(postgres)
     }
 
     /// A private ZooKeeper (fencelab takes no address of one yet).

@@ -9,6 +9,7 @@
 //! server of several and their shared health, `deployment.rs` which of them a run uses.
 
 mod acl;
+pub mod advisory;
 pub mod deployment;
 pub mod etcd;
 pub mod keys;

@@ -81,7 +81,7 @@ impl Transcript {
                 let queue = if self.lock.queue { queue_line(worker, what) } else { None };
                 queue
                     .or_else(|| self.said_line(what))
-                    .or_else(|| worker_line(worker, what))
+                    .or_else(|| worker_line(worker, what, self.lock))
                     .map(|text| format!("+ {at} {worker}: {text}"))
                     .into_iter()
                     .collect()
@@ -109,12 +109,14 @@ impl Transcript {
                     )];
                 }
                 let server = self.lock.transcript;
+                let expired = self.lock.words.expired;
                 if self.believers.contains(old) {
+                    let expired = expired.replace("{who}", old);
                     vec![format!(
-                        "~ {at} {server}: {old}'s lease expired{after}, but {old} still believes it holds the lock"
+                        "~ {at} {server}: {expired}{after}, but {old} still believes it holds the lock"
                     )]
                 } else if self.is_worker(old) {
-                    vec![format!("~ {at} {server}: {old}'s lease expired{after}")]
+                    vec![format!("~ {at} {server}: {}{after}", expired.replace("{who}", old))]
                 } else {
                     vec![format!("~ {at} {server}: the lease of {old} expired{after}")]
                 }
@@ -262,7 +264,7 @@ impl Transcript {
     }
 }
 
-fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
+fn worker_line(worker: &str, what: &WorkerEvent, lock: &LockSpec) -> Option<String> {
     Some(match what {
         WorkerEvent::Started | WorkerEvent::Finished => return None,
         WorkerEvent::Waiting { holder, retry_in_ms, wait } => {
@@ -320,7 +322,7 @@ fn worker_line(worker: &str, what: &WorkerEvent) -> Option<String> {
             "released the lock".to_string()
         }
         WorkerEvent::Released { deleted: false, unsafe_del: false } => {
-            "release refused: the lock is no longer mine (compare-and-delete)".to_string()
+            format!("release refused: the lock is no longer mine ({})", lock.words.release_check)
         }
         WorkerEvent::Released { deleted, unsafe_del: true } => {
             format!(
@@ -516,7 +518,10 @@ mod tests {
 
     #[test]
     fn a_grant_without_a_token_says_so() {
-        let line = |token| worker_line("A", &WorkerEvent::Acquired { token }).unwrap();
+        let line = |token| {
+            worker_line("A", &WorkerEvent::Acquired { token }, &crate::scenario::spec::REDIS)
+                .unwrap()
+        };
         assert_eq!(line(0), "got lock (no token)");
         assert_eq!(line(3), "got lock, fencing token 3");
     }

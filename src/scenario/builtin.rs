@@ -43,6 +43,7 @@ pub(crate) const COURSE: &[(&str, &str, &str)] = &[
     lesson!("26-zookeeper"),
     lesson!("27-queue"),
     lesson!("28-break-it"),
+    lesson!("29-advisory-lock"),
 ];
 
 const PLAYGROUND: (&str, &str) =

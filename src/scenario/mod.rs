@@ -292,6 +292,9 @@ pub enum LockFamily {
     /// No lock: a Redis Stream of jobs and a consumer group (`lock/stream.rs`); a
     /// message's idle time is its lease.
     Stream,
+    /// A PostgreSQL advisory lock, held by a session (`lock/advisory.rs`); the lease,
+    /// if any, is the session's `idle_session_timeout`.
+    Advisory,
 }
 
 /// The session timeouts (real ms) fencelab's ZooKeeper grants: 2 to 20 ticks of 100 ms
@@ -321,6 +324,9 @@ pub enum LockShape {
     /// consumer group. A grant is a message (`XREADGROUP`, or `XAUTOCLAIM` of one
     /// idle longer than `ttl_ms`), its token the job's number, a release `XACK`.
     Stream,
+    /// A PostgreSQL session advisory lock (`lock/advisory.rs`): held as long as the
+    /// session lives, which with `ttl_ms` is ended by the server after that long idle.
+    Advisory,
 }
 
 /// How many jobs a queue (`lock = "stream"`) holds when a run starts: message ids

@@ -130,6 +130,7 @@ impl RawScenario {
             (LockFamily::K8sLease, _, _) => LockShape::K8sLease,
             (LockFamily::ZooKeeper, _, _) => LockShape::ZooKeeper,
             (LockFamily::Stream, _, _) => LockShape::Stream,
+            (LockFamily::Advisory, _, _) => LockShape::Advisory,
             (LockFamily::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
             (LockFamily::Redis, None, true) => LockShape::Replicated,
             (LockFamily::Redis, None, false) => LockShape::Redis,
@@ -241,6 +242,7 @@ impl From<Scenario> for RawScenario {
             LockShape::K8sLease => (LockFamily::K8sLease, None, false),
             LockShape::ZooKeeper => (LockFamily::ZooKeeper, None, false),
             LockShape::Stream => (LockFamily::Stream, None, false),
+            LockShape::Advisory => (LockFamily::Advisory, None, false),
         };
         RawScenario {
             name,

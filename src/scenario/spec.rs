@@ -51,6 +51,8 @@ pub enum Home {
     Etcd,
     /// One ZooKeeper, always private.
     ZooKeeper,
+    /// One PostgreSQL (the user's, or a private one), which can hold the storage too.
+    Postgres,
 }
 
 impl Home {
@@ -60,6 +62,7 @@ impl Home {
             Home::OneRedis | Home::OwnRedis => "Redis",
             Home::Etcd => "etcd",
             Home::ZooKeeper => "ZooKeeper",
+            Home::Postgres => "PostgreSQL",
         }
     }
 }
@@ -99,6 +102,12 @@ pub struct Words {
     /// The record's field for a holder's last renewal, which the lease row shows
     /// when nothing on the server counts the lease down (a Lease's `renewTime`).
     pub renewed: Option<&'static str>,
+    /// What the server did when a holder's lease ran out, `{who}` its name: "{who}'s
+    /// lease expired", "the server ended {who}'s idle session".
+    pub expired: &'static str,
+    /// How a release finds the lock is no longer the worker's, said after "release
+    /// refused: the lock is no longer mine" ("compare-and-delete").
+    pub release_check: &'static str,
 }
 
 /// The words of the SQL lessons, which take no lock: the database's own.
@@ -116,6 +125,8 @@ pub const SQL_WORDS: Words = Words {
     lost: "after another transaction changed the row",
     unnoticed: "the row changing",
     renewed: None,
+    expired: "{who}'s lease expired",
+    release_check: "compare-and-delete",
 };
 
 /// Where a lock kind's fencing tokens come from, and what the tokens panel calls them.
@@ -226,6 +237,8 @@ const REDIS_WORDS: Words = Words {
     lost: "after its lease ended",
     unnoticed: "its lease running out",
     renewed: None,
+    expired: "{who}'s lease expired",
+    release_check: "compare-and-delete",
 };
 
 /// What a lock on another server can do: none of Redis's extras.
@@ -331,6 +344,8 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         unexpiring: Some("each contender's clock decides"),
         overdue: None,
         renewed: Some("renewTime"),
+        expired: "{who}'s lease expired",
+        release_check: "compare-and-delete",
         tok: "ver",
         truth_row: Some(" holderIdentity"),
         lost: "after its renewTime was older than the Lease's duration",
@@ -403,6 +418,8 @@ pub const STREAM: LockSpec = LockSpec {
         lost: "after XAUTOCLAIM gave its job to another consumer",
         unnoticed: "its job going idle long enough to be claimed",
         renewed: None,
+        expired: "{who}'s lease expired",
+        release_check: "XACK",
     },
     token: Token {
         sources: &[TokenSource::Lock],
@@ -431,6 +448,45 @@ pub const STREAM: LockSpec = LockSpec {
     ..REDIS
 };
 
+/// A PostgreSQL session advisory lock: `pg_try_advisory_lock`, held by the session
+/// that took it for as long as the session lives. With `ttl_ms` the session runs with
+/// `idle_session_timeout`: the server ends it after that long without a statement,
+/// which frees the lock (a lease, renewed by any statement). No token of its own.
+pub const ADVISORY: LockSpec = LockSpec {
+    name: "a PostgreSQL advisory lock",
+    label: "PostgreSQL advisory lock",
+    home: Home::Postgres,
+    transcript: "postgres",
+    program_name: "advisory",
+    words: Words {
+        holder: "session",
+        lease: "idle timeout",
+        lease_row: " idle timeout",
+        lease_setting: "the session's idle_session_timeout",
+        unexpiring: Some("its session lives as long as its connection"),
+        truth_row: Some(" lock's session"),
+        lost: "after the server ended its idle session",
+        unnoticed: "its session's idle timeout running out",
+        expired: "the server ended {who}'s idle session, and its lock with it",
+        release_check: "pg_advisory_unlock: its session no longer held it",
+        ..REDIS_WORDS
+    },
+    token: Token { sources: &[TokenSource::Storage], name: "the storage's counter", asked: None },
+    can: Can {
+        link_faults: LinkFaults::Refused(
+            "its session must stay open across the cut for the lock to stay held, and the \
+             simulator's link does not model a connection that outlives a cut",
+        ),
+        release_channel: false,
+        processes: false,
+        programs: true,
+        ..REDIS_CAN
+    },
+    lease: ANY_LEASE,
+    nodes: 0,
+    queue: false,
+};
+
 impl LockShape {
     /// Its row.
     pub fn spec(self) -> &'static LockSpec {
@@ -442,6 +498,7 @@ impl LockShape {
             LockShape::K8sLease => &K8S_LEASE,
             LockShape::ZooKeeper => &ZOOKEEPER,
             LockShape::Stream => &STREAM,
+            LockShape::Advisory => &ADVISORY,
         }
     }
 
@@ -452,8 +509,8 @@ impl LockShape {
 }
 
 /// Every kind's row, in the order the course meets them.
-pub const KINDS: [&LockSpec; 7] =
-    [&REDIS, &REDLOCK, &REPLICATED, &ETCD, &K8S_LEASE, &ZOOKEEPER, &STREAM];
+pub const KINDS: [&LockSpec; 8] =
+    [&REDIS, &REDLOCK, &REPLICATED, &ETCD, &K8S_LEASE, &ZOOKEEPER, &STREAM, &ADVISORY];
 
 /// The kinds a foreign program can take its lock on, as a scenario's `lock` names them:
 /// what a refusal says is supported.

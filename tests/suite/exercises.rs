@@ -51,7 +51,7 @@ fn copy_writes_the_starters_out_of_the_binary_and_keeps_a_learners_files() {
 fn the_end_of_a_lesson_points_to_the_next_one() {
     let next = fencelab::lesson::next_after("gc-pause").unwrap();
     assert!(next.contains("4. ") && next.contains("fencelab lesson check-then-write"), "{next}");
-    let last = fencelab::lesson::next_after("break-it").unwrap();
+    let last = fencelab::lesson::next_after("advisory-lock").unwrap();
     assert!(last.contains("fencelab exercises"), "{last}");
     assert_eq!(fencelab::lesson::next_after("playground"), None);
 }

@@ -22,7 +22,7 @@ fn every_lesson_file_is_in_the_course_with_its_narration() {
         assert!(std::path::Path::new(&format!("{dir}/{stem}.md")).exists(), "{stem}.md is missing");
     }
     let course = lesson::course().unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(course.len(), 28);
+    assert_eq!(course.len(), 29);
     for l in &course {
         assert!(!l.first_steps().is_empty(), "{} has no narration", l.scenario.name);
         assert!(!l.scenario.checkpoints.is_empty(), "{} asks no question", l.scenario.name);
@@ -173,6 +173,7 @@ fn lessons_are_listed_in_course_order() {
             "zookeeper",
             "queue",
             "break-it",
+            "advisory-lock",
         ]
     );
 }

@@ -210,20 +210,22 @@ fn doctor_names_each_missing_server_its_install_line_and_the_lessons_that_fall_b
     }
     let all = line_with(&text, "Install what is missing");
     assert!(all.ends_with("apt-get install -y etcd-server postgresql zookeeper tmux"), "{all}");
-    for lesson in ["etcd-lease", "postgres-fencing", "kubernetes-lease", "zookeeper"] {
+    for lesson in
+        ["etcd-lease", "postgres-fencing", "kubernetes-lease", "zookeeper", "advisory-lock"]
+    {
         assert!(line_with(&text, &format!(". {lesson} ")).contains("SIMULATOR"), "{text}");
     }
     for lesson in ["gc-pause", "redlock-pause", "failover", "queue"] {
         assert!(line_with(&text, &format!(". {lesson} ")).contains("real servers"), "{text}");
     }
     assert!(
-        text.contains("20 of 28 lessons run on real servers here, 8 on the simulator"),
+        text.contains("20 of 29 lessons run on real servers here, 9 on the simulator"),
         "{text}"
     );
 
     // `fencelab lessons` marks the same ones; with everything installed, none.
     let lessons = fencelab_with(path.path(), root.path(), &["lessons"]);
-    assert_eq!(lessons.matches("(SIMULATOR here").count(), 8, "{lessons}");
+    assert_eq!(lessons.matches("(SIMULATOR here").count(), 9, "{lessons}");
     assert!(lessons.contains("(SIMULATOR here: etcd missing)"), "{lessons}");
     let everything = bin().arg("lessons").env_remove("REDIS_URL").output().unwrap();
     assert!(!String::from_utf8_lossy(&everything.stdout).contains("SIMULATOR"));

@@ -4,6 +4,7 @@
 //! ZooKeeper. Each is a model, not a mock: the differential test runs every lesson on
 //! it and on real servers and compares.
 
+mod advisory;
 mod etcd;
 mod link;
 mod nodes;
@@ -12,6 +13,7 @@ mod redis;
 mod stream;
 mod zookeeper;
 
+pub use advisory::SimPostgres;
 pub use etcd::SimEtcd;
 pub use nodes::{SimNodes, SimPair};
 pub use redis::{SimBackend, SimClient, SimStorageClient};

@@ -141,6 +141,27 @@ impl PgStorage {
         Some(crate::backend::ProgramServer::postgres(self.upstream()?, user, dbname, password))
     }
 
+    /// A bare session (no schema of the run's, nothing created), which the server ends
+    /// after `idle_ms` without a statement (0: never): the advisory lock's.
+    pub async fn session(&self, idle_ms: u64) -> Result<Client, BackendError> {
+        let client = open(&self.config, &self.shown, Duration::ZERO).await?;
+        if idle_ms > 0 {
+            let set = format!("SET idle_session_timeout = {idle_ms}");
+            self.call("setting the session's idle timeout", client.batch_execute(&set)).await?;
+        }
+        Ok(client)
+    }
+
+    /// `statement`, within [`CALL_TIMEOUT`]; its error in PostgreSQL's own words.
+    pub async fn call<T>(
+        &self,
+        what: &str,
+        statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, BackendError> {
+        within(&self.shown, Duration::ZERO, what, async { statement.await.map_err(sql_error) })
+            .await
+    }
+
     /// Each step has [`CALL_TIMEOUT`].
     pub async fn connect(&self, keys: &Keys) -> Result<PgClient, BackendError> {
         self.connect_to(&self.config, keys, None).await
