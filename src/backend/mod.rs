@@ -384,6 +384,13 @@ pub trait Storage: Send + Sync + 'static {
         None
     }
 
+    /// Where a foreign program takes a fencing token of the storage's counter (the
+    /// hello's `token_key`): a Redis key to `INCR`, or a PostgreSQL sequence for
+    /// `nextval`.
+    fn token_name(&self, keys: &Keys) -> String {
+        keys.fence.clone()
+    }
+
     /// The server a foreign program is given beside the lock's when the storage lives
     /// apart from it (a PostgreSQL); its writes are still fencelab's to make.
     fn servers_for_programs(&self) -> Vec<ProgramServer> {

@@ -31,9 +31,10 @@ pub struct Transcript {
     /// The run's workers: a holder the lock service lists that is none of them is a
     /// value nobody has claimed yet, and said so, never named as if it were a worker.
     workers: Vec<String>,
-    /// The lock service's latest reading (holder, lease left in ms): what a program's
-    /// "waiting" is told beside, since the program says nothing of whom it waits for.
-    truth: Option<(Option<String>, Option<f64>)>,
+    /// The lock service's latest reading (holder, lease left in ms, when it was read):
+    /// what a program's "waiting" is told beside, since the program says nothing of
+    /// whom it waits for.
+    truth: Option<(Option<String>, Option<f64>, f64)>,
 }
 
 impl Default for Transcript {
@@ -80,7 +81,7 @@ impl Transcript {
                 };
                 let queue = if self.lock.queue { queue_line(worker, what) } else { None };
                 queue
-                    .or_else(|| self.said_line(what))
+                    .or_else(|| self.said_line(what, e.t_ms))
                     .or_else(|| worker_line(worker, what, self.lock))
                     .map(|text| format!("+ {at} {worker}: {text}"))
                     .into_iter()
@@ -88,7 +89,7 @@ impl Transcript {
             }
             EventKind::Truth(truth) => {
                 let holder = truth.holder.as_deref().map(|h| self.named(h));
-                self.truth = Some((holder.clone(), truth.ttl_ms));
+                self.truth = Some((holder.clone(), truth.ttl_ms, e.t_ms));
                 let Some(old) = truth.expired.as_deref().map(|h| self.named(h)) else {
                     return Vec::new();
                 };
@@ -215,7 +216,7 @@ impl Transcript {
 
     /// A program's own report (`WorkerEvent::Said`): its words, and the lock service's
     /// latest reading beside a wait, which the program says nothing about.
-    fn said_line(&self, what: &WorkerEvent) -> Option<String> {
+    fn said_line(&self, what: &WorkerEvent, now_ms: f64) -> Option<String> {
         let WorkerEvent::Said { said } = what else { return None };
         let reason = |reason: &str| match reason.trim() {
             "" => " (it gave no reason)".to_string(),
@@ -224,14 +225,24 @@ impl Transcript {
         Some(match said {
             Said::Waiting => {
                 let server = self.lock.transcript;
+                // A reading from a while ago says when it was made.
+                let when = |read_ms: f64| match now_ms - read_ms > 100.0 {
+                    true => format!(" (as read at {:.1}s)", read_ms / 1000.0),
+                    false => String::new(),
+                };
                 let reading = match &self.truth {
                     None => String::new(),
-                    Some((None, _)) => format!("; {server} lists nobody as holder"),
-                    Some((Some(holder), Some(ms))) => format!(
-                        "; {server} lists {holder} as holder, {:.1}s of its lease left",
-                        ms / 1000.0
+                    Some((None, _, read)) => {
+                        format!("; {server} lists nobody as holder{}", when(*read))
+                    }
+                    Some((Some(holder), Some(ms), read)) => format!(
+                        "; {server} lists {holder} as holder, {:.1}s of its lease left{}",
+                        ms / 1000.0,
+                        when(*read)
                     ),
-                    Some((Some(holder), None)) => format!("; {server} lists {holder} as holder"),
+                    Some((Some(holder), None, read)) => {
+                        format!("; {server} lists {holder} as holder{}", when(*read))
+                    }
                 };
                 format!("says it is waiting for the lock{reading}")
             }

@@ -116,7 +116,12 @@ fn python_redis_lock_renewals_stop_when_the_whole_process_is_paused() {
 /// `examples/DIR/pause.toml` run on its private servers with `program` (None: its own)
 /// as every worker, fencing as told.
 fn example(dir: &str, program: Option<&str>, fencing: bool) -> Vec<Event> {
-    let path = format!("examples/{dir}/pause.toml");
+    example_file(dir, "pause.toml", program, fencing)
+}
+
+/// `examples/DIR/FILE`, the same way.
+fn example_file(dir: &str, file: &str, program: Option<&str>, fencing: bool) -> Vec<Event> {
+    let path = format!("examples/{dir}/{file}");
     let mut scenario = load(&path).unwrap().scenario;
     if let Some(program) = program {
         let program = fencelab::commands::scenario_ref::parse_program(program).unwrap();
@@ -132,7 +137,11 @@ fn example(dir: &str, program: Option<&str>, fencing: bool) -> Vec<Event> {
 /// A library's lock under the pause: its stale write lands (B's write, then A's), and
 /// its fenced twin's write is refused by the fenced storage (only B's stays).
 fn stale_then_fenced(dir: &str, fenced: &str, call: &str) {
-    let events = example(dir, None, false);
+    stale_then_fenced_in(dir, "pause.toml", fenced, call);
+}
+
+fn stale_then_fenced_in(dir: &str, file: &str, fenced: &str, call: &str) {
+    let events = example_file(dir, file, None, false);
     assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
     // The inspector shows the library's own calls, decoded from its proxy's bytes.
     let shown = events.iter().any(|e| {
@@ -141,7 +150,7 @@ fn stale_then_fenced(dir: &str, fenced: &str, call: &str) {
     });
     assert!(shown, "no {call:?} of A's in the inspector:\n{}", digest(&events));
     assert!(violations(&events).contains(&ViolationKind::StaleWrite), "{}", digest(&events));
-    let events = example(dir, Some(fenced), true);
+    let events = example_file(dir, file, Some(fenced), true);
     let stored = storage(&events);
     assert!(stored.len() == 1 && stored[0].starts_with("B:"), "{stored:?}\n{}", digest(&events));
     let refused = worker_events(&events, "A").any(|(_, w)| {
@@ -169,6 +178,25 @@ fn etcd3gw_lets_the_stale_write_land_and_its_revision_fences_it() {
 #[test]
 fn npm_etcd3_lets_the_stale_write_land_and_its_revision_fences_it() {
     stale_then_fenced("node-etcd3", "node worker.js --fenced", "etcdserverpb.KV/Txn");
+}
+
+/// A PostgreSQL session advisory lock (psycopg): without a timeout the frozen holder
+/// keeps its session and the lock, and B gives up (the opposite failure: nobody else
+/// gets in); with `idle_session_timeout` the server ends A's session, B gets in, and
+/// A's write lands stale; its fenced twin's is refused.
+#[test]
+fn psycopg_advisory_lock_keeps_b_out_then_with_a_timeout_lets_the_stale_write_land() {
+    let events = example("python-psycopg", None, false);
+    assert_eq!(storage(&events), ["A:-"], "{}", digest(&events));
+    let gave_up = worker_events(&events, "B").any(|(_, w)| matches!(w, WorkerEvent::GaveUp));
+    assert!(gave_up, "B gave up waiting while A was frozen:\n{}", digest(&events));
+    assert!(violations(&events).is_empty(), "{}", digest(&events));
+    stale_then_fenced_in(
+        "python-psycopg",
+        "timeout.toml",
+        "python3 fenced_lock.py",
+        "SELECT pg_try_advisory_lock",
+    );
 }
 
 #[test]
@@ -263,6 +291,16 @@ fn break_finds_the_pause_that_breaks_npm_etcd3_and_none_for_its_fenced_twin() {
     holds_fenced(
         "examples/node-etcd3/pause.toml",
         "node examples/node-etcd3/worker.js --fenced",
+        4,
+    );
+}
+
+#[test]
+fn break_finds_the_pause_that_breaks_psycopg_with_a_timeout_and_none_for_its_fenced_twin() {
+    breaks("examples/python-psycopg/timeout.toml", None);
+    holds_fenced(
+        "examples/python-psycopg/timeout.toml",
+        "python3 examples/python-psycopg/fenced_lock.py",
         4,
     );
 }

@@ -20,7 +20,7 @@ const VOCABULARY: &str = "says it is waiting for the lock redis lists nobody as 
     checked still own yes write accepted rejected stale with on storage takes only writes \
     that carry one a repeat idempotency key was applied before paused gc slow disk vm steal \
     until resumed by you unaware time has passed working crashed without releasing value \
-    worker claimed";
+    worker claimed as read at up";
 
 /// The programs' lock values: two claimed as A's and B's, one nobody claims.
 const VALUES: [&str; 3] = ["9f1c2e7a55b0", "26b21f0c77d1e3aa", "d00dfeed1234"];
@@ -45,6 +45,7 @@ fn report() -> impl Strategy<Value = Report> {
         (0usize..3, proptest::option::of(1u64..9))
             .prop_map(|(v, token)| Report::Acquired { value: VALUES[v].into(), token }),
         Just(Report::Waiting {}),
+        Just(Report::GaveUp { reason: String::new() }),
         Just(Report::Renewed {}),
         reason().prop_map(|reason| Report::Lost { reason }),
         Just(Report::Released {}),

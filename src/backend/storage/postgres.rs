@@ -553,6 +553,11 @@ impl Storage for PgStorage {
     fn servers_for_programs(&self) -> Vec<crate::backend::ProgramServer> {
         self.program_server().into_iter().collect()
     }
+
+    /// The run's sequence, which `next_token` draws from too.
+    fn token_name(&self, keys: &Keys) -> String {
+        format!("{}.fence", schema_of(keys))
+    }
 }
 
 #[async_trait]

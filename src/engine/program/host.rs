@@ -520,6 +520,7 @@ impl WorkerHost for ProgramHost {
                 frozen: None,
                 traffic: Traffic::default(),
                 lost: false,
+                gave_up: false,
                 done: None,
             };
             let result = run.run().await;
@@ -571,6 +572,8 @@ struct Run {
     traffic: Traffic,
     /// The program said it lost the lock (`lost`, or `checked` false) in this step.
     lost: bool,
+    /// The program said it gave up waiting for the lock in this step.
+    gave_up: bool,
     /// A `done` read while taking in its last lines before a pause.
     done: Option<StepName>,
 }
@@ -631,8 +634,13 @@ impl Run {
     }
 
     async fn step(&mut self, step: &Step) -> Result<Flow, BackendError> {
+        let mut give_up_ms = None;
         let (name, value, stop_if_lost) = match step {
-            Step::Acquire { .. } => (StepName::Acquire, None, false),
+            Step::Acquire { give_up_ms: patience } => {
+                let clock = self.log.clock();
+                give_up_ms = patience.map(|ms| clock.real(ms as f64).as_millis() as u64);
+                (StepName::Acquire, None, false)
+            }
             Step::Write { value } => (StepName::Write, Some(value.clone()), false),
             Step::Release => (StepName::Release, None, false),
             Step::Renew { stop_if_lost } => (StepName::Renew, None, *stop_if_lost),
@@ -659,8 +667,16 @@ impl Run {
             }
         };
         self.lost = false;
-        self.program.send(&Order::Step { step: name, value }).await?;
+        self.gave_up = false;
+        self.program.send(&Order::Step { step: name, value, give_up_ms }).await?;
         if self.wait(Wanted::Done(name)).await? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+        // A program that gave up waiting holds nothing: it does no more of its part, as
+        // a built-in worker that gave up.
+        if self.gave_up {
+            self.program.send(&Order::Stop {}).await?;
+            self.program.wait_exit(STOP_GRACE).await;
             return Ok(Flow::Stop);
         }
         if stop_if_lost && self.lost {
@@ -810,6 +826,7 @@ impl Run {
                 }
                 self.lost |=
                     matches!(belief, Report::Lost { .. } | Report::Checked { owner: false });
+                self.gave_up |= matches!(belief, Report::GaveUp { .. });
                 if let Some(what) = protocol::belief(belief) {
                     self.emit(what);
                 }

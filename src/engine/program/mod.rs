@@ -20,7 +20,7 @@ use super::observer::Holders;
 use crate::backend::link::Links;
 use crate::backend::proxy::LinkCondition;
 use crate::backend::{BackendError, Keys, LockService, Storage};
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, TokenSource};
 pub use armed::call_name;
 pub use host::ProgramHost;
 use host::{Bench, Program, Setup};
@@ -63,7 +63,11 @@ pub async fn start(
     // A step may take as long as the run could, and then some: a program silent for
     // longer is stuck.
     let longest = Duration::from_secs_f64(scenario.longest_run_ms() as f64 * time_scale / 1000.0);
-    let keys = Keys { lock: lock.lock_name(keys), ..keys.clone() };
+    // The lock's name on its server; and where a token comes from, when the lock
+    // kind's tokens are the storage's (an advisory lock's, Redlock's).
+    let storage_tokens = scenario.lock.spec().token.sources.first() == Some(&TokenSource::Storage);
+    let fence = if storage_tokens { storage.token_name(keys) } else { keys.fence.clone() };
+    let keys = Keys { lock: lock.lock_name(keys), fence, ..keys.clone() };
     let setup = Setup {
         keys: keys.clone(),
         lock: scenario.lock.spec().program_name.to_string(),

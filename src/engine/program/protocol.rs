@@ -101,6 +101,9 @@ pub enum Order {
         /// The value to write (`write` only).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         value: Option<String>,
+        /// `acquire` only: stop waiting after this long (real ms), report `gave_up`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        give_up_ms: Option<u64>,
     },
     /// Free mode: the run has reached this worker's start; begin your own logic now.
     Start {},
@@ -150,6 +153,11 @@ pub enum Report {
     },
     /// The lock is taken by someone else; the library will retry.
     Waiting {},
+    /// Waiting ran out (`give_up_ms`): the program will not take the lock this time.
+    GaveUp {
+        #[serde(default)]
+        reason: String,
+    },
     Renewed {},
     /// The library noticed it lost the lock, or gave up on it.
     Lost {
@@ -190,6 +198,7 @@ impl Report {
             Report::Ready { .. } => "ready",
             Report::Acquired { .. } => "acquired",
             Report::Waiting {} => "waiting",
+            Report::GaveUp { .. } => "gave_up",
             Report::Renewed {} => "renewed",
             Report::Lost { .. } => "lost",
             Report::Released {} => "released",
@@ -210,6 +219,7 @@ pub fn belief(report: Report) -> Option<WorkerEvent> {
     Some(match report {
         Report::Acquired { token, .. } => WorkerEvent::Acquired { token: token.unwrap_or(0) },
         Report::Waiting {} => WorkerEvent::Said { said: Said::Waiting },
+        Report::GaveUp { .. } => WorkerEvent::GaveUp,
         Report::Renewed {} => WorkerEvent::Renewed { extended: true },
         Report::Lost { reason } => WorkerEvent::Said { said: Said::Lost { reason } },
         Report::Released {} => WorkerEvent::Released { deleted: true, unsafe_del: false },
@@ -231,6 +241,7 @@ pub const REPORT_NAMES: &[&str] = &[
     "ready",
     "acquired",
     "waiting",
+    "gave_up",
     "renewed",
     "lost",
     "released",
@@ -301,6 +312,7 @@ mod tests {
             Report::Ready { key: None },
             Report::Acquired { value: "v".into(), token: None },
             Report::Waiting {},
+            Report::GaveUp { reason: String::new() },
             Report::Renewed {},
             Report::Lost { reason: String::new() },
             Report::Released {},
