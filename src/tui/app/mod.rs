@@ -1086,7 +1086,7 @@ mod tests {
         };
         log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended }]);
         assert!(app.update(Action::CrashSelected).is_empty());
-        assert!(app.status.as_deref().unwrap_or("").contains("press r"));
+        assert!(app.status.as_deref().unwrap_or("").contains("r restarts it"));
     }
 
     #[test]
