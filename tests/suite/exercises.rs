@@ -55,3 +55,29 @@ fn the_end_of_a_lesson_points_to_the_next_one() {
     assert!(last.contains("fencelab exercises"), "{last}");
     assert_eq!(fencelab::lesson::next_after("playground"), None);
 }
+
+/// A lock kind a program cannot use is refused before any server starts, naming the
+/// kinds it can use: on the command line (`--program`) and in a scenario file alike.
+#[test]
+fn a_program_on_a_lock_it_cannot_use_is_refused_before_any_server_starts() {
+    let started = std::time::Instant::now();
+    let (out, text) = fencelab(&["run", "failover", "--program", "python3 my_lock.py"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for named in ["a primary with a replica", "one Redis", "etcd", "ZooKeeper", "advisory"] {
+        assert!(text.contains(named), "{named:?} in: {text}");
+    }
+    // No server was started for it (a private Redis pair takes longer than this).
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lease.toml");
+    std::fs::write(
+        &file,
+        "name = \"x\"\ntitle = \"x\"\nttl_ms = 1000\nlock = \"k8s-lease\"\nprogram = [\"python3\", \"p.py\"]\n\
+         [[workers]]\nname = \"A\"\nsteps = [{ do = \"acquire\" }]\n",
+    )
+    .unwrap();
+    let (out, text) = fencelab(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("cannot take its lock on a Kubernetes-style Lease on etcd"), "{text}");
+    assert!(text.contains("ZooKeeper (lock = \"zookeeper\")"), "{text}");
+}
