@@ -39,6 +39,16 @@ def session(hello):
     return conn
 
 
+def ask(conn, hello, key):
+    """pg_try_advisory_lock on this session; on a new one when the server has ended
+    this one for sitting idle while it held nothing (a new session loses nothing)."""
+    try:
+        return conn, conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+    except psycopg.OperationalError:
+        conn = session(hello)
+        return conn, conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+
+
 def run(fencing_token=None):
     """Serve fencelab's steps; `fencing_token(conn, hello)` (the fenced twin) returns a
     token to send with each write of the current grant."""
@@ -55,12 +65,10 @@ def run(fencing_token=None):
             continue
         step = order["step"]
         if step == "acquire":
-            if conn.closed:
-                conn = session(hello)
             give_up = order.get("give_up_ms")
             started, told, got = time.monotonic(), False, False
             while not got:
-                got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+                conn, got = ask(conn, hello, key)
                 if got:
                     break
                 if not told:

@@ -210,11 +210,20 @@ fn kazoo_lets_the_stale_write_land_and_its_czxid_fences_it() {
 /// stderr that is no terminal (its rate with a decimal), and the file must replay:
 /// `fencelab run FILE --check`, the command it prints, passes (twice running).
 fn breaks(scenario: &str, program: Option<&str>) -> String {
-    let _turn = turn();
+    breaks_at(scenario, program, None, 2)
+}
+
+/// [`breaks`] at time scale `scale` (None: the default), its file replayed `replays`
+/// times.
+fn breaks_at(scenario: &str, program: Option<&str>, scale: Option<&str>, replays: usize) -> String {
+    let _turn = crate::shared_turn();
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("broken.toml");
     let mut command = support::bin();
     command.args(["break", scenario, "--budget", "12", "--save"]).arg(&saved);
+    if let Some(scale) = scale {
+        command.args(["--time-scale", scale]);
+    }
     if let Some(program) = program {
         command.args(["--program", program]);
     }
@@ -233,7 +242,7 @@ fn breaks(scenario: &str, program: Option<&str>) -> String {
         let absolute = std::fs::canonicalize(script).unwrap();
         assert!(file.contains(&*absolute.to_string_lossy()), "{file}");
     }
-    for _ in 0..2 {
+    for _ in 0..replays {
         let replay = support::bin().arg("run").arg(&saved).arg("--check").output().unwrap();
         let said = String::from_utf8_lossy(&replay.stdout);
         assert!(replay.status.success(), "{file}\n{said}");
@@ -244,7 +253,7 @@ fn breaks(scenario: &str, program: Option<&str>) -> String {
 /// `fencelab break SCENARIO --fencing on --program FENCED` within `budget` schedules:
 /// the fenced twin's only findings are harmless, so nothing is reported as a break.
 fn holds_fenced(scenario: &str, program: &str, budget: u64) {
-    let _turn = turn();
+    let _turn = crate::shared_turn();
     let out = support::bin()
         .args(["break", scenario, "--fencing", "on", "--budget", &budget.to_string(), "--program"])
         .arg(program)
@@ -277,7 +286,7 @@ fn break_finds_and_confirms_the_pause_that_breaks_redis_py_lock_and_its_file_rep
 
 #[test]
 fn break_finds_the_pause_that_breaks_etcd3gw_and_none_for_its_fenced_twin() {
-    breaks("examples/python-etcd3gw/pause.toml", None);
+    breaks_at("examples/python-etcd3gw/pause.toml", None, None, 1);
     holds_fenced(
         "examples/python-etcd3gw/pause.toml",
         "python3 examples/python-etcd3gw/fenced_lock.py",
@@ -287,7 +296,7 @@ fn break_finds_the_pause_that_breaks_etcd3gw_and_none_for_its_fenced_twin() {
 
 #[test]
 fn break_finds_the_pause_that_breaks_npm_etcd3_and_none_for_its_fenced_twin() {
-    breaks("examples/node-etcd3/pause.toml", None);
+    breaks_at("examples/node-etcd3/pause.toml", None, None, 1);
     holds_fenced(
         "examples/node-etcd3/pause.toml",
         "node examples/node-etcd3/worker.js --fenced",
@@ -297,7 +306,8 @@ fn break_finds_the_pause_that_breaks_npm_etcd3_and_none_for_its_fenced_twin() {
 
 #[test]
 fn break_finds_the_pause_that_breaks_psycopg_with_a_timeout_and_none_for_its_fenced_twin() {
-    breaks("examples/python-psycopg/timeout.toml", None);
+    // Idle timeouts count in ms, sessions too: a quarter of real time keeps 250 ms.
+    breaks_at("examples/python-psycopg/timeout.toml", None, Some("0.25"), 1);
     holds_fenced(
         "examples/python-psycopg/timeout.toml",
         "python3 examples/python-psycopg/fenced_lock.py",
@@ -307,7 +317,7 @@ fn break_finds_the_pause_that_breaks_psycopg_with_a_timeout_and_none_for_its_fen
 
 #[test]
 fn break_finds_the_pause_that_breaks_kazoo_and_none_for_its_fenced_twin() {
-    breaks("examples/python-kazoo/pause.toml", None);
+    breaks_at("examples/python-kazoo/pause.toml", None, Some("0.25"), 1);
     holds_fenced(
         "examples/python-kazoo/pause.toml",
         "python3 examples/python-kazoo/fenced_lock.py",
@@ -347,7 +357,7 @@ fn break_finds_the_pause_that_breaks_two_free_programs_and_its_file_replays() {
 /// overlap of belief; the storage refused the stale write), so no break is reported.
 #[test]
 fn break_reports_no_break_of_fenced_redis_py_whose_only_finding_is_a_harmless_overlap() {
-    let _turn = turn();
+    let _turn = crate::shared_turn();
     let out = support::bin()
         .args(["break", "gc-pause", "--fencing", "on", "--budget", "6", "--program"])
         .arg("python3 examples/python-redis-py/fenced_lock.py")

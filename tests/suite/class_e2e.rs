@@ -109,13 +109,14 @@ fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale
         .expect("the worker's pid on alice's screen");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     assert!(stat.rsplit(')').next().is_some_and(|s| s.starts_with(" T")), "{stat}");
-    // Bob takes the lock when alice's lease expires at 3 s; then alice wakes.
-    until(&socket, "teacher", "bob: got lock, fencing token 2");
+    // Bob takes the lock when alice's lease expires at 3 s and writes at 4 s; then
+    // alice wakes, and her write lands after his.
+    until(&socket, "teacher", "bob: write ACCEPTED");
     type_line(&socket, "teacher", "resume alice");
     let stale = "alice: write ACCEPTED; still own lock? no";
     until(&socket, "teacher", stale);
     until(&socket, "alice", stale);
-    until(&socket, "teacher", "stale write accepted");
+    until(&socket, "teacher", "checker: 1 stale write accepted");
 }
 
 fn key(socket: &str, window: &str, key: &str) {
@@ -172,5 +173,5 @@ fn in_the_tui_the_instructors_hold_key_stops_a_students_process_and_both_screens
     until(&socket, "bob", stale);
     // Quitting gives the terminal back, with the verdict under it.
     key(&socket, "teacher", "q");
-    until(&socket, "teacher", "stale write accepted");
+    until(&socket, "teacher", "checker: 1 stale write accepted");
 }
