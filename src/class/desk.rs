@@ -66,7 +66,9 @@ impl Desk {
         let seq = self.seq + 1;
         let mut cmd = redis::cmd("XADD");
         // NOMKSTREAM: a stream gone with the room's lease is not made again.
-        cmd.arg(self.keys.stream(&self.name)).arg("NOMKSTREAM").arg("*");
+        // MAXLEN: the stream is capped, as the class's gate asks (`gate::MAX_STREAM`).
+        cmd.arg(self.keys.stream(&self.name)).arg("NOMKSTREAM").arg("MAXLEN").arg("~");
+        cmd.arg(super::gate::MAX_STREAM).arg("*");
         cmd.arg("seq").arg(seq).arg("sender").arg(&self.name).arg("event").arg(json);
         let posted: Option<String> = deadline(cmd.query_async(&mut self.con)).await?;
         posted.ok_or_else(|| ClassError::RoomGone(self.keys.id.clone()))?;
@@ -82,16 +84,30 @@ impl Desk {
     /// Every control sent to the room so far, oldest first: a student who rejoins
     /// mid-run finds the start it missed.
     pub async fn history(&mut self) -> Result<Vec<Control>, ClassError> {
-        let mut cmd = redis::cmd("XRANGE");
-        cmd.arg(self.keys.controls()).arg("-").arg("+");
-        let entries: Vec<(String, Vec<(String, String)>)> =
-            deadline(cmd.query_async(&mut self.con)).await?;
-        Ok(entries
-            .into_iter()
-            .flat_map(|(_, fields)| fields)
-            .filter(|(k, _)| k == "control")
-            .filter_map(|(_, v)| serde_json::from_str(&v).ok())
-            .collect())
+        let mut controls = Vec::new();
+        let mut from = "-".to_string();
+        // A page at a time, as the class's gate bounds a read (`gate::MAX_COUNT`).
+        loop {
+            let mut cmd = redis::cmd("XRANGE");
+            cmd.arg(self.keys.controls()).arg(&from).arg("+").arg("COUNT");
+            cmd.arg(super::gate::MAX_COUNT);
+            let entries: Vec<(String, Vec<(String, String)>)> =
+                deadline(cmd.query_async(&mut self.con)).await?;
+            let whole = entries.len() < super::gate::MAX_COUNT as usize;
+            if let Some((last, _)) = entries.last() {
+                from = format!("({last}");
+            }
+            controls.extend(
+                entries
+                    .into_iter()
+                    .flat_map(|(_, fields)| fields)
+                    .filter(|(k, _)| k == "control")
+                    .filter_map(|(_, v)| serde_json::from_str(&v).ok()),
+            );
+            if whole {
+                return Ok(controls);
+            }
+        }
     }
 
     /// The instructor's log, mirrored: the events after `after` (a stream id; "0" for
@@ -102,7 +118,8 @@ impl Desk {
         block: Duration,
     ) -> Result<(String, Vec<Event>), ClassError> {
         let mut cmd = redis::cmd("XREAD");
-        cmd.arg("BLOCK").arg(block.as_millis() as u64).arg("STREAMS");
+        cmd.arg("COUNT").arg(super::gate::MAX_COUNT);
+        cmd.arg("BLOCK").arg(blocking(block)).arg("STREAMS");
         cmd.arg(self.keys.room()).arg(after);
         let reply: Option<StreamReadReply> =
             deadline_after(block, cmd.query_async(&mut self.listen)).await?;
@@ -139,7 +156,8 @@ impl Desk {
     /// The controls sent since the last call, waiting up to `block` for one.
     pub async fn controls(&mut self, block: Duration) -> Result<Vec<Control>, ClassError> {
         let mut cmd = redis::cmd("XREAD");
-        cmd.arg("BLOCK").arg(block.as_millis() as u64).arg("STREAMS");
+        cmd.arg("COUNT").arg(super::gate::MAX_COUNT);
+        cmd.arg("BLOCK").arg(blocking(block)).arg("STREAMS");
         cmd.arg(self.keys.controls()).arg(&self.controls_seen);
         let reply: Option<StreamReadReply> =
             deadline_after(block, cmd.query_async(&mut self.listen)).await?;
@@ -153,4 +171,10 @@ impl Desk {
         }
         Ok(out)
     }
+}
+
+/// A read's block in ms, within what the class's gate allows: at least 1 (0 would
+/// wait forever), at most `gate::MAX_BLOCK_MS`.
+fn blocking(block: Duration) -> u64 {
+    (block.as_millis() as u64).clamp(1, super::gate::MAX_BLOCK_MS)
 }

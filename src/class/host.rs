@@ -135,8 +135,13 @@ pub const LEAVE_AFTER: Duration = Duration::from_secs(3);
 /// `SIGSTOP` in the stream): after it, the student counts as frozen regardless.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// What the instructor has told a student's worker, to judge its events by: a
-/// frozen process sends nothing, so anything but its thaw is not its own.
+/// The most by which a scripted pause's end may arrive early (its start posted late,
+/// its end on time): a quarter of the pause, at most this.
+const SCRIPT_PAUSE_SLACK: Duration = Duration::from_millis(250);
+
+/// What the instructor has told a student's worker, or the worker's script has, to
+/// judge its events by: a frozen process sends nothing, so anything but its thaw is
+/// not its own, whoever froze it.
 #[derive(Default)]
 struct Told {
     /// The instructor's pause, unanswered by a resume yet.
@@ -145,18 +150,64 @@ struct Told {
     stopped: bool,
     resumed: bool,
     crashed: bool,
+    /// Until when the worker's own scripted pause (`pause ms`) keeps it frozen, from
+    /// its `paused` event's arrival.
+    script_frozen: Option<(tokio::time::Instant, u64)>,
 }
 
 impl Told {
     /// Why `kind` cannot come from the student's worker now, if it cannot.
     fn refuses(&mut self, kind: &EventKind) -> Option<String> {
+        // The lock takes only a student's own values (the class gate): a program that
+        // claims another's value as its grant claims a lock it does not hold.
+        if let EventKind::Claimed { worker, value } = kind {
+            if !value.starts_with(&format!("{worker}:")) {
+                return Some(format!(
+                    "a claim of the lock value {value:?}, which is not {worker}'s own (\"{worker}:...\")"
+                ));
+            }
+        }
+        if let Some(why) = self.scripted(kind) {
+            return Some(why);
+        }
+        self.instructed(kind)
+    }
+
+    /// Why `kind` cannot come now from a worker its script has paused: nothing but
+    /// the signals of the student's fencelab comes before the pause can have ended.
+    fn scripted(&mut self, kind: &EventKind) -> Option<String> {
+        let now = tokio::time::Instant::now();
+        if let Some((until, ms)) = self.script_frozen {
+            if now >= until {
+                self.script_frozen = None;
+            } else if !matches!(kind, EventKind::Signal { .. }) {
+                return Some(format!(
+                    "a {} during the worker's scripted pause of {ms} ms: a frozen worker sends nothing",
+                    what(kind)
+                ));
+            }
+        }
+        if let EventKind::Worker {
+            what: WorkerEvent::Paused { ms: Some(ms), by_user: false },
+            ..
+        } = kind
+        {
+            let pause = Duration::from_millis(*ms);
+            let slack = (pause / 4).min(SCRIPT_PAUSE_SLACK);
+            self.script_frozen = Some((now + pause - slack, *ms));
+        }
+        None
+    }
+
+    /// Why `kind` cannot come now from a worker the instructor has paused.
+    fn instructed(&mut self, kind: &EventKind) -> Option<String> {
         use crate::engine::log::KernelSignal;
         let paused = self.paused?;
         let frozen = self.stopped || paused.elapsed() >= STOP_GRACE;
         match kind {
             EventKind::Signal { signal: KernelSignal::Stop, .. } => self.stopped = true,
             EventKind::Signal { signal: KernelSignal::Cont, .. } if self.resumed => {
-                *self = Told::default();
+                *self = Told { script_frozen: self.script_frozen, ..Told::default() };
             }
             EventKind::Signal { signal: KernelSignal::Kill, .. }
             | EventKind::Worker { what: WorkerEvent::Crashed, .. }
@@ -252,12 +303,13 @@ impl Student {
             tokio::select! {
                 arrived = roll.read(READ_BLOCK) => for arrival in arrived? {
                     match arrival {
-                        Arrival::Event { kind, .. } => {
+                        Arrival::Event { kind, seq, .. } => {
                             let why = match told.refuses(&kind) {
                                 Some(why) => Some(why),
                                 None => unwritten(&kind, &log, storage.as_mut()).await?,
                             };
                             if let Some(why) = why {
+                                roll.refused(&self.name, seq);
                                 refusals.refuse(&log, &self.name, why);
                                 continue;
                             }

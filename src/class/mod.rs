@@ -29,6 +29,7 @@
 
 pub mod attend;
 pub mod desk;
+pub mod gate;
 pub mod host;
 pub mod janitor;
 pub mod lease;
@@ -237,6 +238,12 @@ impl RoomKeys {
     /// the room and the student.
     pub fn user(&self, student: &str) -> String {
         format!("fencelab-{}-{student}", self.id)
+    }
+
+    /// The student a room user (`fencelab-ROOM-NAME`) of this room is, if it is one.
+    pub fn student_of(&self, user: &str) -> Option<String> {
+        let name = user.strip_prefix(&format!("fencelab-{}-", self.id))?;
+        check_name(name).ok().map(|()| name.to_string())
     }
 }
 

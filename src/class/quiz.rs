@@ -74,7 +74,9 @@ pub(super) async fn post(
 ) -> Result<(), ClassError> {
     let mut cmd = redis::cmd("XADD");
     // NOMKSTREAM: a stream gone with the room's lease is not made again.
-    cmd.arg(keys.answers(student)).arg("NOMKSTREAM").arg("*");
+    // MAXLEN: the stream is capped, as the class's gate asks (`gate::MAX_STREAM`).
+    cmd.arg(keys.answers(student)).arg("NOMKSTREAM").arg("MAXLEN").arg("~");
+    cmd.arg(super::gate::MAX_STREAM).arg("*");
     cmd.arg("question").arg(number).arg("sender").arg(student).arg("choice").arg(choice);
     let posted: Option<String> = deadline(cmd.query_async(con)).await?;
     posted.map(drop).ok_or_else(|| ClassError::RoomGone(keys.id.clone()))

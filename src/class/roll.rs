@@ -73,11 +73,21 @@ struct Position {
     accepted: u64,
     this_second: usize,
     second_ms: u64,
+    /// A digest of each accepted event, by number: the same number posted again is a
+    /// retry only when its contents are the same.
+    digests: Vec<u64>,
 }
 
 impl Position {
     fn start() -> Position {
-        Position { id: "0".into(), seq: 0, accepted: 0, this_second: 0, second_ms: 0 }
+        Position {
+            id: "0".into(),
+            seq: 0,
+            accepted: 0,
+            this_second: 0,
+            second_ms: 0,
+            digests: Vec::new(),
+        }
     }
 
     /// Whether one more event, posted at `posted_ms`, fits the student's bounds;
@@ -124,6 +134,18 @@ impl Roll {
             deadline(redis::cmd("CLIENT").arg("LIST").query_async(&mut self.con)).await?;
         let user = format!("user={}", self.keys.user(student));
         Ok(list.lines().any(|line| line.split(' ').any(|field| field == user)))
+    }
+
+    /// Take back the acceptance of `student`'s event `seq`, the last accepted, which
+    /// the instructor then refused (a frozen worker's): its number stays free for the
+    /// student's real event, which would otherwise be taken for a repeat of it.
+    pub fn refused(&mut self, student: &str, seq: u64) {
+        if let Some(position) = self.students.get_mut(student) {
+            if position.seq == seq {
+                position.seq -= 1;
+                position.digests.pop();
+            }
+        }
     }
 
     /// What arrived since the last read, waiting up to `block` for something.
@@ -205,9 +227,23 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
             "forged: event {seq} in {student}'s stream claims to be {claimed}'s"
         ));
     }
+    let digest = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        event.hash(&mut hasher);
+        hasher.finish()
+    };
     if seq <= position.seq {
-        // Posted again (a retry after a lost reply): already in the log once.
-        return Vec::new();
+        // Posted again (a retry after a lost reply): already in the log once. With
+        // other contents it is no retry: someone else posts as this student.
+        let first = seq.checked_sub(1).and_then(|i| position.digests.get(i as usize));
+        return if first == Some(&digest) {
+            Vec::new()
+        } else {
+            refused(format!(
+                "event {seq} posted again with other contents: another client posts as {student}"
+            ))
+        };
     }
     if seq > position.seq + 1 {
         // A jump is refused and the numbering stays where it was: a forged number
@@ -216,6 +252,7 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
         return refused(format!("event numbered {seq} where {next} was next: refused"));
     }
     position.seq = seq;
+    position.digests.push(digest);
     let posted_ms = entry.id.split('-').next().and_then(|ms| ms.parse().ok()).unwrap_or(0);
     if let Some(why) = position.over_bounds(posted_ms) {
         return refused(format!("event {seq}: {why}"));

@@ -93,10 +93,32 @@ impl Room {
         Room::open_leased(admin_url, id, students, lease::lease_from_env()?).await
     }
 
+    /// [`Room::open`] where the students reach the Redis at another address than the
+    /// instructor: `students_url` (no credentials), the class gate's
+    /// ([`super::gate`]) in front of a private Redis only the instructor reaches.
+    pub async fn open_behind(
+        admin_url: &str,
+        students_url: &str,
+        id: &str,
+        students: &[String],
+    ) -> Result<Room, ClassError> {
+        let lease = lease::lease_from_env()?;
+        Room::opened((admin_url, students_url), id, students, lease).await
+    }
+
     /// The same with a lease of `lease`. The rooms on that Redis whose lease lapsed
     /// (their instructors killed) are swept first.
     pub async fn open_leased(
         admin_url: &str,
+        id: &str,
+        students: &[String],
+        lease: Duration,
+    ) -> Result<Room, ClassError> {
+        Room::opened((admin_url, admin_url), id, students, lease).await
+    }
+
+    async fn opened(
+        (admin_url, students_url): (&str, &str),
         id: &str,
         students: &[String],
         lease: Duration,
@@ -117,7 +139,7 @@ impl Room {
         // Another instructor's leftovers; a sweep that fails is tried at each renewal.
         let _ = lease::sweep(&mut room.con, id).await;
         for s in students {
-            match room.seat(admin_url, s).await {
+            match room.seat(students_url, s).await {
                 Ok(seat) => room.seats.push(seat),
                 Err(refused) => {
                     // What was made so far goes now, not with the lease.
@@ -129,7 +151,8 @@ impl Room {
         Ok(room)
     }
 
-    async fn seat(&mut self, admin_url: &str, student: &str) -> Result<Seat, ClassError> {
+    /// A seat for `student`, its join URL `students_url` with the student's user.
+    async fn seat(&mut self, students_url: &str, student: &str) -> Result<Seat, ClassError> {
         let password = hex(&random_bytes::<16>()?);
         let keys = &self.keys;
         let user = keys.user(student);
@@ -143,8 +166,9 @@ impl Room {
                 other => other,
             });
         }
-        let mut url = url::Url::parse(admin_url).map_err(|e| ClassError::Redis(e.to_string()))?;
-        let bad = |_| ClassError::BadJoinUrl(redact_url(admin_url));
+        let mut url =
+            url::Url::parse(students_url).map_err(|e| ClassError::Redis(e.to_string()))?;
+        let bad = |_| ClassError::BadJoinUrl(redact_url(students_url));
         url.set_username(&user).map_err(bad)?;
         url.set_password(Some(&password)).map_err(bad)?;
         Ok(Seat { name: student.to_string(), join_url: url.to_string() })

@@ -79,17 +79,13 @@ fn accounted(stored: Vec<Result<StoredWrite, String>>, log: &EventLog) -> Vec<St
         })
         .collect();
     let mut kept = Vec::new();
+    let (mut junk, mut unaccounted) = (Named::default(), Named::default());
     for entry in stored {
         let entry = match entry {
             Ok(entry) => entry,
-            Err(junk) => {
-                let why = format!(
-                    "the storage holds an entry that is not a write, {junk}: left out of the verdict"
-                );
-                log.append(EventKind::Refused {
-                    student: "an unknown student".into(),
-                    why,
-                    total: 1,
+            Err(what) => {
+                junk.name(log, "an unknown student", || {
+                    format!("the storage holds an entry that is not a write, {what}: left out of the verdict")
                 });
                 continue;
             }
@@ -98,12 +94,50 @@ fn accounted(stored: Vec<Result<StoredWrite, String>>, log: &EventLog) -> Vec<St
             writes.remove(i);
             kept.push(entry);
         } else {
-            let why = format!(
-                "the storage holds {}, which no accepted write of the run accounts for: left out of the verdict",
-                entry.label()
-            );
-            log.append(EventKind::Refused { student: entry.worker.clone(), why, total: 1 });
+            unaccounted.name(log, &entry.worker.clone(), || {
+                format!(
+                    "the storage holds {}, which no accepted write of the run accounts for: left out of the verdict",
+                    entry.label()
+                )
+            });
         }
     }
+    junk.count(log, "entries that are not writes");
+    unaccounted.count(log, "entries no accepted write accounts for");
     kept
+}
+
+/// Entries named one by one, up to [`NAMED_IN_FULL`]; the rest counted in one line, so
+/// a storage filled with junk makes a few lines on every screen, not one an entry.
+#[derive(Default)]
+struct Named {
+    total: u64,
+}
+
+/// How many refused entries of one kind are named one by one.
+const NAMED_IN_FULL: u64 = 10;
+
+impl Named {
+    fn name(&mut self, log: &EventLog, student: &str, why: impl FnOnce() -> String) {
+        self.total += 1;
+        if self.total <= NAMED_IN_FULL {
+            log.append(EventKind::Refused { student: student.into(), why: why(), total: 1 });
+        }
+    }
+
+    /// One line for those past the first [`NAMED_IN_FULL`].
+    fn count(&self, log: &EventLog, what: &str) {
+        if self.total > NAMED_IN_FULL {
+            let why = format!(
+                "and {} more {what} ({} in all): left out of the verdict",
+                self.total - NAMED_IN_FULL,
+                self.total
+            );
+            log.append(EventKind::Refused {
+                student: "the storage".into(),
+                why,
+                total: self.total,
+            });
+        }
+    }
 }

@@ -23,12 +23,18 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 /// `pace`: the time between two posts of one student.
 pub fn bench(students: u32, events: u32, pace: Duration) -> anyhow::Result<ExitCode> {
-    let (_server, admin) = private_redis("127.0.0.1", "127.0.0.1")?;
+    let (_server, admin, upstream) = private_redis(students as usize)?;
     let names: Vec<String> = (1..=students).map(|i| format!("s{i:03}")).collect();
     let before = crate::platform::usage();
     let runtime = crate::runtime::build(false)?;
     let report = runtime.block_on(async {
-        let room = Room::open(&admin, &crate::class::new_room_id()?, &names).await?;
+        // The students' path of a class: through its gate, as `fencelab class` opens it.
+        let id = crate::class::new_room_id()?;
+        let gate =
+            crate::class::gate::open("127.0.0.1", upstream, &crate::class::RoomKeys::new(&id))
+                .await?;
+        let students_url = format!("redis://127.0.0.1:{}", gate.addr.port());
+        let room = Room::open_behind(&admin, &students_url, &id, &names).await?;
         let mut roll = Roll::connect(&admin, room.keys.clone(), &names).await?;
         let mut desks = Vec::new();
         for seat in room.seats() {

@@ -45,7 +45,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     // password of its own (never shown: students get users of their own).
     // `--redis URL` (or REDIS_URL) names the class's Redis; without it, a private
     // one. Both with `--host` is a contradiction, refused rather than guessed at.
-    let (_server, admin_url) = match &backend.redis {
+    let (private, admin_url) = match &backend.redis {
         Some(url) => {
             let from = if std::env::var("REDIS_URL").ok().as_ref() == Some(url) {
                 "REDIS_URL"
@@ -60,6 +60,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                 );
             }
             note!("the class uses the Redis at {shown} (from {from})");
+            note!("{SHARED_LEAVES_OPEN}");
             (None, url.clone())
         }
         None => {
@@ -68,17 +69,30 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                 .clone()
                 .or_else(crate::platform::hostname)
                 .unwrap_or_else(|| args.listen.clone());
-            let (server, url) = private_redis(&args.listen, &host)?;
-            let shown = crate::backend::redis::redact_url(&url);
-            note!("the class uses a private redis-server listening on {}: {shown}", args.listen);
-            (Some(server), url)
+            let (server, url, upstream) = private_redis(args.students.len())?;
+            (Some((server, upstream, host)), url)
         }
     };
     let runtime = crate::runtime::build(false)?;
     let result = runtime.block_on(async {
         let shutdown = Shutdown::on_signals()?;
         let cancel = shutdown.token();
-        let room = Room::open(&admin_url, &new_room_id()?, &args.students).await?;
+        let id = new_room_id()?;
+        // A private Redis listens on loopback only; students reach it through the gate.
+        let (room, _gate) = match &private {
+            Some((_, upstream, host)) => {
+                let keys = crate::class::RoomKeys::new(&id);
+                let gate = crate::class::gate::open(&args.listen, *upstream, &keys).await?;
+                let students_url = format!("redis://{host}:{}", gate.addr.port());
+                note!(
+                    "the class uses a private redis-server; students reach it through fencelab's gate on {}:{}",
+                    args.listen,
+                    gate.addr.port()
+                );
+                (Room::open_behind(&admin_url, &students_url, &id, &args.students).await?, Some(gate))
+            }
+            None => (Room::open(&admin_url, &id, &args.students).await?, None),
+        };
         let mut room = room.with_janitor(&std::env::current_exe()?, &admin_url)?;
         let class = async {
             // Text when asked for, or when there is no terminal to draw on.
@@ -164,14 +178,50 @@ async fn stdout_closed() {
     }
 }
 
-/// A private redis-server listening on `listen` with a generated password (never
-/// shown: students get users of their own), and its admin URL naming `host`.
-pub(super) fn private_redis(listen: &str, host: &str) -> anyhow::Result<(PrivateRedis, String)> {
-    let port = free_port(REDIS)?.to_string();
+/// What a shared Redis the instructor names leaves open, said when the class starts:
+/// fencelab's gate stands only in front of the private Redis it starts.
+const SHARED_LEAVES_OPEN: &str = "on a Redis you name, students connect to it directly: \
+     its ACL keeps each to the room's keys and commands, but not what a command costs \
+     (a read of a whole long stream, a value of hundreds of MB, replies never read), and \
+     the room stays on it if you and your janitor are both killed (until the next class \
+     or `fencelab doctor`); without --redis, fencelab starts a private Redis that bounds \
+     all of this and ends with the class";
+
+/// Memory a private class Redis may use: a base for the room and the instructor's
+/// log, and each student's bound on what they may write ([`gate::STUDENT_BYTES`]).
+///
+/// [`gate::STUDENT_BYTES`]: crate::class::gate::STUDENT_BYTES
+fn class_memory(students: usize) -> usize {
+    64 * 1024 * 1024 + students * crate::class::gate::STUDENT_BYTES
+}
+
+/// A private redis-server for a class of `students`, on loopback only, with a
+/// generated password (never shown: students get users of their own), bounded memory
+/// (writes refused past it, nothing evicted) and bounded output buffers (a client that
+/// never reads its replies is cut off): the server, its admin URL, its address.
+pub(super) fn private_redis(
+    students: usize,
+) -> anyhow::Result<(PrivateRedis, String, std::net::SocketAddr)> {
+    let port = free_port(REDIS)?;
     let password = new_room_id()? + &new_room_id()? + &new_room_id()? + &new_room_id()?;
-    let extra = ["--port", &port, "--bind", listen, "--requirepass", &password];
+    let (port_arg, memory) = (port.to_string(), class_memory(students).to_string());
+    let extra = [
+        "--port",
+        &port_arg,
+        "--bind",
+        "127.0.0.1",
+        "--requirepass",
+        &password,
+        "--maxmemory",
+        &memory,
+        "--maxmemory-policy",
+        "noeviction",
+        "--client-output-buffer-limit",
+        "normal 32mb 8mb 10",
+    ];
     let server = PrivateRedis::start_with(&extra)?;
-    Ok((server, format!("redis://:{password}@{host}:{port}")))
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    Ok((server, format!("redis://:{password}@127.0.0.1:{port}"), addr))
 }
 
 /// Wait until every student is connected, or the instructor presses Enter to start

@@ -40,7 +40,17 @@ fn con(url: &str) -> redis::Connection {
 /// An entry written straight into a stream, as a student's credentials allow.
 fn raw_post(con: &mut redis::Connection, stream: &str, seq: u64, sender: &str, event: &str) {
     let mut cmd = redis::cmd("XADD");
-    cmd.arg(stream).arg("*").arg("seq").arg(seq).arg("sender").arg(sender).arg("event").arg(event);
+    cmd.arg(stream)
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(5000)
+        .arg("*")
+        .arg("seq")
+        .arg(seq)
+        .arg("sender")
+        .arg(sender)
+        .arg("event")
+        .arg(event);
     let _: String = cmd.query(con).unwrap();
 }
 
@@ -349,6 +359,25 @@ fn play_class_without(
     play_class_with(students, (absent, &[]), &class_scenario(300), fencing, script)
 }
 
+/// `play_class_without` on a Redis the instructor names (`REDIS_URL`): the students
+/// connect to it directly, with no gate between.
+fn play_class_on_shared_redis(
+    students: &[&str],
+    absent: usize,
+    script: impl FnOnce(&mut std::process::ChildStdin, &mut Joined),
+) -> (String, Vec<String>) {
+    let (_server, admin) = server();
+    SHARED_REDIS.with(|shared| *shared.borrow_mut() = Some(admin));
+    let played = play_class_without(students, absent, false, script);
+    SHARED_REDIS.with(|shared| *shared.borrow_mut() = None);
+    played
+}
+
+thread_local! {
+    /// The Redis `play_class_with` names to the instructor, when a test set one.
+    static SHARED_REDIS: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
 /// The playground with a third part that starts later: alice alone takes the lock at
 /// 0; the second part starts at `b_start_ms`.
 fn class_scenario(b_start_ms: u64) -> String {
@@ -376,11 +405,18 @@ fn play_class_with(
     let mut args = vec!["class", path.as_str(), "--students"];
     let list = students.join(",");
     args.push(&list);
-    args.extend(["--listen", "127.0.0.1", "--host", "127.0.0.1"]);
+    let shared = SHARED_REDIS.with(|shared| shared.borrow().clone());
+    if shared.is_none() {
+        args.extend(["--listen", "127.0.0.1", "--host", "127.0.0.1"]);
+    }
     if fencing {
         args.push("--fencing");
     }
-    let mut instructor = support::bin()
+    let mut instructor = support::bin();
+    if let Some(url) = &shared {
+        instructor.env("REDIS_URL", url);
+    }
+    let mut instructor = instructor
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -972,18 +1008,42 @@ fn a_forged_write_from_a_student_who_sat_out_is_not_in_the_verdict() {
 }
 
 #[test]
-fn a_junk_storage_entry_is_left_out_of_the_verdict_and_named() {
+fn the_gate_refuses_junk_in_the_storage_and_on_a_shared_redis_it_is_left_out_and_counted() {
+    // Through the gate of a private class: carol's junk never reaches the storage.
     let (projector, _) = play_class_without(&["alice", "carol"], 1, false, |_, joined| {
-        // carol pushes something that is not a write at all into the storage list.
         std::thread::sleep(Duration::from_millis(300));
         let url = &joined.urls[1];
         let (id, _) = fencelab::class::seat_of(url).unwrap();
         let storage = fencelab::backend::Keys::for_run(&id).storage;
-        let _: i64 =
-            redis::cmd("RPUSH").arg(storage).arg("not json {").query(&mut con(url)).unwrap();
+        let pushed: redis::RedisResult<i64> =
+            redis::cmd("RPUSH").arg(storage).arg("not json {").query(&mut con(url));
+        let refusal = pushed.unwrap_err().to_string();
+        assert!(refusal.contains("class gate: the storage takes only carol's own"), "{refusal}");
     });
-    assert!(projector.contains("entry that is not a write"), "{projector}");
-    assert!(projector.contains("not json {"), "{projector}");
+    assert!(!projector.contains("not json {"), "{projector}");
+    let verdict = projector.split("storage writes:").nth(1).unwrap_or_default();
+    assert!(verdict.contains("alice(token 1)"), "{projector}");
+    // On a Redis the instructor names, with no gate: 20,000 junk entries are left out
+    // of the verdict in a few lines that count them, not a line each.
+    let (projector, _) = play_class_on_shared_redis(&["alice", "carol"], 1, |_, joined| {
+        std::thread::sleep(Duration::from_millis(300));
+        let url = &joined.urls[1];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let storage = fencelab::backend::Keys::for_run(&id).storage;
+        let mut c = con(url);
+        for _ in 0..20 {
+            let mut push = redis::cmd("RPUSH");
+            push.arg(&storage);
+            for i in 0..1000 {
+                push.arg(format!("not json {i}"));
+            }
+            let _: i64 = push.query(&mut c).unwrap();
+        }
+    });
+    assert!(projector.contains("entries that are not writes"), "{projector}");
+    assert!(projector.contains("20000"), "{projector}");
+    let lines = projector.lines().filter(|l| l.contains("not json")).count();
+    assert!(lines <= 25, "{lines} lines name the junk:\n{projector}");
     let verdict = projector.split("storage writes:").nth(1).unwrap_or_default();
     assert!(verdict.contains("alice(token 1)"), "{projector}");
 }
@@ -1124,8 +1184,14 @@ fn a_frozen_students_forged_write_is_refused() {
         let (id, _) = fencelab::class::seat_of(&url).unwrap();
         let stream = RoomKeys::new(&id).stream("alice");
         loop {
-            let entries: Vec<(String, Vec<(String, String)>)> =
-                redis::cmd("XRANGE").arg(&stream).arg("-").arg("+").query(&mut con(&url)).unwrap();
+            let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+                .arg(&stream)
+                .arg("-")
+                .arg("+")
+                .arg("COUNT")
+                .arg(200)
+                .query(&mut con(&url))
+                .unwrap();
             let stopped = entries.iter().any(|(_, f)| f.iter().any(|(_, v)| v.contains("SIGSTOP")));
             if stopped {
                 break;

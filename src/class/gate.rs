@@ -1,0 +1,600 @@
+//! The class's gate: students reach the private class Redis only through it. Redis's
+//! ACL says which commands and keys a student's user may touch, but not how much a
+//! command may cost: an `XRANGE - +` over five million entries, a 400 MB `SET`, a
+//! thousand pipelined reads never read back each freeze or swell a Redis the whole
+//! class shares. So every command a student sends is read here first, whole, and
+//! only a command of bounded cost goes on:
+//!
+//! - a command is at most [`MAX_ARGS`] arguments of [`MAX_ARG_BYTES`] each (a larger
+//!   one is refused as its length arrives, unread, and the connection closed);
+//! - range reads name a `COUNT` of at most [`MAX_COUNT`] (`XRANGE`, `XREVRANGE`,
+//!   `XREAD`, and `LRANGE`'s span), a blocking read at most [`MAX_BLOCK_MS`];
+//! - `XADD` caps its stream (`MAXLEN` of at most [`MAX_STREAM`]), and only to the
+//!   student's own streams;
+//! - what a student writes to the lock key is a value of its own, `<name>:...`, and
+//!   to the storage an entry of its own (`"worker": "<name>"`): the server's word
+//!   then names the holder and the writer, and no student can make it name another;
+//! - a student writes at most [`STUDENT_BYTES`] in all;
+//! - at most [`IN_FLIGHT`] commands of one connection are unanswered at a time (the
+//!   gate reads no more from a student who does not read its replies), at most
+//!   [`MAX_RATE`] a second, and a student has at most [`MAX_CONNECTIONS`] open;
+//! - any other command is refused, in the reply's place.
+//!
+//! The instructor's own connections go to Redis directly, on loopback. A Redis the
+//! instructor names (`--redis`) has no gate: `fencelab class` says what that leaves
+//! open.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::RoomKeys;
+
+/// Arguments one command may have (a worker's longest, an `XADD` of an event, has 8).
+pub const MAX_ARGS: usize = 64;
+/// Bytes one argument may have: an event is a few hundred, a Redlock truth a few KB.
+pub const MAX_ARG_BYTES: usize = 16 * 1024;
+/// Entries one range read may ask for.
+pub const MAX_COUNT: u64 = 200;
+/// The longest a read may block, in ms.
+pub const MAX_BLOCK_MS: u64 = 30_000;
+/// The most entries a student's stream may keep (a run's events, at most).
+pub const MAX_STREAM: u64 = super::roll::MAX_EVENTS;
+/// Commands of one connection sent on and not yet answered.
+pub const IN_FLIGHT: usize = 8;
+/// Commands a second one connection may send (a worker sends a few dozen).
+pub const MAX_RATE: u32 = 500;
+/// Connections one student may have open (a desk, its listener, a worker, a program).
+pub const MAX_CONNECTIONS: usize = 16;
+/// Bytes one student may write in a room, all commands together (a run's events are
+/// a few hundred KB): what bounds the memory a class of N students may take.
+pub const STUDENT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The gate of one room: where students connect.
+pub struct Gate {
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.tasks.close();
+    }
+}
+
+/// Open the gate on address `listen` (on a port of the system's choosing), in front of
+/// the Redis at `upstream`, for room `keys`.
+pub async fn open(listen: &str, upstream: SocketAddr, keys: &RoomKeys) -> std::io::Result<Gate> {
+    let listener = TcpListener::bind((listen, 0)).await?;
+    let addr = listener.local_addr()?;
+    let (stop, tasks) = (CancellationToken::new(), TaskTracker::new());
+    let rules = Arc::new(Rules {
+        keys: keys.clone(),
+        open: Mutex::new(HashMap::new()),
+        written: Mutex::new(HashMap::new()),
+    });
+    let (cancel, tracker) = (stop.clone(), tasks.clone());
+    tasks.spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = cancel.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((client, _)) = accepted else { return };
+            let (rules, cancel) = (rules.clone(), cancel.clone());
+            tracker.spawn(async move {
+                tokio::select! {
+                    () = cancel.cancelled() => {}
+                    () = serve(client, upstream, rules) => {}
+                }
+            });
+        }
+    });
+    Ok(Gate { addr, stop, tasks })
+}
+
+/// What the gate knows of the room, who has how many connections open, and who has
+/// written how many bytes.
+struct Rules {
+    keys: RoomKeys,
+    open: Mutex<HashMap<String, usize>>,
+    written: Mutex<HashMap<String, usize>>,
+}
+
+/// What goes back to the student for a command: Redis's reply, or the gate's refusal.
+enum Answer {
+    Redis,
+    Refused(String),
+    /// From here on Redis speaks when it likes (a subscription): copy everything.
+    Subscribed,
+}
+
+/// One student's connection: read, vet and pass on its commands; copy back, in order,
+/// Redis's replies and the gate's refusals.
+async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
+    let Ok(server) = TcpStream::connect(upstream).await else { return };
+    let _ = client.set_nodelay(true);
+    let (mut from_client, to_client) = client.into_split();
+    let (from_server, mut to_server) = server.into_split();
+    let (answers, queue) = mpsc::channel::<Answer>(IN_FLIGHT);
+    let writer = tokio::spawn(answer(queue, from_server, to_client));
+    let mut seat = Seat { rules: rules.clone(), student: None };
+    let mut buffer = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut window = (Instant::now(), 0u32);
+    'reading: loop {
+        // Every whole command in the buffer, vetted, in order.
+        loop {
+            let parsed = match next_command(&buffer) {
+                Ok(Some(parsed)) => parsed,
+                Ok(None) => break,
+                Err(why) => {
+                    let _ = answers.send(Answer::Refused(why)).await;
+                    break 'reading;
+                }
+            };
+            let (args, used) = parsed;
+            let raw: Vec<u8> = buffer.drain(..used).collect();
+            let now = Instant::now();
+            if now.duration_since(window.0) >= Duration::from_secs(1) {
+                window = (now, 0);
+            }
+            window.1 += 1;
+            if window.1 > MAX_RATE {
+                tokio::time::sleep_until(window.0 + Duration::from_secs(1)).await;
+            }
+            let answer = match seat.vet(&args) {
+                Ok(subscribes) => {
+                    if to_server.write_all(&raw).await.is_err() {
+                        break 'reading;
+                    }
+                    if subscribes { Answer::Subscribed } else { Answer::Redis }
+                }
+                Err(why) => Answer::Refused(why),
+            };
+            // Waits while IN_FLIGHT answers are unread: no more is read meanwhile.
+            if answers.send(answer).await.is_err() {
+                break 'reading;
+            }
+        }
+        match from_client.read(&mut chunk).await {
+            Ok(n) if n > 0 => buffer.extend_from_slice(&chunk[..n]),
+            _ => break,
+        }
+    }
+    drop(answers);
+    let _ = writer.await;
+    seat.leave();
+}
+
+/// Copy back each command's answer in order: one whole reply of Redis's, or the
+/// gate's refusal; after a subscription, all Redis sends.
+async fn answer(
+    mut queue: mpsc::Receiver<Answer>,
+    mut from_server: tokio::net::tcp::OwnedReadHalf,
+    mut to_client: tokio::net::tcp::OwnedWriteHalf,
+) {
+    let mut pending: VecDeque<u8> = VecDeque::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    while let Some(answer) = queue.recv().await {
+        match answer {
+            Answer::Refused(why) => {
+                let line =
+                    format!("-ERR fencelab's class gate: {}\r\n", why.replace(['\r', '\n'], " "));
+                if to_client.write_all(line.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+            Answer::Redis => loop {
+                let bytes: Vec<u8> = pending.iter().copied().collect();
+                if let Some(n) = reply_length(&bytes) {
+                    pending.drain(..n);
+                    if to_client.write_all(&bytes[..n]).await.is_err() {
+                        return;
+                    }
+                    break;
+                }
+                match from_server.read(&mut chunk).await {
+                    Ok(n) if n > 0 => pending.extend(&chunk[..n]),
+                    _ => return,
+                }
+            },
+            Answer::Subscribed => {
+                let rest: Vec<u8> = pending.drain(..).collect();
+                if to_client.write_all(&rest).await.is_err() {
+                    return;
+                }
+                let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                return;
+            }
+        }
+    }
+}
+
+/// A student's connection, once it has said who it is.
+struct Seat {
+    rules: Arc<Rules>,
+    student: Option<String>,
+}
+
+impl Seat {
+    /// Whether `args` may go on to Redis (`Ok(true)`: it subscribes), or why not.
+    fn vet(&mut self, args: &[Vec<u8>]) -> Result<bool, String> {
+        let word = |i: usize| args.get(i).map(|a| String::from_utf8_lossy(a).into_owned());
+        let name = word(0).unwrap_or_default().to_ascii_uppercase();
+        let keys = &self.rules.keys;
+        let Some(student) = self.student.clone() else {
+            return match name.as_str() {
+                "AUTH" if args.len() == 3 => self.sit(&word(1).unwrap_or_default()).map(|()| false),
+                "HELLO" => {
+                    let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"AUTH"));
+                    match at.and_then(|i| word(i + 1)) {
+                        Some(user) => self.sit(&user).map(|()| false),
+                        None => Err("say who you are first (AUTH or HELLO ... AUTH)".into()),
+                    }
+                }
+                "PING" | "QUIT" => Ok(false),
+                _ => Err("say who you are first (AUTH user password)".into()),
+            };
+        };
+        let own_value = |value: Option<String>| -> Result<(), String> {
+            match value {
+                Some(v) if v.starts_with(&format!("{student}:")) => Ok(()),
+                _ => Err(format!(
+                    "a value written to the lock must be {student}'s own, \"{student}:...\": the server's word names the holder"
+                )),
+            }
+        };
+        let lock = keys.run.lock.as_bytes();
+        let storage = keys.run.storage.as_bytes();
+        if WRITES.contains(&name.as_str()) {
+            self.spend(&student, args.iter().map(Vec::len).sum())?;
+        }
+        match name.as_str() {
+            "RPUSH" if args.get(1).map(Vec::as_slice) == Some(storage) => {
+                if args.len() > 2 && args[2..].iter().all(|a| entry_of(a) == Some(student.clone()))
+                {
+                    Ok(false)
+                } else {
+                    Err(format!(
+                        "the storage takes only {student}'s own writes ({{\"worker\":\"{student}\",...}})"
+                    ))
+                }
+            }
+            "PING" | "QUIT" | "ECHO" | "GET" | "DEL" | "INCR" | "INCRBY" | "PTTL" | "PEXPIRE"
+            | "SADD" | "RPUSH" | "PUBLISH" | "UNSUBSCRIBE" => Ok(false),
+            "SUBSCRIBE" => Ok(true),
+            "CLIENT" => match word(1).map(|w| w.to_ascii_uppercase()).as_deref() {
+                Some("SETINFO" | "SETNAME" | "GETNAME" | "ID" | "INFO") => Ok(false),
+                _ => Err("CLIENT does only SETINFO, SETNAME, GETNAME, ID and INFO here".into()),
+            },
+            "SELECT" if word(1).as_deref() == Some("0") => Ok(false),
+            "HELLO" if args.len() <= 2 => Ok(false),
+            "SET" => {
+                if args.get(1).map(Vec::as_slice) == Some(lock) {
+                    own_value(word(2))?;
+                }
+                Ok(false)
+            }
+            "EVALSHA" => {
+                let keys_n: usize =
+                    word(2).and_then(|n| n.parse().ok()).ok_or("EVALSHA numkeys")?;
+                let named = args.iter().skip(3).take(keys_n);
+                let (touches_lock, touches_storage) =
+                    named.fold((false, false), |(l, s), k| (l || k == lock, s || k == storage));
+                if touches_lock {
+                    own_value(word(3 + keys_n))?;
+                }
+                let argv = args.iter().skip(3 + keys_n);
+                let entries: Vec<Option<String>> =
+                    argv.filter_map(|a| a.starts_with(b"{").then(|| entry_of(a))).collect();
+                let hers =
+                    !entries.is_empty() && entries.iter().all(|e| e.as_deref() == Some(&*student));
+                if touches_storage && !hers {
+                    return Err(format!("the storage takes only {student}'s own writes"));
+                }
+                Ok(false)
+            }
+            "XADD" => {
+                let stream = word(1).unwrap_or_default();
+                if stream != keys.stream(&student) && stream != keys.answers(&student) {
+                    return Err("XADD only to your own streams".into());
+                }
+                let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"MAXLEN"));
+                let cap = at.and_then(|i| {
+                    let n = word(i + 1).filter(|w| w != "~" && w != "=").or_else(|| word(i + 2));
+                    n.and_then(|n| n.parse::<u64>().ok())
+                });
+                match cap {
+                    Some(n) if n <= MAX_STREAM => Ok(false),
+                    _ => Err(format!("XADD needs MAXLEN of at most {MAX_STREAM} in a class")),
+                }
+            }
+            "XRANGE" | "XREVRANGE" => count_at_most(args).map(|()| false),
+            "XREAD" => {
+                count_at_most(args)?;
+                let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"BLOCK"));
+                match at.map(|i| word(i + 1).and_then(|ms| ms.parse::<u64>().ok())) {
+                    Some(Some(ms)) if ms == 0 || ms > MAX_BLOCK_MS => {
+                        Err(format!("XREAD BLOCK at most {MAX_BLOCK_MS} ms (and not 0: forever)"))
+                    }
+                    Some(None) => Err("XREAD BLOCK needs its ms".into()),
+                    _ => Ok(false),
+                }
+            }
+            "LRANGE" => {
+                let at = |i| word(i).and_then(|w| w.parse::<i64>().ok());
+                match (at(2), at(3)) {
+                    (Some(from), Some(to))
+                        if from >= 0 && to >= from && ((to - from) as u64) < MAX_COUNT =>
+                    {
+                        Ok(false)
+                    }
+                    _ => Err(format!("LRANGE of at most {MAX_COUNT} items, from a start >= 0")),
+                }
+            }
+            other => Err(format!("{other} is not a student's command")),
+        }
+    }
+
+    /// Count `bytes` written by `student`; refused past [`STUDENT_BYTES`].
+    fn spend(&self, student: &str, bytes: usize) -> Result<(), String> {
+        let mut written = self.rules.written.lock().unwrap_or_else(|p| p.into_inner());
+        let total = written.entry(student.to_string()).or_default();
+        if *total + bytes > STUDENT_BYTES {
+            return Err(format!(
+                "{student} has written {} KB in this class, the most one student may",
+                STUDENT_BYTES / 1024
+            ));
+        }
+        *total += bytes;
+        Ok(())
+    }
+
+    /// Take a seat as `user` (`fencelab-ROOM-NAME`), one of a few of the student's.
+    fn sit(&mut self, user: &str) -> Result<(), String> {
+        let keys = &self.rules.keys;
+        let student = keys.student_of(user).ok_or_else(|| {
+            "this gate is for the room's students (fencelab-ROOM-NAME)".to_string()
+        })?;
+        let mut open = self.rules.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(student.clone()).or_default();
+        if *n >= MAX_CONNECTIONS {
+            return Err(format!("{student} has {MAX_CONNECTIONS} connections open already"));
+        }
+        *n += 1;
+        self.student = Some(student);
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        if let Some(student) = self.student.take() {
+            let mut open = self.rules.open.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = open.get_mut(&student) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// Commands that store what the student sends.
+const WRITES: [&str; 6] = ["SET", "RPUSH", "SADD", "XADD", "PUBLISH", "EVALSHA"];
+
+/// The writer a storage entry names (`{"worker": NAME, ...}`), None when it is none.
+fn entry_of(arg: &[u8]) -> Option<String> {
+    let entry: crate::backend::StoredWrite = serde_json::from_slice(arg).ok()?;
+    Some(entry.worker)
+}
+
+/// A range read names `COUNT n`, `n` at most [`MAX_COUNT`].
+fn count_at_most(args: &[Vec<u8>]) -> Result<(), String> {
+    let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"COUNT"));
+    let n = at
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| std::str::from_utf8(n).ok()?.parse::<u64>().ok());
+    match n {
+        Some(n) if n <= MAX_COUNT => Ok(()),
+        _ => Err(format!("a range read needs COUNT of at most {MAX_COUNT} in a class")),
+    }
+}
+
+/// The next whole command at the start of `bytes` (a RESP array of bulk strings), and
+/// the bytes it takes; None until it is all there. A command over the bounds is an
+/// error as soon as its header says so, before its bytes are read.
+fn next_command(bytes: &[u8]) -> Result<Option<(Vec<Vec<u8>>, usize)>, String> {
+    let Some((count, mut at)) = header(bytes, b'*')? else { return Ok(None) };
+    if count > MAX_ARGS as i64 || count < 1 {
+        return Err(format!("a command of {count} arguments (at most {MAX_ARGS})"));
+    }
+    let mut args = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let Some((length, from)) = header(&bytes[at..], b'$')? else { return Ok(None) };
+        if length < 0 || length > MAX_ARG_BYTES as i64 {
+            return Err(format!("an argument of {length} bytes (at most {MAX_ARG_BYTES})"));
+        }
+        let start = at + from;
+        let end = start + length as usize;
+        if bytes.len() < end + 2 {
+            return Ok(None);
+        }
+        args.push(bytes[start..end].to_vec());
+        at = end + 2;
+    }
+    Ok(Some((args, at)))
+}
+
+/// A `<kind><number>\r\n` header at the start of `bytes`: the number and the bytes it
+/// took; None until its line is whole.
+fn header(bytes: &[u8], kind: u8) -> Result<Option<(i64, usize)>, String> {
+    let Some(&first) = bytes.first() else { return Ok(None) };
+    if first != kind {
+        return Err("commands are RESP arrays of bulk strings (no inline commands)".into());
+    }
+    let Some(end) = bytes.windows(2).take(24).position(|w| w == b"\r\n") else {
+        return if bytes.len() > 24 { Err("a header too long".into()) } else { Ok(None) };
+    };
+    let n = std::str::from_utf8(&bytes[1..end]).ok().and_then(|n| n.parse().ok());
+    n.map(|n| Some((n, end + 2))).ok_or_else(|| "a header that is no number".into())
+}
+
+/// The length of the whole reply at the start of `bytes` (RESP 2 and 3), None until
+/// it is all there.
+fn reply_length(bytes: &[u8]) -> Option<usize> {
+    let line_end =
+        |from: usize| bytes.get(from..)?.windows(2).position(|w| w == b"\r\n").map(|p| from + p);
+    let end = line_end(0)?;
+    let number = || std::str::from_utf8(bytes.get(1..end)?).ok()?.parse::<i64>().ok();
+    match *bytes.first()? {
+        b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => Some(end + 2),
+        b'$' | b'!' | b'=' => {
+            let n = number()?;
+            if n < 0 {
+                return Some(end + 2);
+            }
+            let total = end + 2 + n as usize + 2;
+            (bytes.len() >= total).then_some(total)
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = number()?;
+            let items = match bytes[0] {
+                b'%' | b'|' => n.max(0) * 2,
+                _ => n.max(0),
+            };
+            let mut at = end + 2;
+            for _ in 0..items {
+                at += reply_length(bytes.get(at..)?)?;
+            }
+            Some(at)
+        }
+        _ => Some(bytes.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp(args: &[&[u8]]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend(format!("${}\r\n", a.len()).into_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    fn seat(student: Option<&str>) -> Seat {
+        let rules = Arc::new(Rules {
+            keys: RoomKeys::new("r1"),
+            open: Mutex::new(HashMap::new()),
+            written: Mutex::new(HashMap::new()),
+        });
+        Seat { rules, student: student.map(str::to_string) }
+    }
+
+    fn vet(seat: &mut Seat, args: &[&str]) -> Result<bool, String> {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        seat.vet(&args)
+    }
+
+    #[test]
+    fn a_command_over_the_bounds_is_refused_before_its_bytes_arrive() {
+        // A 400 MB value: refused on its header, the bytes never read.
+        let head = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$419430400\r\n";
+        let e = next_command(head).unwrap_err();
+        assert!(e.contains("419430400 bytes"), "{e}");
+        let whole = resp(&[b"GET", b"k"]);
+        assert_eq!(next_command(&whole[..5]).unwrap(), None);
+        assert_eq!(
+            next_command(&whole).unwrap(),
+            Some((vec![b"GET".to_vec(), b"k".to_vec()], whole.len()))
+        );
+        assert!(next_command(b"PING\r\n").is_err(), "no inline commands");
+    }
+
+    #[test]
+    fn range_reads_need_a_small_count_and_streams_a_cap() {
+        let mut s = seat(Some("alice"));
+        let keys = RoomKeys::new("r1");
+        assert!(vet(&mut s, &["XRANGE", &keys.run.jobs, "-", "+"]).is_err());
+        assert!(vet(&mut s, &["XRANGE", &keys.run.jobs, "-", "+", "COUNT", "100000"]).is_err());
+        assert_eq!(
+            vet(&mut s, &["XREVRANGE", &keys.stream("alice"), "+", "-", "COUNT", "1"]),
+            Ok(false)
+        );
+        assert!(vet(&mut s, &["XREAD", "COUNT", "10", "BLOCK", "0", "STREAMS", "k", "0"]).is_err());
+        assert!(vet(&mut s, &["LRANGE", &keys.run.storage, "0", "-1"]).is_err());
+        assert!(vet(&mut s, &["XADD", &keys.run.jobs, "*", "f", "v"]).is_err(), "not her stream");
+        let mine = keys.stream("alice");
+        assert!(vet(&mut s, &["XADD", &mine, "*", "f", "v"]).is_err(), "no cap");
+        assert_eq!(vet(&mut s, &["XADD", &mine, "MAXLEN", "~", "5000", "*", "f", "v"]), Ok(false));
+        assert!(vet(&mut s, &["KEYS", "*"]).is_err());
+        assert!(vet(&mut s, &["CONFIG", "SET", "maxmemory", "0"]).is_err());
+    }
+
+    #[test]
+    fn a_student_writes_only_her_own_values_to_the_lock() {
+        let mut s = seat(Some("mallory"));
+        let lock = RoomKeys::new("r1").run.lock;
+        assert!(vet(&mut s, &["SET", &lock, "bob:1234", "NX", "PX", "1000"]).is_err());
+        assert_eq!(vet(&mut s, &["SET", &lock, "mallory:1", "NX", "PX", "1000"]), Ok(false));
+        assert!(vet(&mut s, &["EVALSHA", "abc", "2", &lock, "f", "bob:1", "1000"]).is_err());
+        assert_eq!(
+            vet(&mut s, &["EVALSHA", "abc", "2", &lock, "f", "mallory:1", "1000"]),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn a_student_writes_only_her_own_entries_to_the_storage_and_a_bounded_amount() {
+        let mut s = seat(Some("mallory"));
+        let storage = RoomKeys::new("r1").run.storage;
+        let hers = r#"{"worker":"mallory","token":1,"value":"m"}"#;
+        let bobs = r#"{"worker":"bob","token":9,"value":"b"}"#;
+        assert_eq!(vet(&mut s, &["RPUSH", &storage, hers]), Ok(false));
+        assert!(vet(&mut s, &["RPUSH", &storage, bobs]).is_err());
+        assert!(vet(&mut s, &["RPUSH", &storage, "not json {"]).is_err());
+        assert!(vet(&mut s, &["EVALSHA", "abc", "2", &storage, "h", "3", bobs, "gt"]).is_err());
+        assert!(vet(&mut s, &["EVALSHA", "abc", "2", &storage, "h", "3", "junk", "gt"]).is_err());
+        assert_eq!(
+            vet(&mut s, &["EVALSHA", "abc", "2", &storage, "h", "3", hers, "gt"]),
+            Ok(false)
+        );
+        // 10 KB at a time: refused once the student's bytes are spent, whatever the key.
+        let big = "x".repeat(10 * 1024);
+        let lock = RoomKeys::new("r1").run.lock;
+        let value = format!("mallory:{big}");
+        let taken = (0..2000).take_while(|_| vet(&mut s, &["SET", &lock, &value]).is_ok()).count();
+        assert!((700..=820).contains(&taken), "{taken} writes of 10 KB");
+    }
+
+    #[test]
+    fn nothing_but_auth_before_a_student_says_who_she_is() {
+        let mut s = seat(None);
+        assert!(vet(&mut s, &["GET", "k"]).is_err());
+        assert!(vet(&mut s, &["AUTH", "someone-else", "pw"]).is_err());
+        assert_eq!(vet(&mut s, &["AUTH", "fencelab-r1-alice", "pw"]), Ok(false));
+        assert_eq!(s.student.as_deref(), Some("alice"));
+    }
+
+    #[test]
+    fn a_reply_is_whole_only_once_all_of_it_is_there() {
+        assert_eq!(reply_length(b"+OK\r\n"), Some(5));
+        assert_eq!(reply_length(b"$3\r\nab"), None);
+        assert_eq!(reply_length(b"$3\r\nabc\r\n+OK\r\n"), Some(9));
+        assert_eq!(reply_length(b"*2\r\n$1\r\na\r\n:1\r\n"), Some(15));
+        assert_eq!(reply_length(b"*2\r\n$1\r\na\r\n"), None);
+        assert_eq!(reply_length(b"$-1\r\n"), Some(5));
+    }
+}
