@@ -295,20 +295,20 @@ impl Student {
         let start = Control::Start { student: self.name.clone(), scenario, fencing: fencing_sent };
         self.controller.send(&start).await?;
         let mut commands_open = true;
-        let mut told = Told::default();
+        // Judged inside the roll's read (before an event takes its number), and told of
+        // the instructor's controls between reads.
+        let told = std::sync::Mutex::new(Told::default());
+        let told_of = || told.lock().unwrap_or_else(|p| p.into_inner());
+        let mut judge = |_: &str, kind: &EventKind| told_of().refuses(kind);
         let mut roll_call = tokio::time::interval(ROLL_CALL);
         let mut gone_since = None;
         let mut refusals = Refusals::default();
         'run: loop {
             tokio::select! {
-                arrived = roll.read(READ_BLOCK) => for arrival in arrived? {
+                arrived = roll.read_judged(READ_BLOCK, &mut judge) => for arrival in arrived? {
                     match arrival {
                         Arrival::Event { kind, seq, .. } => {
-                            let why = match told.refuses(&kind) {
-                                Some(why) => Some(why),
-                                None => unwritten(&kind, &log, storage.as_mut()).await?,
-                            };
-                            if let Some(why) = why {
+                            if let Some(why) = unwritten(&kind, &log, storage.as_mut()).await? {
                                 roll.refused(&self.name, seq);
                                 refusals.refuse(&log, &self.name, why);
                                 continue;
@@ -346,15 +346,16 @@ impl Student {
                         // A pause of a set length ends with the student's resume key or
                         // the instructor's: the room has one kind of pause.
                         Some(WorkerCommand::Pause { .. } | WorkerCommand::Stall { .. }) => {
-                            told.paused.get_or_insert_with(tokio::time::Instant::now);
+                            told_of().paused.get_or_insert_with(tokio::time::Instant::now);
                             Control::Pause { student }
                         }
                         Some(WorkerCommand::Resume) => {
+                            let mut told = told_of();
                             told.resumed = told.paused.is_some();
                             Control::Resume { student }
                         }
                         Some(WorkerCommand::Crash) => {
-                            told.crashed = true;
+                            told_of().crashed = true;
                             Control::Crash { student }
                         }
                         None => {

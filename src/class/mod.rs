@@ -36,6 +36,7 @@ pub mod lease;
 pub mod quiz;
 pub mod roll;
 pub mod room;
+pub mod server;
 pub mod vetted;
 
 use std::time::Duration;

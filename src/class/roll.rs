@@ -150,9 +150,20 @@ impl Roll {
 
     /// What arrived since the last read, waiting up to `block` for something.
     pub async fn read(&mut self, block: Duration) -> Result<Vec<Arrival>, ClassError> {
+        self.read_judged(block, &mut |_, _| None).await
+    }
+
+    /// [`Roll::read`], each event that passes the roll's checks judged by `judge`
+    /// (the student, the event) before its number is taken: a refused event (a frozen
+    /// worker's) leaves its number free for the student's real one.
+    pub async fn read_judged(
+        &mut self,
+        block: Duration,
+        judge: &mut (dyn FnMut(&str, &EventKind) -> Option<String> + Send),
+    ) -> Result<Vec<Arrival>, ClassError> {
         let until = tokio::time::Instant::now() + block;
         loop {
-            let arrived = self.read_now().await?;
+            let arrived = self.read_now(judge).await?;
             if !arrived.is_empty() || tokio::time::Instant::now() >= until {
                 return Ok(arrived);
             }
@@ -161,7 +172,10 @@ impl Roll {
     }
 
     /// What each student's stream holds past its position, a bounded batch each.
-    async fn read_now(&mut self) -> Result<Vec<Arrival>, ClassError> {
+    async fn read_now(
+        &mut self,
+        judge: &mut (dyn FnMut(&str, &EventKind) -> Option<String> + Send),
+    ) -> Result<Vec<Arrival>, ClassError> {
         let mut out = Vec::new();
         for (student, position) in &mut self.students {
             let bound = format!("({}", position.id);
@@ -171,7 +185,7 @@ impl Roll {
             for (id, fields) in entries {
                 let entry = stream_id(id, fields);
                 position.id = entry.id.clone();
-                out.extend(check(student, position, &entry));
+                out.extend(check(student, position, &entry, judge));
             }
         }
         Ok(out)
@@ -189,8 +203,13 @@ fn stream_id(id: String, fields: Vec<redis::Value>) -> StreamId {
     StreamId { id, map, ..StreamId::default() }
 }
 
-/// Check one entry of `student`'s stream against its position.
-fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arrival> {
+/// Check one entry of `student`'s stream against its position, and by `judge`.
+fn check(
+    student: &str,
+    position: &mut Position,
+    entry: &StreamId,
+    judge: &mut (dyn FnMut(&str, &EventKind) -> Option<String> + Send),
+) -> Vec<Arrival> {
     let refused = |why: String| vec![Arrival::Refused { student: student.to_string(), why }];
     let seq: Option<u64> = entry.get("seq");
     if let Some(size) = entry.get::<u64>("oversized") {
@@ -250,6 +269,9 @@ fn check(student: &str, position: &mut Position, entry: &StreamId) -> Vec<Arriva
         // must not make the student's next real events look like repeats.
         let next = position.seq + 1;
         return refused(format!("event numbered {seq} where {next} was next: refused"));
+    }
+    if let Some(why) = judge(student, &kind) {
+        return refused(why);
     }
     position.seq = seq;
     position.digests.push(digest);

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
-use super::class::private_redis;
 use crate::class::desk::Desk;
 use crate::class::roll::{Arrival, Roll};
 use crate::class::room::Room;
+use crate::class::server::private_redis;
 use crate::engine::log::{Event, EventKind, WorkerEvent};
 use crate::platform::monotonic_ns;
 use crate::scenario::{Scenario, Step, WorkerSpec, builtin};

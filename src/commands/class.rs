@@ -12,12 +12,12 @@ use tokio_util::sync::CancellationToken;
 use super::class_quiz::{StudentLines, answer_typed, project};
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
-use crate::backend::server::{PrivateRedis, REDIS, free_port};
 use crate::check::{check, lock_of};
 use crate::class::attend::{Seen, attend, sits_out};
 use crate::class::host::{mirror, prepare_class};
 use crate::class::quiz::Quizmaster;
 use crate::class::room::{CLOSE_WITHIN, Room};
+use crate::class::server::{SHARED_LEAVES_OPEN, private_redis};
 use crate::class::{for_students, new_room_id};
 use crate::cli::{BackendArgs, ClassArgs};
 use crate::engine::log::{EventKind, EventLog, RunOutcome};
@@ -176,52 +176,6 @@ async fn stdout_closed() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
-}
-
-/// What a shared Redis the instructor names leaves open, said when the class starts:
-/// fencelab's gate stands only in front of the private Redis it starts.
-const SHARED_LEAVES_OPEN: &str = "on a Redis you name, students connect to it directly: \
-     its ACL keeps each to the room's keys and commands, but not what a command costs \
-     (a read of a whole long stream, a value of hundreds of MB, replies never read), and \
-     the room stays on it if you and your janitor are both killed (until the next class \
-     or `fencelab doctor`); without --redis, fencelab starts a private Redis that bounds \
-     all of this and ends with the class";
-
-/// Memory a private class Redis may use: a base for the room and the instructor's
-/// log, and each student's bound on what they may write ([`gate::STUDENT_BYTES`]).
-///
-/// [`gate::STUDENT_BYTES`]: crate::class::gate::STUDENT_BYTES
-fn class_memory(students: usize) -> usize {
-    64 * 1024 * 1024 + students * crate::class::gate::STUDENT_BYTES
-}
-
-/// A private redis-server for a class of `students`, on loopback only, with a
-/// generated password (never shown: students get users of their own), bounded memory
-/// (writes refused past it, nothing evicted) and bounded output buffers (a client that
-/// never reads its replies is cut off): the server, its admin URL, its address.
-pub(super) fn private_redis(
-    students: usize,
-) -> anyhow::Result<(PrivateRedis, String, std::net::SocketAddr)> {
-    let port = free_port(REDIS)?;
-    let password = new_room_id()? + &new_room_id()? + &new_room_id()? + &new_room_id()?;
-    let (port_arg, memory) = (port.to_string(), class_memory(students).to_string());
-    let extra = [
-        "--port",
-        &port_arg,
-        "--bind",
-        "127.0.0.1",
-        "--requirepass",
-        &password,
-        "--maxmemory",
-        &memory,
-        "--maxmemory-policy",
-        "noeviction",
-        "--client-output-buffer-limit",
-        "normal 32mb 8mb 10",
-    ];
-    let server = PrivateRedis::start_with(&extra)?;
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    Ok((server, format!("redis://:{password}@127.0.0.1:{port}"), addr))
 }
 
 /// Wait until every student is connected, or the instructor presses Enter to start

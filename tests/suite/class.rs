@@ -1172,6 +1172,100 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
     room.close().await.unwrap();
 }
 
+/// The newest entries of a student's stream (at most 200), read with her credentials.
+fn stream_of(url: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let (id, name) = fencelab::class::seat_of(url).unwrap();
+    let stream = RoomKeys::new(&id).stream(&name);
+    redis::cmd("XREVRANGE")
+        .arg(stream)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(200)
+        .query(&mut con(url))
+        .unwrap()
+}
+
+/// N3: during her worker's own scripted pause, alice posts the next 40 numbers as
+/// `checked` events; they are refused without using the numbers up, so her real
+/// events after the pause count, and the verdict names her stale write.
+#[test]
+fn forged_events_during_a_scripted_pause_cannot_hide_the_stale_write() {
+    let scenario = r#"
+name = "scripted-pause"
+title = "A pauses itself"
+summary = "A holds the lock, pauses past its lease; B takes it and writes; A writes, stale."
+ttl_ms = 1000
+
+[[workers]]
+name = "A"
+steps = [{ do = "acquire" }, { do = "pause", ms = 2500 }, { do = "write", value = "A" }, { do = "release" }]
+
+[[workers]]
+name = "B"
+start_ms = 300
+steps = [{ do = "acquire" }, { do = "write", value = "B" }, { do = "release" }]
+"#;
+    let (projector, _) =
+        play_class_with(&["alice", "bob"], (0, &[]), scenario, false, |_, joined| {
+            let url = joined.urls[0].clone();
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !stream_of(&url)
+                .iter()
+                .any(|(_, f)| f.iter().any(|(_, v)| v.contains("\"paused\"")))
+            {
+                assert!(std::time::Instant::now() < deadline, "alice's pause never posted");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let (id, _) = fencelab::class::seat_of(&url).unwrap();
+            let stream = RoomKeys::new(&id).stream("alice");
+            let checked = EventKind::Worker {
+                worker: "alice".into(),
+                what: WorkerEvent::Checked { still_owner: true },
+            };
+            let json = serde_json::to_string(&checked).unwrap();
+            let next = last_seq(&url) + 1;
+            let mut c = con(&url);
+            for seq in next..next + 40 {
+                raw_post(&mut c, &stream, seq, "alice", &json);
+            }
+        });
+    assert!(
+        projector
+            .contains("refused from alice: a 'checked' event during the worker's scripted pause"),
+        "{projector}"
+    );
+    assert!(projector.contains("alice: write ACCEPTED"), "{projector}");
+    assert!(projector.contains("checker: 1 stale write accepted"), "{projector}");
+}
+
+/// N4: alice claims bob's lock value as her grant: refused, and the verdict's holders
+/// are whom the server's values name.
+#[test]
+fn a_claim_of_another_students_lock_value_is_refused() {
+    let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
+        std::thread::sleep(Duration::from_millis(400));
+        let url = &joined.urls[0];
+        let (id, _) = fencelab::class::seat_of(url).unwrap();
+        let claim =
+            EventKind::Claimed { worker: "alice".into(), value: "bob:0123456789abcdef".into() };
+        let json = serde_json::to_string(&claim).unwrap();
+        raw_post(
+            &mut con(url),
+            &RoomKeys::new(&id).stream("alice"),
+            last_seq(url) + 1,
+            "alice",
+            &json,
+        );
+    });
+    assert!(
+        projector
+            .contains("refused from alice: a claim of the lock value \"bob:0123456789abcdef\""),
+        "{projector}"
+    );
+    assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
+}
+
 #[test]
 fn a_frozen_students_forged_write_is_refused() {
     let (projector, _) = play_class(&["alice", "bob"], false, |stdin, joined| {

@@ -18,6 +18,7 @@ mod architecture;
 mod break_search;
 mod class;
 mod class_e2e;
+mod class_gate;
 mod class_room;
 mod class_screens;
 mod cli;
