@@ -31,7 +31,7 @@ pub use search::{
     Package, PackageManager, ZooKeeperInstall, find_program, install_line, java, package_manager,
     postgres_bin_dir, search_root, zookeeper,
 };
-pub use tether::{Tether, tie_to_parent};
+pub use tether::{Tether, tie_family_to_parent, tie_to_parent};
 
 /// The operating system, as people call it ("Linux", "macOS").
 pub const OS_NAME: &str = os::NAME;

@@ -15,7 +15,7 @@
 //! `FENCELAB_PDEATHSIG=off` leaves it out, which is how `tests/suite/platform.rs` proves
 //! that the guard alone does the work.
 
-use std::io::{self, PipeWriter};
+use std::io::{self, PipeWriter, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -24,19 +24,38 @@ use std::process::{Child, Command, Stdio};
 /// group; fencelab handles it and ends its children itself), read the child's pid,
 /// wait for the pipe to close, kill the child, and its process group when it leads
 /// one (a user's program started in a group of its own: what it started dies too).
+/// A family's guard (`$1`, its tag) then kills every process whose environment holds
+/// the tag: what the child started in a session of its own (`setsid`, a double fork)
+/// left the group but kept the environment. Told `done` on the pipe (fencelab ended
+/// the child itself), it kills the family only.
 const GUARD: &str = "trap '' INT QUIT TERM HUP TSTP
 read -r pid || exit 0
-while read -r _; do :; done
+tag=$1
+sweep() {
+  [ -n \"$tag\" ] || return 0
+  ps axeww -o pid= -o command= 2>/dev/null | while read -r p rest; do
+    case \"$rest\" in *\"FENCELAB_FAMILY=$tag\"*) kill -KILL \"$p\" 2>/dev/null;; esac
+  done
+}
+while read -r line; do
+  [ \"$line\" = done ] && { sweep; exit 0; }
+done
 kill -KILL -\"$pid\" 2>/dev/null
-kill -KILL \"$pid\" 2>/dev/null";
+kill -KILL \"$pid\" 2>/dev/null
+sweep";
+
+/// The environment variable that tags a family: a child and all it starts.
+const FAMILY: &str = "FENCELAB_FAMILY";
 
 /// Ties one child to fencelab's life while it is held: keep it beside the child and
 /// drop it once the child is gone (it kills the guard, never the child).
 #[must_use = "the child dies with fencelab only while its Tether is held"]
 pub struct Tether {
     guard: Option<Child>,
-    /// Held, never written by us: the guard watches for it to close.
-    _pipe: PipeWriter,
+    /// A family's tether: on release the guard kills what the child left behind.
+    family: bool,
+    /// The guard watches for it to close; written only to say `done`.
+    pipe: PipeWriter,
 }
 
 /// Make the child that `cmd` starts die with fencelab, even when fencelab is killed
@@ -44,9 +63,25 @@ pub struct Tether {
 /// long as the child: `let tether = platform::tie_to_parent(&mut cmd)?;`. For a
 /// `tokio::process::Command`, pass `cmd.as_std_mut()`.
 pub fn tie_to_parent(cmd: &mut Command) -> io::Result<Tether> {
+    tie(cmd, None)
+}
+
+/// [`tie_to_parent`] for a child and every process it starts, even one that leaves
+/// its process group for a session of its own (a user's program, whose daemons
+/// fencelab does not know of): they die with fencelab, and when fencelab ends the
+/// child. The family is known by a tag in its environment.
+pub fn tie_family_to_parent(cmd: &mut Command) -> io::Result<Tether> {
+    let tag = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    cmd.env(FAMILY, &tag);
+    tie(cmd, Some(tag))
+}
+
+fn tie(cmd: &mut Command, tag: Option<String>) -> io::Result<Tether> {
     let (reader, writer) = io::pipe()?;
+    let family = tag.is_some();
     let guard = Command::new("/bin/sh")
         .args(["-c", GUARD, "fencelab-guard"])
+        .arg(tag.unwrap_or_default())
         .env_clear()
         .env("PATH", "/bin:/usr/bin")
         .stdin(Stdio::from(reader))
@@ -67,16 +102,28 @@ pub fn tie_to_parent(cmd: &mut Command) -> io::Result<Tether> {
         });
     }
     super::os::tie_extra(cmd);
-    Ok(Tether { guard: Some(guard), _pipe: writer })
+    Ok(Tether { guard: Some(guard), family, pipe: writer })
 }
+
+/// How long a family's guard has to kill what the child left behind.
+const SWEEP_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Tether {
     /// The child is gone (reaped): stop watching it now, before its pid can be reused.
     pub fn release(&mut self) {
-        if let Some(mut guard) = self.guard.take() {
-            let _ = guard.kill();
-            let _ = guard.wait();
+        let Some(mut guard) = self.guard.take() else { return };
+        if self.family && writeln!(self.pipe, "done").is_ok() {
+            // The guard kills what the child left behind, then exits.
+            let deadline = std::time::Instant::now() + SWEEP_WITHIN;
+            while std::time::Instant::now() < deadline {
+                if matches!(guard.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
         }
+        let _ = guard.kill();
+        let _ = guard.wait();
     }
 }
 

@@ -270,6 +270,57 @@ fn no_program_outlives_a_killed_fencelab() {
     });
 }
 
+/// A program that leaves a daemon behind in a session of its own (a double fork and
+/// `setsid`: out of its process group), named `daemon-MARKER`, then says `ready` and ends at
+/// once, or (`hang`) sleeps.
+const DAEMON_MAKER: &str = r#"
+import json, os, sys, time
+marker, mode = sys.argv[1], sys.argv[2]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.execvp("python3", ["python3", "-c", "import time; time.sleep(600)", "daemon-" + marker])
+    os._exit(0)
+sys.stdin.readline()
+print(json.dumps({"event": "ready"}), flush=True)
+if mode == "hang":
+    time.sleep(600)
+"#;
+
+#[test]
+fn a_programs_daemon_in_a_session_of_its_own_dies_with_fencelab_ended_or_killed() {
+    let server = redis();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("daemon_maker.py");
+    std::fs::write(&script, DAEMON_MAKER).unwrap();
+    for mode in ["exit", "hang"] {
+        let marker = format!("fencelab-daemon-{}-{mode}", std::process::id());
+        let program = format!("python3 {} {marker} {mode}", script.display());
+        let mut fencelab = support::bin()
+            .args(["run", "gc-pause", "--fencing", "off", "--redis", &server.url(), "--program"])
+            .arg(&program)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let daemons = wait_for("the programs' daemons to start", || {
+            let found = running(&format!("daemon-{marker}"));
+            (found.len() == 2).then_some(found)
+        });
+        if mode == "hang" {
+            // SIGKILL: fencelab ends nothing itself; its guards do.
+            fencelab.kill().unwrap();
+        }
+        fencelab.wait().unwrap();
+        wait_for("the daemons to die with fencelab", || {
+            daemons.iter().all(|p| !support::alive(*p)).then_some(())
+        });
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_free_running_program_runs_its_own_logic_and_its_writes_land_in_turn() {
     let src = r#"

@@ -181,7 +181,7 @@ impl Program {
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // A group of its own: a pause or a kill reaches every process it started.
         cmd.process_group(0).kill_on_drop(true);
-        let tether = crate::platform::tie_to_parent(cmd.as_std_mut())
+        let tether = crate::platform::tie_family_to_parent(cmd.as_std_mut())
             .map_err(|e| failed(name, format!("cannot tie its program to fencelab: {e}")))?;
         let mut child = cmd.spawn().map_err(|e| {
             failed(
