@@ -19,6 +19,7 @@ pub mod node;
 pub mod proxy;
 pub mod reach;
 pub mod redis;
+pub mod resp;
 pub mod scripts;
 pub mod server;
 pub mod sim;

@@ -113,16 +113,18 @@ pub async fn listen(
     cancel: CancellationToken,
     tasks: &TaskTracker,
 ) -> io::Result<SocketAddr> {
-    listen_tapped(upstream, condition, cancel, tasks, None).await
+    listen_tapped(upstream, condition, cancel, tasks, None, None).await
 }
 
-/// [`listen`], copying every request and (when delivered) every reply to `tap`.
+/// [`listen`], copying every request and (when delivered) every reply to `tap`; with
+/// `password`, a Redis client must give it first ([`authenticate`]).
 pub async fn listen_tapped(
     upstream: Upstream,
     condition: watch::Receiver<LinkCondition>,
     cancel: CancellationToken,
     tasks: &TaskTracker,
     tap: Option<Tapping>,
+    password: Option<std::sync::Arc<str>>,
 ) -> io::Result<SocketAddr> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
@@ -141,7 +143,8 @@ pub async fn listen_tapped(
             let connection = CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let tap = tap.clone().map(|tap| (tap, connection));
             let (upstream, condition) = (upstream.clone(), condition.clone());
-            tracker.spawn(carry(client, upstream, condition, cancel.clone(), tap));
+            let password = password.clone();
+            tracker.spawn(carry(client, upstream, condition, cancel.clone(), (tap, password)));
         }
     });
     Ok(addr)
@@ -150,11 +153,11 @@ pub async fn listen_tapped(
 /// Carry one connection until either side closes it, the link is cut, or the run
 /// ends. Requests go straight through; replies wait in `in_flight` until due.
 async fn carry(
-    client: TcpStream,
+    mut client: TcpStream,
     upstream: Upstream,
     mut condition: watch::Receiver<LinkCondition>,
     cancel: CancellationToken,
-    tap: Option<(Tapping, u64)>,
+    (tap, password): (Option<(Tapping, u64)>, Option<std::sync::Arc<str>>),
 ) {
     // Copies the bytes to the tap; for a held reply, what to wait for before it goes on.
     let copy = |request: bool, bytes: &[u8]| {
@@ -188,6 +191,17 @@ async fn carry(
             }
         }
     }
+    // What the client sent with its password, to pass on once the server is there.
+    let mut first = Vec::new();
+    if let Some(password) = &password {
+        first = tokio::select! {
+            () = cancel.cancelled() => return,
+            given = authenticate(&mut client, password) => match given {
+                Some(rest) => rest,
+                None => return,
+            },
+        };
+    }
     let server = tokio::select! {
         () = cancel.cancelled() => return,
         server = upstream.connect() => server,
@@ -196,6 +210,12 @@ async fn carry(
     let Ok(server) = server else { return };
     let (mut from_client, mut to_client) = client.into_split();
     let (mut from_server, mut to_server) = tokio::io::split(server);
+    if !first.is_empty() {
+        copy(true, &first);
+        if to_server.write_all(&first).await.is_err() {
+            return;
+        }
+    }
     let (mut up, mut down) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
     let mut in_flight: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     // The server closed its side: what it sent before still reaches the client (a
@@ -244,6 +264,71 @@ async fn carry(
                     }
                 }
             }
+        }
+    }
+}
+
+/// How long a client has to give its password.
+const AUTH_WITHIN: Duration = Duration::from_secs(10);
+
+/// Read a Redis client's first command, which must give `password`: `AUTH PASSWORD`
+/// or `AUTH USER PASSWORD` (answered `+OK` here, never passed on), or `HELLO ...
+/// AUTH USER PASSWORD ...` (passed on without its `AUTH`). A private server listens
+/// on a socket only this user may open; its proxy, on loopback TCP, must not open it
+/// to every local user. Returns what to pass on to the server, None when the client
+/// was refused (told so) or gave up.
+async fn authenticate(client: &mut TcpStream, password: &str) -> Option<Vec<u8>> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let deadline = Instant::now() + AUTH_WITHIN;
+    let (args, used) = loop {
+        match super::resp::next_command(&buffer, 64, 4096) {
+            Ok(Some(command)) => break command,
+            Ok(None) => {}
+            Err(_) => break (Vec::new(), buffer.len()),
+        }
+        let n = timeout(deadline - Instant::now(), client.read(&mut chunk)).await.ok()?.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let rest = buffer.split_off(used);
+    let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    let given = |at: usize| args.get(at).is_some_and(|p| p.as_slice() == password.as_bytes());
+    match name.as_slice() {
+        b"AUTH" if (args.len() == 2 && given(1)) || (args.len() == 3 && given(2)) => {
+            client.write_all(b"+OK\r\n").await.ok()?;
+            Some(rest)
+        }
+        b"HELLO" => {
+            let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"AUTH"))?;
+            if !given(at + 2) {
+                client.write_all(b"-WRONGPASS invalid username-password pair\r\n").await.ok()?;
+                return None;
+            }
+            let kept: Vec<&Vec<u8>> = args
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !(at..at + 3).contains(i))
+                .map(|(_, a)| a)
+                .collect();
+            let mut out = format!("*{}\r\n", kept.len()).into_bytes();
+            for a in kept {
+                out.extend(format!("${}\r\n", a.len()).into_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend(rest);
+            Some(out)
+        }
+        b"AUTH" => {
+            client.write_all(b"-WRONGPASS invalid username-password pair\r\n").await.ok()?;
+            None
+        }
+        _ => {
+            client.write_all(b"-NOAUTH Authentication required.\r\n").await.ok()?;
+            None
         }
     }
 }

@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::RoomKeys;
+use crate::backend::resp::next_command;
 
 /// Arguments one command may have (a worker's longest, an `XADD` of an event, has 8).
 pub const MAX_ARGS: usize = 64;
@@ -135,7 +136,7 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
     'reading: loop {
         // Every whole command in the buffer, vetted, in order.
         loop {
-            let parsed = match next_command(&buffer) {
+            let parsed = match next_command(&buffer, MAX_ARGS, MAX_ARG_BYTES) {
                 Ok(Some(parsed)) => parsed,
                 Ok(None) => break,
                 Err(why) => {
@@ -408,45 +409,6 @@ fn count_at_most(args: &[Vec<u8>]) -> Result<(), String> {
     }
 }
 
-/// The next whole command at the start of `bytes` (a RESP array of bulk strings), and
-/// the bytes it takes; None until it is all there. A command over the bounds is an
-/// error as soon as its header says so, before its bytes are read.
-fn next_command(bytes: &[u8]) -> Result<Option<(Vec<Vec<u8>>, usize)>, String> {
-    let Some((count, mut at)) = header(bytes, b'*')? else { return Ok(None) };
-    if count > MAX_ARGS as i64 || count < 1 {
-        return Err(format!("a command of {count} arguments (at most {MAX_ARGS})"));
-    }
-    let mut args = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        let Some((length, from)) = header(&bytes[at..], b'$')? else { return Ok(None) };
-        if length < 0 || length > MAX_ARG_BYTES as i64 {
-            return Err(format!("an argument of {length} bytes (at most {MAX_ARG_BYTES})"));
-        }
-        let start = at + from;
-        let end = start + length as usize;
-        if bytes.len() < end + 2 {
-            return Ok(None);
-        }
-        args.push(bytes[start..end].to_vec());
-        at = end + 2;
-    }
-    Ok(Some((args, at)))
-}
-
-/// A `<kind><number>\r\n` header at the start of `bytes`: the number and the bytes it
-/// took; None until its line is whole.
-fn header(bytes: &[u8], kind: u8) -> Result<Option<(i64, usize)>, String> {
-    let Some(&first) = bytes.first() else { return Ok(None) };
-    if first != kind {
-        return Err("commands are RESP arrays of bulk strings (no inline commands)".into());
-    }
-    let Some(end) = bytes.windows(2).take(24).position(|w| w == b"\r\n") else {
-        return if bytes.len() > 24 { Err("a header too long".into()) } else { Ok(None) };
-    };
-    let n = std::str::from_utf8(&bytes[1..end]).ok().and_then(|n| n.parse().ok());
-    n.map(|n| Some((n, end + 2))).ok_or_else(|| "a header that is no number".into())
-}
-
 /// The length of the whole reply at the start of `bytes` (RESP 2 and 3), None until
 /// it is all there.
 fn reply_length(bytes: &[u8]) -> Option<usize> {
@@ -512,15 +474,15 @@ mod tests {
     fn a_command_over_the_bounds_is_refused_before_its_bytes_arrive() {
         // A 400 MB value: refused on its header, the bytes never read.
         let head = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$419430400\r\n";
-        let e = next_command(head).unwrap_err();
+        let e = next_command(head, MAX_ARGS, MAX_ARG_BYTES).unwrap_err();
         assert!(e.contains("419430400 bytes"), "{e}");
         let whole = resp(&[b"GET", b"k"]);
-        assert_eq!(next_command(&whole[..5]).unwrap(), None);
+        assert_eq!(next_command(&whole[..5], MAX_ARGS, MAX_ARG_BYTES).unwrap(), None);
         assert_eq!(
-            next_command(&whole).unwrap(),
+            next_command(&whole, MAX_ARGS, MAX_ARG_BYTES).unwrap(),
             Some((vec![b"GET".to_vec(), b"k".to_vec()], whole.len()))
         );
-        assert!(next_command(b"PING\r\n").is_err(), "no inline commands");
+        assert!(next_command(b"PING\r\n", MAX_ARGS, MAX_ARG_BYTES).is_err(), "no inline commands");
     }
 
     #[test]

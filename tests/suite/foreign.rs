@@ -270,6 +270,39 @@ fn no_program_outlives_a_killed_fencelab() {
     });
 }
 
+/// A program that tries its Redis proxy at its URL with the key taken out, with a wrong
+/// key, then as given, saying on stderr what each got; then `ready`, and it ends.
+const PASSWORD_PROBE: &str = r#"
+import json, re, sys, redis
+hello = json.loads(sys.stdin.readline())
+url = hello["servers"]["redis"]
+bare = re.sub(r"//:[^@]*@", "//", url)
+assert bare != url, url
+for label, at, given in (("none", bare, None), ("wrong", bare, "guess"), ("hello", url, None)):
+    try:
+        answer = redis.Redis.from_url(at, password=given, socket_timeout=5).ping()
+        print(f"{label}: {answer}", file=sys.stderr, flush=True)
+    except redis.exceptions.RedisError as e:
+        print(f"{label}: refused ({type(e).__name__})", file=sys.stderr, flush=True)
+print(json.dumps({"event": "ready"}), flush=True)
+"#;
+
+#[test]
+fn a_private_redis_is_reached_through_its_proxy_only_with_the_runs_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("probe.py");
+    std::fs::write(&script, PASSWORD_PROBE).unwrap();
+    let out = support::bin()
+        .args(["run", "gc-pause", "--fencing", "off", "--program"])
+        .arg(format!("python3 {}", script.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("none: refused ("), "{err}");
+    assert!(err.contains("wrong: refused (AuthenticationError)"), "{err}");
+    assert!(err.contains("hello: True"), "{err}");
+}
+
 /// A program that leaves a daemon behind in a session of its own (a double fork and
 /// `setsid`: out of its process group), named `daemon-MARKER`, then says `ready` and ends at
 /// once, or (`hang`) sleeps.

@@ -74,6 +74,9 @@ pub struct Setup {
     /// proxy's put in) and no password.
     pub servers: Vec<ProgramServer>,
     pub password: Option<String>,
+    /// The key a program's Redis proxies ask for themselves, when the servers have no
+    /// password (it is `password` then, and the program's Redis URLs carry it).
+    pub proxy_password: Option<Arc<str>>,
     pub fencing: bool,
     /// How long a step may go without a word from the program (not counting pauses).
     pub step_timeout: Duration,
@@ -138,10 +141,25 @@ impl Program {
             let tapping = proxy::Tapping { kind: server.kind, ..tapping.clone() };
             let (condition, tap) = (condition.clone(), Some(tapping));
             let upstream = server.upstream.clone();
-            let proxied = proxy::listen_tapped(upstream, condition, cancel.clone(), &tasks, tap)
-                .await
-                .map_err(|e| failed(name, format!("could not start its proxy: {e}")))?;
-            let address = server.address(proxied);
+            let asks = setup.proxy_password.clone().filter(|_| server.kind == ServerKind::Redis);
+            let proxied = proxy::listen_tapped(
+                upstream,
+                condition,
+                cancel.clone(),
+                &tasks,
+                tap,
+                asks.clone(),
+            )
+            .await
+            .map_err(|e| failed(name, format!("could not start its proxy: {e}")))?;
+            // The proxy's key is made for the run and opens nothing once it ends: the
+            // URL carries it, so a program that knows only its URL gets in.
+            let address = match &asks {
+                Some(key) => {
+                    server.address(proxied).replacen("redis://", &format!("redis://:{key}@"), 1)
+                }
+                None => server.address(proxied),
+            };
             match server.kind {
                 ServerKind::Redis => redis.push(address),
                 ServerKind::Etcd => servers.etcd = Some(address),

@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use super::observer::Holders;
 use crate::backend::link::Links;
 use crate::backend::proxy::LinkCondition;
-use crate::backend::{BackendError, Keys, LockService, Storage};
+use crate::backend::{BackendError, Keys, LockService, ServerKind, Storage};
 use crate::scenario::{Scenario, TokenSource};
 pub use armed::call_name;
 pub use host::ProgramHost;
@@ -58,8 +58,14 @@ pub async fn start(
     let kinds: Vec<_> = servers.iter().map(|s| s.kind).collect();
     servers.extend(storage.servers_for_programs().into_iter().filter(|s| !kinds.contains(&s.kind)));
     // One password for the lock's servers: Redlock's nodes are fencelab's own, started
-    // alike.
+    // alike. A Redis without one (a private server, on a socket only this user may
+    // open) gets one at its proxy, made for the run: the proxy is on loopback TCP,
+    // where any local user could reach it.
     let password = servers.iter().find_map(|s| s.password.clone());
+    let redis = servers.iter().any(|s| s.kind == ServerKind::Redis);
+    let proxy_password = (password.is_none() && redis)
+        .then(|| format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)));
+    let password = password.or_else(|| proxy_password.clone());
     // A step may take as long as the run could, and then some: a program silent for
     // longer is stuck.
     let longest = Duration::from_secs_f64(scenario.longest_run_ms() as f64 * time_scale / 1000.0);
@@ -73,6 +79,7 @@ pub async fn start(
         lock: scenario.lock.spec().program_name.to_string(),
         servers,
         password,
+        proxy_password: proxy_password.map(Into::into),
         fencing,
         step_timeout: Duration::from_secs(5) + longest * 2,
         faults: scenario.faults.clone(),
