@@ -2,6 +2,9 @@
 //! and bounded before anything acts on them: the class gate vets each, a program's
 //! proxy reads the first for its password.
 
+/// A command's arguments, its name first.
+pub type Command = Vec<Vec<u8>>;
+
 /// The next whole command at the start of `bytes` (a RESP array of bulk strings), and
 /// the bytes it takes; None until it is all there. A command of more than `max_args`
 /// arguments, or one over `max_arg_bytes`, is an error as soon as its header says
@@ -10,7 +13,7 @@ pub fn next_command(
     bytes: &[u8],
     max_args: usize,
     max_arg_bytes: usize,
-) -> Result<Option<(Vec<Vec<u8>>, usize)>, String> {
+) -> Result<Option<(Command, usize)>, String> {
     let Some((count, mut at)) = header(bytes, b'*')? else { return Ok(None) };
     if count > max_args as i64 || count < 1 {
         return Err(format!("a command of {count} arguments (at most {max_args})"));

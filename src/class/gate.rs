@@ -298,7 +298,7 @@ impl Seat {
                 }
                 let argv = args.iter().skip(3 + keys_n);
                 let entries: Vec<Option<String>> =
-                    argv.filter_map(|a| a.starts_with(b"{").then(|| entry_of(a))).collect();
+                    argv.filter(|a| a.starts_with(b"{")).map(|a| entry_of(a)).collect();
                 let hers =
                     !entries.is_empty() && entries.iter().all(|e| e.as_deref() == Some(&*student));
                 if touches_storage && !hers {

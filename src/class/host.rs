@@ -160,12 +160,12 @@ impl Told {
     fn refuses(&mut self, kind: &EventKind) -> Option<String> {
         // The lock takes only a student's own values (the class gate): a program that
         // claims another's value as its grant claims a lock it does not hold.
-        if let EventKind::Claimed { worker, value } = kind {
-            if !value.starts_with(&format!("{worker}:")) {
-                return Some(format!(
-                    "a claim of the lock value {value:?}, which is not {worker}'s own (\"{worker}:...\")"
-                ));
-            }
+        if let EventKind::Claimed { worker, value } = kind
+            && !value.starts_with(&format!("{worker}:"))
+        {
+            return Some(format!(
+                "a claim of the lock value {value:?}, which is not {worker}'s own (\"{worker}:...\")"
+            ));
         }
         if let Some(why) = self.scripted(kind) {
             return Some(why);

@@ -140,11 +140,11 @@ impl Roll {
     /// the instructor then refused (a frozen worker's): its number stays free for the
     /// student's real event, which would otherwise be taken for a repeat of it.
     pub fn refused(&mut self, student: &str, seq: u64) {
-        if let Some(position) = self.students.get_mut(student) {
-            if position.seq == seq {
-                position.seq -= 1;
-                position.digests.pop();
-            }
+        if let Some(position) = self.students.get_mut(student)
+            && position.seq == seq
+        {
+            position.seq -= 1;
+            position.digests.pop();
         }
     }
 
