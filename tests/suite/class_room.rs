@@ -595,3 +595,54 @@ fn a_sigkilled_instructors_janitor_removes_its_users_and_keys_within_seconds() {
     let _ = join.kill();
     join.wait().unwrap();
 }
+
+/// N6: on the private class Redis, the instructor and its janitor both killed (here
+/// the janitor never started): the server dies with the instructor, so the students'
+/// users go with it and their join URLs reach nothing, with no class or `doctor` to
+/// come after.
+#[test]
+fn a_private_class_redis_dies_with_its_killed_instructor_and_its_users_with_it() {
+    use std::io::{BufRead, BufReader};
+    let mut instructor = support::bin()
+        .args(["class", "playground", "--students", "alice", "--headless"])
+        .args(["--listen", "127.0.0.1", "--host", "127.0.0.1"])
+        .env("FENCELAB_ROOM_JANITOR", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(instructor.stdout.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the class ended early");
+        if let Some(url) = line.trim().strip_prefix("fencelab join '") {
+            break url.trim_end_matches('\'').to_string();
+        }
+    };
+    assert!(redis::Client::open(url.as_str()).unwrap().get_connection().is_ok());
+    // The class's own server: the redis-server the instructor started.
+    let children = |parent: u32| -> Vec<u32> {
+        let stats = std::fs::read_dir("/proc").unwrap().flatten();
+        let stat = |e: std::fs::DirEntry| std::fs::read_to_string(e.path().join("stat")).ok();
+        stats
+            .filter_map(stat)
+            .filter(|stat| stat.contains("(redis-server)"))
+            .filter_map(|stat| {
+                let after = &stat[stat.rfind(')')? + 2..];
+                let ppid: u32 = after.split(' ').nth(1)?.parse().ok()?;
+                (ppid == parent).then(|| stat.split(' ').next()?.parse().ok()).flatten()
+            })
+            .collect()
+    };
+    let server = children(instructor.id());
+    assert_eq!(server.len(), 1, "the class's redis-server");
+    instructor.kill().unwrap();
+    instructor.wait().unwrap();
+    eventually("the student's URL reaches nothing", Duration::from_secs(5), || {
+        redis::Client::open(url.as_str()).unwrap().get_connection().is_err()
+    });
+    eventually("the private redis-server is gone", Duration::from_secs(5), || {
+        !support::alive(server[0])
+    });
+}
