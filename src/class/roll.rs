@@ -29,7 +29,7 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// How often the roll looks for new entries while nothing comes: the bounded read is
 /// a script, which cannot block as `XREAD BLOCK` does (and `XREAD` would hand over an
 /// entry of any size).
-const POLL: Duration = Duration::from_millis(25);
+const POLL: Duration = Duration::from_millis(10);
 
 /// The bounded read of `stream`'s entries from `bound` (`-`, `+` or `(<id>`), oldest
 /// first or newest first, at most `count`: an entry over [`MAX_READ_ENTRY`] comes back
@@ -171,17 +171,29 @@ impl Roll {
         }
     }
 
-    /// What each student's stream holds past its position, a bounded batch each.
+    /// What each student's stream holds past its position, a bounded batch each: every
+    /// student's read in one pipeline, one round trip for the whole class.
     async fn read_now(
         &mut self,
         judge: &mut (dyn FnMut(&str, &EventKind) -> Option<String> + Send),
     ) -> Result<Vec<Arrival>, ClassError> {
-        let mut out = Vec::new();
-        for (student, position) in &mut self.students {
+        let mut pipe = redis::pipe();
+        for (student, position) in &self.students {
             let bound = format!("({}", position.id);
-            let read = bounded_read(&self.keys.stream(student), &bound, false, BATCH);
-            let entries: Vec<(String, Vec<redis::Value>)> =
-                deadline(read.invoke_async(&mut self.con)).await?;
+            pipe.add_command(bounded_read_command(&self.keys.stream(student), &bound));
+        }
+        type Batch = Vec<(String, Vec<redis::Value>)>;
+        let batches: Vec<Batch> = match deadline(pipe.query_async(&mut self.con)).await {
+            Err(ClassError::Redis(e)) if e.contains("NOSCRIPT") => {
+                // The script cache was flushed: load it again, then read.
+                let load = scripts::ROOM_READ.prepare_invoke();
+                let _: String = deadline(load.load_async(&mut self.con)).await?;
+                deadline(pipe.query_async(&mut self.con)).await?
+            }
+            read => read?,
+        };
+        let mut out = Vec::new();
+        for ((student, position), entries) in self.students.iter_mut().zip(batches) {
             for (id, fields) in entries {
                 let entry = stream_id(id, fields);
                 position.id = entry.id.clone();
@@ -190,6 +202,15 @@ impl Roll {
         }
         Ok(out)
     }
+}
+
+/// [`bounded_read`] of `stream` forward from `bound`, a batch, as one command of a
+/// pipeline (`EVALSHA` of the loaded script).
+fn bounded_read_command(stream: &str, bound: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(scripts::ROOM_READ.get_hash()).arg(1).arg(stream).arg(bound).arg("forward");
+    cmd.arg(BATCH).arg(MAX_READ_ENTRY).arg(BATCH_BYTES);
+    cmd
 }
 
 /// An entry as `XRANGE` gives it (an id and its fields, names and values in turn).

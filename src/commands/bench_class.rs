@@ -21,21 +21,96 @@ use crate::tui::theme::Theme;
 /// before calling the rest lost.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// `pace`: the time between two posts of one student.
+/// One path from the students to the room's Redis.
+#[derive(Clone, Copy)]
+enum Path {
+    /// Through the class gate, as `fencelab class` opens a private Redis.
+    Gate,
+    /// Straight to Redis, as on a Redis the instructor names (`--redis`).
+    Direct,
+}
+
+/// What one measure of a path found.
+struct Measured {
+    latencies: Vec<f64>,
+    refused: Vec<String>,
+    log: Vec<(f64, String)>,
+    took: f64,
+}
+
+/// `pace`: the time between two posts of one student. Measures the gate's path, then
+/// the direct one beside it.
 pub fn bench(students: u32, events: u32, pace: Duration) -> anyhow::Result<ExitCode> {
-    let (_server, admin, upstream) = private_redis(students as usize)?;
     let names: Vec<String> = (1..=students).map(|i| format!("s{i:03}")).collect();
-    let before = crate::platform::usage();
+    let wanted = (students * events) as usize;
+    out!(
+        "{students} students x {events} events (one every {} ms each), on loopback:",
+        pace.as_millis()
+    );
+    let mut lost = None;
+    let mut gated_log = Vec::new();
+    for (path, label) in
+        [(Path::Gate, "through the class gate"), (Path::Direct, "straight to Redis (--redis)")]
+    {
+        let before = crate::platform::usage();
+        let Measured { mut latencies, refused, log, took } = measure(&names, events, pace, path)?;
+        latencies.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            latencies
+                .get(((latencies.len() as f64 - 1.0) * q) as usize)
+                .copied()
+                .unwrap_or(f64::NAN)
+        };
+        out!(
+            "  {label}: received {} of {wanted} events in {took:.2} s ({:.0} events/s); post -> instructor's read: median {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            latencies.len(),
+            latencies.len() as f64 / took,
+            at(0.5),
+            at(0.9),
+            at(0.99),
+            at(1.0)
+        );
+        if let (Some(before), Some(after)) = (before, crate::platform::usage()) {
+            // The whole room is this process: the instructor's roll, the gate, every desk.
+            out!(
+                "    this process (the room, every desk, the roll): peak RSS {:.1} MiB, CPU {:.1} % of one core",
+                after.peak_rss_kib as f64 / 1024.0,
+                (after.cpu_s - before.cpu_s) / took * 100.0
+            );
+        }
+        if latencies.len() != wanted || !refused.is_empty() {
+            lost.get_or_insert((label, wanted - latencies.len(), refused));
+        }
+        if matches!(path, Path::Gate) {
+            gated_log = log;
+        }
+    }
+    let frame = frame_ms(&names, &gated_log);
+    out!("  a frame of the run with {students} lanes, 160x48: median {frame:.3} ms");
+    if let Some((label, missing, refused)) = lost {
+        bail!("{label}: {missing} events lost, {} refused: {:?}", refused.len(), refused.first());
+    }
+    out!("  no event lost, none refused, every student's numbers 1..{events} in order");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Post `events` from each of `names` along `path` and read them as the instructor.
+fn measure(names: &[String], events: u32, pace: Duration, path: Path) -> anyhow::Result<Measured> {
+    let students = names.len() as u32;
+    let (_server, admin, upstream) = private_redis(names.len())?;
     let runtime = crate::runtime::build(false)?;
-    let report = runtime.block_on(async {
-        // The students' path of a class: through its gate, as `fencelab class` opens it.
+    let measured = runtime.block_on(async {
         let id = crate::class::new_room_id()?;
-        let gate =
-            crate::class::gate::open("127.0.0.1", upstream, &crate::class::RoomKeys::new(&id))
-                .await?;
-        let students_url = format!("redis://127.0.0.1:{}", gate.addr.port());
-        let room = Room::open_behind(&admin, &students_url, &id, &names).await?;
-        let mut roll = Roll::connect(&admin, room.keys.clone(), &names).await?;
+        let keys = crate::class::RoomKeys::new(&id);
+        let (room, _gate) = match path {
+            Path::Gate => {
+                let gate = crate::class::gate::open("127.0.0.1", upstream, &keys).await?;
+                let students_url = format!("redis://127.0.0.1:{}", gate.addr.port());
+                (Room::open_behind(&admin, &students_url, &id, names).await?, Some(gate))
+            }
+            Path::Direct => (Room::open_behind(&admin, &admin, &id, names).await?, None),
+        };
+        let mut roll = Roll::connect(&admin, room.keys.clone(), names).await?;
         let mut desks = Vec::new();
         for seat in room.seats() {
             desks.push(Desk::join(seat.join_url()).await?);
@@ -78,50 +153,10 @@ pub fn bench(students: u32, events: u32, pace: Duration) -> anyhow::Result<ExitC
         }
         let took = started.elapsed().as_secs_f64();
         room.close().await?;
-        anyhow::Ok((latencies, refused, log, took))
+        anyhow::Ok(Measured { latencies, refused, log, took })
     });
     runtime.shutdown_background();
-    let (mut latencies, refused, log, took) = report?;
-    let wanted = (students * events) as usize;
-    latencies.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        latencies.get(((latencies.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(f64::NAN)
-    };
-    out!(
-        "{students} students x {events} events (one every {} ms each), on loopback:",
-        pace.as_millis()
-    );
-    out!(
-        "  received {} of {wanted} events in {took:.2} s: {:.0} events/s",
-        latencies.len(),
-        latencies.len() as f64 / took
-    );
-    out!(
-        "  post -> instructor's read: median {:.2} ms, p99 {:.2} ms (target p99 < 50 ms), max {:.2} ms",
-        at(0.5),
-        at(0.99),
-        at(1.0)
-    );
-    if let (Some(before), Some(after)) = (before, crate::platform::usage()) {
-        // The whole room is this process: the instructor's roll and every desk.
-        out!(
-            "  this process (the room, every desk, the roll): peak RSS {:.1} MiB, CPU {:.1} % of one core over {took:.0} s",
-            after.peak_rss_kib as f64 / 1024.0,
-            (after.cpu_s - before.cpu_s) / took * 100.0
-        );
-    }
-    let frame = frame_ms(&names, &log);
-    out!("  a frame of the run with {students} lanes, 160x48: median {frame:.3} ms");
-    if latencies.len() != wanted || !refused.is_empty() {
-        bail!(
-            "{} events lost, {} refused: {:?}",
-            wanted - latencies.len(),
-            refused.len(),
-            refused.first()
-        );
-    }
-    out!("  no event lost, none refused, every student's numbers 1..{events} in order");
-    Ok(ExitCode::SUCCESS)
+    measured
 }
 
 /// The median time to draw the run at 160x48: a lane per student, each with its

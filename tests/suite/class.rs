@@ -618,7 +618,8 @@ fn bench_class_loses_no_event() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("received 150 of 150 events"), "{text}");
+    assert!(text.contains("through the class gate: received 150 of 150 events"), "{text}");
+    assert!(text.contains("straight to Redis (--redis): received 150 of 150 events"), "{text}");
     assert!(text.contains("no event lost"), "{text}");
 }
 

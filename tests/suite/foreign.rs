@@ -304,23 +304,29 @@ fn a_private_redis_is_reached_through_its_proxy_only_with_the_runs_password() {
 }
 
 /// A program that leaves a daemon behind in a session of its own (a double fork and
-/// `setsid`: out of its process group), named `daemon-MARKER`, then says `ready` and ends at
-/// once, or (`hang`) sleeps.
+/// `setsid`: out of its process group), which writes its pid into a file of the
+/// folder `argv[1]`; once it has, the program says `ready` and ends at its first
+/// order (every program has started by then), or (`hang`) sleeps.
 const DAEMON_MAKER: &str = r#"
 import json, os, sys, time
-marker, mode = sys.argv[1], sys.argv[2]
+folder, mode = sys.argv[1], sys.argv[2]
+path = os.path.join(folder, f"daemon-{os.getpid()}")
+daemon = "import os, sys, time\np = sys.argv[1]\nopen(p + '.tmp', 'w').write(str(os.getpid()))\nos.rename(p + '.tmp', p)\ntime.sleep(600)"
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.execvp("python3", ["python3", "-c", "import time; time.sleep(600)", "daemon-" + marker])
+        os.execvp("python3", ["python3", "-c", daemon, path])
     os._exit(0)
+while not os.path.exists(path):
+    time.sleep(0.01)
 sys.stdin.readline()
 print(json.dumps({"event": "ready"}), flush=True)
 if mode == "hang":
     time.sleep(600)
+sys.stdin.readline()
 "#;
 
 #[test]
@@ -330,8 +336,8 @@ fn a_programs_daemon_in_a_session_of_its_own_dies_with_fencelab_ended_or_killed(
     let script = dir.path().join("daemon_maker.py");
     std::fs::write(&script, DAEMON_MAKER).unwrap();
     for mode in ["exit", "hang"] {
-        let marker = format!("fencelab-daemon-{}-{mode}", std::process::id());
-        let program = format!("python3 {} {marker} {mode}", script.display());
+        let folder = tempfile::tempdir().unwrap();
+        let program = format!("python3 {} {} {mode}", script.display(), folder.path().display());
         let mut fencelab = support::bin()
             .args(["run", "gc-pause", "--fencing", "off", "--redis", &server.url(), "--program"])
             .arg(&program)
@@ -339,15 +345,22 @@ fn a_programs_daemon_in_a_session_of_its_own_dies_with_fencelab_ended_or_killed(
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let daemons = wait_for("the programs' daemons to start", || {
-            let found = running(&format!("daemon-{marker}"));
-            (found.len() == 2).then_some(found)
-        });
+        let written = || {
+            std::fs::read_dir(folder.path()).unwrap().flatten().filter(|e| {
+                e.file_name().to_string_lossy().starts_with("daemon-")
+                    && !e.file_name().to_string_lossy().ends_with(".tmp")
+            })
+        };
         if mode == "hang" {
+            wait_for("the programs' daemons to start", || (written().count() == 2).then_some(()));
             // SIGKILL: fencelab ends nothing itself; its guards do.
             fencelab.kill().unwrap();
         }
         fencelab.wait().unwrap();
+        let daemons: Vec<u32> = written()
+            .map(|e| std::fs::read_to_string(e.path()).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(daemons.len(), 2, "both programs made a daemon before they said ready");
         wait_for("the daemons to die with fencelab", || {
             daemons.iter().all(|p| !support::alive(*p)).then_some(())
         });
