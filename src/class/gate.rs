@@ -115,6 +115,8 @@ struct Rules {
 /// What goes back to the student for a command: Redis's reply, or the gate's refusal.
 enum Answer {
     Redis,
+    /// Redis's reply to the password: whether it took it goes back to the reader.
+    Auth(tokio::sync::oneshot::Sender<bool>),
     Refused(String),
     /// From here on Redis speaks when it likes (a subscription): copy everything.
     Subscribed,
@@ -154,10 +156,23 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
             if window.1 > MAX_RATE {
                 tokio::time::sleep_until(window.0 + Duration::from_secs(1)).await;
             }
+            let seating = seat.student.is_none();
             let answer = match seat.vet(&args) {
                 Ok(subscribes) => {
                     if to_server.write_all(&raw).await.is_err() {
                         break 'reading;
+                    }
+                    if seating && seat.student.is_some() {
+                        // The seat is the student's only once Redis took the password:
+                        // a wrong one must not use up another student's connections.
+                        let (told, heard) = tokio::sync::oneshot::channel();
+                        if answers.send(Answer::Auth(told)).await.is_err() {
+                            break 'reading;
+                        }
+                        if heard.await != Ok(true) {
+                            seat.leave();
+                        }
+                        continue;
                     }
                     if subscribes { Answer::Subscribed } else { Answer::Redis }
                 }
@@ -196,20 +211,19 @@ async fn answer(
                     return;
                 }
             }
-            Answer::Redis => loop {
-                let bytes: Vec<u8> = pending.iter().copied().collect();
-                if let Some(n) = reply_length(&bytes) {
-                    pending.drain(..n);
-                    if to_client.write_all(&bytes[..n]).await.is_err() {
-                        return;
-                    }
-                    break;
+            Answer::Redis => {
+                if relay(&mut pending, &mut chunk, &mut from_server, &mut to_client).await.is_none()
+                {
+                    return;
                 }
-                match from_server.read(&mut chunk).await {
-                    Ok(n) if n > 0 => pending.extend(&chunk[..n]),
-                    _ => return,
+            }
+            Answer::Auth(told) => {
+                let first = relay(&mut pending, &mut chunk, &mut from_server, &mut to_client).await;
+                let _ = told.send(first.is_some_and(|b| b != b'-'));
+                if first.is_none() {
+                    return;
                 }
-            },
+            }
             Answer::Subscribed => {
                 let rest: Vec<u8> = pending.drain(..).collect();
                 if to_client.write_all(&rest).await.is_err() {
@@ -218,6 +232,28 @@ async fn answer(
                 let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
                 return;
             }
+        }
+    }
+}
+
+/// Copy one whole reply of Redis's to the client; its first byte (`-`: an error), None
+/// when either side has gone.
+async fn relay(
+    pending: &mut VecDeque<u8>,
+    chunk: &mut [u8],
+    from_server: &mut tokio::net::tcp::OwnedReadHalf,
+    to_client: &mut tokio::net::tcp::OwnedWriteHalf,
+) -> Option<u8> {
+    loop {
+        let bytes: Vec<u8> = pending.iter().copied().collect();
+        if let Some(n) = reply_length(&bytes) {
+            pending.drain(..n);
+            to_client.write_all(&bytes[..n]).await.ok()?;
+            return bytes.first().copied();
+        }
+        match from_server.read(chunk).await {
+            Ok(n) if n > 0 => pending.extend(&chunk[..n]),
+            _ => return None,
         }
     }
 }

@@ -158,3 +158,30 @@ async fn n2_a_400_mb_value_and_10_mb_entries_are_refused_before_they_reach_redis
     assert!(grown < 8 * 1024 * 1024, "Redis grew by {grown} bytes");
     room.close().await.unwrap();
 }
+
+/// Wrong passwords in another student's name use up none of her connections: the gate
+/// seats a connection only once Redis took its password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_passwords_in_alices_name_leave_her_connections_free() {
+    let (_server, gate, _admin_url, _mallory, _keys, room) = room().await;
+    let alice = url::Url::parse(room.seats()[1].join_url()).unwrap();
+    let mut held = Vec::new();
+    for _ in 0..2 * gate::MAX_CONNECTIONS {
+        let mut raw = TcpStream::connect(("127.0.0.1", gate.addr.port())).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        raw.write_all(&resp(&[b"AUTH", alice.username().as_bytes(), b"guess"])).unwrap();
+        let mut answer = [0u8; 10];
+        let n = raw.read(&mut answer).unwrap();
+        assert!(
+            answer[..n].starts_with(b"-WRONGPASS"),
+            "{:?}",
+            String::from_utf8_lossy(&answer[..n])
+        );
+        held.push(raw);
+    }
+    let mut con = connect(alice.as_str());
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+    drop(held);
+    room.close().await.unwrap();
+}
