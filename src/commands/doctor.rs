@@ -154,6 +154,10 @@ pub fn doctor(targets: &Targets) -> anyhow::Result<String> {
             "\nGiven Redis (--redis / REDIS_URL): {shown}: it holds one-Redis locks and every Redis storage.\n"
         ));
         out.push_str(&lapsed_rooms(redis));
+        out.push_str(&format!(
+            "  As a class's Redis: {}.\n",
+            crate::class::server::SHARED_LEAVES_OPEN
+        ));
     }
     out.push_str("\nThe course here:\n");
     let course = crate::lesson::course()?;

@@ -536,6 +536,11 @@ fn a_sigkilled_instructors_student_finds_nothing_after_the_lease_and_doctor_remo
     let out = String::from_utf8_lossy(&doctor.stdout);
     assert!(doctor.status.success(), "{out}{}", String::from_utf8_lossy(&doctor.stderr));
     assert!(out.contains("removed 1 student user(s) of class rooms"), "{out}");
+    // What a class on this Redis leaves open, said plainly (N6).
+    assert!(
+        out.contains("As a class's Redis: on a Redis you name, students connect to it directly"),
+        "{out}"
+    );
     assert!(!out.contains(PASSWORD), "{out}");
     assert_eq!(users(&mut a), ["default"]);
     assert!(redis::Client::open(alice.as_str()).unwrap().get_connection().is_err());
