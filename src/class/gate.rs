@@ -62,6 +62,8 @@ pub const STUDENT_BYTES: usize = 8 * 1024 * 1024;
 /// The gate of one room: where students connect.
 pub struct Gate {
     pub addr: SocketAddr,
+    /// Who wrote each value the lock was given through the gate.
+    pub values: Arc<LockValues>,
     stop: CancellationToken,
     tasks: TaskTracker,
 }
@@ -73,14 +75,34 @@ impl Drop for Gate {
     }
 }
 
+/// Who wrote each value to the lock through the gate: a library's own value (a uuid) is
+/// its writer's as surely as `NAME:...` is, so a program may claim only what it wrote.
+#[derive(Debug, Default)]
+pub struct LockValues(Mutex<HashMap<String, String>>);
+
+impl LockValues {
+    /// The student who wrote `value` to the lock, if one did through the gate.
+    pub fn writer(&self, value: &str) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(value).cloned()
+    }
+}
+
 /// Open the gate on address `listen` (on a port of the system's choosing), in front of
-/// the Redis at `upstream`, for room `keys`.
-pub async fn open(listen: &str, upstream: SocketAddr, keys: &RoomKeys) -> std::io::Result<Gate> {
+/// the Redis at `upstream`, for room `keys` and its `students`.
+pub async fn open(
+    listen: &str,
+    upstream: SocketAddr,
+    keys: &RoomKeys,
+    students: &[String],
+) -> std::io::Result<Gate> {
     let listener = TcpListener::bind((listen, 0)).await?;
     let addr = listener.local_addr()?;
     let (stop, tasks) = (CancellationToken::new(), TaskTracker::new());
+    let values = Arc::new(LockValues::default());
     let rules = Arc::new(Rules {
         keys: keys.clone(),
+        students: students.to_vec(),
+        values: values.clone(),
         open: Mutex::new(HashMap::new()),
         written: Mutex::new(HashMap::new()),
     });
@@ -101,13 +123,15 @@ pub async fn open(listen: &str, upstream: SocketAddr, keys: &RoomKeys) -> std::i
             });
         }
     });
-    Ok(Gate { addr, stop, tasks })
+    Ok(Gate { addr, values, stop, tasks })
 }
 
 /// What the gate knows of the room, who has how many connections open, and who has
 /// written how many bytes.
 struct Rules {
     keys: RoomKeys,
+    students: Vec<String>,
+    values: Arc<LockValues>,
     open: Mutex<HashMap<String, usize>>,
     written: Mutex<HashMap<String, usize>>,
 }
@@ -284,14 +308,7 @@ impl Seat {
                 _ => Err("say who you are first (AUTH user password)".into()),
             };
         };
-        let own_value = |value: Option<String>| -> Result<(), String> {
-            match value {
-                Some(v) if v.starts_with(&format!("{student}:")) => Ok(()),
-                _ => Err(format!(
-                    "a value written to the lock must be {student}'s own, \"{student}:...\": the server's word names the holder"
-                )),
-            }
-        };
+        let own_value = |value: Option<String>| self.own_value(&student, value);
         let lock = keys.run.lock.as_bytes();
         let storage = keys.run.storage.as_bytes();
         if WRITES.contains(&name.as_str()) {
@@ -381,6 +398,30 @@ impl Seat {
                 }
             }
             other => Err(format!("{other} is not a student's command")),
+        }
+    }
+
+    /// Whether `value` may go to the lock as `student`'s: not one naming another
+    /// student (`bob:...`), nor one another student wrote; it is then recorded as hers.
+    fn own_value(&self, student: &str, value: Option<String>) -> Result<(), String> {
+        let value = value.ok_or("a lock value")?;
+        if let Some((named, _)) = value.split_once(':')
+            && named != student
+            && self.rules.students.iter().any(|s| s == named)
+        {
+            return Err(format!(
+                "the lock value {value:?} names {named}: a student writes only her own values to the lock"
+            ));
+        }
+        let mut values = self.rules.values.0.lock().unwrap_or_else(|p| p.into_inner());
+        match values.get(&value) {
+            Some(writer) if writer != student => Err(format!(
+                "the lock value {value:?} is {writer}'s: a student writes only her own"
+            )),
+            _ => {
+                values.insert(value, student.to_string());
+                Ok(())
+            }
         }
     }
 
@@ -495,6 +536,8 @@ mod tests {
     fn seat(student: Option<&str>) -> Seat {
         let rules = Arc::new(Rules {
             keys: RoomKeys::new("r1"),
+            students: vec!["mallory".into(), "bob".into()],
+            values: Arc::default(),
             open: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
         });
@@ -552,6 +595,12 @@ mod tests {
             vet(&mut s, &["EVALSHA", "abc", "2", &lock, "f", "mallory:1", "1000"]),
             Ok(false)
         );
+        // A library's own value (a uuid) is hers once she wrote it, and no one else's.
+        assert_eq!(vet(&mut s, &["SET", &lock, "9f3c0a", "NX", "PX", "1000"]), Ok(false));
+        assert_eq!(s.rules.values.writer("9f3c0a").as_deref(), Some("mallory"));
+        let mut bob = Seat { rules: s.rules.clone(), student: Some("bob".into()) };
+        assert!(vet(&mut bob, &["SET", &lock, "9f3c0a", "NX", "PX", "1000"]).is_err());
+        assert_eq!(vet(&mut bob, &["SET", &lock, "77aa01", "NX", "PX", "1000"]), Ok(false));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::gate::LockValues;
 use super::roll::{Arrival, Roll};
 use super::room::{Controller, Room};
 use super::vetted::VettedStorage;
@@ -45,6 +46,7 @@ pub async fn prepare_class(
         keys: room.keys.clone(),
         controller: room.controller(),
         log,
+        values: room.lock_values(),
     };
     let options = RunOptions { label: "class".into(), ..RunOptions::new(fencing) };
     let run = (room.keys.id.as_str(), Arc::new(host) as Arc<dyn WorkerHost>);
@@ -91,6 +93,8 @@ pub struct ClassHost {
     pub controller: Controller,
     /// The run's log, for the storage's read-back ([`VettedStorage`]).
     pub log: Arc<OnceLock<Arc<EventLog>>>,
+    /// Who wrote each lock value, when students come through the class gate.
+    pub values: Option<Arc<LockValues>>,
 }
 
 impl WorkerHost for ClassHost {
@@ -108,6 +112,7 @@ impl WorkerHost for ClassHost {
             url: self.url.clone(),
             keys: self.keys.clone(),
             controller: self.controller.clone(),
+            values: self.values.clone(),
         };
         Box::pin(async move {
             student
@@ -123,6 +128,9 @@ struct Student {
     url: String,
     keys: RoomKeys,
     controller: Controller,
+    /// Who wrote each lock value (the class gate's record); None on a Redis the
+    /// instructor named, where students reach Redis directly.
+    values: Option<Arc<LockValues>>,
 }
 
 /// How often the instructor looks whether a student's `fencelab join` is still
@@ -158,15 +166,6 @@ struct Told {
 impl Told {
     /// Why `kind` cannot come from the student's worker now, if it cannot.
     fn refuses(&mut self, kind: &EventKind) -> Option<String> {
-        // The lock takes only a student's own values (the class gate): a program that
-        // claims another's value as its grant claims a lock it does not hold.
-        if let EventKind::Claimed { worker, value } = kind
-            && !value.starts_with(&format!("{worker}:"))
-        {
-            return Some(format!(
-                "a claim of the lock value {value:?}, which is not {worker}'s own (\"{worker}:...\")"
-            ));
-        }
         if let Some(why) = self.scripted(kind) {
             return Some(why);
         }
@@ -299,7 +298,10 @@ impl Student {
         // the instructor's controls between reads.
         let told = std::sync::Mutex::new(Told::default());
         let told_of = || told.lock().unwrap_or_else(|p| p.into_inner());
-        let mut judge = |_: &str, kind: &EventKind| told_of().refuses(kind);
+        let values = self.values.clone();
+        let mut judge = |_: &str, kind: &EventKind| {
+            not_theirs(kind, values.as_deref()).or_else(|| told_of().refuses(kind))
+        };
         let mut roll_call = tokio::time::interval(ROLL_CALL);
         let mut gone_since = None;
         let mut refusals = Refusals::default();
@@ -381,6 +383,29 @@ impl Student {
     }
 }
 
+/// Why a program's claim of a lock value is not its student's: a value naming another
+/// (`bob:...`), or, through the class gate, one its student did not write. A program
+/// claiming another's value would have the server's word name it as the holder.
+fn not_theirs(kind: &EventKind, values: Option<&LockValues>) -> Option<String> {
+    let EventKind::Claimed { worker, value } = kind else { return None };
+    if value.starts_with(&format!("{worker}:")) {
+        return None;
+    }
+    let names_another = value.split_once(':').is_some_and(|(named, _)| named != worker);
+    let written_by = values.map(|v| v.writer(value));
+    match written_by {
+        Some(Some(writer)) if writer == *worker => None,
+        Some(writer) => Some(format!(
+            "a claim of the lock value {value:?}, which {} wrote",
+            writer.map_or_else(|| format!("not {worker}"), |w| format!("{w}, not {worker},"))
+        )),
+        None if names_another => Some(format!(
+            "a claim of the lock value {value:?}, which is not {worker}'s own (\"{worker}:...\")"
+        )),
+        None => None,
+    }
+}
+
 /// Why an accepted write a student reports is not believed: the storage, as the
 /// instructor reads it, holds no such write beyond those already in the log.
 async fn unwritten(
@@ -427,4 +452,24 @@ fn ends_the_worker(kind: &EventKind) -> bool {
             ..
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(worker: &str, value: &str) -> EventKind {
+        EventKind::Claimed { worker: worker.into(), value: value.into() }
+    }
+
+    #[test]
+    fn a_program_may_claim_only_a_lock_value_its_student_wrote() {
+        // Without the gate (a Redis the instructor named): only a value naming another.
+        assert!(not_theirs(&claim("alice", "alice:1"), None).is_none());
+        assert!(not_theirs(&claim("alice", "9f3c"), None).is_none());
+        assert!(not_theirs(&claim("alice", "bob:1"), None).is_some());
+        // Through the gate: a value its student wrote, and no other.
+        let values = LockValues::default();
+        assert!(not_theirs(&claim("alice", "9f3c"), Some(&values)).is_some(), "written by none");
+    }
 }

@@ -83,6 +83,8 @@ pub struct Room {
     keeper: DropGuard,
     /// Cleans up after an instructor killed before it could close the room.
     janitor: Option<Janitor>,
+    /// Who wrote each lock value, when students come through the class gate.
+    values: Option<std::sync::Arc<super::gate::LockValues>>,
 }
 
 impl Room {
@@ -135,7 +137,8 @@ impl Room {
         let keeper = lease::keep(con.clone(), keys.clone(), students.to_vec(), lease, stop.clone());
         tokio::spawn(keeper);
         let keeper = stop.drop_guard();
-        let mut room = Room { keys, con, seats: Vec::new(), lease, keeper, janitor: None };
+        let mut room =
+            Room { keys, con, seats: Vec::new(), lease, keeper, janitor: None, values: None };
         // Another instructor's leftovers; a sweep that fails is tried at each renewal.
         let _ = lease::sweep(&mut room.con, id).await;
         for s in students {
@@ -186,6 +189,17 @@ impl Room {
         self.janitor = started
             .map_err(|e| ClassError::Redis(format!("cannot start the room's janitor: {e}")))?;
         Ok(self)
+    }
+
+    /// The gate's record of who wrote each lock value: a program's claim is believed
+    /// only for a value its student wrote.
+    pub fn with_lock_values(mut self, values: std::sync::Arc<super::gate::LockValues>) -> Room {
+        self.values = Some(values);
+        self
+    }
+
+    pub fn lock_values(&self) -> Option<std::sync::Arc<super::gate::LockValues>> {
+        self.values.clone()
     }
 
     pub fn seats(&self) -> &[Seat] {

@@ -7,7 +7,8 @@ use crate::backend::server::{PrivateRedis, REDIS, free_port};
 /// fencelab's gate stands only in front of the private Redis it starts.
 pub const SHARED_LEAVES_OPEN: &str = "on a Redis you name, students connect to it directly: \
      its ACL keeps each to the room's keys and commands, but not what a command costs \
-     (a read of a whole long stream, a value of hundreds of MB, replies never read), and \
+     (a read of a whole long stream, a value of hundreds of MB, replies never read) nor \
+     whose lock value a program claims, and \
      the room stays on it if you and your janitor are both killed (until the next class \
      or `fencelab doctor`); without --redis, fencelab starts a private Redis that bounds \
      all of this and ends with the class";

@@ -82,14 +82,15 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         let (room, _gate) = match &private {
             Some((_, upstream, host)) => {
                 let keys = crate::class::RoomKeys::new(&id);
-                let gate = crate::class::gate::open(&args.listen, *upstream, &keys).await?;
+                let gate = crate::class::gate::open(&args.listen, *upstream, &keys, &args.students).await?;
                 let students_url = format!("redis://{host}:{}", gate.addr.port());
                 note!(
                     "the class uses a private redis-server; students reach it through fencelab's gate on {}:{}",
                     args.listen,
                     gate.addr.port()
                 );
-                (Room::open_behind(&admin_url, &students_url, &id, &args.students).await?, Some(gate))
+                let room = Room::open_behind(&admin_url, &students_url, &id, &args.students).await?;
+                (room.with_lock_values(gate.values.clone()), Some(gate))
             }
             None => (Room::open(&admin_url, &id, &args.students).await?, None),
         };

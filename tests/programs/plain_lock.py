@@ -1,7 +1,7 @@
 """A driven fencelab worker that takes its lock with plain commands only (SET NX PX,
 PTTL, GET, DEL: what a class's student user may run; no Lua of its own), its value a
-UUID as a library's would be, after the worker's name and a colon (in a class the lock
-takes only a student's own values, "NAME:..."), for tests/class.rs's `join --program`."""
+UUID as a library's would be (the class gate records who wrote it), for tests/class.rs's
+`join --program`."""
 
 import json
 import os
@@ -31,7 +31,7 @@ for line in sys.stdin:
         break
     step = order["step"]
     if step == "acquire":
-        value = f"{os.environ['FENCELAB_WORKER']}:{uuid.uuid4().hex}"
+        value = uuid.uuid4().hex
         while not client.set(key, value, nx=True, px=lease_ms):
             say(event="waiting")
             time.sleep((max(client.pttl(key), 1) + 1) / 1000)
