@@ -307,18 +307,13 @@ async fn authenticate(client: &mut TcpStream, password: &str) -> Option<Vec<u8>>
                 client.write_all(b"-WRONGPASS invalid username-password pair\r\n").await.ok()?;
                 return None;
             }
-            let kept: Vec<&Vec<u8>> = args
+            let kept: Vec<&[u8]> = args
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| !(at..at + 3).contains(i))
-                .map(|(_, a)| a)
+                .map(|(_, a)| a.as_slice())
                 .collect();
-            let mut out = format!("*{}\r\n", kept.len()).into_bytes();
-            for a in kept {
-                out.extend(format!("${}\r\n", a.len()).into_bytes());
-                out.extend_from_slice(a);
-                out.extend_from_slice(b"\r\n");
-            }
+            let mut out = super::resp::encode(&kept);
             out.extend(rest);
             Some(out)
         }

@@ -2,6 +2,17 @@
 //! and bounded before anything acts on them: the class gate vets each, a program's
 //! proxy reads the first for its password.
 
+/// `args` as a client sends them: a RESP array of bulk strings.
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend(format!("${}\r\n", a.len()).into_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
 /// A command's arguments, its name first.
 pub type Command = Vec<Vec<u8>>;
 

@@ -522,16 +522,7 @@ fn reply_length(bytes: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn resp(args: &[&[u8]]) -> Vec<u8> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend(format!("${}\r\n", a.len()).into_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
-        out
-    }
+    use crate::backend::resp::encode as resp;
 
     fn seat(student: Option<&str>) -> Seat {
         let rules = Arc::new(Rules {

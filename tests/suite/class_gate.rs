@@ -26,15 +26,7 @@ async fn room() -> (impl Drop, Gate, String, url::Url, RoomKeys, Room) {
     (server, gate, admin, mallory, keys, room)
 }
 
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend(format!("${}\r\n", a.len()).into_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use fencelab::backend::resp::encode as resp;
 
 /// Mallory's raw connection to the gate, authenticated (her AUTH's `+OK` read).
 fn mallory_raw(url: &url::Url) -> TcpStream {
