@@ -392,6 +392,12 @@ pub trait Storage: Send + Sync + 'static {
         keys.fence.clone()
     }
 
+    /// The table a foreign program may write into itself, in a transaction of its own
+    /// (the hello's `table`): None where a program's writes can only be fencelab's.
+    fn table_for_programs(&self, _keys: &Keys) -> Option<String> {
+        None
+    }
+
     /// The server a foreign program is given beside the lock's when the storage lives
     /// apart from it (a PostgreSQL); its writes are still fencelab's to make.
     fn servers_for_programs(&self) -> Vec<ProgramServer> {

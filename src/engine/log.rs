@@ -254,6 +254,9 @@ pub enum Refusal {
     NoToken,
     /// Its idempotency key (the write's value) had been applied before.
     Repeat,
+    /// A write a program made itself, in its own transaction, that the storage does
+    /// not have: its transaction did not commit (`wrote` in the worker protocol).
+    NotLanded,
 }
 
 impl Refusal {

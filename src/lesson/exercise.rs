@@ -158,6 +158,9 @@ fn why_not_stored(events: &[Event], design: &Scenario, worker: &str) -> Vec<Stri
             Some(Refusal::Repeat) => format!(
                 "{at} was refused as a repeat: its idempotency key (the write's value) had been applied before"
             ),
+            Some(Refusal::NotLanded) => format!(
+                "{at} is not in the storage: it was written in the program's own transaction, which did not commit"
+            ),
             Some(Refusal::StaleToken) | None => format!(
                 "{at} was refused as stale: its token {} was lower than one the storage had accepted",
                 token.map_or("-".to_string(), |t| t.to_string())

@@ -322,6 +322,10 @@ fn worker_line(worker: &str, what: &WorkerEvent, lock: &LockSpec) -> Option<Stri
                 (false, Some(Refusal::Repeat)) => {
                     "REJECTED (a repeat: its idempotency key was applied before)".to_string()
                 }
+                (false, Some(Refusal::NotLanded)) => {
+                    "NOT IN THE STORAGE (written in its own transaction, which did not commit)"
+                        .to_string()
+                }
                 (false, Some(Refusal::StaleToken) | None) => format!("REJECTED (stale {token_text})"),
             };
             format!(

@@ -199,6 +199,42 @@ fn psycopg_advisory_lock_keeps_b_out_then_with_a_timeout_lets_the_stale_write_la
     );
 }
 
+/// A transaction-level advisory lock with the write in the lock's own transaction
+/// (psycopg, `xact_lock.py`): the server ends the frozen holder's session and rolls
+/// its transaction back, so its write, when it wakes, dies with it. Only B's lands,
+/// judged under B's lock (read before its commit freed it), and `break` finds nothing
+/// harmful in its budget, without a token.
+#[test]
+fn psycopg_transaction_lock_writes_die_with_the_session_and_break_finds_none() {
+    let events = example_file("python-psycopg", "xact.toml", None, false);
+    assert_eq!(storage(&events), ["B:-"], "{}", digest(&events));
+    let (stop, cont) = stopped(&events, "A");
+    let b_got = worker_events(&events, "B")
+        .find_map(|(t, w)| matches!(w, WorkerEvent::Acquired { .. }).then_some(t));
+    assert!(b_got.is_some_and(|t| stop < t && t < cont), "{}", digest(&events));
+    let died = worker_events(&events, "A").any(|(t, w)| {
+        t > cont
+            && matches!(
+                w,
+                WorkerEvent::Wrote {
+                    accepted: false,
+                    refused: Some(fencelab::engine::log::Refusal::NotLanded),
+                    ..
+                }
+            )
+    });
+    assert!(died, "A's write died with its session:\n{}", digest(&events));
+    let under_b = worker_events(&events, "B").any(|(_, w)| {
+        matches!(w, WorkerEvent::Wrote { accepted: true, redis_holder: Some(h), .. } if h == "B")
+    });
+    assert!(under_b, "B's write was made under B's lock:\n{}", digest(&events));
+    let found = violations(&events);
+    let harmful = [ViolationKind::StaleWrite, ViolationKind::WriteByNonHolder];
+    assert!(!found.iter().any(|v| harmful.contains(v)), "{found:?}\n{}", digest(&events));
+    // Idle timeouts count in ms: a quarter of real time keeps 250 ms.
+    holds("examples/python-psycopg/xact.toml", "off", None, (4, Some("0.25")));
+}
+
 #[test]
 fn kazoo_lets_the_stale_write_land_and_its_czxid_fences_it() {
     stale_then_fenced("python-kazoo", "python3 fenced_lock.py", "create /fencelab/");
@@ -253,15 +289,30 @@ fn breaks_at(scenario: &str, program: Option<&str>, scale: Option<&str>, replays
 /// `fencelab break SCENARIO --fencing on --program FENCED` within `budget` schedules:
 /// the fenced twin's only findings are harmless, so nothing is reported as a break.
 fn holds_fenced(scenario: &str, program: &str, budget: u64) {
+    holds(scenario, "on", Some(program), (budget, None));
+}
+
+/// `fencelab break SCENARIO --fencing FENCING [--program PROGRAM]` within `budget`
+/// schedules (at time scale `scale`; None: the default) finds nothing harmful.
+fn holds(
+    scenario: &str,
+    fencing: &str,
+    program: Option<&str>,
+    (budget, scale): (u64, Option<&str>),
+) {
     let _turn = crate::shared_turn();
-    let out = support::bin()
-        .args(["break", scenario, "--fencing", "on", "--budget", &budget.to_string(), "--program"])
-        .arg(program)
-        .output()
-        .unwrap();
+    let mut command = support::bin();
+    command.args(["break", scenario, "--fencing", fencing, "--budget", &budget.to_string()]);
+    if let Some(scale) = scale {
+        command.args(["--time-scale", scale]);
+    }
+    if let Some(program) = program {
+        command.arg("--program").arg(program);
+    }
+    let out = command.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("fencing on") && !text.contains("broke it"), "{text}");
+    assert!(text.contains(&format!("fencing {fencing}")) && !text.contains("broke it"), "{text}");
     assert!(text.contains("no harmful violation"), "{text}");
 }
 

@@ -133,7 +133,7 @@ impl Session for PgSession {
         let server = self.server.clone();
         let client = self.client().await?;
         let (classid, objid) = split(id);
-        let sql = "SELECT a.application_name, a.pid, a.state = 'idle', \
+        let sql = "SELECT a.application_name, a.pid, a.state LIKE 'idle%', \
              (EXTRACT(EPOCH FROM clock_timestamp() - a.state_change) * 1000)::float8 \
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
              WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 \

@@ -558,6 +558,12 @@ impl Storage for PgStorage {
     fn token_name(&self, keys: &Keys) -> String {
         format!("{}.fence", schema_of(keys))
     }
+
+    /// The history the storage panel lists: a row a program inserts there in its own
+    /// transaction is in the storage once that transaction commits.
+    fn table_for_programs(&self, keys: &Keys) -> Option<String> {
+        Some(format!("{}.history", schema_of(keys)))
+    }
 }
 
 #[async_trait]

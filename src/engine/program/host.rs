@@ -78,6 +78,8 @@ pub struct Setup {
     /// password (it is `password` then, and the program's Redis URLs carry it).
     pub proxy_password: Option<Arc<str>>,
     pub fencing: bool,
+    /// The storage's table a program may write into itself (a PostgreSQL storage).
+    pub table: Option<String>,
     /// How long a step may go without a word from the program (not counting pauses).
     pub step_timeout: Duration,
     /// The run's faults: the pauses placed at a program's own moments are its host's.
@@ -183,6 +185,7 @@ impl Program {
             fencing: setup.fencing,
             lock: setup.lock.clone(),
             servers: Box::new(servers),
+            table: setup.table.clone(),
         };
         let mut cmd = tokio::process::Command::new(&program.argv[0]);
         cmd.args(&program.argv[1..]).env_clear().envs(protocol::environment(&hello));
@@ -540,6 +543,8 @@ impl WorkerHost for ProgramHost {
                 lost: false,
                 gave_up: false,
                 done: None,
+                landed: HashMap::new(),
+                own_write: None,
             };
             let result = run.run().await;
             run.program.proxy.0.cancel();
@@ -594,6 +599,19 @@ struct Run {
     gave_up: bool,
     /// A `done` read while taking in its last lines before a pause.
     done: Option<StepName>,
+    /// How many of its writes of each value the storage has been seen to take.
+    landed: HashMap<String, usize>,
+    /// Its own write waiting for its commit.
+    own_write: Option<OwnWrite>,
+}
+
+/// A write a program made itself, between its `wrote` and its `committed`.
+struct OwnWrite {
+    id: u64,
+    value: String,
+    token: Option<u64>,
+    /// Who held the lock before the commit, as the server listed it.
+    holder: Option<String>,
 }
 
 impl Run {
@@ -834,6 +852,8 @@ impl Run {
                 format!("line {} of its stdout: ready, a second time", self.program.stdout.number),
             )),
             Report::Write { id, value, token } => self.write(id, value, token).await,
+            Report::Wrote { id, value, token } => self.wrote(id, value, token).await,
+            Report::Committed { id } => self.committed(id).await,
             Report::Error { message } => {
                 Err(failed(&self.program.spec.name, format!("its program says: {message}")))
             }
@@ -891,9 +911,82 @@ impl Run {
             (order, reason)
         };
         let accepted = order.is_some();
-        let redis_holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
+        if accepted {
+            *self.landed.entry(write.value.clone()).or_default() += 1;
+        }
         let refused = if accepted { None } else { Refusal::of(check, token) };
-        let value = write.value;
+        let holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
+        self.wrote_as((id, write.value, token), (order, holder), refused, reason).await
+    }
+
+    /// A write the program made itself into the storage's table, in its own
+    /// transaction, not committed yet: who holds the lock is read now, while that
+    /// transaction still holds whatever it holds (its commit may free a
+    /// transaction-level lock at the same instant), and the program is told to commit.
+    async fn wrote(
+        &mut self,
+        id: u64,
+        value: String,
+        token: Option<u64>,
+    ) -> Result<(), BackendError> {
+        if self.bench.storage_kind != StorageKind::Postgres {
+            return Err(failed(
+                &self.program.spec.name,
+                format!(
+                    "line {} of its stdout: wrote, but only a PostgreSQL storage (storage = \"postgres\") has a table a program can write into itself; ask fencelab to write instead (event write)",
+                    self.program.stdout.number
+                ),
+            ));
+        }
+        let holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
+        self.own_write = Some(OwnWrite { id, value, token, holder });
+        self.program.send(&Order::Commit { id }).await
+    }
+
+    /// The program tried to commit its own write: it is in the storage when the
+    /// table has one more row of this worker's with this value than were counted
+    /// before. What the program says of its commit is not taken: the table is read.
+    async fn committed(&mut self, id: u64) -> Result<(), BackendError> {
+        let Some(own) = self.own_write.take().filter(|w| w.id == id) else {
+            return Err(failed(
+                &self.program.spec.name,
+                format!(
+                    "line {} of its stdout: committed {id}, but no wrote {id} was waiting for its commit",
+                    self.program.stdout.number
+                ),
+            ));
+        };
+        let rows = self.bench.storage.read_all().await?;
+        let worker = &self.program.spec.name;
+        let mine: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i].worker == *worker && rows[i].value == own.value)
+            .collect();
+        let counted = self.landed.entry(own.value.clone()).or_default();
+        let order = mine.get(*counted).map(|&i| i as u64 + 1);
+        let (refused, reason) = match order {
+            Some(_) => {
+                *counted += 1;
+                (None, None)
+            }
+            None => (
+                Some(Refusal::NotLanded),
+                Some("not in the storage: its transaction did not commit".to_string()),
+            ),
+        };
+        let OwnWrite { value, token, holder, .. } = own;
+        self.wrote_as((id, value, token), (order, holder), refused, reason).await
+    }
+
+    /// Log a write's outcome as a built-in worker's is logged (its place in the
+    /// storage, and who held the lock as it was written), and answer the program.
+    async fn wrote_as(
+        &mut self,
+        (id, value, token): (u64, String, Option<u64>),
+        (order, redis_holder): (Option<u64>, Option<String>),
+        refused: Option<Refusal>,
+        reason: Option<String>,
+    ) -> Result<(), BackendError> {
+        let accepted = order.is_some();
         self.emit(WorkerEvent::Wrote { value, token, accepted, redis_holder, order, refused });
         self.program.send(&Order::WriteResult { id, accepted, reason }).await
     }

@@ -81,6 +81,7 @@ pub async fn start(
         password,
         proxy_password: proxy_password.map(Into::into),
         fencing,
+        table: storage.table_for_programs(&keys),
         step_timeout: Duration::from_secs(5) + longest * 2,
         faults: scenario.faults.clone(),
     };

@@ -87,14 +87,22 @@ pub enum Order {
         /// `advisory`), and Redlock's `redlock`.
         lock: String,
         servers: Box<Servers>,
+        /// The storage's table a program may write into itself, in a transaction of
+        /// its own (a PostgreSQL storage only): `fencelab_<run>.history`, rows of
+        /// `(writer, token, value)`. Reported with [`Report::Wrote`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        table: Option<String>,
     },
-    /// The storage's answer to a [`Report::Write`].
+    /// The storage's answer to a [`Report::Write`] or a [`Report::Committed`].
     WriteResult {
         id: u64,
         accepted: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// The answer to a [`Report::Wrote`]: commit that transaction now, then report
+    /// `committed`.
+    Commit { id: u64 },
     /// Driven mode: do this step with your lock library, then report `done`.
     Step {
         step: StepName,
@@ -182,6 +190,23 @@ pub enum Report {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         token: Option<u64>,
     },
+    /// A write the program made itself into the storage's table (the hello's
+    /// `table`), in its own transaction, not yet committed: fencelab reads who holds
+    /// the lock now, while the transaction still holds what it holds, and answers with
+    /// a `commit` of the same `id`. Nothing checks its token: the storage takes what
+    /// commits.
+    Wrote {
+        id: u64,
+        value: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<u64>,
+    },
+    /// The program tried to commit the transaction of its `wrote` of this `id` (it
+    /// does not say whether it did): fencelab looks for the row in the table and
+    /// answers with a `write_result`.
+    Committed {
+        id: u64,
+    },
     Error {
         message: String,
     },
@@ -205,6 +230,8 @@ impl Report {
             Report::ReleaseFailed { .. } => "release_failed",
             Report::Checked { .. } => "checked",
             Report::Write { .. } => "write",
+            Report::Wrote { .. } => "wrote",
+            Report::Committed { .. } => "committed",
             Report::Error { .. } => "error",
             Report::Done { .. } => "done",
         }
@@ -229,6 +256,8 @@ pub fn belief(report: Report) -> Option<WorkerEvent> {
         Report::Checked { owner } => WorkerEvent::Checked { still_owner: owner },
         Report::Ready { .. }
         | Report::Write { .. }
+        | Report::Wrote { .. }
+        | Report::Committed { .. }
         | Report::Error { .. }
         | Report::Done { .. } => {
             return None;
@@ -248,12 +277,14 @@ pub const REPORT_NAMES: &[&str] = &[
     "release_failed",
     "checked",
     "write",
+    "wrote",
+    "committed",
     "error",
     "done",
 ];
 
 /// Every order's `type` name.
-pub const ORDER_NAMES: &[&str] = &["hello", "write_result", "step", "start", "stop"];
+pub const ORDER_NAMES: &[&str] = &["hello", "write_result", "commit", "step", "start", "stop"];
 
 /// One line from a program, read as a report. The error says what was expected, in
 /// the page's words, after what serde found wrong.
@@ -270,7 +301,17 @@ pub fn parse_report(line: &str) -> Result<Report, String> {
 pub fn environment(hello: &Order) -> BTreeMap<&'static str, String> {
     let mut env = BTreeMap::new();
     let Order::Hello {
-        worker, run, key, token_key, lease_ms, mode, fencing, lock, servers, ..
+        worker,
+        run,
+        key,
+        token_key,
+        lease_ms,
+        mode,
+        fencing,
+        lock,
+        servers,
+        table,
+        ..
     } = hello
     else {
         return env;
@@ -284,6 +325,9 @@ pub fn environment(hello: &Order) -> BTreeMap<&'static str, String> {
     env.insert("FENCELAB_MODE", mode.as_str().to_string());
     env.insert("FENCELAB_FENCING", u8::from(*fencing).to_string());
     env.insert("FENCELAB_LOCK", lock.clone());
+    if let Some(table) = table {
+        env.insert("FENCELAB_TABLE", table.clone());
+    }
     if let Some(url) = &servers.redis {
         env.insert("FENCELAB_REDIS_URL", url.clone());
     }
@@ -319,6 +363,8 @@ mod tests {
             Report::ReleaseFailed { reason: String::new() },
             Report::Checked { owner: true },
             Report::Write { id: 1, value: "A".into(), token: None },
+            Report::Wrote { id: 1, value: "A".into(), token: None },
+            Report::Committed { id: 1 },
             Report::Error { message: "m".into() },
             Report::Done { step: StepName::Acquire },
         ];
@@ -355,6 +401,7 @@ mod tests {
                 password: Some("sekrit".into()),
                 ..Servers::default()
             }),
+            table: None,
         };
         let env = environment(&hello);
         assert_eq!(env["FENCELAB_LEASE_MS"], "2000");
@@ -408,7 +455,8 @@ mod tests {
             panic!("the page has no hello line");
         };
         let mut hello = hello;
-        if let Order::Hello { servers, .. } = &mut hello {
+        if let Order::Hello { servers, table, .. } = &mut hello {
+            *table = Some("fencelab_r.history".into());
             servers.redis_nodes = vec!["redis://n1".into()];
             servers.etcd = Some("http://e".into());
             servers.zookeeper = Some("z:1".into());

@@ -264,6 +264,7 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
                 (false, _, false) => match w.refused {
                     Some(Refusal::NoToken) => ("✘ REJECTED (no token)", "✘ REJECTED", t.rejected),
                     Some(Refusal::Repeat) => ("✘ REJECTED (a repeat)", "✘ REJECTED", t.rejected),
+                    Some(Refusal::NotLanded) => ("✘ NOT COMMITTED", "✘ NO COMMIT", t.rejected),
                     _ => ("✘ REJECTED (stale)", "✘ REJECTED", t.rejected),
                 },
                 (false, _, true) => ("✘ UPDATE 0 (stale)", "✘ UPDATE 0", t.rejected),
