@@ -13,6 +13,7 @@ use super::lock::advisory::AdvisoryBackend;
 use super::lock::etcd::EtcdBackend;
 use super::lock::failover::FailoverBackend;
 use super::lock::k8s_lease::K8sLeaseBackend;
+use super::lock::pgboss::PgBossQueue;
 use super::lock::redlock::RedlockBackend;
 use super::lock::stream::StreamQueue;
 use super::lock::zookeeper::ZooKeeperBackend;
@@ -136,6 +137,7 @@ fn simulated_lock(shape: LockShape, storage: &SimBackend) -> Arc<dyn LockService
         // The queue and the storage on one server, as the one-Redis lock.
         LockShape::Stream => Arc::new(StreamQueue::new(storage.clone())),
         LockShape::Advisory => Arc::new(AdvisoryBackend::new(SimPostgres::default())),
+        LockShape::PgBoss => Arc::new(PgBossQueue::new(None)),
     }
 }
 
@@ -154,6 +156,7 @@ fn real_lock(shape: LockShape, on: &mut Servers) -> Result<Arc<dyn LockService>,
             let label = postgres.note().unwrap_or_default();
             Arc::new(AdvisoryBackend::new(RealPostgres::new(postgres, &label)))
         }
+        LockShape::PgBoss => Arc::new(PgBossQueue::new(Some(on.postgres()?))),
     })
 }
 

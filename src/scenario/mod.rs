@@ -295,6 +295,9 @@ pub enum LockFamily {
     /// A PostgreSQL advisory lock, held by a session (`lock/advisory.rs`); the lease,
     /// if any, is the session's `idle_session_timeout`.
     Advisory,
+    /// No lock: pg-boss's job queue on PostgreSQL (`lock/pgboss.rs`), taken by a
+    /// program's own pg-boss only; a job's `expire_in` is its lease.
+    PgBoss,
 }
 
 /// The session timeouts (real ms) fencelab's ZooKeeper grants: 2 to 20 ticks of 100 ms
@@ -327,6 +330,9 @@ pub enum LockShape {
     /// A PostgreSQL session advisory lock (`lock/advisory.rs`): held as long as the
     /// session lives, which with `ttl_ms` is ended by the server after that long idle.
     Advisory,
+    /// pg-boss's job queue (`lock/pgboss.rs`): a fetched job is its worker's until it
+    /// expires and the queue gives it to the next fetch. Programs only.
+    PgBoss,
 }
 
 /// How many jobs a queue (`lock = "stream"`) holds when a run starts: message ids

@@ -412,6 +412,19 @@ fn sql_step_name(step: &Step) -> &'static str {
 /// A worker that is a program does the lock's steps with its own library; fencelab
 /// keeps the pauses, the work and the crashes. Nothing else can be sent to it.
 fn validate_programs(s: &Scenario) -> Result<(), (String, usize, String)> {
+    if !s.lock.spec().can.built_in
+        && let Some(w) = s.workers.iter().find(|w| w.program.is_none())
+    {
+        return Err((
+            w.name.clone(),
+            0,
+            format!(
+                "worker {:?} has no program, and only a program takes its lock on {} (its own library does; fencelab has no client of it): give it one with program = [...] or --program",
+                w.name,
+                s.lock.spec().name,
+            ),
+        ));
+    }
     for w in s.workers.iter().filter(|w| w.program.is_some()) {
         if let Some(step) = w.steps.iter().find(|step| !step.program_can_do()) {
             let name = match step {

@@ -131,6 +131,7 @@ impl RawScenario {
             (LockFamily::ZooKeeper, _, _) => LockShape::ZooKeeper,
             (LockFamily::Stream, _, _) => LockShape::Stream,
             (LockFamily::Advisory, _, _) => LockShape::Advisory,
+            (LockFamily::PgBoss, _, _) => LockShape::PgBoss,
             (LockFamily::Redis, Some(nodes), _) => LockShape::Redlock { nodes },
             (LockFamily::Redis, None, true) => LockShape::Replicated,
             (LockFamily::Redis, None, false) => LockShape::Redis,
@@ -243,6 +244,7 @@ impl From<Scenario> for RawScenario {
             LockShape::ZooKeeper => (LockFamily::ZooKeeper, None, false),
             LockShape::Stream => (LockFamily::Stream, None, false),
             LockShape::Advisory => (LockFamily::Advisory, None, false),
+            LockShape::PgBoss => (LockFamily::PgBoss, None, false),
         };
         RawScenario {
             name,

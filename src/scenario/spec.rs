@@ -170,6 +170,9 @@ pub struct Can {
     pub processes: bool,
     /// Workers that are foreign programs (docs/worker-protocol.md).
     pub programs: bool,
+    /// Built-in workers (fencelab's own client of it): false where only a program's
+    /// own library takes it (pg-boss).
+    pub built_in: bool,
     /// `wait-replicas` steps: a replica to wait for.
     pub replica: bool,
     /// `clock_rate`: expiry judged by each contender's own clock.
@@ -218,6 +221,7 @@ const REDIS_CAN: Can = Can {
     fencing: true,
     processes: true,
     programs: true,
+    built_in: true,
     replica: false,
     worker_clocks: false,
 };
@@ -487,6 +491,58 @@ pub const ADVISORY: LockSpec = LockSpec {
     queue: false,
 };
 
+/// pg-boss's job queue on PostgreSQL: no lock. A fetch takes the job (`FOR UPDATE
+/// SKIP LOCKED`), and pg-boss's maintenance puts it back for the next fetch once it
+/// has been active past its `expire_in`. Taken by a program's own pg-boss only.
+pub const PGBOSS: LockSpec = LockSpec {
+    name: "pg-boss's job queue",
+    label: "pg-boss's job queue on PostgreSQL",
+    home: Home::Postgres,
+    transcript: "pg-boss",
+    program_name: "pg-boss",
+    words: Words {
+        grant: "job",
+        holder: "worker",
+        lease: "expiry",
+        token: "try",
+        lease_row: " job expires in",
+        lease_setting: "the job's expireInSeconds",
+        unexpiring: None,
+        overdue: Some("pg-boss's maintenance puts an expired job back only on its next round"),
+        tok: "try",
+        truth_row: Some(" active job"),
+        lost: "after pg-boss expired its job and gave it to another fetch",
+        unnoticed: "its job expiring",
+        renewed: None,
+        expired: "pg-boss expired {who}'s job and put it back in the queue",
+        release_check: "complete: the job was no longer active",
+    },
+    token: Token {
+        sources: &[TokenSource::Lock],
+        name: "the job's try (retry_count + 1)",
+        asked: None,
+    },
+    can: Can {
+        link_faults: LinkFaults::Refused(
+            "pg-boss keeps a pool of connections of its own, which the simulator's link does \
+             not model",
+        ),
+        release_channel: false,
+        renew: false,
+        processes: false,
+        programs: true,
+        built_in: false,
+        ..REDIS_CAN
+    },
+    lease: Lease {
+        ms: 1000..=u64::MAX,
+        step_ms: 1000,
+        why: "pg-boss expires a job in whole seconds (expireInSeconds), one at least",
+    },
+    nodes: 0,
+    queue: false,
+};
+
 impl LockShape {
     /// Its row.
     pub fn spec(self) -> &'static LockSpec {
@@ -499,6 +555,7 @@ impl LockShape {
             LockShape::ZooKeeper => &ZOOKEEPER,
             LockShape::Stream => &STREAM,
             LockShape::Advisory => &ADVISORY,
+            LockShape::PgBoss => &PGBOSS,
         }
     }
 
@@ -509,8 +566,8 @@ impl LockShape {
 }
 
 /// Every kind's row, in the order the course meets them.
-pub const KINDS: [&LockSpec; 8] =
-    [&REDIS, &REDLOCK, &REPLICATED, &ETCD, &K8S_LEASE, &ZOOKEEPER, &STREAM, &ADVISORY];
+pub const KINDS: [&LockSpec; 9] =
+    [&REDIS, &REDLOCK, &REPLICATED, &ETCD, &K8S_LEASE, &ZOOKEEPER, &STREAM, &ADVISORY, &PGBOSS];
 
 /// The kinds a foreign program can take its lock on, as a scenario's `lock` names them:
 /// what a refusal says is supported.

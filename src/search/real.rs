@@ -10,7 +10,9 @@
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
-use super::trial::{Placement, Runner};
+use std::time::Duration;
+
+use super::trial::{Placement, Runner, longest_ms};
 use crate::backend::deployment::Deployment;
 use crate::engine::log::Event;
 use crate::engine::{self, RunOptions};
@@ -20,6 +22,9 @@ use crate::scenario::Scenario;
 /// so a 2 s lease is 1 s of real time (programs that start an interpreter each run
 /// still have time to say `ready` well inside it).
 pub const DEFAULT_TIME_SCALE: f64 = 0.5;
+
+/// How long past twice its longest possible end a real trial may go on.
+const STUCK_GRACE: Duration = Duration::from_secs(5);
 
 /// Real runs, one after another, on one deployment and one runtime.
 pub struct RealTrials<'a> {
@@ -51,11 +56,26 @@ impl<'a> RealTrials<'a> {
 }
 
 impl Runner for RealTrials<'_> {
+    /// One real run, stopped (and judged as it stands) at twice its longest possible
+    /// end plus [`STUCK_GRACE`]: a program waiting for a job another worker has
+    /// already done (a queue's: nobody will free it) asks its server on and on, so its
+    /// own silence never ends it.
     fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) };
         let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
-        let log =
-            self.runtime.block_on(engine::run(lock, storage, scenario, options, &self.cancel))?;
+        let longest = longest_ms(scenario) as f64 * 2.0 * self.time_scale / 1000.0;
+        let limit = Duration::from_secs_f64(longest) + STUCK_GRACE;
+        let log = self.runtime.block_on(async {
+            let prepared = engine::prepare(lock, storage, scenario, options, &self.cancel).await?;
+            let (log, control) = (prepared.log(), prepared.control());
+            let watchdog = tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                control.stop();
+            });
+            prepared.execute().await;
+            watchdog.abort();
+            Ok::<_, crate::backend::BackendError>(log)
+        })?;
         Ok(log.snapshot())
     }
 

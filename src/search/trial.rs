@@ -27,7 +27,7 @@ const STUCK_AFTER_MS: u64 = 60_000;
 
 /// The longest a trial of `scenario` can take, faults included: a pause or an outage
 /// lasts its `ms`; a delay makes every reply after it up to `ms` late.
-fn longest_ms(scenario: &Scenario) -> u64 {
+pub(super) fn longest_ms(scenario: &Scenario) -> u64 {
     let steps: u64 = scenario.workers.iter().map(|w| w.steps.len() as u64).sum();
     let faults = scenario.faults.iter().map(|f| {
         let ms = f.ms.unwrap_or(0);

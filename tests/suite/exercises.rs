@@ -80,4 +80,26 @@ fn a_program_on_a_lock_it_cannot_use_is_refused_before_any_server_starts() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("cannot take its lock on a Kubernetes-style Lease on etcd"), "{text}");
     assert!(text.contains("ZooKeeper (lock = \"zookeeper\")"), "{text}");
+    assert!(text.contains("pg-boss's job queue (lock = \"pg-boss\")"), "{text}");
+}
+
+/// pg-boss's queue is taken only by a program's own pg-boss: a built-in worker on it
+/// is refused at its line, before any server starts, saying what to give it.
+#[test]
+fn a_built_in_worker_on_pg_boss_is_refused_before_any_server_starts() {
+    let started = std::time::Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queue.toml");
+    std::fs::write(
+        &file,
+        "name = \"x\"\ntitle = \"x\"\nttl_ms = 1000\nlock = \"pg-boss\"\nstorage = \"postgres\"\n\
+         [[workers]]\nname = \"A\"\nsteps = [{ do = \"acquire\" }]\n",
+    )
+    .unwrap();
+    let (out, text) = fencelab(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("queue.toml:7:"), "file and line: {text}");
+    assert!(text.contains("worker \"A\" has no program"), "{text}");
+    assert!(text.contains("program = [...] or --program"), "{text}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
 }

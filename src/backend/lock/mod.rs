@@ -5,6 +5,7 @@ pub mod advisory;
 pub mod etcd;
 pub mod failover;
 pub mod k8s_lease;
+pub mod pgboss;
 pub mod redis;
 pub mod redlock;
 pub mod stream;

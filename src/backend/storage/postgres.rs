@@ -255,7 +255,8 @@ struct PgLink {
 }
 
 /// `fencelab_<run id>`: the run's schema, an SQL identifier (the id is hex digits).
-fn schema_of(keys: &Keys) -> String {
+/// The run's own schema: every table of the run's lives there (pg-boss's too).
+pub fn schema_of(keys: &Keys) -> String {
     format!("fencelab_{}", keys.run_id)
 }
 

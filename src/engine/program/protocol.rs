@@ -84,7 +84,7 @@ pub enum Order {
         /// Whether the storage checks fencing tokens at the start of the run.
         fencing: bool,
         /// The lock's kind, as a scenario names it (`redis`, `etcd`, `zookeeper`,
-        /// `advisory`), and Redlock's `redlock`.
+        /// `advisory`, `pg-boss`), and Redlock's `redlock`.
         lock: String,
         servers: Box<Servers>,
         /// The storage's table a program may write into itself, in a transaction of
