@@ -70,7 +70,10 @@ impl Desk {
         cmd.arg(self.keys.stream(&self.name)).arg("NOMKSTREAM").arg("MAXLEN").arg("~");
         cmd.arg(super::gate::MAX_STREAM).arg("*");
         cmd.arg("seq").arg(seq).arg("sender").arg(&self.name).arg("event").arg(json);
-        let posted: Option<String> = deadline(cmd.query_async(&mut self.con)).await?;
+        // Then the roll's doorbell: it reads at once, not on its next look.
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd).cmd("PUBLISH").arg(self.keys.posted()).arg(&self.name).ignore();
+        let (posted,): (Option<String>,) = deadline(pipe.query_async(&mut self.con)).await?;
         posted.ok_or_else(|| ClassError::RoomGone(self.keys.id.clone()))?;
         self.seq = seq;
         Ok(seq)

@@ -24,7 +24,7 @@
 //! instructor names (`--redis`) has no gate: `fencelab class` says what that leaves
 //! open.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -157,6 +157,10 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
     let writer = tokio::spawn(answer(queue, from_server, to_client));
     let mut seat = Seat { rules: rules.clone(), student: None };
     let mut buffer = Vec::new();
+    // Vetted commands not yet written to Redis: written together, once per read from
+    // the client, or before anything that waits (a pipeline costs one write, not one
+    // per command).
+    let mut out = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
     let mut window = (Instant::now(), 0u32);
     'reading: loop {
@@ -166,33 +170,37 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
                 Ok(Some(parsed)) => parsed,
                 Ok(None) => break,
                 Err(why) => {
+                    let _ = flush(&mut to_server, &mut out).await;
                     let _ = answers.send(Answer::Refused(why)).await;
                     break 'reading;
                 }
             };
             let (args, used) = parsed;
-            let raw: Vec<u8> = buffer.drain(..used).collect();
             let now = Instant::now();
             if now.duration_since(window.0) >= Duration::from_secs(1) {
                 window = (now, 0);
             }
             window.1 += 1;
             if window.1 > MAX_RATE {
+                if flush(&mut to_server, &mut out).await.is_err() {
+                    break 'reading;
+                }
                 tokio::time::sleep_until(window.0 + Duration::from_secs(1)).await;
             }
             let seating = seat.student.is_none();
             let answer = match seat.vet(&args) {
                 Ok(subscribes) => {
-                    if to_server.write_all(&raw).await.is_err() {
-                        break 'reading;
-                    }
+                    out.extend_from_slice(&buffer[..used]);
                     if seating && seat.student.is_some() {
                         // The seat is the student's only once Redis took the password:
                         // a wrong one must not use up another student's connections.
                         let (told, heard) = tokio::sync::oneshot::channel();
-                        if answers.send(Answer::Auth(told)).await.is_err() {
+                        if flush(&mut to_server, &mut out).await.is_err()
+                            || answers.send(Answer::Auth(told)).await.is_err()
+                        {
                             break 'reading;
                         }
+                        buffer.drain(..used);
                         if heard.await != Ok(true) {
                             seat.leave();
                         }
@@ -202,10 +210,22 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
                 }
                 Err(why) => Answer::Refused(why),
             };
-            // Waits while IN_FLIGHT answers are unread: no more is read meanwhile.
-            if answers.send(answer).await.is_err() {
+            buffer.drain(..used);
+            // Waits while IN_FLIGHT answers are unread (no more is read meanwhile):
+            // what waits to be written goes first, or its answers never come.
+            let answer = match answers.try_send(answer) {
+                Ok(()) => continue,
+                Err(mpsc::error::TrySendError::Closed(_)) => break 'reading,
+                Err(mpsc::error::TrySendError::Full(answer)) => answer,
+            };
+            if flush(&mut to_server, &mut out).await.is_err()
+                || answers.send(answer).await.is_err()
+            {
                 break 'reading;
             }
+        }
+        if flush(&mut to_server, &mut out).await.is_err() {
+            break;
         }
         match from_client.read(&mut chunk).await {
             Ok(n) if n > 0 => buffer.extend_from_slice(&chunk[..n]),
@@ -217,6 +237,18 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
     seat.leave();
 }
 
+/// Write what waits in `out` to Redis, and empty it.
+async fn flush(
+    to_server: &mut tokio::net::tcp::OwnedWriteHalf,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    if !out.is_empty() {
+        to_server.write_all(out).await?;
+        out.clear();
+    }
+    Ok(())
+}
+
 /// Copy back each command's answer in order: one whole reply of Redis's, or the
 /// gate's refusal; after a subscription, all Redis sends.
 async fn answer(
@@ -224,7 +256,7 @@ async fn answer(
     mut from_server: tokio::net::tcp::OwnedReadHalf,
     mut to_client: tokio::net::tcp::OwnedWriteHalf,
 ) {
-    let mut pending: VecDeque<u8> = VecDeque::new();
+    let mut pending: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
     while let Some(answer) = queue.recv().await {
         match answer {
@@ -249,8 +281,7 @@ async fn answer(
                 }
             }
             Answer::Subscribed => {
-                let rest: Vec<u8> = pending.drain(..).collect();
-                if to_client.write_all(&rest).await.is_err() {
+                if to_client.write_all(&pending).await.is_err() {
                     return;
                 }
                 let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
@@ -263,17 +294,17 @@ async fn answer(
 /// Copy one whole reply of Redis's to the client; its first byte (`-`: an error), None
 /// when either side has gone.
 async fn relay(
-    pending: &mut VecDeque<u8>,
+    pending: &mut Vec<u8>,
     chunk: &mut [u8],
     from_server: &mut tokio::net::tcp::OwnedReadHalf,
     to_client: &mut tokio::net::tcp::OwnedWriteHalf,
 ) -> Option<u8> {
     loop {
-        let bytes: Vec<u8> = pending.iter().copied().collect();
-        if let Some(n) = reply_length(&bytes) {
+        if let Some(n) = reply_length(pending) {
+            to_client.write_all(&pending[..n]).await.ok()?;
+            let first = pending.first().copied();
             pending.drain(..n);
-            to_client.write_all(&bytes[..n]).await.ok()?;
-            return bytes.first().copied();
+            return first;
         }
         match from_server.read(chunk).await {
             Ok(n) if n > 0 => pending.extend(&chunk[..n]),

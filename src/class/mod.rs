@@ -118,6 +118,18 @@ async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, ClassEr
 }
 
 /// Run one Redis call with the class's deadline.
+/// A subscription to `channel` on `url`'s Redis, within [`DEADLINE`].
+async fn subscribe(url: &str, channel: &str) -> Result<redis::aio::PubSubStream, ClassError> {
+    let unreachable = |reason: String| ClassError::Unreachable {
+        url: crate::backend::redis::redact_url(url),
+        reason,
+    };
+    let client = redis::Client::open(url).map_err(|e| unreachable(e.to_string()))?;
+    let mut pubsub = deadline(client.get_async_pubsub()).await?;
+    deadline(pubsub.subscribe(channel)).await?;
+    Ok(pubsub.into_on_message())
+}
+
 async fn deadline<T>(call: impl Future<Output = redis::RedisResult<T>>) -> Result<T, ClassError> {
     deadline_after(Duration::ZERO, call).await
 }
@@ -222,6 +234,13 @@ impl RoomKeys {
 
     pub fn controls(&self) -> String {
         format!("{}class:controls", self.run.prefix)
+    }
+
+    /// The roll's doorbell: the channel a student's fencelab publishes its name on
+    /// after each event it appends, so the roll reads at once rather than on its next
+    /// look.
+    pub fn posted(&self) -> String {
+        format!("{}class:posted", self.run.prefix)
     }
 
     /// The run as the instructor's log has it (truth included), for the students'

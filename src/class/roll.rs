@@ -4,7 +4,7 @@
 //! said, never dropped in silence: a student's stream is written by the student, so
 //! it is data to judge, not a report to believe.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -26,10 +26,15 @@ pub(super) const MAX_READ_ENTRY: usize = MAX_ENTRY_BYTES + 256;
 /// The bytes of entries one read keeps at most: with [`MAX_READ_ENTRY`], what bounds
 /// the instructor's memory per read, whatever a student appended.
 const BATCH_BYTES: usize = 256 * 1024;
-/// How often the roll looks for new entries while nothing comes: the bounded read is
-/// a script, which cannot block as `XREAD BLOCK` does (and `XREAD` would hand over an
-/// entry of any size).
-const POLL: Duration = Duration::from_millis(10);
+/// How often the roll looks for new entries while its doorbell is silent: a student's
+/// fencelab rings it after each event it appends (`RoomKeys::posted`), so this is only
+/// for a bell that never rang (a connection lost between the append and the ring). The
+/// bounded read is a script, which cannot block as `XREAD BLOCK` does (and `XREAD`
+/// would hand over an entry of any size), hence the bell.
+const POLL: Duration = Duration::from_millis(50);
+/// The least time between two reads however often the bell rings: a student ringing
+/// without end makes the roll read 1,000 times a second, no more.
+const MIN_GAP: Duration = Duration::from_millis(1);
 
 /// The bounded read of `stream`'s entries from `bound` (`-`, `+` or `(<id>`), oldest
 /// first or newest first, at most `count`: an entry over [`MAX_READ_ENTRY`] comes back
@@ -109,9 +114,34 @@ impl Position {
     }
 }
 
+/// Whose streams are due a read: those whose bell rang, or everyone's (at the start,
+/// and when the bell has been silent for [`POLL`]).
+enum Due {
+    All,
+    Some(BTreeSet<String>),
+}
+
+impl Due {
+    fn add(&mut self, student: String) {
+        if let Due::Some(names) = self {
+            names.insert(student);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Due::Some(names) if names.is_empty())
+    }
+}
+
 pub struct Roll {
     keys: RoomKeys,
     con: MultiplexedConnection,
+    /// The room's doorbell (`RoomKeys::posted`).
+    bell: redis::aio::PubSubStream,
+    /// When the last read began.
+    last_read: tokio::time::Instant,
+    /// Whose streams the next read looks at.
+    due: Due,
     students: BTreeMap<String, Position>,
 }
 
@@ -123,8 +153,10 @@ impl Roll {
         students: &[String],
     ) -> Result<Roll, ClassError> {
         let con = super::connect(url).await?;
+        let bell = super::subscribe(url, &keys.posted()).await?;
         let students = students.iter().map(|s| (s.clone(), Position::start())).collect();
-        Ok(Roll { keys, con, students })
+        let last_read = tokio::time::Instant::now();
+        Ok(Roll { keys, con, bell, last_read, due: Due::All, students })
     }
 
     /// Whether `student` has a connection open to the room now (`CLIENT LIST`'s
@@ -163,23 +195,64 @@ impl Roll {
     ) -> Result<Vec<Arrival>, ClassError> {
         let until = tokio::time::Instant::now() + block;
         loop {
-            let arrived = self.read_now(judge).await?;
-            if !arrived.is_empty() || tokio::time::Instant::now() >= until {
-                return Ok(arrived);
+            if self.due.is_empty() {
+                self.wait_for_bell(POLL.min(until - tokio::time::Instant::now())).await;
             }
-            tokio::time::sleep(POLL.min(until - tokio::time::Instant::now())).await;
+            if !self.due.is_empty() {
+                tokio::time::sleep_until(self.last_read + MIN_GAP).await;
+                self.last_read = tokio::time::Instant::now();
+                let arrived = self.read_now(judge).await?;
+                if !arrived.is_empty() {
+                    return Ok(arrived);
+                }
+            }
+            if tokio::time::Instant::now() >= until {
+                return Ok(Vec::new());
+            }
         }
     }
 
-    /// What each student's stream holds past its position, a bounded batch each: every
-    /// student's read in one pipeline, one round trip for the whole class.
+    /// Until the doorbell rings (the students it names, and every ring already heard,
+    /// are then due a read) or `most` has passed (then everyone is: a bell that never
+    /// rang is found by looking). A ring heard before the read that came after it only
+    /// makes one more read: nothing is missed.
+    async fn wait_for_bell(&mut self, most: Duration) {
+        use futures_util::{FutureExt, StreamExt};
+        let ring = |msg: redis::Msg, due: &mut Due| match msg.get_payload::<String>() {
+            Ok(student) if self.students.contains_key(&student) => due.add(student),
+            // A ring naming nobody of the roll: harmless, but look at everyone.
+            _ => *due = Due::All,
+        };
+        match tokio::time::timeout(most, self.bell.next()).await {
+            Ok(Some(msg)) => {
+                ring(msg, &mut self.due);
+                while let Some(Some(msg)) = self.bell.next().now_or_never() {
+                    ring(msg, &mut self.due);
+                }
+            }
+            // Its connection is gone: looking at everyone every `most` finds it all.
+            Ok(None) => {
+                tokio::time::sleep(most).await;
+                self.due = Due::All;
+            }
+            Err(_) => self.due = Due::All,
+        }
+    }
+
+    /// What each due student's stream holds past its position, a bounded batch each:
+    /// every read in one pipeline, one round trip. A stream that filled its batch is
+    /// due again.
     async fn read_now(
         &mut self,
         judge: &mut (dyn FnMut(&str, &EventKind) -> Option<String> + Send),
     ) -> Result<Vec<Arrival>, ClassError> {
+        let due: Vec<String> = match std::mem::replace(&mut self.due, Due::Some(BTreeSet::new())) {
+            Due::All => self.students.keys().cloned().collect(),
+            Due::Some(names) => names.into_iter().collect(),
+        };
         let mut pipe = redis::pipe();
-        for (student, position) in &self.students {
-            let bound = format!("({}", position.id);
+        for student in &due {
+            let bound = format!("({}", self.students[student].id);
             pipe.add_command(bounded_read_command(&self.keys.stream(student), &bound));
         }
         type Batch = Vec<(String, Vec<redis::Value>)>;
@@ -193,7 +266,11 @@ impl Roll {
             read => read?,
         };
         let mut out = Vec::new();
-        for ((student, position), entries) in self.students.iter_mut().zip(batches) {
+        for (student, entries) in due.iter().zip(batches) {
+            let Some(position) = self.students.get_mut(student) else { continue };
+            if entries.len() >= BATCH {
+                self.due.add(student.clone());
+            }
             for (id, fields) in entries {
                 let entry = stream_id(id, fields);
                 position.id = entry.id.clone();

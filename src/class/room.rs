@@ -287,6 +287,7 @@ fn student_rules(keys: &RoomKeys, student: &str, password: &str) -> Vec<String> 
     let mut rules = vec![keys.user(student), "reset".into(), "on".into(), format!(">{password}")];
     rules.push("resetchannels".into());
     rules.push(format!("&{}", keys.run.released));
+    rules.push(format!("&{}", keys.posted()));
     rules.push("-@all".into());
     rules.extend(STUDENT_COMMANDS.split_whitespace().map(str::to_string));
     rules.extend(scripts::FOR_WORKERS.iter().map(|s| format!("+evalsha|{}", s.get_hash())));

@@ -157,6 +157,32 @@ async fn a_forged_event_is_refused_and_shown() {
     room.close().await.unwrap();
 }
 
+/// A student's fencelab rings the room's doorbell after each event, and the roll reads
+/// that student's stream then; an event that rang no bell (written straight into a
+/// stream) is still found by the roll's own look, and a ring naming nobody of the roll
+/// is harmless.
+#[tokio::test]
+async fn the_roll_reads_on_the_doorbell_and_still_finds_an_event_that_rang_none() {
+    let (_server, admin) = server();
+    let room = Room::open(&admin, "r1", &names(&["alice", "bob"])).await.unwrap();
+    let mut roll =
+        Roll::connect(&admin, room.keys.clone(), &names(&["alice", "bob"])).await.unwrap();
+    assert!(roll.read(Duration::from_millis(20)).await.unwrap().is_empty());
+    let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
+    desk.post(&event("alice", 1)).await.unwrap();
+    let rung = roll.read(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(rung, [Arrival::Event { student: "alice".into(), seq: 1, kind: event("alice", 1) }]);
+    let mut bob = con(room.seats()[1].join_url());
+    let json = serde_json::to_string(&event("bob", 1)).unwrap();
+    raw_post(&mut bob, &room.keys.stream("bob"), 1, "bob", &json);
+    let looked = roll.read(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(looked, [Arrival::Event { student: "bob".into(), seq: 1, kind: event("bob", 1) }]);
+    let _: i64 =
+        redis::cmd("PUBLISH").arg(room.keys.posted()).arg("mallory").query(&mut bob).unwrap();
+    assert!(roll.read(Duration::from_millis(100)).await.unwrap().is_empty());
+    room.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_student_who_drops_and_rejoins_carries_on_without_duplicates_or_gaps() {
     let (_server, admin) = server();
