@@ -101,9 +101,21 @@ impl PairState {
     }
 }
 
-/// Faults are kill, detach and promote; a pair's servers come back only by reset.
-pub(crate) fn not_on_pair(kind: FaultKind) -> BackendError {
-    BackendError::Unsupported(format!("the failover pair has no `{}` fault", kind.name()))
+/// The faults a pair's node takes, real or simulated: a kill, and cutting the replica
+/// off or promoting it (the same command; whether clients follow is the state's). A
+/// pair's servers come back only by reset; a worker's link faults and pauses are not a
+/// server's.
+pub(crate) fn pair_takes(kind: FaultKind) -> Result<(), BackendError> {
+    match kind {
+        FaultKind::Kill | FaultKind::Detach | FaultKind::Promote => Ok(()),
+        FaultKind::Restart | FaultKind::ClockJump => Err(BackendError::Unsupported(format!(
+            "the failover pair has no `{}` fault",
+            kind.name()
+        ))),
+        FaultKind::Delay | FaultKind::Partition | FaultKind::Heal | FaultKind::Pause => {
+            Err(crate::backend::not_on_a_server(kind))
+        }
+    }
 }
 
 /// The lock on the pair's current primary. By default a grant's token is `INCR` on

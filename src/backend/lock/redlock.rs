@@ -95,10 +95,18 @@ pub trait NodeSet: Send + Sync + 'static {
     }
 }
 
-/// The error for a fault the set of nodes cannot carry out itself (replication
-/// faults: Redlock nodes have no replicas; a clock jump: done on a node's connection).
-pub(crate) fn unsupported(kind: FaultKind) -> BackendError {
-    BackendError::Unsupported(format!("Redlock nodes have no `{}` fault here", kind.name()))
+/// The faults a set of Redlock nodes carries out itself, real or simulated: a kill and
+/// a restart. The error says so for the others (replication faults: Redlock nodes have
+/// no replicas; a clock jump: done on a node's connection; a worker's link faults and
+/// pauses: not a server's).
+pub(crate) fn nodes_take(kind: FaultKind) -> Result<(), BackendError> {
+    match kind {
+        FaultKind::Kill | FaultKind::Restart => Ok(()),
+        other => Err(BackendError::Unsupported(format!(
+            "Redlock nodes have no `{}` fault here",
+            other.name()
+        ))),
+    }
 }
 
 /// Redlock over `nodes`. It hands out no token: a worker's grant takes one from its

@@ -4,10 +4,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{PrivateRedis, REDIS, ServerError, free_port};
-use crate::backend::lock::failover::{Pair, PairState, not_on_pair};
+use crate::backend::lock::failover::{Pair, PairState, pair_takes};
 use crate::backend::node::LockNode;
 use crate::backend::redis::{RedisBackend, RedisClient};
-use crate::backend::{BackendError, FaultKind, Keys, not_on_a_server};
+use crate::backend::{BackendError, FaultKind, Keys};
 
 /// A real primary (on a loopback port, which replication needs) and its replica.
 pub struct RedisPair {
@@ -89,21 +89,17 @@ impl Pair for RedisPair {
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        pair_takes(kind)?;
         let url = self.url(node)?;
-        match kind {
-            FaultKind::Kill => {
-                let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-                servers[node].kill();
-            }
-            // Cutting the replica off and promoting it are the same command; what
-            // differs is whether clients follow (the state records a promotion).
-            FaultKind::Detach | FaultKind::Promote => tokio::task::block_in_place(|| {
+        if kind == FaultKind::Kill {
+            let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+            servers[node].kill();
+        } else {
+            // Detach or promote: the same command; what differs is whether clients
+            // follow (the state records a promotion).
+            tokio::task::block_in_place(|| {
                 run(&url, redis::cmd("REPLICAOF").arg("NO").arg("ONE"))
-            })?,
-            FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
-            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal | FaultKind::Pause => {
-                return Err(not_on_a_server(kind));
-            }
+            })?;
         }
         self.state.record(node, kind);
         Ok(())

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{PrivateRedis, REDIS, ServerError};
-use crate::backend::lock::redlock::{NodeSet, unsupported};
+use crate::backend::lock::redlock::{NodeSet, nodes_take};
 use crate::backend::node::NodeHealth;
 use crate::backend::redis::{RedisBackend, RedisClient};
 use crate::backend::{BackendError, FaultKind, Keys, WorkerLink};
@@ -60,12 +60,11 @@ impl NodeSet for RedisNodes {
             let server = servers.get_mut(node).ok_or_else(|| {
                 BackendError::Unsupported(format!("there is no node {}", node + 1))
             })?;
-            match kind {
-                FaultKind::Kill => server.kill(),
-                FaultKind::Restart => {
-                    server.restart().map_err(|e| BackendError::redis(e.to_string()))?
-                }
-                other => return Err(unsupported(other)),
+            nodes_take(kind)?;
+            if kind == FaultKind::Kill {
+                server.kill();
+            } else {
+                server.restart().map_err(|e| BackendError::redis(e.to_string()))?;
             }
             self.health.record(node, kind);
             Ok(())

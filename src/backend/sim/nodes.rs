@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use super::link::Linked;
 use super::{SimBackend, SimClient};
-use crate::backend::lock::failover::{Pair, PairState, not_on_pair};
-use crate::backend::lock::redlock::{NodeSet, unsupported};
+use crate::backend::lock::failover::{Pair, PairState, pair_takes};
+use crate::backend::lock::redlock::{NodeSet, nodes_take};
 use crate::backend::node::NodeHealth;
-use crate::backend::{BackendError, FaultKind, Keys, WorkerLink, not_on_a_server};
+use crate::backend::{BackendError, FaultKind, Keys, WorkerLink};
 
 /// Simulated nodes: one simulator database each.
 pub struct SimNodes {
@@ -45,9 +45,7 @@ impl NodeSet for SimNodes {
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
-        if matches!(kind, FaultKind::Detach | FaultKind::Promote | FaultKind::ClockJump) {
-            return Err(unsupported(kind));
-        }
+        nodes_take(kind)?;
         if kind == FaultKind::Kill {
             // Nothing is kept on disk: a killed node comes back empty.
             self.nodes[node].wipe();
@@ -82,15 +80,13 @@ impl Pair for SimPair {
     }
 
     async fn fault(&self, node: usize, kind: FaultKind) -> Result<(), BackendError> {
+        pair_takes(kind)?;
         self.replicate();
-        match kind {
-            // After either, nothing replicates to the node any more.
-            FaultKind::Detach | FaultKind::Promote => self.detached.store(true, Ordering::SeqCst),
-            FaultKind::Kill => self.nodes[node].wipe(),
-            FaultKind::Restart | FaultKind::ClockJump => return Err(not_on_pair(kind)),
-            FaultKind::Delay | FaultKind::Partition | FaultKind::Heal | FaultKind::Pause => {
-                return Err(not_on_a_server(kind));
-            }
+        if kind == FaultKind::Kill {
+            self.nodes[node].wipe();
+        } else {
+            // Detached or promoted: nothing replicates to the node any more.
+            self.detached.store(true, Ordering::SeqCst);
         }
         self.state.record(node, kind);
         Ok(())
