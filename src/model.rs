@@ -99,6 +99,8 @@ pub struct WriteMark {
     /// Why the storage refused it, when it said (logs from before reasons were kept
     /// have none: a refusal there was a stale token).
     pub refused: Option<crate::engine::log::Refusal>,
+    /// A row a program inserted itself (`wrote`), not fencelab's checked write.
+    pub own: bool,
 }
 
 /// One call a worker made, for the commands inspector.
@@ -398,7 +400,7 @@ impl RunModel {
                 }
                 Belief::Released
             }
-            WorkerEvent::Wrote { token, accepted, redis_holder, order, refused, .. } => {
+            WorkerEvent::Wrote { token, accepted, redis_holder, order, refused, own, .. } => {
                 let id = self.writes.len();
                 let found = match token {
                     Some(tok) if *accepted => {
@@ -422,6 +424,7 @@ impl RunModel {
                     // A queue's write is its job (done twice, when `stale`).
                     result: token.filter(|_| jobs).map(|job| format!("job {job}")),
                     refused: *refused,
+                    own: *own,
                 });
                 // Who the lock service listed right after the write: a reading too.
                 self.told_holder(t, worker, redis_holder.clone());
@@ -442,6 +445,7 @@ impl RunModel {
                         stale: twice,
                         result: Some(result.clone()),
                         refused: None,
+                        own: false,
                     });
                 }
                 // As psql reports it: "SELECT 1" for a read, "UPDATE 0" for a write.

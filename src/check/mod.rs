@@ -411,6 +411,7 @@ mod tests {
             redis_holder: Some(who.into()),
             order,
             refused: None,
+            own: false,
         };
         worker(seq, who, what)
     }
@@ -466,6 +467,7 @@ mod tests {
                 redis_holder: None,
                 order: None,
                 refused: None,
+                own: false,
             };
             worker(seq, who, what)
         };
@@ -501,6 +503,7 @@ mod tests {
                 redis_holder: Some(who.into()),
                 order: None,
                 refused: None,
+                own: false,
             };
             worker(seq, who, what)
         };
@@ -597,6 +600,7 @@ mod tests {
             redis_holder: None,
             order: Some(1),
             refused: None,
+            own: false,
         };
         let log = |delayed: bool| {
             vec![

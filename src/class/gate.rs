@@ -218,8 +218,7 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
                 Err(mpsc::error::TrySendError::Closed(_)) => break 'reading,
                 Err(mpsc::error::TrySendError::Full(answer)) => answer,
             };
-            if flush(&mut to_server, &mut out).await.is_err()
-                || answers.send(answer).await.is_err()
+            if flush(&mut to_server, &mut out).await.is_err() || answers.send(answer).await.is_err()
             {
                 break 'reading;
             }

@@ -179,6 +179,11 @@ pub enum WorkerEvent {
         /// before reasons were kept, where a refusal was a stale token).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         refused: Option<Refusal>,
+        /// Written by a program itself, in its own transaction (the protocol's
+        /// `wrote`): a row it inserted into the storage's table, which fencelab found
+        /// there (or not), not a write fencelab made and checked.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        own: bool,
     },
     /// The release; `deleted` is false when the lock was no longer ours to delete
     /// (compare-and-delete), or when there was nothing to delete.

@@ -230,6 +230,7 @@ impl Worker {
                     redis_holder,
                     order,
                     refused: if accepted { None } else { Refusal::of(check, self.token) },
+                    own: false,
                 });
             }
             Step::Release => {

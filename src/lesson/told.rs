@@ -181,6 +181,7 @@ mod tests {
             redis_holder: None,
             order: None,
             refused: None,
+            own: false,
         }
     }
 

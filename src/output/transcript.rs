@@ -311,9 +311,12 @@ fn worker_line(worker: &str, what: &WorkerEvent, lock: &LockSpec) -> Option<Stri
         WorkerEvent::Checked { still_owner } => {
             format!("checked: still own lock? {}", yes_no(*still_owner))
         }
-        WorkerEvent::Wrote { token, accepted, redis_holder, refused, .. } => {
+        WorkerEvent::Wrote { token, accepted, redis_holder, refused, own, .. } => {
             let token_text = token.map_or("no token".to_string(), |t| format!("token {t}"));
             let verdict = match (accepted, refused) {
+                (true, _) if *own => {
+                    "IN THE STORAGE (written in its own transaction, which committed)".to_string()
+                }
                 (true, _) => "ACCEPTED".to_string(),
                 (false, Some(Refusal::NoToken)) => {
                     "REJECTED (no token: with fencing on, the storage takes only writes that carry one)"

@@ -505,7 +505,7 @@ pub const PGBOSS: LockSpec = LockSpec {
         holder: "worker",
         lease: "expiry",
         token: "try",
-        lease_row: " job expires in",
+        lease_row: " job expiry",
         lease_setting: "the job's expireInSeconds",
         unexpiring: None,
         overdue: Some("pg-boss's maintenance puts an expired job back only on its next round"),
@@ -517,11 +517,7 @@ pub const PGBOSS: LockSpec = LockSpec {
         expired: "pg-boss expired {who}'s job and put it back in the queue",
         release_check: "complete: the job was no longer active",
     },
-    token: Token {
-        sources: &[TokenSource::Lock],
-        name: "the job's try (retry_count + 1)",
-        asked: None,
-    },
+    token: Token { sources: &[TokenSource::Lock], name: "the job's try", asked: None },
     can: Can {
         link_faults: LinkFaults::Refused(
             "pg-boss keeps a pool of connections of its own, which the simulator's link does \

@@ -199,6 +199,7 @@ mod tests {
                     redis_holder: None,
                     order: None,
                     refused: None,
+                    own: false,
                 },
             ),
             event(950.0, "B", WorkerEvent::Checked { still_owner: false }),

@@ -227,8 +227,15 @@ impl<'a> Worker<'a> {
                 let (token, accepted) = (self.token, order.is_some());
                 let value = value.clone();
                 let refused = if accepted { None } else { Refusal::of(self.settings.check, token) };
-                let wrote =
-                    WorkerEvent::Wrote { value, token, accepted, redis_holder, order, refused };
+                let wrote = WorkerEvent::Wrote {
+                    value,
+                    token,
+                    accepted,
+                    redis_holder,
+                    order,
+                    refused,
+                    own: false,
+                };
                 self.emit(cx, wrote);
                 self.next(cx);
             }

@@ -219,13 +219,14 @@ fn psycopg_transaction_lock_writes_die_with_the_session_and_break_finds_none() {
                 WorkerEvent::Wrote {
                     accepted: false,
                     refused: Some(fencelab::engine::log::Refusal::NotLanded),
+                    own: true,
                     ..
                 }
             )
     });
     assert!(died, "A's write died with its session:\n{}", digest(&events));
     let under_b = worker_events(&events, "B").any(|(_, w)| {
-        matches!(w, WorkerEvent::Wrote { accepted: true, redis_holder: Some(h), .. } if h == "B")
+        matches!(w, WorkerEvent::Wrote { accepted: true, own: true, redis_holder: Some(h), .. } if h == "B")
     });
     assert!(under_b, "B's write was made under B's lock:\n{}", digest(&events));
     let found = violations(&events);

@@ -1329,6 +1329,7 @@ fn a_frozen_students_forged_write_is_refused() {
                 redis_holder: Some("alice".into()),
                 order: None,
                 refused: None,
+                own: false,
             },
         };
         let json = serde_json::to_string(&wrote).unwrap();

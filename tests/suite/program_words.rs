@@ -126,6 +126,7 @@ fn events(steps: &[Step]) -> Vec<Event> {
                     redis_holder: None,
                     order: None,
                     refused: refused.flatten(),
+                    own: false,
                 },
             ),
             Step::Pause(w, by_user) => worker(w, WorkerEvent::Paused { ms: Some(3000), by_user }),

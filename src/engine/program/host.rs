@@ -916,7 +916,7 @@ impl Run {
         }
         let refused = if accepted { None } else { Refusal::of(check, token) };
         let holder = self.bench.lock.holder().await?.map(|v| self.bench.holders.name(&v));
-        self.wrote_as((id, write.value, token), (order, holder), refused, reason).await
+        self.wrote_as((id, write.value, token), (order, holder), (refused, false), reason).await
     }
 
     /// A write the program made itself into the storage's table, in its own
@@ -974,7 +974,7 @@ impl Run {
             ),
         };
         let OwnWrite { value, token, holder, .. } = own;
-        self.wrote_as((id, value, token), (order, holder), refused, reason).await
+        self.wrote_as((id, value, token), (order, holder), (refused, true), reason).await
     }
 
     /// Log a write's outcome as a built-in worker's is logged (its place in the
@@ -983,11 +983,13 @@ impl Run {
         &mut self,
         (id, value, token): (u64, String, Option<u64>),
         (order, redis_holder): (Option<u64>, Option<String>),
-        refused: Option<Refusal>,
+        (refused, own): (Option<Refusal>, bool),
         reason: Option<String>,
     ) -> Result<(), BackendError> {
         let accepted = order.is_some();
-        self.emit(WorkerEvent::Wrote { value, token, accepted, redis_holder, order, refused });
+        let wrote =
+            WorkerEvent::Wrote { value, token, accepted, redis_holder, order, refused, own };
+        self.emit(wrote);
         self.program.send(&Order::WriteResult { id, accepted, reason }).await
     }
 

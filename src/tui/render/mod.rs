@@ -315,6 +315,7 @@ mod token_tests {
                     redis_holder: Some("B".into()),
                     order: None,
                     refused: None,
+                    own: false,
                 },
             ),
         ];

@@ -255,19 +255,23 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
                 return Line::from(vec![Span::styled(row, t.base), Span::styled(verdict, style)]);
             }
             let token = super::token_cell(w.token);
-            // A table answers with its row count: "UPDATE 0" is the rejection.
-            let (verdict, short, style) = match (w.accepted, w.stale, sql) {
+            // A table answers with its row count: "UPDATE 0" is the rejection of
+            // fencelab's fenced statement. A row a program inserted itself answers
+            // "INSERT 0 1", or is not there; a write refused for want of a token never
+            // reached the table.
+            let (verdict, short, style) = match (w.accepted, w.stale, sql && !w.own) {
                 (true, true, false) => ("✔ ACCEPTED ⚠ STALE", "✔ ⚠ STALE", t.danger),
                 (true, true, true) => ("✔ UPDATE 1 ⚠ STALE", "✔ 1 ⚠ STALE", t.danger),
+                (true, false, _) if w.own => ("✔ INSERT 0 1", "✔ INSERT", t.accepted),
                 (true, false, false) => ("✔ accepted", "✔ accepted", t.accepted),
                 (true, false, true) => ("✔ UPDATE 1", "✔ UPDATE 1", t.accepted),
-                (false, _, false) => match w.refused {
+                (false, _, sql) => match w.refused {
                     Some(Refusal::NoToken) => ("✘ REJECTED (no token)", "✘ REJECTED", t.rejected),
                     Some(Refusal::Repeat) => ("✘ REJECTED (a repeat)", "✘ REJECTED", t.rejected),
                     Some(Refusal::NotLanded) => ("✘ NOT COMMITTED", "✘ NO COMMIT", t.rejected),
+                    _ if sql => ("✘ UPDATE 0 (stale)", "✘ UPDATE 0", t.rejected),
                     _ => ("✘ REJECTED (stale)", "✘ REJECTED", t.rejected),
                 },
-                (false, _, true) => ("✘ UPDATE 0 (stale)", "✘ UPDATE 0", t.rejected),
             };
             let (row, verdict) = match compact {
                 true => (format!("{n:>2}. {} {token} ", w.worker), short),
