@@ -15,6 +15,7 @@ pub mod pacer;
 pub mod policy;
 pub mod process;
 pub mod program;
+pub mod recording;
 mod worker;
 
 use std::collections::BTreeMap;

@@ -22,6 +22,7 @@ use tokio::time::{Duration, Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, Truth};
+use super::recording::{Reading, Recorder};
 use crate::backend::{BackendError, LockClient, StorageClient, TruthSample, holder_name};
 
 /// How long (real time) a server has to answer one reading before it counts as lost:
@@ -30,9 +31,7 @@ use crate::backend::{BackendError, LockClient, StorageClient, TruthSample, holde
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 
 /// Longest gap between two readings, in scenario ms.
-const IDLE_READ_MS: f64 = 100.0;
-/// A lease end that moves by more than this (scenario ms) is a renewal worth recording.
-const DEADLINE_SLACK_MS: f64 = 5.0;
+const IDLE_READ_MS: f64 = super::recording::IDLE_READ_MS as f64;
 
 /// Which worker a lock value stands for. fencelab's own workers put their name in
 /// front of the value (`A:…`); a foreign program's library picks its own (a UUID), and
@@ -112,9 +111,7 @@ pub struct Observer {
     /// How the lock service and the storage are named when one is lost.
     names: (String, String),
     log: Arc<EventLog>,
-    last: Option<Truth>,
-    /// Scenario time at which the last recorded lease ends.
-    last_deadline: Option<f64>,
+    recorder: Recorder<String>,
     holders: Arc<Holders>,
     /// How much of the log has been looked through for claims.
     claims_read: usize,
@@ -128,8 +125,8 @@ impl Observer {
         log: Arc<EventLog>,
         holders: Arc<Holders>,
     ) -> Self {
-        let (last, last_deadline, claims_read) = (None, None, 0);
-        Observer { lock, storage, names, log, last, last_deadline, holders, claims_read }
+        let (recorder, claims_read) = (Recorder::default(), 0);
+        Observer { lock, storage, names, log, recorder, holders, claims_read }
     }
 
     /// Read and record until `stop` is cancelled, then take one final reading.
@@ -187,28 +184,12 @@ impl Observer {
         }
         let clock = *self.log.clock();
         let now_ms = clock.now_ms();
-        let mut truth = to_truth(&sample, clock.scenario_ms(1.0), &self.holders);
-        if let (Some(last), Some(due)) = (&self.last, self.last_deadline)
-            && last.holder.is_some()
-            && last.holder != truth.holder
-            && now_ms >= due - DEADLINE_SLACK_MS
-        {
-            truth.expired = last.holder.clone();
-        }
-        let deadline = truth.ttl_ms.map(|ttl| now_ms + ttl);
-        let moved = match (deadline, self.last_deadline) {
-            (Some(d), Some(prev)) => (d - prev).abs() > DEADLINE_SLACK_MS,
-            (d, prev) => d.is_some() != prev.is_some(),
-        };
-        let changed = truth.expired.is_some()
-            || self.last.as_ref().is_none_or(|last| {
-                (&last.holder, last.fence_counter, last.storage_highest, &last.nodes)
-                    != (&truth.holder, truth.fence_counter, truth.storage_highest, &truth.nodes)
-            });
-        if changed || moved {
-            self.log.append(EventKind::Truth(truth.clone()));
-            self.last = Some(truth);
-            self.last_deadline = deadline;
+        let reading = to_reading(&sample, clock.scenario_ms(1.0), &self.holders);
+        if let Some((reading, expired)) = self.recorder.record(now_ms, reading) {
+            let Reading { holder, fence, highest, nodes, ttl_ms } = reading;
+            let (fence_counter, storage_highest) = (fence, highest);
+            let truth = Truth { holder, ttl_ms, fence_counter, storage_highest, nodes, expired };
+            self.log.append(EventKind::Truth(truth));
         }
         let idle = Instant::now() + clock.real(IDLE_READ_MS);
         // Read again just after the lease is due to run out (Redis expires a key once
@@ -238,13 +219,12 @@ async fn within<T>(
 }
 
 /// Convert a raw sample to scenario units; `per_real_ms` is scenario ms per real ms.
-fn to_truth(sample: &TruthSample, per_real_ms: f64, holders: &Holders) -> Truth {
-    Truth {
+fn to_reading(sample: &TruthSample, per_real_ms: f64, holders: &Holders) -> Reading<String> {
+    Reading {
         holder: sample.holder_value.as_deref().map(|v| holders.name(v)),
         ttl_ms: sample.pttl_ms.map(|ms| ms as f64 * per_real_ms),
-        fence_counter: sample.fence_counter,
-        storage_highest: sample.storage_highest,
+        fence: sample.fence_counter,
+        highest: sample.storage_highest,
         nodes: sample.nodes.iter().map(|v| v.as_deref().map(|v| holders.name(v))).collect(),
-        expired: None,
     }
 }

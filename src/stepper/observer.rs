@@ -6,20 +6,11 @@
 use super::redis::Value;
 use super::{Cx, OBSERVER};
 use crate::engine::log::{EventKind, Truth};
-
-/// Longest gap between two readings, in ms (the engine's `IDLE_READ_MS`).
-const IDLE_READ_MS: u64 = 100;
-/// A lease end that moves by more than this is a renewal worth recording.
-const DEADLINE_SLACK_MS: f64 = 5.0;
+use crate::engine::recording::{IDLE_READ_MS, Reading, Recorder};
 
 #[derive(Default)]
 pub(super) struct Observer<'a> {
-    /// The last recorded holder, token counter and storage high-water mark, and
-    /// (Redlock) each node's holder.
-    last: Option<(Option<&'a str>, u64, u64)>,
-    last_nodes: Vec<Option<&'a str>>,
-    /// When the last recorded lease ends, in ms.
-    last_deadline: Option<f64>,
+    recorder: Recorder<&'a str>,
 }
 
 impl<'a> Observer<'a> {
@@ -32,37 +23,18 @@ impl<'a> Observer<'a> {
         let nodes: Vec<Option<&'a str>> = cx.db.node_holders(now).map(|v| v.map(name)).collect();
         let pttl = cx.db.pttl(now);
         let (fence, highest) = (cx.db.fence, cx.db.highest);
-        let now_ms = now as f64;
-        let expired = match (self.last, self.last_deadline) {
-            (Some((Some(last), ..)), Some(due))
-                if holder != Some(last) && now_ms >= due - DEADLINE_SLACK_MS =>
-            {
-                Some(last)
-            }
-            _ => None,
-        };
         let ttl_ms = pttl.map(|ms| ms as f64);
-        let deadline = ttl_ms.map(|ttl| now_ms + ttl);
-        let moved = match (deadline, self.last_deadline) {
-            (Some(d), Some(prev)) => (d - prev).abs() > DEADLINE_SLACK_MS,
-            (d, prev) => d.is_some() != prev.is_some(),
-        };
-        let changed = expired.is_some()
-            || self.last != Some((holder, fence, highest))
-            || self.last_nodes != nodes;
-        if changed || moved {
+        let reading = Reading { holder, fence, highest, nodes, ttl_ms };
+        if let Some((reading, expired)) = self.recorder.record(now as f64, reading) {
             let truth = Truth {
-                holder: holder.map(str::to_string),
+                holder: reading.holder.map(str::to_string),
                 ttl_ms,
                 fence_counter: fence,
                 storage_highest: highest,
-                nodes: nodes.iter().map(|n| n.map(str::to_string)).collect(),
+                nodes: reading.nodes.iter().map(|n| n.map(str::to_string)).collect(),
                 expired: expired.map(str::to_string),
             };
             cx.log.push(now, EventKind::Truth(truth));
-            self.last = Some((holder, fence, highest));
-            self.last_nodes = nodes;
-            self.last_deadline = deadline;
         }
         let at_expiry = pttl.map_or(u64::MAX, |ms| now + ms + 1);
         cx.sched.sleep(OBSERVER, at_expiry.min(now + IDLE_READ_MS));
