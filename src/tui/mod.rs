@@ -8,7 +8,6 @@
 pub mod app;
 pub mod class;
 pub mod keys;
-pub mod lesson;
 mod loading;
 pub mod menu;
 pub mod record;
@@ -111,7 +110,7 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
     let mut app = App::new(scenario, fencing, options.speed, simulated, label, theme);
     if narrated {
         let label = app.run_label();
-        let state = lesson::LessonState::new(narration, &label, checkpoints, table);
+        let state = app::lesson_state::LessonState::new(narration, &label, checkpoints, table);
         app = app.with_lesson(state.with_references(references).with_next(next));
     }
     if let Some(notice) = notice {

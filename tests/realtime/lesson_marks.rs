@@ -10,9 +10,9 @@ use fencelab::engine::log::Event;
 use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::lesson::Lesson;
 use fencelab::lesson::told::References;
+use fencelab::tui::app::lesson_state::LessonState;
 use fencelab::tui::app::{App, Msg};
 use fencelab::tui::keys::Action;
-use fencelab::tui::lesson::LessonState;
 use fencelab::tui::theme::Theme;
 use tokio_util::sync::CancellationToken;
 

@@ -11,9 +11,9 @@ use fencelab::backend::deployment::Deployment;
 use fencelab::check::{check, compare};
 use fencelab::engine::{RunOptions, prepare};
 use fencelab::lesson::Lesson;
+use fencelab::tui::app::lesson_state::LessonState;
 use fencelab::tui::app::{App, Effect, Msg};
 use fencelab::tui::keys::Action;
-use fencelab::tui::lesson::LessonState;
 use fencelab::tui::theme::Theme;
 use tokio_util::sync::CancellationToken;
 

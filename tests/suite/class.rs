@@ -745,9 +745,9 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     use fencelab::class::host::{mirror, prepare_class};
     use fencelab::lesson::Narration;
     use fencelab::session::quiz::QuizLink;
+    use fencelab::tui::app::lesson_state::LessonState;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
-    use fencelab::tui::lesson::LessonState;
     use fencelab::tui::theme::Theme;
     use std::sync::{Arc, Mutex};
     use tokio_util::sync::CancellationToken;
@@ -1081,9 +1081,9 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
     use fencelab::class::for_students;
     use fencelab::class::host::{mirror, prepare_class};
     use fencelab::session::quiz::QuizLink;
+    use fencelab::tui::app::lesson_state::LessonState;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
-    use fencelab::tui::lesson::LessonState;
     use fencelab::tui::theme::Theme;
     use std::sync::{Arc, Mutex};
     use tokio_util::sync::CancellationToken;

@@ -307,9 +307,9 @@ fn no_question_is_answered_by_what_is_on_screen_at_its_moment() {
 fn screens_that_answer() -> Vec<String> {
     const ANCHORS: [&str; 3] = ["token", "tokens", "counter"];
     const WINDOW: usize = 6;
+    use fencelab::tui::app::lesson_state::LessonState;
     use fencelab::tui::app::{App, Msg};
     use fencelab::tui::keys::Action;
-    use fencelab::tui::lesson::LessonState;
     use fencelab::tui::theme::Theme;
     use ratatui::{Terminal, backend::TestBackend};
     let words = |s: &str| -> Vec<String> {

@@ -254,7 +254,7 @@ fn lesson_app_on(lesson: &fencelab::lesson::Lesson, theme: Theme, sim: bool, lab
     let scenario = lesson.scenario.clone();
     let label = label.to_string();
     let mut app = App::new(scenario.clone(), scenario.fencing, 0.5, sim, label, theme);
-    let state = fencelab::tui::lesson::LessonState::new(
+    let state = fencelab::tui::app::lesson_state::LessonState::new(
         lesson.narration.clone(),
         &app.run_label(),
         scenario.checkpoints.clone(),
@@ -451,7 +451,7 @@ fn the_end_of_a_lesson_shows_the_score_and_each_question() {
 
 /// gc-pause's question at 2.1 s, on a screen of this size.
 fn gc_pause_question(width: u16, height: u16) {
-    use fencelab::tui::lesson::LessonState;
+    use fencelab::tui::app::lesson_state::LessonState;
     let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
     let events = sim_events(&lesson.scenario, false);
     let state = LessonState::new(

@@ -1,11 +1,11 @@
 //! The lesson mode: the narration and its questions beside the run, the holds at
 //! their moments, and the lesson's own keys.
 
+use super::lesson_state::LessonState;
 use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, Mode, PaceChange};
 use crate::engine::log::EventKind;
 use crate::session::quiz::{Posed, QuizStep};
 use crate::tui::keys::Action;
-use crate::tui::lesson::LessonState;
 
 /// How long after a narration step's moment its hold still shows what happens, on
 /// real servers (scenario ms): the moment's own consequences, not what comes next.

@@ -6,6 +6,7 @@
 
 mod class;
 mod lesson;
+pub mod lesson_state;
 mod playground;
 mod replay;
 
@@ -16,7 +17,6 @@ use playground::step;
 use playground::{PLAYGROUND_POLL_MS, REDLOCK_NODES};
 
 use super::keys::Action;
-use super::lesson::LessonState;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome};
@@ -25,6 +25,7 @@ use crate::scenario::{LockSpec, PlannedRun, Scenario, Step, StorageKind, TokenSo
 use crate::session::quiz::{Posed, QuizNews, QuizStep};
 use crate::session::search::SearchNews;
 pub use crate::session::search::Searched;
+use lesson_state::LessonState;
 
 /// How much time the timeline shows at first, in scenario ms.
 const DEFAULT_WINDOW_MS: f64 = 6000.0;

@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::App;
-use super::super::lesson::{Hold, LessonState};
+use super::super::app::lesson_state::{Hold, LessonState};
 use super::super::theme::Theme;
 use super::markdown::wrapped;
 use crate::lesson::tally::{answer_named, verdict};

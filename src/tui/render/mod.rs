@@ -16,6 +16,7 @@
 //! ```
 
 mod lesson;
+pub mod lobby;
 pub mod markdown;
 mod overlay;
 mod panels;

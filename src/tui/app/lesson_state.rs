@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::render::markdown::Doc;
+use super::super::render::markdown::Doc;
 use crate::lesson::progress::Sitting;
 use crate::lesson::told::{References, changed_by};
 use crate::lesson::{Narration, NarrationStep};
