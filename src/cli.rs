@@ -164,6 +164,11 @@ pub struct ClassArgs {
     /// `fencing on|off`, Enter to reveal a question).
     #[arg(long)]
     pub headless: bool,
+    /// Also serve each student's screen over SSH on PORT (2222 if not given; 0: any
+    /// free port), on --listen: students join with `ssh -p PORT NAME@HOST` and the
+    /// password shown for them, with nothing installed; their workers run here.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "2222")]
+    pub ssh: Option<u16>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -63,6 +63,12 @@ impl Shutdown {
         self.token.cancelled().await;
     }
 
+    /// A shutdown of one part of the program (a student's screen served over SSH):
+    /// requested with the whole program's, or alone (its token cancelled).
+    pub fn child(&self) -> Shutdown {
+        Shutdown { token: self.token.child_token() }
+    }
+
     /// The token a run or a search stops at (cancelled with the shutdown).
     pub fn token(&self) -> &CancellationToken {
         &self.token

@@ -28,6 +28,7 @@ use crate::scenario::{Checkpoint, Scenario};
 use crate::session::class::Hosting;
 use crate::session::quiz::QuizLink;
 use crate::tui::class::{attend_screen, instruct};
+use crate::tui::ssh::SshRoom;
 
 /// The instructor's typed lines (headless).
 type Typed = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
@@ -53,10 +54,11 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
                 "--redis"
             };
             let shown = crate::backend::redis::redact_url(url);
-            if args.host.is_some() {
+            if args.host.is_some() && args.ssh.is_none() {
                 anyhow::bail!(
-                    "--host names this machine in the join URLs of a private redis-server, but {from} \
-                     names the class's Redis ({shown}), whose URL students reach: drop one"
+                    "--host names this machine in the join URLs of a private redis-server (and in \
+                     the ssh commands of --ssh), but {from} names the class's Redis ({shown}), \
+                     whose URL students reach: drop one"
                 );
             }
             note!("the class uses the Redis at {shown} (from {from})");
@@ -95,20 +97,40 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             None => (Room::open(&admin_url, &id, &args.students).await?, None),
         };
         let mut room = room.with_janitor(&std::env::current_exe()?, &admin_url)?;
+        let ssh = match args.ssh {
+            Some(port) => {
+                let seats = room.seats().iter().map(|s| (s.name.clone(), s.join_url().to_string()));
+                let program = crate::engine::process::worker_program(false)?;
+                let served = SshRoom::open((&args.listen, port), seats.collect(), program, &shutdown);
+                let host = args.host.clone().or_else(crate::platform::hostname);
+                Some((served.await?, host.unwrap_or_else(|| args.listen.clone())))
+            }
+            None => None,
+        };
+        let ssh_room = ssh.as_ref().map(|(room, host)| (room, host.as_str()));
         let class = async {
             // Text when asked for, or when there is no terminal to draw on.
             if !args.headless && std::io::stdout().is_terminal() {
                 let mut hosting = Hosting::new(&mut room, &admin_url);
-                let shown = instruct(&mut hosting, &lesson, args.fencing, &shutdown);
+                let shown = instruct(&mut hosting, ssh_room, &lesson, args.fencing, &shutdown);
                 return Ok(match shown.await? {
                     Some((outcome, log)) => verdict(outcome, &log),
                     None => ExitCode::from(EXIT_INTERRUPTED),
                 });
             }
             print(&format!("class room {} is open; each student runs:", room.keys.id))?;
+            if let Some((ssh, _)) = ssh_room {
+                print(&format!("(over SSH, this room's host key is {})", ssh.fingerprint))?;
+            }
             for seat in room.seats() {
-                let command = format!("fencelab join '{}'", seat.join_url());
+                let command = match ssh_room {
+                    Some((ssh, host)) => ssh.command(&seat.name, host),
+                    None => format!("fencelab join '{}'", seat.join_url()),
+                };
                 print(&format!("\n{}:\n  {command}", seat.name))?;
+                if let Some(password) = ssh_room.and_then(|(ssh, _)| ssh.password(&seat.name)) {
+                    print(&format!("  password: {password}"))?;
+                }
                 if let Ok(code) = qrcode::QrCode::new(command.as_bytes()) {
                     print(
                         &code
@@ -136,6 +158,10 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             outcome = class => outcome,
             () = signalled => Ok(ExitCode::from(EXIT_INTERRUPTED)),
         };
+        // The students over SSH leave (their workers killed) before the room goes.
+        if let Some((ssh, _)) = ssh {
+            ssh.close().await;
+        }
         let budget = if cancel.is_cancelled() { CLOSE_AFTER_SIGNAL } else { CLOSE_WITHIN };
         match room.close_within(budget).await {
             Err(left) if cancel.is_cancelled() => note!("{left}"),

@@ -13,12 +13,13 @@ use anyhow::bail;
 use ratatui::crossterm::event::{Event as Input, KeyCode, KeyEventKind};
 use ratatui::layout::{Alignment, Constraint, Layout};
 use ratatui::text::Line;
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::app::lesson_state::LessonState;
 use super::app::{App, ClassSeat, Msg};
 use super::keys::{Action, action_for};
-use super::render::lobby::{Lobby, draw_lobby};
+use super::render::lobby::{Lobby, LobbySeat, draw_lobby};
+use super::ssh::SshRoom;
 use super::theme::Theme;
 use super::{Source, Ui, event_loop};
 use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
@@ -36,16 +37,25 @@ const ROLL_CALL: Duration = Duration::from_millis(250);
 /// quit before starting the run.
 pub async fn instruct(
     room: &mut Hosting<'_>,
+    ssh: Option<(&SshRoom, &str)>,
     lesson: &Lesson,
     fencing: bool,
     shutdown: &Shutdown,
 ) -> anyhow::Result<Option<(RunOutcome, Arc<EventLog>)>> {
     let mut ui = Ui::enter(None, shutdown)?;
     let seats = room.seats().into_iter();
-    let seats = seats.map(|(name, url)| (name, format!("fencelab join '{url}'")));
+    // Over SSH, a student types `ssh` and their password; otherwise `fencelab join`.
+    let seats = seats.map(|(name, url)| match ssh {
+        Some((ssh, host)) => {
+            let password = ssh.password(&name).map(str::to_string);
+            LobbySeat { command: ssh.command(&name, host), name, password }
+        }
+        None => LobbySeat { command: format!("fencelab join '{url}'"), name, password: None },
+    });
     let mut lobby = Lobby {
         room: room.id().to_string(),
         seats: seats.collect(),
+        host_key: ssh.map(|(ssh, _)| ssh.fingerprint.clone()),
         present: Vec::new(),
         selected: 0,
     };
@@ -55,7 +65,7 @@ pub async fn instruct(
     // The students here play; one who never came sits the run out rather than hold
     // it up (a worker that never starts would keep the run from ending).
     let here: Vec<String> =
-        lobby.seats.iter().map(|(n, _)| n.clone()).filter(|n| lobby.present.contains(n)).collect();
+        lobby.seats.iter().map(|s| s.name.clone()).filter(|n| lobby.present.contains(n)).collect();
     let scenario = &for_students(&lesson.scenario, &here);
     let run = room.start(scenario, fencing, shutdown.token()).await?;
     let log = run.log.clone();
@@ -172,8 +182,18 @@ pub async fn attend_screen(
     (program, own): (PathBuf, Option<Program>),
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
+    seat_of(&url)?;
+    attend_on(Ui::enter(None, shutdown)?, url, (program, own)).await
+}
+
+/// A student's screen on `ui` (this terminal, or theirs over SSH): as
+/// [`attend_screen`] says.
+pub(super) async fn attend_on(
+    mut ui: Ui,
+    url: String,
+    (program, own): (PathBuf, Option<Program>),
+) -> anyhow::Result<()> {
     let (id, me) = seat_of(&url)?;
-    let mut ui = Ui::enter(None, shutdown)?;
     let mut attending = Attending::join(&url, (program, own));
     let waiting = format!("room {id}: you are {me}. Waiting for the instructor to start the run");
     let Some(first) = wait_for_start(&mut ui, &waiting, &mut attending).await? else {
@@ -219,10 +239,12 @@ async fn wait_for_start(
     loop {
         ui.terminal.draw(|frame| {
             let [_, middle, _] =
-                Layout::vertical([Constraint::Fill(1), Constraint::Length(2), Constraint::Fill(1)])
+                Layout::vertical([Constraint::Fill(1), Constraint::Length(4), Constraint::Fill(1)])
                     .areas(frame.area());
             let text = vec![Line::from(format!("fencelab · {waiting} …")), Line::from("q quits")];
-            frame.render_widget(Paragraph::new(text).alignment(Alignment::Center), middle);
+            // Wrapped: an 80-column terminal (a student's over SSH) is narrower than it.
+            let said = Paragraph::new(text).alignment(Alignment::Center).wrap(Wrap { trim: true });
+            frame.render_widget(said, middle);
         })?;
         tokio::select! {
             first = attending.first_event() => return first.map(Some),

@@ -12,6 +12,7 @@ mod loading;
 pub mod menu;
 pub mod record;
 pub mod render;
+pub mod ssh;
 pub mod tally;
 mod terminal;
 pub mod theme;
@@ -232,7 +233,9 @@ pub fn replay(
 /// the program's shutdown, which every screen quits on.
 struct Ui {
     terminal: terminal::Tui,
-    _guard: terminal::Guard,
+    /// This process's terminal, given back when dropped; `None` for a terminal
+    /// elsewhere, which its server gives back.
+    _guard: Option<terminal::Guard>,
     recording: record::Recording,
     input: mpsc::UnboundedReceiver<Event>,
     shutdown: Shutdown,
@@ -240,8 +243,20 @@ struct Ui {
 
 impl Ui {
     fn enter(record: Option<&std::path::Path>, shutdown: &Shutdown) -> anyhow::Result<Ui> {
-        let (terminal, _guard, recording) = terminal::enter(record)?;
-        Ok(Ui { terminal, _guard, recording, input: keyboard(), shutdown: shutdown.clone() })
+        let (terminal, guard, recording) = terminal::enter(record)?;
+        let shutdown = shutdown.clone();
+        Ok(Ui { terminal, _guard: Some(guard), recording, input: keyboard(), shutdown })
+    }
+
+    /// A terminal elsewhere (a student's, over SSH): drawn through `drawn`, its keys
+    /// and resizes from `input`, quit when `shutdown` is requested.
+    fn remote(
+        drawn: terminal::Drawn,
+        input: mpsc::UnboundedReceiver<Event>,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<Ui> {
+        let terminal = ratatui::Terminal::new(drawn)?;
+        Ok(Ui { terminal, _guard: None, recording: record::Recording::default(), input, shutdown })
     }
 }
 

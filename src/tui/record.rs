@@ -3,7 +3,7 @@
 //! steps `"m"` markers, so a viewer can see what was typed and jump between steps.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Stdout, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -11,7 +11,7 @@ use std::time::Instant;
 /// Everything the UI writes goes through here: to the terminal, and, when recording,
 /// into the cast file as one `"o"` event per flushed frame.
 pub struct Screen {
-    out: Stdout,
+    out: Box<dyn Write + Send>,
     recording: Recording,
 }
 
@@ -54,7 +54,13 @@ impl Screen {
             None => None,
         };
         let recording = Recording(cast);
-        Ok((Screen { out: io::stdout(), recording: recording.clone() }, recording))
+        Ok((Screen { out: Box::new(io::stdout()), recording: recording.clone() }, recording))
+    }
+
+    /// A screen that writes to `out` (a terminal elsewhere: a student's over SSH),
+    /// unrecorded.
+    pub fn to(out: impl Write + Send + 'static) -> Self {
+        Screen { out: Box::new(out), recording: Recording::default() }
     }
 }
 

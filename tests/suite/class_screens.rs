@@ -13,7 +13,7 @@ use fencelab::session::quiz::{Posed, QuizNews, QuizStep};
 use fencelab::tui::app::lesson_state::LessonState;
 use fencelab::tui::app::{App, ClassSeat, Effect, Msg};
 use fencelab::tui::keys::Action;
-use fencelab::tui::render::lobby::{Lobby, draw_lobby};
+use fencelab::tui::render::lobby::{Lobby, LobbySeat, draw_lobby};
 use fencelab::tui::render::{draw, measure};
 use fencelab::tui::tally::draw_tally;
 use fencelab::tui::theme::Theme;
@@ -152,10 +152,11 @@ fn lobby() -> Lobby {
         .into_iter()
         .map(|n| {
             let url = format!("redis://fencelab-0a1b2c3d-{n}:{}@host.example:6379", "f".repeat(32));
-            (n, format!("fencelab join '{url}'"))
+            LobbySeat { name: n, command: format!("fencelab join '{url}'"), password: None }
         })
         .collect();
-    Lobby { room: "0a1b2c3d".into(), seats, present: vec!["alice".into()], selected: 1 }
+    let present = vec!["alice".into()];
+    Lobby { room: "0a1b2c3d".into(), seats, host_key: None, present, selected: 1 }
 }
 
 fn lobby_text(lobby: &Lobby, width: u16, height: u16) -> String {
@@ -180,7 +181,7 @@ fn the_start_screen_never_splits_the_command_inside_the_url() {
     let lobby = lobby();
     for width in [100, 90, 80, 60] {
         let screen = lobby_text(&lobby, width, 30);
-        let command = &lobby.seats[1].1;
+        let command = &lobby.seats[1].command;
         // Its URL is 82 characters with its quotes: 80 columns cannot hold it whole.
         if width >= 90 {
             assert_eq!(command_shown(&screen), *command, "{width}:\n{screen}");
@@ -236,7 +237,7 @@ fn the_start_screen_shows_who_is_in_and_the_selected_students_join_command() {
     let screen = lobby_text(&lobby, 100, 30);
     assert!(screen.contains("1 of 3 students joined"), "{screen}");
     assert!(screen.contains("✓ alice") && screen.contains("▶· bob"), "{screen}");
-    assert_eq!(command_shown(&screen), lobby.seats[1].1, "whole:\n{screen}");
+    assert_eq!(command_shown(&screen), lobby.seats[1].command, "whole:\n{screen}");
     assert!(screen.contains('█'), "a QR code:\n{screen}");
     insta::assert_snapshot!(screen);
 }

@@ -11,15 +11,25 @@ use crate::tui::theme::Theme;
 /// The start screen's state: each student, whether they are in, whose code is shown.
 pub struct Lobby {
     pub room: String,
-    /// (name, join command) per student.
-    pub seats: Vec<(String, String)>,
+    pub seats: Vec<LobbySeat>,
+    /// Over SSH: the room's host key's fingerprint, which the students' `ssh` shows.
+    pub host_key: Option<String>,
     pub present: Vec<String>,
     pub selected: usize,
 }
 
+/// How one student joins.
+pub struct LobbySeat {
+    pub name: String,
+    /// What they type.
+    pub command: String,
+    /// Over SSH: the password `ssh` asks them for.
+    pub password: Option<String>,
+}
+
 impl Lobby {
     pub fn everyone_in(&self) -> bool {
-        self.seats.iter().all(|(name, _)| self.present.contains(name))
+        self.seats.iter().all(|s| self.present.contains(&s.name))
     }
 }
 
@@ -31,8 +41,14 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
     buf.set_style(screen, theme.base);
     let selected = lobby.seats.get(lobby.selected);
     let width = usize::from(screen.width);
-    let said_text =
-        selected.map_or(Vec::new(), |(name, command)| command_lines(name, command, width));
+    let mut said_text =
+        selected.map_or(Vec::new(), |seat| command_lines(&seat.name, &seat.command, width));
+    if let Some(password) = selected.and_then(|s| s.password.as_ref()) {
+        said_text.push(format!(" then the password {password}"));
+    }
+    if let Some(key) = &lobby.host_key {
+        said_text.push(format!(" the room's host key: {key}"));
+    }
     let [header, said, body, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(said_text.len() as u16),
@@ -40,7 +56,7 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
         Constraint::Length(1),
     ])
     .areas(screen);
-    let joined = lobby.seats.iter().filter(|(n, _)| lobby.present.contains(n)).count();
+    let joined = lobby.seats.iter().filter(|s| lobby.present.contains(&s.name)).count();
     let head = format!(
         " fencelab class · room {} · {joined} of {} students joined",
         lobby.room,
@@ -63,7 +79,7 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
         .enumerate()
         .skip(first)
         .take(rows)
-        .map(|(i, (name, _))| {
+        .map(|(i, LobbySeat { name, .. })| {
             let mark = if lobby.present.contains(name) { "✓" } else { "·" };
             let pointer = if i == lobby.selected { "▶" } else { " " };
             let style = if i == lobby.selected { theme.selected } else { theme.title };
@@ -78,7 +94,7 @@ pub fn draw_lobby(screen: Rect, buf: &mut Buffer, lobby: &Lobby, theme: &Theme) 
             .title_style(theme.title)
     };
     Paragraph::new(names).block(block(" Students ".into())).render(list, buf);
-    if let Some((name, command)) = selected {
+    if let Some(LobbySeat { name, command, .. }) = selected {
         let inner = block(String::new()).inner(code);
         // Dense1x2 puts two rows of modules in one row of text. The quiet zone is a
         // blank row (two modules) above and below and two columns either side: the
