@@ -537,6 +537,11 @@ pub enum BenchWhat {
         /// Milliseconds between two posts of one student.
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=60_000))]
         pace_ms: u32,
+        /// Instead: the students join over SSH (their screens drawn by this process),
+        /// beside `fencelab join`, each playing a run of this many seconds.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "6",
+              value_parser = clap::value_parser!(u32).range(1..=600))]
+        ssh: Option<u32>,
     },
     /// How many gc-pause-sized runs a second a search can try: gc-pause with a random
     /// pause fault, run and checked, on the stepper and on the simulator (one runtime

@@ -18,7 +18,10 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
     match args.what {
         BenchWhat::Handover { runs } => handover(runs, backend_args),
         BenchWhat::Servers { runs } => servers(runs),
-        BenchWhat::Class { students, events, pace_ms } => super::bench_class::bench(
+        BenchWhat::Class { students, ssh: Some(seconds), .. } => {
+            super::bench_class_ssh::bench(students, seconds)
+        }
+        BenchWhat::Class { students, events, pace_ms, ssh: None } => super::bench_class::bench(
             students,
             events,
             std::time::Duration::from_millis(pace_ms.into()),

@@ -11,6 +11,7 @@ macro_rules! out {
 pub mod bench;
 mod bench_break;
 mod bench_class;
+mod bench_class_ssh;
 mod bench_sim;
 pub mod class;
 mod class_quiz;

@@ -650,6 +650,25 @@ fn bench_class_loses_no_event() {
 }
 
 #[test]
+fn bench_class_over_ssh_draws_every_students_screen_beside_join() {
+    let out =
+        support::bin().args(["bench", "class", "--students", "3", "--ssh", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    // Every student received frames (the bench fails otherwise), and the worst of them
+    // several a second: the screen follows the live run.
+    let worst: f64 = text
+        .split("worst ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no worst frame rate: {text}"));
+    assert!(worst >= 5.0, "{text}");
+    assert!(text.contains("with fencelab join:"), "{text}");
+    assert_eq!(text.matches("the projector (160x48").count(), 2, "{text}");
+}
+
+#[test]
 fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
     let (projector, screens) = play_class(&["alice", "bob"], false, |_, joined| {
         // alice holds the lock; her laptop's fencelab dies (its worker with it).
