@@ -1,12 +1,14 @@
 //! Foreign workers: a user's own program, in any language, as one of a run's workers.
 //! It takes the lock with its own library through fencelab's proxy; fencelab keeps
 //! the storage, the log and the truth (see `docs/worker-protocol.md`): protocol.rs is
-//! the one type of the protocol, host.rs runs a program as a [`WorkerHost`], and
+//! the one type of the protocol, child.rs its process (started, tied to fencelab, read
+//! within bounds), host.rs runs it through a run's steps as a [`WorkerHost`], and
 //! traffic.rs decodes what it sent its server for the inspector.
 //!
 //! [`WorkerHost`]: super::host::WorkerHost
 
 mod armed;
+mod child;
 pub mod host;
 pub mod protocol;
 mod traffic;
@@ -22,8 +24,9 @@ use crate::backend::proxy::LinkCondition;
 use crate::backend::{BackendError, Keys, LockService, ServerKind, Storage};
 use crate::scenario::{Scenario, TokenSource};
 pub use armed::call_name;
+use child::{Program, Setup};
+use host::Bench;
 pub use host::ProgramHost;
-use host::{Bench, Program, Setup};
 
 /// The programs of a run, started and ready, and the keys the run's own clients use
 /// (the lock at the key the programs said they use).
