@@ -18,9 +18,9 @@ mod support;
 
 use std::time::Instant;
 
-use fencelab::model::RunModel;
 use fencelab::output::load::load_runs;
 use fencelab::output::picture::{Palette, picture};
+use fencelab::view_model::RunModel;
 
 /// Median, p90 and p99 of the samples, in ms.
 fn summary(mut ms: Vec<f64>) -> String {

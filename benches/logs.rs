@@ -14,13 +14,13 @@ mod support;
 
 use std::time::Instant;
 
-use fencelab::model::RunModel;
 use fencelab::output::load::parse_runs;
 use fencelab::output::picture::{Palette, picture};
 use fencelab::tui::ReplayOptions;
 use fencelab::tui::app::Msg;
 use fencelab::tui::keys::Action;
 use fencelab::tui::render::draw;
+use fencelab::view_model::RunModel;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

@@ -553,13 +553,13 @@ mod tests {
         assert_eq!(stale(&lower_logged_first), [("A".to_string(), 1)]);
         assert_eq!(found.iter().map(Violation::seq).collect::<Vec<_>>(), [2]);
         // And the run model's storage panel agrees with the checker.
-        let model = crate::model::RunModel::from_events(&lower_logged_first);
+        let model = crate::view_model::RunModel::from_events(&lower_logged_first);
         let marked: Vec<(&str, bool)> =
             model.writes.iter().map(|w| (w.worker.as_str(), w.stale)).collect();
         assert_eq!(marked, [("A", true), ("B", false)]);
         let labels: Vec<&str> = model.marks.iter().map(|m| m.label.as_str()).collect();
         assert!(labels.contains(&"✔w1 STALE"), "{labels:?}");
-        let model = crate::model::RunModel::from_events(&replies_out_of_order);
+        let model = crate::view_model::RunModel::from_events(&replies_out_of_order);
         assert!(model.writes.iter().all(|w| !w.stale));
     }
 

@@ -25,8 +25,8 @@ use crate::engine::{RunControl, WorkerCommand};
 use crate::output::transcript::verdict_after;
 use crate::runtime::Shutdown;
 use crate::scenario::{Checkpoint, Scenario};
-use crate::session::class::Hosting;
-use crate::session::quiz::QuizLink;
+use crate::service::class::Hosting;
+use crate::service::quiz::QuizLink;
 use crate::tui::class::{attend_screen, instruct};
 use crate::tui::ssh::SshRoom;
 

@@ -1,5 +1,5 @@
 //! A lesson's questions in the text mode of a class (`class --headless`, `join
-//! --headless`), with the TUI's class's line to the room (`session::quiz`) and words
+//! --headless`), with the TUI's class's line to the room (`service::quiz`) and words
 //! (`lesson::tally`). The instructor's lines are the projector: they stop at each
 //! question's moment while the run goes on underneath (a line past it could give the
 //! answer away), the tally is printed as the answers come, and the answer at the
@@ -20,7 +20,7 @@ use crate::engine::log::{Event, EventKind, EventLog};
 use crate::lesson::tally::{answer_named, verdict};
 use crate::output::transcript::Transcript;
 use crate::scenario::Checkpoint;
-use crate::session::quiz::{CURSOR_STEP_MS, NOBODY_YET, Posed, QuizLink, QuizNews, QuizStep};
+use crate::service::quiz::{CURSOR_STEP_MS, NOBODY_YET, Posed, QuizLink, QuizNews, QuizStep};
 
 /// How often the printed projector looks where the run is, to tell the room.
 const CURSOR_EVERY: Duration = Duration::from_millis(100);

@@ -150,7 +150,7 @@ fn play_once(
         processes: args.processes,
         remember: true,
     };
-    let servers = crate::session::playground::Servers::new(backend.targets());
+    let servers = crate::service::playground::Servers::new(backend.targets());
     crate::tui::play(options, &servers, shutdown)
 }
 
@@ -197,8 +197,8 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         PictureTheme::Light => Palette::Light,
         PictureTheme::Dark => Palette::Dark,
     };
-    let runs: Vec<crate::model::RunModel> =
-        runs.into_iter().map(crate::model::RunModel::from_log).collect();
+    let runs: Vec<crate::view_model::RunModel> =
+        runs.into_iter().map(crate::view_model::RunModel::from_log).collect();
     std::fs::write(&args.svg, picture(&runs, palette).svg)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.svg.display()))?;
     note!("wrote {}", args.svg.display());

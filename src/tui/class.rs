@@ -26,7 +26,7 @@ use crate::engine::log::{Event, EventKind, EventLog, RunClock, RunOutcome};
 use crate::lesson::Lesson;
 use crate::runtime::Shutdown;
 use crate::scenario::{Program, Scenario};
-use crate::session::class::{Attending, Hosting, for_students, seat_of, sits_out};
+use crate::service::class::{Attending, Hosting, for_students, seat_of, sits_out};
 
 /// How often the start screen looks for students who have joined.
 const ROLL_CALL: Duration = Duration::from_millis(250);
@@ -221,7 +221,7 @@ pub(super) async fn attend_on(
     }
     log.copy(first);
     attending.copy_into(log.clone());
-    let quiz = Some(crate::session::quiz::QuizLink::student(url));
+    let quiz = Some(crate::service::quiz::QuizLink::student(url));
     let shown = event_loop(&mut app, Source::Hosted { log, control: None, quiz }, ui).await;
     // Quitting kills the worker as a crash does and tells the room (a run still under
     // way then goes on without this student).

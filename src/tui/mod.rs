@@ -32,10 +32,10 @@ use crate::engine::log::EventLog;
 use crate::lesson::Lesson;
 use crate::lesson::progress::Progress;
 use crate::runtime::Shutdown;
-use crate::session::playground::{Servers, installed_services};
-use crate::session::quiz::{QuizLink, QuizNews};
-use crate::session::runner::{Pace, Runner};
-use crate::session::search::Search;
+use crate::service::playground::{Servers, installed_services};
+use crate::service::quiz::{QuizLink, QuizNews};
+use crate::service::runner::{Pace, Runner};
+use crate::service::search::Search;
 use app::{App, Effect, Msg, PaceChange, Service};
 use theme::Theme;
 

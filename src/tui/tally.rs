@@ -11,7 +11,7 @@ use ratatui::widgets::{Bar, BarChart, BarGroup, Block, Borders, Paragraph, Widge
 use super::render::markdown::wrapped;
 use super::theme::Theme;
 use crate::lesson::tally::answer_named;
-use crate::session::quiz::Posed;
+use crate::service::quiz::Posed;
 
 /// Draw `posed` (its question, choices and the class's tally) in `area`; `left`:
 /// the students who left the class, not waited for.

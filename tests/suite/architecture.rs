@@ -1,6 +1,6 @@
 //! The shape of `src/`, checked: no import circles between modules, each module
 //! names only modules of its own layer or of layers below it, the TUI reaches the
-//! domain's services only through the session layer (never `backend` or `class`),
+//! domain's services only through the service layer (never `backend` or `class`),
 //! and the terminal's crates stay in the layers that draw and the commands.
 //!
 //! A module is one file (`src/backend/redis.rs` is `backend::redis`, a `mod.rs` is its
@@ -22,13 +22,20 @@ const LAYERS: [(&str, &[&str]); 5] = [
     (
         "domain",
         &[
-            "scenario", "backend", "engine", "check", "lesson", "model", "search", "stepper",
+            "scenario",
+            "backend",
+            "engine",
+            "check",
+            "lesson",
+            "view_model",
+            "search",
+            "stepper",
             "runtime",
         ],
     ),
-    // A class on one Redis (rooms, desks, the roll), and the session layer the TUI's
+    // A class on one Redis (rooms, desks, the roll), and the service layer the TUI's
     // screens run through (deployments, runs, the class's room, its questions).
-    ("service", &["class", "session"]),
+    ("service", &["class", "service"]),
     // What presents a run to a person.
     ("view", &["output", "tui"]),
     // The command line, wiring arguments to the rest.
@@ -40,12 +47,12 @@ const LAYERS: [(&str, &[&str]); 5] = [
 const TERMINAL_CRATES: [&str; 2] = ["ratatui", "crossterm"];
 const TERMINAL_LAYERS: [&str; 2] = ["view", "command"];
 
-/// What the TUI may not name: it hands its work to the session layer and hears typed
+/// What the TUI may not name: it hands its work to the service layer and hears typed
 /// news back (issue 24, item 3), and runs no deployment or class room itself.
 const TUI_FORBIDDEN: [&str; 2] = ["backend", "class"];
 
 /// The TUI's modules allowed to import `backend` or `class` (the module, the
-/// top-level module it names): none, since the session layer took over what they
+/// top-level module it names): none, since the service layer took over what they
 /// did (issue 24, item 3). An exception listed but no longer needed fails the test
 /// too, so should one ever be needed again, it has to be named here and go again.
 const TUI_EXCEPTIONS: [(&str, &str); 0] = [];
@@ -89,9 +96,9 @@ fn synthetic(extra: &[(&str, &str)]) -> Vec<(Module, String)> {
         ("backend", "use crate::platform::kill;"),
         ("backend::deployment", "use super::Backend;"),
         ("class", "use crate::backend::Backend;"),
-        ("tui", "use ratatui::Frame;\nuse crate::model::RunModel;"),
+        ("tui", "use ratatui::Frame;\nuse crate::view_model::RunModel;"),
         ("tui::runner", ""),
-        ("model", "use crate::backend::Truth;"),
+        ("view_model", "use crate::backend::Truth;"),
         ("commands", "use crate::class::Room;\nuse crossterm::event;"),
     ]
     .iter()
@@ -124,7 +131,7 @@ fn the_layer_checker_finds_what_it_guards() {
         ("tui", "fn f() { crate::class::Room::open() }", "tui -> class"),
         ("backend", "use crate::tui::App;", "backend -> tui"),
         ("class", "use crate::commands::run;", "class -> commands"),
-        ("model", "use ratatui::style::Color;", "model names ratatui"),
+        ("view_model", "use ratatui::style::Color;", "view_model names ratatui"),
     ];
     for (module, src, expected) in cases {
         let found = layer_violations(&synthetic(&[(module, src)]), &[]);
@@ -193,7 +200,7 @@ fn layer_violations(files: &[(Module, String)], exceptions: &[(&str, &str)]) -> 
                         used.insert(*listed);
                     }
                     None => out.push(format!(
-                        "{} -> {}: the TUI reaches {} through the session layer (issue 24, item 3)",
+                        "{} -> {}: the TUI reaches {} through the service layer (issue 24, item 3)",
                         display(from),
                         display(to),
                         to[0]

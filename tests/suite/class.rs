@@ -695,7 +695,7 @@ fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
 /// and clock in, its questions' steps out to the room, the room's news in.
 struct Screen {
     app: fencelab::tui::app::App,
-    link: fencelab::session::quiz::QuizLink,
+    link: fencelab::service::quiz::QuizLink,
 }
 
 impl Screen {
@@ -763,7 +763,7 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
     use fencelab::class::for_students;
     use fencelab::class::host::{mirror, prepare_class};
     use fencelab::lesson::Narration;
-    use fencelab::session::quiz::QuizLink;
+    use fencelab::service::quiz::QuizLink;
     use fencelab::tui::app::lesson_state::LessonState;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
@@ -1099,7 +1099,7 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
     use fencelab::class::attend::{Seen, attend};
     use fencelab::class::for_students;
     use fencelab::class::host::{mirror, prepare_class};
-    use fencelab::session::quiz::QuizLink;
+    use fencelab::service::quiz::QuizLink;
     use fencelab::tui::app::lesson_state::LessonState;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
@@ -1365,7 +1365,7 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
     use fencelab::class::attend::attend;
     use fencelab::class::for_students;
     use fencelab::class::host::{mirror, prepare_class};
-    use fencelab::session::quiz::QuizLink;
+    use fencelab::service::quiz::QuizLink;
     use fencelab::tui::app::{App, ClassSeat};
     use fencelab::tui::keys::Action;
     use fencelab::tui::theme::Theme;
@@ -1547,11 +1547,11 @@ fn projectors_cursor(url: String, listening: Duration) -> std::thread::JoinHandl
     std::thread::spawn(move || {
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(async {
-            let mut link = fencelab::session::quiz::QuizLink::student(url);
+            let mut link = fencelab::service::quiz::QuizLink::student(url);
             let until = tokio::time::Instant::now() + listening;
             let mut told = Vec::new();
             while let Ok(Some(news)) = tokio::time::timeout_at(until, link.news.recv()).await {
-                if let fencelab::session::quiz::QuizNews::Cursor(at) = news {
+                if let fencelab::service::quiz::QuizNews::Cursor(at) = news {
                     told.push(at);
                 }
             }

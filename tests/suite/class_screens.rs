@@ -9,7 +9,7 @@ use fencelab::engine::{RunOptions, WorkerCommand, prepare};
 use fencelab::lesson::Narration;
 use fencelab::lesson::tally::Tally;
 use fencelab::scenario::{Scenario, builtin};
-use fencelab::session::quiz::{Posed, QuizNews, QuizStep};
+use fencelab::service::quiz::{Posed, QuizNews, QuizStep};
 use fencelab::tui::app::lesson_state::LessonState;
 use fencelab::tui::app::{App, ClassSeat, Effect, Msg};
 use fencelab::tui::keys::Action;

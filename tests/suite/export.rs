@@ -4,9 +4,9 @@
 use crate::support;
 
 use fencelab::engine::log::EventKind;
-use fencelab::model::RunModel;
 use fencelab::output::picture::{Palette, compare_svg, picture, timeline_svg};
 use fencelab::scenario::builtin;
+use fencelab::view_model::RunModel;
 
 fn gc_pause_svg(fencing: bool, palette: Palette) -> String {
     let scenario = builtin("gc-pause").unwrap().unwrap();

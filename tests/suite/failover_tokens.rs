@@ -7,9 +7,9 @@ use crate::support;
 
 use fencelab::check::check;
 use fencelab::engine::log::Event;
-use fencelab::model::RunModel;
 use fencelab::output::transcript::Transcript;
 use fencelab::scenario::{PlannedRun, builtin};
+use fencelab::view_model::RunModel;
 
 fn run_on_real_pair(label: &str) -> (Vec<Event>, String) {
     let lesson = builtin("failover").unwrap().unwrap();

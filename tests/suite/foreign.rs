@@ -206,7 +206,7 @@ async fn a_programs_stderr_is_in_the_log_the_transcript_and_the_inspector() {
     let shown =
         lines.iter().any(|l| l.ends_with("A (stderr): RuntimeError: the lock library blew up"));
     assert!(shown, "{lines:#?}");
-    let model = fencelab::model::RunModel::from_events(&events);
+    let model = fencelab::view_model::RunModel::from_events(&events);
     let rows: Vec<_> = model.commands.iter().filter(|c| c.reply.is_none()).collect();
     assert_eq!(rows.len(), 2, "the inspector's stderr rows: {rows:?}");
     assert!(rows[1].command.contains("the lock library blew up"), "{rows:?}");

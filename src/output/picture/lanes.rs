@@ -11,7 +11,7 @@ use super::columns::{Columns, Scale};
 use super::text::{Placer, TextBox, elide_middle, width};
 use super::{BAR, BAR_TOP, BODY, Colours, LANE, LEFT, MIN_PX, WORKERS, put, rect, vline};
 use crate::engine::log::{EventKind, Said, WorkerEvent};
-use crate::model::{Belief, RunModel, Span};
+use crate::view_model::{Belief, RunModel, Span};
 
 /// What a lane's column shows; a later variant outranks an earlier one in a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -236,7 +236,7 @@ fn node_lane(
     g
 }
 
-/// Whether a lane mark is about the worker's link (see `model::link_mark`).
+/// Whether a lane mark is about the worker's link (see `view_model::link_mark`).
 fn is_link_mark(label: &str) -> bool {
     label.starts_with(['~', '✂', '⇄', '?'])
 }

@@ -23,7 +23,7 @@ use svg::Document;
 use svg::node::element::{Definitions, Group, Line, Pattern, Rectangle, Text, Title};
 
 use crate::engine::log::{Event, EventKind};
-use crate::model::RunModel;
+use crate::view_model::RunModel;
 use columns::{Scale, tick_label, tick_step};
 use text::{Placer, TextBox, elide_middle};
 

@@ -3,10 +3,10 @@
 //! the class.
 
 use super::{App, ClassState, Effect, Mode};
-use crate::session::quiz::{NOBODY_YET, Posed, QuizNews, QuizStep};
+use crate::service::quiz::{NOBODY_YET, Posed, QuizNews, QuizStep};
 
 /// How far the projector's cursor moves before the room is told.
-pub(super) const CLASS_CURSOR_STEP_MS: f64 = crate::session::quiz::CURSOR_STEP_MS;
+pub(super) const CLASS_CURSOR_STEP_MS: f64 = crate::service::quiz::CURSOR_STEP_MS;
 
 /// How far the run must be past the projector's cursor for a student's screen to say
 /// it is held there (the cursor is told every `CLASS_CURSOR_STEP_MS`, a little late).

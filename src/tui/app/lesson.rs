@@ -4,7 +4,7 @@
 use super::lesson_state::LessonState;
 use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, Mode, PaceChange};
 use crate::engine::log::EventKind;
-use crate::session::quiz::{Posed, QuizStep};
+use crate::service::quiz::{Posed, QuizStep};
 use crate::tui::keys::Action;
 
 /// How long after a narration step's moment its hold still shows what happens, on

@@ -20,11 +20,11 @@ use super::keys::Action;
 use super::theme::Theme;
 use crate::engine::WorkerCommand;
 use crate::engine::log::{Event, EventKind, RunOutcome};
-use crate::model::{Belief, RunModel};
 use crate::scenario::{LockSpec, PlannedRun, Scenario, Step, StorageKind, TokenSource};
-use crate::session::quiz::{Posed, QuizNews, QuizStep};
-use crate::session::search::SearchNews;
-pub use crate::session::search::Searched;
+use crate::service::quiz::{Posed, QuizNews, QuizStep};
+use crate::service::search::SearchNews;
+pub use crate::service::search::Searched;
+use crate::view_model::{Belief, RunModel};
 use lesson_state::LessonState;
 
 /// How much time the timeline shows at first, in scenario ms.

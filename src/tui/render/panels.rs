@@ -12,9 +12,9 @@ use super::super::keys::{Action, BINDINGS, Binding, InReplay};
 use super::timeline::secs;
 use crate::check::Violation;
 use crate::engine::log::{Refusal, RunOutcome};
-use crate::model::{Belief, at};
 use crate::scenario::StorageKind;
 use crate::scenario::spec::SQL_WORDS;
+use crate::view_model::{Belief, at};
 
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()

@@ -12,7 +12,7 @@ use super::super::tally::{draw_tally, tally_height};
 use super::super::theme::Theme;
 use super::lesson::question;
 use super::markdown::wrapped;
-use crate::session::quiz::Posed;
+use crate::service::quiz::Posed;
 
 pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
     let t = &app.theme;

@@ -13,7 +13,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::super::app::{App, ClassSeat};
 use super::super::theme::Theme;
-use crate::model::{Belief, RunModel, at};
+use crate::view_model::{Belief, RunModel, at};
 
 /// Width of the label column on the left of each lane.
 const GUTTER: u16 = 16;
@@ -790,10 +790,10 @@ fn place_labels(labels: &[(u16, u16)], width: u16) -> Vec<Option<(u16, u16)>> {
 /// The spans that begin and end within [from, to): too short for the column's middle
 /// to fall in them.
 fn within<T>(
-    spans: &[crate::model::Span<T>],
+    spans: &[crate::view_model::Span<T>],
     from: f64,
     to: f64,
-) -> impl Iterator<Item = &crate::model::Span<T>> {
+) -> impl Iterator<Item = &crate::view_model::Span<T>> {
     let i = spans.partition_point(|s| s.from_ms < from);
     // Sliced, not `skip`ped: skipping a mapped iterator calls the map for every span
     // skipped, which made each column cost the whole run (a long class's frames).
@@ -809,10 +809,10 @@ fn within<T>(
 
 /// The spans that begin within [from, to).
 fn starting_in<T>(
-    spans: &[crate::model::Span<T>],
+    spans: &[crate::view_model::Span<T>],
     from: f64,
     to: f64,
-) -> impl Iterator<Item = &crate::model::Span<T>> {
+) -> impl Iterator<Item = &crate::view_model::Span<T>> {
     let i = spans.partition_point(|s| s.from_ms < from);
     spans[i..].iter().take_while(move |s| s.from_ms < to)
 }

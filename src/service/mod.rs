@@ -1,4 +1,4 @@
-//! The session layer: what the TUI's screens run, between them and the domain. A
+//! The service layer: what the TUI's screens run, between them and the domain. A
 //! screen says what it wants and hears typed news back; the deployments, the runs on
 //! them, the class's room and the questions put to a class are handled here, so the
 //! TUI names neither `backend` nor `class` (tests/suite/architecture.rs holds it to
