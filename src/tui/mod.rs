@@ -32,7 +32,7 @@ use crate::engine::log::EventLog;
 use crate::lesson::Lesson;
 use crate::lesson::progress::Progress;
 use crate::runtime::Shutdown;
-use crate::service::playground::{Servers, installed_services};
+use crate::service::playground::{Opening, Servers, installed_services};
 use crate::service::quiz::{QuizLink, QuizNews};
 use crate::service::runner::{Pace, Runner};
 use crate::service::search::Search;
@@ -85,27 +85,13 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
         None => None,
     };
     // On the main thread, so a private redis-server lives exactly as long as we do.
-    let (runner, deployed) = Runner::deploy(servers, &options.lesson.scenario, options.processes)?;
+    let opened = crate::service::playground::open(servers, &options.lesson, options.processes)?;
+    let Opening { runner, deployed, table, references, next } = opened;
     let (label, simulated, notice) = (deployed.label, deployed.simulated, deployed.notice);
     let runtime = crate::runtime::build(false)?; // simulator runs get threads of their own
     let Lesson { scenario, narration } = options.lesson;
     let narrated = !narration.runs.is_empty() || !scenario.checkpoints.is_empty();
-    let table = match &scenario.sweep {
-        Some(sweep) => {
-            let runs = sweep.runs as usize * sweep.lease_ms.len();
-            note!("running the lesson's {runs} simulated runs first...");
-            crate::lesson::sweep::table(&crate::lesson::sweep::on_simulator(&scenario, sweep)?)
-        }
-        None => Vec::new(),
-    };
     let checkpoints = scenario.checkpoints.clone();
-    // The runs the narration tells, on the simulator: a step the learner's own act
-    // made untrue is marked so.
-    let references = match narrated {
-        true => crate::lesson::told::References::of(&scenario)?,
-        false => Default::default(),
-    };
-    let next = crate::lesson::next_after(&scenario.name);
     let fencing = options.fencing || scenario.fencing;
     let theme = Theme::initial(options.presenter);
     let mut app = App::new(scenario, fencing, options.speed, simulated, label, theme);
