@@ -339,16 +339,12 @@ struct Apart(RedisBackend);
 
 #[async_trait::async_trait]
 impl Storage for Apart {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
-        Storage::connect(&self.0, keys).await
-    }
-
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn StorageClient>, BackendError> {
-        Storage::connect_via(&self.0, keys, link).await
+        Storage::open(&self.0, keys, link).await
     }
 
     fn redis_url_for_workers(&self) -> Option<String> {

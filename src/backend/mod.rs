@@ -209,19 +209,28 @@ pub enum WriteCheck {
 /// connection or connections, as a separate process would have).
 #[async_trait]
 pub trait LockService: Send + Sync + 'static {
-    /// Open a new, independent client bound to this run's keys.
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError>;
+    /// Open a new, independent client bound to this run's keys; with `link`, through
+    /// it (a worker whose link the scenario makes fail). Only lock services whose
+    /// connections the link can carry take one (the scenario's validation keeps link
+    /// faults away from the others, which refuse it: [`refuse_link`]).
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError>;
 
-    /// Like `connect`, but through `link` (a worker whose link the scenario makes
-    /// fail). Only lock services whose connections the link can carry support it (the
-    /// scenario's validation keeps link faults away from the others).
+    /// A client bound to this run's keys.
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+        self.open(keys, None).await
+    }
+
+    /// A client through `link`.
     async fn connect_via(
         &self,
         keys: &Keys,
         link: &WorkerLink,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        let _ = (keys, link);
-        Err(no_links())
+        self.open(keys, Some(link)).await
     }
 
     /// What the screen and transcript say about where the lock lives (passwords redacted).
@@ -364,17 +373,26 @@ pub trait LockClient: Send {
 /// The storage of one deployment: hands out one client per worker.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
-    /// Open a new, independent client bound to this run's keys.
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError>;
+    /// Open a new, independent client bound to this run's keys; with `link`, through
+    /// it, as [`LockService::open`].
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&WorkerLink>,
+    ) -> Result<Box<dyn StorageClient>, BackendError>;
 
-    /// Like `connect`, but through `link`, as [`LockService::connect_via`].
+    /// A client bound to this run's keys.
+    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+        self.open(keys, None).await
+    }
+
+    /// A client through `link`.
     async fn connect_via(
         &self,
         keys: &Keys,
         link: &WorkerLink,
     ) -> Result<Box<dyn StorageClient>, BackendError> {
-        let _ = (keys, link);
-        Err(no_links())
+        self.open(keys, Some(link)).await
     }
 
     /// The URL a worker running as its own process (`--processes`) reaches this Redis
@@ -461,8 +479,16 @@ pub(crate) fn not_on_a_server(kind: FaultKind) -> BackendError {
     BackendError::Unsupported(format!("`{}` hits a worker's link, not a server", kind.name()))
 }
 
-fn no_links() -> BackendError {
-    BackendError::Unsupported(format!("link faults need {}", crate::scenario::LINK_FAULTS_NEED))
+/// For a lock service or storage whose connections no link carries: a client is
+/// opened only without one.
+pub fn refuse_link(link: Option<&WorkerLink>) -> Result<(), BackendError> {
+    match link {
+        None => Ok(()),
+        Some(_) => Err(BackendError::Unsupported(format!(
+            "link faults need {}",
+            crate::scenario::LINK_FAULTS_NEED
+        ))),
+    }
 }
 
 /// One line for headers and logs: the lock service, and the storage when it lives

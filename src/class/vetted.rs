@@ -21,7 +21,12 @@ pub struct VettedStorage {
 
 #[async_trait]
 impl Storage for VettedStorage {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&crate::backend::WorkerLink>,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        crate::backend::refuse_link(link)?;
         let inner = Storage::connect(&self.redis, keys).await?;
         Ok(Box::new(VettedClient { inner, log: self.log.clone() }))
     }

@@ -33,8 +33,12 @@ struct StallingClient {
 
 #[async_trait]
 impl Storage for Stalling {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
-        let inner = Storage::connect(&self.inner, keys).await?;
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&fencelab::backend::WorkerLink>,
+    ) -> Result<Box<dyn StorageClient>, BackendError> {
+        let inner = Storage::open(&self.inner, keys, link).await?;
         Ok(Box::new(StallingClient { inner, stalled: self.stalled.clone() }))
     }
 

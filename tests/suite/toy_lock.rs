@@ -41,7 +41,13 @@ fn deadline(ttl_ms: u64) -> Option<Instant> {
 
 #[async_trait]
 impl LockService for ToyLock {
-    async fn connect(&self, _keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+    async fn open(
+        &self,
+        _keys: &Keys,
+        link: Option<&fencelab::backend::WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        // Its clients live in this process: no link carries them.
+        fencelab::backend::refuse_link(link)?;
         Ok(Box::new(self.clone()))
     }
 

@@ -42,7 +42,12 @@ fn id_of(keys: &Keys) -> i64 {
 #[async_trait]
 impl<S: Sessions> LockService for AdvisoryBackend<S> {
     /// A session of the worker's own, ended by the server after the run's lease idle.
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&crate::backend::WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        crate::backend::refuse_link(link)?;
         let session = self.sessions.open(keys.lease_ms).await?;
         Ok(Box::new(AdvisoryClient { session, id: id_of(keys), lease_ms: keys.lease_ms }))
     }

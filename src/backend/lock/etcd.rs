@@ -48,18 +48,14 @@ impl<C: EtcdCluster> EtcdBackend<C> {
 
 #[async_trait]
 impl<C: EtcdCluster> LockService for EtcdBackend<C> {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        self.client(keys, None).await
-    }
-
     /// Every request of the worker's client goes through its link: etcd's JSON gateway
     /// is HTTP over TCP, which the proxy carries like any other connection.
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        self.client(keys, Some(link)).await
+        self.client(keys, link).await
     }
 
     fn describe(&self) -> String {

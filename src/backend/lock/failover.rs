@@ -133,7 +133,12 @@ impl<P: Pair> FailoverBackend<P> {
 
 #[async_trait]
 impl<P: Pair> LockService for FailoverBackend<P> {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&crate::backend::WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        crate::backend::refuse_link(link)?;
         let nodes = vec![self.pair.connect(0, keys).await?, self.pair.connect(1, keys).await?];
         let seen = self.pair.state().primary().1;
         Ok(Box::new(FailoverClient { nodes, seen, pair: self.pair.clone(), keys: keys.clone() }))

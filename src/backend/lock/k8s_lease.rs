@@ -89,19 +89,15 @@ impl<C: EtcdCluster> K8sLeaseBackend<C> {
 
 #[async_trait]
 impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        self.client(keys, None).await
-    }
-
     /// Every read and compare-and-swap of the record goes through the worker's link,
     /// as the etcd lock's calls do. Nothing expires on the server, so a contender's
     /// view of the record, late or cut off, is all a link fault changes.
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        self.client(keys, Some(link)).await
+        self.client(keys, link).await
     }
 
     fn describe(&self) -> String {

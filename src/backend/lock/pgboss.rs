@@ -53,7 +53,12 @@ fn programs_only() -> BackendError {
 #[async_trait]
 impl LockService for PgBossQueue {
     /// A reader of pg-boss's table: the observer's, and a program's bench's.
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&crate::backend::WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        crate::backend::refuse_link(link)?;
         let Some(server) = self.server.clone() else {
             return Err(BackendError::Unsupported(
                 "pg-boss needs a real PostgreSQL: the simulator has no model of it".into(),

@@ -13,16 +13,15 @@ use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 #[async_trait]
 impl LockService for RedisBackend {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        Ok(Box::new(RedisBackend::connect(self, keys).await?))
-    }
-
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        Ok(Box::new(RedisBackend::connect_via(self, keys, link).await?))
+        Ok(Box::new(match link {
+            None => RedisBackend::connect(self, keys).await?,
+            Some(link) => RedisBackend::connect_via(self, keys, link).await?,
+        }))
     }
 
     fn describe(&self) -> String {

@@ -138,19 +138,15 @@ impl<N: NodeSet> RedlockBackend<N> {
 
 #[async_trait]
 impl<N: NodeSet> LockService for RedlockBackend<N> {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        self.client(keys, None).await
-    }
-
     /// Every node's connection goes through the worker's link: a partition cuts the
     /// worker off from all of them, a delay holds back every node's answers (and one
     /// longer than the node timeout makes each node a "no").
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        self.client(keys, Some(link)).await
+        self.client(keys, link).await
     }
 
     fn describe(&self) -> String {

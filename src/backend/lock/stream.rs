@@ -111,7 +111,12 @@ impl<S: QueueServer> StreamQueue<S> {
 
 #[async_trait]
 impl<S: QueueServer> LockService for StreamQueue<S> {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&crate::backend::WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        crate::backend::refuse_link(link)?;
         let mut group = self.server.open(keys).await?;
         group.create().await?;
         Ok(Box::new(QueueClient {

@@ -46,7 +46,12 @@ impl<E: ZkEnsemble> ZooKeeperBackend<E> {
 impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
     /// Open a session whose timeout is the run's lease, and make the run's lock path
     /// if this is the run's first client (clients connect one after another).
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
+    async fn open(
+        &self,
+        keys: &Keys,
+        link: Option<&crate::backend::WorkerLink>,
+    ) -> Result<Box<dyn LockClient>, BackendError> {
+        crate::backend::refuse_link(link)?;
         let mut session = self.zk.connect(keys.lease_ms).await?;
         let run = format!("{ROOT}/{}", keys.run_id);
         // The run's lock path; a program may name its own under the run (its `ready`).

@@ -149,16 +149,15 @@ impl SimBackend {
 
 #[async_trait]
 impl LockService for SimBackend {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn LockClient>, BackendError> {
-        Ok(Box::new(self.client(keys)))
-    }
-
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        Ok(Box::new(Linked::new(self.client(keys), Some(link.clone()), "Redis")))
+        Ok(match link {
+            None => Box::new(self.client(keys)),
+            Some(link) => Box::new(Linked::new(self.client(keys), Some(link.clone()), "Redis")),
+        })
     }
 
     fn describe(&self) -> String {
@@ -168,17 +167,16 @@ impl LockService for SimBackend {
 
 #[async_trait]
 impl Storage for SimBackend {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
-        Ok(Box::new(SimStorageClient(self.client(keys))))
-    }
-
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn StorageClient>, BackendError> {
         let client = SimStorageClient(self.client(keys));
-        Ok(Box::new(Linked::new(client, Some(link.clone()), "Redis")))
+        Ok(match link {
+            None => Box::new(client),
+            Some(link) => Box::new(Linked::new(client, Some(link.clone()), "Redis")),
+        })
     }
 }
 

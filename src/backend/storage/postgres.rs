@@ -535,16 +535,15 @@ fn as_sql_token(token: Option<u64>) -> Option<i64> {
 
 #[async_trait]
 impl Storage for PgStorage {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
-        Ok(Box::new(PgStorage::connect(self, keys).await?))
-    }
-
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn StorageClient>, BackendError> {
-        Ok(Box::new(PgStorage::connect_via(self, keys, link).await?))
+        Ok(Box::new(match link {
+            None => PgStorage::connect(self, keys).await?,
+            Some(link) => PgStorage::connect_via(self, keys, link).await?,
+        }))
     }
 
     fn note(&self) -> Option<String> {

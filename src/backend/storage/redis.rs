@@ -11,16 +11,15 @@ use crate::backend::{
 
 #[async_trait]
 impl Storage for RedisBackend {
-    async fn connect(&self, keys: &Keys) -> Result<Box<dyn StorageClient>, BackendError> {
-        Ok(Box::new(RedisStorageClient(RedisBackend::connect(self, keys).await?)))
-    }
-
-    async fn connect_via(
+    async fn open(
         &self,
         keys: &Keys,
-        link: &WorkerLink,
+        link: Option<&WorkerLink>,
     ) -> Result<Box<dyn StorageClient>, BackendError> {
-        Ok(Box::new(RedisStorageClient(RedisBackend::connect_via(self, keys, link).await?)))
+        Ok(Box::new(RedisStorageClient(match link {
+            None => RedisBackend::connect(self, keys).await?,
+            Some(link) => RedisBackend::connect_via(self, keys, link).await?,
+        })))
     }
 
     fn redis_url_for_workers(&self) -> Option<String> {

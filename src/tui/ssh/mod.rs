@@ -65,8 +65,7 @@ pub struct SshRoom {
 /// Who may come in, and who is in.
 struct Seats {
     seats: Vec<Seat>,
-    /// The students with a session now: one each, so a password seen on the
-    /// projector cannot take a seat already taken.
+    /// The students with a screen up now: one each.
     seated: Mutex<HashSet<String>>,
     /// This program, whose `worker` subcommand plays a student's worker.
     program: PathBuf,
@@ -82,15 +81,17 @@ struct Seat {
 }
 
 impl Seats {
-    /// The seat of `user` if `password` is theirs and they have no session now; it is
-    /// theirs until [`Seats::leave`].
+    /// The seat of `user` if `password` is theirs.
     fn admit(&self, user: &str, password: &str) -> Option<&Seat> {
         let seat = self.seats.iter().find(|s| s.name == user)?;
-        if !same(seat.password.as_bytes(), password.as_bytes()) {
-            return None;
-        }
-        let mut seated = self.seated.lock().unwrap_or_else(|p| p.into_inner());
-        seated.insert(seat.name.clone()).then_some(seat)
+        same(seat.password.as_bytes(), password.as_bytes()).then_some(seat)
+    }
+
+    /// Take `name`'s seat for a screen, unless a screen of theirs is up already: a
+    /// password seen on the projector cannot take a seat in use. Theirs until
+    /// [`Seats::leave`].
+    fn sit(&self, name: &str) -> bool {
+        self.seated.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string())
     }
 
     fn leave(&self, name: &str) {
@@ -276,9 +277,11 @@ mod tests {
         assert!(seats.admit("carol", "aaaaa-aaaaa").is_none(), "no such student");
         assert!(seats.admit("alice", "aaaaa-aaaa").is_none(), "a prefix is not the password");
         assert_eq!(seats.admit("alice", "aaaaa-aaaaa").map(|s| s.name.as_str()), Some("alice"));
-        assert!(seats.admit("alice", "aaaaa-aaaaa").is_none(), "her seat is taken while she is in");
+        assert!(seats.sit("alice"), "her screen comes up");
+        assert!(!seats.sit("alice"), "not a second one while it is up");
+        assert!(seats.sit("bob"), "bob's seat is his own");
         seats.leave("alice");
-        assert!(seats.admit("alice", "aaaaa-aaaaa").is_some(), "she can come back once gone");
+        assert!(seats.sit("alice"), "she can come back once gone");
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct Visit {
     seats: Arc<Seats>,
     /// The student admitted on this connection: their name and join URL.
     student: Option<(String, String)>,
+    /// Whether their screen is up on this connection (their seat taken).
+    seated: bool,
     /// The one session channel, once opened.
     channel: Option<ChannelId>,
     /// Whether the channel has a terminal (the screen needs one).
@@ -48,6 +50,7 @@ impl Visit {
         let visit = Visit {
             seats,
             student: None,
+            seated: false,
             channel: None,
             terminal: false,
             size: watch::Sender::new(Size::new(80, 24)),
@@ -168,13 +171,23 @@ impl Handler for Visit {
             return session.channel_failure(channel);
         }
         session.channel_success(channel)?;
-        if !self.terminal {
-            // `ssh -T`, or input not from a terminal: there is nothing to draw on.
-            let said = "fencelab: the class's screen needs a terminal: connect with `ssh -t`\r\n";
-            session.data(channel, said.as_bytes().to_vec())?;
+        let Some((name, _)) = &self.student else { return session.close(channel) };
+        // `ssh -T`, or input not from a terminal: there is nothing to draw on.
+        let refused = if !self.terminal {
+            Some("the class's screen needs a terminal: connect with `ssh -t`".to_string())
+        } else if !self.seats.sit(name) {
+            Some(format!(
+                "{name} is in the class already, from another connection: quit that one first"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            session.data(channel, format!("fencelab: {why}\r\n").into_bytes())?;
             session.exit_status_request(channel, 1)?;
             return session.close(channel);
         }
+        self.seated = true;
         self.show(channel, session);
         Ok(())
     }
@@ -243,7 +256,7 @@ impl Drop for Visit {
     fn drop(&mut self) {
         // The connection is gone: its screen quits as the student quitting would.
         self.shutdown.token().cancel();
-        if let Some((name, _)) = &self.student {
+        if let (true, Some((name, _))) = (self.seated, &self.student) {
             self.seats.leave(name);
         }
     }
