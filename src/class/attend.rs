@@ -204,7 +204,7 @@ pub async fn attend(
                 leaving = true;
                 // Said first, so the room names who left (the verdict, the lane) and
                 // does not read the crash that follows as the instructor's.
-                let why = "they quit their fencelab join".to_string();
+                let why = "they quit their screen".to_string();
                 desk.post(&EventKind::Left { student: me.clone(), why }).await?;
                 let _ = commands.send(WorkerCommand::Crash);
             }

@@ -267,6 +267,9 @@ fn students_join_over_ssh_with_nothing_installed_answer_and_are_stopped_by_the_i
     ssh_in(&socket, "alice", ("80", "24"), &ssh("alice", ""), &seats[0].2);
     ssh_in(&socket, "bob", ("100", "30"), &ssh("bob", ""), &seats[1].2);
     until(&socket, "alice", "you are alice. Waiting for the instructor");
+    // Her password again, from another connection, while her screen is up: told.
+    ssh_in(&socket, "twice", ("80", "24"), &ssh("alice", ""), &seats[0].2);
+    until(&socket, "twice", "alice is in the class already, from another connection");
     until(&socket, "teacher", "2 of 3 students joined");
     key(&socket, "teacher", "Enter");
     // The lesson's pause, sent by the instructor's fencelab: alice's worker, a process
@@ -303,7 +306,8 @@ fn students_join_over_ssh_with_nothing_installed_answer_and_are_stopped_by_the_i
     key(&socket, "teacher", "q");
     until(&socket, "teacher", "checker: 1 stale write accepted (alice token 1 after bob token 2)");
     until(&socket, "alice", "fencelab: the class is over");
-    until(&socket, "bob", "Disconnected from 127.0.0.1");
+    // The goodbye arrives whole, then the client hangs up itself.
+    until(&socket, "bob", "Connection to 127.0.0.1 closed.");
 }
 
 /// The instructor presses Enter at each of the lesson's holds (a step, a revealed

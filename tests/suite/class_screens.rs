@@ -415,6 +415,18 @@ fn student_asked() -> App {
 }
 
 #[test]
+fn a_students_keys_never_make_their_header_claim_what_the_room_does_not_do() {
+    let mut app = student_asked();
+    for key in [Action::SpeedUp, Action::SpeedUp, Action::ToggleFencing, Action::SpeedDown] {
+        assert_eq!(app.update(Msg::Key(key)), [], "{key:?} changes nothing in the room");
+    }
+    let screen = text(&app, 100, 30);
+    assert!(screen.contains("speed 1x") && screen.contains("FENCING OFF"), "{screen}");
+    assert!(screen.contains("a class's run is in real time"), "{screen}");
+    assert!(!app.fencing, "the screen's fencing is the room's");
+}
+
+#[test]
 fn a_students_screen_shows_the_question_and_their_latest_answer() {
     let says =
         ["Question 1 from the instructor", "▶ 2) B's", "latest answer counts until the reveal"];

@@ -4,6 +4,7 @@
 
 use super::{App, ClassState, Effect, Mode};
 use crate::service::quiz::{NOBODY_YET, Posed, QuizNews, QuizStep};
+use crate::tui::keys::Action;
 
 /// How far the projector's cursor moves before the room is told.
 pub(super) const CLASS_CURSOR_STEP_MS: f64 = crate::service::quiz::CURSOR_STEP_MS;
@@ -21,6 +22,22 @@ pub enum ClassSeat {
 }
 
 impl App {
+    /// A key a class's screen does not take, said so: the run is in real time (its
+    /// speed is the room's, 1x), and only the instructor steers it (fencing too). A
+    /// student's header must never claim what the room does not do.
+    pub(super) fn refused_in_class(&mut self, action: Action) -> Option<Vec<Effect>> {
+        let seat = self.class_seat()?;
+        let said = match action {
+            Action::SpeedUp | Action::SpeedDown => "a class's run is in real time: its speed is 1x",
+            Action::ToggleFencing if matches!(seat, ClassSeat::Student(_)) => {
+                "the instructor steers the class's run, fencing included"
+            }
+            _ => return None,
+        };
+        self.status = Some(said.to_string());
+        Some(Vec::new())
+    }
+
     /// Whose screen of a class's run this is: the instructor's projector or a
     /// student's (the class's screens open the app so).
     /// A lesson opened before keeps its narration and questions for the class.

@@ -761,6 +761,9 @@ impl App {
         {
             return effects;
         }
+        if let Some(effects) = self.refused_in_class(action) {
+            return effects;
+        }
         match action {
             Action::Quit => self.quit = true,
             Action::Help => {

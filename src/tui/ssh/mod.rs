@@ -35,18 +35,21 @@ use visit::Visit;
 
 /// How long a refused password waits before it is answered: a guess a second.
 const REFUSAL_DELAY: Duration = Duration::from_secs(1);
-/// Password attempts on one connection.
-const ATTEMPTS: usize = 3;
-/// A connection that has sent nothing (not even a keepalive's answer) this long ends.
-const SILENCE: Duration = Duration::from_secs(60);
-/// How often a quiet client is asked whether it is still there, and how many
-/// unanswered asks end it.
-const KEEPALIVE: Duration = Duration::from_secs(10);
-const KEEPALIVES_UNANSWERED: usize = 3;
-/// Connections beyond the students' own: a student's second try, a stray scanner.
-const SPARE_CONNECTIONS: usize = 8;
+/// Password attempts on one connection (OpenSSH's own server allows as many).
+const ATTEMPTS: usize = 6;
+/// How long a connection has to log in: a student typing slowly, not a connection
+/// left open to hold a place.
+const LOGIN_WITHIN: Duration = Duration::from_secs(60);
+/// A connection whose peer has gone (a laptop off the LAN) is found by TCP's
+/// keepalive: asked after this long without a word, then every few seconds. (SSH's
+/// own keepalive is not used: sent while a student is still typing their password,
+/// OpenSSH's client takes it for a broken login.)
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(5);
+/// Connections beyond the students' own: a student's second try, a few strays.
+const SPARE_CONNECTIONS: usize = 32;
 /// How long the sessions have, once the room closes, to leave as quitting does.
-const LEAVING: Duration = Duration::from_secs(2);
+const LEAVING: Duration = Duration::from_secs(1);
 /// The letters of a password: none that read as another (0 O, 1 l I).
 const ALPHABET: &[u8] = b"abcdefghijkmnpqrstuvwxyz23456789";
 
@@ -126,9 +129,9 @@ impl SshRoom {
             auth_rejection_time_initial: Some(Duration::ZERO),
             max_auth_attempts: ATTEMPTS,
             keys: vec![key],
-            inactivity_timeout: Some(SILENCE),
-            keepalive_interval: Some(KEEPALIVE),
-            keepalive_max: KEEPALIVES_UNANSWERED,
+            // A student watching sends nothing for minutes: silence is not an end.
+            inactivity_timeout: None,
+            keepalive_interval: None,
             nodelay: true,
             ..Config::default()
         });
@@ -192,29 +195,59 @@ async fn serve(
             continue;
         }
         let counted = Counted::new(&open);
+        let keepalive =
+            socket2::TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(KEEPALIVE_EVERY);
+        // Without it a vanished peer is found only when a write fails.
+        let _ = socket2::SockRef::from(&socket).set_tcp_keepalive(&keepalive);
         let (config, stop) = (config.clone(), stop.clone());
-        let (visit, left) = Visit::new(seats.clone(), shutdown.child());
+        let (visit, left, admitted) = Visit::new(seats.clone(), shutdown.child());
         sessions.spawn(async move {
             let _counted = counted;
             let Ok(session) = russh::server::run_stream(config, socket, visit).await else {
                 return;
             };
             let handle = session.handle();
-            tokio::select! {
-                _ = session => {}
-                () = stop.cancelled() => {
-                    // The screen quits with the room; it says goodbye before the line goes.
-                    let _ = tokio::time::timeout(LEAVING, left.cancelled()).await;
-                    let said = "the class is over".to_string();
-                    let _ = handle.disconnect(Disconnect::ByApplication, said, "en".into()).await;
+            let bye = |said: &'static str| {
+                let handle = handle.clone();
+                async move {
+                    let _ = handle
+                        .disconnect(Disconnect::ByApplication, said.into(), "en".into())
+                        .await;
                 }
+            };
+            tokio::pin!(session);
+            tokio::select! {
+                _ = &mut session => return,
+                () = stop.cancelled() => {}
+                () = admitted_within(&admitted) => {}
+            }
+            if !admitted.is_cancelled() && !stop.is_cancelled() {
+                bye("no login within a minute").await;
+                return;
+            }
+            if !stop.is_cancelled() {
+                tokio::select! {
+                    _ = &mut session => return,
+                    () = stop.cancelled() => {}
+                }
+            }
+            // The room closed. The screen quits and says goodbye on its channel, which
+            // it closes: the client then hangs up itself, after what was sent.
+            let _ = tokio::time::timeout(LEAVING, left.cancelled()).await;
+            if tokio::time::timeout(LEAVING, &mut session).await.is_err() {
+                bye("the class is over").await;
             }
         });
     }
     shutdown.token().cancel();
     let _ =
-        tokio::time::timeout(LEAVING * 2, async { while sessions.join_next().await.is_some() {} })
+        tokio::time::timeout(LEAVING * 3, async { while sessions.join_next().await.is_some() {} })
             .await;
+}
+
+/// Resolves when `admitted` is (a password accepted), or [`LOGIN_WITHIN`] has passed.
+async fn admitted_within(admitted: &CancellationToken) {
+    let _ = tokio::time::timeout(LOGIN_WITHIN, admitted.cancelled()).await;
 }
 
 /// One open connection, counted while it lasts.

@@ -10,7 +10,7 @@ use ratatui::crossterm::event::Event;
 use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::layout::Size;
 use russh::server::{Auth, ChannelOpenHandle, Handler, Msg, Session};
-use russh::{Channel, ChannelId, ChannelOpenFailure, Pty};
+use russh::{Channel, ChannelId, ChannelOpenFailure, MethodKind, MethodSet, Pty};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -40,13 +40,18 @@ pub struct Visit {
     shutdown: Shutdown,
     /// Cancelled once the screen has ended and said goodbye.
     left: CancellationToken,
+    /// Cancelled once a student's password is accepted.
+    admitted: CancellationToken,
 }
 
 impl Visit {
-    /// A connection to `seats`' room whose screen quits with `shutdown`; and the token
-    /// cancelled when its screen has ended.
-    pub fn new(seats: Arc<Seats>, shutdown: Shutdown) -> (Visit, CancellationToken) {
-        let left = CancellationToken::new();
+    /// A connection to `seats`' room whose screen quits with `shutdown`; and the tokens
+    /// cancelled when its screen has ended, and when its student is admitted.
+    pub fn new(
+        seats: Arc<Seats>,
+        shutdown: Shutdown,
+    ) -> (Visit, CancellationToken, CancellationToken) {
+        let (left, admitted) = (CancellationToken::new(), CancellationToken::new());
         let visit = Visit {
             seats,
             student: None,
@@ -58,8 +63,9 @@ impl Visit {
             parser: anes::parser::Parser::default(),
             shutdown,
             left: left.clone(),
+            admitted: admitted.clone(),
         };
-        (visit, left)
+        (visit, left, admitted)
     }
 
     fn ours(&self, channel: ChannelId) -> bool {
@@ -121,9 +127,15 @@ impl Handler for Visit {
         Ok(match self.seats.admit(user, password) {
             Some(seat) => {
                 self.student = Some((seat.name.clone(), seat.url.clone()));
+                self.admitted.cancel();
                 Auth::Accept
             }
-            None => Auth::reject(),
+            // Try again, with a password: the only way in (an empty list would send
+            // OpenSSH's client off trying others, each a delay).
+            None => Auth::Reject {
+                proceed_with_methods: Some(MethodSet::from(&[MethodKind::Password][..])),
+                partial_success: false,
+            },
         })
     }
 
