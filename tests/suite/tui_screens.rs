@@ -722,7 +722,7 @@ fn a_short_lessons_run_is_fitted_to_the_timeline_at_its_end() {
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
     play_to(&mut app, f64::INFINITY, 3);
     let shown = text(screen(&app, 100, 30).backend().buffer());
-    assert!(app.window_ms <= 2000.0, "{}:\n{shown}", app.window_ms);
+    assert!(app.window_ms() <= 2000.0, "{}:\n{shown}", app.window_ms());
     assert!(!shown.contains("4s"), "the axis still spans 6 s:\n{shown}");
     // After c the poll run, drawn under the first: R's write (token 3 in the first
     // run, 2 in this one) came 0.7 s sooner, many columns to the left.
@@ -739,9 +739,9 @@ fn a_short_lessons_run_is_fitted_to_the_timeline_at_its_end() {
     assert!(first.zip(poll).is_some_and(|(f, p)| f >= p + 20), "{first:?} {poll:?}:\n{shown}");
     // Zoomed by hand, the window stays the learner's.
     app.update(Action::ZoomOut);
-    let zoomed = app.window_ms;
+    let zoomed = app.window_ms();
     app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 100.0 });
-    assert_eq!(app.window_ms, zoomed);
+    assert_eq!(app.window_ms(), zoomed);
 }
 
 /// A status message (the services found, after `l` or `w`) gives the hint line back

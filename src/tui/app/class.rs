@@ -57,9 +57,9 @@ impl App {
         let Some(class) = self.mode.class().filter(|c| c.seat != ClassSeat::Instructor) else {
             return false;
         };
-        self.log_ended().is_none_or(|end| self.cursor_ms < end)
-            && self.cursor_ms >= class.cursor_ms - 0.5
-            && self.reached_ms - class.cursor_ms > PROJECTOR_HOLD_MARGIN_MS
+        self.log_ended().is_none_or(|end| self.cursor.cursor_ms < end)
+            && self.cursor.cursor_ms >= class.cursor_ms - 0.5
+            && self.cursor.reached_ms - class.cursor_ms > PROJECTOR_HOLD_MARGIN_MS
     }
 
     /// The projector's cursor, told to the room every `CLASS_CURSOR_STEP_MS` it moves,
@@ -67,8 +67,8 @@ impl App {
     /// the students' screens follow it, and a question's premise (the write it asks
     /// about, a few ms past the last step told) must be on theirs too.
     pub(super) fn tell_class_cursor(&mut self) -> Vec<Effect> {
-        let at_end = self.log_ended().is_some_and(|end| self.cursor_ms >= end);
-        let (stopped, cursor) = (at_end || self.held(), self.cursor_ms);
+        let at_end = self.log_ended().is_some_and(|end| self.cursor.cursor_ms >= end);
+        let (stopped, cursor) = (at_end || self.held(), self.cursor.cursor_ms);
         let Some(class) = self.mode.class_mut().filter(|c| c.seat == ClassSeat::Instructor) else {
             return Vec::new();
         };
@@ -145,10 +145,10 @@ impl App {
                 // nothing later is drawn until the reveal (if the view was already
                 // past it, it goes back there).
                 let at = posed.at_ms as f64;
-                self.hold_at = Some(at);
-                self.cursor_ms = self.cursor_ms.min(at);
-                self.following = false;
-                self.moment = None;
+                self.cursor.hold_at = Some(at);
+                self.cursor.cursor_ms = self.cursor.cursor_ms.min(at);
+                self.cursor.following = false;
+                self.cursor.moment = None;
                 if let Some(class) = self.mode.class_mut() {
                     class.posed = Some(posed);
                 }

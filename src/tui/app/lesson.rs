@@ -67,12 +67,12 @@ impl App {
             .map(|c| c.at_ms as f64)
             .filter(|q| *q >= at)
             .fold(f64::INFINITY, f64::min);
-        self.hold_at = Some(if question || self.simulated {
+        self.cursor.hold_at = Some(if question || self.simulated {
             at
         } else {
             (at + STEP_SETTLE_MS).min(next_question)
         });
-        self.moment = None;
+        self.cursor.moment = None;
         let mut effects = Vec::new();
         if let Some((i, posed)) = posed
             && let Some(class) = self.mode.class_mut()
@@ -150,14 +150,16 @@ impl App {
     /// the window fits it (and the run compared above it), so the difference shows
     /// without knowing `z`. A window the learner zoomed stays theirs.
     pub(super) fn fit_window(&mut self) {
-        if self.zoomed || !matches!(self.mode, Mode::Lesson(_)) {
+        if self.cursor.zoomed || !matches!(self.mode, Mode::Lesson(_)) {
             return;
         }
-        let Some(end) = self.log_ended().filter(|end| self.cursor_ms >= *end) else { return };
+        let Some(end) = self.log_ended().filter(|end| self.cursor.cursor_ms >= *end) else {
+            return;
+        };
         let earlier = self.previous.as_ref().and_then(|p| p.ended.as_ref()).map_or(0.0, |e| e.0);
         let end = end.max(earlier);
         if end * 2.0 <= DEFAULT_WINDOW_MS {
-            self.window_ms = ((end * 1.25 / 500.0).ceil() * 500.0).max(1000.0);
+            self.cursor.window_ms = ((end * 1.25 / 500.0).ceil() * 500.0).max(1000.0);
         }
     }
 
@@ -169,7 +171,7 @@ impl App {
         let step = self.lesson().is_some_and(|l| l.open_checkpoint().is_none());
         // A run that ended before the settle point has nothing more to show.
         let end = self.log_ended().unwrap_or(f64::INFINITY);
-        step && self.hold_at.is_some_and(|h| self.cursor_ms < h.min(end))
+        step && self.cursor.hold_at.is_some_and(|h| self.cursor.cursor_ms < h.min(end))
     }
 
     /// Whether a lesson question not yet answered has `word` in its right answer (before

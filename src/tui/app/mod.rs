@@ -5,12 +5,14 @@
 //! without a terminal, a runtime or a Redis.
 
 mod class;
+mod cursor;
 mod lesson;
 pub mod lesson_state;
 mod playground;
 mod replay;
 
 pub use class::ClassSeat;
+use cursor::Cursor;
 pub use playground::Service;
 use playground::step;
 #[cfg(test)]
@@ -159,21 +161,8 @@ pub struct App {
     /// What the current and the earlier run are called in compare headings.
     pub run_label: String,
     pub previous_label: String,
-    /// Scenario time the run itself has reached (the live clock; a saved log's end).
-    reached_ms: f64,
-    /// The view's cursor: the moment the screen shows when no moment is inspected.
-    /// It follows the run, stops at a lesson's hold, and after one goes on at the
-    /// run's pace from where it stopped; a replay moves it by keys and play.
-    cursor_ms: f64,
-    /// The cursor is at the run's edge and stays there.
-    following: bool,
-    /// Scenario ms per real ms of the current run (its speed).
-    pace: f64,
-    /// Where an open lesson hold keeps the cursor.
-    hold_at: Option<f64>,
-    /// The cursor was standing still (a hold, a paused replay): the wall time since
-    /// the last tick is not time the cursor should make up.
-    resumed: bool,
+    /// The view's clock: where the screen is in the run, and how it moves.
+    cursor: Cursor,
     /// Worker commands to send when the run reaches their moment: the pauses and
     /// crashes the user made in the first run of a compare.
     scripted: Vec<(f64, String, WorkerCommand)>,
@@ -186,12 +175,6 @@ pub struct App {
     /// How far the help is scrolled (it is taller than a projector's screen).
     pub help_scroll: u16,
     pub inspector: bool,
-    /// A frozen moment being inspected (None: follow "now").
-    pub moment: Option<f64>,
-    /// How much time the timeline shows, in scenario ms.
-    pub window_ms: f64,
-    /// The learner zoomed (z / Z): the window is theirs, never fitted to a run.
-    zoomed: bool,
     pub theme: Theme,
     /// A one-line message about the last change ("lease 3.5 s from the next run").
     pub status: Option<String>,
@@ -314,12 +297,7 @@ impl App {
             previous: None,
             run_label: String::new(),
             previous_label: String::new(),
-            reached_ms: 0.0,
-            cursor_ms: 0.0,
-            following: true,
-            pace: speed,
-            hold_at: None,
-            resumed: false,
+            cursor: Cursor::new(speed),
             scripted: Vec::new(),
             sim_playing: true,
             selected: 0,
@@ -327,9 +305,6 @@ impl App {
             overlay: Overlay::None,
             help_scroll: 0,
             inspector: false,
-            moment: None,
-            window_ms: DEFAULT_WINDOW_MS,
-            zoomed: false,
             theme,
             status: None,
             status_age: (None, 0.0),
@@ -430,7 +405,7 @@ impl App {
 
     /// A lesson holds the view at a step or a question.
     pub fn held(&self) -> bool {
-        self.hold_at.is_some()
+        self.cursor.hold_at.is_some()
     }
 
     /// Where tokens come from, for the tokens panel.
@@ -515,9 +490,9 @@ impl App {
             Msg::Seek(t) => {
                 if let Mode::Replay(replaying) = &mut self.mode {
                     replaying.playing = false;
-                    self.cursor_ms = t.clamp(0.0, self.reached_ms);
+                    self.cursor.cursor_ms = t.clamp(0.0, self.cursor.reached_ms);
                 } else {
-                    self.moment = Some(t.clamp(0.0, self.cursor_ms));
+                    self.cursor.moment = Some(t.clamp(0.0, self.cursor.cursor_ms));
                 }
                 Vec::new()
             }
@@ -554,7 +529,7 @@ impl App {
     fn logged(&mut self, events: Vec<Event>) {
         for e in &events {
             if let EventKind::RunEnded { outcome, .. } = &e.kind {
-                self.reached_ms = e.t_ms;
+                self.cursor.reached_ms = e.t_ms;
                 if let RunOutcome::Failed { error } = outcome
                     && self.error.is_none()
                 {
@@ -568,32 +543,33 @@ impl App {
     /// Time passed. The cursor follows the run, or (after a hold, and in a replay)
     /// moves at the run's pace; a lesson may stop it at a hold.
     fn clock(&mut self, reached_ms: f64, real_ms: f64) -> Vec<Effect> {
-        let real_ms = if std::mem::take(&mut self.resumed) { 0.0 } else { real_ms };
+        let real_ms = if std::mem::take(&mut self.cursor.resumed) { 0.0 } else { real_ms };
         self.age_status(real_ms);
         if let Mode::Replay(replaying) = &mut self.mode {
             if replaying.playing {
-                self.cursor_ms = (self.cursor_ms + real_ms * self.speed).min(self.reached_ms);
-                if self.cursor_ms >= self.reached_ms {
+                self.cursor.cursor_ms =
+                    (self.cursor.cursor_ms + real_ms * self.speed).min(self.cursor.reached_ms);
+                if self.cursor.cursor_ms >= self.cursor.reached_ms {
                     replaying.playing = false;
                 }
             }
             return Vec::new();
         }
         if self.log_ended().is_none() {
-            self.reached_ms = self.reached_ms.max(reached_ms);
+            self.cursor.reached_ms = self.cursor.reached_ms.max(reached_ms);
         }
         let mut effects = Vec::new();
-        if self.hold_at.is_some() && self.lesson().is_some_and(|l| l.hold.is_none()) {
+        if self.cursor.hold_at.is_some() && self.lesson().is_some_and(|l| l.hold.is_none()) {
             // The hold released itself (a reading-time hold): go on from it.
             effects = self.resume_after_hold();
         }
-        let mut to = if self.following || self.settling() {
+        let mut to = if self.cursor.following || self.settling() {
             // While a step settles the view follows the run up to the settle point.
-            self.reached_ms
+            self.cursor.reached_ms
         } else {
-            (self.cursor_ms + real_ms * self.pace).min(self.reached_ms)
+            (self.cursor.cursor_ms + real_ms * self.cursor.pace).min(self.cursor.reached_ms)
         };
-        if let Some(hold) = self.hold_at {
+        if let Some(hold) = self.cursor.hold_at {
             to = to.min(hold);
         }
         if let Some(class) = self.mode.class().filter(|c| c.seat != ClassSeat::Instructor) {
@@ -601,18 +577,18 @@ impl App {
             to = to.min(class.cursor_ms);
         }
         effects.extend(self.lesson_tick(to));
-        if let Some(hold) = self.hold_at {
+        if let Some(hold) = self.cursor.hold_at {
             to = to.min(hold);
-            self.following = false;
+            self.cursor.following = false;
         }
-        self.cursor_ms = self.cursor_ms.max(to);
-        if self.hold_at.is_none() && self.cursor_ms >= self.reached_ms {
-            self.following = true;
+        self.cursor.cursor_ms = self.cursor.cursor_ms.max(to);
+        if self.cursor.hold_at.is_none() && self.cursor.cursor_ms >= self.cursor.reached_ms {
+            self.cursor.following = true;
         }
         effects.extend(self.tell_class_cursor());
         self.fit_window();
         // The compare run repeats the user's pauses and crashes at their moments.
-        while self.scripted.first().is_some_and(|(t, _, _)| *t <= self.reached_ms) {
+        while self.scripted.first().is_some_and(|(t, _, _)| *t <= self.cursor.reached_ms) {
             let (_, name, command) = self.scripted.remove(0);
             effects.push(Effect::Worker(name, command));
         }
@@ -634,11 +610,11 @@ impl App {
 
     /// Go on from a hold: from where the cursor stopped, at the run's pace.
     fn resume_after_hold(&mut self) -> Vec<Effect> {
-        self.moment = None;
-        self.hold_at = None;
-        self.resumed = true;
+        self.cursor.moment = None;
+        self.cursor.hold_at = None;
+        self.cursor.resumed = true;
         // From where it stopped, at the run's pace (the clock catches up).
-        self.following = self.cursor_ms >= self.reached_ms;
+        self.cursor.following = self.cursor.cursor_ms >= self.cursor.reached_ms;
         if self.simulated && !self.sim_playing {
             self.sim_playing = true;
             return vec![Effect::Pace(PaceChange::Playing(true))];
@@ -657,7 +633,7 @@ impl App {
         } else if upto > seen {
             let was_over = self.run.ended.is_some();
             self.run.ingest(&self.log[seen..upto]);
-            if !was_over && self.run.ended.is_some() && self.moment.is_none() {
+            if !was_over && self.run.ended.is_some() && self.cursor.moment.is_none() {
                 // The run is over on screen: make room for the "what next" hint.
                 self.status = None;
             }
@@ -675,8 +651,18 @@ impl App {
     }
 
     /// The view's cursor (the moment shown when none is inspected).
+    /// A frozen moment being inspected (None: the view follows its cursor).
+    pub fn moment(&self) -> Option<f64> {
+        self.cursor.moment
+    }
+
+    /// How much time the timeline shows, in scenario ms.
+    pub fn window_ms(&self) -> f64 {
+        self.cursor.window_ms
+    }
+
     pub fn cursor_ms(&self) -> f64 {
-        self.cursor_ms
+        self.cursor.cursor_ms
     }
 
     /// The cursor moves by itself: a live run, a view catching up, a replay playing.
@@ -688,8 +674,8 @@ impl App {
         if self.settling() {
             return true;
         }
-        let held = self.hold_at.is_some();
-        !self.log.is_empty() && !held && (self.log_ended().is_none() || !self.following)
+        let held = self.cursor.hold_at.is_some();
+        !self.log.is_empty() && !held && (self.log_ended().is_none() || !self.cursor.following)
     }
 
     /// When the loop must wake even if nothing else happens (a lesson's reading-time
@@ -712,12 +698,12 @@ impl App {
         self.log.clear();
         self.run = RunModel::default();
         self.run_label = self.run_label();
-        self.reached_ms = 0.0;
-        self.cursor_ms = 0.0;
-        self.following = true;
-        self.pace = self.speed;
-        self.hold_at = None;
-        self.moment = None;
+        self.cursor.reached_ms = 0.0;
+        self.cursor.cursor_ms = 0.0;
+        self.cursor.following = true;
+        self.cursor.pace = self.speed;
+        self.cursor.hold_at = None;
+        self.cursor.moment = None;
         self.error = None;
         self.sim_playing = true;
     }
@@ -735,7 +721,7 @@ impl App {
 
     /// The time the screen shows: the inspected moment, or the cursor.
     pub fn view_ms(&self) -> f64 {
-        self.moment.unwrap_or(self.cursor_ms)
+        self.cursor.moment.unwrap_or(self.cursor.cursor_ms)
     }
 
     fn act(&mut self, action: Action) -> Vec<Effect> {
@@ -777,7 +763,7 @@ impl App {
                 } else if self.error.is_some() {
                     self.error = None;
                 } else {
-                    self.moment = None;
+                    self.cursor.moment = None;
                 }
             }
             Action::SelectPrev => self.selected = self.selected.saturating_sub(1),
@@ -895,19 +881,19 @@ impl App {
                 self.status = Some("stop time first (s), then step with . (simulator only)".into());
             }
             Action::MomentBack | Action::MomentForward => {
-                let delta = self.window_ms / 60.0;
+                let delta = self.cursor.window_ms / 60.0;
                 let from = self.view_ms();
                 let to = if action == Action::MomentBack { from - delta } else { from + delta };
                 // Within what the view has reached: never past the cursor.
-                self.moment = Some(to.clamp(0.0, self.cursor_ms));
+                self.cursor.moment = Some(to.clamp(0.0, self.cursor.cursor_ms));
             }
             Action::ZoomIn => {
-                self.zoomed = true;
-                self.window_ms = (self.window_ms / 1.5).max(1000.0);
+                self.cursor.zoomed = true;
+                self.cursor.window_ms = (self.cursor.window_ms / 1.5).max(1000.0);
             }
             Action::ZoomOut => {
-                self.zoomed = true;
-                self.window_ms = (self.window_ms * 1.5).min(120_000.0);
+                self.cursor.zoomed = true;
+                self.cursor.window_ms = (self.cursor.window_ms * 1.5).min(120_000.0);
             }
             Action::NextViolation => self.next_violation(),
             Action::CycleTheme => self.theme = self.theme.next(),
@@ -966,8 +952,8 @@ impl App {
     }
 
     fn next_violation(&mut self) {
-        if let Some(t) = self.next_violation_time(self.cursor_ms) {
-            self.moment = Some(t);
+        if let Some(t) = self.next_violation_time(self.cursor.cursor_ms) {
+            self.cursor.moment = Some(t);
         }
     }
 
@@ -1289,7 +1275,7 @@ mod tests {
             ],
         );
         app.update(Action::NextViolation);
-        assert_eq!(app.moment, Some(3000.0), "B's grant: both believe from here");
+        assert_eq!(app.cursor.moment, Some(3000.0), "B's grant: both believe from here");
         assert!(
             app.run
                 .violations

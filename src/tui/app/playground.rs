@@ -109,11 +109,11 @@ impl App {
         let name = lane.name.clone();
         // On real servers the run goes on while a lesson holds the screen: the act
         // lands where the run is, and the learner is told so.
-        let behind = self.reached_ms - self.view_ms();
+        let behind = self.cursor.reached_ms - self.view_ms();
         let lands = match behind > 100.0 {
             true => format!(
                 ", now, at {:.1} s of the run (the servers ran on while the screen held)",
-                self.reached_ms / 1000.0
+                self.cursor.reached_ms / 1000.0
             ),
             false => String::new(),
         };
@@ -139,7 +139,7 @@ impl App {
         // The simulator's clock and a replay's are ours: the speed applies at once.
         if self.simulated || self.replay().is_some() {
             // The cursor, catching up after a hold, goes at the run's new pace too.
-            self.pace = self.speed;
+            self.cursor.pace = self.speed;
             self.status = Some(format!("speed {}x", self.speed));
             vec![Effect::Pace(PaceChange::Speed(self.speed))]
         } else {

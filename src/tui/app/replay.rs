@@ -9,9 +9,9 @@ impl App {
     pub fn replaying(mut self, events: Vec<Event>) -> Self {
         self.begin_run();
         self.mode = Mode::Replay(Replaying { playing: true });
-        self.following = false;
+        self.cursor.following = false;
         self.logged(events);
-        self.reached_ms = self.log.last().map_or(0.0, |e| e.t_ms);
+        self.cursor.reached_ms = self.log.last().map_or(0.0, |e| e.t_ms);
         self.reveal();
         self
     }
@@ -19,22 +19,22 @@ impl App {
     /// What a key does in a replay: time keys move the replay's cursor; view keys
     /// (None here) work as live; keys that would change the run say a replay cannot.
     pub(super) fn act_in_replay(&mut self, action: Action) -> Option<Vec<Effect>> {
-        let end = self.reached_ms;
+        let end = self.cursor.reached_ms;
         let pause = |app: &mut App| app.mode = Mode::Replay(Replaying { playing: false });
         match action {
             Action::SimPlayPause | Action::HoldSelected => {
-                if self.cursor_ms >= end {
-                    self.cursor_ms = 0.0;
+                if self.cursor.cursor_ms >= end {
+                    self.cursor.cursor_ms = 0.0;
                 }
                 let playing = self.replay().is_some_and(|r| r.playing);
                 self.mode = Mode::Replay(Replaying { playing: !playing });
-                self.resumed = true;
+                self.cursor.resumed = true;
             }
             Action::SimStep | Action::StepBack => {
                 pause(self);
-                let t = self.cursor_ms;
+                let t = self.cursor.cursor_ms;
                 let times = self.log.iter().map(|e| e.t_ms);
-                self.cursor_ms = if action == Action::SimStep {
+                self.cursor.cursor_ms = if action == Action::SimStep {
                     times.clone().find(|at| *at > t).unwrap_or(end)
                 } else {
                     times.rev().find(|at| *at < t).unwrap_or(0.0)
@@ -42,19 +42,19 @@ impl App {
             }
             Action::MomentBack | Action::MomentForward => {
                 pause(self);
-                let delta = self.window_ms / 60.0;
+                let delta = self.cursor.window_ms / 60.0;
                 let delta = if action == Action::MomentBack { -delta } else { delta };
-                self.cursor_ms = (self.cursor_ms + delta).clamp(0.0, end);
+                self.cursor.cursor_ms = (self.cursor.cursor_ms + delta).clamp(0.0, end);
             }
             Action::Restart => {
-                self.cursor_ms = 0.0;
+                self.cursor.cursor_ms = 0.0;
                 self.mode = Mode::Replay(Replaying { playing: true });
-                self.resumed = true;
+                self.cursor.resumed = true;
             }
             Action::NextViolation => {
                 if let Some(t) = self.next_violation_time(end) {
                     pause(self);
-                    self.cursor_ms = t;
+                    self.cursor.cursor_ms = t;
                 }
             }
             Action::SpeedDown | Action::SpeedUp => return None,

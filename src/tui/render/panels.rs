@@ -39,7 +39,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let run = &app.run;
     let view = app.view_ms() / 1000.0;
-    let state = match (&run.ended, app.moment) {
+    let state = match (&run.ended, app.moment()) {
         (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
         _ if app.replay().is_some_and(|r| r.playing) => format!("▶ REPLAY {view:.3} s"),
         _ if app.replay().is_some() => format!("‖ REPLAY {view:.3} s"),
@@ -289,7 +289,7 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
 pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme;
     let run = &app.run;
-    let (text, style) = if let Some(m) = app.moment {
+    let (text, style) = if let Some(m) = app.moment() {
         let mut parts = vec![format!("at {:.3} s:", m / 1000.0)];
         for l in &run.lanes {
             let b = at(&l.spans, m).unwrap_or(Belief::Idle);

@@ -220,14 +220,14 @@ pub fn lane_rows(screen: Rect, app: &App) -> Vec<LaneRow> {
 /// The visible time window [start, end) in scenario ms: the view's moment at the
 /// right edge (the window fills from the left first).
 fn window(app: &App) -> (f64, f64) {
-    let w = app.window_ms;
+    let w = app.window_ms();
     let end = app.view_ms().max(w);
     (end - w, end)
 }
 
 pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
     let theme = &app.theme;
-    let title = match app.moment {
+    let title = match app.moment() {
         Some(m) => {
             format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back ", m / 1000.0)
         }
@@ -368,7 +368,7 @@ impl<'a> Ctx<'a> {
             self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.dim);
             t += tick;
         }
-        if let Some(m) = self.app.moment
+        if let Some(m) = self.app.moment()
             && let Some(c) = self.column_of(m)
         {
             self.buf.set_string(self.plot.x + c, y, "▼", self.theme.title);
@@ -714,7 +714,7 @@ impl<'a> Ctx<'a> {
 
     /// The inspected moment as a highlighted column.
     fn cursor(&mut self, y: u16) {
-        if let Some(m) = self.app.moment
+        if let Some(m) = self.app.moment()
             && let Some(c) = self.column_of(m)
             && let Some(cell) = self.buf.cell_mut((self.plot.x + c, y))
         {
