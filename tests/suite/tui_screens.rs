@@ -955,8 +955,9 @@ fn a_question_skipped_with_c_counts_as_asked_and_not_right_in_the_lessons_list()
 fn a_lanes_clock_rate_is_the_runs_own_not_the_lessons() {
     let lesson = fencelab::lesson::find("kubernetes-lease").unwrap().unwrap();
     let mut app = lesson_app(&lesson, Theme::DEFAULT);
-    let keeps_time = app.variants.iter().position(|v| v.label == "B's clock keeps time");
-    let (first, keeps_time) = (app.next_run(), app.variants[keeps_time.unwrap()].scenario.clone());
+    let keeps_time = app.variants().iter().position(|v| v.label == "B's clock keeps time");
+    let (first, keeps_time) =
+        (app.next_run(), app.variants()[keeps_time.unwrap()].scenario.clone());
     let fast = |events: Vec<Event>, app: &mut App| {
         app.update(Msg::RunStarting);
         app.update(Msg::Logged(events));

@@ -107,7 +107,7 @@ impl App {
 
     /// The lesson's keys: scroll and read back through the narration, take it again.
     pub(super) fn lesson_key(&mut self, action: Action) -> Vec<Effect> {
-        let first_fencing = self.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
+        let first_fencing = self.runs.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
         let last_lane = self.run.lanes.len().saturating_sub(1);
         let Some(lesson) = self.mode.lesson_mut() else {
             // Outside lessons, PgUp/PgDn page through the lanes (a class has many).
@@ -128,9 +128,9 @@ impl App {
             Action::NarrationBack => lesson.step_back(),
             Action::NarrationForward => lesson.step_forward(),
             _ => {
-                self.variant = 0;
+                self.runs.variant = 0;
                 self.fencing = first_fencing;
-                self.previous = None;
+                self.runs.previous = None;
                 let label = self.run_label();
                 if let Some(lesson) = self.mode.lesson_mut() {
                     lesson.retake(&label);
@@ -156,7 +156,8 @@ impl App {
         let Some(end) = self.log_ended().filter(|end| self.cursor.cursor_ms >= *end) else {
             return;
         };
-        let earlier = self.previous.as_ref().and_then(|p| p.ended.as_ref()).map_or(0.0, |e| e.0);
+        let earlier =
+            self.runs.previous.as_ref().and_then(|p| p.ended.as_ref()).map_or(0.0, |e| e.0);
         let end = end.max(earlier);
         if end * 2.0 <= DEFAULT_WINDOW_MS {
             self.cursor.window_ms = ((end * 1.25 / 500.0).ceil() * 500.0).max(1000.0);

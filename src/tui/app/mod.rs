@@ -10,6 +10,7 @@ mod lesson;
 pub mod lesson_state;
 mod playground;
 mod replay;
+mod runs;
 
 pub use class::ClassSeat;
 use cursor::Cursor;
@@ -17,6 +18,7 @@ pub use playground::Service;
 use playground::step;
 #[cfg(test)]
 use playground::{PLAYGROUND_POLL_MS, REDLOCK_NODES};
+use runs::Runs;
 
 use super::keys::Action;
 use super::theme::Theme;
@@ -156,16 +158,12 @@ pub struct App {
     /// The current run as the screen shows it: built only from the events of `log` up
     /// to the view's moment (`view_ms`), so no panel can draw anything later.
     pub run: RunModel,
-    /// In compare mode, the earlier run, drawn above the current one.
-    pub previous: Option<RunModel>,
     /// What the current and the earlier run are called in compare headings.
     pub run_label: String,
-    pub previous_label: String,
+    /// The runs compared and to come: the one before, the variants.
+    runs: Runs,
     /// The view's clock: where the screen is in the run, and how it moves.
     cursor: Cursor,
-    /// Worker commands to send when the run reaches their moment: the pauses and
-    /// crashes the user made in the first run of a compare.
-    scripted: Vec<(f64, String, WorkerCommand)>,
     pub sim_playing: bool,
     pub selected: usize,
     /// How many lanes the screen shows at once (measured by the last frame; all until
@@ -189,10 +187,6 @@ pub struct App {
     pub to_menu: bool,
     /// Which mode the app is in, with that mode's own state.
     mode: Mode,
-    /// The scenario's own runs to compare (its variants), if it has any.
-    pub variants: Vec<PlannedRun>,
-    /// Which variant runs now.
-    pub variant: usize,
     /// `b`'s search of the run on screen (in the playground and in lessons).
     breaking: Breaking,
 }
@@ -294,11 +288,8 @@ impl App {
             backend_label: backend,
             log: Vec::new(),
             run: RunModel::default(),
-            previous: None,
             run_label: String::new(),
-            previous_label: String::new(),
             cursor: Cursor::new(speed),
-            scripted: Vec::new(),
             sim_playing: true,
             selected: 0,
             lanes_per_page: usize::MAX,
@@ -312,8 +303,7 @@ impl App {
             quit: false,
             to_menu: false,
             mode: Mode::Playground,
-            variants: scenario_variants(&scenario_copy),
-            variant: 0,
+            runs: Runs::new(scenario_variants(&scenario_copy)),
             breaking: Breaking::default(),
         }
         .with_first_variant()
@@ -321,7 +311,7 @@ impl App {
 
     /// A scenario with variants starts with the first one's fencing.
     fn with_first_variant(mut self) -> Self {
-        if let Some(first) = self.variants.first() {
+        if let Some(first) = self.runs.variants.first() {
             self.fencing = first.fencing;
         }
         self
@@ -395,11 +385,11 @@ impl App {
 
     /// What `c` runs next: the next variant, or this run with fencing flipped.
     pub fn compare_label(&self) -> String {
-        if self.variants.is_empty() {
+        if self.runs.variants.is_empty() {
             let on = !self.run.fencing_at_start;
             format!("fencing tokens: {}", if on { "on" } else { "off" })
         } else {
-            self.variants[(self.variant + 1) % self.variants.len()].label.clone()
+            self.runs.variants[(self.runs.variant + 1) % self.runs.variants.len()].label.clone()
         }
     }
 
@@ -442,7 +432,7 @@ impl App {
         if let Some((scenario, _)) = &self.breaking.counterexample {
             return (scenario.clone(), scenario.fencing);
         }
-        match self.variants.get(self.variant) {
+        match self.runs.variants.get(self.runs.variant) {
             Some(v) => (v.scenario.clone(), self.fencing),
             None => (self.scenario.clone(), self.fencing),
         }
@@ -467,15 +457,15 @@ impl App {
                 // A run that could not start has nothing on screen: no earlier run
                 // drawn above it as if compared, under the new run's badges.
                 if self.log.is_empty() {
-                    self.previous = None;
-                    self.scripted.clear();
+                    self.runs.previous = None;
+                    self.runs.scripted.clear();
                 }
                 self.error = Some(error);
                 Vec::new()
             }
             Msg::Switched { to, simulated, backend, notice } => {
                 to.apply(&mut self.scenario);
-                for variant in &mut self.variants {
+                for variant in &mut self.runs.variants {
                     to.apply(&mut variant.scenario);
                 }
                 self.simulated = simulated;
@@ -588,8 +578,8 @@ impl App {
         effects.extend(self.tell_class_cursor());
         self.fit_window();
         // The compare run repeats the user's pauses and crashes at their moments.
-        while self.scripted.first().is_some_and(|(t, _, _)| *t <= self.cursor.reached_ms) {
-            let (_, name, command) = self.scripted.remove(0);
+        while self.runs.scripted.first().is_some_and(|(t, _, _)| *t <= self.cursor.reached_ms) {
+            let (_, name, command) = self.runs.scripted.remove(0);
             effects.push(Effect::Worker(name, command));
         }
         effects
@@ -661,6 +651,20 @@ impl App {
         self.cursor.window_ms
     }
 
+    /// The run before the current one, drawn above it to compare.
+    pub fn previous(&self) -> Option<&RunModel> {
+        self.runs.previous.as_ref()
+    }
+
+    pub fn previous_label(&self) -> &str {
+        &self.runs.previous_label
+    }
+
+    /// The scenario's own runs to compare (its variants), if it has any.
+    pub fn variants(&self) -> &[PlannedRun] {
+        &self.runs.variants
+    }
+
     pub fn cursor_ms(&self) -> f64 {
         self.cursor.cursor_ms
     }
@@ -713,7 +717,7 @@ impl App {
         if let Some((_, story)) = &self.breaking.counterexample {
             return format!("broken by: {story}");
         }
-        match self.variants.get(self.variant) {
+        match self.runs.variants.get(self.runs.variant) {
             Some(v) => v.label.clone(),
             None => format!("fencing tokens: {}", if self.fencing { "on" } else { "off" }),
         }
@@ -816,8 +820,8 @@ impl App {
                 return vec![Effect::SetFencing(self.fencing)];
             }
             Action::Restart => {
-                self.previous = None;
-                self.scripted.clear();
+                self.runs.previous = None;
+                self.runs.scripted.clear();
                 self.breaking.counterexample = None;
                 return vec![Effect::StartRun];
             }
@@ -827,16 +831,16 @@ impl App {
                     return Vec::new();
                 }
                 self.breaking.counterexample = None;
-                if self.variants.is_empty() {
+                if self.runs.variants.is_empty() {
                     self.fencing = !self.run.fencing_at_start;
                 } else {
-                    self.variant = (self.variant + 1) % self.variants.len();
-                    self.fencing = self.variants[self.variant].fencing;
+                    self.runs.variant = (self.runs.variant + 1) % self.runs.variants.len();
+                    self.fencing = self.runs.variants[self.runs.variant].fencing;
                 }
-                self.scripted =
-                    if self.variants.is_empty() { self.user_controls() } else { Vec::new() };
-                self.previous = Some(self.run.clone());
-                self.previous_label = self.run_label.clone();
+                self.runs.scripted =
+                    if self.runs.variants.is_empty() { self.user_controls() } else { Vec::new() };
+                self.runs.previous = Some(self.run.clone());
+                self.runs.previous_label = self.run_label.clone();
                 return vec![Effect::StartRun];
             }
             Action::ToggleInspector => self.inspector = !self.inspector,
@@ -1062,9 +1066,9 @@ mod tests {
         app.fencing = false;
         assert_eq!(app.update(Action::Compare), [Effect::StartRun]);
         assert!(app.fencing, "the rerun flips the first run's fencing");
-        assert!(app.previous.is_some());
+        assert!(app.runs.previous.is_some());
         assert_eq!(app.update(Action::Restart), [Effect::StartRun]);
-        assert!(app.previous.is_none());
+        assert!(app.runs.previous.is_none());
     }
 
     #[test]
@@ -1232,7 +1236,7 @@ mod tests {
         assert_eq!(app.update(Action::Compare), [Effect::StartRun]);
         app.update(Msg::RunStarting);
         assert_eq!(app.run_label, "fencing tokens: on");
-        assert_eq!(app.previous_label, "fencing tokens: off");
+        assert_eq!(app.runs.previous_label, "fencing tokens: off");
         assert!(app.update(Msg::Clock { reached_ms: 400.0, real_ms: 400.0 }).is_empty());
         assert_eq!(
             app.update(Msg::Clock { reached_ms: 800.0, real_ms: 400.0 }),
@@ -1324,7 +1328,7 @@ mod tests {
         app.update(Msg::Searching(3));
         assert!(app.status.as_deref().is_some_and(|s| s.contains("3 schedules")));
         assert_eq!(app.update(Msg::Searched(answer)), [Effect::StartRun]);
-        assert!(!app.searching() && app.previous.is_some());
+        assert!(!app.searching() && app.runs.previous.is_some());
         assert_eq!(app.status, None, "the search's progress line goes with it");
         assert_eq!(app.next_run().0, broken);
         app.update(Msg::RunStarting);
@@ -1340,14 +1344,14 @@ mod tests {
         let held = Searched::Held("all single pauses ...: no violation".into());
         assert!(app.update(Msg::Searched(held)).is_empty());
         assert_eq!(app.status.as_deref(), Some("break: all single pauses ...: no violation"));
-        assert!(app.previous.is_none());
+        assert!(app.runs.previous.is_none());
     }
 
     #[test]
     fn compare_headings_and_the_end_hint_name_the_lessons_variants() {
         let lesson = crate::lesson::find("unsafe-release").unwrap().unwrap();
         let mut app = App::new(lesson.scenario, false, 1.0, true, "t".into(), Theme::DEFAULT);
-        let names: Vec<String> = app.variants.iter().map(|v| v.label.clone()).collect();
+        let names: Vec<String> = app.runs.variants.iter().map(|v| v.label.clone()).collect();
         assert!(names.len() >= 2 && names[0] != names[1]);
         app.update(Msg::RunStarting);
         let started = app.next_run();
@@ -1365,7 +1369,7 @@ mod tests {
         assert_eq!(app.compare_label(), names[1], "the end hint names what c runs");
         app.update(Action::Compare);
         app.update(Msg::RunStarting);
-        assert_eq!((&app.previous_label, &app.run_label), (&names[0], &names[1]));
+        assert_eq!((&app.runs.previous_label, &app.run_label), (&names[0], &names[1]));
     }
 
     #[test]
@@ -1373,10 +1377,10 @@ mod tests {
         let mut app = app();
         log(&mut app, vec![event(1, "A", WorkerEvent::Acquired { token: 1 })]);
         app.update(Action::Compare);
-        assert!(app.previous.is_some());
+        assert!(app.runs.previous.is_some());
         app.update(Msg::RunStarting);
         app.update(Msg::Failed("cannot reach Redis".into()));
-        assert!(app.previous.is_none() && app.run.lanes.is_empty());
+        assert!(app.runs.previous.is_none() && app.run.lanes.is_empty());
         assert_eq!(app.error.as_deref(), Some("cannot reach Redis"));
     }
 

@@ -91,8 +91,8 @@ impl App {
                 Some("Redlock keeps its storage on Redis: press l for another lock".into());
             return Vec::new();
         };
-        self.previous = None;
-        self.scripted.clear();
+        self.runs.previous = None;
+        self.runs.scripted.clear();
         self.status = Some(format!("starting {}...", to.label()));
         vec![Effect::SwitchService(to)]
     }
@@ -221,9 +221,9 @@ impl App {
             Searched::Broken { scenario, story } => {
                 // The search's progress is over; the new run's title tells the story.
                 self.status = None;
-                self.scripted.clear();
-                self.previous = Some(self.run.clone());
-                self.previous_label = self.run_label.clone();
+                self.runs.scripted.clear();
+                self.runs.previous = Some(self.run.clone());
+                self.runs.previous_label = self.run_label.clone();
                 self.breaking.counterexample = Some((*scenario, story));
                 vec![Effect::StartRun]
             }

@@ -76,7 +76,7 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
 fn fitted_rows(app: &App, height: u16, one_row_lanes: bool) -> Vec<Row> {
     let lock = app.uses_lock();
     let mut runs: Vec<(bool, &RunModel)> =
-        app.previous.iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
+        app.previous().into_iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
     // A compare run on a screen too small for both: the run just asked for, alone,
     // rather than the earlier one with this one cut off below it.
     if runs.len() > 1 && room_for(&runs, app, lock, height) < lanes_in(&runs) * MIN_LANE_ROWS {
@@ -90,14 +90,14 @@ fn fitted_rows(app: &App, height: u16, one_row_lanes: bool) -> Vec<Row> {
     // (A class's lanes are its students: with a lesson they keep their marks, cut
     // short as they were.)
     let one_row = (one_row_lanes && app.class_seat().is_none()) || app.lesson().is_none();
-    if app.previous.is_none() && one_row && room < lanes * MIN_LANE_ROWS {
+    if app.previous().is_none() && one_row && room < lanes * MIN_LANE_ROWS {
         return compact_rows(app, room, lock);
     }
     let per_lane = room.checked_div(lanes).unwrap_or(0);
     let per_lane = per_lane.clamp(MIN_LANE_ROWS, MAX_LANE_ROWS);
     let mut rows = vec![Row::Axis];
     for (previous, run) in runs {
-        if app.previous.is_some() {
+        if app.previous().is_some() {
             rows.push(Row::Title { previous });
         }
         for lane in 0..run.lanes.len() {
@@ -130,7 +130,7 @@ fn lanes_in(runs: &[(bool, &RunModel)]) -> usize {
 /// The rows left for `runs`' lanes in a timeline `height` rows tall, after the axis,
 /// the lease row, and each run's title, truth row and node rows.
 fn room_for(runs: &[(bool, &RunModel)], app: &App, lock: bool, height: u16) -> usize {
-    let titles = if app.previous.is_some() { runs.len() } else { 0 };
+    let titles = if app.previous().is_some() { runs.len() } else { 0 };
     let node_lanes: usize = runs.iter().map(|(_, r)| r.nodes.len()).sum();
     let truth_lanes = if lock { runs.len() } else { 0 };
     let fixed = 1 + usize::from(lock) + titles + truth_lanes + node_lanes;
@@ -283,7 +283,7 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn run(&self, previous: bool) -> &'a RunModel {
         let app: &'a App = self.app;
-        match (&app.previous, previous) {
+        match (app.previous(), previous) {
             (Some(p), true) => p,
             _ => &app.run,
         }
@@ -321,7 +321,7 @@ impl<'a> Ctx<'a> {
             Row::Title { previous } => {
                 let run = self.run(previous);
                 let which = if previous { "earlier run" } else { "this run" };
-                let label = if previous { &self.app.previous_label } else { &self.app.run_label };
+                let label = if previous { self.app.previous_label() } else { &self.app.run_label };
                 let label = if label.is_empty() { &run.label } else { label };
                 let text = format!("── {which}: {label} ──");
                 self.buf.set_stringn(
