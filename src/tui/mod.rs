@@ -114,7 +114,7 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
     if options.remember && !options.presenter {
         remember(&app);
     }
-    Ok(if app.to_menu { Ended::Menu } else { Ended::Quit })
+    Ok(if app.to_menu() { Ended::Menu } else { Ended::Quit })
 }
 
 /// Keep how this sitting of a course lesson went, for `fencelab lessons` and the menu
@@ -122,7 +122,7 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
 /// that cannot be written is said and forgotten: it never fails the lesson.
 fn remember(app: &App) {
     let Some(lesson) = app.lesson() else { return };
-    let name = &app.scenario.name;
+    let name = &app.scenario().name;
     if crate::lesson::find(name).is_none() {
         return;
     }
@@ -341,7 +341,7 @@ async fn event_loop(app: &mut App, mut source: Source<'_>, ui: Ui) -> anyhow::Re
             () = shutdown.requested() => app.update(Msg::Quit),
         };
         apply(app, &mut source, effects, &mut terminal, &mut grown, &search).await?;
-        if app.quit {
+        if app.quit() {
             break;
         }
     }
@@ -423,7 +423,7 @@ fn steer(runner: &Runner, effect: Effect) {
 /// starting their servers. This blocks the loop while they start (PostgreSQL takes
 /// about a second), on the main thread, which the servers' lives are tied to.
 async fn switch_service(app: &mut App, runner: &mut Runner, servers: &Servers<'_>, to: Service) {
-    let mut scenario = app.scenario.clone();
+    let mut scenario = app.scenario().clone();
     to.apply(&mut scenario);
     match runner.switch(servers, &scenario).await {
         Ok(deployed) => {
@@ -443,7 +443,7 @@ async fn switch_service(app: &mut App, runner: &mut Runner, servers: &Servers<'_
 async fn start_run(app: &mut App, runner: &mut Runner) {
     app.update(Msg::RunStarting);
     let (scenario, fencing) = app.next_run();
-    if let Err(e) = runner.start(&scenario, fencing, app.speed).await {
+    if let Err(e) = runner.start(&scenario, fencing, app.speed()).await {
         app.update(Msg::Failed(e.to_string()));
     }
 }

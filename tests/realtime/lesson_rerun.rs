@@ -88,7 +88,7 @@ async fn every_run(lesson: &Lesson) -> Vec<(String, String)> {
         play(&mut app, &deployment).await;
         let shown = screen(&app);
         let run_label = app.run_label();
-        assert!(app.error.is_none(), "{name} ({run_label}): {:?}\n{shown}", app.error);
+        assert!(app.error().is_none(), "{name} ({run_label}): {:?}\n{shown}", app.error());
         // `c` may run what the lesson plans no outcome for (fencing flipped).
         let planned = runs.iter().find(|r| r.label == run_label);
         let events = app.log().to_vec();

@@ -132,18 +132,18 @@ fn page_down_shows_the_next_students_and_selects_the_first_of_them() {
     let mut app = class_app(30, width, height);
     let page = app.lanes_per_page();
     app.update(Msg::Key(Action::NarrationDown));
-    assert_eq!(app.selected, page);
+    assert_eq!(app.selected(), page);
     let screen = text(&app, width, height);
     let first = page + 1;
     assert!(screen.contains(&format!("▶{first} s{first:02}")), "{screen}");
     assert!(!screen.contains(" 1 s01"), "the first page is scrolled away:\n{screen}");
     app.update(Msg::Key(Action::NarrationUp));
-    assert_eq!(app.selected, 0);
+    assert_eq!(app.selected(), 0);
     // Past the last page the selection stops at the last student.
     for _ in 0..10 {
         app.update(Msg::Key(Action::NarrationDown));
     }
-    assert_eq!(app.selected, 29);
+    assert_eq!(app.selected(), 29);
     assert!(text(&app, width, height).contains("▶30 s30"));
 }
 
@@ -423,7 +423,7 @@ fn a_students_keys_never_make_their_header_claim_what_the_room_does_not_do() {
     let screen = text(&app, 100, 30);
     assert!(screen.contains("speed 1x") && screen.contains("FENCING OFF"), "{screen}");
     assert!(screen.contains("a class's run is in real time"), "{screen}");
-    assert!(!app.fencing, "the screen's fencing is the room's");
+    assert!(!app.fencing(), "the screen's fencing is the room's");
 }
 
 #[test]
@@ -484,7 +484,7 @@ fn a_student_who_watches_a_run_begun_without_them_answers_for_themselves_only() 
     assert_eq!(app.view_ms(), 2100.0, "held at the question as the class is");
     assert!(app.update(Msg::Key(Action::PauseWorker(0))).is_empty(), "nothing sent");
     assert_eq!(app.posed().unwrap().mine, Some(1));
-    assert_eq!(app.status.as_deref(), Some(Posed::kept(1).as_str()));
+    assert_eq!(app.status().as_deref(), Some(Posed::kept(1).as_str()));
     let c = &builtin("gc-pause").unwrap().unwrap().checkpoints[0];
     let (answer, explain) = (c.answer, c.explain.clone());
     app.update(Msg::Quiz(QuizNews::Revealed { number: 1, answer, explain }));

@@ -236,7 +236,7 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
                 );
                 app.update(Action::Continue);
                 keys.push(Action::Continue);
-            } else if !app.live() && state.finished() && app.run.ended.is_some() {
+            } else if !app.live() && state.finished() && app.run().ended.is_some() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

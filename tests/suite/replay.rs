@@ -112,11 +112,13 @@ fn keys_that_would_change_a_run_say_a_replay_cannot() {
     let mut app = replay_of(&events);
     for action in [Action::ToggleFencing, Action::PauseWorker(0), Action::Compare] {
         assert!(app.update(action).is_empty());
-        let status = app.status.clone().unwrap_or_default();
+        let status = app.status().clone().unwrap_or_default();
         assert!(status.contains("replay of a saved run"), "{action:?}: {status}");
     }
     // The replay's keys, listed in its status line, come from the key table.
-    assert!(replay_of(&events).status.unwrap().contains(&fencelab::tui::keys::replay_keys()));
+    assert!(
+        replay_of(&events).status().as_ref().unwrap().contains(&fencelab::tui::keys::replay_keys())
+    );
 }
 
 fn error_of(text: &str) -> String {

@@ -129,7 +129,7 @@ fn help_overlay() {
     let events = playground_log(false, None);
     let mut app = app_at(&events, 600.0, false);
     app.update(Action::Help);
-    assert_eq!(app.overlay, Overlay::Help);
+    assert_eq!(app.overlay(), Overlay::Help);
     insta::assert_snapshot!(screen(&app, WIDTH, 40).backend());
 }
 
@@ -202,8 +202,10 @@ fn danger_zone_and_verdicts_are_coloured_and_have_their_own_glyphs() {
 #[test]
 fn no_color_theme_uses_no_colour_at_all() {
     let events = playground_log(false, Some(1000.0));
-    let mut app = app_at(&events, 10_000.0, false);
-    app.theme = Theme::NO_COLOR;
+    let scenario = builtin("playground").unwrap().unwrap();
+    let label = "SIMULATOR (virtual clock, no Redis)".to_string();
+    let mut app = App::new(scenario, false, 1.0, true, label, Theme::NO_COLOR);
+    show_at(&mut app, &events, 10_000.0);
     let term = screen(&app, WIDTH, HEIGHT);
     let buf = term.backend().buffer();
     for cell in buf.content() {
@@ -223,7 +225,7 @@ fn clicking_a_lane_selects_its_worker() {
     let lane = fencelab::tui::render::lane_at(term.backend().buffer().area, &app, b);
     assert_eq!(lane, Some(1));
     app.update(Msg::Select(1));
-    assert_eq!(app.selected, 1);
+    assert_eq!(app.selected(), 1);
 }
 
 /// The events of a run of `scenario` on the simulator.
@@ -619,8 +621,10 @@ fn a_long_step_is_shown_from_its_start_and_scrolls() {
 #[test]
 fn the_playground_below_120_columns_stacks_its_panels_and_keeps_the_header_state() {
     let events = playground_log(false, Some(1000.0));
-    let mut app = app_at(&events, 3600.0, false);
-    app.backend_label = "private redis-server unix:///tmp/fencelab-redis-XXXXXX/redis.sock".into();
+    let scenario = builtin("playground").unwrap().unwrap();
+    let label = "private redis-server unix:///tmp/fencelab-redis-XXXXXX/redis.sock".to_string();
+    let mut app = App::new(scenario, false, 1.0, true, label, Theme::DEFAULT);
+    show_at(&mut app, &events, 3600.0);
     let term = screen(&app, 80, 24);
     let shown = text(term.backend().buffer());
     let header = shown.lines().next().unwrap();
@@ -648,7 +652,7 @@ fn the_help_scrolls_on_a_small_screen() {
     }
     let shown = text(screen(&app, 100, 30).backend().buffer());
     assert!(shown.contains("holder lane: who"), "the legend at the end: {shown}");
-    assert_eq!(app.selected, 0, "the arrows scrolled the help, not the lanes");
+    assert_eq!(app.selected(), 0, "the arrows scrolled the help, not the lanes");
 }
 
 /// The events of `scenario`'s run on the simulator, on the lock service it asks for
@@ -994,7 +998,7 @@ fn every_question_keeps_the_rows_of_the_lessons_service_at_80x24() {
             let upto = events.iter().filter(|e| e.t_ms <= at_ms).skip(logged);
             app.update(Msg::Logged(upto.cloned().collect()));
             open_the_question(&mut app, at_ms);
-            let nodes = app.run.nodes.len();
+            let nodes = app.run().nodes.len();
             for answered in [false, true] {
                 if answered {
                     app.update(Action::PauseWorker(c.answer - 1));

@@ -146,45 +146,45 @@ pub enum Overlay {
 
 pub struct App {
     /// The playground's settings; edits apply from the next run.
-    pub scenario: Scenario,
+    scenario: Scenario,
     /// Fencing for the live run's later writes and for the next run.
-    pub fencing: bool,
-    pub speed: f64,
-    pub pause_ms: u64,
-    pub simulated: bool,
-    pub backend_label: String,
+    fencing: bool,
+    speed: f64,
+    pause_ms: u64,
+    simulated: bool,
+    backend_label: String,
     /// Every event of the current run so far: the run may be ahead of the view.
     log: Vec<Event>,
     /// The current run as the screen shows it: built only from the events of `log` up
     /// to the view's moment (`view_ms`), so no panel can draw anything later.
-    pub run: RunModel,
+    run: RunModel,
     /// What the current and the earlier run are called in compare headings.
-    pub run_label: String,
+    run_label: String,
     /// The runs compared and to come: the one before, the variants.
     runs: Runs,
     /// The view's clock: where the screen is in the run, and how it moves.
     cursor: Cursor,
-    pub sim_playing: bool,
-    pub selected: usize,
+    sim_playing: bool,
+    selected: usize,
     /// How many lanes the screen shows at once (measured by the last frame; all until
     /// then): what PgUp/PgDn move the selection by outside lessons.
     lanes_per_page: usize,
-    pub overlay: Overlay,
+    overlay: Overlay,
     /// How far the help is scrolled (it is taller than a projector's screen).
-    pub help_scroll: u16,
-    pub inspector: bool,
-    pub theme: Theme,
+    help_scroll: u16,
+    inspector: bool,
+    theme: Theme,
     /// A one-line message about the last change ("lease 3.5 s from the next run").
-    pub status: Option<String>,
+    status: Option<String>,
     /// The status message being aged, and for how long (wall ms) it has been shown
     /// during a live run: past `STATUS_SHOWN_MS` it gives the line back to the hint
     /// (the playground's "Press 1" must not wait for the run's end).
     status_age: (Option<String>, f64),
     /// A failure to show in the error panel; the UI stays up.
-    pub error: Option<String>,
-    pub quit: bool,
+    error: Option<String>,
+    quit: bool,
     /// Quitting for the course's menu (`L`), not for good.
-    pub to_menu: bool,
+    to_menu: bool,
     /// Which mode the app is in, with that mode's own state.
     mode: Mode,
     /// `b`'s search of the run on screen (in the playground and in lessons).
@@ -641,6 +641,91 @@ impl App {
     }
 
     /// The view's cursor (the moment shown when none is inspected).
+    /// The scenario of the run on screen (and the next).
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Whether the storage checks fencing tokens (the next run's, and this one's later writes).
+    pub fn fencing(&self) -> bool {
+        self.fencing
+    }
+
+    /// The run's speed (scenario time per real time).
+    pub fn speed(&self) -> f64 {
+        self.speed
+    }
+
+    /// Whether runs are on the simulator, not servers.
+    pub fn simulated(&self) -> bool {
+        self.simulated
+    }
+
+    /// Where runs happen, for the header.
+    pub fn backend_label(&self) -> &str {
+        &self.backend_label
+    }
+
+    /// The current run, as the panels draw it (cut at the view's moment).
+    pub fn run(&self) -> &RunModel {
+        &self.run
+    }
+
+    /// What the current run is called in a compare's headings.
+    pub fn compared_label(&self) -> &str {
+        &self.run_label
+    }
+
+    /// Whether the simulator's clock runs (space stops it).
+    pub fn sim_playing(&self) -> bool {
+        self.sim_playing
+    }
+
+    /// The selected lane.
+    pub fn selected(&self) -> usize {
+        self.selected
+    }
+
+    /// What is drawn over the screen (help, the inspector's detail).
+    pub fn overlay(&self) -> Overlay {
+        self.overlay
+    }
+
+    /// How far the help is scrolled.
+    pub fn help_scroll(&self) -> u16 {
+        self.help_scroll
+    }
+
+    /// Whether the inspector (each call and reply) is open.
+    pub fn inspector(&self) -> bool {
+        self.inspector
+    }
+
+    /// The colours.
+    pub fn theme(&self) -> &Theme {
+        &self.theme
+    }
+
+    /// The status line's message.
+    pub fn status(&self) -> &Option<String> {
+        &self.status
+    }
+
+    /// An error to show until Esc.
+    pub fn error(&self) -> &Option<String> {
+        &self.error
+    }
+
+    /// The user quit.
+    pub fn quit(&self) -> bool {
+        self.quit
+    }
+
+    /// The user asked for the course's menu.
+    pub fn to_menu(&self) -> bool {
+        self.to_menu
+    }
+
     /// A frozen moment being inspected (None: the view follows its cursor).
     pub fn moment(&self) -> Option<f64> {
         self.cursor.moment

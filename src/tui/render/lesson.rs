@@ -15,7 +15,7 @@ use crate::lesson::tally::{answer_named, verdict};
 use crate::scenario::Checkpoint;
 
 pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
+    let t = &app.theme();
     let Some(lesson) = app.lesson() else { return };
     let Panel { lines, prompt, height, last, top, .. } = panel(area, app, lesson);
     let shown: Vec<Line> = lines.into_iter().skip(top).take(height).collect();
@@ -29,7 +29,7 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border)
-        .title(format!(" Lesson · {} ", app.scenario.title))
+        .title(format!(" Lesson · {} ", app.scenario().title))
         .title(Line::from(more).right_aligned())
         .title_style(t.title);
     let inner = block.inner(area);
@@ -106,7 +106,7 @@ pub fn choices_height(app: &App, width: u16) -> Option<u16> {
     let (i, c) = lesson.open_checkpoint()?;
     let mut lines = Vec::new();
     let width = width.saturating_sub(3) as usize;
-    question(&mut lines, c, lesson.answers[i], false, width, &app.theme);
+    question(&mut lines, c, lesson.answers[i], false, width, app.theme());
     let rows = lines.len().min(u16::MAX as usize / 2) as u16;
     Some(rows + u16::from(hold_prompt(lesson).is_some()) + 2)
 }
@@ -137,7 +137,7 @@ fn panel_lines(
     lesson: &LessonState,
     width: usize,
 ) -> (Vec<Line<'static>>, usize, Option<usize>) {
-    let t = &app.theme;
+    let t = &app.theme();
     let mut lines: Vec<Line<'static>> = Vec::new();
     // A step reached on real servers shows once the view has caught up with what it
     // describes (its moment's settle): never ahead of the screen.
@@ -175,7 +175,7 @@ fn panel_lines(
         question_from = Some(lines.len());
         question(&mut lines, c, lesson.answers[i], lesson.answers[i].is_some(), width, t);
     } else {
-        if lesson.hold.is_none() && lesson.finished() && app.run.ended.is_some() {
+        if lesson.hold.is_none() && lesson.finished() && app.run().ended.is_some() {
             lines.push(Line::raw(""));
             end_of_run(&mut lines, app, lesson, width);
         }
@@ -232,7 +232,7 @@ pub(super) fn question(
 /// The run is over and its narration read: the score once every question is
 /// answered, and what to do next.
 fn end_of_run(lines: &mut Vec<Line<'static>>, app: &App, lesson: &LessonState, width: usize) {
-    let t = &app.theme;
+    let t = &app.theme();
     if !lesson.checkpoints.is_empty() {
         let (right, of) = lesson.score();
         lines.push(Line::styled(format!("Score: {right} of {of} predicted"), t.title));

@@ -138,7 +138,7 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
             Layout::vertical([Constraint::Min(3), Constraint::Length(lesson_h)]).areas(body);
         // `i` still shows the commands: under the timeline, which keeps its axis and a
         // lane (the narration and its question stay whole).
-        let (top, bottom) = if app.inspector {
+        let (top, bottom) = if app.inspector() {
             let h = INSPECTOR_HEIGHT.min(top.height.saturating_sub(4)).max(3);
             let [top, bottom] =
                 Layout::vertical([Constraint::Min(0), Constraint::Length(h)]).areas(top);
@@ -151,7 +151,7 @@ pub fn areas(screen: Rect, app: &App) -> Areas {
                 .areas(top);
         return Areas { header, timeline, tokens: none, lesson, storage, hint, bottom, footer };
     }
-    let bottom_height = match (app.inspector, wide) {
+    let bottom_height = match (app.inspector(), wide) {
         (true, _) => INSPECTOR_HEIGHT,
         (false, true) => MONITOR_HEIGHT,
         (false, false) => NARROW_MONITOR_HEIGHT,
@@ -218,10 +218,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let screen = frame.area();
     let buf = frame.buffer_mut();
     if screen.width < MIN_WIDTH || screen.height < MIN_HEIGHT {
-        overlay::too_small(screen, buf, &app.theme);
+        overlay::too_small(screen, buf, app.theme());
         return;
     }
-    buf.set_style(screen, app.theme.base);
+    buf.set_style(screen, app.theme().base);
     let a = areas(screen, app);
     panels::header(a.header, buf, app);
     timeline::render(a.timeline, buf, app);
@@ -238,22 +238,22 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     panels::hint(a.hint, buf, app);
     if !a.bottom.is_empty() {
-        if app.inspector {
+        if app.inspector() {
             panels::inspector(a.bottom, buf, app);
         } else {
             panels::monitor(a.bottom, buf, app);
         }
     }
     panels::footer(a.footer, buf, app);
-    if let Some(error) = &app.error {
+    if let Some(error) = &app.error() {
         if let Some(ClassSeat::Student(_)) = app.class_seat() {
-            overlay::class_over(screen, buf, &app.theme, error);
+            overlay::class_over(screen, buf, app.theme(), error);
         } else {
-            overlay::error(screen, buf, &app.theme, error);
+            overlay::error(screen, buf, app.theme(), error);
         }
     }
-    if app.overlay == Overlay::Help {
-        overlay::help(screen, buf, &app.theme, app.help_scroll);
+    if app.overlay() == Overlay::Help {
+        overlay::help(screen, buf, app.theme(), app.help_scroll());
     }
 }
 

@@ -19,9 +19,9 @@ use crate::view_model::{Belief, at};
 fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
-        .border_style(app.theme.border)
+        .border_style(app.theme().border)
         .title(title)
-        .title_style(app.theme.title)
+        .title_style(app.theme().title)
 }
 
 /// Keep the last lines that fit in `area` (newest at the bottom).
@@ -36,8 +36,8 @@ fn tail<T>(items: &[T], area: Rect) -> &[T] {
 /// address goes, then the "fencelab" before the state and the badge's token name,
 /// and only then is the name cut.
 pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
-    let run = &app.run;
+    let t = &app.theme();
+    let run = &app.run();
     let view = app.view_ms() / 1000.0;
     let state = match (&run.ended, app.moment()) {
         (_, Some(m)) => format!("◆ MOMENT {:.3} s", m / 1000.0),
@@ -50,26 +50,26 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         _ if app.held() || app.held_by_projector() => format!("‖ HELD {view:.1} s"),
         (Some(_), _) => format!("■ ENDED {view:.1} s"),
         (None, _) if run.lanes.is_empty() => "… starting".to_string(),
-        (None, _) if app.simulated && !app.sim_playing => format!("‖ TIME STOPPED {view:.1} s"),
+        (None, _) if app.simulated() && !app.sim_playing() => format!("‖ TIME STOPPED {view:.1} s"),
         (None, _) => format!("▶ LIVE {view:.1} s"),
     };
-    let backend_style = if app.simulated { t.simulator } else { t.backend };
+    let backend_style = if app.simulated() { t.simulator } else { t.backend };
     // Live, the setting the next writes get; in a replay, the run's at the cursor.
-    let on = if app.replay().is_some() { run.fencing } else { app.fencing };
+    let on = if app.replay().is_some() { run.fencing } else { app.fencing() };
     let fencing = if on { "ON ✔" } else { "OFF ✘" };
     let badge = |named: bool| match super::token_name(app).filter(|_| named) {
         Some(token) => format!(" FENCING ({token}) {fencing} "),
         None => format!(" FENCING {fencing} "),
     };
     let fencing_style = if on { t.fencing_on } else { t.fencing_off };
-    let title = format!(" · {}", app.scenario.title);
+    let title = format!(" · {}", app.scenario().title);
     // No badge where no token is used: a queue's jobs and the SQL lessons' rows.
     let badged = app.uses_lock() && app.lock().can.fencing;
     let parts = |full: bool| {
         let mut spans = vec![
             Span::styled(if full { " fencelab · " } else { " " }, t.title),
             Span::styled(state.clone(), t.title),
-            Span::styled(format!(" · speed {}x ", app.speed), t.dim),
+            Span::styled(format!(" · speed {}x ", app.speed()), t.dim),
         ];
         if badged {
             spans.push(Span::styled(badge(full), fencing_style));
@@ -81,7 +81,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         (area.width as usize).saturating_sub(used)
     };
     // The screen always says what runs: at the least, the simulator or the server.
-    let least = match app.simulated {
+    let least = match app.simulated() {
         true => "SIMULATOR".to_string(),
         false => app.servers_in_words(),
     };
@@ -91,7 +91,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         spans = parts(false);
     }
     let room = room(&spans);
-    let mut backend = short_backend(&app.backend_label, room.saturating_sub(width(&title) + 3));
+    let mut backend = short_backend(app.backend_label(), room.saturating_sub(width(&title) + 3));
     // A class's label names its room, which its screens need more than the server.
     let in_words = keeps_title && app.class_seat().is_none();
     if in_words && (backend.is_empty() || backend.ends_with('…')) {
@@ -102,7 +102,7 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
         spans.push(Span::styled(title, t.dim));
     } else {
         // The title goes before the backend does.
-        backend = short_backend(&app.backend_label, room.saturating_sub(3));
+        backend = short_backend(app.backend_label(), room.saturating_sub(3));
     }
     if !backend.is_empty() {
         spans.push(Span::styled(" · ", t.dim));
@@ -178,8 +178,8 @@ fn cut(text: &str, room: usize) -> String {
 }
 
 pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
-    let run = &app.run;
+    let t = &app.theme();
+    let run = &app.run();
     let view = app.view_ms();
     let accepts = match (run.fencing, run.highest_accepted()) {
         (true, Some(h)) => format!("tokens ≥ {h} only"),
@@ -227,15 +227,15 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
 }
 
 pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
+    let t = &app.theme();
     let view = app.view_ms();
-    let writes: Vec<_> = app.run.writes.iter().filter(|w| w.t_ms <= view).cloned().collect();
+    let writes: Vec<_> = app.run().writes.iter().filter(|w| w.t_ms <= view).cloned().collect();
     let shown = tail(&writes, area);
     let first = writes.len() - shown.len();
     // Beside a narrow timeline (a projector) the rows drop their padding and the
     // verdict its long words, so the STALE mark is never what gets cut off.
     let compact = area.width.saturating_sub(2) < 38;
-    let sql = app.scenario.storage == StorageKind::Postgres;
+    let sql = app.scenario().storage == StorageKind::Postgres;
     let lines: Vec<Line> = shown
         .iter()
         .enumerate()
@@ -287,8 +287,8 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
 /// One line under the timeline: the inspected moment, the last status message, or
 /// a hint for what to try next.
 pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
-    let run = &app.run;
+    let t = &app.theme();
+    let run = &app.run();
     let (text, style) = if let Some(m) = app.moment() {
         let mut parts = vec![format!("at {:.3} s:", m / 1000.0)];
         for l in &run.lanes {
@@ -303,7 +303,7 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
     } else if app.posed().is_some_and(|p| p.is_open()) {
         // While a class's question waits, nothing here may comment on what comes
         // next; a student's answer, sent, is said.
-        (app.status.clone().unwrap_or_default(), t.title)
+        (app.status().clone().unwrap_or_default(), t.title)
     } else if app.lesson().is_some_and(|l| l.open_checkpoint().is_some()) {
         // While a question waits, nothing here may comment on what comes next.
         (String::new(), t.dim)
@@ -311,7 +311,7 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         (text, if danger { t.danger } else { t.title })
     } else if let Some(text) = danger(app) {
         (text, t.danger)
-    } else if let Some(status) = &app.status {
+    } else if let Some(status) = &app.status() {
         // The answer to the learner's last key comes before the paused worker's note.
         (status.clone(), t.title)
     } else if let Some(text) = paused(app) {
@@ -351,7 +351,7 @@ fn room_notes(app: &App) -> Option<String> {
     if app.class_seat() != Some(&ClassSeat::Instructor) {
         return None;
     }
-    let run = &app.run;
+    let run = &app.run();
     let mut notes: Vec<String> =
         run.left.iter().map(|s| format!("{s} left (counted as crashed)")).collect();
     notes.extend(
@@ -366,10 +366,10 @@ fn room_notes(app: &App) -> Option<String> {
 fn yours(app: &App) -> Option<(String, bool)> {
     let Some(ClassSeat::Student(me)) = app.class_seat() else { return None };
     let me = me.as_str();
-    let lane = app.run.lanes.iter().find(|l| l.name == me)?;
+    let lane = app.run().lanes.iter().find(|l| l.name == me)?;
     let now = app.view_ms();
     let belief = at(&lane.spans, now).unwrap_or(Belief::Idle);
-    let holder = app.run.holder_at(now);
+    let holder = app.run().holder_at(now);
     let frozen = matches!(belief, Belief::Paused { .. });
     let text = match (belief.held_token(), frozen) {
         (Some(token), _) if holder != Some(me) => {
@@ -397,7 +397,7 @@ fn yours(app: &App) -> Option<(String, bool)> {
 
 /// A worker that believes what the servers no longer say: what a learner must notice.
 fn danger(app: &App) -> Option<String> {
-    let run = &app.run;
+    let run = &app.run();
     if let Some((_, lost)) = &run.lost {
         return Some(format!("✖ {lost}"));
     }
@@ -436,7 +436,7 @@ fn danger(app: &App) -> Option<String> {
 
 /// A paused worker, and what it cannot notice while it sleeps.
 fn paused(app: &App) -> Option<String> {
-    let run = &app.run;
+    let run = &app.run();
     if run.ended.is_some() {
         return None;
     }
@@ -473,11 +473,11 @@ fn describe(b: Belief, tok: &str) -> String {
 }
 
 pub fn monitor(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
+    let t = &app.theme();
     // Up to the moment shown: a lesson frozen before a violation does not give it away.
     let view = app.view_ms();
     let violations: Vec<_> =
-        app.run.violations.iter().filter(|v| violation_time(v) <= view).cloned().collect();
+        app.run().violations.iter().filter(|v| violation_time(v) <= view).cloned().collect();
     let lines: Vec<Line> = if violations.is_empty() {
         vec![Line::styled("✓ no safety violation so far", t.accepted)]
     } else {
@@ -542,8 +542,8 @@ fn said(v: &Violation, app: &App, view: f64) -> String {
 }
 
 pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
-    let rows = tail(&app.run.commands, area);
+    let t = &app.theme();
+    let rows = tail(&app.run().commands, area);
     let lines: Vec<Line> = rows
         .iter()
         .map(|c| {
@@ -562,7 +562,7 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
         .collect();
     // In slow motion on real servers the commands carry real durations (PX 4000 for
     // the narration's 2 s lease at half speed): the title says so.
-    let scale = app.run.time_scale;
+    let scale = app.run().time_scale;
     let real = if scale > 0.0 && (scale - 1.0).abs() > 1e-9 {
         let times = format!("{scale:.2}");
         format!(" · real ms: {}x the scenario's", times.trim_end_matches('0').trim_end_matches('.'))
@@ -575,10 +575,10 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
 }
 
 pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {
-    let t = &app.theme;
+    let t = &app.theme();
     let mut spans = vec![Span::raw(" ")];
     // A class's lanes past a screenful: say first how to reach the rest.
-    if app.lesson().is_none() && app.lanes_per_page() < app.run.lanes.len() {
+    if app.lesson().is_none() && app.lanes_per_page() < app.run().lanes.len() {
         spans.push(Span::styled("PgUp/PgDn", t.key));
         spans.push(Span::styled(" more lanes  ", t.dim));
     }
@@ -724,8 +724,20 @@ mod tests {
         let title = |time_scale: f64| {
             let scenario = crate::lesson::find("gc-pause").unwrap().unwrap().scenario;
             let theme = crate::tui::theme::Theme::DEFAULT;
-            let mut app = App::new(scenario, false, 0.5, true, "t".into(), theme);
-            app.run.time_scale = time_scale;
+            let mut app = App::new(scenario.clone(), false, 0.5, true, "t".into(), theme);
+            // The run as it starts on servers at this time scale.
+            let started = crate::engine::log::EventKind::RunStarted {
+                version: 1,
+                run_id: "t".into(),
+                scenario: Box::new(scenario),
+                fencing: false,
+                label: String::new(),
+                backend: "Redis".into(),
+                time_scale,
+            };
+            app.update(crate::tui::app::Msg::RunStarting);
+            let event = crate::engine::log::Event { seq: 1, t_ms: 0.0, kind: started };
+            app.update(crate::tui::app::Msg::Logged(vec![event]));
             let mut buf = Buffer::empty(Rect::new(0, 0, 100, 3));
             inspector(buf.area, &mut buf, &app);
             (0..100).map(|x| buf[(x, 0)].symbol()).collect::<String>()

@@ -15,9 +15,9 @@ use super::markdown::wrapped;
 use crate::service::quiz::Posed;
 
 pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
-    let t = &app.theme;
+    let t = &app.theme();
     if app.class_seat() == Some(&ClassSeat::Instructor) {
-        draw_tally(area, buf, posed, &app.run.left, t);
+        draw_tally(area, buf, posed, &app.run().left, t);
         return;
     }
     let block = Block::default()
@@ -42,9 +42,9 @@ pub fn draw(area: Rect, buf: &mut Buffer, app: &App, posed: &Posed) {
 /// is shown whole in (the instructor's tally with its bars packed).
 pub fn height(app: &App, posed: &Posed, width: u16, least: bool) -> u16 {
     if app.class_seat() == Some(&ClassSeat::Instructor) {
-        return tally_height(posed, &app.run.left, width, least);
+        return tally_height(posed, &app.run().left, width, least);
     }
-    let (lines, _) = student_lines(posed, width.saturating_sub(2) as usize, &app.theme);
+    let (lines, _) = student_lines(posed, width.saturating_sub(2) as usize, app.theme());
     lines.len().min(u16::MAX as usize / 2) as u16 + 3
 }
 

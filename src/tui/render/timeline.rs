@@ -76,7 +76,7 @@ fn rows(app: &App, height: u16) -> Vec<Row> {
 fn fitted_rows(app: &App, height: u16, one_row_lanes: bool) -> Vec<Row> {
     let lock = app.uses_lock();
     let mut runs: Vec<(bool, &RunModel)> =
-        app.previous().into_iter().map(|r| (true, r)).chain([(false, &app.run)]).collect();
+        app.previous().into_iter().map(|r| (true, r)).chain([(false, app.run())]).collect();
     // A compare run on a screen too small for both: the run just asked for, alone,
     // rather than the earlier one with this one cut off below it.
     if runs.len() > 1 && room_for(&runs, app, lock, height) < lanes_in(&runs) * MIN_LANE_ROWS {
@@ -142,8 +142,8 @@ fn room_for(runs: &[(bool, &RunModel)], app: &App, lock: bool, height: u16) -> u
 /// lanes scroll a page at a time with the selection (PgUp/PgDn), a row saying which
 /// are shown.
 fn compact_rows(app: &App, room: usize, lock: bool) -> Vec<Row> {
-    let lanes = app.run.lanes.len();
-    let (first, shown) = lane_page(lanes, room, app.selected);
+    let lanes = app.run().lanes.len();
+    let (first, shown) = lane_page(lanes, room, app.selected());
     let mut rows = vec![Row::Axis];
     rows.extend((first..first + shown).map(|lane| Row::Belief { previous: false, lane }));
     if shown < lanes {
@@ -151,7 +151,7 @@ fn compact_rows(app: &App, room: usize, lock: bool) -> Vec<Row> {
     }
     if lock {
         rows.push(Row::Truth { previous: false });
-        rows.extend((0..app.run.nodes.len()).map(|node| Row::Node { previous: false, node }));
+        rows.extend((0..app.run().nodes.len()).map(|node| Row::Node { previous: false, node }));
         rows.push(Row::Lease);
     }
     rows
@@ -226,7 +226,7 @@ fn window(app: &App) -> (f64, f64) {
 }
 
 pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
-    let theme = &app.theme;
+    let theme = &app.theme();
     let title = match app.moment() {
         Some(m) => {
             format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back ", m / 1000.0)
@@ -285,7 +285,7 @@ impl<'a> Ctx<'a> {
         let app: &'a App = self.app;
         match (app.previous(), previous) {
             (Some(p), true) => p,
-            _ => &app.run,
+            _ => app.run(),
         }
     }
 
@@ -321,7 +321,8 @@ impl<'a> Ctx<'a> {
             Row::Title { previous } => {
                 let run = self.run(previous);
                 let which = if previous { "earlier run" } else { "this run" };
-                let label = if previous { self.app.previous_label() } else { &self.app.run_label };
+                let label =
+                    if previous { self.app.previous_label() } else { self.app.compared_label() };
                 let label = if label.is_empty() { &run.label } else { label };
                 let text = format!("── {which}: {label} ──");
                 self.buf.set_stringn(
@@ -338,7 +339,7 @@ impl<'a> Ctx<'a> {
             Row::Node { previous, node } => self.node(x, y, previous, node),
             Row::Lease => self.lease(x, y),
             Row::More { first, shown } => {
-                let lanes = self.app.run.lanes.len();
+                let lanes = self.app.run().lanes.len();
                 let text = format!(
                     "  lanes {}-{} of {lanes} · PgUp/PgDn for more",
                     first + 1,
@@ -378,7 +379,7 @@ impl<'a> Ctx<'a> {
     fn belief(&mut self, x: u16, y: u16, previous: bool, lane: usize, first: bool) {
         let run = self.run(previous);
         let Some(l) = run.lanes.get(lane) else { return };
-        let selected = !previous && lane == self.app.selected;
+        let selected = !previous && lane == self.app.selected();
         let label_style = if selected { self.theme.selected } else { self.theme.title };
         let marker = if selected { "▶" } else { " " };
         // A contender whose own clock ran at another rate in this run says so: where
@@ -595,7 +596,7 @@ impl<'a> Ctx<'a> {
 
     /// The current lease draining: who holds it and how much is left.
     fn lease(&mut self, x: u16, y: u16) {
-        let run: &RunModel = &self.app.run;
+        let run: &RunModel = self.app.run();
         // A queue has no lease: a pending job's idle time grows until someone may
         // claim it. Drawn as it grows, not as a count-down to a hand-over (which
         // would answer lesson 27's question before it is asked).
