@@ -34,7 +34,7 @@ impl App {
             }
             _ => return None,
         };
-        self.status = Some(said.to_string());
+        self.view.status = Some(said.to_string());
         Some(Vec::new())
     }
 
@@ -97,18 +97,18 @@ impl App {
         }
         if class.seat != ClassSeat::Instructor {
             let n = posed.choices.len();
-            self.status = Some(format!("press 1 to {n} to answer: the instructor reveals"));
+            self.view.status = Some(format!("press 1 to {n} to answer: the instructor reveals"));
             return Some(Vec::new());
         }
         // An Enter meant for the narration must not reveal before anyone could answer.
         if posed.tally.chosen.is_empty() && !posed.confirming {
             posed.confirming = true;
-            self.status = Some(NOBODY_YET.into());
+            self.view.status = Some(NOBODY_YET.into());
             return Some(Vec::new());
         }
         let (i, c) = class.lesson.as_ref()?.open_checkpoint()?;
         posed.revealed = Some((c.answer, c.explain.clone()));
-        self.status = Some("revealed to the class: Enter goes on".into());
+        self.view.status = Some("revealed to the class: Enter goes on".into());
         Some(vec![Effect::Quiz(QuizStep::Reveal(i))])
     }
 
@@ -119,7 +119,7 @@ impl App {
         let posed = class.posed.as_mut().filter(|p| p.is_open())?;
         let n = posed.choices.len();
         // A student who joined after the run started plays no part: not counted.
-        let plays = |me: &String| self.scenario.workers.iter().any(|w| w.name == *me);
+        let plays = |me: &String| self.setup.scenario.workers.iter().any(|w| w.name == *me);
         let (status, effects) = match &class.seat {
             ClassSeat::Student(me) if i < n && !plays(me) => {
                 posed.mine = Some(i + 1);
@@ -133,7 +133,7 @@ impl App {
             ClassSeat::Student(_) => (format!("press 1 to {n} to answer"), Vec::new()),
             _ => ("the class answers on their own screens: Enter reveals".into(), Vec::new()),
         };
-        self.status = Some(status);
+        self.view.status = Some(status);
         Some(effects)
     }
 
@@ -170,7 +170,7 @@ impl App {
                 }
             }
             QuizNews::Failed(error) => {
-                self.error = Some(match (self.class_seat(), self.log_ended()) {
+                self.view.error = Some(match (self.class_seat(), self.log_ended()) {
                     (Some(ClassSeat::Student(_)), Some(_)) => {
                         "The instructor ended the class.".to_string()
                     }

@@ -39,7 +39,7 @@ impl App {
             return if released { self.resume_after_hold() } else { Vec::new() };
         };
         if !lesson.cast.is_empty() {
-            let gone: Vec<(String, f64)> = (self.log.iter())
+            let gone: Vec<(String, f64)> = (self.shown.log.iter())
                 .filter_map(|e| match &e.kind {
                     EventKind::Left { student, .. } => Some((student.clone(), e.t_ms)),
                     _ => None,
@@ -47,8 +47,8 @@ impl App {
                 .collect();
             lesson.tell_of_leavers(&gone);
         }
-        let settle = if self.simulated { 0.0 } else { STEP_SETTLE_MS };
-        lesson.tell_of_changes(&self.log, settle);
+        let settle = if self.setup.simulated { 0.0 } else { STEP_SETTLE_MS };
+        lesson.tell_of_changes(&self.shown.log, settle);
         // A question holds at its moment exactly. A narration step on real servers
         // also shows its moment's own consequences, which land a few ms after it (A
         // wakes at 3 s; its write reaches the storage just after): never up to a
@@ -67,7 +67,7 @@ impl App {
             .map(|c| c.at_ms as f64)
             .filter(|q| *q >= at)
             .fold(f64::INFINITY, f64::min);
-        self.cursor.hold_at = Some(if question || self.simulated {
+        self.cursor.hold_at = Some(if question || self.setup.simulated {
             at
         } else {
             (at + STEP_SETTLE_MS).min(next_question)
@@ -82,8 +82,8 @@ impl App {
         }
         // On the simulator time itself stops. Real servers' time cannot: the run goes
         // on underneath while the cursor waits at the hold.
-        if self.simulated {
-            self.sim_playing = false;
+        if self.setup.simulated {
+            self.setup.sim_playing = false;
             effects.push(Effect::Pace(PaceChange::Playing(false)));
         }
         effects
@@ -99,7 +99,7 @@ impl App {
         }
         if !lesson.release() {
             let n = lesson.open_checkpoint().map_or(0, |(_, c)| c.choices.len());
-            self.status = Some(format!("answer first: press 1 to {n}"));
+            self.view.status = Some(format!("answer first: press 1 to {n}"));
             return Vec::new();
         }
         self.resume_after_hold()
@@ -107,18 +107,21 @@ impl App {
 
     /// The lesson's keys: scroll and read back through the narration, take it again.
     pub(super) fn lesson_key(&mut self, action: Action) -> Vec<Effect> {
-        let first_fencing = self.runs.variants.first().map_or(self.scenario.fencing, |v| v.fencing);
-        let last_lane = self.run.lanes.len().saturating_sub(1);
+        let first_fencing =
+            self.runs.variants.first().map_or(self.setup.scenario.fencing, |v| v.fencing);
+        let last_lane = self.shown.run.lanes.len().saturating_sub(1);
         let Some(lesson) = self.mode.lesson_mut() else {
             // Outside lessons, PgUp/PgDn page through the lanes (a class has many).
             match action {
                 Action::NarrationUp => {
-                    self.selected = self.selected.saturating_sub(self.lanes_per_page);
+                    self.view.selected =
+                        self.view.selected.saturating_sub(self.view.lanes_per_page);
                 }
                 Action::NarrationDown => {
-                    self.selected = (self.selected + self.lanes_per_page).min(last_lane);
+                    self.view.selected =
+                        (self.view.selected + self.view.lanes_per_page).min(last_lane);
                 }
-                _ => self.status = Some("that key is for lessons (fencelab lessons)".into()),
+                _ => self.view.status = Some("that key is for lessons (fencelab lessons)".into()),
             }
             return Vec::new();
         };
@@ -129,13 +132,13 @@ impl App {
             Action::NarrationForward => lesson.step_forward(),
             _ => {
                 self.runs.variant = 0;
-                self.fencing = first_fencing;
+                self.setup.fencing = first_fencing;
                 self.runs.previous = None;
                 let label = self.run_label();
                 if let Some(lesson) = self.mode.lesson_mut() {
                     lesson.retake(&label);
                 }
-                self.status = Some(
+                self.view.status = Some(
                     "the lesson again, from the start: the same questions, their choices in a new order"
                         .into(),
                 );

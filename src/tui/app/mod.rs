@@ -11,6 +11,9 @@ pub mod lesson_state;
 mod playground;
 mod replay;
 mod runs;
+mod setup;
+mod shown;
+mod view;
 
 pub use class::ClassSeat;
 use cursor::Cursor;
@@ -19,6 +22,9 @@ use playground::step;
 #[cfg(test)]
 use playground::{PLAYGROUND_POLL_MS, REDLOCK_NODES};
 use runs::Runs;
+use setup::Setup;
+use shown::Shown;
+use view::View;
 
 use super::keys::Action;
 use super::theme::Theme;
@@ -145,46 +151,19 @@ pub enum Overlay {
 }
 
 pub struct App {
-    /// The playground's settings; edits apply from the next run.
-    scenario: Scenario,
-    /// Fencing for the live run's later writes and for the next run.
-    fencing: bool,
-    speed: f64,
-    pause_ms: u64,
-    simulated: bool,
-    backend_label: String,
-    /// Every event of the current run so far: the run may be ahead of the view.
-    log: Vec<Event>,
-    /// The current run as the screen shows it: built only from the events of `log` up
-    /// to the view's moment (`view_ms`), so no panel can draw anything later.
-    run: RunModel,
-    /// What the current and the earlier run are called in compare headings.
-    run_label: String,
     /// The runs compared and to come: the one before, the variants.
     runs: Runs,
     /// The view's clock: where the screen is in the run, and how it moves.
     cursor: Cursor,
-    sim_playing: bool,
-    selected: usize,
-    /// How many lanes the screen shows at once (measured by the last frame; all until
-    /// then): what PgUp/PgDn move the selection by outside lessons.
-    lanes_per_page: usize,
-    overlay: Overlay,
-    /// How far the help is scrolled (it is taller than a projector's screen).
-    help_scroll: u16,
-    inspector: bool,
-    theme: Theme,
-    /// A one-line message about the last change ("lease 3.5 s from the next run").
-    status: Option<String>,
-    /// The status message being aged, and for how long (wall ms) it has been shown
-    /// during a live run: past `STATUS_SHOWN_MS` it gives the line back to the hint
-    /// (the playground's "Press 1" must not wait for the run's end).
-    status_age: (Option<String>, f64),
-    /// A failure to show in the error panel; the UI stays up.
-    error: Option<String>,
     quit: bool,
     /// Quitting for the course's menu (`L`), not for good.
     to_menu: bool,
+    /// How the runs are set up, and where they run.
+    setup: Setup,
+    /// The screen's own state, apart from the run it shows.
+    view: View,
+    /// The run on screen.
+    shown: Shown,
     /// Which mode the app is in, with that mode's own state.
     mode: Mode,
     /// `b`'s search of the run on screen (in the playground and in lessons).
@@ -280,28 +259,30 @@ impl App {
     ) -> Self {
         let scenario_copy = scenario.clone();
         App {
-            scenario,
-            fencing,
-            speed,
-            pause_ms: DEFAULT_PAUSE_MS,
-            simulated,
-            backend_label: backend,
-            log: Vec::new(),
-            run: RunModel::default(),
-            run_label: String::new(),
             cursor: Cursor::new(speed),
-            sim_playing: true,
-            selected: 0,
-            lanes_per_page: usize::MAX,
-            overlay: Overlay::None,
-            help_scroll: 0,
-            inspector: false,
-            theme,
-            status: None,
-            status_age: (None, 0.0),
-            error: None,
             quit: false,
             to_menu: false,
+            setup: Setup {
+                scenario,
+                fencing,
+                speed,
+                pause_ms: DEFAULT_PAUSE_MS,
+                simulated,
+                backend_label: backend,
+                sim_playing: true,
+            },
+            view: View {
+                selected: 0,
+                lanes_per_page: usize::MAX,
+                overlay: Overlay::None,
+                help_scroll: 0,
+                inspector: false,
+                theme,
+                status: None,
+                status_age: (None, 0.0),
+                error: None,
+            },
+            shown: Shown { log: Vec::new(), run: RunModel::default(), run_label: String::new() },
             mode: Mode::Playground,
             runs: Runs::new(scenario_variants(&scenario_copy)),
             breaking: Breaking::default(),
@@ -312,7 +293,7 @@ impl App {
     /// A scenario with variants starts with the first one's fencing.
     fn with_first_variant(mut self) -> Self {
         if let Some(first) = self.runs.variants.first() {
-            self.fencing = first.fencing;
+            self.setup.fencing = first.fencing;
         }
         self
     }
@@ -347,12 +328,12 @@ impl App {
 
     /// How many lanes the last frame showed at once.
     pub fn lanes_per_page(&self) -> usize {
-        self.lanes_per_page
+        self.view.lanes_per_page
     }
 
     /// What the truth lane and the panels call the lock service ("Redis", "etcd").
     pub fn service_name(&self) -> &'static str {
-        if !self.uses_lock() && self.scenario.storage == StorageKind::Postgres {
+        if !self.uses_lock() && self.setup.scenario.storage == StorageKind::Postgres {
             return "PostgreSQL";
         }
         self.lock().home.server()
@@ -362,7 +343,7 @@ impl App {
     /// server, with the storage's where it is another ("Redis + PostgreSQL"), or the
     /// storage alone where no lock is taken (the SQL lessons: "PostgreSQL").
     pub fn servers_in_words(&self) -> String {
-        match (self.uses_lock(), self.scenario.storage == StorageKind::Postgres) {
+        match (self.uses_lock(), self.setup.scenario.storage == StorageKind::Postgres) {
             (true, true) => format!("{} + PostgreSQL", self.lock().home.server()),
             _ => self.service_name().to_string(),
         }
@@ -370,13 +351,14 @@ impl App {
 
     /// The kind of lock of the run on screen (before any, of the next run).
     pub fn lock(&self) -> &'static LockSpec {
-        self.run.lock.unwrap_or_else(|| self.scenario.lock.spec())
+        self.shown.run.lock.unwrap_or_else(|| self.setup.scenario.lock.spec())
     }
 
     /// Whether the scenario takes a lock at all (the SQL lessons do not): without
     /// one there is no holder lane, lease row or tokens panel.
     pub fn uses_lock(&self) -> bool {
-        self.scenario
+        self.setup
+            .scenario
             .workers
             .iter()
             .flat_map(|w| &w.steps)
@@ -386,7 +368,7 @@ impl App {
     /// What `c` runs next: the next variant, or this run with fencing flipped.
     pub fn compare_label(&self) -> String {
         if self.runs.variants.is_empty() {
-            let on = !self.run.fencing_at_start;
+            let on = !self.shown.run.fencing_at_start;
             format!("fencing tokens: {}", if on { "on" } else { "off" })
         } else {
             self.runs.variants[(self.runs.variant + 1) % self.runs.variants.len()].label.clone()
@@ -401,7 +383,7 @@ impl App {
     /// Where tokens come from, for the tokens panel.
     pub fn token_source(&self) -> &'static str {
         // The run on screen may be a variant that changes where tokens come from.
-        let scenario = self.run_scenario().unwrap_or(&self.scenario);
+        let scenario = self.run_scenario().unwrap_or(&self.setup.scenario);
         let lock = scenario.lock.spec();
         match scenario.token_source() {
             TokenSource::Storage => "the storage's counter",
@@ -433,8 +415,8 @@ impl App {
             return (scenario.clone(), scenario.fencing);
         }
         match self.runs.variants.get(self.runs.variant) {
-            Some(v) => (v.scenario.clone(), self.fencing),
-            None => (self.scenario.clone(), self.fencing),
+            Some(v) => (v.scenario.clone(), self.setup.fencing),
+            None => (self.setup.scenario.clone(), self.setup.fencing),
         }
     }
 
@@ -456,25 +438,25 @@ impl App {
             Msg::Failed(error) => {
                 // A run that could not start has nothing on screen: no earlier run
                 // drawn above it as if compared, under the new run's badges.
-                if self.log.is_empty() {
+                if self.shown.log.is_empty() {
                     self.runs.previous = None;
                     self.runs.scripted.clear();
                 }
-                self.error = Some(error);
+                self.view.error = Some(error);
                 Vec::new()
             }
             Msg::Switched { to, simulated, backend, notice } => {
-                to.apply(&mut self.scenario);
+                to.apply(&mut self.setup.scenario);
                 for variant in &mut self.runs.variants {
                     to.apply(&mut variant.scenario);
                 }
-                self.simulated = simulated;
-                self.backend_label = backend;
-                self.status = Some(notice.unwrap_or_else(|| to.label()));
+                self.setup.simulated = simulated;
+                self.setup.backend_label = backend;
+                self.view.status = Some(notice.unwrap_or_else(|| to.label()));
                 Vec::new()
             }
             Msg::Select(lane) => {
-                self.selected = lane;
+                self.view.selected = lane;
                 Vec::new()
             }
             Msg::Seek(t) => {
@@ -487,7 +469,7 @@ impl App {
                 Vec::new()
             }
             Msg::Notice(text) => {
-                self.status = Some(text);
+                self.view.status = Some(text);
                 Vec::new()
             }
             Msg::Quit => {
@@ -497,13 +479,13 @@ impl App {
             Msg::Quiz(news) => self.quiz_news(news),
             Msg::Searching(tried) => {
                 if self.breaking.searching {
-                    self.status = Some(format!("break: {tried} schedules tried (q quits)"));
+                    self.view.status = Some(format!("break: {tried} schedules tried (q quits)"));
                 }
                 Vec::new()
             }
             Msg::Searched(searched) => self.searched(searched),
             Msg::Measured(measured) => {
-                self.lanes_per_page = measured.lanes_per_page;
+                self.view.lanes_per_page = measured.lanes_per_page;
                 if let (Some(room), Some(lesson)) =
                     (measured.narration_room, self.mode.lesson_mut())
                 {
@@ -521,13 +503,13 @@ impl App {
             if let EventKind::RunEnded { outcome, .. } = &e.kind {
                 self.cursor.reached_ms = e.t_ms;
                 if let RunOutcome::Failed { error } = outcome
-                    && self.error.is_none()
+                    && self.view.error.is_none()
                 {
-                    self.error = Some(error.clone());
+                    self.view.error = Some(error.clone());
                 }
             }
         }
-        self.log.extend(events);
+        self.shown.log.extend(events);
     }
 
     /// Time passed. The cursor follows the run, or (after a hold, and in a replay)
@@ -537,8 +519,8 @@ impl App {
         self.age_status(real_ms);
         if let Mode::Replay(replaying) = &mut self.mode {
             if replaying.playing {
-                self.cursor.cursor_ms =
-                    (self.cursor.cursor_ms + real_ms * self.speed).min(self.cursor.reached_ms);
+                self.cursor.cursor_ms = (self.cursor.cursor_ms + real_ms * self.setup.speed)
+                    .min(self.cursor.reached_ms);
                 if self.cursor.cursor_ms >= self.cursor.reached_ms {
                     replaying.playing = false;
                 }
@@ -588,12 +570,12 @@ impl App {
     /// A status message shown `STATUS_SHOWN_MS` of a live run is taken down (a new
     /// message starts its own time): the hint under it says what to try next.
     fn age_status(&mut self, real_ms: f64) {
-        if self.status != self.status_age.0 {
-            self.status_age = (self.status.clone(), 0.0);
-        } else if self.status.is_some() && self.live() {
-            self.status_age.1 += real_ms;
-            if self.status_age.1 >= STATUS_SHOWN_MS {
-                self.status = None;
+        if self.view.status != self.view.status_age.0 {
+            self.view.status_age = (self.view.status.clone(), 0.0);
+        } else if self.view.status.is_some() && self.live() {
+            self.view.status_age.1 += real_ms;
+            if self.view.status_age.1 >= STATUS_SHOWN_MS {
+                self.view.status = None;
             }
         }
     }
@@ -605,8 +587,8 @@ impl App {
         self.cursor.resumed = true;
         // From where it stopped, at the run's pace (the clock catches up).
         self.cursor.following = self.cursor.cursor_ms >= self.cursor.reached_ms;
-        if self.simulated && !self.sim_playing {
-            self.sim_playing = true;
+        if self.setup.simulated && !self.setup.sim_playing {
+            self.setup.sim_playing = true;
             return vec![Effect::Pace(PaceChange::Playing(true))];
         }
         Vec::new()
@@ -616,104 +598,108 @@ impl App {
     /// including it. Forward it takes in the new events; backward it starts again.
     fn reveal(&mut self) {
         let view = self.view_ms();
-        let upto = self.log.partition_point(|e| e.t_ms <= view);
-        let seen = self.run.seen();
+        let upto = self.shown.log.partition_point(|e| e.t_ms <= view);
+        let seen = self.shown.run.seen();
         if upto < seen {
-            self.run = RunModel::from_events(&self.log[..upto]);
+            self.shown.run = RunModel::from_events(&self.shown.log[..upto]);
         } else if upto > seen {
-            let was_over = self.run.ended.is_some();
-            self.run.ingest(&self.log[seen..upto]);
-            if !was_over && self.run.ended.is_some() && self.cursor.moment.is_none() {
+            let was_over = self.shown.run.ended.is_some();
+            self.shown.run.ingest(&self.shown.log[seen..upto]);
+            if !was_over && self.shown.run.ended.is_some() && self.cursor.moment.is_none() {
                 // The run is over on screen: make room for the "what next" hint.
-                self.status = None;
+                self.view.status = None;
             }
         }
     }
 
     /// When the run itself ended (it may still be ahead of the view).
     fn log_ended(&self) -> Option<f64> {
-        self.log.last().filter(|e| matches!(e.kind, EventKind::RunEnded { .. })).map(|e| e.t_ms)
+        self.shown
+            .log
+            .last()
+            .filter(|e| matches!(e.kind, EventKind::RunEnded { .. }))
+            .map(|e| e.t_ms)
     }
 
     /// Every event of the current run so far, including any the view has not reached.
     pub fn log(&self) -> &[Event] {
-        &self.log
+        &self.shown.log
     }
 
     /// The view's cursor (the moment shown when none is inspected).
     /// The scenario of the run on screen (and the next).
     pub fn scenario(&self) -> &Scenario {
-        &self.scenario
+        &self.setup.scenario
     }
 
     /// Whether the storage checks fencing tokens (the next run's, and this one's later writes).
     pub fn fencing(&self) -> bool {
-        self.fencing
+        self.setup.fencing
     }
 
     /// The run's speed (scenario time per real time).
     pub fn speed(&self) -> f64 {
-        self.speed
+        self.setup.speed
     }
 
     /// Whether runs are on the simulator, not servers.
     pub fn simulated(&self) -> bool {
-        self.simulated
+        self.setup.simulated
     }
 
     /// Where runs happen, for the header.
     pub fn backend_label(&self) -> &str {
-        &self.backend_label
+        &self.setup.backend_label
     }
 
     /// The current run, as the panels draw it (cut at the view's moment).
     pub fn run(&self) -> &RunModel {
-        &self.run
+        &self.shown.run
     }
 
     /// What the current run is called in a compare's headings.
     pub fn compared_label(&self) -> &str {
-        &self.run_label
+        &self.shown.run_label
     }
 
     /// Whether the simulator's clock runs (space stops it).
     pub fn sim_playing(&self) -> bool {
-        self.sim_playing
+        self.setup.sim_playing
     }
 
     /// The selected lane.
     pub fn selected(&self) -> usize {
-        self.selected
+        self.view.selected
     }
 
     /// What is drawn over the screen (help, the inspector's detail).
     pub fn overlay(&self) -> Overlay {
-        self.overlay
+        self.view.overlay
     }
 
     /// How far the help is scrolled.
     pub fn help_scroll(&self) -> u16 {
-        self.help_scroll
+        self.view.help_scroll
     }
 
     /// Whether the inspector (each call and reply) is open.
     pub fn inspector(&self) -> bool {
-        self.inspector
+        self.view.inspector
     }
 
     /// The colours.
     pub fn theme(&self) -> &Theme {
-        &self.theme
+        &self.view.theme
     }
 
     /// The status line's message.
     pub fn status(&self) -> &Option<String> {
-        &self.status
+        &self.view.status
     }
 
     /// An error to show until Esc.
     pub fn error(&self) -> &Option<String> {
-        &self.error
+        &self.view.error
     }
 
     /// The user quit.
@@ -764,7 +750,9 @@ impl App {
             return true;
         }
         let held = self.cursor.hold_at.is_some();
-        !self.log.is_empty() && !held && (self.log_ended().is_none() || !self.cursor.following)
+        !self.shown.log.is_empty()
+            && !held
+            && (self.log_ended().is_none() || !self.cursor.following)
     }
 
     /// When the loop must wake even if nothing else happens (a lesson's reading-time
@@ -775,7 +763,7 @@ impl App {
 
     /// The run is still going (in the servers: the view may be behind it).
     pub fn live(&self) -> bool {
-        self.replay().is_none() && !self.log.is_empty() && self.log_ended().is_none()
+        self.replay().is_none() && !self.shown.log.is_empty() && self.log_ended().is_none()
     }
 
     /// Begin showing a new run.
@@ -784,17 +772,17 @@ impl App {
         if let Some(lesson) = self.mode.lesson_mut() {
             lesson.restart(&label);
         }
-        self.log.clear();
-        self.run = RunModel::default();
-        self.run_label = self.run_label();
+        self.shown.log.clear();
+        self.shown.run = RunModel::default();
+        self.shown.run_label = self.run_label();
         self.cursor.reached_ms = 0.0;
         self.cursor.cursor_ms = 0.0;
         self.cursor.following = true;
-        self.cursor.pace = self.speed;
+        self.cursor.pace = self.setup.speed;
         self.cursor.hold_at = None;
         self.cursor.moment = None;
-        self.error = None;
-        self.sim_playing = true;
+        self.view.error = None;
+        self.setup.sim_playing = true;
     }
 
     /// What the next run is called: its variant's name, or its fencing.
@@ -804,7 +792,7 @@ impl App {
         }
         match self.runs.variants.get(self.runs.variant) {
             Some(v) => v.label.clone(),
-            None => format!("fencing tokens: {}", if self.fencing { "on" } else { "off" }),
+            None => format!("fencing tokens: {}", if self.setup.fencing { "on" } else { "off" }),
         }
     }
 
@@ -814,9 +802,9 @@ impl App {
     }
 
     fn act(&mut self, action: Action) -> Vec<Effect> {
-        self.status = None;
+        self.view.status = None;
         // While the help is open, the arrows and PgUp/PgDn scroll it.
-        if self.overlay == Overlay::Help {
+        if self.view.overlay == Overlay::Help {
             let by = match action {
                 Action::SelectPrev => Some(-1),
                 Action::SelectNext => Some(1),
@@ -827,7 +815,8 @@ impl App {
             if let Some(by) = by {
                 // No further than the help is long (the drawing stops at its end).
                 let most = super::keys::BINDINGS.len() as u16 + 16;
-                self.help_scroll = self.help_scroll.saturating_add_signed(by as i16).min(most);
+                self.view.help_scroll =
+                    self.view.help_scroll.saturating_add_signed(by as i16).min(most);
                 return Vec::new();
             }
         }
@@ -842,22 +831,23 @@ impl App {
         match action {
             Action::Quit => self.quit = true,
             Action::Help => {
-                self.help_scroll = 0;
-                self.overlay =
-                    if self.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
+                self.view.help_scroll = 0;
+                self.view.overlay =
+                    if self.view.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
             }
             Action::Back => {
-                if self.overlay != Overlay::None {
-                    self.overlay = Overlay::None;
-                } else if self.error.is_some() {
-                    self.error = None;
+                if self.view.overlay != Overlay::None {
+                    self.view.overlay = Overlay::None;
+                } else if self.view.error.is_some() {
+                    self.view.error = None;
                 } else {
                     self.cursor.moment = None;
                 }
             }
-            Action::SelectPrev => self.selected = self.selected.saturating_sub(1),
+            Action::SelectPrev => self.view.selected = self.view.selected.saturating_sub(1),
             Action::SelectNext => {
-                self.selected = (self.selected + 1).min(self.run.lanes.len().saturating_sub(1));
+                self.view.selected =
+                    (self.view.selected + 1).min(self.shown.run.lanes.len().saturating_sub(1));
             }
             Action::PauseWorker(i) => {
                 if let Some(effects) = self.answer_posed(i) {
@@ -869,19 +859,21 @@ impl App {
                     lesson.answer(i + 1);
                     return Vec::new();
                 }
-                if i >= self.run.lanes.len() {
-                    self.status = Some(format!("there is no worker {}", i + 1));
+                if i >= self.shown.run.lanes.len() {
+                    self.view.status = Some(format!("there is no worker {}", i + 1));
                     return Vec::new();
                 }
-                self.selected = i;
-                return self.command_selected(WorkerCommand::Pause { ms: Some(self.pause_ms) });
+                self.view.selected = i;
+                return self
+                    .command_selected(WorkerCommand::Pause { ms: Some(self.setup.pause_ms) });
             }
             Action::PauseSelected => {
-                return self.command_selected(WorkerCommand::Pause { ms: Some(self.pause_ms) });
+                return self
+                    .command_selected(WorkerCommand::Pause { ms: Some(self.setup.pause_ms) });
             }
             Action::HoldSelected => {
                 let held = matches!(
-                    self.run.lanes.get(self.selected).map(|l| l.now()),
+                    self.shown.run.lanes.get(self.view.selected).map(|l| l.now()),
                     Some(Belief::Paused { by_user: true, .. })
                 );
                 let command =
@@ -889,20 +881,20 @@ impl App {
                 return self.command_selected(command);
             }
             Action::CrashSelected => return self.command_selected(WorkerCommand::Crash),
-            Action::ToggleFencing if !self.scenario.lock.spec().can.fencing => {
-                self.status = Some(
+            Action::ToggleFencing if !self.setup.scenario.lock.spec().can.fencing => {
+                self.view.status = Some(
                     "a queue's tokens are job numbers, which no storage can order: fencing does not apply (an idempotency key does)".to_string(),
                 );
             }
             Action::ToggleFencing => {
-                self.fencing = !self.fencing;
-                let on = if self.fencing { "ON" } else { "OFF" };
-                self.status = Some(if self.live() {
+                self.setup.fencing = !self.setup.fencing;
+                let on = if self.setup.fencing { "ON" } else { "OFF" };
+                self.view.status = Some(if self.live() {
                     format!("fencing {on}: applies to this run's later writes, and to reruns")
                 } else {
                     format!("fencing {on} for the next run: press r to restart")
                 });
-                return vec![Effect::SetFencing(self.fencing)];
+                return vec![Effect::SetFencing(self.setup.fencing)];
             }
             Action::Restart => {
                 self.runs.previous = None;
@@ -912,62 +904,64 @@ impl App {
             }
             Action::Break => return self.break_it(),
             Action::Compare => {
-                if self.run.lanes.is_empty() {
+                if self.shown.run.lanes.is_empty() {
                     return Vec::new();
                 }
                 self.breaking.counterexample = None;
                 if self.runs.variants.is_empty() {
-                    self.fencing = !self.run.fencing_at_start;
+                    self.setup.fencing = !self.shown.run.fencing_at_start;
                 } else {
                     self.runs.variant = (self.runs.variant + 1) % self.runs.variants.len();
-                    self.fencing = self.runs.variants[self.runs.variant].fencing;
+                    self.setup.fencing = self.runs.variants[self.runs.variant].fencing;
                 }
                 self.runs.scripted =
                     if self.runs.variants.is_empty() { self.user_controls() } else { Vec::new() };
-                self.runs.previous = Some(self.run.clone());
-                self.runs.previous_label = self.run_label.clone();
+                self.runs.previous = Some(self.shown.run.clone());
+                self.runs.previous_label = self.shown.run_label.clone();
                 return vec![Effect::StartRun];
             }
-            Action::ToggleInspector => self.inspector = !self.inspector,
+            Action::ToggleInspector => self.view.inspector = !self.view.inspector,
             Action::SpeedDown | Action::SpeedUp => {
                 return self.change_speed(action == Action::SpeedUp);
             }
             Action::TtlDown | Action::TtlUp => {
-                let ttl = step(self.scenario.ttl_ms, action == Action::TtlUp);
-                self.scenario.ttl_ms = ttl;
-                self.status = Some(format!(
+                let ttl = step(self.setup.scenario.ttl_ms, action == Action::TtlUp);
+                self.setup.scenario.ttl_ms = ttl;
+                self.view.status = Some(format!(
                     "lease (TTL) {} from the next run: press r to restart",
                     secs(ttl)
                 ));
             }
             Action::NextWait => self.next_wait(),
             Action::PauseLengthDown | Action::PauseLengthUp => {
-                self.pause_ms = step(self.pause_ms, action == Action::PauseLengthUp);
-                self.status = Some(format!("pause length {}", secs(self.pause_ms)));
+                self.setup.pause_ms = step(self.setup.pause_ms, action == Action::PauseLengthUp);
+                self.view.status = Some(format!("pause length {}", secs(self.setup.pause_ms)));
             }
             Action::AddWorker => self.add_worker(),
             Action::RemoveWorker => {
-                if self.scenario.workers.len() > 1 {
-                    let gone = self.scenario.workers.pop().map(|w| w.name).unwrap_or_default();
-                    self.status = Some(format!(
+                if self.setup.scenario.workers.len() > 1 {
+                    let gone =
+                        self.setup.scenario.workers.pop().map(|w| w.name).unwrap_or_default();
+                    self.view.status = Some(format!(
                         "worker {gone} removed from the next run: press r to restart"
                     ));
                 }
             }
             Action::SimPlayPause => {
-                if !self.simulated {
-                    self.status =
+                if !self.setup.simulated {
+                    self.view.status =
                         Some("time can only be stopped on the simulator (fencelab --sim)".into());
                     return Vec::new();
                 }
-                self.sim_playing = !self.sim_playing;
-                return vec![Effect::Pace(PaceChange::Playing(self.sim_playing))];
+                self.setup.sim_playing = !self.setup.sim_playing;
+                return vec![Effect::Pace(PaceChange::Playing(self.setup.sim_playing))];
             }
             Action::SimStep => {
-                if self.simulated && !self.sim_playing {
+                if self.setup.simulated && !self.setup.sim_playing {
                     return vec![Effect::Pace(PaceChange::Step(100.0))];
                 }
-                self.status = Some("stop time first (s), then step with . (simulator only)".into());
+                self.view.status =
+                    Some("stop time first (s), then step with . (simulator only)".into());
             }
             Action::MomentBack | Action::MomentForward => {
                 let delta = self.cursor.window_ms / 60.0;
@@ -985,7 +979,7 @@ impl App {
                 self.cursor.window_ms = (self.cursor.window_ms * 1.5).min(120_000.0);
             }
             Action::NextViolation => self.next_violation(),
-            Action::CycleTheme => self.theme = self.theme.next(),
+            Action::CycleTheme => self.view.theme = self.view.theme.next(),
             Action::Continue => return self.continue_lesson(),
             Action::NarrationUp
             | Action::NarrationDown
@@ -993,19 +987,20 @@ impl App {
             | Action::NarrationForward
             | Action::Retake => return self.lesson_key(action),
             Action::LessonMenu if self.class_seat().is_some() => {
-                self.status = Some("a class has no menu: q ends it".into());
+                self.view.status = Some("a class has no menu: q ends it".into());
             }
             Action::LessonMenu => (self.quit, self.to_menu) = (true, true),
             Action::StepBack => {
-                self.status = Some(", steps back through a replay (fencelab replay FILE)".into());
+                self.view.status =
+                    Some(", steps back through a replay (fencelab replay FILE)".into());
             }
             Action::NextLock => {
                 self.breaking.counterexample = None;
-                return self.switch(Some(Service::of(&self.scenario).next_lock()));
+                return self.switch(Some(Service::of(&self.setup.scenario).next_lock()));
             }
             Action::NextStorage => {
                 self.breaking.counterexample = None;
-                return self.switch(Service::of(&self.scenario).next_storage());
+                return self.switch(Service::of(&self.setup.scenario).next_storage());
             }
         }
         Vec::new()
@@ -1015,8 +1010,8 @@ impl App {
     /// event (for an overlap, the second holder's grant), so the panels at that moment
     /// show it.
     fn violation_moments(&self, upto_ms: f64) -> Vec<f64> {
-        let upto = self.log.partition_point(|e| e.t_ms <= upto_ms);
-        let events = &self.log[..upto];
+        let upto = self.shown.log.partition_point(|e| e.t_ms <= upto_ms);
+        let events = &self.shown.log[..upto];
         let mut times: Vec<f64> = crate::check::check(events)
             .iter()
             .map(|v| {
@@ -1035,7 +1030,7 @@ impl App {
         let times = self.violation_moments(upto_ms);
         let next = times.iter().find(|t| **t > after + 0.0005).or(times.first()).copied();
         if next.is_none() {
-            self.status = Some("no safety violation in this run".into());
+            self.view.status = Some("no safety violation in this run".into());
         }
         next
     }
@@ -1047,7 +1042,7 @@ impl App {
     }
 
     fn run_scenario(&self) -> Option<&Scenario> {
-        self.log.first().and_then(|e| match &e.kind {
+        self.shown.log.first().and_then(|e| match &e.kind {
             EventKind::RunStarted { scenario, .. } => Some(scenario.as_ref()),
             _ => None,
         })
@@ -1117,7 +1112,7 @@ mod tests {
             effects,
             [Effect::Worker("B".into(), WorkerCommand::Pause { ms: Some(DEFAULT_PAUSE_MS) })]
         );
-        assert_eq!(app.selected, 1);
+        assert_eq!(app.view.selected, 1);
         assert!(app.update(Action::PauseWorker(5)).is_empty(), "there is no worker 6");
     }
 
@@ -1140,17 +1135,17 @@ mod tests {
         let queue = builtin("queue").unwrap().unwrap();
         let mut app = App::new(queue, false, 1.0, true, "test".into(), Theme::DEFAULT);
         assert!(app.update(Action::ToggleFencing).is_empty());
-        assert!(!app.fencing);
-        assert!(app.status.as_deref().is_some_and(|s| s.contains("an idempotency key does")));
+        assert!(!app.setup.fencing);
+        assert!(app.view.status.as_deref().is_some_and(|s| s.contains("an idempotency key does")));
     }
 
     #[test]
     fn fencing_applies_live_and_compare_reruns_with_it_flipped() {
         let mut app = app();
         assert_eq!(app.update(Action::ToggleFencing), [Effect::SetFencing(true)]);
-        app.fencing = false;
+        app.setup.fencing = false;
         assert_eq!(app.update(Action::Compare), [Effect::StartRun]);
-        assert!(app.fencing, "the rerun flips the first run's fencing");
+        assert!(app.setup.fencing, "the rerun flips the first run's fencing");
         assert!(app.runs.previous.is_some());
         assert_eq!(app.update(Action::Restart), [Effect::StartRun]);
         assert!(app.runs.previous.is_none());
@@ -1165,7 +1160,7 @@ mod tests {
         };
         log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended }]);
         assert!(app.update(Action::CrashSelected).is_empty());
-        assert!(app.status.as_deref().unwrap_or("").contains("r restarts it"));
+        assert!(app.view.status.as_deref().unwrap_or("").contains("r restarts it"));
     }
 
     #[test]
@@ -1174,10 +1169,10 @@ mod tests {
         app.update(Action::TtlUp);
         app.update(Action::AddWorker);
         app.update(Action::PauseLengthDown);
-        assert_eq!(app.scenario.ttl_ms, 3500);
-        assert_eq!(app.scenario.workers.last().unwrap().name, "C");
-        assert_eq!(app.pause_ms, DEFAULT_PAUSE_MS - 500);
-        assert_eq!(app.run.lanes.len(), 2, "the running run keeps its workers");
+        assert_eq!(app.setup.scenario.ttl_ms, 3500);
+        assert_eq!(app.setup.scenario.workers.last().unwrap().name, "C");
+        assert_eq!(app.setup.pause_ms, DEFAULT_PAUSE_MS - 500);
+        assert_eq!(app.shown.run.lanes.len(), 2, "the running run keeps its workers");
     }
 
     #[test]
@@ -1186,7 +1181,7 @@ mod tests {
         let mut seen = Vec::new();
         for _ in 0..3 {
             assert!(app.update(Action::NextWait).is_empty(), "it waits for the next run");
-            seen.push((app.scenario.wait, app.scenario.poll_ms));
+            seen.push((app.setup.scenario.wait, app.setup.scenario.poll_ms));
         }
         assert_eq!(
             seen,
@@ -1196,18 +1191,18 @@ mod tests {
                 (WaitStrategy::Ttl, None)
             ]
         );
-        app.scenario.lock = LockShape::Etcd;
+        app.setup.scenario.lock = LockShape::Etcd;
         app.update(Action::NextWait);
         app.update(Action::NextWait);
-        assert_eq!(app.scenario.wait, WaitStrategy::Ttl, "etcd: poll, then back to ttl");
+        assert_eq!(app.setup.scenario.wait, WaitStrategy::Ttl, "etcd: poll, then back to ttl");
     }
 
     #[test]
     fn speed_is_live_on_the_simulator_only() {
         let mut app = app();
         assert!(app.update(Action::SpeedDown).is_empty());
-        assert_eq!(app.speed, 0.5);
-        app.simulated = true;
+        assert_eq!(app.setup.speed, 0.5);
+        app.setup.simulated = true;
         assert_eq!(app.update(Action::SpeedUp), [Effect::Pace(PaceChange::Speed(1.0))]);
     }
 
@@ -1219,7 +1214,7 @@ mod tests {
             let [Effect::SwitchService(to)] = app.update(Action::NextLock)[..] else {
                 panic!("l asks for a switch")
             };
-            to.apply(&mut app.scenario);
+            to.apply(&mut app.setup.scenario);
             seen.push(to.lock);
         }
         assert_eq!(
@@ -1230,13 +1225,15 @@ mod tests {
             panic!("w asks for a switch")
         };
         assert_eq!(to.storage, StorageKind::Postgres);
-        to.apply(&mut app.scenario);
+        to.apply(&mut app.setup.scenario);
         // Redlock keeps its storage on Redis.
         let [Effect::SwitchService(redlock)] = app.update(Action::NextLock)[..] else { panic!() };
         assert_eq!(redlock.storage, StorageKind::Redis);
-        redlock.apply(&mut app.scenario);
+        redlock.apply(&mut app.setup.scenario);
         assert_eq!(app.update(Action::NextStorage), []);
-        assert!(app.status.as_deref().unwrap_or_default().contains("Redlock keeps its storage"));
+        assert!(
+            app.view.status.as_deref().unwrap_or_default().contains("Redlock keeps its storage")
+        );
     }
 
     fn worker(seq: u64, t_ms: f64, name: &str, what: WorkerEvent) -> Event {
@@ -1251,7 +1248,7 @@ mod tests {
             lesson.scenario.checkpoints.clone(),
             vec![],
         );
-        let started = app().log.remove(0);
+        let started = app().shown.log.remove(0);
         let mut lesson_app =
             App::new(lesson.scenario, false, 1.0, simulated, "t".into(), Theme::DEFAULT)
                 .with_lesson(state);
@@ -1273,8 +1270,8 @@ mod tests {
         assert!(app.update(Msg::Clock { reached_ms: 3200.0, real_ms: 3200.0 }).is_empty());
         assert!(app.held());
         assert_eq!(app.view_ms(), 2100.0);
-        assert_eq!(app.run.seen(), 3, "the frozen moment includes the event at 2.1 s");
-        assert!(app.run.writes.is_empty() && app.run.lanes[0].last_token == Some(1));
+        assert_eq!(app.shown.run.seen(), 3, "the frozen moment includes the event at 2.1 s");
+        assert!(app.shown.run.writes.is_empty() && app.shown.run.lanes[0].last_token == Some(1));
         app.update(Msg::Clock { reached_ms: 5000.0, real_ms: 1800.0 });
         assert_eq!(app.view_ms(), 2100.0, "the cursor never passes an open question");
         app.update(Action::PauseWorker(1));
@@ -1285,10 +1282,10 @@ mod tests {
         // From where it stopped, at the run's pace.
         app.update(Msg::Clock { reached_ms: 5500.0, real_ms: 500.0 });
         assert_eq!(app.view_ms(), 2600.0);
-        assert_eq!(app.run.seen(), 3);
+        assert_eq!(app.shown.run.seen(), 3);
         app.update(Msg::Clock { reached_ms: 6000.0, real_ms: 500.0 });
         assert_eq!(app.view_ms(), 3100.0);
-        assert_eq!(app.run.seen(), 4);
+        assert_eq!(app.shown.run.seen(), 4);
         app.update(Msg::Clock { reached_ms: 6500.0, real_ms: 10_000.0 });
         assert_eq!(app.view_ms(), 6500.0, "caught up, it follows the run again");
     }
@@ -1306,7 +1303,7 @@ mod tests {
     #[test]
     fn compare_repeats_the_users_pauses_and_crashes_at_their_moments() {
         let mut app = app();
-        app.simulated = true;
+        app.setup.simulated = true;
         log(
             &mut app,
             vec![
@@ -1320,7 +1317,7 @@ mod tests {
         );
         assert_eq!(app.update(Action::Compare), [Effect::StartRun]);
         app.update(Msg::RunStarting);
-        assert_eq!(app.run_label, "fencing tokens: on");
+        assert_eq!(app.shown.run_label, "fencing tokens: on");
         assert_eq!(app.runs.previous_label, "fencing tokens: off");
         assert!(app.update(Msg::Clock { reached_ms: 400.0, real_ms: 400.0 }).is_empty());
         assert_eq!(
@@ -1366,14 +1363,15 @@ mod tests {
         app.update(Action::NextViolation);
         assert_eq!(app.cursor.moment, Some(3000.0), "B's grant: both believe from here");
         assert!(
-            app.run
+            app.shown
+                .run
                 .violations
                 .iter()
                 .any(|v| crate::check::ViolationKind::OverlappingBelief == v.kind())
         );
         app.update(Action::Back);
         app.update(Msg::Seek(1000.0));
-        assert_eq!(app.run.seen(), 3, "an inspected moment cuts the model too");
+        assert_eq!(app.shown.run.seen(), 3, "an inspected moment cuts the model too");
         app.update(Msg::Seek(99_999.0));
         assert_eq!(app.view_ms(), 3000.5, "never past the cursor");
     }
@@ -1411,13 +1409,13 @@ mod tests {
         let story = "A freezes at 0.05 s for 2.2 s".to_string();
         let answer = Searched::Broken { scenario: Box::new(broken.clone()), story: story.clone() };
         app.update(Msg::Searching(3));
-        assert!(app.status.as_deref().is_some_and(|s| s.contains("3 schedules")));
+        assert!(app.view.status.as_deref().is_some_and(|s| s.contains("3 schedules")));
         assert_eq!(app.update(Msg::Searched(answer)), [Effect::StartRun]);
         assert!(!app.searching() && app.runs.previous.is_some());
-        assert_eq!(app.status, None, "the search's progress line goes with it");
+        assert_eq!(app.view.status, None, "the search's progress line goes with it");
         assert_eq!(app.next_run().0, broken);
         app.update(Msg::RunStarting);
-        assert_eq!(app.run_label, format!("broken by: {story}"));
+        assert_eq!(app.shown.run_label, format!("broken by: {story}"));
         app.update(Action::Restart);
         assert_eq!(app.next_run().0.name, scenario.name, "r runs the scenario again");
     }
@@ -1428,7 +1426,7 @@ mod tests {
         app.breaking.searching = true;
         let held = Searched::Held("all single pauses ...: no violation".into());
         assert!(app.update(Msg::Searched(held)).is_empty());
-        assert_eq!(app.status.as_deref(), Some("break: all single pauses ...: no violation"));
+        assert_eq!(app.view.status.as_deref(), Some("break: all single pauses ...: no violation"));
         assert!(app.runs.previous.is_none());
     }
 
@@ -1450,11 +1448,11 @@ mod tests {
             time_scale: 1.0,
         };
         log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind }]);
-        assert_eq!(app.run_label, names[0]);
+        assert_eq!(app.shown.run_label, names[0]);
         assert_eq!(app.compare_label(), names[1], "the end hint names what c runs");
         app.update(Action::Compare);
         app.update(Msg::RunStarting);
-        assert_eq!((&app.runs.previous_label, &app.run_label), (&names[0], &names[1]));
+        assert_eq!((&app.runs.previous_label, &app.shown.run_label), (&names[0], &names[1]));
     }
 
     #[test]
@@ -1465,8 +1463,8 @@ mod tests {
         assert!(app.runs.previous.is_some());
         app.update(Msg::RunStarting);
         app.update(Msg::Failed("cannot reach Redis".into()));
-        assert!(app.runs.previous.is_none() && app.run.lanes.is_empty());
-        assert_eq!(app.error.as_deref(), Some("cannot reach Redis"));
+        assert!(app.runs.previous.is_none() && app.shown.run.lanes.is_empty());
+        assert_eq!(app.view.error.as_deref(), Some("cannot reach Redis"));
     }
 
     #[test]

@@ -87,20 +87,20 @@ pub(super) fn step(ms: u64, up: bool) -> u64 {
 impl App {
     pub(super) fn switch(&mut self, to: Option<Service>) -> Vec<Effect> {
         let Some(to) = to else {
-            self.status =
+            self.view.status =
                 Some("Redlock keeps its storage on Redis: press l for another lock".into());
             return Vec::new();
         };
         self.runs.previous = None;
         self.runs.scripted.clear();
-        self.status = Some(format!("starting {}...", to.label()));
+        self.view.status = Some(format!("starting {}...", to.label()));
         vec![Effect::SwitchService(to)]
     }
 
     pub(super) fn command_selected(&mut self, command: WorkerCommand) -> Vec<Effect> {
-        let Some(lane) = self.run.lanes.get(self.selected) else { return Vec::new() };
+        let Some(lane) = self.shown.run.lanes.get(self.view.selected) else { return Vec::new() };
         if !self.live() {
-            self.status = Some(
+            self.view.status = Some(
                 "the run has ended on the servers (the screen may still be catching up): nothing to pause; r restarts it"
                     .into(),
             );
@@ -117,7 +117,7 @@ impl App {
             ),
             false => String::new(),
         };
-        self.status = Some(match command {
+        self.view.status = Some(match command {
             WorkerCommand::Pause { ms: Some(ms) } | WorkerCommand::Stall { ms } => {
                 format!("{name} paused for {} (a GC pause){lands}", secs(ms))
             }
@@ -133,19 +133,19 @@ impl App {
     }
 
     pub(super) fn change_speed(&mut self, faster: bool) -> Vec<Effect> {
-        let i = SPEEDS.iter().position(|s| *s >= self.speed).unwrap_or(3);
+        let i = SPEEDS.iter().position(|s| *s >= self.setup.speed).unwrap_or(3);
         let i = if faster { (i + 1).min(SPEEDS.len() - 1) } else { i.saturating_sub(1) };
-        self.speed = SPEEDS[i];
+        self.setup.speed = SPEEDS[i];
         // The simulator's clock and a replay's are ours: the speed applies at once.
-        if self.simulated || self.replay().is_some() {
+        if self.setup.simulated || self.replay().is_some() {
             // The cursor, catching up after a hold, goes at the run's new pace too.
-            self.cursor.pace = self.speed;
-            self.status = Some(format!("speed {}x", self.speed));
-            vec![Effect::Pace(PaceChange::Speed(self.speed))]
+            self.cursor.pace = self.setup.speed;
+            self.view.status = Some(format!("speed {}x", self.setup.speed));
+            vec![Effect::Pace(PaceChange::Speed(self.setup.speed))]
         } else {
-            self.status = Some(format!(
+            self.view.status = Some(format!(
                 "speed {}x from the next run (leases on real servers are set when taken): press r",
-                self.speed
+                self.setup.speed
             ));
             Vec::new()
         }
@@ -154,7 +154,7 @@ impl App {
     /// ttl → poll (every 100 ms) → notify → ttl. `notify` needs the one-Redis lock's
     /// release channel: on other lock services the cycle skips it.
     pub(super) fn next_wait(&mut self) {
-        let s = &mut self.scenario;
+        let s = &mut self.setup.scenario;
         let notify_fits =
             s.lock.spec().can.release_channel && s.release == ReleaseMode::CompareAndDelete;
         s.wait = match s.wait {
@@ -169,20 +169,22 @@ impl App {
             WaitStrategy::Poll => "retry every 100 ms",
             WaitStrategy::Notify => "are told of a release",
         };
-        self.status = Some(format!("next run: waiters {how} (wait = {}): press r", s.wait.name()));
+        self.view.status =
+            Some(format!("next run: waiters {how} (wait = {}): press r", s.wait.name()));
     }
 
     pub(super) fn add_worker(&mut self) {
-        if self.scenario.workers.len() >= MAX_WORKERS {
-            self.status = Some(format!("at most {MAX_WORKERS} workers"));
+        if self.setup.scenario.workers.len() >= MAX_WORKERS {
+            self.view.status = Some(format!("at most {MAX_WORKERS} workers"));
             return;
         }
         let name = (b'A'..=b'Z')
             .map(|c| (c as char).to_string())
-            .find(|n| self.scenario.workers.iter().all(|w| &w.name != n))
+            .find(|n| self.setup.scenario.workers.iter().all(|w| &w.name != n))
             .unwrap_or_else(|| "W".into());
-        let start_ms = self.scenario.workers.iter().map(|w| w.start_ms).max().unwrap_or(0) + 300;
-        self.scenario.workers.push(WorkerSpec {
+        let start_ms =
+            self.setup.scenario.workers.iter().map(|w| w.start_ms).max().unwrap_or(0) + 300;
+        self.setup.scenario.workers.push(WorkerSpec {
             name: name.clone(),
             start_ms,
             steps: vec![
@@ -194,24 +196,25 @@ impl App {
             // A worker added by hand is fencelab's own, beside any programs.
             program: None,
         });
-        self.status = Some(format!("worker {name} added to the next run: press r to restart"));
+        self.view.status = Some(format!("worker {name} added to the next run: press r to restart"));
     }
 
     /// The scenario the current run was started with.
     /// `b`: search the scenario of the run on screen, with the fencing it ran with.
     pub(super) fn break_it(&mut self) -> Vec<Effect> {
         let Some(scenario) = self.run_scenario().filter(|_| self.log_ended().is_some()) else {
-            self.status = Some("b searches a run once it has ended".to_string());
+            self.view.status = Some("b searches a run once it has ended".to_string());
             return Vec::new();
         };
         if self.breaking.searching {
-            self.status = Some("break: already searching".to_string());
+            self.view.status = Some("break: already searching".to_string());
             return Vec::new();
         }
         let scenario = Box::new(scenario.clone());
         self.breaking.searching = true;
-        self.status = Some("break: searching for the faults that break this run (q quits)".into());
-        vec![Effect::Search(scenario, self.run.fencing_at_start)]
+        self.view.status =
+            Some("break: searching for the faults that break this run (q quits)".into());
+        vec![Effect::Search(scenario, self.shown.run.fencing_at_start)]
     }
 
     /// `b`'s answer: run the counterexample below this run, or say what held.
@@ -220,19 +223,19 @@ impl App {
         match searched {
             Searched::Broken { scenario, story } => {
                 // The search's progress is over; the new run's title tells the story.
-                self.status = None;
+                self.view.status = None;
                 self.runs.scripted.clear();
-                self.runs.previous = Some(self.run.clone());
-                self.runs.previous_label = self.run_label.clone();
+                self.runs.previous = Some(self.shown.run.clone());
+                self.runs.previous_label = self.shown.run_label.clone();
                 self.breaking.counterexample = Some((*scenario, story));
                 vec![Effect::StartRun]
             }
             Searched::Held(covered) => {
-                self.status = Some(format!("break: {covered}"));
+                self.view.status = Some(format!("break: {covered}"));
                 Vec::new()
             }
             Searched::Failed(error) => {
-                self.status = Some(format!("break failed: {error}"));
+                self.view.status = Some(format!("break failed: {error}"));
                 Vec::new()
             }
         }
@@ -248,7 +251,7 @@ impl App {
         };
         let mut held: Vec<&str> = Vec::new();
         let mut out = Vec::new();
-        for e in &self.log {
+        for e in &self.shown.log {
             let EventKind::Worker { worker, what } = &e.kind else { continue };
             let command = match what {
                 WorkerEvent::Paused { ms, by_user: true } => {

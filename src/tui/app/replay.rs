@@ -11,7 +11,7 @@ impl App {
         self.mode = Mode::Replay(Replaying { playing: true });
         self.cursor.following = false;
         self.logged(events);
-        self.cursor.reached_ms = self.log.last().map_or(0.0, |e| e.t_ms);
+        self.cursor.reached_ms = self.shown.log.last().map_or(0.0, |e| e.t_ms);
         self.reveal();
         self
     }
@@ -33,7 +33,7 @@ impl App {
             Action::SimStep | Action::StepBack => {
                 pause(self);
                 let t = self.cursor.cursor_ms;
-                let times = self.log.iter().map(|e| e.t_ms);
+                let times = self.shown.log.iter().map(|e| e.t_ms);
                 self.cursor.cursor_ms = if action == Action::SimStep {
                     times.clone().find(|at| *at > t).unwrap_or(end)
                 } else {
@@ -60,7 +60,7 @@ impl App {
             Action::SpeedDown | Action::SpeedUp => return None,
             _ if keys::works_in_replay(action) => return None,
             _ => {
-                self.status = Some(format!(
+                self.view.status = Some(format!(
                     "this is a replay of a saved run: it can be played, stepped and scrubbed, not changed ({})",
                     keys::describe(action)
                 ));
