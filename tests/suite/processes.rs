@@ -87,8 +87,8 @@ async fn a_paused_worker_process_is_stopped_by_the_kernel() {
             });
             let pid = stopped.await.unwrap();
             // Stopped throughout the first 1.5 s of its 3 s pause, looked at five times.
-            // (These sleeps are what the test checks: the state over time, which no
-            // event marks; the run's next event, SIGCONT, would come too late.)
+            // (These sleeps stay: the state over time is what the test checks, and no
+            // event marks a moment inside the pause; the next one, SIGCONT, ends it.)
             for _ in 0..5 {
                 let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
                 let state = stat[stat.rfind(')').unwrap() + 2..].chars().next();
