@@ -118,6 +118,9 @@ async fn a_slow_screen_still_reads_the_runs_end_before_the_room_closes() {
     log.append(EventKind::RunEnded { storage: Vec::new(), outcome: RunOutcome::Completed });
     let mut eyes = Desk::join(room.seats()[0].join_url()).await.unwrap();
     let slow = tokio::spawn(async move {
+        // The screen's slowness is what the test is about: it reads 250 ms late,
+        // whatever has happened meanwhile. (Waiting for the end to be posted instead
+        // would read it at once, inside any grace however short.)
         tokio::time::sleep(Duration::from_millis(250)).await;
         eyes.room("0", Duration::from_millis(100)).await
     });
@@ -364,6 +367,57 @@ async fn a_redis_that_refuses_acl_setuser_is_named_as_such() {
 struct Joined<'a> {
     students: &'a mut Vec<std::process::Child>,
     urls: &'a [String],
+    /// What the instructor has printed since the run started, as it comes.
+    projector: &'a Printed,
+    /// What each student's `fencelab join` (the first ones) has printed, as it comes.
+    screens: &'a [Printed],
+}
+
+/// What a process prints, as it comes: a thread reads it into this.
+type Printed = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+/// Read `from` into a `Printed` on a thread of its own, until its end.
+fn printing(
+    mut from: impl std::io::Read + Send + 'static,
+) -> (Printed, std::thread::JoinHandle<()>) {
+    let printed = Printed::default();
+    let into = printed.clone();
+    let reading = std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = from.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            into.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    (printed, reading)
+}
+
+fn text_of(printed: &Printed) -> String {
+    String::from_utf8_lossy(&printed.lock().unwrap()).into_owned()
+}
+
+/// Wait until `printed` has a line with `needle`: the moment in the run it marks.
+/// Returns the text printed so far.
+fn wait_for_line(whose: &str, printed: &Printed, needle: &str) -> String {
+    support::wait_until(
+        Duration::from_secs(30),
+        || Some(text_of(printed)).filter(|text| text.contains(needle)),
+        || format!("{whose} never printed {needle:?}:\n{}", text_of(printed)),
+    )
+}
+
+impl Joined<'_> {
+    /// Wait until the instructor prints `needle` (from the run's start on).
+    fn projector_says(&self, needle: &str) -> String {
+        wait_for_line("the instructor", self.projector, needle)
+    }
+
+    /// Wait until student `i`'s first `fencelab join` prints `needle`.
+    fn screen_says(&self, i: usize, needle: &str) -> String {
+        wait_for_line(&format!("student {i}'s join"), &self.screens[i], needle)
+    }
 }
 
 fn play_class(
@@ -474,6 +528,8 @@ fn play_class_with(
             join.spawn().unwrap()
         })
         .collect();
+    let (screens, reading_screens): (Vec<_>, Vec<_>) =
+        joined.iter_mut().map(|j| printing(j.stdout.take().unwrap())).unzip();
     let mut stdin = instructor.stdin.take().unwrap();
     let mut came = 0;
     loop {
@@ -491,19 +547,29 @@ fn play_class_with(
             break;
         }
     }
-    script(&mut stdin, &mut Joined { students: &mut joined, urls: &urls });
+    let (projector, rest) = printing(out);
+    let mut playing =
+        Joined { students: &mut joined, urls: &urls, projector: &projector, screens: &screens };
+    script(&mut stdin, &mut playing);
     drop(stdin);
-    let rest = std::thread::spawn(move || {
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-        rest
-    });
     let status = instructor.wait().unwrap();
-    seen.push_str(&rest.join().unwrap());
+    rest.join().unwrap();
+    seen.push_str(&String::from_utf8(projector.lock().unwrap().clone()).unwrap());
     assert!(status.success(), "{seen}");
+    // Each student's screen: their join's, or that of the join the script started in
+    // its place (whose stdout is still here to read).
     let screens = joined
         .into_iter()
-        .map(|j| String::from_utf8_lossy(&j.wait_with_output().unwrap().stdout).into_owned())
+        .zip(screens.iter().zip(reading_screens))
+        .map(|(j, (first, reading))| {
+            let replaced = j.stdout.is_some();
+            let out = j.wait_with_output().unwrap();
+            reading.join().unwrap();
+            match replaced {
+                true => String::from_utf8_lossy(&out.stdout).into_owned(),
+                false => text_of(first),
+            }
+        })
         .collect();
     (seen, screens)
 }
@@ -513,12 +579,17 @@ fn worker_pid(line: &str) -> Option<u32> {
     line.split("to process ").nth(1)?.split(':').next()?.parse().ok()
 }
 
-fn pause_alice_then_resume(stdin: &mut std::process::ChildStdin, _: &mut Joined) {
+fn pause_alice_then_resume(stdin: &mut std::process::ChildStdin, joined: &mut Joined) {
     use std::io::Write;
     // The playground: alice takes the lock at 0 and works 2.5 s in a 3 s lease.
-    std::thread::sleep(Duration::from_millis(1000));
+    joined.projector_says("alice: working for");
     writeln!(stdin, "pause alice").unwrap();
-    std::thread::sleep(Duration::from_millis(3500));
+    // Her lease runs out while she is frozen: the next holder (bob or carol) takes the
+    // lock with token 2 and writes; she wakes after that write.
+    let granted = joined.projector_says("got lock, fencing token 2");
+    let line = granted.lines().find(|l| l.contains("got lock, fencing token 2")).unwrap();
+    let next = line.split(": got lock").next().unwrap().rsplit(' ').next().unwrap();
+    joined.projector_says(&format!("{next}: write "));
     writeln!(stdin, "resume alice").unwrap();
 }
 
@@ -545,25 +616,29 @@ fn a_class_of_three_sees_the_frozen_students_stale_write_then_its_rejection() {
 #[test]
 fn a_paused_student_is_stopped_by_its_own_kernel() {
     let mut stopped = Vec::new();
-    let (projector, screens) = play_class(&["alice", "bob"], false, |stdin, _| {
+    let (projector, screens) = play_class(&["alice", "bob"], false, |stdin, joined| {
         use std::io::Write;
-        std::thread::sleep(Duration::from_millis(1000));
+        joined.projector_says("alice: working for");
         writeln!(stdin, "pause alice").unwrap();
         // The join process runs the worker: find it among the fencelab workers that
         // are stopped now.
-        std::thread::sleep(Duration::from_millis(500));
-        stopped = std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
-            .filter(|pid| {
-                let cmd =
-                    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                cmd.contains("fencelab\0worker")
-                    && stat.rsplit(')').next().is_some_and(|s| s.starts_with(" T"))
-            })
-            .collect();
+        joined.projector_says("alice: SIGSTOP to process");
+        stopped = support::wait_for("a worker process in state T", || {
+            let stopped: Vec<u32> = std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+                .filter(|pid| {
+                    let cmd =
+                        std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                    cmd.contains("fencelab\0worker")
+                        && stat.rsplit(')').next().is_some_and(|s| s.starts_with(" T"))
+                })
+                .collect();
+            Some(stopped).filter(|s| !s.is_empty())
+        });
         assert!(!stopped.is_empty(), "a worker process in state T");
         writeln!(stdin, "resume alice").unwrap();
     });
@@ -625,9 +700,9 @@ fn a_students_own_program_is_stopped_on_their_machine_and_its_stale_write_judged
 
 #[test]
 fn a_student_killed_mid_lease_shows_crashed_and_the_lease_expires() {
-    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, _| {
+    let (projector, _) = play_class(&["alice", "bob"], false, |stdin, joined| {
         use std::io::Write;
-        std::thread::sleep(Duration::from_millis(1000));
+        joined.projector_says("alice: working for");
         writeln!(stdin, "crash alice").unwrap();
     });
     assert!(projector.contains("alice: SIGKILL to process"), "{projector}");
@@ -671,11 +746,11 @@ fn bench_class_over_ssh_draws_every_students_screen_beside_join() {
 #[test]
 fn a_student_whose_join_dies_rejoins_the_run_and_the_roll_sees_no_gap() {
     let (projector, screens) = play_class(&["alice", "bob"], false, |_, joined| {
-        // alice holds the lock; her laptop's fencelab dies (its worker with it).
-        std::thread::sleep(Duration::from_millis(700));
+        // alice holds the lock; her laptop's fencelab dies (its worker with it), and
+        // once it is gone she joins again.
+        joined.projector_says("alice: working for");
         joined.students[0].kill().unwrap();
         joined.students[0].wait().unwrap();
-        std::thread::sleep(Duration::from_millis(300));
         let again = support::bin()
             .args(["join", &joined.urls[0]])
             .stdout(std::process::Stdio::piped())
@@ -746,15 +821,17 @@ async fn until(
     done: impl Fn(&[&mut Screen]) -> bool,
     what: &str,
 ) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !done(screens) {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+    support::wait_for_async_within(what, Duration::from_secs(15), async || {
+        if done(screens) {
+            return Some(());
+        }
         for (i, screen) in screens.iter_mut().enumerate() {
             let (log, reached) = events(i);
             screen.tick(&log, reached);
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        None
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -800,9 +877,10 @@ async fn the_class_answers_gc_pauses_question_and_sees_the_tally_then_the_reveal
         app.update(fencelab::tui::app::Msg::RunStarting);
         desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
     }
-    while room.present().await.unwrap().len() < students.len() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    support::wait_for_async("every student in the room", async || {
+        (room.present().await.unwrap().len() >= students.len()).then_some(())
+    })
+    .await;
     // The instructor: the class's run, its log mirrored to the room, the projector's
     // app holding at the lesson's checkpoints.
     let cancel = CancellationToken::new();
@@ -1001,7 +1079,7 @@ fn last_seq(url: &str) -> u64 {
 fn a_skipped_sequence_number_is_shown_and_the_run_still_ends_with_the_right_verdict() {
     let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
         // alice holds the lock and works: one entry of hers jumps her numbering by 50.
-        std::thread::sleep(Duration::from_millis(600));
+        joined.projector_says("alice: working for");
         let url = &joined.urls[0];
         let (id, _) = fencelab::class::seat_of(url).unwrap();
         let jumped = last_seq(url) + 50;
@@ -1020,7 +1098,7 @@ fn a_skipped_sequence_number_is_shown_and_the_run_still_ends_with_the_right_verd
 fn a_student_quitting_mid_run_ends_their_part_and_the_run_goes_on_to_its_verdict() {
     let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
         // alice holds the lock; she quits (her fencelab ends, her worker with it).
-        std::thread::sleep(Duration::from_millis(700));
+        joined.projector_says("alice: working for");
         joined.students[0].kill().unwrap();
         joined.students[0].wait().unwrap();
     });
@@ -1036,8 +1114,9 @@ fn a_student_quitting_mid_run_ends_their_part_and_the_run_goes_on_to_its_verdict
 #[test]
 fn a_forged_write_from_a_student_who_sat_out_is_not_in_the_verdict() {
     let (projector, _) = play_class_without(&["alice", "carol"], 1, false, |_, joined| {
-        // carol never joined the run; with her credentials she writes the storage.
-        std::thread::sleep(Duration::from_millis(300));
+        // carol never joined the run; with her credentials she writes the storage
+        // while it goes on.
+        joined.projector_says("alice: got lock");
         let url = &joined.urls[1];
         let (id, _) = fencelab::class::seat_of(url).unwrap();
         let forged = r#"{"worker":"carol","token":999,"value":"carol"}"#;
@@ -1057,7 +1136,7 @@ fn a_forged_write_from_a_student_who_sat_out_is_not_in_the_verdict() {
 fn the_gate_refuses_junk_in_the_storage_and_on_a_shared_redis_it_is_left_out_and_counted() {
     // Through the gate of a private class: carol's junk never reaches the storage.
     let (projector, _) = play_class_without(&["alice", "carol"], 1, false, |_, joined| {
-        std::thread::sleep(Duration::from_millis(300));
+        joined.projector_says("alice: got lock");
         let url = &joined.urls[1];
         let (id, _) = fencelab::class::seat_of(url).unwrap();
         let storage = fencelab::backend::Keys::for_run(&id).storage;
@@ -1072,7 +1151,7 @@ fn the_gate_refuses_junk_in_the_storage_and_on_a_shared_redis_it_is_left_out_and
     // On a Redis the instructor names, with no gate: 20,000 junk entries are left out
     // of the verdict in a few lines that count them, not a line each.
     let (projector, _) = play_class_on_shared_redis(&["alice", "carol"], 1, |_, joined| {
-        std::thread::sleep(Duration::from_millis(300));
+        joined.projector_says("alice: got lock");
         let url = &joined.urls[1];
         let (id, _) = fencelab::class::seat_of(url).unwrap();
         let storage = fencelab::backend::Keys::for_run(&id).storage;
@@ -1133,9 +1212,10 @@ async fn a_students_screen_never_shows_past_the_projectors_cursor() {
         app.update(fencelab::tui::app::Msg::RunStarting);
         desks.push(Screen { app, link: QuizLink::student(seat.join_url().to_string()) });
     }
-    while room.present().await.unwrap().len() < students.len() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    support::wait_for_async("every student in the room", async || {
+        (room.present().await.unwrap().len() >= students.len()).then_some(())
+    })
+    .await;
     let cancel = CancellationToken::new();
     let prepared = prepare_class(&room, &admin, &scenario, false, &cancel).await.unwrap();
     let (log, control) = (prepared.log(), prepared.control());
@@ -1255,14 +1335,13 @@ steps = [{ do = "acquire" }, { do = "write", value = "B" }, { do = "release" }]
     let (projector, _) =
         play_class_with(&["alice", "bob"], (0, &[]), scenario, false, |_, joined| {
             let url = joined.urls[0].clone();
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while !stream_of(&url)
-                .iter()
-                .any(|(_, f)| f.iter().any(|(_, v)| v.contains("\"paused\"")))
-            {
-                assert!(std::time::Instant::now() < deadline, "alice's pause never posted");
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            support::wait_for("alice's pause to be posted", || {
+                let posted = stream_of(&url);
+                posted
+                    .iter()
+                    .any(|(_, f)| f.iter().any(|(_, v)| v.contains("\"paused\"")))
+                    .then_some(())
+            });
             let (id, _) = fencelab::class::seat_of(&url).unwrap();
             let stream = RoomKeys::new(&id).stream("alice");
             let checked = EventKind::Worker {
@@ -1290,7 +1369,7 @@ steps = [{ do = "acquire" }, { do = "write", value = "B" }, { do = "release" }]
 #[test]
 fn a_claim_of_another_students_lock_value_is_refused() {
     let (projector, _) = play_class(&["alice", "bob"], false, |_, joined| {
-        std::thread::sleep(Duration::from_millis(400));
+        joined.projector_says("alice: got lock");
         let url = &joined.urls[0];
         let (id, _) = fencelab::class::seat_of(url).unwrap();
         let claim =
@@ -1316,14 +1395,13 @@ fn a_claim_of_another_students_lock_value_is_refused() {
 fn a_frozen_students_forged_write_is_refused() {
     let (projector, _) = play_class(&["alice", "bob"], false, |stdin, joined| {
         use std::io::Write;
-        std::thread::sleep(Duration::from_millis(800));
+        joined.projector_says("alice: working for");
         writeln!(stdin, "pause alice").unwrap();
         // Her worker is stopped by her kernel; her stream then claims it wrote.
         let url = joined.urls[0].clone();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let (id, _) = fencelab::class::seat_of(&url).unwrap();
         let stream = RoomKeys::new(&id).stream("alice");
-        loop {
+        support::wait_for("alice's SIGSTOP to be posted", || {
             let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
                 .arg(&stream)
                 .arg("-")
@@ -1333,12 +1411,8 @@ fn a_frozen_students_forged_write_is_refused() {
                 .query(&mut con(&url))
                 .unwrap();
             let stopped = entries.iter().any(|(_, f)| f.iter().any(|(_, v)| v.contains("SIGSTOP")));
-            if stopped {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "alice's SIGSTOP never posted");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            stopped.then_some(())
+        });
         let wrote = EventKind::Worker {
             worker: "alice".into(),
             what: WorkerEvent::Wrote {
@@ -1353,7 +1427,8 @@ fn a_frozen_students_forged_write_is_refused() {
         };
         let json = serde_json::to_string(&wrote).unwrap();
         raw_post(&mut con(&url), &stream, last_seq(&url) + 1, "alice", &json);
-        std::thread::sleep(Duration::from_millis(500));
+        // She wakes once the room has judged the claim.
+        joined.projector_says("refused from alice: a 'wrote' event while frozen");
         writeln!(stdin, "resume alice").unwrap();
     });
     assert!(projector.contains("refused from alice: a 'wrote' event while frozen"), "{projector}");
@@ -1387,9 +1462,10 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
             async move { attend(&url, (&program, None), quit, |_, _| {}).await },
         ));
     }
-    while room.present().await.unwrap().len() < students.len() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    support::wait_for_async("every student in the room", async || {
+        (room.present().await.unwrap().len() >= students.len()).then_some(())
+    })
+    .await;
     let cancel = CancellationToken::new();
     let prepared = prepare_class(&room, &admin, &scenario, false, &cancel).await.unwrap();
     let (log, control) = (prepared.log(), prepared.control());
@@ -1493,12 +1569,16 @@ fn headless_the_class_is_asked_answers_by_typing_sees_the_tally_then_the_reveal(
         |stdin, joined| {
             use std::io::Write;
             cursors = Some(projectors_cursor(joined.urls[0].clone(), Duration::from_millis(2500)));
-            std::thread::sleep(Duration::from_millis(2000));
+            // Each student answers once the question is on their screen.
+            for i in 0..2 {
+                joined.screen_says(i, "? Question 1: Who holds the lock now?");
+            }
             type_into(&mut joined.students[0], "1");
             type_into(&mut joined.students[1], "7");
             type_into(&mut joined.students[1], "b");
             // The run ends at about 4.1 s: the question stays open until Enter.
-            std::thread::sleep(Duration::from_millis(3500));
+            joined.projector_says("everyone has answered");
+            joined.projector_says("The run has ended; question 1 is still open: Enter reveals it.");
             writeln!(stdin).unwrap();
         },
     );
@@ -1567,7 +1647,7 @@ fn projectors_cursor(url: String, listening: Duration) -> std::thread::JoinHandl
 fn a_student_who_joins_after_the_run_started_is_told_and_watches_it_to_its_end() {
     let mut late = None;
     let (projector, _) = play_class_without(&["alice", "bob", "carol"], 1, false, |_, joined| {
-        std::thread::sleep(Duration::from_millis(500));
+        joined.projector_says("alice: got lock");
         let carol = support::bin()
             .args(["join", &joined.urls[2]])
             .stdin(std::process::Stdio::null())

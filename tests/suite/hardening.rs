@@ -19,18 +19,41 @@ fn spawn(args: &[&str]) -> Child {
         .unwrap()
 }
 
-/// Wait for `child` to end, failing the test (and killing it) after `limit`.
-fn finish_within(mut child: Child, limit: Duration, what: &str) -> (Output, Duration) {
+/// Wait for `child` to end, failing the test (and killing it) after `limit`. How long
+/// it took is measured when its end is heard, not at the next look.
+fn finish_within(child: Child, limit: Duration, what: &str) -> (Output, Duration) {
     let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let (ended, end) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let out = child.wait_with_output().unwrap();
+        let _ = ended.send((out, started.elapsed()));
+    });
+    match end.recv_timeout(limit) {
+        Ok(finished) => finished,
+        Err(_) => {
+            // SAFETY: kill(2) on our own child, not reaped yet: its waiter is still
+            // waiting for it.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let (out, _) = end.recv().unwrap();
             panic!("{what}: still running after {limit:?}; stderr: {}", stderr(&out));
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    (child.wait_with_output().unwrap(), started.elapsed())
+}
+
+/// What `child` prints on stdout, as it comes: a thread reads it to its end.
+fn printed(child: &mut Child) -> std::sync::Arc<std::sync::Mutex<String>> {
+    use std::io::BufRead;
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (stdout, into) = (child.stdout.take().unwrap(), text.clone());
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let mut text = into.lock().unwrap();
+            text.push_str(&line);
+            text.push('\n');
+        }
+    });
+    text
 }
 
 fn stderr(out: &Output) -> String {
@@ -68,12 +91,22 @@ fn a_postgres_that_never_answers_is_a_clear_error_not_a_hang() {
 #[test]
 fn a_signal_ends_a_run_stuck_on_a_silent_postgres() {
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    silent.set_nonblocking(true).unwrap();
     let url = format!("postgresql://u@{}/db", silent.local_addr().unwrap());
+    // The connections taken in, held open unanswered.
+    let mut held = Vec::new();
     for (sig, name) in
         [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT"), (libc::SIGHUP, "SIGHUP")]
     {
         let child = spawn(&["run", "postgres-fencing", "--postgres", &url]);
-        std::thread::sleep(Duration::from_secs(1));
+        // It waits on the silent server once it has connected there, with its handler
+        // for the signal installed.
+        let (connection, _) =
+            support::wait_for("a connection to the silent PostgreSQL", || silent.accept().ok());
+        held.push(connection);
+        support::wait_for(&format!("fencelab to catch {name}"), || {
+            support::catches(child.id(), sig).then_some(())
+        });
         signal(&child, sig);
         let (out, took) = finish_within(child, Duration::from_secs(10), name);
         let err = stderr(&out);
@@ -130,7 +163,9 @@ fn a_signal_ends_a_run_whose_private_postgres_is_stopped() {
         // SAFETY: kill(2) on processes of the server this test's child started.
         unsafe { libc::kill(p as libc::pid_t, libc::SIGSTOP) };
     }
-    std::thread::sleep(Duration::from_millis(500));
+    support::wait_for("every process of the private PostgreSQL stopped (T)", || {
+        postgres.iter().all(|&p| support::state(p) == "T" || !support::alive(p)).then_some(())
+    });
     signal(&child, libc::SIGTERM);
     let result = finish_within(child, Duration::from_secs(15), "stopped PostgreSQL");
     for &p in &postgres {
@@ -173,13 +208,22 @@ fn a_signal_stops_a_long_sweep_within_a_second() {
     let file = dir.path().join("long-sweep.toml");
     std::fs::write(&file, LONG_SWEEP).unwrap();
     for (sig, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
-        let child = support::bin()
+        let mut child = support::bin()
             .args(["run", file.to_str().unwrap(), "--sim"])
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1500));
+        // The sweep is under way once both runs before it have printed their verdicts.
+        let out = printed(&mut child);
+        support::wait_for("the runs before the sweep to end", || {
+            let text = out.lock().unwrap();
+            let fenced = text.split("=== fencing tokens: on ===").nth(1)?;
+            fenced.contains("checker:").then_some(())
+        });
+        support::wait_for(&format!("fencelab to catch {name}"), || {
+            support::catches(child.id(), sig).then_some(())
+        });
         assert!(child.id() > 0);
         signal(&child, sig);
         let (out, took) = finish_within(child, Duration::from_secs(10), name);
@@ -204,13 +248,20 @@ fn a_signal_stops_a_long_simulation_within_a_second() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("long.toml");
     std::fs::write(&file, src).unwrap();
-    let child = support::bin()
+    let mut child = support::bin()
         .args(["run", file.to_str().unwrap(), "--sim"])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The simulation is under way once its first worker has the lock.
+    let out = printed(&mut child);
+    support::wait_for("the simulated run to start", || {
+        out.lock().unwrap().contains("W0: got lock").then_some(())
+    });
+    support::wait_for("fencelab to catch SIGTERM", || {
+        support::catches(child.id(), libc::SIGTERM).then_some(())
+    });
     signal(&child, libc::SIGTERM);
     let (out, took) = finish_within(child, Duration::from_secs(10), "long simulation");
     let err = stderr(&out);

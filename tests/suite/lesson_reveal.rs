@@ -195,6 +195,11 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
             if let Some((i, c)) = state.open_checkpoint() {
                 let at_ms = c.at_ms as f64;
                 // The run goes on (or ends) in the servers while the question waits.
+                // (This sleep stays: the question is held for RUN_ON_MS of real time,
+                // the app ticked through it as the TUI's loop would, and what the held
+                // screen shows after that time is the test. Ending the hold once the
+                // run's clock is past the question instead would often end it at once,
+                // the run being ahead of the view, with no ticks held.)
                 let until = Instant::now() + Duration::from_millis(RUN_ON_MS as u64);
                 while Instant::now() < until && app.live() {
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -239,6 +244,8 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
             } else if !app.live() && state.finished() && app.run().ended.is_some() {
                 break;
             }
+            // The TUI's frame: the app follows the run one tick at a time, as it would
+            // on screen (this sleep is that loop's pace, not a wait for something).
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         task.await.unwrap();

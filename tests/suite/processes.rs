@@ -77,18 +77,18 @@ async fn a_paused_worker_process_is_stopped_by_the_kernel() {
     let events = run_in_processes(&server, "gc-pause", false, |log, _| {
         tokio::spawn(async move {
             // gc-pause: A pauses for 3 s right after taking the lock.
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-            let pid = loop {
-                assert!(tokio::time::Instant::now() < deadline, "no SIGSTOP within 5 s");
-                let found = log.snapshot().iter().find_map(|e| match &e.kind {
-                    EventKind::Signal { signal: KernelSignal::Stop, pid, .. } => Some(*pid),
-                    _ => None,
-                });
-                match found {
-                    Some(pid) => break pid,
-                    None => tokio::time::sleep(Duration::from_millis(10)).await,
-                }
-            };
+            let stopped = tokio::task::spawn_blocking(move || {
+                support::wait_for_within("A's SIGSTOP", Duration::from_secs(5), || {
+                    log.snapshot().iter().find_map(|e| match &e.kind {
+                        EventKind::Signal { signal: KernelSignal::Stop, pid, .. } => Some(*pid),
+                        _ => None,
+                    })
+                })
+            });
+            let pid = stopped.await.unwrap();
+            // Stopped throughout the first 1.5 s of its 3 s pause, looked at five times.
+            // (These sleeps stay: the state over time is what the test checks, and no
+            // event marks a moment inside the pause; the next one, SIGCONT, ends it.)
             for _ in 0..5 {
                 let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
                 let state = stat[stat.rfind(')').unwrap() + 2..].chars().next();
@@ -106,8 +106,17 @@ async fn a_worker_process_killed_mid_lease_shows_crashed_and_its_lease_expires()
     let server = redis();
     let events = run_in_processes(&server, "playground", false, |log, control| {
         tokio::spawn(async move {
-            // The playground: A holds a 3 s lease and works 2.5 s; kill it at 0.5 s.
-            tokio::time::sleep_until(log.clock().instant_at(500.0)).await;
+            // The playground: A holds a 3 s lease and works 2.5 s; kill it once it has
+            // the lock, mid-lease.
+            let acquired = tokio::task::spawn_blocking(move || {
+                support::wait_for("A to take the lock", || {
+                    log.snapshot()
+                        .iter()
+                        .any(|e| matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } if worker == "A"))
+                        .then_some(())
+                })
+            });
+            acquired.await.unwrap();
             control.send("A", WorkerCommand::Crash);
         })
     })

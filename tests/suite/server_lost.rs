@@ -85,6 +85,8 @@ async fn a_storage_that_stops_answering_is_reported_one_second_later() {
     let stop_at = tokio::spawn({
         let stalled = stalled.clone();
         async move {
+            // The scenario's moment, on the paused clock (no wall-clock time passes):
+            // the stall is the test's input, at 500 ms, not a wait for an event.
             tokio::time::sleep(Duration::from_millis(500)).await;
             stalled.store(true, Ordering::SeqCst);
         }
@@ -154,16 +156,16 @@ fn run_and_hurt_the_server(signal: libc::c_int) -> (Duration, String, String, Du
         out.push_str(&line);
         out.push('\n');
     }
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if hurt.elapsed() > Duration::from_secs(15) {
-            child.kill().unwrap();
-            panic!("still running 15 s after the server was hurt:\n{out}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let pid = child.id() as libc::pid_t;
+    let status = support::wait_until(
+        Duration::from_secs(15).saturating_sub(hurt.elapsed()),
+        || child.try_wait().unwrap(),
+        || {
+            // SAFETY: kill(2) on our own child, not reaped yet (it has not ended).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            format!("still running 15 s after the server was hurt:\n{out}")
+        },
+    );
     let ended = hurt.elapsed();
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();

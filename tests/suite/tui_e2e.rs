@@ -68,42 +68,51 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Wait until `look` finds what it looks for in the pane (each look runs tmux: one
+    /// every 100 ms), failing after `secs` with `what` did not happen and the pane.
+    fn wait_until<T>(&self, what: &str, secs: u64, mut look: impl FnMut(&str) -> Option<T>) -> T {
+        support::wait_until_every(
+            Duration::from_millis(100),
+            Duration::from_secs(secs),
+            || look(&self.pane()),
+            || format!("{what}; the pane shows:\n{}", self.pane()),
+        )
+    }
+
     fn wait_for(&self, needle: &str, secs: u64) -> String {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let pane = self.pane();
-            if pane.contains(needle) {
-                return pane;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{needle:?} did not appear; the pane shows:\n{pane}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let what = format!("{needle:?} did not appear");
+        self.wait_until(&what, secs, |pane| pane.contains(needle).then(|| pane.to_string()))
+    }
+
+    /// Wait until the run's clock in the header (`▶ LIVE 0.3 s`) reads `secs` or more:
+    /// the moment in the run, as the screen tells it.
+    fn wait_for_live_at(&self, secs: f64) -> String {
+        let what = format!("the run's clock did not reach {secs} s");
+        self.wait_until(&what, 20, |pane| {
+            let at: f64 = pane.split("▶ LIVE ").nth(1)?.split(' ').next()?.parse().ok()?;
+            (at >= secs).then(|| pane.to_string())
+        })
     }
 
     /// Wait until the program has given the terminal back (left the alternate screen).
     fn wait_left_screen(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.display("#{alternate_on}") != "0" {
-            assert!(
-                Instant::now() < deadline,
-                "the alternate screen was not left:\n{}",
-                self.pane()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        support::wait_until_every(
+            Duration::from_millis(100),
+            Duration::from_secs(10),
+            || (self.display("#{alternate_on}") == "0").then_some(()),
+            || format!("the alternate screen was not left:\n{}", self.pane()),
+        );
     }
 
     /// Wait until the program has exited: the pane's foreground process is the shell
     /// again (typed before, a line could meet the program still stopping its servers).
     fn wait_for_shell(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.display("#{pane_current_command}") != "bash" {
-            assert!(Instant::now() < deadline, "the program did not exit:\n{}", self.pane());
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        support::wait_until_every(
+            Duration::from_millis(100),
+            Duration::from_secs(30),
+            || (self.display("#{pane_current_command}") == "bash").then_some(()),
+            || format!("the program did not exit:\n{}", self.pane()),
+        );
     }
 
     fn display(&self, format: &str) -> String {
@@ -133,8 +142,9 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     assert!(pane.contains("FENCING OFF"));
 
     // Pause A mid-lease, not at its very start: paused at 0 it would wake at 4 s, the
-    // moment B writes, and the two writes would race.
-    std::thread::sleep(Duration::from_millis(500));
+    // moment B writes, and the two writes would race. At 0.3 s of the run it wakes
+    // at 4.3 s.
+    tmux.wait_for_live_at(0.3);
     tmux.keys(&["1"]);
     let pane = tmux.wait_for("STALE", 20);
     assert!(pane.contains("B   token 2   ✔ accepted"), "storage panel:\n{pane}");
@@ -144,7 +154,7 @@ fn pause_a_see_the_stale_write_flip_fencing_see_it_rejected_and_quit_cleanly() {
     tmux.wait_for("FENCING ON", 5);
     tmux.keys(&["r"]);
     tmux.wait_for("LIVE", 10);
-    std::thread::sleep(Duration::from_millis(500));
+    tmux.wait_for_live_at(0.3);
     tmux.keys(&["1"]);
     let pane = tmux.wait_for("REJECTED", 20);
     assert!(pane.contains("A   token 1   ✘ REJECTED (stale)"), "storage panel:\n{pane}");
@@ -191,7 +201,11 @@ fn a_learner_on_redis_sees_no_answer_before_answering_gc_pauses_question() {
     let pane = tmux.wait_for("Whose write ends", 20);
     assert!(pane.contains("Predict: press 1 to 3."), "the choices show:\n{pane}");
     // The lesson runs at half speed: A writes at 3 s of the run, 6 s of real time.
-    // Give the run time to get there in Redis while the question waits.
+    // Give the run time to get there in Redis while the question waits. (This sleep
+    // stays. The run's getting there could be waited for: it ends right after A's
+    // write and deletes its keys, within a few ms, so A's write is rarely seen in the
+    // storage but the keys' going is. What the check below needs, though, is the
+    // screen having taken in those events, and nothing outside shows that.)
     std::thread::sleep(Duration::from_secs(5));
     let pane = tmux.pane();
     assert!(pane.contains("Whose write ends"), "{pane}");
@@ -211,11 +225,13 @@ fn a_learner_on_redis_sees_no_answer_before_answering_gc_pauses_question() {
     // On from where it stopped, at the run's pace, to the next step.
     let pane = tmux.wait_for("▶ A wakes up", 20);
     assert!(pane.contains("HELD 3.0 s"), "{pane}");
-    // The step at 3 s shows what A did at 3 s: its write is in the storage.
-    std::thread::sleep(Duration::from_millis(500));
-    let pane = tmux.pane();
-    // (Beside the narrow timeline of a 100-column screen, storage rows are compact.)
-    assert!(pane.contains("A token 1 ✔ ⚠ STALE") && pane.contains("✔w1 STALE"), "{pane}");
+    // The step at 3 s shows what A did at 3 s: its write is in the storage. (Beside
+    // the narrow timeline of a 100-column screen, storage rows are compact.)
+    let pane = tmux.wait_until("A's stale write is not on screen", 5, |pane| {
+        (pane.contains("A token 1 ✔ ⚠ STALE") && pane.contains("✔w1 STALE"))
+            .then(|| pane.to_string())
+    });
+    assert!(pane.contains("HELD 3.0 s"), "still held at the step:\n{pane}");
     tmux.keys(&["Enter"]);
     tmux.wait_for("▶ What would stop it", 20);
     tmux.keys(&["Enter"]);
@@ -388,7 +404,10 @@ fn a_long_log_replays_with_the_screen_up_while_it_loads_and_q_quits_at_once() {
     tmux.keys(&["clear", "Enter"]);
     tmux.keys(&[&replay, "Enter"]);
     tmux.wait_for("REPLAY", 60);
-    std::thread::sleep(Duration::from_millis(500));
+    tmux.wait_until("the replay is not playing on", 10, |pane| {
+        let at: f64 = pane.split("▶ REPLAY ").nth(1)?.split(' ').next()?.parse().ok()?;
+        (at > 0.0).then_some(())
+    });
     tmux.keys(&["q"]);
     let quit_asked = Instant::now();
     tmux.wait_for("EXITED=0", 5);
@@ -411,13 +430,13 @@ fn play_with_redis_pys_lock_as_the_workers_pause_stops_its_process_and_its_stale
     tmux.wait_for("LIVE", 30);
     let a = support::wait_for("worker A's program", || support::program_of("A", script));
     // Pause A mid-lease (as the playground's own test does), by the kernel.
-    std::thread::sleep(Duration::from_millis(500));
+    tmux.wait_for_live_at(0.3);
     tmux.keys(&["1"]);
-    let stopped = Instant::now() + Duration::from_secs(10);
-    while support::state(a) != "T" {
-        assert!(Instant::now() < stopped, "A's program is {}, not T", support::state(a));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::wait_until(
+        Duration::from_secs(10),
+        || (support::state(a) == "T").then_some(()),
+        || format!("A's program is {}, not T; the pane shows:\n{}", support::state(a), tmux.pane()),
+    );
     // redis-py hands out no tokens: the storage panel shows B's write then A's, and
     // the safety monitor names A's as the stale one.
     let pane = tmux.wait_for("stale write accepted", 30);
@@ -429,11 +448,11 @@ fn play_with_redis_pys_lock_as_the_workers_pause_stops_its_process_and_its_stale
         lane.split("Redis holder").nth(1).unwrap_or_default().chars().take(100).collect();
     assert!(held.chars().all(|c| "AB·│ ".contains(c)), "holder lane: {lane}");
     tmux.keys(&["q"]);
-    let gone = Instant::now() + Duration::from_secs(10);
-    while support::alive(a) {
-        assert!(Instant::now() < gone, "A's program outlived the TUI");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::wait_until(
+        Duration::from_secs(10),
+        || (!support::alive(a)).then_some(()),
+        || "A's program outlived the TUI".to_string(),
+    );
 }
 
 /// The course remembers its learner: with lesson 1 finished, `fencelab lesson` opens a

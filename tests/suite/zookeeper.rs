@@ -27,13 +27,15 @@ fn zookeeper() -> PrivateZooKeeper {
     PrivateZooKeeper::start().unwrap_or_else(|e| panic!("this test needs ZooKeeper: {e}"))
 }
 
-/// This test binary again, running only [`child_role`] as `role`; its stdout is piped.
+/// This test binary again, running only [`child_role`] as `role`; its stdout is piped,
+/// and so is its stdin, which it may hold on to (see [`held_until_let_go`]).
 fn spawn_role(role: &str, env: &[(&str, &str)]) -> Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     // The test's name in this binary: its module's path, the crate's name left out.
     let name = format!("{}::child_role", module_path!().split_once("::").map_or("", |(_, m)| m));
     cmd.args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     for (key, value) in env {
@@ -63,7 +65,7 @@ fn child_role() {
         "hold-server" => {
             let server = zookeeper();
             println!("SERVER: {} {}", server.pid(), server.dir().display());
-            std::thread::sleep(Duration::from_secs(60));
+            held_until_let_go();
         }
         "start" => match PrivateZooKeeper::start() {
             Ok(_) => println!("RESULT: started"),
@@ -76,11 +78,18 @@ fn child_role() {
                 let client = connect(&address, Duration::from_millis(600)).await;
                 let (seq, czxid) = enqueue(&client).await;
                 println!("NODE: {seq} {czxid}");
-                tokio::time::sleep(Duration::from_secs(60)).await;
+                tokio::task::spawn_blocking(held_until_let_go).await.unwrap();
             });
         }
         other => panic!("unknown role {other}"),
     }
+}
+
+/// A child's part holds what it has (a server, a session) until the test lets go of
+/// it: kills it, or drops it, closing its stdin (so no child outlives its test, even
+/// one that failed before killing it).
+fn held_until_let_go() {
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
 }
 
 async fn connect(address: &str, session: Duration) -> zk::Client {
@@ -152,17 +161,18 @@ async fn a_paused_holder_loses_its_session_and_the_next_in_line_holds_the_lock()
     assert_eq!(queue(&me).await, vec![held.to_string(), mine.clone()], "the holder is lowest");
     assert!(my_czxid > held_czxid);
 
-    // Still held after more than a session timeout: heartbeats keep it alive.
+    // Still held after more than a session timeout: heartbeats keep it alive. (This
+    // sleep is what the test checks, time passing with nothing to show for it: no event
+    // marks a session that has *not* expired.)
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(queue(&me).await[0], held);
 
     let paused = Instant::now();
     unsafe { libc::kill(holder.id() as libc::pid_t, libc::SIGSTOP) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while queue(&me).await[0] == held {
-        assert!(Instant::now() < deadline, "the paused holder's session never expired");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::wait_for_async("the paused holder's session to expire", async || {
+        (queue(&me).await[0] != held).then_some(())
+    })
+    .await;
     eprintln!("the paused holder's znode went {:?} after SIGSTOP", paused.elapsed());
     // The session lasts 600 ms from the last heartbeat, and the client sends one every
     // third of that: the last may have left up to 200 ms before the pause.

@@ -192,14 +192,72 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
-pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
+/// How often the waits below look again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Poll `f` until it gives a value, for at most 10 s: how a test waits for something to
+/// have happened, instead of sleeping for as long as it usually takes.
+pub fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_for_within(what, Duration::from_secs(10), f)
+}
+
+/// `wait_for` with a deadline of its own.
+pub fn wait_for_within<T>(what: &str, within: Duration, f: impl FnMut() -> Option<T>) -> T {
+    wait_until(within, f, || format!("timed out after {within:?} waiting for {what}"))
+}
+
+/// Poll `f` every 20 ms until it gives a value; after `within`, fail with the message
+/// `failure` makes then (say, with what a screen shows at that moment).
+pub fn wait_until<T>(
+    within: Duration,
+    f: impl FnMut() -> Option<T>,
+    failure: impl FnOnce() -> String,
+) -> T {
+    wait_until_every(POLL, within, f, failure)
+}
+
+/// `wait_until`, looking every `every` (a look that costs a process, say).
+pub fn wait_until_every<T>(
+    every: Duration,
+    within: Duration,
+    mut f: impl FnMut() -> Option<T>,
+    failure: impl FnOnce() -> String,
+) -> T {
+    let deadline = Instant::now() + within;
     loop {
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        sleep(Duration::from_millis(20));
+        if Instant::now() >= deadline {
+            panic!("{}", failure());
+        }
+        sleep(every);
+    }
+}
+
+/// `wait_for` in async code, for a condition that is itself awaited; the runtime's
+/// other tasks go on while it waits.
+pub async fn wait_for_async<T>(what: &str, f: impl AsyncFnMut() -> Option<T>) -> T {
+    wait_for_async_within(what, Duration::from_secs(10), f).await
+}
+
+/// `wait_for_async` with a deadline of its own.
+pub async fn wait_for_async_within<T>(
+    what: &str,
+    within: Duration,
+    mut f: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    // The runtime's clock: on a paused one, the deadline is the test's own time too.
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}"
+        );
+        tokio::time::sleep(POLL).await;
     }
 }
 
