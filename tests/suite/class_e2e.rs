@@ -27,16 +27,14 @@ fn screen(socket: &str, window: &str) -> String {
         .into_owned()
 }
 
+/// `window`'s text once it shows `needle` (within 20 s; a look costs a process).
 fn until(socket: &str, window: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = screen(socket, window);
-        if text.contains(needle) {
-            return text;
-        }
-        assert!(Instant::now() < deadline, "{window} never showed {needle:?}:\n{text}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    support::wait_until_every(
+        Duration::from_millis(50),
+        Duration::from_secs(20),
+        || Some(screen(socket, window)).filter(|text| text.contains(needle)),
+        || format!("{window} never showed {needle:?}:\n{}", screen(socket, window)),
+    )
 }
 
 fn type_line(socket: &str, window: &str, line: &str) {
@@ -92,23 +90,19 @@ fn students_join(socket: &str, urls: &[String], flags: &str) {
 fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale_write() {
     let (socket, _server) = classroom("e2e", ("200", "60"), "--headless");
     until(&socket, "teacher", "bob:");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let urls = loop {
+    let urls = support::wait_for("two join commands on the teacher's screen", || {
         let urls: Vec<String> = screen(&socket, "teacher")
             .lines()
             .filter_map(|l| l.trim().strip_prefix("fencelab join '"))
             .map(|u| u.trim_end_matches('\'').to_string())
             .collect();
-        if urls.len() == 2 {
-            break urls;
-        }
-        assert!(Instant::now() < deadline, "two join commands on the teacher's screen");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+        (urls.len() == 2).then_some(urls)
+    });
     students_join(&socket, &urls, "--headless");
     until(&socket, "teacher", "=== class");
-    // The playground: alice holds a 3 s lease and works 2.5 s; freeze her at ~1 s.
-    std::thread::sleep(Duration::from_millis(1000));
+    // The playground: alice holds a 3 s lease and works 2.5 s; freeze her while she
+    // holds it.
+    until(&socket, "teacher", "alice: got lock");
     type_line(&socket, "teacher", "pause alice");
     let alice = until(&socket, "alice", "SIGSTOP to process");
     let pid: u32 = alice
@@ -155,7 +149,6 @@ fn in_the_tui_the_instructors_hold_key_stops_a_students_process_and_both_screens
     key(&socket, "teacher", "Enter");
     // The playground: alice holds a 3 s lease and works 2.5 s; hold her at ~1 s.
     until(&socket, "alice", "alice: you hold the lock (token 1)");
-    std::thread::sleep(Duration::from_millis(800));
     key(&socket, "teacher", "Space");
     until(&socket, "alice", "you are frozen; you still hold the lock (token 1)");
     // alice's worker is a child of her `fencelab join`, a child of her shell.
@@ -168,11 +161,11 @@ fn in_the_tui_the_instructors_hold_key_stops_a_students_process_and_both_screens
     let join = children(pane);
     let workers: Vec<u32> = join.iter().flat_map(|p| children(*p)).collect();
     assert_eq!(workers.len(), 1, "one worker under alice's join: {join:?} -> {workers:?}");
-    let stopped = Instant::now() + Duration::from_secs(5);
-    while state(workers[0]) != "T" {
-        assert!(Instant::now() < stopped, "alice's worker is {}, not T", state(workers[0]));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    support::wait_until(
+        Duration::from_secs(5),
+        || (state(workers[0]) == "T").then_some(()),
+        || format!("alice's worker is {}, not T", state(workers[0])),
+    );
     // Bob takes the lock when alice's lease expires at 3 s and writes; then alice wakes.
     until(&socket, "alice", "⚠ alice: you are frozen, and you still hold the lock (token 1)");
     until(&socket, "teacher", "bob token 2   ✔ accepted");

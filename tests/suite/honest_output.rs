@@ -239,7 +239,9 @@ fn interrupt_a_run(stop_redis: bool) -> (String, Vec<(String, i64)>) {
     if stop_redis {
         // SAFETY: kill(2) on the private server this test started; it is not reaped yet.
         unsafe { libc::kill(server.pid() as libc::pid_t, libc::SIGSTOP) };
-        std::thread::sleep(Duration::from_millis(100));
+        support::wait_for("the server stopped", || {
+            (support::state(server.pid()) == "T").then_some(())
+        });
     }
     // SAFETY: kill(2) on our own child, not reaped yet.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
