@@ -12,6 +12,7 @@ mod acl;
 pub mod advisory;
 pub mod deployment;
 pub mod etcd;
+pub mod key_rules;
 pub mod keys;
 pub mod link;
 pub mod lock;

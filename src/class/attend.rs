@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::desk::Desk;
 use super::{ClassError, Control};
@@ -66,10 +67,13 @@ pub async fn attend(
     let me = desk.name.clone();
     // A desk of its own for listening: its blocking reads never hold up a post.
     let (mut heard, listener) = Desk::join(url).await?.listen(LISTEN);
+    // Both readers end with this function, however it ends (a student who leaves
+    // before the start too): their connections are what says the student is in.
+    let listener = AbortOnDropHandle::new(listener);
     // A third desk watches the room (from its start: a rejoining student catches up).
     let mut eyes = Desk::join(url).await?;
     let (seen_tx, mut seen) = mpsc::unbounded_channel();
-    let watcher = tokio::spawn(async move {
+    let _watcher = AbortOnDropHandle::new(tokio::spawn(async move {
         let mut after = "0".to_string();
         loop {
             let (last, events) = eyes.room(&after, LISTEN).await?;
@@ -80,7 +84,7 @@ pub async fn attend(
                 }
             }
         }
-    });
+    }));
     // Rejoining a run under way: its start was sent before this desk listened.
     let mut under_way = None;
     for control in desk.history().await? {
@@ -126,11 +130,9 @@ pub async fn attend(
     };
     let Some((scenario, fencing_on)) = start else {
         let watched = watch(before, (&mut seen, &mut heard), &leave, &mut show).await;
-        watcher.abort();
         if watched.is_err() {
             return Err(listener_failure(listener).await);
         }
-        listener.abort();
         return Ok(());
     };
     let orders = Orders {
@@ -242,11 +244,9 @@ pub async fn attend(
             },
         }
     }
-    watcher.abort();
     if !hearing {
         return Err(listener_failure(listener).await);
     }
-    listener.abort();
     match run.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(ClassError::Worker(e.to_string())),
@@ -332,7 +332,7 @@ async fn start_own(
         .map_err(|e| ClassError::Worker(e.to_string()))
 }
 
-async fn listener_failure(listener: tokio::task::JoinHandle<Result<(), ClassError>>) -> ClassError {
+async fn listener_failure(listener: AbortOnDropHandle<Result<(), ClassError>>) -> ClassError {
     match listener.await {
         Ok(Err(e)) => e,
         _ => ClassError::Worker("stopped listening to the room".into()),

@@ -224,3 +224,45 @@ fn start_sim(
         rx.recv().map_err(|_| BackendError::sim("the simulator thread stopped"))??;
     Ok(Live { log, control, pacer: Some(pacer), task: None })
 }
+
+/// What a playground or a lesson opens with, made before its screen is: the runner on
+/// its deployment (private servers started), what that deployment is, and what the
+/// lesson's narration needs worked out first (its sweep's table, the runs it tells,
+/// the lesson after it).
+pub struct Opening {
+    pub runner: Runner,
+    pub deployed: Deployed,
+    /// The lesson's sweep, run on the simulator, as table lines (empty without one).
+    pub table: Vec<String>,
+    /// The runs the narration tells, on the simulator: a step the learner's own act
+    /// made untrue is marked so.
+    pub references: crate::lesson::told::References,
+    /// The course's next lesson.
+    pub next: Option<String>,
+}
+
+/// Open `lesson` on `servers` (`processes`: each worker a process of this program).
+/// On the calling thread, so a private server lives exactly as long as the caller.
+pub fn open(
+    servers: &Servers,
+    lesson: &crate::lesson::Lesson,
+    processes: bool,
+) -> anyhow::Result<Opening> {
+    let scenario = &lesson.scenario;
+    let (runner, deployed) = Runner::deploy(servers, scenario, processes)?;
+    let table = match &scenario.sweep {
+        Some(sweep) => {
+            let runs = sweep.runs as usize * sweep.lease_ms.len();
+            note!("running the lesson's {runs} simulated runs first...");
+            crate::lesson::sweep::table(&crate::lesson::sweep::on_simulator(scenario, sweep)?)
+        }
+        None => Vec::new(),
+    };
+    let narrated = !lesson.narration.runs.is_empty() || !scenario.checkpoints.is_empty();
+    let references = match narrated {
+        true => crate::lesson::told::References::of(scenario)?,
+        false => Default::default(),
+    };
+    let next = crate::lesson::next_after(&scenario.name);
+    Ok(Opening { runner, deployed, table, references, next })
+}

@@ -1,11 +1,12 @@
 //! The one Redis the stepper's workers share: the lock key, the token counter, the
 //! storage list with its fencing and idempotency checks, and the release channel.
 //!
-//! The same rules as `backend/sim/redis.rs` (and the Lua scripts on a real server),
-//! on plain fields: one key, so no map; lock values are numbers, not random strings,
+//! Redis's rules are `backend::key_rules`, as the simulator's (and the Lua scripts on
+//! a real server) are, here on plain fields: one key, so no map; lock values are numbers, not random strings,
 //! since all a value must do is be equal only to itself; the storage keeps borrowed
 //! values until the run ends. A key expires once `now > deadline`, as on Redis.
 
+use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
 use crate::scenario::{ReleaseMode, RenewMode};
@@ -29,20 +30,18 @@ impl Value {
 pub(super) type Stored<'a> = (usize, Option<u64>, &'a str);
 
 /// One Redis server of the lock: whether it is up, and its lock key with its
-/// deadline (None: the key never expires).
+/// deadline (None: the key never expires). A server that is down answers nothing.
 #[derive(Clone, Copy)]
 struct Node {
     up: bool,
-    lock: Option<(Value, Option<u64>)>,
+    lock: Option<Held<Value, u64>>,
 }
 
 impl Node {
     /// The key at `now`, expired lazily; a server that is down answers nothing.
     fn live(&mut self, now: u64) -> Option<(Value, Option<u64>)> {
-        if self.lock.is_some_and(|(_, deadline)| deadline.is_some_and(|d| now > d)) {
-            self.lock = None;
-        }
-        self.lock.filter(|_| self.up)
+        let up = self.up;
+        key_rules::live(&mut self.lock, now).map(|held| (held.value, held.deadline)).filter(|_| up)
     }
 
     /// `PTTL`: -2 no key (or down), -1 no expiry, else ms left.
@@ -55,39 +54,17 @@ impl Node {
     }
 
     fn set_nx(&mut self, now: u64, value: Value, ttl_ms: u64) -> bool {
-        let free = self.up && self.live(now).is_none();
-        if free {
-            self.lock = Some((value, (ttl_ms > 0).then_some(now + ttl_ms)));
-        }
-        free
+        let deadline = (ttl_ms > 0).then_some(now + ttl_ms);
+        self.up && key_rules::set_nx(&mut self.lock, now, value, deadline)
     }
 
     fn release(&mut self, now: u64, value: Value, mode: ReleaseMode) -> bool {
-        let deleted = match mode {
-            ReleaseMode::CompareAndDelete => self.live(now).is_some_and(|(v, _)| v == value),
-            ReleaseMode::Del => self.live(now).is_some(),
-        };
-        if deleted {
-            self.lock = None;
-        }
-        deleted
+        self.up && key_rules::release(&mut self.lock, now, &value, mode)
     }
 
     fn renew(&mut self, now: u64, value: Value, ttl_ms: u64, mode: RenewMode) -> bool {
-        if !self.up {
-            return false;
-        }
-        match mode {
-            RenewMode::Set => {
-                self.lock = Some((value, Some(now + ttl_ms.max(1))));
-                true
-            }
-            RenewMode::IfOwner if self.live(now).is_some_and(|(v, _)| v == value) => {
-                self.lock = Some((value, Some(now + ttl_ms)));
-                true
-            }
-            RenewMode::IfOwner => false,
-        }
+        let after = |ms| now + ms;
+        self.up && key_rules::renew(&mut self.lock, now, value, (ttl_ms, after), mode)
     }
 }
 
@@ -137,7 +114,7 @@ impl<'a> Db<'a> {
         for node in &mut self.nodes {
             node.live(now);
         }
-        let held = |n: &Node| n.lock.filter(|_| n.up).map(|(v, _)| v);
+        let held = |n: &Node| n.lock.filter(|_| n.up).map(|held| held.value);
         let nodes = &self.nodes;
         nodes
             .iter()
@@ -229,8 +206,8 @@ impl<'a> Db<'a> {
     pub fn jump_clock(&mut self, node: usize, now: u64, ms: u64) {
         let node = &mut self.nodes[node];
         if let Some((value, Some(deadline))) = node.live(now) {
-            node.lock =
-                deadline.checked_sub(ms).filter(|d| *d > now).map(|sooner| (value, Some(sooner)));
+            let sooner = deadline.checked_sub(ms).filter(|d| *d > now);
+            node.lock = sooner.map(|d| Held { value, deadline: Some(d) });
         }
     }
 
@@ -238,24 +215,15 @@ impl<'a> Db<'a> {
     /// storage's order when accepted (as a storage client's `write` returns it), None
     /// when refused.
     pub fn write(&mut self, write: Stored<'a>, check: WriteCheck) -> Option<u64> {
-        let accepted = match check {
-            WriteCheck::None => true,
-            WriteCheck::Fencing(compare) => {
-                let token = write.1.unwrap_or(0);
-                let accepts = compare.accepts(self.highest, token);
-                if accepts {
-                    self.highest = token;
-                }
-                accepts
+        let applied = &mut self.applied;
+        let first_time = || {
+            let first = !applied.contains(&write.2);
+            if first {
+                applied.push(write.2);
             }
-            WriteCheck::IdempotencyKey => {
-                let repeat = self.applied.contains(&write.2);
-                if !repeat {
-                    self.applied.push(write.2);
-                }
-                !repeat
-            }
+            first
         };
+        let accepted = key_rules::takes_write(check, write.1, &mut self.highest, first_time);
         if !accepted {
             return None;
         }

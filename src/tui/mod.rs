@@ -32,9 +32,9 @@ use crate::engine::log::EventLog;
 use crate::lesson::Lesson;
 use crate::lesson::progress::Progress;
 use crate::runtime::Shutdown;
-use crate::service::playground::{Opening, Servers, installed_services};
+use crate::service::playground::{Servers, installed_services};
 use crate::service::quiz::{QuizLink, QuizNews};
-use crate::service::runner::{Pace, Runner};
+use crate::service::runner::{Opening, Pace, Runner};
 use crate::service::search::Search;
 use app::{App, Effect, Msg, PaceChange, Service};
 use theme::Theme;
@@ -85,7 +85,7 @@ pub fn play(options: Options, servers: &Servers, shutdown: &Shutdown) -> anyhow:
         None => None,
     };
     // On the main thread, so a private redis-server lives exactly as long as we do.
-    let opened = crate::service::playground::open(servers, &options.lesson, options.processes)?;
+    let opened = crate::service::runner::open(servers, &options.lesson, options.processes)?;
     let Opening { runner, deployed, table, references, next } = opened;
     let (label, simulated, notice) = (deployed.label, deployed.simulated, deployed.notice);
     let runtime = crate::runtime::build(false)?; // simulator runs get threads of their own

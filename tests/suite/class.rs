@@ -108,6 +108,37 @@ async fn a_student_can_touch_only_its_room_and_run_only_a_workers_commands() {
 /// laptop, busy with the events before it) still gets that end: the room stays open a
 /// moment after the mirror has posted it, and the instructor closes it only then.
 /// (Closing at once had left a late joiner's screen without the run's end.)
+/// A student who leaves before the run starts (a screen over SSH quit in the lobby,
+/// in a process that goes on) is gone from the room at once: nothing of theirs, no
+/// reader left behind, keeps a connection that says they are in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_student_who_leaves_before_the_start_is_no_longer_in_the_room() {
+    use fencelab::class::attend::attend;
+    use tokio_util::sync::CancellationToken;
+
+    let (_server, admin) = server();
+    let students = names(&["alice"]);
+    let mut room = Room::open(&admin, "r9", &students).await.unwrap();
+    let url = room.seats()[0].join_url().to_string();
+    let program = std::path::PathBuf::from(env!("CARGO_BIN_EXE_fencelab"));
+    let quit = CancellationToken::new();
+    let leaving = quit.clone();
+    let joined =
+        tokio::spawn(async move { attend(&url, (&program, None), leaving, |_, _| {}).await });
+    support::wait_for_async("alice in the room", async || {
+        (room.present().await.unwrap() == students).then_some(())
+    })
+    .await;
+    quit.cancel();
+    let left = tokio::time::timeout(std::time::Duration::from_secs(2), joined).await;
+    assert!(matches!(left, Ok(Ok(Ok(())))), "her attendance ends when she leaves: {left:?}");
+    support::wait_for_async("alice gone from the room", async || {
+        room.present().await.unwrap().is_empty().then_some(())
+    })
+    .await;
+    room.close().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_screen_still_reads_the_runs_end_before_the_room_closes() {
     use fencelab::engine::log::{EventLog, RunClock, RunOutcome};

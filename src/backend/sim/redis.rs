@@ -18,6 +18,7 @@ use tokio::time::{Duration, Instant};
 use super::link::Linked;
 use super::pubsub::{Channels, Subscription};
 use super::stream::SimStream;
+use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::stream::{ConsumerGroup, GROUP, Pending, QueueServer};
 use crate::backend::node::LockNode;
 use crate::backend::sql::{SqlOp, SqlReply};
@@ -36,11 +37,7 @@ pub struct SimBackend {
 }
 
 /// A string value with an optional expiry deadline, as Redis keeps it.
-#[derive(Clone)]
-struct Entry {
-    value: String,
-    expires_at: Option<Instant>,
-}
+type Entry = Held<String, Instant>;
 
 #[derive(Default, Clone)]
 struct SimDb {
@@ -53,13 +50,22 @@ struct SimDb {
 }
 
 impl SimDb {
-    /// Redis expires keys lazily on access: a key whose deadline has passed is gone.
-    /// Redis treats a key as expired only once `now > deadline`; so does this.
-    fn live(&mut self, key: &str) -> Option<&mut Entry> {
-        let now = Instant::now();
-        if self.strings.get(key).is_some_and(|e| e.expires_at.is_some_and(|d| now > d)) {
-            self.strings.remove(key);
+    /// The string `key` as `key_rules` sees one (taken out of the map, put back after
+    /// `f`), at the virtual clock's now.
+    fn with_key<R>(&mut self, key: &str, f: impl FnOnce(&mut Option<Entry>, Instant) -> R) -> R {
+        let mut slot = self.strings.remove(key);
+        let said = f(&mut slot, Instant::now());
+        if let Some(entry) = slot {
+            self.strings.insert(key.to_string(), entry);
         }
+        said
+    }
+
+    /// The key if it is live (`key_rules::live`: gone once `now > deadline`).
+    fn live(&mut self, key: &str) -> Option<&mut Entry> {
+        self.with_key(key, |slot, now| {
+            key_rules::live(slot, now);
+        });
         self.strings.get_mut(key)
     }
 
@@ -69,28 +75,24 @@ impl SimDb {
 
     /// `SET key value NX [PX ttl]`.
     fn set_nx(&mut self, key: &str, value: &str, ttl_ms: u64) -> bool {
-        if self.live(key).is_some() {
-            return false;
-        }
-        let expires_at = (ttl_ms > 0).then(|| Instant::now() + Duration::from_millis(ttl_ms));
-        self.strings.insert(key.to_string(), Entry { value: value.to_string(), expires_at });
-        true
+        self.with_key(key, |slot, now| {
+            let deadline = (ttl_ms > 0).then(|| now + Duration::from_millis(ttl_ms));
+            key_rules::set_nx(slot, now, value.to_string(), deadline)
+        })
     }
 
     /// `PTTL key`: -2 no key, -1 no expiry, else ms left.
     fn pttl(&mut self, key: &str) -> i64 {
-        match self.live(key) {
+        self.with_key(key, |slot, now| match key_rules::expiry(slot, now) {
             None => -2,
-            Some(Entry { expires_at: None, .. }) => -1,
-            Some(Entry { expires_at: Some(d), .. }) => {
-                d.saturating_duration_since(Instant::now()).as_millis() as i64
-            }
-        }
+            Some(None) => -1,
+            Some(Some(d)) => d.saturating_duration_since(now).as_millis() as i64,
+        })
     }
 
     fn incr(&mut self, key: &str) -> u64 {
         let next = self.get_u64(key) + 1;
-        self.strings.insert(key.to_string(), Entry { value: next.to_string(), expires_at: None });
+        self.strings.insert(key.to_string(), Entry { value: next.to_string(), deadline: None });
         next
     }
 
@@ -195,11 +197,8 @@ pub struct SimClient {
 impl SimClient {
     /// Compare-and-delete (or a plain `DEL`) of the lock, while holding `db`.
     fn release_in(&self, mut db: MutexGuard<'_, SimDb>, value: &str, mode: ReleaseMode) -> bool {
-        let lock = &self.keys.lock;
-        match mode {
-            ReleaseMode::CompareAndDelete => db.get(lock).as_deref() == Some(value) && db.del(lock),
-            ReleaseMode::Del => db.del(lock),
-        }
+        let value = value.to_string();
+        db.with_key(&self.keys.lock, |slot, now| key_rules::release(slot, now, &value, mode))
     }
 }
 
@@ -278,19 +277,10 @@ impl LockClient for SimClient {
         mode: RenewMode,
     ) -> Result<bool, BackendError> {
         let mut db = self.sim.db();
-        if mode == RenewMode::Set {
-            let expires_at = Some(Instant::now() + Duration::from_millis(ttl_ms.max(1)));
-            db.strings
-                .insert(self.keys.lock.clone(), Entry { value: value.to_string(), expires_at });
-            return Ok(true);
-        }
-        match db.live(&self.keys.lock) {
-            Some(e) if e.value == value => {
-                e.expires_at = Some(Instant::now() + Duration::from_millis(ttl_ms));
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
+        Ok(db.with_key(&self.keys.lock, |slot, now| {
+            let after = |ms| now + Duration::from_millis(ms);
+            key_rules::renew(slot, now, value.to_string(), (ttl_ms, after), mode)
+        }))
     }
 
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
@@ -334,7 +324,7 @@ impl LockNode for SimClient {
         let jump = Duration::from_millis(ms);
         let mut changed = 0;
         for key in self.keys.all() {
-            let Some(deadline) = db.live(key).and_then(|e| e.expires_at.as_mut()) else {
+            let Some(deadline) = db.live(key).and_then(|e| e.deadline.as_mut()) else {
                 continue;
             };
             changed += 1;
@@ -362,25 +352,22 @@ impl StorageClient for SimStorageClient {
         let entry = serde_json::to_string(write).map_err(|e| BackendError::sim(e.to_string()))?;
         let mut db = self.0.sim.db();
         let k = &self.0.keys;
-        match check {
-            WriteCheck::None => {}
-            WriteCheck::Fencing(compare) => {
-                // The same rule as assets/lua/fenced_write.lua.
-                let token = write.token.unwrap_or(0);
-                if !compare.accepts(db.get_u64(&k.storage_highest), token) {
-                    return Ok(None);
-                }
-                let value = Entry { value: token.to_string(), expires_at: None };
-                db.strings.insert(k.storage_highest.clone(), value);
-            }
-            WriteCheck::IdempotencyKey => {
-                // As assets/lua/idempotent_write.lua: a key applied before is a repeat.
-                let applied = db.lists.entry(k.storage_applied.clone()).or_default();
-                if applied.contains(&write.value) {
-                    return Ok(None);
-                }
+        // The same rules as assets/lua/fenced_write.lua and idempotent_write.lua.
+        let mut highest = db.get_u64(&k.storage_highest);
+        let first_time = || {
+            let applied = db.lists.entry(k.storage_applied.clone()).or_default();
+            let first = !applied.contains(&write.value);
+            if first {
                 applied.push(write.value.clone());
             }
+            first
+        };
+        if !key_rules::takes_write(check, write.token, &mut highest, first_time) {
+            return Ok(None);
+        }
+        if let WriteCheck::Fencing(_) = check {
+            let value = Entry { value: highest.to_string(), deadline: None };
+            db.strings.insert(k.storage_highest.clone(), value);
         }
         // The list's length after the append, as the scripts return it: the write's
         // place in the storage's order.
