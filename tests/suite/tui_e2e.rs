@@ -323,6 +323,8 @@ steps = [{ do = "acquire" }, { do = "write", value = "b" }, { do = "release" }]
     let runs = fencelab::output::load::load_runs(&saved).unwrap();
     assert_eq!(runs.len(), 1, "one run was played");
 
+    // A clear pane: the EXITED=0 waited for below is the replay's, not the play's.
+    tmux.keys(&["clear", "Enter"]);
     let replay = format!("{bin} replay {} ; echo EXITED=$?", saved.display());
     tmux.keys(&[&replay, "Enter"]);
     tmux.wait_for("REPLAY", 10);
