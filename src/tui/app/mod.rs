@@ -18,7 +18,6 @@ mod view;
 pub use class::ClassSeat;
 use cursor::Cursor;
 pub use playground::Service;
-use playground::step;
 #[cfg(test)]
 use playground::{PLAYGROUND_POLL_MS, REDLOCK_NODES};
 use runs::Runs;
@@ -828,27 +827,31 @@ impl App {
         if let Some(effects) = self.refused_in_class(action) {
             return effects;
         }
+        if self.view_key(action) || self.setting_key(action) {
+            return Vec::new();
+        }
         match action {
             Action::Quit => self.quit = true,
-            Action::Help => {
-                self.view.help_scroll = 0;
-                self.view.overlay =
-                    if self.view.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
-            }
-            Action::Back => {
-                if self.view.overlay != Overlay::None {
-                    self.view.overlay = Overlay::None;
-                } else if self.view.error.is_some() {
-                    self.view.error = None;
-                } else {
-                    self.cursor.moment = None;
-                }
-            }
-            Action::SelectPrev => self.view.selected = self.view.selected.saturating_sub(1),
-            Action::SelectNext => {
-                self.view.selected =
-                    (self.view.selected + 1).min(self.shown.run.lanes.len().saturating_sub(1));
-            }
+            // Handled by `view_key`.
+            Action::Help
+            | Action::Back
+            | Action::SelectPrev
+            | Action::SelectNext
+            | Action::ToggleInspector
+            | Action::MomentBack
+            | Action::MomentForward
+            | Action::ZoomIn
+            | Action::ZoomOut
+            | Action::NextViolation
+            | Action::CycleTheme => {}
+            // Handled by `setting_key`.
+            Action::TtlDown
+            | Action::TtlUp
+            | Action::NextWait
+            | Action::PauseLengthDown
+            | Action::PauseLengthUp
+            | Action::AddWorker
+            | Action::RemoveWorker => {}
             Action::PauseWorker(i) => {
                 if let Some(effects) = self.answer_posed(i) {
                     return effects;
@@ -920,32 +923,8 @@ impl App {
                 self.runs.previous_label = self.shown.run_label.clone();
                 return vec![Effect::StartRun];
             }
-            Action::ToggleInspector => self.view.inspector = !self.view.inspector,
             Action::SpeedDown | Action::SpeedUp => {
                 return self.change_speed(action == Action::SpeedUp);
-            }
-            Action::TtlDown | Action::TtlUp => {
-                let ttl = step(self.setup.scenario.ttl_ms, action == Action::TtlUp);
-                self.setup.scenario.ttl_ms = ttl;
-                self.view.status = Some(format!(
-                    "lease (TTL) {} from the next run: press r to restart",
-                    secs(ttl)
-                ));
-            }
-            Action::NextWait => self.next_wait(),
-            Action::PauseLengthDown | Action::PauseLengthUp => {
-                self.setup.pause_ms = step(self.setup.pause_ms, action == Action::PauseLengthUp);
-                self.view.status = Some(format!("pause length {}", secs(self.setup.pause_ms)));
-            }
-            Action::AddWorker => self.add_worker(),
-            Action::RemoveWorker => {
-                if self.setup.scenario.workers.len() > 1 {
-                    let gone =
-                        self.setup.scenario.workers.pop().map(|w| w.name).unwrap_or_default();
-                    self.view.status = Some(format!(
-                        "worker {gone} removed from the next run: press r to restart"
-                    ));
-                }
             }
             Action::SimPlayPause => {
                 if !self.setup.simulated {
@@ -963,23 +942,6 @@ impl App {
                 self.view.status =
                     Some("stop time first (s), then step with . (simulator only)".into());
             }
-            Action::MomentBack | Action::MomentForward => {
-                let delta = self.cursor.window_ms / 60.0;
-                let from = self.view_ms();
-                let to = if action == Action::MomentBack { from - delta } else { from + delta };
-                // Within what the view has reached: never past the cursor.
-                self.cursor.moment = Some(to.clamp(0.0, self.cursor.cursor_ms));
-            }
-            Action::ZoomIn => {
-                self.cursor.zoomed = true;
-                self.cursor.window_ms = (self.cursor.window_ms / 1.5).max(1000.0);
-            }
-            Action::ZoomOut => {
-                self.cursor.zoomed = true;
-                self.cursor.window_ms = (self.cursor.window_ms * 1.5).min(120_000.0);
-            }
-            Action::NextViolation => self.next_violation(),
-            Action::CycleTheme => self.view.theme = self.view.theme.next(),
             Action::Continue => return self.continue_lesson(),
             Action::NarrationUp
             | Action::NarrationDown

@@ -7,6 +7,7 @@ use crate::engine::log::{EventKind, WorkerEvent};
 use crate::scenario::{
     LockShape, ReleaseMode, Scenario, Step, StorageKind, WaitStrategy, WorkerSpec,
 };
+use crate::tui::keys::Action;
 
 /// The lock service and storage a run uses: what `l` and `w` cycle through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,11 +81,43 @@ pub(super) const STEP_MS: u64 = 500;
 
 pub(super) const MAX_WORKERS: usize = 8;
 
-pub(super) fn step(ms: u64, up: bool) -> u64 {
+fn step(ms: u64, up: bool) -> u64 {
     if up { ms + STEP_MS } else { ms.saturating_sub(STEP_MS).max(STEP_MS) }
 }
 
 impl App {
+    /// A key that edits the next run's settings (lease, wait, pause length, workers):
+    /// whether `action` was one.
+    pub(super) fn setting_key(&mut self, action: Action) -> bool {
+        match action {
+            Action::TtlDown | Action::TtlUp => {
+                let ttl = step(self.setup.scenario.ttl_ms, action == Action::TtlUp);
+                self.setup.scenario.ttl_ms = ttl;
+                self.view.status = Some(format!(
+                    "lease (TTL) {} from the next run: press r to restart",
+                    secs(ttl)
+                ));
+            }
+            Action::NextWait => self.next_wait(),
+            Action::PauseLengthDown | Action::PauseLengthUp => {
+                self.setup.pause_ms = step(self.setup.pause_ms, action == Action::PauseLengthUp);
+                self.view.status = Some(format!("pause length {}", secs(self.setup.pause_ms)));
+            }
+            Action::AddWorker => self.add_worker(),
+            Action::RemoveWorker => {
+                if self.setup.scenario.workers.len() > 1 {
+                    let gone =
+                        self.setup.scenario.workers.pop().map(|w| w.name).unwrap_or_default();
+                    self.view.status = Some(format!(
+                        "worker {gone} removed from the next run: press r to restart"
+                    ));
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
     pub(super) fn switch(&mut self, to: Option<Service>) -> Vec<Effect> {
         let Some(to) = to else {
             self.view.status =
