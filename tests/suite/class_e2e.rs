@@ -123,6 +123,12 @@ fn an_instructors_pause_stops_a_students_process_and_both_screens_show_the_stale
     until(&socket, "teacher", "checker: 1 stale write accepted");
 }
 
+/// The processes `window`'s shell runs (its `fencelab class` or `join`).
+fn programs_in(socket: &str, window: &str) -> Vec<u32> {
+    let pane = tmux(socket, &["display", "-p", "-t", window, "#{pane_pid}"]).stdout;
+    children(String::from_utf8_lossy(&pane).trim().parse().unwrap())
+}
+
 fn key(socket: &str, window: &str, key: &str) {
     assert!(tmux(socket, &["send-keys", "-t", window, key]).status.success());
 }
@@ -152,13 +158,7 @@ fn in_the_tui_the_instructors_hold_key_stops_a_students_process_and_both_screens
     key(&socket, "teacher", "Space");
     until(&socket, "alice", "you are frozen; you still hold the lock (token 1)");
     // alice's worker is a child of her `fencelab join`, a child of her shell.
-    let pane: u32 = String::from_utf8_lossy(
-        &tmux(&socket, &["display", "-p", "-t", "alice", "#{pane_pid}"]).stdout,
-    )
-    .trim()
-    .parse()
-    .unwrap();
-    let join = children(pane);
+    let join = programs_in(&socket, "alice");
     let workers: Vec<u32> = join.iter().flat_map(|p| children(*p)).collect();
     assert_eq!(workers.len(), 1, "one worker under alice's join: {join:?} -> {workers:?}");
     support::wait_until(
@@ -268,13 +268,7 @@ fn students_join_over_ssh_with_nothing_installed_answer_and_are_stopped_by_the_i
     // The lesson's pause, sent by the instructor's fencelab: alice's worker, a process
     // on the instructor's machine (a child of the class), is stopped by the kernel.
     until(&socket, "alice", "you are frozen; you still hold the lock (token 1)");
-    let pane: u32 = String::from_utf8_lossy(
-        &tmux(&socket, &["display", "-p", "-t", "teacher", "#{pane_pid}"]).stdout,
-    )
-    .trim()
-    .parse()
-    .unwrap();
-    let class = children(pane);
+    let class = programs_in(&socket, "teacher");
     let stopped = support::wait_for("a stopped worker under the class", || {
         let workers = class.iter().flat_map(|p| children(*p));
         workers.filter(|w| state(*w) == "T").find(|w| {

@@ -140,9 +140,10 @@ impl SshRoom {
             .map(|(name, url)| Ok(Seat { name, password: password()?, url }))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let seats = Arc::new(Seats { seats, seated: Mutex::default(), program });
-        let stop = shutdown.token().child_token();
-        let server =
-            tokio::spawn(serve(listener, config, seats.clone(), shutdown.child(), stop.clone()));
+        // The room's end: the program's, or `close`.
+        let closed = shutdown.child();
+        let stop = closed.token().clone();
+        let server = tokio::spawn(serve(listener, config, seats.clone(), closed));
         Ok(SshRoom { addr, fingerprint, seats, stop, server })
     }
 
@@ -168,23 +169,19 @@ impl SshRoom {
     }
 }
 
-/// Accept connections until `stop`, at most the students' seats twice plus a few at
-/// once; each is a [`Visit`] whose screen quits with `shutdown` (a child of the
-/// program's). Once stopped: the sessions leave, then are disconnected.
-async fn serve(
-    listener: TcpListener,
-    config: Arc<Config>,
-    seats: Arc<Seats>,
-    shutdown: Shutdown,
-    stop: CancellationToken,
-) {
+/// Accept connections until the room is `closed`, at most the students' seats twice
+/// plus a few at once; each is a [`Visit`], whose screen quits when the room closes or
+/// its connection goes. Once closed: the sessions leave, then are disconnected.
+async fn serve(listener: TcpListener, config: Arc<Config>, seats: Arc<Seats>, closed: Shutdown) {
     let open = Arc::new(AtomicUsize::new(0));
     let limit = seats.seats.len() * 2 + SPARE_CONNECTIONS;
     let mut sessions = JoinSet::new();
     loop {
+        // Ended sessions are reaped as the class goes on, not kept to its end.
+        while sessions.try_join_next().is_some() {}
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = stop.cancelled() => break,
+            () = closed.requested() => break,
         };
         let Ok((socket, _)) = accepted else {
             // Out of file descriptors, say: try again shortly rather than spin.
@@ -199,37 +196,33 @@ async fn serve(
             socket2::TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(KEEPALIVE_EVERY);
         // Without it a vanished peer is found only when a write fails.
         let _ = socket2::SockRef::from(&socket).set_tcp_keepalive(&keepalive);
-        let (config, stop) = (config.clone(), stop.clone());
-        let (visit, left, admitted) = Visit::new(seats.clone(), shutdown.child());
+        let (config, closed) = (config.clone(), closed.clone());
+        let (visit, left, admitted) = Visit::new(seats.clone(), closed.child());
+        // A minute to log in, from the connection on: its greeting and key exchange
+        // count (a connection that says nothing is held here, not in the session).
+        let login_by = tokio::time::Instant::now() + LOGIN_WITHIN;
         sessions.spawn(async move {
             let _counted = counted;
-            let Ok(session) = russh::server::run_stream(config, socket, visit).await else {
+            let started = russh::server::run_stream(config, socket, visit);
+            let Ok(Ok(session)) = tokio::time::timeout_at(login_by, started).await else {
                 return;
             };
             let handle = session.handle();
-            let bye = |said: &'static str| {
-                let handle = handle.clone();
-                async move {
-                    let _ = handle
-                        .disconnect(Disconnect::ByApplication, said.into(), "en".into())
-                        .await;
+            let bye = |said: &'static str| async move {
+                let _ =
+                    handle.disconnect(Disconnect::ByApplication, said.into(), "en".into()).await;
+            };
+            // Once in, no deadline.
+            let login = async {
+                if tokio::time::timeout_at(login_by, admitted.cancelled()).await.is_ok() {
+                    std::future::pending::<()>().await;
                 }
             };
             tokio::pin!(session);
             tokio::select! {
                 _ = &mut session => return,
-                () = stop.cancelled() => {}
-                () = admitted_within(&admitted) => {}
-            }
-            if !admitted.is_cancelled() && !stop.is_cancelled() {
-                bye("no login within a minute").await;
-                return;
-            }
-            if !stop.is_cancelled() {
-                tokio::select! {
-                    _ = &mut session => return,
-                    () = stop.cancelled() => {}
-                }
+                () = login => return bye("no login within a minute").await,
+                () = closed.requested() => {}
             }
             // The room closed. The screen quits and says goodbye on its channel, which
             // it closes: the client then hangs up itself, after what was sent.
@@ -239,15 +232,9 @@ async fn serve(
             }
         });
     }
-    shutdown.token().cancel();
     let _ =
         tokio::time::timeout(LEAVING * 3, async { while sessions.join_next().await.is_some() {} })
             .await;
-}
-
-/// Resolves when `admitted` is (a password accepted), or [`LOGIN_WITHIN`] has passed.
-async fn admitted_within(admitted: &CancellationToken) {
-    let _ = tokio::time::timeout(LOGIN_WITHIN, admitted.cancelled()).await;
 }
 
 /// One open connection, counted while it lasts.
