@@ -85,13 +85,22 @@ async fn compare_and_delete_refuses_a_non_owner_but_plain_del_does_not() {
 async fn px_expiry_frees_the_lock_for_the_next_holder() {
     let server = support::redis();
     let (mut c, _) = clients(&server, 2).await;
+    let started = std::time::Instant::now();
     c[0].acquire("A:1", 100, AcquireMode::Script, None).await.unwrap();
-    // Ordering with a wide margin: 300 ms after a 100 ms lease, it must be gone.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        c[1].acquire("B:1", 100, AcquireMode::Script, None).await.unwrap(),
-        AcquireReply::Granted { token: 2 }
-    );
+    // B asks until Redis itself has let the 100 ms lease go; each refusal says how
+    // long is left, and B is granted the next token once it is gone.
+    let token = support::wait_for_async("A's lease to expire", async || {
+        match c[1].acquire("B:1", 100, AcquireMode::Script, None).await.unwrap() {
+            AcquireReply::Granted { token } => Some(token),
+            AcquireReply::Busy { pttl_ms } => {
+                assert!(pttl_ms.is_some_and(|ms| ms <= 100), "{pttl_ms:?}");
+                None
+            }
+        }
+    })
+    .await;
+    assert_eq!(token, 2);
+    assert!(started.elapsed() >= Duration::from_millis(90), "granted before the lease ran out");
 }
 
 #[tokio::test]
