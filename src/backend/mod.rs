@@ -263,6 +263,13 @@ pub trait LockService: Send + Sync + 'static {
     async fn reset(&self) -> Result<(), BackendError> {
         Ok(())
     }
+
+    /// Whether runs without a server fault may share it at the same time, each on its
+    /// own keys. Not where [`LockService::reset`] sets what every run reads (etcd's
+    /// starting revision, which the tokens are counted from) or puts servers back.
+    fn shared_by_runs(&self) -> bool {
+        true
+    }
 }
 
 /// One worker's client of the lock service: the article's protocol, one method per

@@ -18,26 +18,47 @@ use crate::cli::BackendArgs;
 use crate::engine::log::Event;
 use crate::runtime::{self, Shutdown};
 use crate::scenario::{Scenario, builtin};
-use crate::search::real::RealTrials;
+use crate::search::real::{RealTrials, SIDE_BY_SIDE};
 use crate::search::trial::{Placement, Runner, Trials};
 use crate::search::{Budget, Options, Progress, search_with};
 
-/// A runner that times each trial of the one it wraps.
+/// A runner that times the trials of the one it wraps: each trial's own wall time
+/// (for trials side by side, their batch's), and the wall time they took in all.
 struct Timed<'r> {
     inner: &'r mut dyn Runner,
     trials: Vec<f64>,
+    busy: Duration,
 }
 
 impl Runner for Timed<'_> {
     fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let started = Instant::now();
         let events = self.inner.trial(scenario, fencing);
-        self.trials.push(started.elapsed().as_secs_f64() * 1000.0);
+        self.took(started, 1);
         events
+    }
+
+    fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
+        let started = Instant::now();
+        let logs = self.inner.trials(scenarios, fencing);
+        self.took(started, scenarios.len());
+        logs
+    }
+
+    fn side_by_side(&self, scenario: &Scenario) -> usize {
+        self.inner.side_by_side(scenario)
     }
 
     fn placement(&self) -> Placement {
         self.inner.placement()
+    }
+}
+
+impl Timed<'_> {
+    fn took(&mut self, started: Instant, trials: usize) {
+        let took = started.elapsed();
+        self.busy += took;
+        self.trials.extend(std::iter::repeat_n(took.as_secs_f64() * 1000.0, trials));
     }
 }
 
@@ -60,7 +81,7 @@ impl Measured {
         seed: u64,
         cancel: &CancellationToken,
     ) -> anyhow::Result<()> {
-        let mut timed = Timed { inner: runner, trials: Vec::new() };
+        let mut timed = Timed { inner: runner, trials: Vec::new(), busy: Duration::ZERO };
         let options = Options { kinds: None, budget: Budget::Schedules(200), seed, fencing: None };
         let started = Instant::now();
         let mut first = None;
@@ -70,7 +91,7 @@ impl Measured {
             }
         };
         let outcome = search_with(&mut timed, design, &options, cancel, progress)?;
-        self.busy += timed.trials.iter().map(|&ms| Duration::from_secs_f64(ms / 1000.0)).sum();
+        self.busy += timed.busy;
         self.trial_ms.extend(timed.trials);
         if let (Some(_), Some(at)) = (outcome.found, first) {
             self.searches_broke += 1;
@@ -135,11 +156,16 @@ pub fn bench(
         stepper.search(&mut Trials::new()?, &design, seed, &cancel)?;
     }
     stepper.row("fencelab's workers, stepper", searches);
-    for (path, scenario) in
-        [("fencelab's workers, real Redis", &design), ("the program, real Redis", &foreign)]
-    {
+    let at_once = format!("the program, real Redis, {SIDE_BY_SIDE} at once");
+    let paths = [
+        ("fencelab's workers, real Redis", &design, 1),
+        ("the program, real Redis", &foreign, 1),
+        (at_once.as_str(), &foreign, SIDE_BY_SIDE),
+    ];
+    for (path, scenario, at_once) in paths {
         let mut measured = Measured::default();
-        let mut real = RealTrials::new(&deployment, &rt, cancel.clone(), time_scale)?;
+        let mut real =
+            RealTrials::new(&deployment, &rt, cancel.clone(), time_scale)?.at_once(at_once);
         for seed in 1..=u64::from(searches) {
             if cancel.is_cancelled() {
                 break;
@@ -148,7 +174,9 @@ pub fn bench(
         }
         measured.row(path, searches);
     }
-    println!("(ms: median / p90 / p99; the program: {program})");
+    println!(
+        "(ms: median / p90 / p99; trials/s by the searches' wall time; a trial's ms is its run's, or for runs at once their batch's; the program: {program})"
+    );
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(ExitCode::SUCCESS)
 }

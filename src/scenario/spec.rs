@@ -38,6 +38,10 @@ pub struct LockSpec {
     /// A queue: a grant is a job, its token the job's number (no order a storage could
     /// check), and the same job done twice is the violation.
     pub queue: bool,
+    /// A run's programs start one at a time, not side by side: each one's library
+    /// makes what the queue needs on the server as it starts (pg-boss's tables), and
+    /// two doing so at once collide.
+    pub programs_start_in_turn: bool,
 }
 
 /// Where a lock kind's servers come from.
@@ -262,6 +266,7 @@ pub const REDIS: LockSpec = LockSpec {
     lease: ANY_LEASE,
     nodes: 0,
     queue: false,
+    programs_start_in_turn: false,
 };
 
 /// Redlock on its own nodes; no counter of its own.
@@ -489,6 +494,7 @@ pub const ADVISORY: LockSpec = LockSpec {
     lease: ANY_LEASE,
     nodes: 0,
     queue: false,
+    programs_start_in_turn: false,
 };
 
 /// pg-boss's job queue on PostgreSQL: no lock. A fetch takes the job (`FOR UPDATE
@@ -537,6 +543,7 @@ pub const PGBOSS: LockSpec = LockSpec {
     },
     nodes: 0,
     queue: false,
+    programs_start_in_turn: true,
 };
 
 impl LockShape {

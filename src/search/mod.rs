@@ -149,22 +149,73 @@ struct Judge<'a> {
 
 impl Judge<'_> {
     fn run(&mut self, schedule: &[space::Move]) -> anyhow::Result<(Vec<Event>, Vec<Violation>)> {
-        self.runs += 1;
-        let events = self.runner.trial(&space::apply(self.design, schedule), self.fencing)?;
-        let violations = check(&events);
-        Ok((events, violations))
+        let mut runs = self.run_all(&[schedule.to_vec()])?;
+        Ok(runs.remove(0))
+    }
+
+    /// A run of each schedule, side by side where the runner runs them so: their
+    /// events and violations, in the order given.
+    fn run_all(
+        &mut self,
+        schedules: &[Schedule],
+    ) -> anyhow::Result<Vec<(Vec<Event>, Vec<Violation>)>> {
+        self.runs += schedules.len() as u64;
+        let scenarios: Vec<Scenario> =
+            schedules.iter().map(|s| space::apply(self.design, s)).collect();
+        let logs = self.runner.trials(&scenarios, self.fencing)?;
+        let judged = logs.into_iter().map(|events| {
+            let violations = check(&events);
+            (events, violations)
+        });
+        Ok(judged.collect())
     }
 
     /// Whether it breaks; counts harmless violations and failed runs on the way.
     fn breaks(&mut self, schedule: &[space::Move]) -> anyhow::Result<bool> {
         let (events, violations) = self.run(schedule)?;
-        if let Some(error) = failure(&events) {
+        Ok(self.verdict(schedule, &events, &violations))
+    }
+
+    /// [`Judge::breaks`] for each schedule, their runs side by side.
+    fn break_all(&mut self, schedules: &[Schedule]) -> anyhow::Result<Vec<bool>> {
+        let runs = self.run_all(schedules)?;
+        let judged = schedules.iter().zip(runs);
+        Ok(judged.map(|(schedule, (events, v))| self.verdict(schedule, &events, &v)).collect())
+    }
+
+    /// Whether `schedule` breaks in each of `times` runs: side by side when `at_once`
+    /// allows, else one after another until one does not.
+    fn breaks_every(
+        &mut self,
+        schedule: &Schedule,
+        times: usize,
+        at_once: usize,
+    ) -> anyhow::Result<bool> {
+        if at_once >= times {
+            return Ok(self.break_all(&vec![schedule.clone(); times])?.into_iter().all(|b| b));
+        }
+        for _ in 0..times {
+            if !self.breaks(schedule)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The verdict on one run of `schedule`.
+    fn verdict(
+        &mut self,
+        schedule: &[space::Move],
+        events: &[Event],
+        violations: &[Violation],
+    ) -> bool {
+        if let Some(error) = failure(events) {
             self.failed.0 += 1;
             self.failed.1.get_or_insert(format!(
                 "{}: {error}",
                 space::and_list(&schedule.iter().map(ToString::to_string).collect::<Vec<_>>(),)
             ));
-            return Ok(false);
+            return false;
         }
         let broke = violations.iter().any(|v| harmful(v, self.fencing, self.design.lock.spec()));
         if !broke {
@@ -175,7 +226,7 @@ impl Judge<'_> {
                 *self.harmless.entry(k).or_default() += 1;
             }
         }
-        Ok(broke)
+        broke
     }
 }
 
@@ -279,30 +330,31 @@ pub fn search_with(
         Budget::Schedules(n) => tried < n,
         Budget::Time(limit) => started.elapsed() < limit,
     };
+    // Real runs where the servers can take them at once go side by side; a search
+    // for server faults keeps to one, as those hit servers every run shares.
+    let side_by_side = match kinds.iter().any(|k| k.needs().node) {
+        true => 1,
+        false => judge.runner.side_by_side(&design).max(1),
+    };
     let mut last_report = Instant::now();
     while first.is_none() && within(outcome.tried()) {
         if cancel.is_cancelled() {
             outcome.interrupted = true;
             break;
         }
-        let schedule = match order.get(outcome.singles as usize) {
-            _ if (outcome.at_moments as usize) < placed.len() => {
-                outcome.at_moments += 1;
-                vec![placed[outcome.at_moments as usize - 1].clone()]
+        let mut batch = Vec::new();
+        while batch.len() < side_by_side && within(outcome.tried()) {
+            match next_schedule(&mut outcome, &placed, &order, &space, &mut rng) {
+                Some(schedule) => batch.push(schedule),
+                None => break,
             }
-            Some(&i) => {
-                outcome.singles += 1;
-                vec![space.single(i)]
-            }
-            None if space.max_faults >= 2 && space.singles() > 1 => {
-                outcome.pairs += 1;
-                space.random_pair(&mut rng)
-            }
-            None => break,
-        };
-        if judge.breaks(&schedule)? {
-            first = Some(schedule);
         }
+        if batch.is_empty() {
+            break;
+        }
+        // The first in the search's order that breaks, as one at a time would find.
+        let broke = judge.break_all(&batch)?;
+        first = batch.into_iter().zip(broke).find_map(|(s, broke)| broke.then_some(s));
         if last_report.elapsed() > Duration::from_millis(100) {
             last_report = Instant::now();
             progress(Progress { tried: outcome.tried(), violations: 0 });
@@ -311,7 +363,7 @@ pub fn search_with(
     progress(Progress { tried: outcome.tried(), violations: u64::from(first.is_some()) });
     outcome.harmless = std::mem::take(&mut judge.harmless);
     if let Some(original) = first {
-        let mut shrink_trials = 0;
+        let runs_before = judge.runs;
         // A real run races the scheduler: there a smaller story counts only when it
         // breaks twice running, and a start at the workers' own moment stays put
         // (later starts on a coarse grid mostly miss, each at the cost of a run).
@@ -320,27 +372,25 @@ pub fn search_with(
             Placement::Moments => (2, true),
         };
         let shrunk = shrink::shrink(&original, &space, real, |s| {
-            for _ in 0..repeats {
-                shrink_trials += 1;
-                if !judge.breaks(s)? {
-                    return Ok(false);
-                }
-            }
-            Ok(true)
+            judge.breaks_every(s, repeats, side_by_side)
         })?;
         // The run shown and saved is one that breaks: a real run that does not (it
         // raced the scheduler) is run again, and a schedule that never breaks again is
         // no break to report.
+        let tries = repeats + 1;
+        let at_once = if side_by_side >= tries { tries } else { 1 };
         let mut shown = None;
-        for _ in 0..repeats + 1 {
-            let (events, violations) = judge.run(&shrunk)?;
-            shrink_trials += 1;
-            let judged = failure(&events).is_none();
-            if judged && violations.iter().any(|v| harmful(v, design.fencing, design.lock.spec())) {
-                shown = Some((events, violations));
+        for _ in 0..tries / at_once {
+            let runs = judge.run_all(&vec![shrunk.clone(); at_once])?;
+            shown = runs.into_iter().find(|(events, violations)| {
+                let harm = |v: &Violation| harmful(v, design.fencing, design.lock.spec());
+                failure(events).is_none() && violations.iter().any(harm)
+            });
+            if shown.is_some() {
                 break;
             }
         }
+        let shrink_trials = judge.runs - runs_before;
         match shown {
             Some((events, violations)) => {
                 let scenario = counterexample(scenario, &design, &shrunk, &events, &violations);
@@ -353,6 +403,33 @@ pub fn search_with(
     outcome.runs = judge.runs;
     outcome.failed = judge.failed;
     Ok(outcome)
+}
+
+/// The search's next schedule, counted in `outcome`: a pause at each of the workers'
+/// own moments first, then every single fault of the space in the seeded `order`,
+/// then random pairs; None when the space is done.
+fn next_schedule(
+    outcome: &mut Outcome,
+    placed: &[space::Move],
+    order: &[u64],
+    space: &Space,
+    rng: &mut fastrand::Rng,
+) -> Option<Schedule> {
+    if (outcome.at_moments as usize) < placed.len() {
+        outcome.at_moments += 1;
+        return Some(vec![placed[outcome.at_moments as usize - 1].clone()]);
+    }
+    match order.get(outcome.singles as usize) {
+        Some(&i) => {
+            outcome.singles += 1;
+            Some(vec![space.single(i)])
+        }
+        None if space.max_faults >= 2 && space.singles() > 1 => {
+            outcome.pairs += 1;
+            Some(space.random_pair(rng))
+        }
+        None => None,
+    }
 }
 
 /// The design with the schedule as `[[faults]]`, and the simulator's outcome stated

@@ -23,6 +23,11 @@ use crate::scenario::Scenario;
 /// still have time to say `ready` well inside it).
 pub const DEFAULT_TIME_SCALE: f64 = 0.5;
 
+/// How many real trials run at once, where they may. A trial mostly waits for its
+/// leases and pauses, so three take about as long as one; more would have the
+/// programs' interpreters starting together compete for two cores.
+pub const SIDE_BY_SIDE: usize = 3;
+
 /// How long past twice its longest possible end a real trial may go on.
 const STUCK_GRACE: Duration = Duration::from_secs(5);
 
@@ -32,6 +37,8 @@ pub struct RealTrials<'a> {
     runtime: &'a Runtime,
     cancel: CancellationToken,
     time_scale: f64,
+    /// The most runs side by side: [`SIDE_BY_SIDE`] unless told.
+    at_once: usize,
 }
 
 impl<'a> RealTrials<'a> {
@@ -51,32 +58,54 @@ impl<'a> RealTrials<'a> {
         if !(time_scale > 0.0 && time_scale.is_finite()) {
             anyhow::bail!("--time-scale {time_scale}: give a factor above 0 (0.5: twice as fast)");
         }
-        Ok(RealTrials { deployment, runtime, cancel, time_scale })
+        Ok(RealTrials { deployment, runtime, cancel, time_scale, at_once: SIDE_BY_SIDE })
+    }
+
+    /// At most `n` runs side by side (one: one after another).
+    pub fn at_once(self, n: usize) -> Self {
+        RealTrials { at_once: n.max(1), ..self }
     }
 }
 
-impl Runner for RealTrials<'_> {
+impl RealTrials<'_> {
     /// One real run, stopped (and judged as it stands) at twice its longest possible
     /// end plus [`STUCK_GRACE`]: a program waiting for a job another worker has
     /// already done (a queue's: nobody will free it) asks its server on and on, so its
     /// own silence never ends it.
-    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+    async fn run(&self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) };
         let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
         let longest = longest_ms(scenario) as f64 * 2.0 * self.time_scale / 1000.0;
         let limit = Duration::from_secs_f64(longest) + STUCK_GRACE;
-        let log = self.runtime.block_on(async {
-            let prepared = engine::prepare(lock, storage, scenario, options, &self.cancel).await?;
-            let (log, control) = (prepared.log(), prepared.control());
-            let watchdog = tokio::spawn(async move {
-                tokio::time::sleep(limit).await;
-                control.stop();
-            });
-            prepared.execute().await;
-            watchdog.abort();
-            Ok::<_, crate::backend::BackendError>(log)
-        })?;
+        let prepared = engine::prepare(lock, storage, scenario, options, &self.cancel).await?;
+        let (log, control) = (prepared.log(), prepared.control());
+        let watchdog = tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            control.stop();
+        });
+        prepared.execute().await;
+        watchdog.abort();
         Ok(log.snapshot())
+    }
+}
+
+impl Runner for RealTrials<'_> {
+    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+        self.runtime.block_on(self.run(scenario, fencing))
+    }
+
+    /// The runs side by side, each with its own run id and so its own keys.
+    fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
+        let runs = scenarios.iter().map(|s| self.run(s, fencing));
+        self.runtime.block_on(futures_util::future::join_all(runs)).into_iter().collect()
+    }
+
+    /// Up to [`SIDE_BY_SIDE`], where the servers can take runs at once: no fault of the
+    /// scenario hits a server every run shares (a kill, a promotion, a clock jump), and
+    /// the lock service keeps nothing per run but its keys.
+    fn side_by_side(&self, scenario: &Scenario) -> usize {
+        let shared_fault = scenario.faults.iter().any(|f| f.kind.needs().node);
+        if shared_fault || !self.deployment.lock().shared_by_runs() { 1 } else { self.at_once }
     }
 
     fn placement(&self) -> Placement {

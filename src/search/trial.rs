@@ -42,6 +42,19 @@ pub trait Runner {
     /// Run `scenario` to its end; its events, in log order.
     fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>>;
 
+    /// Run each of `scenarios` to its end, as many side by side as
+    /// [`Runner::side_by_side`] says; their events, in the order given.
+    fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
+        scenarios.iter().map(|s| self.trial(s, fencing)).collect()
+    }
+
+    /// How many trials of `scenario` may run at once. One, where a trial keeps a core
+    /// busy (the simulator's); a real run mostly waits for its leases, so several
+    /// side by side cost little more than one.
+    fn side_by_side(&self, _scenario: &Scenario) -> usize {
+        1
+    }
+
     /// How the search places its schedules, given what a trial costs.
     fn placement(&self) -> Placement {
         Placement::Grid

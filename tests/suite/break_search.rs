@@ -396,3 +396,77 @@ fn the_fencing_flag_chooses_the_design_searched() {
     let bad = run(&["--sim", "break", "gc-pause", "--fencing", "maybe"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
+
+/// The simulator's trials, taken in batches as real ones are: each batch's size noted.
+struct Batched {
+    sim: Trials,
+    at_once: usize,
+    batches: Vec<usize>,
+}
+
+impl Runner for Batched {
+    fn trial(
+        &mut self,
+        scenario: &fencelab::scenario::Scenario,
+        fencing: bool,
+    ) -> anyhow::Result<Vec<fencelab::engine::log::Event>> {
+        self.batches.push(1);
+        self.sim.trial(scenario, fencing)
+    }
+
+    fn trials(
+        &mut self,
+        scenarios: &[fencelab::scenario::Scenario],
+        fencing: bool,
+    ) -> anyhow::Result<Vec<Vec<fencelab::engine::log::Event>>> {
+        self.batches.push(scenarios.len());
+        scenarios.iter().map(|s| self.sim.trial(s, fencing)).collect()
+    }
+
+    fn side_by_side(&self, _: &fencelab::scenario::Scenario) -> usize {
+        self.at_once
+    }
+
+    fn placement(&self) -> fencelab::search::trial::Placement {
+        fencelab::search::trial::Placement::Moments
+    }
+}
+
+/// Trials side by side find what one at a time finds: the first schedule in the
+/// search's order that breaks, shrunk the same way, its story run as often. Only the
+/// batches differ: the search's in threes, each shrinking step's two runs together,
+/// the shown run's three tries at once.
+#[test]
+fn trials_side_by_side_find_the_break_one_at_a_time_finds() {
+    let scenario = builtin("gc-pause").unwrap().unwrap();
+    let options = Options {
+        kinds: Some(vec![FaultKind::Pause]),
+        budget: Budget::Schedules(60),
+        seed: 3,
+        fencing: None,
+    };
+    let search = |at_once| {
+        let mut runner = Batched { sim: Trials::new().unwrap(), at_once, batches: Vec::new() };
+        let cancel = CancellationToken::new();
+        let outcome =
+            fencelab::search::search_with(&mut runner, &scenario, &options, &cancel, |_| {})
+                .unwrap();
+        (outcome, runner.batches)
+    };
+    let (alone, one_by_one) = search(1);
+    let (together, batches) = search(3);
+    let (a, b) = (alone.found.as_ref().unwrap(), together.found.as_ref().unwrap());
+    assert_eq!((&a.original, &a.shrunk), (&b.original, &b.shrunk));
+    // A batch runs to its end: up to two schedules past the one that broke.
+    let (n, m) = (alone.tried(), together.tried());
+    assert!(n <= m && m < n + 3, "{n} schedules one at a time, {m} side by side");
+    assert!(one_by_one.iter().all(|&n| n == 1), "{one_by_one:?}");
+    assert!(batches.contains(&2), "shrinking's two runs together: {batches:?}");
+    assert_eq!(batches.last(), Some(&3), "the shown run's three tries at once: {batches:?}");
+    assert!(
+        batches.len() < one_by_one.len(),
+        "{} batches against {}",
+        batches.len(),
+        one_by_one.len()
+    );
+}

@@ -69,6 +69,11 @@ impl<C: EtcdCluster> LockService for EtcdBackend<C> {
     async fn reset(&self) -> Result<(), BackendError> {
         self.etcd.reset().await
     }
+
+    /// Each run counts its tokens from the revision `reset` notes.
+    fn shared_by_runs(&self) -> bool {
+        false
+    }
 }
 
 /// One worker's etcd connection and the lease it holds.

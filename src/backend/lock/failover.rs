@@ -151,6 +151,11 @@ impl<P: Pair> LockService for FailoverBackend<P> {
     async fn reset(&self) -> Result<(), BackendError> {
         self.pair.reset().await
     }
+
+    /// `reset` puts the pair back as it was, under any run still going.
+    fn shared_by_runs(&self) -> bool {
+        false
+    }
 }
 
 /// One worker's connections: to both nodes (it uses the primary).

@@ -107,6 +107,11 @@ impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
     async fn reset(&self) -> Result<(), BackendError> {
         self.etcd.reset().await
     }
+
+    /// Each run counts its tokens from the revision `reset` notes.
+    fn shared_by_runs(&self) -> bool {
+        false
+    }
 }
 
 impl<C: EtcdCluster> K8sLeaseBackend<C> {

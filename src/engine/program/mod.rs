@@ -88,8 +88,10 @@ pub async fn start(
         step_timeout: Duration::from_secs(5) + longest * 2,
         faults: scenario.faults.clone(),
     };
-    let mut programs = Vec::with_capacity(specs.len());
-    for spec in specs {
+    // Side by side: most of a start is an interpreter loading its libraries. In turn
+    // where the lock kind asks (its library sets up the server as it starts). One
+    // that fails drops the others, which kills them.
+    let starts = specs.into_iter().map(|spec| {
         // A link without faults never changes, but its sender must live as long as
         // the proxy: a proxy reads a closed channel as a cut.
         let link = match links.of(&spec.name) {
@@ -99,8 +101,18 @@ pub async fn start(
                 (condition, Some(clear))
             }
         };
-        programs.push(Program::start(spec, &setup, link).await?);
-    }
+        Program::start(spec, &setup, link)
+    });
+    let programs = match scenario.lock.spec().programs_start_in_turn {
+        false => futures_util::future::try_join_all(starts).await?,
+        true => {
+            let mut programs = Vec::new();
+            for start in starts {
+                programs.push(start.await?);
+            }
+            programs
+        }
+    };
     let key = programs[0].key().to_string();
     if let Some(other) = programs.iter().find(|p| p.key() != key) {
         return Err(BackendError::Unsupported(format!(
