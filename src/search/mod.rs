@@ -290,7 +290,7 @@ pub fn search_with(
         runs: 0,
         failed: (0, None),
     };
-    let (clean_events, _) = judge.run(&[])?;
+    let (clean_events, clean_violations) = judge.run(&[])?;
     // A design that cannot even run without a fault has nothing to search.
     if let Some(error) = failure(&clean_events) {
         anyhow::bail!("the design's run without any fault failed: {error}");
@@ -321,8 +321,10 @@ pub fn search_with(
         runs: 0,
         failed: (0, None),
     };
-    // A design that breaks with no fault at all is its own smallest story.
-    let mut first: Option<Schedule> = judge.breaks(&[])?.then(Vec::new);
+    // A design that breaks with no fault at all is its own smallest story: its run
+    // without faults, judged.
+    let mut first: Option<Schedule> =
+        judge.verdict(&[], &clean_events, &clean_violations).then(Vec::new);
     let mut rng = fastrand::Rng::with_seed(options.seed);
     let mut order: Vec<u64> = (0..space.singles()).collect();
     rng.shuffle(&mut order);
