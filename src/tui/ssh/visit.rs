@@ -35,7 +35,7 @@ pub struct Visit {
     size: watch::Sender<Size>,
     /// The screen's keys and resizes, once it is up.
     keys: Option<mpsc::UnboundedSender<Event>>,
-    parser: anes::parser::Parser,
+    keyboard: wire::Keyboard,
     /// The screen's: requested when the connection goes, or the room closes.
     shutdown: Shutdown,
     /// Cancelled once the screen has ended and said goodbye.
@@ -60,7 +60,7 @@ impl Visit {
             terminal: false,
             size: watch::Sender::new(Size::new(80, 24)),
             keys: None,
-            parser: anes::parser::Parser::default(),
+            keyboard: wire::Keyboard::default(),
             shutdown,
             left: left.clone(),
             admitted: admitted.clone(),
@@ -230,7 +230,7 @@ impl Handler for Visit {
         _: &mut Session,
     ) -> Result<(), Self::Error> {
         if let (true, Some(keys)) = (self.ours(channel), &self.keys) {
-            for key in wire::keys(&mut self.parser, data) {
+            for key in self.keyboard.keys(data) {
                 let _ = keys.send(key);
             }
         }

@@ -98,29 +98,82 @@ impl Write for ChannelOut {
     }
 }
 
-/// The key events in the bytes a student's terminal sent (escape sequences whole
-/// within one read, as a terminal sends them; a lone ESC is the Esc key).
-pub fn keys(parser: &mut anes::parser::Parser, bytes: &[u8]) -> Vec<Event> {
-    parser.advance(bytes, false);
-    parser
-        .by_ref()
-        .filter_map(|sequence| match sequence {
-            anes::parser::Sequence::Key(anes::parser::KeyCode::Char(c), modifiers)
-                if ('\u{1}'..='\u{1a}').contains(&c) =>
-            {
-                // A control character is its letter with Ctrl (Ctrl-C is 0x03), as a
-                // local terminal reports it.
-                let letter = char::from(b'a' + (c as u8 - 1));
-                let modifiers = key_modifiers(modifiers) | KeyModifiers::CONTROL;
-                Some(Event::Key(KeyEvent::new(KeyCode::Char(letter), modifiers)))
+/// The longest control string a terminal sends that is still read as one: past it,
+/// what follows is taken as typed again, so a string that never ends cannot eat the
+/// student's keys for good.
+const LONGEST_STRING: usize = 4096;
+
+/// A student's keyboard: the bytes their terminal sends, turned into the key events
+/// a local terminal gives.
+#[derive(Default)]
+pub struct Keyboard {
+    parser: anes::parser::Parser,
+    /// Inside a control string (DCS, OSC, APC, PM, SOS) for this many bytes: a
+    /// terminal's reply or report, which can run over several reads.
+    string: Option<usize>,
+}
+
+impl Keyboard {
+    /// The key events in `bytes` (escape sequences whole within one read, as a
+    /// terminal sends them; a lone ESC is the Esc key).
+    pub fn keys(&mut self, bytes: &[u8]) -> Vec<Event> {
+        let typed = self.typed(bytes);
+        self.parser.advance(&typed, false);
+        self.parser
+            .by_ref()
+            .filter_map(|sequence| match sequence {
+                anes::parser::Sequence::Key(anes::parser::KeyCode::Char(c), modifiers)
+                    if ('\u{1}'..='\u{1a}').contains(&c) =>
+                {
+                    // A control character is its letter with Ctrl (Ctrl-C is 0x03), as
+                    // a local terminal reports it.
+                    let letter = char::from(b'a' + (c as u8 - 1));
+                    let modifiers = key_modifiers(modifiers) | KeyModifiers::CONTROL;
+                    Some(Event::Key(KeyEvent::new(KeyCode::Char(letter), modifiers)))
+                }
+                anes::parser::Sequence::Key(code, modifiers) => {
+                    Some(Event::Key(KeyEvent::new(key_code(code)?, key_modifiers(modifiers))))
+                }
+                // Mouse reporting is never turned on over SSH, and the cursor never
+                // asked for.
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `bytes` without control strings: nothing in a terminal's reply was typed (the
+    /// parser alone would read `ESC P ... q` as Alt-P, then a `q` that quits). A string
+    /// starts with ESC and `P`, `]`, `_`, `^` or `X`, and ends with ST (ESC `\`), BEL,
+    /// CAN or SUB, as ECMA-48 has it, or with any other ESC.
+    fn typed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut typed = Vec::with_capacity(bytes.len());
+        let mut rest = bytes.iter().copied().peekable();
+        while let Some(byte) = rest.next() {
+            match self.string {
+                Some(n) if n >= LONGEST_STRING => {
+                    self.string = None;
+                    typed.push(byte);
+                }
+                Some(n) => match byte {
+                    0x07 | 0x18 | 0x1a => self.string = None,
+                    0x1b => {
+                        self.string = None;
+                        rest.next_if_eq(&b'\\');
+                    }
+                    _ => self.string = Some(n + 1),
+                },
+                None if byte == 0x1b
+                    && rest
+                        .next_if(|b| matches!(b, b'P' | b']' | b'_' | b'^' | b'X'))
+                        .is_some() =>
+                {
+                    self.string = Some(0);
+                }
+                None => typed.push(byte),
             }
-            anes::parser::Sequence::Key(code, modifiers) => {
-                Some(Event::Key(KeyEvent::new(key_code(code)?, key_modifiers(modifiers))))
-            }
-            // Mouse reporting is never turned on over SSH, and the cursor never asked for.
-            _ => None,
-        })
-        .collect()
+        }
+        typed
+    }
 }
 
 fn key_code(code: anes::parser::KeyCode) -> Option<KeyCode> {
@@ -173,11 +226,11 @@ mod tests {
 
     #[test]
     fn a_terminals_bytes_are_the_keys_a_local_terminal_gives() {
-        let mut parser = anes::parser::Parser::default();
+        let mut keyboard = Keyboard::default();
         let none = KeyModifiers::empty();
         // What OpenSSH sends for: q, Enter (CR), Down, Up, space, 2 (arrows as CSI: the
         // screen never turns on application cursor keys, which would send them as SS3).
-        let got = keys(&mut parser, b"q\r\x1b[B\x1b[A 2");
+        let got = keyboard.keys(b"q\r\x1b[B\x1b[A 2");
         let want = [
             key(KeyCode::Char('q'), none),
             key(KeyCode::Enter, none),
@@ -188,8 +241,27 @@ mod tests {
         ];
         assert_eq!(got, want);
         // Ctrl-C, and Esc alone.
-        let got = keys(&mut parser, b"\x03");
+        let got = keyboard.keys(b"\x03");
         assert_eq!(got, [key(KeyCode::Char('c'), KeyModifiers::CONTROL)]);
-        assert_eq!(keys(&mut parser, b"\x1b"), [key(KeyCode::Esc, none)]);
+        assert_eq!(keyboard.keys(b"\x1b"), [key(KeyCode::Esc, none)]);
+    }
+
+    /// A terminal's replies (a DCS, an OSC ended by BEL, one split over two reads) are
+    /// no keys: the `q` inside a DCS does not quit; and a string that never ends
+    /// gives the keyboard back after [`LONGEST_STRING`] bytes.
+    #[test]
+    fn a_terminals_replies_are_not_typed() {
+        let mut keyboard = Keyboard::default();
+        let none = KeyModifiers::empty();
+        let dcs = keyboard.keys(b"\x1bP1$r0 q\x1b\\2");
+        assert_eq!(dcs, [key(KeyCode::Char('2'), none)]);
+        let osc = keyboard.keys(b"\x1b]11;rgb:0000/0000/0000\x07 ");
+        assert_eq!(osc, [key(KeyCode::Char(' '), none)]);
+        assert_eq!(keyboard.keys(b"\x1bP>|tmux q"), []);
+        assert_eq!(keyboard.keys(b"uit 3.4\x1b\\1"), [key(KeyCode::Char('1'), none)]);
+        assert_eq!(keyboard.keys(b"\x1b[B"), [key(KeyCode::Down, none)]);
+        keyboard.keys(b"\x1bP");
+        keyboard.keys(&[b'x'; LONGEST_STRING]);
+        assert_eq!(keyboard.keys(b"q"), [key(KeyCode::Char('q'), none)]);
     }
 }
