@@ -133,6 +133,27 @@ fn help_overlay() {
     insta::assert_snapshot!(screen(&app, WIDTH, 40).backend());
 }
 
+/// On an 80-column terminal every key's help is there in full: a line too long for
+/// the box wraps under its text instead of being cut.
+#[test]
+fn the_help_wraps_on_a_narrow_screen_and_cuts_nothing() {
+    let events = playground_log(false, None);
+    let mut app = app_at(&events, 600.0, false);
+    app.update(Action::Help);
+    let shown = text(screen(&app, 80, 60).backend().buffer());
+    // The box's rows, their borders left out, read as one text.
+    let inside: Vec<&str> = shown
+        .lines()
+        .filter_map(|row| row.split_once('│').and_then(|(_, rest)| rest.rsplit_once('│')))
+        .map(|(inner, _)| inner)
+        .collect();
+    let read = inside.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+    for binding in fencelab::tui::keys::BINDINGS {
+        assert!(read.contains(binding.help), "{:?} is cut:\n{shown}", binding.help);
+    }
+    assert!(read.contains("(▒ while paused)"), "the legend is cut:\n{shown}");
+}
+
 #[test]
 fn too_small_terminal() {
     let events = playground_log(false, None);

@@ -2,11 +2,13 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
-use ratatui::text::{Line, Span};
+use ratatui::style::Style;
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
 use super::super::keys::BINDINGS;
 use super::super::theme::Theme;
+use super::markdown::wrapped;
 use super::{MIN_HEIGHT, MIN_WIDTH};
 
 fn centered(screen: Rect, width: u16, height: u16) -> Rect {
@@ -29,32 +31,29 @@ const LEGEND: &[(&str, &str)] = &[
     ("A·B", "holder lane: who the lock service (Redis, etcd) lists (· nobody)"),
 ];
 
-/// The help: every key of the table, then the glyph legend. On a screen shorter than
-/// it, ↑ ↓ (or PgUp/PgDn) scroll it, and its title says so.
+/// The help: every key of the table, then the glyph legend, each wrapped under its
+/// key on a narrow screen. On a screen shorter than it, ↑ ↓ (or PgUp/PgDn) scroll it,
+/// and its title says so.
 pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme, scroll: u16) {
-    let area = centered(screen, 92, (BINDINGS.len() + LEGEND.len() + 9) as u16);
-    Clear.render(area, buf);
-    let mut lines = vec![
-        Line::styled(
-            "Each lane shows what a worker BELIEVES; the holder lane shows the TRUTH.",
-            theme.title,
-        ),
-        Line::styled("Pause a worker past its lease and watch the two disagree.", theme.dim),
-        Line::raw(""),
-    ];
+    let width = screen.width.min(92);
+    let inner = usize::from(width.saturating_sub(2));
+    let mut lines = vec![];
+    for (text, style) in [
+        ("Each lane shows what a worker BELIEVES; the holder lane shows the TRUTH.", theme.title),
+        ("Pause a worker past its lease and watch the two disagree.", theme.dim),
+    ] {
+        lines.extend(wrapped("", text, inner, style));
+    }
+    lines.push(Line::raw(""));
     for b in BINDINGS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:>7}  ", b.label), theme.key),
-            Span::styled(b.help, theme.base),
-        ]));
+        lines.extend(entry(b.label, b.help, inner, (theme.key, theme.base)));
     }
     lines.push(Line::raw(""));
     for (glyph, meaning) in LEGEND {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{glyph:>7}  "), theme.title),
-            Span::styled(*meaning, theme.base),
-        ]));
+        lines.extend(entry(glyph, meaning, inner, (theme.title, theme.base)));
     }
+    let area = centered(screen, width, (lines.len() + 2) as u16);
+    Clear.render(area, buf);
     let hidden = (lines.len() as u16).saturating_sub(area.height.saturating_sub(2));
     let scroll = scroll.min(hidden);
     let title = match hidden {
@@ -70,6 +69,18 @@ pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme, scroll: u16) {
         .scroll((scroll, 0))
         .block(Block::default().borders(Borders::ALL).border_style(theme.title).title(title))
         .render(area, buf);
+}
+
+/// One row of the help: `label` right-aligned in its own column and style, `text`
+/// wrapped to `width` beside it, its later lines hanging under its first.
+fn entry(label: &str, text: &str, width: usize, (key, base): (Style, Style)) -> Vec<Line<'static>> {
+    let lead = format!("{label:>7}  ");
+    let mut lines = wrapped(&lead, text, width, base);
+    let first = lines.first_mut().map(|line| line.spans.iter_mut());
+    if let Some(span) = first.and_then(|mut spans| spans.find(|s| s.content == lead)) {
+        span.style = key;
+    }
+    lines
 }
 
 pub fn error(screen: Rect, buf: &mut Buffer, theme: &Theme, message: &str) {
