@@ -45,8 +45,8 @@ impl Runner for Timed<'_> {
         logs
     }
 
-    fn side_by_side(&self, scenario: &Scenario) -> usize {
-        self.inner.side_by_side(scenario)
+    fn side_by_side(&self) -> usize {
+        self.inner.side_by_side()
     }
 
     fn placement(&self) -> Placement {

@@ -332,11 +332,13 @@ pub fn search_with(
         Budget::Schedules(n) => tried < n,
         Budget::Time(limit) => started.elapsed() < limit,
     };
-    // Real runs where the servers can take them at once go side by side; a search
-    // for server faults keeps to one, as those hit servers every run shares.
-    let side_by_side = match kinds.iter().any(|k| k.needs().node) {
+    // Real runs where the servers can take them at once go side by side; a design
+    // with a fault that hits a server (a kill, a promotion, a clock jump), scripted
+    // or searched, keeps to one, as that server is every run's.
+    let mut on_a_server = kinds.iter().copied().chain(design.faults.iter().map(|f| f.kind));
+    let side_by_side = match on_a_server.any(|k| k.needs().node) {
         true => 1,
-        false => judge.runner.side_by_side(&design).max(1),
+        false => judge.runner.side_by_side().max(1),
     };
     let mut last_report = Instant::now();
     while first.is_none() && within(outcome.tried()) {

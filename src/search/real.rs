@@ -100,12 +100,10 @@ impl Runner for RealTrials<'_> {
         self.runtime.block_on(futures_util::future::join_all(runs)).into_iter().collect()
     }
 
-    /// Up to [`SIDE_BY_SIDE`], where the servers can take runs at once: no fault of the
-    /// scenario hits a server every run shares (a kill, a promotion, a clock jump), and
-    /// the lock service keeps nothing per run but its keys.
-    fn side_by_side(&self, scenario: &Scenario) -> usize {
-        let shared_fault = scenario.faults.iter().any(|f| f.kind.needs().node);
-        if shared_fault || !self.deployment.lock().shared_by_runs() { 1 } else { self.at_once }
+    /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its
+    /// keys.
+    fn side_by_side(&self) -> usize {
+        if self.deployment.lock().shared_by_runs() { self.at_once } else { 1 }
     }
 
     fn placement(&self) -> Placement {

@@ -48,10 +48,10 @@ pub trait Runner {
         scenarios.iter().map(|s| self.trial(s, fencing)).collect()
     }
 
-    /// How many trials of `scenario` may run at once. One, where a trial keeps a core
-    /// busy (the simulator's); a real run mostly waits for its leases, so several
-    /// side by side cost little more than one.
-    fn side_by_side(&self, _scenario: &Scenario) -> usize {
+    /// How many trials may run at once, where no fault hits a server they share. One,
+    /// where a trial keeps a core busy (the simulator's); a real run mostly waits for
+    /// its leases, so several side by side cost little more than one.
+    fn side_by_side(&self) -> usize {
         1
     }
 

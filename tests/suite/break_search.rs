@@ -423,7 +423,7 @@ impl Runner for Batched {
         scenarios.iter().map(|s| self.sim.trial(s, fencing)).collect()
     }
 
-    fn side_by_side(&self, _: &fencelab::scenario::Scenario) -> usize {
+    fn side_by_side(&self) -> usize {
         self.at_once
     }
 

@@ -231,11 +231,21 @@ impl Doc {
 /// Plain text wrapped to `width` after `lead` ("? ", "✔ "), every line in `style`,
 /// the lines after the first hanging under the text.
 pub fn wrapped(lead: &str, text: &str, width: usize, style: Style) -> Vec<Line<'static>> {
+    wrapped_after((lead, style), text, width, style)
+}
+
+/// [`wrapped`], its `lead` in a style of its own (the help's key beside what it does).
+pub fn wrapped_after(
+    (lead, lead_style): (&str, Style),
+    text: &str,
+    width: usize,
+    style: Style,
+) -> Vec<Line<'static>> {
     let words: Vec<Word> = text
         .split_whitespace()
         .map(|w| Word::Text(vec![(w.to_string(), Look::default())]))
         .collect();
-    let styles = Styles { plain: style, code: style, dim: None };
+    let styles = Styles { plain: style, code: style, dim: None, lead: Some(lead_style) };
     let mut out = Vec::new();
     wrap(&mut out, &words, width, (0, lead, lead.width()), &styles);
     out
@@ -246,6 +256,8 @@ struct Styles {
     code: Style,
     /// Earlier steps: their colour gives way to the dim style, their emphasis stays.
     dim: Option<Style>,
+    /// A line's marker, when not in the text's plain style.
+    lead: Option<Style>,
 }
 
 impl Styles {
@@ -253,7 +265,7 @@ impl Styles {
         // Code borrows the backend label's calm colour, which no state of a run uses.
         let code = theme.base.patch(theme.backend);
         let dim = dim.then_some(theme.dim);
-        Styles { plain: theme.base, code: dim.map_or(code, |d| code.patch(d)), dim }
+        Styles { plain: theme.base, code: dim.map_or(code, |d| code.patch(d)), dim, lead: None }
     }
 
     fn of(&self, look: Look) -> Style {
@@ -339,7 +351,8 @@ fn wrap(
         }
         let mut spans = vec![Span::raw(" ".repeat(indent))];
         if !marker.is_empty() {
-            spans.push(Span::styled(marker.to_string(), styles.of(Look::default())));
+            let style = styles.lead.unwrap_or_else(|| styles.of(Look::default()));
+            spans.push(Span::styled(marker.to_string(), style));
         }
         (spans, width.saturating_sub(indent + marker.width()).max(1))
     };

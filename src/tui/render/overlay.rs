@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
 use super::super::keys::BINDINGS;
 use super::super::theme::Theme;
-use super::markdown::wrapped;
+use super::markdown::{wrapped, wrapped_after};
 use super::{MIN_HEIGHT, MIN_WIDTH};
 
 fn centered(screen: Rect, width: u16, height: u16) -> Rect {
@@ -74,13 +74,7 @@ pub fn help(screen: Rect, buf: &mut Buffer, theme: &Theme, scroll: u16) {
 /// One row of the help: `label` right-aligned in its own column and style, `text`
 /// wrapped to `width` beside it, its later lines hanging under its first.
 fn entry(label: &str, text: &str, width: usize, (key, base): (Style, Style)) -> Vec<Line<'static>> {
-    let lead = format!("{label:>7}  ");
-    let mut lines = wrapped(&lead, text, width, base);
-    let first = lines.first_mut().map(|line| line.spans.iter_mut());
-    if let Some(span) = first.and_then(|mut spans| spans.find(|s| s.content == lead)) {
-        span.style = key;
-    }
-    lines
+    wrapped_after((&format!("{label:>7}  "), key), text, width, base)
 }
 
 pub fn error(screen: Rect, buf: &mut Buffer, theme: &Theme, message: &str) {
