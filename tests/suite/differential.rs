@@ -33,17 +33,38 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
     let server = support::redis();
     let redis = Arc::new(support::on_redis(RedisBackend::open(&server.url(), "test").unwrap()));
     let limit = Arc::new(Semaphore::new(PARALLEL_REAL_RUNS));
-    // Redlock and failover runs get private servers of their own. Start them all
-    // before any run begins: starting a server blocks its thread for a few ms, which
-    // must not delay the timers of runs already going.
+    // Runs of other shapes get private servers, shared by the runs of one shape that
+    // can share them (as `break`'s real trials do): each run keeps to its own keys
+    // and schema. A run whose faults hit a server (a kill, a promotion), or on a
+    // service whose reset sets what every run reads (etcd's starting revision), has
+    // servers of its own. Start them all before any run begins: starting a server
+    // blocks its thread for a few ms, which must not delay the timers of runs
+    // already going; and the fewer servers (PostgreSQL's above all) stand by, the
+    // less a loaded machine has to run.
+    let mut shared: Vec<(Shape, Arc<Deployment>)> = Vec::new();
     let runs: Vec<(PlannedRun, Option<Arc<Deployment>>)> = all_runs()
         .into_iter()
         .map(|planned| {
-            let own = (Shape::of(&planned.scenario) != Shape::SINGLE)
-                .then(|| Arc::new(support::deployment_for(&planned.scenario, false)));
-            (planned, own)
+            let shape = Shape::of(&planned.scenario);
+            let own = || Arc::new(support::deployment_for(&planned.scenario, false));
+            let hits_a_server = planned.scenario.faults.iter().any(|f| f.kind.needs().node);
+            let servers = if shape == Shape::SINGLE {
+                None
+            } else if hits_a_server {
+                Some(own())
+            } else if let Some((_, servers)) = shared.iter().find(|(s, _)| *s == shape) {
+                Some(servers.clone())
+            } else {
+                let servers = own();
+                if servers.lock().shared_by_runs() {
+                    shared.push((shape, servers.clone()));
+                }
+                Some(servers)
+            };
+            (planned, servers)
         })
         .collect();
+    drop(shared);
     let mut tasks = JoinSet::new();
     for (planned, own) in runs {
         let (redis, limit) = (redis.clone(), limit.clone());

@@ -282,20 +282,25 @@ fn sweep_expired() -> String {
     )
 }
 
-/// Create the run's tables once; concurrent workers wait on an advisory lock so only
-/// the first one creates them. The schema's deadline is `expire_s` from now.
+/// Create the run's tables once. A run's connections open together and wait for one
+/// another on the run's advisory lock; the first creates the tables, and finds the
+/// schemas of runs killed outright and drops them, under a lock every run on the
+/// server shares; the others find the tables there and take no other lock. (Every
+/// connection used to sweep: a server shared by several runs then queued all their
+/// connections behind one lock, and on a loaded machine the last waited past its
+/// deadline.) The schema's deadline is `expire_s` from its creation.
 fn setup(s: &str, expire_s: u64) -> String {
     let sweep = sweep_expired();
     format!(
         "BEGIN;
          SELECT pg_advisory_xact_lock(hashtext('{s}'));
-         SELECT pg_advisory_xact_lock(hashtext('fencelab: sweep'));
+         DO $setup$ BEGIN
+         IF to_regclass('{s}.accounts') IS NULL THEN
+         PERFORM pg_advisory_xact_lock(hashtext('fencelab: sweep'));
          {sweep}
          CREATE SCHEMA IF NOT EXISTS {s};
-         DO $$ BEGIN
-           EXECUTE format('COMMENT ON SCHEMA {s} IS %L',
+         EXECUTE format('COMMENT ON SCHEMA {s} IS %L',
              '{DEADLINE_NOTE}' || (extract(epoch FROM now())::bigint + {expire_s}));
-         END $$;
          CREATE TABLE IF NOT EXISTS {s}.record (
              id int PRIMARY KEY, writer text, value text, fence_token bigint NOT NULL DEFAULT 0);
          INSERT INTO {s}.record (id) VALUES (1) ON CONFLICT DO NOTHING;
@@ -313,6 +318,8 @@ fn setup(s: &str, expire_s: u64) -> String {
          CREATE TABLE IF NOT EXISTS {s}.accounts (
              id int PRIMARY KEY, balance int NOT NULL, version int NOT NULL);
          INSERT INTO {s}.accounts VALUES (1, {BALANCE}, 1) ON CONFLICT DO NOTHING;
+         END IF;
+         END $setup$;
          COMMIT;"
     )
 }
