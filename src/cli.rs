@@ -550,7 +550,8 @@ pub enum BenchWhat {
         /// How many runs on the stepper.
         #[arg(long, default_value_t = 400_000, value_parser = clap::value_parser!(u32).range(1..=100_000_000))]
         runs: u32,
-        /// How many runs on each of the simulator's paths (each is about 50x slower).
+        /// How many runs on each of the simulator's paths (each is about 50x slower), and
+        /// on each kind of lock's.
         #[arg(long, default_value_t = 4_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
         engine_runs: u32,
     },

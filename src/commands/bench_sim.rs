@@ -3,7 +3,8 @@
 //! schedule: gc-pause with one `pause` fault (a random worker, at 0-5 s, for 0-6 s),
 //! run and checked. Every path runs on two threads (the machine's cores), each with
 //! its own schedules, and reports the time per run (median, p90, p99) and the runs a
-//! second over the wall-clock time.
+//! second over the wall-clock time. Then the same for each kind of lock, on its
+//! lesson: the stepper where it models the kind, beside the simulator.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -17,6 +18,7 @@ use crate::check::{ViolationKind, check};
 use crate::engine::log::Event;
 use crate::engine::{RunOptions, run};
 use crate::scenario::{Fault, FaultKind, Scenario, builtin};
+use crate::search::trial::Trials;
 use crate::{runtime, stepper};
 
 /// Threads per path: the machine's two cores.
@@ -24,29 +26,25 @@ const THREADS: usize = 2;
 /// Distinct schedules per thread, tried in turn.
 const SCHEDULES: usize = 1024;
 
+/// Each kind of lock `break` searches, and the lesson its rows run.
+const KINDS: [(&str, &str); 7] = [
+    ("one Redis", "gc-pause"),
+    ("Redlock, 5 nodes", "redlock-pause"),
+    ("etcd lease", "etcd-lease"),
+    ("Kubernetes Lease", "kubernetes-lease"),
+    ("ZooKeeper", "zookeeper"),
+    ("Redis stream queue", "queue"),
+    ("failover pair", "failover"),
+];
+
 pub fn bench(runs: u32, engine_runs: u32) -> anyhow::Result<ExitCode> {
-    let gc_pause =
-        builtin("gc-pause").context("gc-pause is built in")?.context("gc-pause is built in")?;
+    let gc_pause = lesson("gc-pause")?;
     anyhow::ensure!(stepper::supports(&gc_pause), "the stepper no longer models gc-pause");
     out!(
         "gc-pause with one random pause fault, run and checked; {THREADS} threads, each with its own {SCHEDULES} schedules"
     );
-    out!(
-        "{:<44} {:>9} {:>12} {:>10} {:>10} {:>10} {:>11}",
-        "path",
-        "runs",
-        "runs/s",
-        "median µs",
-        "p90 µs",
-        "p99 µs",
-        "stale write"
-    );
-    let stepped = measure(
-        &gc_pause,
-        runs,
-        || Ok(()),
-        |(), s, fencing| Ok(stale_write(&stepper::run(s, fencing, 0))),
-    )?;
+    header("path")?;
+    let stepped = on_the_stepper(&gc_pause, runs)?;
     stepped.print("stepper (event loop, no runtime)")?;
     let reused = measure(
         &gc_pause,
@@ -67,12 +65,71 @@ pub fn bench(runs: u32, engine_runs: u32) -> anyhow::Result<ExitCode> {
         stepped.per_second() / reused.per_second(),
         stepped.per_second() / fresh.per_second()
     );
+    by_kind(runs, engine_runs)?;
     // Runs a second are wall-clock figures: other programs on the same cores lower
     // them, the times per run much less.
     if let Some(load) = crate::platform::load_average() {
         out!("load average (1 min) at the end: {load:.2}, on {THREADS} threads");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn lesson(name: &str) -> anyhow::Result<Scenario> {
+    builtin(name)
+        .with_context(|| format!("{name} is built in"))?
+        .with_context(|| format!("{name} is built in"))
+}
+
+fn header(first: &str) -> anyhow::Result<()> {
+    out!(
+        "{first:<44} {:>9} {:>12} {:>10} {:>10} {:>10} {:>11}",
+        "runs",
+        "runs/s",
+        "median µs",
+        "p90 µs",
+        "p99 µs",
+        "stale write"
+    );
+    Ok(())
+}
+
+/// A row per kind of lock, each on its lesson with random pauses, the simulator as
+/// `break` runs it (one runtime, the kind's simulated servers per run) and the stepper
+/// where it models the kind; then each kind's speed-up, or that it has none yet.
+fn by_kind(runs: u32, engine_runs: u32) -> anyhow::Result<()> {
+    out!("");
+    out!("each kind of lock on its lesson, with one random pause fault");
+    header("lock (lesson): path")?;
+    let mut speedups = Vec::new();
+    for (kind, name) in KINDS {
+        let scenario = lesson(name)?;
+        // As `break` runs a trial the stepper does not model: one runtime, the
+        // kind's simulated servers per run, a watchdog on a run that never ends.
+        let sim = measure(&scenario, engine_runs, Trials::new, |trials, s, fencing| {
+            Ok(stale_write(&trials.simulate(s, fencing)?))
+        })?;
+        sim.print(&format!("{kind} ({name}): simulator"))?;
+        if !stepper::supports(&scenario) {
+            speedups
+                .push(format!("{kind}: the simulator only (the stepper does not model it yet)"));
+            continue;
+        }
+        let stepped = on_the_stepper(&scenario, runs)?;
+        stepped.print(&format!("{kind} ({name}): stepper"))?;
+        speedups.push(format!(
+            "{kind}: stepper {:.0}x the simulator",
+            stepped.per_second() / sim.per_second()
+        ));
+    }
+    for line in speedups {
+        out!("{line}");
+    }
+    Ok(())
+}
+
+/// `runs` runs of `lesson` with random pauses on the stepper.
+fn on_the_stepper(lesson: &Scenario, runs: u32) -> anyhow::Result<Measured> {
+    measure(lesson, runs, || Ok(()), |(), s, fencing| Ok(stale_write(&stepper::run(s, fencing, 0))))
 }
 
 /// One run on the simulator, checked: whether a stale write landed.
@@ -93,21 +150,21 @@ fn stale_write(events: &[Event]) -> bool {
     check(events).iter().any(|v| v.kind() == ViolationKind::StaleWrite)
 }
 
-/// The schedules one thread tries: gc-pause with one `pause` fault each.
-fn schedules(gc_pause: &Scenario, seed: u64) -> Vec<Scenario> {
+/// The schedules one thread tries: the lesson with one `pause` fault more each.
+fn schedules(lesson: &Scenario, seed: u64) -> Vec<Scenario> {
     let mut rng = fastrand::Rng::with_seed(seed);
     (0..SCHEDULES)
         .map(|_| {
-            let mut s = gc_pause.clone();
-            let worker = &gc_pause.workers[rng.usize(..gc_pause.workers.len())];
-            s.faults = vec![Fault {
+            let mut s = lesson.clone();
+            let worker = &lesson.workers[rng.usize(..lesson.workers.len())];
+            s.faults.push(Fault {
                 at_ms: rng.u64(0..=5000),
                 node: None,
                 worker: Some(worker.name.clone()),
                 ms: Some(rng.u64(0..=6000)),
                 kind: FaultKind::Pause,
                 on: None,
-            }];
+            });
             s
         })
         .collect()
@@ -146,7 +203,7 @@ impl Measured {
 /// `runs` runs split over [`THREADS`] threads, each with its own state (a runtime,
 /// say) and schedules; fencing alternates, as a search tries both.
 fn measure<S>(
-    gc_pause: &Scenario,
+    lesson: &Scenario,
     runs: u32,
     state: impl Fn() -> anyhow::Result<S> + Sync,
     one: impl Fn(&mut S, &Scenario, bool) -> anyhow::Result<bool> + Sync,
@@ -158,7 +215,7 @@ fn measure<S>(
             .map(|t| {
                 let (state, one) = (&state, &one);
                 scope.spawn(move || {
-                    let scenarios = schedules(gc_pause, t as u64);
+                    let scenarios = schedules(lesson, t as u64);
                     let mut state = state()?;
                     let mut micros = Vec::with_capacity(per_thread);
                     let mut violated = 0;

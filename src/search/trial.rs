@@ -92,6 +92,12 @@ impl Trials {
         if stepper::supports(scenario) {
             return Ok(stepper::run(scenario, fencing, scenario.seed_or_default()));
         }
+        self.simulate(scenario, fencing)
+    }
+
+    /// Run `scenario` on the simulator (the engine on simulated servers of its kind)
+    /// even where the stepper models it, with a watchdog for a run that never ends.
+    pub fn simulate(&self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let deployment = deploy(&Targets::SIM, Shape::of(scenario))?;
         self.runtime.block_on(async {
             let options =

@@ -31,13 +31,16 @@
 //! It covers one Redis with its list storage: `SET NX PX` acquire with the `ttl`,
 //! `poll` and `notify` waiters and `give_up_ms`, compare-and-delete or `DEL`, renew
 //! (if owner, or `SET`), check, work, pause, write (fenced `<=`/`<`, idempotent, or
-//! not), crash, and `pause` faults; and Redlock on N nodes (tokens from the storage,
-//! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults.
+//! not), crash, and `pause` faults; Redlock on N nodes (tokens from the storage,
+//! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults; and the
+//! etcd lock (a lease, the key created on it if absent, the revision as the token;
+//! `ttl` and `poll` waiters) with the storage on Redis.
 //! [`supports`] says whether a scenario stays within that; the simulator runs the
 //! rest. A run that would never end (a waiter on a lock that never expires, with no
 //! `give_up_ms`) is cut at four times the scenario's longest run, at least a minute,
 //! and ends `Interrupted`: a search must not hang on one schedule.
 
+mod etcd;
 mod observer;
 mod redis;
 mod worker;
@@ -48,7 +51,8 @@ use crate::backend::StoredWrite;
 use crate::backend::keys::new_run_id;
 use crate::engine::log::{Event, EventKind, LOG_FORMAT_VERSION, RunOutcome, WorkerEvent};
 use crate::scenario::{
-    AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, WaitStrategy,
+    AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, TokenSource,
+    WaitStrategy,
 };
 use observer::Observer;
 use redis::Db;
@@ -75,9 +79,15 @@ pub fn supports(scenario: &Scenario) -> bool {
     };
     let nodes = match scenario.lock {
         LockShape::Redis => 0,
-        // Redlock has no release channel: its `notify` waiters wait as `ttl` ones do,
-        // which is not modelled.
+        // Redlock and etcd have no release channel: their `notify` waiters wait as
+        // `ttl` ones do, which is not modelled.
         LockShape::Redlock { nodes } if scenario.wait != WaitStrategy::Notify => nodes,
+        LockShape::Etcd
+            if scenario.wait != WaitStrategy::Notify
+                && scenario.token_source() == TokenSource::Lock =>
+        {
+            0
+        }
         _ => return false,
     };
     let fault_known = |f: &Fault| match (f.kind, &f.worker) {
@@ -103,6 +113,21 @@ pub fn run(scenario: &Scenario, fencing: bool, seed: u64) -> Vec<Event> {
     run.finish()
 }
 
+/// A lock value: whose grant wrote it. Each acquire step makes a new one, as the
+/// engine draws a new random value per acquire; [`Value::EMPTY`] is the empty string a
+/// worker sends when it never held the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Value {
+    /// The worker's index, or `usize::MAX` for the empty value.
+    pub worker: usize,
+    /// Counts the worker's acquire steps.
+    pub grant: u32,
+}
+
+impl Value {
+    pub const EMPTY: Value = Value { worker: usize::MAX, grant: 0 };
+}
+
 /// What a task of the run changes when it runs: the time, the database, the log and
 /// the schedule.
 struct Cx<'a> {
@@ -118,7 +143,7 @@ struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     /// The worker a lock value names ("" for the empty value), as `holder_name` reads it.
-    pub fn name(&self, value: redis::Value) -> &'a str {
+    pub fn name(&self, value: Value) -> &'a str {
         self.names.get(value.worker).copied().unwrap_or("")
     }
 
@@ -313,7 +338,10 @@ impl<'a> Run<'a> {
             seed,
             cx: Cx {
                 now: 0,
-                db: Db::new(scenario.lock.nodes()),
+                db: match scenario.lock {
+                    LockShape::Etcd => Db::on_etcd(names.len()),
+                    lock => Db::new(lock.nodes()),
+                },
                 log: Log::with_capacity(scenario),
                 sched: Sched::new(tasks),
                 listening: vec![false; names.len()],
@@ -450,7 +478,11 @@ mod tests {
             s.wait = WaitStrategy::Notify;
         }));
         assert!(!with(|s| s.lock = LockShape::Replicated));
-        assert!(!with(|s| s.lock = LockShape::Etcd));
+        assert!(with(|s| s.lock = LockShape::Etcd));
+        assert!(!with(|s| {
+            s.lock = LockShape::Etcd;
+            s.wait = WaitStrategy::Notify;
+        }));
         assert!(!with(|s| s.storage = StorageKind::Postgres));
         assert!(!with(|s| s.acquire = AcquireMode::TwoStep));
         assert!(!with(|s| s.workers[0].steps.push(Step::ReadStock)));

@@ -3,7 +3,7 @@
 //! is due to end, and every 100 ms; an event only when the picture changed or the
 //! lease's end moved; `expired` when the holder changed at its lease's end).
 
-use super::redis::Value;
+use super::Value;
 use super::{Cx, OBSERVER};
 use crate::engine::log::{EventKind, Truth};
 use crate::engine::recording::{IDLE_READ_MS, Reading, Recorder};
@@ -22,7 +22,7 @@ impl<'a> Observer<'a> {
         let name = |v: Value| names.get(v.worker).copied().unwrap_or("");
         let nodes: Vec<Option<&'a str>> = cx.db.node_holders(now).map(|v| v.map(name)).collect();
         let pttl = cx.db.pttl(now);
-        let (fence, highest) = (cx.db.fence, cx.db.highest);
+        let (fence, highest) = (cx.db.counter(), cx.db.highest);
         let ttl_ms = pttl.map(|ms| ms as f64);
         let reading = Reading { holder, fence, highest, nodes, ttl_ms };
         if let Some((reading, expired)) = self.recorder.record(now as f64, reading) {

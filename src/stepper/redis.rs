@@ -6,25 +6,12 @@
 //! since all a value must do is be equal only to itself; the storage keeps borrowed
 //! values until the run ends. A key expires once `now > deadline`, as on Redis.
 
+use super::Value;
+use super::etcd::Etcd;
 use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
 use crate::scenario::{ReleaseMode, RenewMode};
-
-/// A lock value: whose grant wrote it. Each acquire step makes a new one, as the
-/// engine draws a new random value per acquire; [`Value::EMPTY`] is the empty string a
-/// worker sends when it never held the lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Value {
-    /// The worker's index, or `usize::MAX` for the empty value.
-    pub worker: usize,
-    /// Counts the worker's acquire steps.
-    pub grant: u32,
-}
-
-impl Value {
-    pub const EMPTY: Value = Value { worker: usize::MAX, grant: 0 };
-}
 
 /// One accepted write: the writer's index, its token, its value.
 pub(super) type Stored<'a> = (usize, Option<u64>, &'a str);
@@ -71,9 +58,11 @@ impl Node {
 /// The lock's servers and the storage. With one node it is the article's one Redis
 /// (the acquire script: `SET NX PX`, then `INCR` beside the key); with several it is
 /// Redlock (`backend/lock/redlock.rs`): a majority of the nodes up grants, the token
-/// comes from the storage's counter, a refusal gives back the votes it got.
+/// comes from the storage's counter, a refusal gives back the votes it got. With
+/// `etcd`, the lock is there instead (`etcd.rs`), and the nodes stand unused.
 pub(super) struct Db<'a> {
     nodes: Vec<Node>,
+    etcd: Option<Etcd>,
     /// The token counter: the lock's `INCR`, or the storage's under Redlock.
     pub fence: u64,
     /// The highest token the fenced storage accepted.
@@ -92,12 +81,24 @@ impl<'a> Db<'a> {
     pub fn new(nodes: usize) -> Self {
         Db {
             nodes: vec![Node { up: true, lock: None }; nodes.max(1)],
+            etcd: None,
             fence: 0,
             highest: 0,
             published: 0,
             applied: Vec::new(),
             storage: Vec::new(),
         }
+    }
+
+    /// The lock on etcd, for `workers` workers; the storage on Redis as ever.
+    pub fn on_etcd(workers: usize) -> Self {
+        Db { etcd: Some(Etcd::new(workers)), ..Db::new(1) }
+    }
+
+    /// The token counter as the observer reads it: the lock's (or under Redlock the
+    /// storage's) `INCR`, or etcd's revision counted from the run's start.
+    pub fn counter(&self) -> u64 {
+        self.etcd.as_ref().map_or(self.fence, Etcd::token)
     }
 
     fn redlock(&self) -> bool {
@@ -110,6 +111,9 @@ impl<'a> Db<'a> {
 
     /// The value a majority of the nodes up holds (`GET lock` on one Redis).
     pub fn holder(&mut self, now: u64) -> Option<Value> {
+        if let Some(etcd) = &mut self.etcd {
+            return etcd.holder(now);
+        }
         let quorum = self.quorum();
         for node in &mut self.nodes {
             node.live(now);
@@ -125,6 +129,9 @@ impl<'a> Db<'a> {
     /// The holder's lease left as the observer reads it: on one Redis the key's
     /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires.
     pub fn pttl(&mut self, now: u64) -> Option<u64> {
+        if let Some(etcd) = &mut self.etcd {
+            return etcd.pttl(now);
+        }
         let holder = self.holder(now)?;
         let quorum = self.quorum();
         let mut left: Vec<i64> = self
@@ -142,8 +149,11 @@ impl<'a> Db<'a> {
         self.nodes.iter_mut().filter(move |_| redlock).map(move |n| n.live(now).map(|(v, _)| v))
     }
 
-    /// Take the lock: a token, or how long the current lease has left.
-    pub fn acquire(&mut self, now: u64, value: Value, ttl_ms: u64) -> AcquireReply {
+    /// Take the lock for `worker`: a token, or how long the current lease has left.
+    pub fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
+        if let Some(etcd) = &mut self.etcd {
+            return etcd.acquire(now, worker, value, ttl_ms);
+        }
         if !self.redlock() {
             let node = &mut self.nodes[0];
             if !node.set_nx(now, value, ttl_ms) {
@@ -176,13 +186,25 @@ impl<'a> Db<'a> {
     }
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
-    pub fn release(&mut self, now: u64, value: Value, mode: ReleaseMode) -> bool {
+    pub fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
+        if let Some(etcd) = &mut self.etcd {
+            return etcd.release(now, worker, value, mode);
+        }
         self.nodes.iter_mut().fold(false, |any, n| n.release(now, value, mode) | any)
     }
 
     /// Extend the lease where still the owner (or, `Set`, take the key whatever it
     /// holds) on every node up; whether a majority did.
-    pub fn renew(&mut self, now: u64, value: Value, ttl_ms: u64, mode: RenewMode) -> bool {
+    pub fn renew(
+        &mut self,
+        now: u64,
+        worker: usize,
+        value: Value,
+        (ttl_ms, mode): (u64, RenewMode),
+    ) -> bool {
+        if let Some(etcd) = &mut self.etcd {
+            return etcd.renew(now, worker, value, ttl_ms, mode);
+        }
         let quorum = self.quorum();
         let votes = self
             .nodes
@@ -250,10 +272,10 @@ mod tests {
     #[test]
     fn a_lease_ends_one_millisecond_after_its_deadline_as_on_redis() {
         let mut db = Db::new(1);
-        assert_eq!(granted(db.acquire(0, A, 2000)), Some(1));
-        assert_eq!(granted(db.acquire(2000, B, 2000)), None, "at the deadline the key exists");
+        assert_eq!(granted(db.acquire(0, 0, A, 2000)), Some(1));
+        assert_eq!(granted(db.acquire(2000, 1, B, 2000)), None, "at the deadline the key exists");
         assert_eq!(db.pttl(1500), Some(500));
-        assert_eq!(granted(db.acquire(2001, B, 2000)), Some(2));
+        assert_eq!(granted(db.acquire(2001, 1, B, 2000)), Some(2));
     }
 
     #[test]
@@ -261,13 +283,13 @@ mod tests {
         let mut db = Db::new(5);
         db.kill(0);
         db.kill(1);
-        assert_eq!(granted(db.acquire(0, A, 2000)), Some(1), "3 of 5 is a majority");
+        assert_eq!(granted(db.acquire(0, 0, A, 2000)), Some(1), "3 of 5 is a majority");
         db.kill(2);
         assert_eq!(db.holder(10), None, "2 of 5 is not");
-        assert!(matches!(db.acquire(10, B, 2000), AcquireReply::Busy { pttl_ms: Some(1990) }));
+        assert!(matches!(db.acquire(10, 1, B, 2000), AcquireReply::Busy { pttl_ms: Some(1990) }));
         db.restart(0);
         db.restart(1);
-        assert!(matches!(db.acquire(20, B, 2000), AcquireReply::Busy { pttl_ms: Some(1980) }));
+        assert!(matches!(db.acquire(20, 1, B, 2000), AcquireReply::Busy { pttl_ms: Some(1980) }));
         assert_eq!(db.node_holders(20).collect::<Vec<_>>(), [None, None, None, Some(A), Some(A)]);
         db.jump_clock(3, 20, 1000);
         assert_eq!(db.pttl(20), None, "A has no majority");
@@ -278,10 +300,10 @@ mod tests {
     #[test]
     fn compare_and_delete_spares_another_holders_key_and_del_does_not() {
         let mut db = Db::new(1);
-        db.acquire(0, B, 0);
-        assert!(!db.release(10, A, ReleaseMode::CompareAndDelete));
+        db.acquire(0, 1, B, 0);
+        assert!(!db.release(10, 0, A, ReleaseMode::CompareAndDelete));
         assert_eq!(db.holder(10), Some(B));
-        assert!(db.release(10, A, ReleaseMode::Del));
+        assert!(db.release(10, 0, A, ReleaseMode::Del));
         assert_eq!(db.holder(10), None);
     }
 

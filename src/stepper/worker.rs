@@ -2,8 +2,8 @@
 //! the engine's worker awaits, this one returns, leaving in `at` where to go on from
 //! when it is polled again.
 
-use super::Cx;
-use super::redis::Value;
+use super::Value;
+use super::{Cx, OBSERVER};
 use crate::backend::{AcquireReply, WriteCheck};
 use crate::engine::log::{Refusal, WorkerEvent};
 use crate::engine::policy::{self, Ms, WritePolicy};
@@ -242,7 +242,7 @@ impl<'a> Worker<'a> {
             Step::Release => {
                 let value = self.value.take().unwrap_or(Value::EMPTY);
                 let mode = self.settings.release;
-                let deleted = cx.db.release(now, value, mode);
+                let deleted = cx.db.release(now, self.index, value, mode);
                 if deleted
                     && mode == ReleaseMode::CompareAndDelete
                     && self.settings.wait == WaitStrategy::Notify
@@ -255,7 +255,8 @@ impl<'a> Worker<'a> {
             }
             Step::Renew { stop_if_lost } => {
                 let value = self.value.unwrap_or(Value::EMPTY);
-                let extended = cx.db.renew(now, value, self.settings.ttl_ms, self.settings.renew);
+                let renew = (self.settings.ttl_ms, self.settings.renew);
+                let extended = cx.db.renew(now, self.index, value, renew);
                 self.emit(cx, WorkerEvent::Renewed { extended });
                 self.go_on_unless(cx, *stop_if_lost && !extended);
             }
@@ -281,7 +282,7 @@ impl<'a> Worker<'a> {
     fn try_acquire(&mut self, cx: &mut Cx<'a>) {
         let now = cx.now;
         let value = self.attempt.value.unwrap_or(Value::EMPTY);
-        let pttl = match cx.db.acquire(now, value, self.settings.ttl_ms) {
+        let pttl = match cx.db.acquire(now, self.index, value, self.settings.ttl_ms) {
             AcquireReply::Granted { token } => {
                 (self.value, self.token) = (Some(value), Some(token));
                 self.emit(cx, WorkerEvent::Acquired { token });
@@ -289,6 +290,11 @@ impl<'a> Worker<'a> {
             }
             AcquireReply::Busy { pttl_ms } => pttl_ms,
         };
+        // The engine logs each call a worker makes (`Command` events, which the
+        // stepper leaves out), and the observer wakes as the log grows: a retry that
+        // announces nothing new wakes it all the same. Its readings then fall where the
+        // engine's do, which decides the instant it sees an etcd lease end.
+        cx.sched.wake(OBSERVER);
         let wait = self.settings.wait;
         if policy::listens_first(wait, self.attempt.listening) {
             // Subscribe, then ask once more: a release in between is not missed.

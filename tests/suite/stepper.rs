@@ -10,7 +10,7 @@ use fencelab::check::{Violation, check};
 use fencelab::engine::log::{Event, EventKind, RunOutcome};
 use fencelab::output::transcript::Transcript;
 use fencelab::scenario::builtin_names;
-use fencelab::scenario::{Fault, FaultKind, Scenario, builtin};
+use fencelab::scenario::{Fault, FaultKind, LockShape, Scenario, builtin};
 use fencelab::stepper;
 use support::{all_scenarios, outcomes, sim_run, storage};
 
@@ -166,16 +166,70 @@ fn node_schedules(scenario: &Scenario, n: usize, rng: &mut fastrand::Rng) -> Vec
         .collect()
 }
 
-/// Where the two differ, the simulator itself may be the one that varies: tokio's
-/// `select!` picks at random among branches ready at once (a fault landing at the
-/// instant a sleep ends). Such a schedule is counted, not failed, if the stepper
-/// gives one of the simulator's answers.
+/// What a batch of schedules came to: runs compared, the schedules on which the
+/// simulator itself varied (and the stepper gave one of its answers), the differences.
+#[derive(Default)]
+struct Tally {
+    compared: usize,
+    undecided: Vec<String>,
+    differences: Vec<String>,
+}
+
+impl Tally {
+    /// Run `s` on both, fencing off and on, and count what came out. Where the two
+    /// differ, the simulator itself may be the one that varies: tokio's `select!`
+    /// picks at random among branches ready at once (a fault landing at the instant a
+    /// sleep ends). Such a schedule is counted, not failed, if the stepper gives one
+    /// of the simulator's answers.
+    fn judge(&mut self, name: &str, s: &Scenario) {
+        assert!(stepper::supports(s), "{name}: the stepper should model {:?}", s.faults);
+        for fencing in [false, true] {
+            self.compared += 1;
+            let stepped = stepper::run(s, fencing, 0);
+            // A run that never ends would hang the simulator: none may be drawn.
+            let ended = stepped.last().map(|e| &e.kind);
+            assert!(
+                matches!(ended, Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })),
+                "{name} {:?} did not end: {ended:?}",
+                s.faults
+            );
+            let first = sim_run(s, fencing);
+            let Some(diff) = compared(s, fencing, &first, &stepped) else {
+                continue;
+            };
+            let mut answers = vec![first];
+            answers.extend((0..8).map(|_| sim_run(s, fencing)));
+            let varies = answers.iter().any(|a| timeline(a) != timeline(&answers[0]));
+            let matched = answers.iter().any(|a| compared(s, fencing, a, &stepped).is_none());
+            if varies && matched {
+                self.undecided.push(format!("{name} {:?}", s.faults));
+            } else {
+                self.differences.push(diff);
+            }
+        }
+    }
+
+    fn assert_agreed(self) {
+        assert!(self.differences.is_empty(), "{}", self.differences.join("\n\n"));
+        eprintln!(
+            "{} runs compared; the simulator itself varied on {}: {:#?}",
+            self.compared,
+            self.undecided.len(),
+            self.undecided
+        );
+        assert!(
+            self.undecided.len() * 20 < self.compared,
+            "too many undecided: {:#?}",
+            self.undecided
+        );
+    }
+}
+
 #[test]
 fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
     let mut rng = fastrand::Rng::with_seed(16);
-    let (mut compared_runs, mut undecided) = (0, Vec::new());
-    let mut differences = Vec::new();
-    let names = ["gc-pause", "check-then-write", "longer-leases", "playground"];
+    let mut tally = Tally::default();
+    let names = ["gc-pause", "check-then-write", "longer-leases", "playground", "etcd-lease"];
     let redlock = ["redlock-pause", "redlock-clock-jump"];
     for name in names.into_iter().chain(redlock) {
         assert!(builtin_names().iter().any(|n| n == name), "{name} is no longer built in");
@@ -189,40 +243,36 @@ fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
             }
         };
         for s in all {
-            assert!(stepper::supports(&s));
-            for fencing in [false, true] {
-                compared_runs += 1;
-                let stepped = stepper::run(&s, fencing, 0);
-                // A run that never ends would hang the simulator: none may be drawn.
-                let ended = stepped.last().map(|e| &e.kind);
-                assert!(
-                    matches!(
-                        ended,
-                        Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. })
-                    ),
-                    "{name} {:?} did not end: {ended:?}",
-                    s.faults
-                );
-                let first = sim_run(&s, fencing);
-                let Some(diff) = compared(&s, fencing, &first, &stepped) else {
-                    continue;
-                };
-                let mut answers = vec![first];
-                answers.extend((0..8).map(|_| sim_run(&s, fencing)));
-                let varies = answers.iter().any(|a| timeline(a) != timeline(&answers[0]));
-                let matched = answers.iter().any(|a| compared(&s, fencing, a, &stepped).is_none());
-                if varies && matched {
-                    undecided.push(format!("{name} {:?}", s.faults));
-                } else {
-                    differences.push(diff);
-                }
+            tally.judge(name, &s);
+        }
+    }
+    tally.assert_agreed();
+}
+
+/// The course has one lesson on etcd; every lesson on one Redis, each variant, moved
+/// onto etcd (release by delete, renewals by keep-alive or a blind put, a lock with
+/// no lease, waiters polling) is a run the stepper must play as the simulator does,
+/// as it is and with random pauses.
+#[test]
+fn every_lesson_on_one_redis_moved_onto_etcd_runs_as_on_the_simulator() {
+    let mut rng = fastrand::Rng::with_seed(15);
+    let mut tally = Tally::default();
+    let mut moved = Vec::new();
+    for scenario in all_scenarios().into_iter().filter(|s| s.lock == LockShape::Redis) {
+        for planned in scenario.planned_runs(&[false]) {
+            let mut on_etcd = planned.scenario.clone();
+            on_etcd.lock = LockShape::Etcd;
+            if !stepper::supports(&on_etcd) {
+                continue;
+            }
+            let name = format!("{} / {} on etcd", scenario.name, planned.label);
+            moved.push(name.clone());
+            tally.judge(&name, &on_etcd);
+            for s in schedules(&on_etcd, 6, true, &mut rng) {
+                tally.judge(&name, &s);
             }
         }
     }
-    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
-    eprintln!(
-        "{compared_runs} runs compared; the simulator itself varied on {}: {undecided:#?}",
-        undecided.len()
-    );
-    assert!(undecided.len() * 20 < compared_runs, "too many undecided: {undecided:#?}");
+    assert!(moved.len() >= 15, "too few lessons moved onto etcd: {moved:#?}");
+    tally.assert_agreed();
 }

@@ -1,7 +1,10 @@
 //! A model of one etcd member on tokio's clock: revisions, leases and keys, enough for
-//! the lock. Leases expire exactly at their deadline (a real etcd expires them in
-//! rounds, up to about half a second late), and expiry deletes the lease's keys in one
-//! revision, as etcd does.
+//! the lock. A lease expires once its deadline has passed, the first instant after
+//! it (a real etcd expires them in rounds, up to about half a second late; a Redis key
+//! goes at the same instant as this lease), and expiry deletes the lease's keys in one
+//! revision, as etcd does. (Ending at the deadline itself, a lease ended at the very
+//! instant waiters polling every 100 ms retry, and which of them won came down to the
+//! order tokio's timer wheel fires timers due together.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,7 +31,7 @@ impl Store {
     fn expire(&mut self) {
         let now = Instant::now();
         let expired: Vec<i64> =
-            self.leases.iter().filter(|(_, (d, _))| now >= *d).map(|(id, _)| *id).collect();
+            self.leases.iter().filter(|(_, (d, _))| now > *d).map(|(id, _)| *id).collect();
         for lease in expired {
             self.revoke(lease);
         }
