@@ -33,14 +33,17 @@
 //! (if owner, or `SET`), check, work, pause, write (fenced `<=`/`<`, idempotent, or
 //! not), crash, and `pause` faults; Redlock on N nodes (tokens from the storage,
 //! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults; and the
-//! etcd lock (a lease, the key created on it if absent, the revision as the token;
-//! `ttl` and `poll` waiters) with the storage on Redis.
+//! etcd lock (a lease, the key created on it if absent, the revision as the token)
+//! and the Kubernetes-style Lease on etcd (a record swapped on its revision, each
+//! contender judging the holder gone by its own clock, at its worker's `clock_rate`),
+//! both with `ttl` and `poll` waiters and the storage on Redis.
 //! [`supports`] says whether a scenario stays within that; the simulator runs the
 //! rest. A run that would never end (a waiter on a lock that never expires, with no
 //! `give_up_ms`) is cut at four times the scenario's longest run, at least a minute,
 //! and ends `Interrupted`: a search must not hang on one schedule.
 
 mod etcd;
+mod k8s_lease;
 mod observer;
 mod redis;
 mod worker;
@@ -54,8 +57,10 @@ use crate::scenario::{
     AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, TokenSource,
     WaitStrategy,
 };
+use etcd::Etcd;
+use k8s_lease::Lease;
 use observer::Observer;
-use redis::Db;
+use redis::{Db, OnEtcd};
 use worker::Worker;
 
 /// How the stepper's runs name their backend in `RunStarted`.
@@ -82,7 +87,7 @@ pub fn supports(scenario: &Scenario) -> bool {
         // Redlock and etcd have no release channel: their `notify` waiters wait as
         // `ttl` ones do, which is not modelled.
         LockShape::Redlock { nodes } if scenario.wait != WaitStrategy::Notify => nodes,
-        LockShape::Etcd
+        LockShape::Etcd | LockShape::K8sLease
             if scenario.wait != WaitStrategy::Notify
                 && scenario.token_source() == TokenSource::Lock =>
         {
@@ -100,7 +105,10 @@ pub fn supports(scenario: &Scenario) -> bool {
     nodes <= 64
         && scenario.storage == StorageKind::Redis
         && scenario.acquire == AcquireMode::Script
-        && scenario.workers.iter().all(|w| w.clock_rate == 1.0 && w.steps.iter().all(step))
+        // Only a Lease's contenders read their own clocks (to judge the holder gone).
+        && scenario.workers.iter().all(|w| {
+            (w.clock_rate == 1.0 || scenario.lock == LockShape::K8sLease) && w.steps.iter().all(step)
+        })
         && scenario.faults.iter().all(fault_known)
 }
 
@@ -339,7 +347,11 @@ impl<'a> Run<'a> {
             cx: Cx {
                 now: 0,
                 db: match scenario.lock {
-                    LockShape::Etcd => Db::on_etcd(names.len()),
+                    LockShape::Etcd => Db::on_etcd(OnEtcd::Lock(Etcd::new(names.len()))),
+                    LockShape::K8sLease => {
+                        let rates = scenario.workers.iter().map(|w| w.clock_rate);
+                        Db::on_etcd(OnEtcd::Lease(Lease::new(rates)))
+                    }
                     lock => Db::new(lock.nodes()),
                 },
                 log: Log::with_capacity(scenario),
@@ -479,6 +491,11 @@ mod tests {
         }));
         assert!(!with(|s| s.lock = LockShape::Replicated));
         assert!(with(|s| s.lock = LockShape::Etcd));
+        assert!(with(|s| {
+            s.lock = LockShape::K8sLease;
+            s.workers[1].clock_rate = 2.0;
+        }));
+        assert!(!with(|s| s.workers[1].clock_rate = 2.0), "a clock of its own only on a Lease");
         assert!(!with(|s| {
             s.lock = LockShape::Etcd;
             s.wait = WaitStrategy::Notify;

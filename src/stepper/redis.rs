@@ -8,6 +8,7 @@
 
 use super::Value;
 use super::etcd::Etcd;
+use super::k8s_lease::Lease;
 use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
@@ -55,14 +56,20 @@ impl Node {
     }
 }
 
+/// A lock on etcd: the etcd lock's lease and key, or the Kubernetes-style Lease.
+pub(super) enum OnEtcd {
+    Lock(Etcd),
+    Lease(Lease),
+}
+
 /// The lock's servers and the storage. With one node it is the article's one Redis
 /// (the acquire script: `SET NX PX`, then `INCR` beside the key); with several it is
 /// Redlock (`backend/lock/redlock.rs`): a majority of the nodes up grants, the token
 /// comes from the storage's counter, a refusal gives back the votes it got. With
-/// `etcd`, the lock is there instead (`etcd.rs`), and the nodes stand unused.
+/// the lock on etcd (`etcd.rs`, `k8s_lease.rs`), the nodes stand unused.
 pub(super) struct Db<'a> {
     nodes: Vec<Node>,
-    etcd: Option<Etcd>,
+    on_etcd: Option<OnEtcd>,
     /// The token counter: the lock's `INCR`, or the storage's under Redlock.
     pub fence: u64,
     /// The highest token the fenced storage accepted.
@@ -81,7 +88,7 @@ impl<'a> Db<'a> {
     pub fn new(nodes: usize) -> Self {
         Db {
             nodes: vec![Node { up: true, lock: None }; nodes.max(1)],
-            etcd: None,
+            on_etcd: None,
             fence: 0,
             highest: 0,
             published: 0,
@@ -90,15 +97,19 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// The lock on etcd, for `workers` workers; the storage on Redis as ever.
-    pub fn on_etcd(workers: usize) -> Self {
-        Db { etcd: Some(Etcd::new(workers)), ..Db::new(1) }
+    /// The lock on etcd; the storage on Redis as ever.
+    pub fn on_etcd(lock: OnEtcd) -> Self {
+        Db { on_etcd: Some(lock), ..Db::new(1) }
     }
 
     /// The token counter as the observer reads it: the lock's (or under Redlock the
     /// storage's) `INCR`, or etcd's revision counted from the run's start.
     pub fn counter(&self) -> u64 {
-        self.etcd.as_ref().map_or(self.fence, Etcd::token)
+        match &self.on_etcd {
+            None => self.fence,
+            Some(OnEtcd::Lock(etcd)) => etcd.token(),
+            Some(OnEtcd::Lease(lease)) => lease.token(),
+        }
     }
 
     fn redlock(&self) -> bool {
@@ -111,8 +122,10 @@ impl<'a> Db<'a> {
 
     /// The value a majority of the nodes up holds (`GET lock` on one Redis).
     pub fn holder(&mut self, now: u64) -> Option<Value> {
-        if let Some(etcd) = &mut self.etcd {
-            return etcd.holder(now);
+        match &mut self.on_etcd {
+            Some(OnEtcd::Lock(etcd)) => return etcd.holder(now),
+            Some(OnEtcd::Lease(lease)) => return lease.holder(),
+            None => {}
         }
         let quorum = self.quorum();
         for node in &mut self.nodes {
@@ -129,8 +142,11 @@ impl<'a> Db<'a> {
     /// The holder's lease left as the observer reads it: on one Redis the key's
     /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires.
     pub fn pttl(&mut self, now: u64) -> Option<u64> {
-        if let Some(etcd) = &mut self.etcd {
-            return etcd.pttl(now);
+        match &mut self.on_etcd {
+            Some(OnEtcd::Lock(etcd)) => return etcd.pttl(now),
+            // Nothing on the server expires a Lease: each contender judges that.
+            Some(OnEtcd::Lease(_)) => return None,
+            None => {}
         }
         let holder = self.holder(now)?;
         let quorum = self.quorum();
@@ -151,8 +167,10 @@ impl<'a> Db<'a> {
 
     /// Take the lock for `worker`: a token, or how long the current lease has left.
     pub fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
-        if let Some(etcd) = &mut self.etcd {
-            return etcd.acquire(now, worker, value, ttl_ms);
+        match &mut self.on_etcd {
+            Some(OnEtcd::Lock(etcd)) => return etcd.acquire(now, worker, value, ttl_ms),
+            Some(OnEtcd::Lease(lease)) => return lease.acquire(now, worker, value, ttl_ms),
+            None => {}
         }
         if !self.redlock() {
             let node = &mut self.nodes[0];
@@ -187,8 +205,10 @@ impl<'a> Db<'a> {
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
     pub fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
-        if let Some(etcd) = &mut self.etcd {
-            return etcd.release(now, worker, value, mode);
+        match &mut self.on_etcd {
+            Some(OnEtcd::Lock(etcd)) => return etcd.release(now, worker, value, mode),
+            Some(OnEtcd::Lease(lease)) => return lease.release(worker, mode),
+            None => {}
         }
         self.nodes.iter_mut().fold(false, |any, n| n.release(now, value, mode) | any)
     }
@@ -202,8 +222,10 @@ impl<'a> Db<'a> {
         value: Value,
         (ttl_ms, mode): (u64, RenewMode),
     ) -> bool {
-        if let Some(etcd) = &mut self.etcd {
-            return etcd.renew(now, worker, value, ttl_ms, mode);
+        match &mut self.on_etcd {
+            Some(OnEtcd::Lock(etcd)) => return etcd.renew(now, worker, value, ttl_ms, mode),
+            Some(OnEtcd::Lease(lease)) => return lease.renew(worker, value, ttl_ms, mode),
+            None => {}
         }
         let quorum = self.quorum();
         let votes = self

@@ -229,7 +229,14 @@ impl Tally {
 fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
     let mut rng = fastrand::Rng::with_seed(16);
     let mut tally = Tally::default();
-    let names = ["gc-pause", "check-then-write", "longer-leases", "playground", "etcd-lease"];
+    let names = [
+        "gc-pause",
+        "check-then-write",
+        "longer-leases",
+        "playground",
+        "etcd-lease",
+        "kubernetes-lease",
+    ];
     let redlock = ["redlock-pause", "redlock-clock-jump"];
     for name in names.into_iter().chain(redlock) {
         assert!(builtin_names().iter().any(|n| n == name), "{name} is no longer built in");
@@ -249,10 +256,10 @@ fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
     tally.assert_agreed();
 }
 
-/// The course has one lesson on etcd; every lesson on one Redis, each variant, moved
-/// onto etcd (release by delete, renewals by keep-alive or a blind put, a lock with
-/// no lease, waiters polling) is a run the stepper must play as the simulator does,
-/// as it is and with random pauses.
+/// The course has one lesson on etcd and one on the Lease; every lesson on one Redis,
+/// each variant, moved onto each (release by delete, renewals by keep-alive or a
+/// blind put, a lock with no lease, waiters polling) is a run the stepper must play as
+/// the simulator does, as it is and with random pauses.
 #[test]
 fn every_lesson_on_one_redis_moved_onto_etcd_runs_as_on_the_simulator() {
     let mut rng = fastrand::Rng::with_seed(15);
@@ -260,19 +267,21 @@ fn every_lesson_on_one_redis_moved_onto_etcd_runs_as_on_the_simulator() {
     let mut moved = Vec::new();
     for scenario in all_scenarios().into_iter().filter(|s| s.lock == LockShape::Redis) {
         for planned in scenario.planned_runs(&[false]) {
-            let mut on_etcd = planned.scenario.clone();
-            on_etcd.lock = LockShape::Etcd;
-            if !stepper::supports(&on_etcd) {
-                continue;
-            }
-            let name = format!("{} / {} on etcd", scenario.name, planned.label);
-            moved.push(name.clone());
-            tally.judge(&name, &on_etcd);
-            for s in schedules(&on_etcd, 6, true, &mut rng) {
-                tally.judge(&name, &s);
+            for lock in [LockShape::Etcd, LockShape::K8sLease] {
+                let mut moved_onto = planned.scenario.clone();
+                moved_onto.lock = lock;
+                if !stepper::supports(&moved_onto) {
+                    continue;
+                }
+                let name = format!("{} / {} on {lock:?}", scenario.name, planned.label);
+                moved.push(name.clone());
+                tally.judge(&name, &moved_onto);
+                for s in schedules(&moved_onto, 6, true, &mut rng) {
+                    tally.judge(&name, &s);
+                }
             }
         }
     }
-    assert!(moved.len() >= 15, "too few lessons moved onto etcd: {moved:#?}");
+    assert!(moved.len() >= 30, "too few lessons moved onto etcd: {moved:#?}");
     tally.assert_agreed();
 }
