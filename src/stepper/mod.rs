@@ -57,10 +57,8 @@ use crate::scenario::{
     AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, TokenSource,
     WaitStrategy,
 };
-use etcd::Etcd;
-use k8s_lease::Lease;
 use observer::Observer;
-use redis::{Db, OnEtcd};
+use redis::Db;
 use worker::Worker;
 
 /// How the stepper's runs name their backend in `RunStarted`.
@@ -84,8 +82,8 @@ pub fn supports(scenario: &Scenario) -> bool {
     };
     let nodes = match scenario.lock {
         LockShape::Redis => 0,
-        // Redlock and etcd have no release channel: their `notify` waiters wait as
-        // `ttl` ones do, which is not modelled.
+        // Redlock, etcd and the Lease have no release channel: their `notify` waiters
+        // wait as `ttl` ones do, which is not modelled.
         LockShape::Redlock { nodes } if scenario.wait != WaitStrategy::Notify => nodes,
         LockShape::Etcd | LockShape::K8sLease
             if scenario.wait != WaitStrategy::Notify
@@ -346,14 +344,7 @@ impl<'a> Run<'a> {
             seed,
             cx: Cx {
                 now: 0,
-                db: match scenario.lock {
-                    LockShape::Etcd => Db::on_etcd(OnEtcd::Lock(Etcd::new(names.len()))),
-                    LockShape::K8sLease => {
-                        let rates = scenario.workers.iter().map(|w| w.clock_rate);
-                        Db::on_etcd(OnEtcd::Lease(Lease::new(rates)))
-                    }
-                    lock => Db::new(lock.nodes()),
-                },
+                db: Db::of(scenario),
                 log: Log::with_capacity(scenario),
                 sched: Sched::new(tasks),
                 listening: vec![false; names.len()],

@@ -12,7 +12,7 @@ use super::k8s_lease::Lease;
 use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
-use crate::scenario::{ReleaseMode, RenewMode};
+use crate::scenario::{LockShape, ReleaseMode, RenewMode, Scenario};
 
 /// One accepted write: the writer's index, its token, its value.
 pub(super) type Stored<'a> = (usize, Option<u64>, &'a str);
@@ -56,10 +56,56 @@ impl Node {
     }
 }
 
-/// A lock on etcd: the etcd lock's lease and key, or the Kubernetes-style Lease.
-pub(super) enum OnEtcd {
+/// A lock on etcd: the etcd lock's lease and key, or the Kubernetes-style Lease. Each
+/// call goes to the one the run has, so `Db` asks this in one place per call.
+enum OnEtcd {
     Lock(Etcd),
     Lease(Lease),
+}
+
+impl OnEtcd {
+    fn token(&self) -> u64 {
+        match self {
+            OnEtcd::Lock(etcd) => etcd.token(),
+            OnEtcd::Lease(lease) => lease.token(),
+        }
+    }
+
+    fn holder(&mut self, now: u64) -> Option<Value> {
+        match self {
+            OnEtcd::Lock(etcd) => etcd.holder(now),
+            OnEtcd::Lease(lease) => lease.holder(),
+        }
+    }
+
+    fn pttl(&mut self, now: u64) -> Option<u64> {
+        match self {
+            OnEtcd::Lock(etcd) => etcd.pttl(now),
+            // Nothing on the server expires a Lease: each contender judges that.
+            OnEtcd::Lease(_) => None,
+        }
+    }
+
+    fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
+        match self {
+            OnEtcd::Lock(etcd) => etcd.acquire(now, worker, value, ttl_ms),
+            OnEtcd::Lease(lease) => lease.acquire(now, worker, value, ttl_ms),
+        }
+    }
+
+    fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
+        match self {
+            OnEtcd::Lock(etcd) => etcd.release(now, worker, value, mode),
+            OnEtcd::Lease(lease) => lease.release(worker, mode),
+        }
+    }
+
+    fn renew(&mut self, now: u64, worker: usize, value: Value, ttl: (u64, RenewMode)) -> bool {
+        match self {
+            OnEtcd::Lock(etcd) => etcd.renew(now, worker, value, ttl.0, ttl.1),
+            OnEtcd::Lease(lease) => lease.renew(worker, value, ttl.0, ttl.1),
+        }
+    }
 }
 
 /// The lock's servers and the storage. With one node it is the article's one Redis
@@ -97,19 +143,23 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// The lock on etcd; the storage on Redis as ever.
-    pub fn on_etcd(lock: OnEtcd) -> Self {
-        Db { on_etcd: Some(lock), ..Db::new(1) }
+    /// The servers `scenario`'s lock lives on: one Redis, Redlock's nodes, or etcd
+    /// (the storage on Redis as ever).
+    pub fn of(scenario: &Scenario) -> Self {
+        let on_etcd = match scenario.lock {
+            LockShape::Etcd => OnEtcd::Lock(Etcd::new(scenario.workers.len())),
+            LockShape::K8sLease => {
+                OnEtcd::Lease(Lease::new(scenario.workers.iter().map(|w| w.clock_rate)))
+            }
+            lock => return Db::new(lock.nodes()),
+        };
+        Db { on_etcd: Some(on_etcd), ..Db::new(1) }
     }
 
     /// The token counter as the observer reads it: the lock's (or under Redlock the
     /// storage's) `INCR`, or etcd's revision counted from the run's start.
     pub fn counter(&self) -> u64 {
-        match &self.on_etcd {
-            None => self.fence,
-            Some(OnEtcd::Lock(etcd)) => etcd.token(),
-            Some(OnEtcd::Lease(lease)) => lease.token(),
-        }
+        self.on_etcd.as_ref().map_or(self.fence, OnEtcd::token)
     }
 
     fn redlock(&self) -> bool {
@@ -122,10 +172,8 @@ impl<'a> Db<'a> {
 
     /// The value a majority of the nodes up holds (`GET lock` on one Redis).
     pub fn holder(&mut self, now: u64) -> Option<Value> {
-        match &mut self.on_etcd {
-            Some(OnEtcd::Lock(etcd)) => return etcd.holder(now),
-            Some(OnEtcd::Lease(lease)) => return lease.holder(),
-            None => {}
+        if let Some(lock) = &mut self.on_etcd {
+            return lock.holder(now);
         }
         let quorum = self.quorum();
         for node in &mut self.nodes {
@@ -142,11 +190,8 @@ impl<'a> Db<'a> {
     /// The holder's lease left as the observer reads it: on one Redis the key's
     /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires.
     pub fn pttl(&mut self, now: u64) -> Option<u64> {
-        match &mut self.on_etcd {
-            Some(OnEtcd::Lock(etcd)) => return etcd.pttl(now),
-            // Nothing on the server expires a Lease: each contender judges that.
-            Some(OnEtcd::Lease(_)) => return None,
-            None => {}
+        if let Some(lock) = &mut self.on_etcd {
+            return lock.pttl(now);
         }
         let holder = self.holder(now)?;
         let quorum = self.quorum();
@@ -167,10 +212,8 @@ impl<'a> Db<'a> {
 
     /// Take the lock for `worker`: a token, or how long the current lease has left.
     pub fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
-        match &mut self.on_etcd {
-            Some(OnEtcd::Lock(etcd)) => return etcd.acquire(now, worker, value, ttl_ms),
-            Some(OnEtcd::Lease(lease)) => return lease.acquire(now, worker, value, ttl_ms),
-            None => {}
+        if let Some(lock) = &mut self.on_etcd {
+            return lock.acquire(now, worker, value, ttl_ms);
         }
         if !self.redlock() {
             let node = &mut self.nodes[0];
@@ -205,10 +248,8 @@ impl<'a> Db<'a> {
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
     pub fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
-        match &mut self.on_etcd {
-            Some(OnEtcd::Lock(etcd)) => return etcd.release(now, worker, value, mode),
-            Some(OnEtcd::Lease(lease)) => return lease.release(worker, mode),
-            None => {}
+        if let Some(lock) = &mut self.on_etcd {
+            return lock.release(now, worker, value, mode);
         }
         self.nodes.iter_mut().fold(false, |any, n| n.release(now, value, mode) | any)
     }
@@ -222,10 +263,8 @@ impl<'a> Db<'a> {
         value: Value,
         (ttl_ms, mode): (u64, RenewMode),
     ) -> bool {
-        match &mut self.on_etcd {
-            Some(OnEtcd::Lock(etcd)) => return etcd.renew(now, worker, value, ttl_ms, mode),
-            Some(OnEtcd::Lease(lease)) => return lease.renew(worker, value, ttl_ms, mode),
-            None => {}
+        if let Some(lock) = &mut self.on_etcd {
+            return lock.renew(now, worker, value, (ttl_ms, mode));
         }
         let quorum = self.quorum();
         let votes = self
