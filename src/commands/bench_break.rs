@@ -52,6 +52,10 @@ impl Runner for Timed<'_> {
     fn placement(&self) -> Placement {
         self.inner.placement()
     }
+
+    fn expect(&mut self, design: &Scenario) {
+        self.inner.expect(design);
+    }
 }
 
 impl Timed<'_> {

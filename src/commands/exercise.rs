@@ -136,6 +136,7 @@ pub fn check(args: &CheckArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
             }
         }
     };
+    drop(trials);
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(code)
 }

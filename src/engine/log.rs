@@ -5,6 +5,7 @@
 //! that orders the events, so log order and time order always agree.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -331,6 +332,9 @@ pub enum RunOutcome {
 pub struct EventLog {
     events: Mutex<Vec<Event>>,
     clock: RunClock,
+    /// How long after `clock`'s start the run's clock was started again
+    /// ([`EventLog::restart_clock`]), in ns.
+    restarted_ns: AtomicU64,
     /// Carries the number of events, so views can wait for "something new".
     len: watch::Sender<usize>,
 }
@@ -380,11 +384,22 @@ impl RunClock {
 
 impl EventLog {
     pub fn new(clock: RunClock) -> Self {
-        EventLog { events: Mutex::new(Vec::new()), clock, len: watch::Sender::new(0) }
+        let restarted_ns = AtomicU64::new(0);
+        EventLog { events: Mutex::new(Vec::new()), clock, restarted_ns, len: watch::Sender::new(0) }
     }
 
-    pub fn clock(&self) -> &RunClock {
-        &self.clock
+    pub fn clock(&self) -> RunClock {
+        let since = std::time::Duration::from_nanos(self.restarted_ns.load(Ordering::SeqCst));
+        RunClock { start: self.clock.start + since, ..self.clock }
+    }
+
+    /// Start the run's clock again, now: a run prepared ahead of its time (a search's
+    /// next trial, whose programs start while the trial before it runs) begins when it
+    /// is executed, not when it was ready. Only the events of its preparation are
+    /// older, stamped at 0.
+    pub fn restart_clock(&self) {
+        let since = self.clock.start.elapsed().as_nanos();
+        self.restarted_ns.store(u64::try_from(since).unwrap_or(u64::MAX), Ordering::SeqCst);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Event>> {
@@ -392,10 +407,19 @@ impl EventLog {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Change the scenario of the run's start (its first event) with `change`, while
+    /// nothing else has happened; what `change` returns (false when it cannot).
+    pub fn restate_start(&self, change: impl FnOnce(&mut Scenario) -> bool) -> bool {
+        match self.lock().as_mut_slice() {
+            [Event { kind: EventKind::RunStarted { scenario, .. }, .. }] => change(scenario),
+            _ => false,
+        }
+    }
+
     /// Append an event stamped with the current scenario time.
     pub fn append(&self, kind: EventKind) -> Event {
         let mut events = self.lock();
-        let event = Event { seq: events.len() as u64, t_ms: self.clock.now_ms(), kind };
+        let event = Event { seq: events.len() as u64, t_ms: self.clock().now_ms(), kind };
         events.push(event.clone());
         let n = events.len();
         drop(events);

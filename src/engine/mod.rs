@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -72,6 +72,8 @@ pub struct PreparedRun {
     bookkeeper: (Box<dyn LockClient>, Box<dyn StorageClient>),
     /// Lock servers and links failing on schedule.
     faults: Vec<Fault>,
+    /// The same faults, for the programs: armed with them as the run starts.
+    program_faults: watch::Sender<Vec<Fault>>,
     /// The connection that makes lock servers fail, when the scenario fails one.
     fault_client: Option<Box<dyn LockClient>>,
     /// The links of the workers whose links fail (through proxies on real servers).
@@ -160,14 +162,7 @@ async fn prepare_placed(
     cancel: &CancellationToken,
 ) -> Result<PreparedRun, BackendError> {
     let cancel = cancel.child_token();
-    if let Some(f) = scenario.faults.iter().find(|f| f.on.is_some() && !is_program(scenario, f)) {
-        return Err(BackendError::Unsupported(format!(
-            "the pause of {} at {} ms lands on a moment of a program's own (`on`): {} is no program (give it `program = [...]`, or run with --program)",
-            f.worker.as_deref().unwrap_or("?"),
-            f.at_ms,
-            f.worker.as_deref().unwrap_or("that worker"),
-        )));
-    }
+    moments_on_programs(scenario)?;
     lock.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let run_id = match &hosted {
@@ -239,10 +234,11 @@ async fn prepare_placed(
         true => holders.with_programs(scenario.workers.iter().map(|w| w.name.as_str())),
         false => holders,
     });
+    let (retold, faults) = watch::channel(scenario.faults.clone());
     let started = program::start(
         (lock, storage),
         scenario,
-        (&keys, &links),
+        (&keys, &links, faults),
         (options.fencing, options.time_scale),
         &holders,
     )
@@ -315,6 +311,7 @@ async fn prepare_placed(
         workers,
         bookkeeper,
         faults: scenario.faults.clone(),
+        program_faults: retold,
         fault_client,
         links,
         cancel,
@@ -333,6 +330,46 @@ impl PreparedRun {
         self.handle.clone()
     }
 
+    /// Start the run's clock again, now, for a run prepared well ahead of its execution
+    /// (`search::real`: the next trial's programs start while the trial before runs).
+    /// Nothing of the run has happened yet: its clock is read from its start on.
+    pub fn restart_clock(&self) {
+        self.log.restart_clock();
+    }
+
+    /// Make this run, prepared for `scenario`'s design with some of its workers'
+    /// pauses, one of the same design with others: what a search's next trial asks for
+    /// of a run made ready before anyone knew its schedule. Refused (the run unchanged)
+    /// unless the scenarios differ only in such pauses.
+    pub fn retarget(&mut self, scenario: &Scenario) -> Result<(), BackendError> {
+        moments_on_programs(scenario)?;
+        let retold = self.log.restate_start(|started| {
+            let bare = |s: &Scenario| Scenario { faults: Vec::new(), ..s.clone() };
+            let faults = started.faults.iter().chain(&scenario.faults);
+            let fits = faults.clone().all(placed_at_start) && bare(started) == bare(scenario);
+            if fits {
+                *started = scenario.clone();
+            }
+            fits
+        });
+        if !retold {
+            return Err(BackendError::Unsupported(format!(
+                "a run prepared for another design, or a fault other than a worker's pause, cannot become {}",
+                scenario.name
+            )));
+        }
+        self.faults = scenario.faults.clone();
+        self.program_faults.send_replace(scenario.faults.clone());
+        Ok(())
+    }
+
+    /// Give up a run before it starts: its programs are killed before their first
+    /// step (as its workers, it never acquired anything) and its links' proxies stop.
+    pub async fn discard(self) {
+        self.cancel.cancel();
+        self.links.close().await;
+    }
+
     /// Run to the end (or until `cancel`), then read the storage back and clean up.
     /// The outcome is also the last event of the log.
     pub async fn execute(self) -> RunOutcome {
@@ -342,6 +379,7 @@ impl PreparedRun {
             observer,
             bookkeeper: (mut lock_keeper, mut storage_keeper),
             faults,
+            program_faults: _,
             fault_client,
             links,
             cancel,
@@ -485,6 +523,28 @@ async fn inject(
 /// moment of its own).
 fn is_program(scenario: &Scenario, f: &Fault) -> bool {
     scenario.workers.iter().any(|w| Some(&w.name) == f.worker.as_ref() && w.program.is_some())
+}
+
+/// A pause at a moment of a worker's own (`on`) is for programs only: fencelab's own
+/// workers have no calls of their own to count.
+fn moments_on_programs(scenario: &Scenario) -> Result<(), BackendError> {
+    let Some(f) = scenario.faults.iter().find(|f| f.on.is_some() && !is_program(scenario, f))
+    else {
+        return Ok(());
+    };
+    Err(BackendError::Unsupported(format!(
+        "the pause of {} at {} ms lands on a moment of a program's own (`on`): {} is no program (give it `program = [...]`, or run with --program)",
+        f.worker.as_deref().unwrap_or("?"),
+        f.at_ms,
+        f.worker.as_deref().unwrap_or("that worker"),
+    )))
+}
+
+/// A fault a prepared run can take on before it starts: a worker's pause. Nothing of
+/// it is set up before the run starts (a link's fault needs its proxy, a server's
+/// the fault client).
+fn placed_at_start(f: &Fault) -> bool {
+    f.kind == FaultKind::Pause && f.worker.is_some()
 }
 
 /// Prepare and execute in one call; returns the finished log.

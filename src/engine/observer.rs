@@ -182,7 +182,7 @@ impl Observer {
             // Read again in a moment, when whose it is is known.
             return Ok(Instant::now() + Duration::from_millis(2));
         }
-        let clock = *self.log.clock();
+        let clock = self.log.clock();
         let now_ms = clock.now_ms();
         let reading = to_reading(&sample, clock.scenario_ms(1.0), &self.holders);
         if let Some((reading, expired)) = self.recorder.record(now_ms, reading) {

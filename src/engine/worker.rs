@@ -327,7 +327,7 @@ impl Worker {
     ///   subscription starts at the first refusal and the lock is asked again right
     ///   after it (Redisson's order), so a release in between is not missed.
     async fn acquire(&mut self, give_up_ms: Option<u64>) -> Result<Flow, BackendError> {
-        let clock = *self.log.clock();
+        let clock = self.log.clock();
         let give_up_at = give_up_ms.map(|ms| Instant::now() + clock.real(ms as f64));
         let value = holder_value(&self.spec.name, &mut self.rng);
         let mut announced: Option<Option<String>> = None;

@@ -282,6 +282,14 @@ pub fn search_with(
     design.fencing = options.fencing.unwrap_or(scenario.fencing);
     let started = Instant::now();
     let placement = runner.placement();
+    // Every trial from here on is the design with some faults added: a runner whose
+    // trials start slowly makes runs of it ready ahead, where no fault of the search
+    // hits a server they share.
+    let mut faults = kinds.iter().copied().chain(design.faults.iter().map(|f| f.kind));
+    let on_a_server = faults.any(|k| k.needs().node);
+    if !on_a_server {
+        runner.expect(&design);
+    }
     let mut judge = Judge {
         runner,
         design: &design,
@@ -335,8 +343,7 @@ pub fn search_with(
     // Real runs where the servers can take them at once go side by side; a design
     // with a fault that hits a server (a kill, a promotion, a clock jump), scripted
     // or searched, keeps to one, as that server is every run's.
-    let mut on_a_server = kinds.iter().copied().chain(design.faults.iter().map(|f| f.kind));
-    let side_by_side = match on_a_server.any(|k| k.needs().node) {
+    let side_by_side = match on_a_server {
         true => 1,
         false => judge.runner.side_by_side().max(1),
     };

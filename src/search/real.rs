@@ -6,16 +6,21 @@
 //! run has a fresh run id and so a fresh key prefix (nothing one trial left can touch
 //! the next), and a time scale below 1 makes leases, pauses and work short in real
 //! time while the scenario's clock, the schedules and the story stay in scenario ms.
+//! Where runs may share the servers, the batch the search will ask for next is
+//! prepared while the current one runs (its programs started and `ready`): an
+//! interpreter and its libraries take longer to start than many a run lasts.
 
 use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use std::time::Duration;
 
 use super::trial::{Placement, Runner, longest_ms};
+use crate::backend::BackendError;
 use crate::backend::deployment::Deployment;
 use crate::engine::log::Event;
-use crate::engine::{self, RunOptions};
+use crate::engine::{self, PreparedRun, RunOptions};
 use crate::scenario::Scenario;
 
 /// The time scale a search on real servers uses unless told: half of every duration,
@@ -39,7 +44,16 @@ pub struct RealTrials<'a> {
     time_scale: f64,
     /// The most runs side by side: [`SIDE_BY_SIDE`] unless told.
     at_once: usize,
+    /// The design every trial is a schedule of (`Runner::expect`), where runs share
+    /// the servers: runs of it are made ready ahead.
+    design: Option<Scenario>,
+    /// Runs of the design being made ready: their programs starting, then `ready`,
+    /// with their clocks not yet running. Each becomes a trial of the design's
+    /// (`PreparedRun::retarget`).
+    spares: Vec<Spare>,
 }
+
+type Spare = JoinHandle<Result<PreparedRun, BackendError>>;
 
 impl<'a> RealTrials<'a> {
     /// `runtime` is a real-time one; `cancel` stops the trial under way (its keys are
@@ -58,26 +72,60 @@ impl<'a> RealTrials<'a> {
         if !(time_scale > 0.0 && time_scale.is_finite()) {
             anyhow::bail!("--time-scale {time_scale}: give a factor above 0 (0.5: twice as fast)");
         }
-        Ok(RealTrials { deployment, runtime, cancel, time_scale, at_once: SIDE_BY_SIDE })
+        let (design, spares) = (None, Vec::new());
+        Ok(RealTrials {
+            deployment,
+            runtime,
+            cancel,
+            time_scale,
+            at_once: SIDE_BY_SIDE,
+            design,
+            spares,
+        })
     }
 
     /// At most `n` runs side by side (one: one after another).
-    pub fn at_once(self, n: usize) -> Self {
-        RealTrials { at_once: n.max(1), ..self }
+    pub fn at_once(mut self, n: usize) -> Self {
+        self.at_once = n.max(1);
+        self
     }
 }
 
 impl RealTrials<'_> {
-    /// One real run, stopped (and judged as it stands) at twice its longest possible
-    /// end plus [`STUCK_GRACE`]: a program waiting for a job another worker has
-    /// already done (a queue's: nobody will free it) asks its server on and on, so its
-    /// own silence never ends it.
-    async fn run(&self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+    /// Prepare a run of `scenario` on a task of its own: its connections opened, its
+    /// programs started and `ready`.
+    fn prepare(&self, scenario: &Scenario, fencing: bool) -> Spare {
         let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) };
-        let (lock, storage) = (self.deployment.lock().as_ref(), self.deployment.storage().as_ref());
+        let (lock, storage) = (self.deployment.lock().clone(), self.deployment.storage().clone());
+        let (cancel, scenario) = (self.cancel.clone(), scenario.clone());
+        self.runtime.spawn(async move {
+            engine::prepare(lock.as_ref(), storage.as_ref(), &scenario, options, &cancel).await
+        })
+    }
+
+    /// A run of `scenario` made ready: a spare of the design's given its faults, or
+    /// (for another design, or a fault no spare can take on) one prepared now.
+    async fn ready(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<PreparedRun> {
+        let design = self.design.as_ref().filter(|d| d.fencing == fencing);
+        if design.is_some() && !self.spares.is_empty() {
+            let mut spare = self.spares.remove(0).await??;
+            match spare.retarget(scenario) {
+                Ok(()) => return Ok(spare),
+                // Kept for a trial it fits.
+                Err(_) => self.spares.insert(0, self.runtime.spawn(async { Ok(spare) })),
+            }
+        }
+        Ok(self.prepare(scenario, fencing).await??)
+    }
+
+    /// Run a prepared run of `scenario`, its clock started now, stopped (and judged as
+    /// it stands) at twice its longest possible end plus [`STUCK_GRACE`]: a program
+    /// waiting for a job another worker has already done (a queue's: nobody will free
+    /// it) asks its server on and on, so its own silence never ends it.
+    async fn execute(&self, scenario: &Scenario, prepared: PreparedRun) -> Vec<Event> {
         let longest = longest_ms(scenario) as f64 * 2.0 * self.time_scale / 1000.0;
         let limit = Duration::from_secs_f64(longest) + STUCK_GRACE;
-        let prepared = engine::prepare(lock, storage, scenario, options, &self.cancel).await?;
+        prepared.restart_clock();
         let (log, control) = (prepared.log(), prepared.control());
         let watchdog = tokio::spawn(async move {
             tokio::time::sleep(limit).await;
@@ -85,19 +133,53 @@ impl RealTrials<'_> {
         });
         prepared.execute().await;
         watchdog.abort();
-        Ok(log.snapshot())
+        log.snapshot()
+    }
+
+    /// Run each of `scenarios` side by side; once they are ready, spares of the design
+    /// are made ready for the trials after them.
+    async fn run_batch(
+        &mut self,
+        scenarios: &[Scenario],
+        fencing: bool,
+    ) -> anyhow::Result<Vec<Vec<Event>>> {
+        let mut prepared = Vec::with_capacity(scenarios.len());
+        for scenario in scenarios {
+            prepared.push(self.ready(scenario, fencing).await);
+        }
+        if let Some(design) = &self.design {
+            let wanted = self.side_by_side().saturating_sub(self.spares.len());
+            let more: Vec<Spare> =
+                (0..wanted).map(|_| self.prepare(design, design.fencing)).collect();
+            self.spares.extend(more);
+        }
+        let (this, mut runs) = (&*self, Vec::with_capacity(prepared.len()));
+        for (scenario, prepared) in scenarios.iter().zip(prepared) {
+            runs.push(async move { Ok(this.execute(scenario, prepared?).await) });
+        }
+        futures_util::future::join_all(runs).await.into_iter().collect()
+    }
+}
+
+impl Drop for RealTrials<'_> {
+    /// Spares no trial took are given up: their programs are killed with them.
+    fn drop(&mut self) {
+        for spare in &self.spares {
+            spare.abort();
+        }
     }
 }
 
 impl Runner for RealTrials<'_> {
     fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
-        self.runtime.block_on(self.run(scenario, fencing))
+        let mut logs = self.trials(std::slice::from_ref(scenario), fencing)?;
+        Ok(logs.remove(0))
     }
 
     /// The runs side by side, each with its own run id and so its own keys.
     fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
-        let runs = scenarios.iter().map(|s| self.run(s, fencing));
-        self.runtime.block_on(futures_util::future::join_all(runs)).into_iter().collect()
+        let runtime = self.runtime;
+        runtime.block_on(self.run_batch(scenarios, fencing))
     }
 
     /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its
@@ -108,5 +190,16 @@ impl Runner for RealTrials<'_> {
 
     fn placement(&self) -> Placement {
         Placement::Moments
+    }
+
+    /// Where runs may share the servers, as side by side: a program's interpreter
+    /// starting takes longer than many a run.
+    fn expect(&mut self, design: &Scenario) {
+        if self.deployment.lock().shared_by_runs() {
+            self.design = Some(design.clone());
+            for spare in self.spares.drain(..) {
+                spare.abort();
+            }
+        }
     }
 }

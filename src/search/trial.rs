@@ -59,6 +59,12 @@ pub trait Runner {
     fn placement(&self) -> Placement {
         Placement::Grid
     }
+
+    /// Every trial from now on is `design` (its fencing included) with faults added.
+    /// A runner whose trials start slowly (a program's interpreter, its libraries,
+    /// its connections) makes runs of it ready while others run, and gives each the
+    /// faults of the trial it becomes.
+    fn expect(&mut self, _design: &Scenario) {}
 }
 
 /// How schedules are placed.

@@ -209,7 +209,7 @@ fn start_sim(
                     Ok(prepared) => {
                         let log = prepared.log();
                         let _ = tx.send(Ok((log.clone(), prepared.control())));
-                        let governor = tokio::spawn(govern(thread_pacer, *log.clock()));
+                        let governor = tokio::spawn(govern(thread_pacer, log.clock()));
                         prepared.execute().await;
                         governor.abort();
                     }

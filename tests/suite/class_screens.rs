@@ -52,7 +52,7 @@ fn sim_class(name: &str, students: &[String], freeze: bool) -> (Scenario, Vec<Ev
         let prepared =
             prepare(&sim, &sim, &scenario, options, &CancellationToken::new()).await.unwrap();
         let (log, control) = (prepared.log(), prepared.control());
-        let (clock, first) = (*log.clock(), students[0].clone());
+        let (clock, first) = (log.clock(), students[0].clone());
         if freeze {
             tokio::spawn(async move {
                 tokio::time::sleep_until(clock.instant_at(1000.0)).await;

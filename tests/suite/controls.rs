@@ -22,7 +22,7 @@ async fn playground(deployment: &Deployment, script: Script) -> Vec<Event> {
     let prepared =
         prepare(lock, storage, &scenario, options, &CancellationToken::new()).await.unwrap();
     let (log, control) = (prepared.log(), prepared.control());
-    let clock = *log.clock();
+    let clock = log.clock();
     tokio::spawn(async move {
         for (at, action) in script {
             tokio::time::sleep_until(clock.instant_at(at)).await;

@@ -474,3 +474,61 @@ steps = []
     assert!(!held, "{}", digest(&events));
     assert!(violations(&events).contains(&ViolationKind::WriteByNonHolder), "{}", digest(&events));
 }
+
+/// A run made ready before its trial was known (a search's spare, `search::real`: its
+/// programs started and `ready`) takes on the pause of the trial it becomes and runs
+/// as one prepared for it: A frozen at its own moment, B's write, then A's stale one.
+/// Its clock starts when it runs, not when it was ready. What it cannot take on
+/// (another design, a link's fault, whose proxy it has not got) it refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_made_ready_ahead_takes_its_trials_pause_and_starts_its_clock_when_it_runs() {
+    use fencelab::scenario::{Fault, FaultKind, Moment};
+    let server = redis();
+    let gc = builtin("gc-pause").unwrap().unwrap();
+    let gc = with_program(gc, &["python3", "examples/python-redis-py/lock.py"]);
+    // gc-pause with its scripted pause taken out, as `break` searches it.
+    let design = fencelab::search::space::design(&gc, &[FaultKind::Pause]);
+    assert!(design.faults.is_empty());
+    let deployment = on_redis(RedisBackend::open(&server.url(), "private redis-server").unwrap());
+    let (lock, storage_) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let options = RunOptions { time_scale: 0.5, ..RunOptions::new(false) };
+    let cancel = CancellationToken::new();
+    let mut prepared = prepare(lock, storage_, &design, options, &cancel).await.unwrap();
+    let of_a = |kind, ms, on| Fault {
+        at_ms: 100,
+        node: None,
+        worker: Some("A".to_string()),
+        ms: Some(ms),
+        kind,
+        on,
+    };
+    let other_design = Scenario { ttl_ms: design.ttl_ms + 1000, ..design.clone() };
+    assert!(prepared.retarget(&other_design).is_err());
+    let mut cut = design.clone();
+    cut.faults.push(of_a(FaultKind::Partition, 1000, None));
+    assert!(prepared.retarget(&cut).is_err());
+    // The trial `break` finds: A frozen for 3 s before its step 3.
+    let moment = Moment { step: Some(3), reply: None, nth: 1 };
+    let mut trial = design.clone();
+    trial.faults.push(of_a(FaultKind::Pause, 3000, Some(moment)));
+    prepared.retarget(&trial).unwrap();
+    // It waits its turn, as a spare does while the trials before it run.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    prepared.restart_clock();
+    let log = prepared.log();
+    prepared.execute().await;
+    let events = log.snapshot();
+    let started = events.iter().find_map(|e| match &e.kind {
+        EventKind::RunStarted { scenario, .. } => Some(scenario.faults.clone()),
+        _ => None,
+    });
+    assert_eq!(started, Some(trial.faults.clone()), "the log tells the trial's faults");
+    assert_eq!(signals(&events, "A"), [KernelSignal::Stop, KernelSignal::Cont]);
+    assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
+    assert!(violations(&events).contains(&ViolationKind::StaleWrite), "{}", digest(&events));
+    // 500 ms of waiting are 1,000 ms of the run's clock at this speed: none of it shows.
+    let first = events.iter().find(|e| matches!(e.kind, EventKind::Worker { .. }));
+    assert!(first.is_some_and(|e| e.t_ms < 300.0), "{first:?}");
+    assert!(keys_left(&server, &run_id(&events)).is_empty());
+    assert!(support::programs_of_run(&run_id(&events)).is_empty());
+}

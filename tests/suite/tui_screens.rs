@@ -35,7 +35,7 @@ fn playground_log(fencing: bool, pause_a_at: Option<f64>) -> Vec<Event> {
             prepare(&sim, &sim, &scenario, options, &CancellationToken::new()).await.unwrap();
         let (log, control) = (prepared.log(), prepared.control());
         if let Some(at) = pause_a_at {
-            let clock = *log.clock();
+            let clock = log.clock();
             tokio::spawn(async move {
                 tokio::time::sleep_until(clock.instant_at(at)).await;
                 control.send("A", WorkerCommand::Pause { ms: Some(4000) });

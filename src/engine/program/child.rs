@@ -63,7 +63,9 @@ pub struct Setup {
     /// How long a step may go without a word from the program (not counting pauses).
     pub step_timeout: Duration,
     /// The run's faults: the pauses placed at a program's own moments are its host's.
-    pub faults: Vec<crate::scenario::Fault>,
+    /// Read when the run starts: a run prepared ahead may take other pauses first
+    /// (`PreparedRun::retarget`).
+    pub faults: watch::Receiver<Vec<crate::scenario::Fault>>,
 }
 
 /// A program that has said `ready`, waiting for the run to start.
@@ -92,6 +94,8 @@ pub struct Program {
     pub(super) step_timeout: Duration,
     /// Its pauses at its own moments, and its calls counted.
     pub(super) armed: Armed,
+    /// The run's faults, to arm it with when the run starts.
+    faults: watch::Receiver<Vec<crate::scenario::Fault>>,
     /// Set while its proxy holds each reply until the run has looked at it.
     pub(super) hold_replies: Arc<AtomicBool>,
 }
@@ -111,7 +115,7 @@ impl Program {
         let mode = if spec.steps.is_empty() { Mode::Free } else { Mode::Driven };
         let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
         let (tap, taps) = mpsc::unbounded_channel();
-        let armed = Armed::of(name, &setup.faults);
+        let armed = Armed::of(name, &setup.faults.borrow());
         // Replies are held once the run starts (`Run::run`): before, nobody reads them.
         let hold_replies = Arc::new(AtomicBool::new(false));
         let tapping =
@@ -220,6 +224,7 @@ impl Program {
             mode,
             step_timeout: setup.step_timeout,
             armed,
+            faults: setup.faults.clone(),
             hold_replies,
         };
         program.send(&hello).await?;
@@ -262,6 +267,11 @@ impl Program {
             )),
             None => Err(program.ended_early().await),
         }
+    }
+
+    /// Arm it with the pauses at its own moments the run has as it starts.
+    pub(super) fn arm(&mut self) {
+        self.armed = Armed::of(&self.spec.name, &self.faults.borrow());
     }
 
     /// The key this program's lock lives at.

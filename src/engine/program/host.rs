@@ -166,6 +166,7 @@ impl Run {
     async fn run(&mut self) -> Result<(), BackendError> {
         // From here on its taps are read: a pause at a reply can be made before the
         // reply reaches it.
+        self.program.arm();
         let holds = self.program.armed.holds_replies();
         self.program.hold_replies.store(holds, Ordering::SeqCst);
         let start = self.log.clock().instant_at(self.program.spec.start_ms as f64);

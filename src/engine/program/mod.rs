@@ -22,7 +22,7 @@ use super::observer::Holders;
 use crate::backend::link::Links;
 use crate::backend::proxy::LinkCondition;
 use crate::backend::{BackendError, Keys, LockService, ServerKind, Storage};
-use crate::scenario::{Scenario, TokenSource};
+use crate::scenario::{Fault, Scenario, TokenSource};
 pub use armed::call_name;
 use child::{Program, Setup};
 use host::Bench;
@@ -41,7 +41,7 @@ pub struct Started {
 pub async fn start(
     (lock, storage): (&dyn LockService, &dyn Storage),
     scenario: &Scenario,
-    (keys, links): (&Keys, &Links),
+    (keys, links, faults): (&Keys, &Links, watch::Receiver<Vec<Fault>>),
     (fencing, time_scale): (bool, f64),
     holders: &Arc<Holders>,
 ) -> Result<Option<Started>, BackendError> {
@@ -86,7 +86,7 @@ pub async fn start(
         fencing,
         table: storage.table_for_programs(&keys),
         step_timeout: Duration::from_secs(5) + longest * 2,
-        faults: scenario.faults.clone(),
+        faults,
     };
     // Side by side: most of a start is an interpreter loading its libraries. In turn
     // where the lock kind asks (its library sets up the server as it starts). One
@@ -153,8 +153,9 @@ pub async fn start_alone(
     let links = Links::new(&[], Duration::from_millis, &cancel);
     let workers = scenario.workers.iter().map(|w| w.name.as_str());
     let holders = Arc::new(Holders::default().with_programs(workers));
+    let faults = watch::channel(scenario.faults.clone()).1;
     let started =
-        start((lock, storage), scenario, (keys, &links), (fencing, 1.0), &holders).await?;
+        start((lock, storage), scenario, (keys, &links, faults), (fencing, 1.0), &holders).await?;
     let Some(started) = started else {
         return Err(BackendError::Unsupported(
             "the scenario has no worker that is a program".into(),
