@@ -36,7 +36,9 @@
 //! etcd lock (a lease, the key created on it if absent, the revision as the token)
 //! and the Kubernetes-style Lease on etcd (a record swapped on its revision, each
 //! contender judging the holder gone by its own clock, at its worker's `clock_rate`),
-//! both with `ttl` and `poll` waiters and the storage on Redis.
+//! both with `ttl` and `poll` waiters and the storage on Redis; and ZooKeeper's lock
+//! recipe (a queue of znodes living by sessions that expire while their worker is
+//! paused, the czxid as the token, waiters that watch the znode before theirs).
 //! [`supports`] says whether a scenario stays within that; the simulator runs the
 //! rest. A run that would never end (a waiter on a lock that never expires, with no
 //! `give_up_ms`) is cut at four times the scenario's longest run, at least a minute,
@@ -47,6 +49,7 @@ mod k8s_lease;
 mod observer;
 mod redis;
 mod worker;
+mod zookeeper;
 
 use std::collections::VecDeque;
 
@@ -55,7 +58,7 @@ use crate::backend::keys::new_run_id;
 use crate::engine::log::{Event, EventKind, LOG_FORMAT_VERSION, RunOutcome, WorkerEvent};
 use crate::scenario::{
     AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, TokenSource,
-    WaitStrategy,
+    WaitStrategy, ZOOKEEPER_SESSION_MS,
 };
 use observer::Observer;
 use redis::Db;
@@ -88,6 +91,13 @@ pub fn supports(scenario: &Scenario) -> bool {
         LockShape::Etcd | LockShape::K8sLease
             if scenario.wait != WaitStrategy::Notify
                 && scenario.token_source() == TokenSource::Lock =>
+        {
+            0
+        }
+        // A session ZooKeeper grants: outside, the run fails as it starts.
+        LockShape::ZooKeeper
+            if scenario.token_source() == TokenSource::Lock
+                && ZOOKEEPER_SESSION_MS.contains(&scenario.ttl_ms) =>
         {
             0
         }
@@ -145,6 +155,8 @@ struct Cx<'a> {
     pub names: Vec<&'a str>,
     /// Which workers sleep listening on the release channel, by index.
     pub listening: Vec<bool>,
+    /// The lock's changes a ZooKeeper watcher has been woken for.
+    pub seen_changes: u64,
 }
 
 impl<'a> Cx<'a> {
@@ -164,8 +176,25 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// What changed on ZooKeeper since last looked wakes every watcher but the worker
+    /// `by` that changed it (it is running, not watching): a watch fires as the change
+    /// is made, before the call that made it returns.
+    pub fn settle(&mut self, by: Option<usize>) {
+        let changes = self.db.changes();
+        if changes == self.seen_changes {
+            return;
+        }
+        self.seen_changes = changes;
+        for (i, &listening) in self.listening.iter().enumerate() {
+            if listening && Some(i) != by {
+                self.sched.wake(FIRST_WORKER + i);
+            }
+        }
+    }
+
     /// Log what worker `index` did; the observer wakes, as the log grew.
     pub fn emit(&mut self, index: usize, what: WorkerEvent) {
+        self.settle(Some(index));
         let worker = self.names[index].to_string();
         self.log.push(self.now, EventKind::Worker { worker, what });
         self.sched.wake(OBSERVER);
@@ -348,6 +377,7 @@ impl<'a> Run<'a> {
                 log: Log::with_capacity(scenario),
                 sched: Sched::new(tasks),
                 listening: vec![false; names.len()],
+                seen_changes: 0,
                 names,
             },
             observer: Observer::default(),
@@ -491,6 +521,17 @@ mod tests {
             s.lock = LockShape::Etcd;
             s.wait = WaitStrategy::Notify;
         }));
+        assert!(with(|s| {
+            s.lock = LockShape::ZooKeeper;
+            s.wait = WaitStrategy::Notify;
+        }));
+        assert!(
+            !with(|s| {
+                s.lock = LockShape::ZooKeeper;
+                s.ttl_ms = 5000;
+            }),
+            "a session ZooKeeper would not grant"
+        );
         assert!(!with(|s| s.storage = StorageKind::Postgres));
         assert!(!with(|s| s.acquire = AcquireMode::TwoStep));
         assert!(!with(|s| s.workers[0].steps.push(Step::ReadStock)));

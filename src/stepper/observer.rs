@@ -17,7 +17,7 @@ impl<'a> Observer<'a> {
     /// One reading; the next is set on the schedule.
     pub fn read(&mut self, cx: &mut Cx<'a>) {
         let now = cx.now;
-        let holder = cx.db.holder(now).map(|v| cx.name(v));
+        let holder = cx.db.holder(now, None).map(|v| cx.name(v));
         let names = &cx.names;
         let name = |v: Value| names.get(v.worker).copied().unwrap_or("");
         let nodes: Vec<Option<&'a str>> = cx.db.node_holders(now).map(|v| v.map(name)).collect();
@@ -36,6 +36,8 @@ impl<'a> Observer<'a> {
             };
             cx.log.push(now, EventKind::Truth(truth));
         }
+        // A session it found expired woke the watchers.
+        cx.settle(None);
         let at_expiry = pttl.map_or(u64::MAX, |ms| now + ms + 1);
         cx.sched.sleep(OBSERVER, at_expiry.min(now + IDLE_READ_MS));
     }

@@ -9,6 +9,7 @@
 use super::Value;
 use super::etcd::Etcd;
 use super::k8s_lease::Lease;
+use super::zookeeper::ZooKeeper;
 use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
@@ -112,10 +113,12 @@ impl OnEtcd {
 /// (the acquire script: `SET NX PX`, then `INCR` beside the key); with several it is
 /// Redlock (`backend/lock/redlock.rs`): a majority of the nodes up grants, the token
 /// comes from the storage's counter, a refusal gives back the votes it got. With
-/// the lock on etcd (`etcd.rs`, `k8s_lease.rs`), the nodes stand unused.
+/// the lock on etcd (`etcd.rs`, `k8s_lease.rs`) or ZooKeeper (`zookeeper.rs`), the
+/// nodes stand unused.
 pub(super) struct Db<'a> {
     nodes: Vec<Node>,
     on_etcd: Option<OnEtcd>,
+    zookeeper: Option<ZooKeeper>,
     /// The token counter: the lock's `INCR`, or the storage's under Redlock.
     pub fence: u64,
     /// The highest token the fenced storage accepted.
@@ -135,6 +138,7 @@ impl<'a> Db<'a> {
         Db {
             nodes: vec![Node { up: true, lock: None }; nodes.max(1)],
             on_etcd: None,
+            zookeeper: None,
             fence: 0,
             highest: 0,
             published: 0,
@@ -143,10 +147,14 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// The servers `scenario`'s lock lives on: one Redis, Redlock's nodes, or etcd
-    /// (the storage on Redis as ever).
+    /// The servers `scenario`'s lock lives on: one Redis, Redlock's nodes, etcd, or
+    /// ZooKeeper (the storage on Redis as ever).
     pub fn of(scenario: &Scenario) -> Self {
         let on_etcd = match scenario.lock {
+            LockShape::ZooKeeper => {
+                let zookeeper = ZooKeeper::new(scenario.workers.len(), scenario.ttl_ms);
+                return Db { zookeeper: Some(zookeeper), ..Db::new(1) };
+            }
             LockShape::Etcd => OnEtcd::Lock(Etcd::new(scenario.workers.len())),
             LockShape::K8sLease => {
                 OnEtcd::Lease(Lease::new(scenario.workers.iter().map(|w| w.clock_rate)))
@@ -157,9 +165,48 @@ impl<'a> Db<'a> {
     }
 
     /// The token counter as the observer reads it: the lock's (or under Redlock the
-    /// storage's) `INCR`, or etcd's revision counted from the run's start.
+    /// storage's) `INCR`, etcd's revision counted from the run's start, or the zxid of
+    /// the queue's last change counted from the lock path's.
     pub fn counter(&self) -> u64 {
+        if let Some(zk) = &self.zookeeper {
+            return zk.counter();
+        }
         self.on_etcd.as_ref().map_or(self.fence, OnEtcd::token)
+    }
+
+    /// How many changes a ZooKeeper watcher has seen happen (none elsewhere).
+    pub fn changes(&self) -> u64 {
+        self.zookeeper.as_ref().map_or(0, ZooKeeper::changes)
+    }
+
+    /// Whether a waiter listening for releases has one to act on: on Redis a message
+    /// published since it last heard (`heard`), on ZooKeeper the znode it watches gone.
+    pub fn released(&mut self, now: u64, worker: usize, heard: u64) -> bool {
+        match &mut self.zookeeper {
+            Some(zk) => zk.released(now, worker),
+            None => self.published > heard,
+        }
+    }
+
+    /// When a listening waiter looks again though nothing changed: on ZooKeeper, when
+    /// the next silent session may expire.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.zookeeper.as_ref().and_then(ZooKeeper::next_expiry)
+    }
+
+    /// A worker stops (or starts again) sending heartbeats: on ZooKeeper its session
+    /// goes silent.
+    pub fn set_paused(&mut self, now: u64, worker: usize, paused: bool) {
+        if let Some(zk) = &mut self.zookeeper {
+            zk.set_paused(now, worker, paused);
+        }
+    }
+
+    /// A worker's script ended and its client with it: on ZooKeeper its session closes.
+    pub fn close(&mut self, now: u64, worker: usize) {
+        if let Some(zk) = &mut self.zookeeper {
+            zk.close_client(now, worker);
+        }
     }
 
     fn redlock(&self) -> bool {
@@ -170,8 +217,12 @@ impl<'a> Db<'a> {
         redlock::quorum(self.nodes.len())
     }
 
-    /// The value a majority of the nodes up holds (`GET lock` on one Redis).
-    pub fn holder(&mut self, now: u64) -> Option<Value> {
+    /// The value a majority of the nodes up holds (`GET lock` on one Redis), as
+    /// `worker`'s client or the observer (None) asks.
+    pub fn holder(&mut self, now: u64, worker: Option<usize>) -> Option<Value> {
+        if let Some(zk) = &mut self.zookeeper {
+            return zk.holder(now, worker);
+        }
         if let Some(lock) = &mut self.on_etcd {
             return lock.holder(now);
         }
@@ -193,7 +244,11 @@ impl<'a> Db<'a> {
         if let Some(lock) = &mut self.on_etcd {
             return lock.pttl(now);
         }
-        let holder = self.holder(now)?;
+        // A session's time left is the server's own: nobody reads it.
+        if self.zookeeper.is_some() {
+            return None;
+        }
+        let holder = self.holder(now, None)?;
         let quorum = self.quorum();
         let mut left: Vec<i64> = self
             .nodes
@@ -212,6 +267,9 @@ impl<'a> Db<'a> {
 
     /// Take the lock for `worker`: a token, or how long the current lease has left.
     pub fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
+        if let Some(zk) = &mut self.zookeeper {
+            return zk.acquire(now, worker, value);
+        }
         if let Some(lock) = &mut self.on_etcd {
             return lock.acquire(now, worker, value, ttl_ms);
         }
@@ -248,6 +306,9 @@ impl<'a> Db<'a> {
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
     pub fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
+        if let Some(zk) = &mut self.zookeeper {
+            return zk.release(now, worker);
+        }
         if let Some(lock) = &mut self.on_etcd {
             return lock.release(now, worker, value, mode);
         }
@@ -263,6 +324,9 @@ impl<'a> Db<'a> {
         value: Value,
         (ttl_ms, mode): (u64, RenewMode),
     ) -> bool {
+        if let Some(zk) = &mut self.zookeeper {
+            return zk.renew(now, worker);
+        }
         if let Some(lock) = &mut self.on_etcd {
             return lock.renew(now, worker, value, (ttl_ms, mode));
         }
@@ -346,7 +410,7 @@ mod tests {
         db.kill(1);
         assert_eq!(granted(db.acquire(0, 0, A, 2000)), Some(1), "3 of 5 is a majority");
         db.kill(2);
-        assert_eq!(db.holder(10), None, "2 of 5 is not");
+        assert_eq!(db.holder(10, None), None, "2 of 5 is not");
         assert!(matches!(db.acquire(10, 1, B, 2000), AcquireReply::Busy { pttl_ms: Some(1990) }));
         db.restart(0);
         db.restart(1);
@@ -363,9 +427,9 @@ mod tests {
         let mut db = Db::new(1);
         db.acquire(0, 1, B, 0);
         assert!(!db.release(10, 0, A, ReleaseMode::CompareAndDelete));
-        assert_eq!(db.holder(10), Some(B));
+        assert_eq!(db.holder(10, None), Some(B));
         assert!(db.release(10, 0, A, ReleaseMode::Del));
-        assert_eq!(db.holder(10), None);
+        assert_eq!(db.holder(10, None), None);
     }
 
     #[test]

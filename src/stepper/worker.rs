@@ -68,6 +68,8 @@ pub(super) struct Worker<'a> {
     subscribed: bool,
     heard: u64,
     attempt: Attempt<'a>,
+    /// Its client dropped, once its script ended.
+    closed: bool,
 }
 
 impl<'a> Worker<'a> {
@@ -95,6 +97,7 @@ impl<'a> Worker<'a> {
             subscribed: false,
             heard: 0,
             attempt: Attempt::default(),
+            closed: false,
         }
     }
 
@@ -112,10 +115,16 @@ impl<'a> Worker<'a> {
         true
     }
 
-    /// Run until the worker waits again (or ends).
+    /// Run until the worker waits again (or ends). A worker whose script ended drops
+    /// its client (on ZooKeeper its session closes); what it changed wakes watchers.
     pub fn poll(&mut self, cx: &mut Cx<'a>, task: usize) {
         self.run(cx, task);
+        if self.done() && !self.closed {
+            self.closed = true;
+            cx.db.close(cx.now, self.index);
+        }
         cx.listening[self.index] = self.listens();
+        cx.settle(Some(self.index));
     }
 
     fn run(&mut self, cx: &mut Cx<'a>, task: usize) {
@@ -125,6 +134,7 @@ impl<'a> Worker<'a> {
                     return cx.sched.sleep(task, until);
                 }
                 self.frozen_until = None;
+                cx.db.set_paused(cx.now, self.index, false);
                 self.emit(cx, WorkerEvent::Resumed);
             }
             match self.at {
@@ -138,9 +148,13 @@ impl<'a> Worker<'a> {
                 At::Retry => self.try_acquire(cx),
                 At::Start | At::PauseEnd | At::WorkEnd | At::Waiting => {
                     let listening = self.at == At::Waiting && self.attempt.listening;
-                    let heard = listening && cx.db.published > self.heard;
+                    let heard = listening && cx.db.released(cx.now, self.index, self.heard);
                     if !heard && self.until > cx.now {
-                        return cx.sched.sleep(task, self.until);
+                        // A watcher also looks when a silent session may have expired.
+                        let expiry = cx.db.next_expiry().filter(|&at| listening && at > cx.now);
+                        return cx
+                            .sched
+                            .sleep(task, expiry.map_or(self.until, |e| e.min(self.until)));
                     }
                     if heard {
                         self.heard = cx.db.published;
@@ -151,6 +165,7 @@ impl<'a> Worker<'a> {
                             self.at = At::Step;
                         }
                         At::PauseEnd => {
+                            cx.db.set_paused(cx.now, self.index, false);
                             self.emit(cx, WorkerEvent::Resumed);
                             self.next(cx);
                         }
@@ -171,6 +186,7 @@ impl<'a> Worker<'a> {
     fn freeze(&mut self, cx: &mut Cx<'a>) {
         let ms = self.stall.take().unwrap_or(0);
         self.emit(cx, WorkerEvent::Paused { ms: Some(ms), by_user: false });
+        cx.db.set_paused(cx.now, self.index, true);
         self.frozen_until = Some(cx.now + ms);
     }
 
@@ -209,6 +225,7 @@ impl<'a> Worker<'a> {
             }
             Step::Pause { ms } => {
                 self.emit(cx, WorkerEvent::Paused { ms: Some(*ms), by_user: false });
+                cx.db.set_paused(now, self.index, true);
                 (self.at, self.until) = (At::PauseEnd, now + ms);
             }
             Step::Work { ms } => {
@@ -216,14 +233,15 @@ impl<'a> Worker<'a> {
                 (self.at, self.until) = (At::WorkEnd, now + ms);
             }
             Step::Check { stop_if_lost } => {
-                let holder = cx.db.holder(now);
+                let holder = cx.db.holder(now, Some(self.index));
                 let still_owner = holder.is_some() && holder == self.value;
                 self.emit(cx, WorkerEvent::Checked { still_owner });
                 self.go_on_unless(cx, *stop_if_lost && !still_owner);
             }
             Step::Write { value } => {
                 let order = cx.db.write((self.index, self.token, value), self.settings.check);
-                let redis_holder = cx.db.holder(now).map(|v| cx.name(v).to_string());
+                let redis_holder =
+                    cx.db.holder(now, Some(self.index)).map(|v| cx.name(v).to_string());
                 let (token, accepted) = (self.token, order.is_some());
                 let value = value.clone();
                 let refused = if accepted { None } else { Refusal::of(self.settings.check, token) };
@@ -294,6 +312,7 @@ impl<'a> Worker<'a> {
         // stepper leaves out), and the observer wakes as the log grows: a retry that
         // announces nothing new wakes it all the same. Its readings then fall where the
         // engine's do, which decides the instant it sees an etcd lease end.
+        cx.settle(Some(self.index));
         cx.sched.wake(OBSERVER);
         let wait = self.settings.wait;
         if policy::listens_first(wait, self.attempt.listening) {
@@ -309,7 +328,7 @@ impl<'a> Worker<'a> {
             Ms::Scenario(ms) | Ms::Server(ms) => ms,
         };
         let wait_ms = ms(policy::retry_after(wait, self.settings.poll_ms, pttl));
-        let holder = cx.db.holder(now).map(|v| cx.name(v));
+        let holder = cx.db.holder(now, Some(self.index)).map(|v| cx.name(v));
         if self.attempt.announced != Some(holder) {
             let retry_in = policy::announced_retry(wait, self.settings.poll_ms, pttl);
             let retry_in_ms = retry_in.map(|retry| ms(retry) as f64);
