@@ -264,54 +264,21 @@ fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
     tally.assert_agreed();
 }
 
-/// The course has one lesson on etcd and one on the Lease; every lesson on one Redis,
-/// each variant, moved onto each (release by delete, renewals by keep-alive or a
-/// blind put, a lock with no lease, waiters polling) is a run the stepper must play as
-/// the simulator does, as it is and with random pauses.
-#[test]
-fn every_lesson_on_one_redis_moved_onto_etcd_runs_as_on_the_simulator() {
-    let mut rng = fastrand::Rng::with_seed(15);
+/// Every lesson on one Redis, each variant, moved by `onto` (each move named), is a
+/// run the stepper must play as the simulator does, as it is and with 6 random pauses:
+/// at least 30 moves, and the simulator's own variations under the bound.
+fn moved_lessons_run_as_on_the_simulator(
+    seed: u64,
+    onto: impl Fn(&Scenario) -> Vec<(String, Scenario)>,
+) {
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut tally = Tally::default();
-    let mut moved = Vec::new();
+    let mut moved: Vec<String> = Vec::new();
     for scenario in all_scenarios().into_iter().filter(|s| s.lock == LockShape::Redis) {
         for planned in scenario.planned_runs(&[false]) {
-            for lock in [LockShape::Etcd, LockShape::K8sLease] {
-                let mut moved_onto = planned.scenario.clone();
-                moved_onto.lock = lock;
-                if !stepper::supports(&moved_onto) {
-                    continue;
-                }
-                let name = format!("{} / {} on {lock:?}", scenario.name, planned.label);
-                moved.push(name.clone());
-                tally.judge(&name, &moved_onto);
-                for s in schedules(&moved_onto, 6, true, &mut rng) {
-                    tally.judge(&name, &s);
-                }
-            }
-        }
-    }
-    assert!(moved.len() >= 30, "too few lessons moved onto etcd: {moved:#?}");
-    tally.assert_agreed();
-}
-
-/// The course has one lesson on ZooKeeper; every lesson on one Redis, each variant,
-/// moved onto it (a session as the lease, its znode's creation zxid as the token,
-/// waiters that watch the znode before their own, poll or sleep a session's timeout)
-/// is a run the stepper must play as the simulator does, as it is and with random
-/// pauses, which is where sessions expire.
-#[test]
-fn every_lesson_on_one_redis_moved_onto_zookeeper_runs_as_on_the_simulator() {
-    let mut rng = fastrand::Rng::with_seed(26);
-    let mut tally = Tally::default();
-    let mut moved = Vec::new();
-    for scenario in all_scenarios().into_iter().filter(|s| s.lock == LockShape::Redis) {
-        for planned in scenario.planned_runs(&[false]) {
-            for wait in [planned.scenario.wait, WaitStrategy::Notify] {
-                let mut moved_onto = planned.scenario.clone();
-                moved_onto.lock = LockShape::ZooKeeper;
-                moved_onto.wait = wait;
-                let name = format!("{} / {} on ZooKeeper, {wait:?}", scenario.name, planned.label);
-                // A lesson whose waiters watch already is moved once.
+            for (how, moved_onto) in onto(&planned.scenario) {
+                let name = format!("{} / {} on {how}", scenario.name, planned.label);
+                // A move that changes nothing more than another is made once.
                 if !stepper::supports(&moved_onto) || moved.contains(&name) {
                     continue;
                 }
@@ -323,6 +290,32 @@ fn every_lesson_on_one_redis_moved_onto_zookeeper_runs_as_on_the_simulator() {
             }
         }
     }
-    assert!(moved.len() >= 30, "too few lessons moved onto ZooKeeper: {moved:#?}");
+    assert!(moved.len() >= 30, "too few lessons moved: {moved:#?}");
     tally.assert_agreed();
+}
+
+/// The course has one lesson on etcd and one on the Lease; every lesson on one Redis
+/// moved onto each (release by delete, renewals by keep-alive or a blind put, a lock
+/// with no lease, waiters polling) runs as on the simulator.
+#[test]
+fn every_lesson_on_one_redis_moved_onto_etcd_runs_as_on_the_simulator() {
+    moved_lessons_run_as_on_the_simulator(15, |scenario| {
+        let onto = |lock| (format!("{lock:?}"), Scenario { lock, ..scenario.clone() });
+        vec![onto(LockShape::Etcd), onto(LockShape::K8sLease)]
+    });
+}
+
+/// The course has one lesson on ZooKeeper; every lesson on one Redis moved onto it (a
+/// session as the lease, its znode's creation zxid as the token, waiters as the lesson
+/// has them and watching the znode before their own) runs as on the simulator, with
+/// random pauses, which is where sessions expire.
+#[test]
+fn every_lesson_on_one_redis_moved_onto_zookeeper_runs_as_on_the_simulator() {
+    moved_lessons_run_as_on_the_simulator(26, |scenario| {
+        let onto = |wait| {
+            let lock = LockShape::ZooKeeper;
+            (format!("ZooKeeper, {wait:?}"), Scenario { lock, wait, ..scenario.clone() })
+        };
+        vec![onto(scenario.wait), onto(WaitStrategy::Notify)]
+    });
 }
