@@ -6,9 +6,10 @@
 //! run has a fresh run id and so a fresh key prefix (nothing one trial left can touch
 //! the next), and a time scale below 1 makes leases, pauses and work short in real
 //! time while the scenario's clock, the schedules and the story stay in scenario ms.
-//! Where runs may share the servers, the batch the search will ask for next is
-//! prepared while the current one runs (its programs started and `ready`): an
-//! interpreter and its libraries take longer to start than many a run lasts.
+//! Where runs may share the servers, runs of the searched design are made ready
+//! while the trials run (their programs started and `ready`), and each trial takes
+//! one and gives it its pauses: an interpreter and its libraries take longer to start
+//! than many a run lasts.
 
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
@@ -54,6 +55,12 @@ pub struct RealTrials<'a> {
 }
 
 type Spare = JoinHandle<Result<PreparedRun, BackendError>>;
+
+/// A trial's run: a spare made its own, or one still starting.
+enum Ready {
+    Now(Box<PreparedRun>),
+    Starting(Spare),
+}
 
 impl<'a> RealTrials<'a> {
     /// `runtime` is a real-time one; `cancel` stops the trial under way (its keys are
@@ -103,19 +110,19 @@ impl RealTrials<'_> {
         })
     }
 
-    /// A run of `scenario` made ready: a spare of the design's given its faults, or
-    /// (for another design, or a fault no spare can take on) one prepared now.
-    async fn ready(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<PreparedRun> {
+    /// A run for `scenario`: a spare of the design's given its faults, or (for
+    /// another design, or a fault no spare can take on) one starting now.
+    async fn ready(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Ready> {
         let design = self.design.as_ref().filter(|d| d.fencing == fencing);
         if design.is_some() && !self.spares.is_empty() {
             let mut spare = self.spares.remove(0).await??;
             match spare.retarget(scenario) {
-                Ok(()) => return Ok(spare),
+                Ok(()) => return Ok(Ready::Now(Box::new(spare))),
                 // Kept for a trial it fits.
                 Err(_) => self.spares.insert(0, self.runtime.spawn(async { Ok(spare) })),
             }
         }
-        Ok(self.prepare(scenario, fencing).await??)
+        Ok(Ready::Starting(self.prepare(scenario, fencing)))
     }
 
     /// Run a prepared run of `scenario`, its clock started now, stopped (and judged as
@@ -143,9 +150,17 @@ impl RealTrials<'_> {
         scenarios: &[Scenario],
         fencing: bool,
     ) -> anyhow::Result<Vec<Vec<Event>>> {
-        let mut prepared = Vec::with_capacity(scenarios.len());
+        let mut ready = Vec::with_capacity(scenarios.len());
         for scenario in scenarios {
-            prepared.push(self.ready(scenario, fencing).await);
+            ready.push(self.ready(scenario, fencing).await?);
+        }
+        // Those starting now start side by side.
+        let mut prepared = Vec::with_capacity(ready.len());
+        for run in ready {
+            prepared.push(match run {
+                Ready::Now(run) => Ok(*run),
+                Ready::Starting(spare) => spare.await?,
+            });
         }
         if let Some(design) = &self.design {
             let wanted = self.side_by_side().saturating_sub(self.spares.len());
