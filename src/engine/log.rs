@@ -394,9 +394,9 @@ impl EventLog {
     }
 
     /// Start the run's clock again, now: a run prepared ahead of its time (a search's
-    /// next trial, whose programs start while the trial before it runs) begins when it
-    /// is executed, not when it was ready. Only the events of its preparation are
-    /// older, stamped at 0.
+    /// spare, whose programs start while the trials before it run) begins when it is
+    /// executed, not when it was ready. Only the events of its preparation are older,
+    /// stamped at 0.
     pub fn restart_clock(&self) {
         let since = self.clock.start.elapsed().as_nanos();
         self.restarted_ns.store(u64::try_from(since).unwrap_or(u64::MAX), Ordering::SeqCst);

@@ -331,7 +331,7 @@ impl PreparedRun {
     }
 
     /// Start the run's clock again, now, for a run prepared well ahead of its execution
-    /// (`search::real`: the next trial's programs start while the trial before runs).
+    /// (`search::real`'s spares: their programs start while the trials before run).
     /// Nothing of the run has happened yet: its clock is read from its start on.
     pub fn restart_clock(&self) {
         self.log.restart_clock();
@@ -361,13 +361,6 @@ impl PreparedRun {
         self.faults = scenario.faults.clone();
         self.program_faults.send_replace(scenario.faults.clone());
         Ok(())
-    }
-
-    /// Give up a run before it starts: its programs are killed before their first
-    /// step (as its workers, it never acquired anything) and its links' proxies stop.
-    pub async fn discard(self) {
-        self.cancel.cancel();
-        self.links.close().await;
     }
 
     /// Run to the end (or until `cancel`), then read the storage back and clean up.
