@@ -266,7 +266,9 @@ pub trait LockService: Send + Sync + 'static {
 
     /// Whether runs without a server fault may share it at the same time, each on its
     /// own keys. Not where [`LockService::reset`] sets what every run reads (etcd's
-    /// starting revision, which the tokens are counted from) or puts servers back.
+    /// starting revision, which the tokens are counted from) or puts servers back,
+    /// nor where another run's calls move the counter tokens come from (ZooKeeper's
+    /// zxid).
     fn shared_by_runs(&self) -> bool {
         true
     }

@@ -110,3 +110,32 @@ fn no_jvm_outlives_fencelab_killed_during_the_lesson() {
     fencelab.wait().unwrap();
     wait_for("the JVM to die with fencelab", || (!alive(jvm)).then_some(()));
 }
+
+/// A run's tokens count the zxids after its lock path's, and every transaction of the
+/// ensemble takes one: another run's sessions and znodes in between move the next
+/// holder's token. So no two runs share a ZooKeeper at once (the differential test's
+/// runs and `break`'s real trials), or each would show tokens the other made up.
+#[tokio::test(start_paused = true)]
+async fn another_runs_calls_move_a_runs_tokens_so_runs_do_not_share_a_zookeeper() {
+    let mode = AcquireMode::Script;
+    let second_token = |busy: bool| async move {
+        let lock = ZooKeeperBackend::new(SimZooKeeper::default());
+        assert!(!lock.shared_by_runs(), "two runs at once would mix their tokens");
+        let keys = Keys::for_run("zk-x").with_lease(LEASE_MS);
+        let mut a = lock.connect(&keys).await.unwrap();
+        a.acquire("A:1", LEASE_MS, mode, None).await.unwrap();
+        if busy {
+            let other = Keys::for_run("zk-y").with_lease(LEASE_MS);
+            let mut c = lock.connect(&other).await.unwrap();
+            c.acquire("C:1", LEASE_MS, mode, None).await.unwrap();
+        }
+        assert!(a.release("A:1", ReleaseMode::CompareAndDelete).await.unwrap());
+        let mut b = lock.connect(&keys).await.unwrap();
+        match b.acquire("B:1", LEASE_MS, mode, None).await.unwrap() {
+            AcquireReply::Granted { token } => token,
+            reply => panic!("B finds A's znode gone: {reply:?}"),
+        }
+    };
+    let (alone, beside_another) = (second_token(false).await, second_token(true).await);
+    assert!(beside_another > alone, "B's token {beside_another} beside another run, {alone} alone");
+}

@@ -87,6 +87,13 @@ impl<E: ZkEnsemble> LockService for ZooKeeperBackend<E> {
     fn lock_name(&self, keys: &Keys) -> String {
         format!("{ROOT}/{}/lock", keys.run_id)
     }
+
+    /// A run's tokens count the zxids after its lock path's: every transaction of
+    /// another run on the same server (its sessions, its znodes) takes one of them,
+    /// so two runs at once would each show tokens the other made up.
+    fn shared_by_runs(&self) -> bool {
+        false
+    }
 }
 
 /// One worker's session and its place in the queue.
