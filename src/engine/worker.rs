@@ -18,7 +18,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, Refusal, WorkerEvent};
 use super::policy::{self, Ms, WritePolicy};
-use crate::backend::lock::stream::message_id;
 use crate::backend::sql::{CAS_TRIES, SqlOp, SqlReply};
 use crate::backend::{
     AcquireReply, BackendError, Keys, LockClient, StorageClient, StoredWrite, holder_name,
@@ -26,8 +25,8 @@ use crate::backend::{
 };
 use crate::scenario::spec::Home;
 use crate::scenario::{
-    AcquireMode, MESSAGE_ID, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource,
-    WaitStrategy, WorkerSpec,
+    AcquireMode, ReleaseMode, RenewMode, Scenario, Step, StorageKind, TokenSource, WaitStrategy,
+    WorkerSpec,
 };
 
 /// What every worker of a run shares.
@@ -206,12 +205,7 @@ impl Worker {
                 return Ok(self.stop_if(*stop_if_lost && !still_owner));
             }
             Step::Write { value } => {
-                // A queue's job names its message: `{id}` is its id, so a key made
-                // from it is the same for whoever does the job.
-                let value = match self.token.filter(|_| self.settings.writes.queue) {
-                    Some(job) => value.replace(MESSAGE_ID, &message_id(job)),
-                    None => value.clone(),
-                };
+                let value = self.settings.writes.value(value, self.token).into_owned();
                 let write =
                     StoredWrite { worker: self.spec.name.clone(), token: self.token, value };
                 let check =

@@ -17,11 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use std::time::Duration;
 
-use super::trial::{Placement, Runner, longest_ms};
+use super::trial::{Placement, Runner};
 use crate::backend::BackendError;
 use crate::backend::deployment::Deployment;
 use crate::engine::log::Event;
-use crate::engine::{self, PreparedRun, RunOptions};
+use crate::engine::{self, PreparedRun, RunOptions, policy};
 use crate::scenario::Scenario;
 
 /// The time scale a search on real servers uses unless told: half of every duration,
@@ -130,7 +130,7 @@ impl RealTrials<'_> {
     /// waiting for a job another worker has already done (a queue's: nobody will free
     /// it) asks its server on and on, so its own silence never ends it.
     async fn execute(&self, scenario: &Scenario, prepared: PreparedRun) -> Vec<Event> {
-        let longest = longest_ms(scenario) as f64 * 2.0 * self.time_scale / 1000.0;
+        let longest = policy::longest_ms(scenario) as f64 * 2.0 * self.time_scale / 1000.0;
         let limit = Duration::from_secs_f64(longest) + STUCK_GRACE;
         prepared.restart_clock();
         let (log, control) = (prepared.log(), prepared.control());

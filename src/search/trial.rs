@@ -13,28 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::deployment::{Shape, Targets, deploy};
 use crate::engine::log::Event;
-use crate::engine::{RunOptions, prepare};
+use crate::engine::{RunOptions, policy, prepare};
 use crate::scenario::Scenario;
 use crate::stepper;
-
-/// How long past its longest possible end (its steps, leases and faults one after
-/// another) a trial may go on before it is stopped: a waiter on a lock without a
-/// lease that nobody releases, or on a queue's job that nobody will free. Virtual
-/// time costs little, but not nothing: such a waiter polls, ten times a second, and
-/// an hour of that is 140,000 events per trial, which made a search of lesson 27
-/// try 36 schedules in two minutes. A minute past the longest run is still ample.
-const STUCK_AFTER_MS: u64 = 60_000;
-
-/// The longest a trial of `scenario` can take, faults included: a pause or an outage
-/// lasts its `ms`; a delay makes every reply after it up to `ms` late.
-pub(super) fn longest_ms(scenario: &Scenario) -> u64 {
-    let steps: u64 = scenario.workers.iter().map(|w| w.steps.len() as u64).sum();
-    let faults = scenario.faults.iter().map(|f| {
-        let ms = f.ms.unwrap_or(0);
-        if f.kind == crate::scenario::FaultKind::Delay { ms.saturating_mul(steps + 1) } else { ms }
-    });
-    faults.fold(scenario.longest_run_ms(), u64::saturating_add)
-}
 
 /// Where a search's trials run: the simulator ([`Trials`]), or real servers for what
 /// the simulator cannot run (`super::real`: foreign programs).
@@ -112,7 +93,7 @@ impl Trials {
             let prepared =
                 prepare(lock, storage, scenario, options, &CancellationToken::new()).await?;
             let (log, control) = (prepared.log(), prepared.control());
-            let limit = longest_ms(scenario).saturating_add(STUCK_AFTER_MS);
+            let limit = policy::stopped_at_ms(scenario);
             let watchdog = tokio::spawn(async move {
                 tokio::time::sleep(std::time::Duration::from_millis(limit)).await;
                 control.stop();

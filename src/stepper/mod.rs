@@ -38,15 +38,19 @@
 //! contender judging the holder gone by its own clock, at its worker's `clock_rate`),
 //! both with `ttl` and `poll` waiters and the storage on Redis; and ZooKeeper's lock
 //! recipe (a queue of znodes living by sessions that expire while their worker is
-//! paused, the czxid as the token, waiters that watch the znode before theirs).
+//! paused, the czxid as the token, waiters that watch the znode before theirs); and
+//! the queue on a Redis Stream (jobs taken new or claimed once idle for the lease,
+//! acknowledged by whoever does them, the job's number as the token).
 //! [`supports`] says whether a scenario stays within that; the simulator runs the
 //! rest. A run that would never end (a waiter on a lock that never expires, with no
-//! `give_up_ms`) is cut at four times the scenario's longest run, at least a minute,
+//! `give_up_ms`, or on a queue whose jobs are all done) is cut where a search cuts it
+//! on the simulator (`policy::stopped_at_ms`, a minute past its longest possible end)
 //! and ends `Interrupted`: a search must not hang on one schedule.
 
 mod etcd;
 mod k8s_lease;
 mod observer;
+mod queue;
 mod redis;
 mod worker;
 mod zookeeper;
@@ -56,6 +60,7 @@ use std::collections::VecDeque;
 use crate::backend::StoredWrite;
 use crate::backend::keys::new_run_id;
 use crate::engine::log::{Event, EventKind, LOG_FORMAT_VERSION, RunOutcome, WorkerEvent};
+use crate::engine::policy;
 use crate::scenario::{
     AcquireMode, Fault, FaultKind, LockShape, Scenario, Step, StorageKind, TokenSource,
     WaitStrategy, ZOOKEEPER_SESSION_MS,
@@ -79,9 +84,8 @@ pub fn supports(scenario: &Scenario) -> bool {
                 | Step::Check { .. }
                 | Step::Write { .. }
                 | Step::Release
-                | Step::Renew { .. }
                 | Step::Crash
-        )
+        ) || matches!(s, Step::Renew { .. } if scenario.lock.spec().can.renew)
     };
     let nodes = match scenario.lock {
         LockShape::Redis => 0,
@@ -94,6 +98,8 @@ pub fn supports(scenario: &Scenario) -> bool {
         {
             0
         }
+        // A queue's consumer cannot hear of an acknowledgement.
+        LockShape::Stream if scenario.wait != WaitStrategy::Notify => 0,
         // A session ZooKeeper grants: outside, the run fails as it starts.
         LockShape::ZooKeeper
             if scenario.token_source() == TokenSource::Lock
@@ -404,8 +410,7 @@ impl<'a> Run<'a> {
                 time_scale: 1.0,
             },
         );
-        let paused: u64 = self.faults.iter().map(|f| f.ms).sum();
-        let bound = self.scenario.longest_run_ms().saturating_add(paused).saturating_mul(4);
+        let bound = policy::stopped_at_ms(self.scenario);
         // Spawned in the engine's order: the observer, the faults, the workers.
         self.cx.sched.wake(OBSERVER);
         if !self.faults.is_empty() {
@@ -422,8 +427,12 @@ impl<'a> Run<'a> {
                 return;
             }
             match self.cx.sched.advance() {
-                Some(at) if at <= bound.max(60_000) => self.cx.now = at,
-                _ => return,
+                Some(at) if at <= bound => self.cx.now = at,
+                // Stopped where the simulator's watchdog stops it.
+                _ => {
+                    self.cx.now = bound;
+                    return;
+                }
             }
         }
     }
@@ -475,7 +484,7 @@ impl<'a> Run<'a> {
             .map(|(worker, token, value)| StoredWrite {
                 worker: self.cx.names[worker].to_string(),
                 token,
-                value: value.to_string(),
+                value: value.into_owned(),
             })
             .collect();
         let outcome = if done { RunOutcome::Completed } else { RunOutcome::Interrupted };
@@ -532,6 +541,14 @@ mod tests {
             }),
             "a session ZooKeeper would not grant"
         );
+        assert!(with(|s| s.lock = LockShape::Stream));
+        assert!(
+            !with(|s| {
+                s.lock = LockShape::Stream;
+                s.workers[0].steps.push(Step::Renew { stop_if_lost: false });
+            }),
+            "a queue's consumer cannot renew"
+        );
         assert!(!with(|s| s.storage = StorageKind::Postgres));
         assert!(!with(|s| s.acquire = AcquireMode::TwoStep));
         assert!(!with(|s| s.workers[0].steps.push(Step::ReadStock)));
@@ -568,6 +585,6 @@ mod tests {
             matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Interrupted, .. }),
             "{last:?}"
         );
-        assert!(last.t_ms <= 60_100.0, "{}", last.t_ms);
+        assert_eq!(last.t_ms, policy::stopped_at_ms(&s) as f64, "where a search stops it");
     }
 }

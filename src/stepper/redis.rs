@@ -6,17 +6,21 @@
 //! since all a value must do is be equal only to itself; the storage keeps borrowed
 //! values until the run ends. A key expires once `now > deadline`, as on Redis.
 
+use std::borrow::Cow;
+
 use super::Value;
 use super::etcd::Etcd;
 use super::k8s_lease::Lease;
+use super::queue::Queue;
 use super::zookeeper::ZooKeeper;
 use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
 use crate::scenario::{LockShape, ReleaseMode, RenewMode, Scenario};
 
-/// One accepted write: the writer's index, its token, its value.
-pub(super) type Stored<'a> = (usize, Option<u64>, &'a str);
+/// One accepted write: the writer's index, its token, its value (the step's own, but
+/// on a queue, where `{id}` names the job).
+pub(super) type Stored<'a> = (usize, Option<u64>, Cow<'a, str>);
 
 /// One Redis server of the lock: whether it is up, and its lock key with its
 /// deadline (None: the key never expires). A server that is down answers nothing.
@@ -113,12 +117,13 @@ impl OnEtcd {
 /// (the acquire script: `SET NX PX`, then `INCR` beside the key); with several it is
 /// Redlock (`backend/lock/redlock.rs`): a majority of the nodes up grants, the token
 /// comes from the storage's counter, a refusal gives back the votes it got. With
-/// the lock on etcd (`etcd.rs`, `k8s_lease.rs`) or ZooKeeper (`zookeeper.rs`), the
-/// nodes stand unused.
+/// the lock on etcd (`etcd.rs`, `k8s_lease.rs`), ZooKeeper (`zookeeper.rs`) or a
+/// queue on a Redis Stream (`queue.rs`), the nodes stand unused.
 pub(super) struct Db<'a> {
     nodes: Vec<Node>,
     on_etcd: Option<OnEtcd>,
     zookeeper: Option<ZooKeeper>,
+    queue: Option<Queue>,
     /// The token counter: the lock's `INCR`, or the storage's under Redlock.
     pub fence: u64,
     /// The highest token the fenced storage accepted.
@@ -127,7 +132,7 @@ pub(super) struct Db<'a> {
     /// fewer wakes (`sim/pubsub.rs` counts the same way).
     pub published: u64,
     /// Idempotency keys applied.
-    applied: Vec<&'a str>,
+    applied: Vec<Cow<'a, str>>,
     /// The storage list, in order.
     pub storage: Vec<Stored<'a>>,
 }
@@ -139,6 +144,7 @@ impl<'a> Db<'a> {
             nodes: vec![Node { up: true, lock: None }; nodes.max(1)],
             on_etcd: None,
             zookeeper: None,
+            queue: None,
             fence: 0,
             highest: 0,
             published: 0,
@@ -147,10 +153,14 @@ impl<'a> Db<'a> {
         }
     }
 
-    /// The servers `scenario`'s lock lives on: one Redis, Redlock's nodes, etcd, or
-    /// ZooKeeper (the storage on Redis as ever).
+    /// The servers `scenario`'s lock lives on: one Redis, Redlock's nodes, etcd,
+    /// ZooKeeper, or a stream of jobs (the storage on Redis as ever).
     pub fn of(scenario: &Scenario) -> Self {
         let on_etcd = match scenario.lock {
+            LockShape::Stream => {
+                let queue = Queue::new(scenario.workers.len(), scenario.ttl_ms);
+                return Db { queue: Some(queue), ..Db::new(1) };
+            }
             LockShape::ZooKeeper => {
                 let zookeeper = ZooKeeper::new(scenario.workers.len(), scenario.ttl_ms);
                 return Db { zookeeper: Some(zookeeper), ..Db::new(1) };
@@ -220,6 +230,9 @@ impl<'a> Db<'a> {
     /// The value a majority of the nodes up holds (`GET lock` on one Redis), as
     /// `worker`'s client or the observer (None) asks.
     pub fn holder(&mut self, now: u64, worker: Option<usize>) -> Option<Value> {
+        if let Some(queue) = &self.queue {
+            return queue.holder(worker);
+        }
         if let Some(zk) = &mut self.zookeeper {
             return zk.holder(now, worker);
         }
@@ -241,6 +254,9 @@ impl<'a> Db<'a> {
     /// The holder's lease left as the observer reads it: on one Redis the key's
     /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires.
     pub fn pttl(&mut self, now: u64) -> Option<u64> {
+        if let Some(queue) = &self.queue {
+            return queue.pttl(now);
+        }
         if let Some(lock) = &mut self.on_etcd {
             return lock.pttl(now);
         }
@@ -267,6 +283,9 @@ impl<'a> Db<'a> {
 
     /// Take the lock for `worker`: a token, or how long the current lease has left.
     pub fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
+        if let Some(queue) = &mut self.queue {
+            return queue.acquire(now, worker, value);
+        }
         if let Some(zk) = &mut self.zookeeper {
             return zk.acquire(now, worker, value);
         }
@@ -306,6 +325,9 @@ impl<'a> Db<'a> {
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
     pub fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
+        if let Some(queue) = &mut self.queue {
+            return queue.release(worker);
+        }
         if let Some(zk) = &mut self.zookeeper {
             return zk.release(now, worker);
         }
@@ -366,7 +388,7 @@ impl<'a> Db<'a> {
         let first_time = || {
             let first = !applied.contains(&write.2);
             if first {
-                applied.push(write.2);
+                applied.push(write.2.clone());
             }
             first
         };
@@ -436,11 +458,17 @@ mod tests {
     fn a_fenced_write_with_a_lower_token_is_refused() {
         let mut db = Db::new(1);
         let fenced = WriteCheck::Fencing(FenceCompare::AllowEqual);
-        assert_eq!(db.write((1, Some(2), "b"), fenced), Some(1));
-        assert_eq!(db.write((1, Some(2), "b"), fenced), Some(2), "equal: the same holder again");
-        assert!(db.write((0, Some(1), "a"), fenced).is_none());
-        assert!(db.write((1, Some(2), "b"), WriteCheck::Fencing(FenceCompare::Strict)).is_none());
-        assert_eq!(db.write((0, Some(1), "a"), WriteCheck::None), Some(3));
+        assert_eq!(db.write((1, Some(2), "b".into()), fenced), Some(1));
+        assert_eq!(
+            db.write((1, Some(2), "b".into()), fenced),
+            Some(2),
+            "equal: the same holder again"
+        );
+        assert!(db.write((0, Some(1), "a".into()), fenced).is_none());
+        assert!(
+            db.write((1, Some(2), "b".into()), WriteCheck::Fencing(FenceCompare::Strict)).is_none()
+        );
+        assert_eq!(db.write((0, Some(1), "a".into()), WriteCheck::None), Some(3));
         assert_eq!(db.storage.len(), 3);
     }
 }

@@ -14,6 +14,7 @@ struct Settings {
     ttl_ms: u64,
     release: ReleaseMode,
     renew: RenewMode,
+    writes: WritePolicy,
     check: WriteCheck,
     wait: WaitStrategy,
     poll_ms: u64,
@@ -74,11 +75,13 @@ pub(super) struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     pub fn new(index: usize, spec: &'a WorkerSpec, scenario: &Scenario, fencing: bool) -> Self {
+        let writes = WritePolicy::of(scenario);
         let settings = Settings {
             ttl_ms: scenario.ttl_ms,
             release: scenario.release,
             renew: scenario.renew,
-            check: WritePolicy::of(scenario).check(fencing),
+            writes,
+            check: writes.check(fencing),
             wait: scenario.wait,
             poll_ms: policy::poll_ms(scenario),
         };
@@ -239,11 +242,13 @@ impl<'a> Worker<'a> {
                 self.go_on_unless(cx, *stop_if_lost && !still_owner);
             }
             Step::Write { value } => {
-                let order = cx.db.write((self.index, self.token, value), self.settings.check);
+                let value = self.settings.writes.value(value, self.token);
+                let order =
+                    cx.db.write((self.index, self.token, value.clone()), self.settings.check);
                 let redis_holder =
                     cx.db.holder(now, Some(self.index)).map(|v| cx.name(v).to_string());
                 let (token, accepted) = (self.token, order.is_some());
-                let value = value.clone();
+                let value = value.into_owned();
                 let refused = if accepted { None } else { Refusal::of(self.settings.check, token) };
                 let wrote = WorkerEvent::Wrote {
                     value,
