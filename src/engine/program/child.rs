@@ -115,7 +115,6 @@ impl Program {
         let mode = if spec.steps.is_empty() { Mode::Free } else { Mode::Driven };
         let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
         let (tap, taps) = mpsc::unbounded_channel();
-        let armed = Armed::of(name, &setup.faults.borrow());
         // Replies are held once the run starts (`Run::run`): before, nobody reads them.
         let hold_replies = Arc::new(AtomicBool::new(false));
         let tapping =
@@ -223,7 +222,9 @@ impl Program {
             key: setup.keys.lock.clone(),
             mode,
             step_timeout: setup.step_timeout,
-            armed,
+            // Armed with its pauses as the run starts (`arm`): a run made ready ahead
+            // learns its trial's faults only then.
+            armed: Armed::default(),
             faults: setup.faults.clone(),
             hold_replies,
         };
