@@ -1,5 +1,6 @@
 //! A worker's decisions that do not depend on how it runs: which check a write
-//! gets, how long a waiter turned away sleeps, what its `Waiting` event announces.
+//! gets and what it writes, how long a waiter turned away sleeps, what its `Waiting`
+//! event announces; and when a run on the virtual clock that never ends is stopped.
 //!
 //! The engine's worker (`worker.rs`, tokio tasks on real servers or the simulator)
 //! and the stepper's (`stepper/worker.rs`, a state machine for searches) both call
@@ -17,7 +18,8 @@ use crate::scenario::{FaultKind, FenceCompare, MESSAGE_ID, Scenario, WaitStrateg
 pub const NO_TTL_RETRY_MS: u64 = 100;
 
 /// How long past its longest possible end (its steps, leases and faults one after
-/// another) a run on the virtual clock may go on before it is stopped: a waiter on a
+/// another) a search's trial on the virtual clock may go on before it is stopped
+/// (`fencelab run` on the simulator allows an hour, for a learner to watch): a waiter on a
 /// lock without a lease that nobody releases, or on a queue's job that nobody will
 /// free. Virtual time costs little, but not nothing: such a waiter polls, ten times a
 /// second, and an hour of that is 140,000 events per run, which made a search of

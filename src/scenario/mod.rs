@@ -828,19 +828,25 @@ impl Scenario {
 
     /// A generous bound on how long one run lasts, in scenario ms: every worker's
     /// start, pauses, work and waits one after another, plus a full lease for each
-    /// acquire (the longest a waiter waits for an expiring holder). Keys on a real
-    /// server expire an hour after this (`Keys::expiring_after`).
+    /// acquire (the longest a waiter waits for an expiring holder), as the waiter's
+    /// own clock counts it (on the Lease, a clock at a quarter of true speed waits four
+    /// leases). Keys on a real server expire an hour after this (`Keys::expiring_after`).
     pub fn longest_run_ms(&self) -> u64 {
-        let step_ms = |step: &Step| match step {
+        let step_ms = |lease_ms: u64, step: &Step| match step {
             Step::Pause { ms } | Step::Work { ms } => *ms,
             Step::WaitReplicas { timeout_ms, .. } => *timeout_ms,
-            Step::Acquire { give_up_ms } => give_up_ms.unwrap_or(0).max(self.ttl_ms),
+            Step::Acquire { give_up_ms } => give_up_ms.unwrap_or(0).max(lease_ms),
             _ => 0,
         };
         let faults = self.faults.iter().map(|f| f.at_ms).max().unwrap_or(0);
+        let worker_ms = |w: &WorkerSpec| {
+            let slow = w.clock_rate.clamp(f64::MIN_POSITIVE, 1.0);
+            let lease_ms = (self.ttl_ms as f64 / slow).ceil().min(u64::MAX as f64) as u64;
+            w.steps.iter().map(|s| step_ms(lease_ms, s)).fold(w.start_ms, u64::saturating_add)
+        };
         self.workers
             .iter()
-            .map(|w| w.steps.iter().map(step_ms).fold(w.start_ms, u64::saturating_add))
+            .map(worker_ms)
             .fold(faults.saturating_add(self.ttl_ms), u64::saturating_add)
     }
 

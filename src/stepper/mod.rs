@@ -393,8 +393,10 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Every instant until the workers are done, or until a bound no scenario's run
-    /// reaches (a waiter on a lock that never expires retries forever).
+    /// Every instant until the workers are done, or until the instant a search's
+    /// watchdog stops a run on the simulator, a minute past its longest possible end
+    /// (a waiter on a lock that never expires retries forever). The watchdog's timer
+    /// was set first, so at that instant it stops the run before anything else runs.
     fn play(&mut self) {
         let label = format!("fencing tokens: {}", if self.fencing { "on" } else { "off" });
         let run_id = new_run_id(&mut fastrand::Rng::with_seed(self.seed));
@@ -427,7 +429,7 @@ impl<'a> Run<'a> {
                 return;
             }
             match self.cx.sched.advance() {
-                Some(at) if at <= bound => self.cx.now = at,
+                Some(at) if at < bound => self.cx.now = at,
                 // Stopped where the simulator's watchdog stops it.
                 _ => {
                     self.cx.now = bound;
@@ -572,6 +574,21 @@ mod tests {
         };
         assert_eq!(writes(false), ["B:2", "A:1"]);
         assert_eq!(writes(true), ["B:2"]);
+    }
+
+    /// A contender on the Lease whose clock runs at a quarter of true speed judges the
+    /// holder gone only after four leases: a long run, not one that never ends.
+    #[test]
+    fn a_slow_clock_waits_four_leases_and_its_run_is_not_cut_short() {
+        let mut s = gc_pause();
+        (s.lock, s.ttl_ms, s.workers[1].clock_rate) = (LockShape::K8sLease, 120_000, 0.25);
+        let events = run(&s, false, 0);
+        let last = events.last().unwrap();
+        assert!(
+            matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Completed, .. }),
+            "{last:?}"
+        );
+        assert!(last.t_ms > 4.0 * 120_000.0, "{}", last.t_ms);
     }
 
     #[test]

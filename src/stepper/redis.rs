@@ -176,7 +176,8 @@ impl<'a> Db<'a> {
 
     /// The token counter as the observer reads it: the lock's (or under Redlock the
     /// storage's) `INCR`, etcd's revision counted from the run's start, or the zxid of
-    /// the queue's last change counted from the lock path's.
+    /// the last change to ZooKeeper's queue of znodes counted from the lock path's (a
+    /// stream queue has none: nobody `INCR`s the storage's counter).
     pub fn counter(&self) -> u64 {
         if let Some(zk) = &self.zookeeper {
             return zk.counter();
@@ -252,7 +253,8 @@ impl<'a> Db<'a> {
     }
 
     /// The holder's lease left as the observer reads it: on one Redis the key's
-    /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires.
+    /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires;
+    /// on a stream queue the claim threshold minus the oldest pending job's idle time.
     pub fn pttl(&mut self, now: u64) -> Option<u64> {
         if let Some(queue) = &self.queue {
             return queue.pttl(now);

@@ -186,12 +186,15 @@ impl Tally {
     /// of the simulator's answers.
     fn judge(&mut self, name: &str, s: &Scenario) {
         assert!(stepper::supports(s), "{name}: the stepper should model {:?}", s.faults);
+        // The simulator as a search runs it, with its watchdog: a run the stepper ends
+        // and the simulator would not is a difference, not a hung test.
+        let trials = Trials::new().unwrap();
         for fencing in [false, true] {
             self.compared += 1;
             let stepped = stepper::run(s, fencing, 0);
             // A run that never ends by itself (a consumer left waiting once the
-            // queue's jobs are done) is stopped where a search stops it on the
-            // simulator, whose watchdog then stops the simulator's run too.
+            // queue's jobs are done) is stopped where the simulator's watchdog stops
+            // it.
             let ended = stepped.last().map(|e| &e.kind);
             let stuck = match ended {
                 Some(EventKind::RunEnded { outcome: RunOutcome::Completed, .. }) => false,
@@ -199,10 +202,7 @@ impl Tally {
                 _ => panic!("{name} {:?} ended with {ended:?}", s.faults),
             };
             self.stuck += usize::from(stuck);
-            let simulated = || match stuck {
-                true => Trials::new().unwrap().simulate(s, fencing).unwrap(),
-                false => sim_run(s, fencing),
-            };
+            let simulated = || trials.simulate(s, fencing).unwrap();
             let first = simulated();
             let Some(diff) = compared(s, fencing, &first, &stepped) else {
                 continue;

@@ -10,6 +10,7 @@ use crate::support;
 use std::process::Stdio;
 use std::time::Duration;
 
+use fencelab::backend::deployment::{Shape, Targets, deploy};
 use fencelab::backend::lock::zookeeper::ZooKeeperBackend;
 use fencelab::backend::server::PrivateZooKeeper;
 use fencelab::backend::sim::SimZooKeeper;
@@ -114,13 +115,16 @@ fn no_jvm_outlives_fencelab_killed_during_the_lesson() {
 /// A run's tokens count the zxids after its lock path's, and every transaction of the
 /// ensemble takes one: another run's sessions and znodes in between move the next
 /// holder's token. So no two runs share a ZooKeeper at once (the differential test's
-/// runs and `break`'s real trials), or each would show tokens the other made up.
+/// runs and `break`'s real trials, both asking the deployment of lesson 26's shape),
+/// or each would show tokens the other made up.
 #[tokio::test(start_paused = true)]
 async fn another_runs_calls_move_a_runs_tokens_so_runs_do_not_share_a_zookeeper() {
+    let lesson = fencelab::scenario::builtin("zookeeper").unwrap().unwrap();
+    let deployment = deploy(&Targets::SIM, Shape::of(&lesson)).unwrap();
+    assert!(!deployment.lock().shared_by_runs(), "two runs at once would mix their tokens");
     let mode = AcquireMode::Script;
     let second_token = |busy: bool| async move {
         let lock = ZooKeeperBackend::new(SimZooKeeper::default());
-        assert!(!lock.shared_by_runs(), "two runs at once would mix their tokens");
         let keys = Keys::for_run("zk-x").with_lease(LEASE_MS);
         let mut a = lock.connect(&keys).await.unwrap();
         a.acquire("A:1", LEASE_MS, mode, None).await.unwrap();
