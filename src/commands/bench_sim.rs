@@ -127,9 +127,13 @@ fn by_kind(runs: u32, engine_runs: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `runs` runs of `lesson` with random pauses on the stepper.
+/// `runs` runs of `lesson` with random pauses on the stepper, as `break` runs them: a
+/// run the stepper does not follow to its end (a call to a failover pair whose
+/// primary is down) goes to the simulator.
 fn on_the_stepper(lesson: &Scenario, runs: u32) -> anyhow::Result<Measured> {
-    measure(lesson, runs, || Ok(()), |(), s, fencing| Ok(stale_write(&stepper::run(s, fencing, 0))))
+    measure(lesson, runs, Trials::new, |trials, s, fencing| {
+        Ok(stale_write(&trials.trial(s, fencing)?))
+    })
 }
 
 /// One run on the simulator, checked: whether a stale write landed.

@@ -76,10 +76,13 @@ impl Trials {
 
     /// Run `scenario` on the simulator with its seed; the events, in log order.
     pub fn trial(&self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
-        if stepper::supports(scenario) {
-            return Ok(stepper::run(scenario, fencing, scenario.seed_or_default()));
+        let stepped = stepper::supports(scenario)
+            .then(|| stepper::run(scenario, fencing, scenario.seed_or_default()))
+            .flatten();
+        match stepped {
+            Some(events) => Ok(events),
+            None => self.simulate(scenario, fencing),
         }
-        self.simulate(scenario, fencing)
     }
 
     /// Run `scenario` on the simulator (the engine on simulated servers of its kind)

@@ -32,7 +32,10 @@
 //! `poll` and `notify` waiters and `give_up_ms`, compare-and-delete or `DEL`, renew
 //! (if owner, or `SET`), check, work, pause, write (fenced `<=`/`<`, idempotent, or
 //! not), crash, and `pause` faults; Redlock on N nodes (tokens from the storage,
-//! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults; and the
+//! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults; the
+//! failover pair (a replica copying its primary until cut off, `kill`, `detach` and
+//! `promote` faults, `WAIT`, tokens from the primary's counter or the storage's) as
+//! long as no worker calls while the primary is down; and the
 //! etcd lock (a lease, the key created on it if absent, the revision as the token)
 //! and the Kubernetes-style Lease on etcd (a record swapped on its revision, each
 //! contender judging the holder gone by its own clock, at its worker's `clock_rate`),
@@ -48,6 +51,7 @@
 //! and ends `Interrupted`: a search must not hang on one schedule.
 
 mod etcd;
+mod failover;
 mod k8s_lease;
 mod observer;
 mod queue;
@@ -86,6 +90,7 @@ pub fn supports(scenario: &Scenario) -> bool {
                 | Step::Release
                 | Step::Crash
         ) || matches!(s, Step::Renew { .. } if scenario.lock.spec().can.renew)
+            || matches!(s, Step::WaitReplicas { .. } if scenario.lock == LockShape::Replicated)
     };
     let nodes = match scenario.lock {
         LockShape::Redis => 0,
@@ -98,6 +103,7 @@ pub fn supports(scenario: &Scenario) -> bool {
         {
             0
         }
+        LockShape::Replicated if scenario.wait != WaitStrategy::Notify => 2,
         // A queue's consumer cannot hear of an acknowledgement.
         LockShape::Stream if scenario.wait != WaitStrategy::Notify => 0,
         // A session ZooKeeper grants: outside, the run fails as it starts.
@@ -111,7 +117,14 @@ pub fn supports(scenario: &Scenario) -> bool {
     };
     let fault_known = |f: &Fault| match (f.kind, &f.worker) {
         (FaultKind::Pause, Some(w)) => scenario.workers.iter().any(|s| &s.name == w),
-        (FaultKind::Kill | FaultKind::Restart | FaultKind::ClockJump, None) => {
+        (FaultKind::Kill | FaultKind::Restart | FaultKind::ClockJump, None)
+            if scenario.lock != LockShape::Replicated =>
+        {
+            (1..=nodes).contains(&f.node.unwrap_or(0))
+        }
+        (FaultKind::Kill | FaultKind::Detach | FaultKind::Promote, None)
+            if scenario.lock == LockShape::Replicated =>
+        {
             (1..=nodes).contains(&f.node.unwrap_or(0))
         }
         _ => false,
@@ -128,11 +141,13 @@ pub fn supports(scenario: &Scenario) -> bool {
 
 /// Run `scenario` (which [`supports`] accepts) with fencing on or off, and return the
 /// events the engine would log on the simulator, `Command` events aside. `seed` makes
-/// the run id, as the simulator's seed does.
-pub fn run(scenario: &Scenario, fencing: bool, seed: u64) -> Vec<Event> {
+/// the run id, as the simulator's seed does. None when the run went where the stepper
+/// does not follow (a worker's call to a failover pair whose primary is down waits
+/// for a promotion): run it on the simulator.
+pub fn run(scenario: &Scenario, fencing: bool, seed: u64) -> Option<Vec<Event>> {
     let mut run = Run::new(scenario, fencing, seed);
     run.play();
-    run.finish()
+    (!run.cx.db.unfollowed()).then(|| run.finish())
 }
 
 /// A lock value: whose grant wrote it. Each acquire step makes a new one, as the
@@ -425,7 +440,7 @@ impl<'a> Run<'a> {
             while let Some(task) = self.cx.sched.next() {
                 self.poll(task);
             }
-            if self.workers.iter().all(Worker::done) {
+            if self.workers.iter().all(Worker::done) || self.cx.db.unfollowed() {
                 return;
             }
             match self.cx.sched.advance() {
@@ -463,11 +478,7 @@ impl<'a> Run<'a> {
                     }
                 }
                 Hit::Node(node) => {
-                    match kind {
-                        FaultKind::Kill => self.cx.db.kill(node),
-                        FaultKind::Restart => self.cx.db.restart(node),
-                        _ => self.cx.db.jump_clock(node, now, ms),
-                    }
+                    self.cx.db.node_fault(node, kind, now, ms);
                     let ms = kind.needs().ms.then_some(ms);
                     self.cx.log.push(now, EventKind::Fault { node: node + 1, kind, ms });
                     self.cx.sched.wake(OBSERVER);
@@ -521,7 +532,11 @@ mod tests {
             s.lock = LockShape::Redlock { nodes: 3 };
             s.wait = WaitStrategy::Notify;
         }));
-        assert!(!with(|s| s.lock = LockShape::Replicated));
+        assert!(with(|s| s.lock = LockShape::Replicated));
+        assert!(!with(|s| {
+            s.lock = LockShape::Redlock { nodes: 3 };
+            s.workers[0].steps.push(Step::WaitReplicas { timeout_ms: 100, stop_if_missing: false });
+        }));
         assert!(with(|s| s.lock = LockShape::Etcd));
         assert!(with(|s| {
             s.lock = LockShape::K8sLease;
@@ -561,10 +576,22 @@ mod tests {
         assert!(!supports(&s), "a fault on a worker the scenario does not have");
     }
 
+    /// A worker that calls while the pair's primary is down waits for the promotion:
+    /// the stepper leaves that run to the simulator.
+    #[test]
+    fn a_call_to_a_primary_that_is_down_is_left_to_the_simulator() {
+        let failover = builtin("failover").unwrap().unwrap();
+        assert!(run(&failover, false, 0).is_some(), "nobody calls while node 1 is down");
+        let mut late = failover.clone();
+        late.workers[0].start_ms = 600;
+        assert!(supports(&late));
+        assert!(run(&late, false, 0).is_none(), "A asks at 0.6 s: node 1 died at 0.5 s");
+    }
+
     #[test]
     fn a_frozen_holder_writes_after_its_lease_ended_and_fencing_refuses_it() {
         let writes = |fencing| {
-            let events = run(&gc_pause(), fencing, 0);
+            let events = run(&gc_pause(), fencing, 0).unwrap();
             let Some(EventKind::RunEnded { storage, outcome }) = events.last().map(|e| &e.kind)
             else {
                 panic!("the log ends with run_ended");
@@ -582,7 +609,7 @@ mod tests {
     fn a_slow_clock_waits_four_leases_and_its_run_is_not_cut_short() {
         let mut s = gc_pause();
         (s.lock, s.ttl_ms, s.workers[1].clock_rate) = (LockShape::K8sLease, 120_000, 0.25);
-        let events = run(&s, false, 0);
+        let events = run(&s, false, 0).unwrap();
         let last = events.last().unwrap();
         assert!(
             matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Completed, .. }),
@@ -596,7 +623,7 @@ mod tests {
         let mut s = gc_pause();
         s.ttl_ms = 0;
         s.workers[0].steps.truncate(1);
-        let events = run(&s, false, 0);
+        let events = run(&s, false, 0).unwrap();
         let last = events.last().unwrap();
         assert!(
             matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Interrupted, .. }),

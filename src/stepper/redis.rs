@@ -10,13 +10,14 @@ use std::borrow::Cow;
 
 use super::Value;
 use super::etcd::Etcd;
+use super::failover::Pair;
 use super::k8s_lease::Lease;
 use super::queue::Queue;
 use super::zookeeper::ZooKeeper;
 use crate::backend::key_rules::{self, Held};
 use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
-use crate::scenario::{LockShape, ReleaseMode, RenewMode, Scenario};
+use crate::scenario::{FaultKind, LockShape, ReleaseMode, RenewMode, Scenario, TokenSource};
 
 /// One accepted write: the writer's index, its token, its value (the step's own, but
 /// on a queue, where `{id}` names the job).
@@ -25,20 +26,22 @@ pub(super) type Stored<'a> = (usize, Option<u64>, Cow<'a, str>);
 /// One Redis server of the lock: whether it is up, and its lock key with its
 /// deadline (None: the key never expires). A server that is down answers nothing.
 #[derive(Clone, Copy)]
-struct Node {
-    up: bool,
-    lock: Option<Held<Value, u64>>,
+pub(super) struct Node {
+    pub up: bool,
+    pub lock: Option<Held<Value, u64>>,
 }
 
 impl Node {
+    pub const EMPTY: Node = Node { up: true, lock: None };
+
     /// The key at `now`, expired lazily; a server that is down answers nothing.
-    fn live(&mut self, now: u64) -> Option<(Value, Option<u64>)> {
+    pub fn live(&mut self, now: u64) -> Option<(Value, Option<u64>)> {
         let up = self.up;
         key_rules::live(&mut self.lock, now).map(|held| (held.value, held.deadline)).filter(|_| up)
     }
 
     /// `PTTL`: -2 no key (or down), -1 no expiry, else ms left.
-    fn pttl(&mut self, now: u64) -> i64 {
+    pub fn pttl(&mut self, now: u64) -> i64 {
         match self.live(now) {
             None => -2,
             Some((_, None)) => -1,
@@ -46,16 +49,16 @@ impl Node {
         }
     }
 
-    fn set_nx(&mut self, now: u64, value: Value, ttl_ms: u64) -> bool {
+    pub fn set_nx(&mut self, now: u64, value: Value, ttl_ms: u64) -> bool {
         let deadline = (ttl_ms > 0).then_some(now + ttl_ms);
         self.up && key_rules::set_nx(&mut self.lock, now, value, deadline)
     }
 
-    fn release(&mut self, now: u64, value: Value, mode: ReleaseMode) -> bool {
+    pub fn release(&mut self, now: u64, value: Value, mode: ReleaseMode) -> bool {
         self.up && key_rules::release(&mut self.lock, now, &value, mode)
     }
 
-    fn renew(&mut self, now: u64, value: Value, ttl_ms: u64, mode: RenewMode) -> bool {
+    pub fn renew(&mut self, now: u64, value: Value, ttl_ms: u64, mode: RenewMode) -> bool {
         let after = |ms| now + ms;
         self.up && key_rules::renew(&mut self.lock, now, value, (ttl_ms, after), mode)
     }
@@ -124,6 +127,7 @@ pub(super) struct Db<'a> {
     on_etcd: Option<OnEtcd>,
     zookeeper: Option<ZooKeeper>,
     queue: Option<Queue>,
+    pair: Option<Pair>,
     /// The token counter: the lock's `INCR`, or the storage's under Redlock.
     pub fence: u64,
     /// The highest token the fenced storage accepted.
@@ -145,6 +149,7 @@ impl<'a> Db<'a> {
             on_etcd: None,
             zookeeper: None,
             queue: None,
+            pair: None,
             fence: 0,
             highest: 0,
             published: 0,
@@ -160,6 +165,10 @@ impl<'a> Db<'a> {
             LockShape::Stream => {
                 let queue = Queue::new(scenario.workers.len(), scenario.ttl_ms);
                 return Db { queue: Some(queue), ..Db::new(1) };
+            }
+            LockShape::Replicated => {
+                let pair = Pair::new(scenario.token_source() == TokenSource::Storage);
+                return Db { pair: Some(pair), ..Db::new(1) };
             }
             LockShape::ZooKeeper => {
                 let zookeeper = ZooKeeper::new(scenario.workers.len(), scenario.ttl_ms);
@@ -179,6 +188,9 @@ impl<'a> Db<'a> {
     /// the last change to ZooKeeper's queue of znodes counted from the lock path's (a
     /// stream queue has none: nobody `INCR`s the storage's counter).
     pub fn counter(&self) -> u64 {
+        if let Some(pair) = &self.pair {
+            return pair.counter().unwrap_or(self.fence);
+        }
         if let Some(zk) = &self.zookeeper {
             return zk.counter();
         }
@@ -231,6 +243,12 @@ impl<'a> Db<'a> {
     /// The value a majority of the nodes up holds (`GET lock` on one Redis), as
     /// `worker`'s client or the observer (None) asks.
     pub fn holder(&mut self, now: u64, worker: Option<usize>) -> Option<Value> {
+        if let Some(pair) = &mut self.pair {
+            return match worker {
+                Some(_) => pair.holder(now),
+                None => pair.observe(now).holder,
+            };
+        }
         if let Some(queue) = &self.queue {
             return queue.holder(worker);
         }
@@ -256,6 +274,9 @@ impl<'a> Db<'a> {
     /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires;
     /// on a stream queue the claim threshold minus the oldest pending job's idle time.
     pub fn pttl(&mut self, now: u64) -> Option<u64> {
+        if let Some(pair) = &mut self.pair {
+            return pair.observe(now).pttl;
+        }
         if let Some(queue) = &self.queue {
             return queue.pttl(now);
         }
@@ -277,14 +298,31 @@ impl<'a> Db<'a> {
         left.get(quorum - 1).and_then(|p| u64::try_from(*p).ok())
     }
 
-    /// Each node's holder, for Redlock's truth (none for one Redis).
+    /// Each node's holder, for Redlock's truth and the failover pair's (none for one
+    /// Redis).
     pub fn node_holders(&mut self, now: u64) -> impl Iterator<Item = Option<Value>> + '_ {
+        let pair = self.pair.as_mut().map(|pair| pair.observe(now).nodes);
         let redlock = self.redlock();
-        self.nodes.iter_mut().filter(move |_| redlock).map(move |n| n.live(now).map(|(v, _)| v))
+        let nodes = self.nodes.iter_mut().filter(move |_| redlock);
+        nodes.map(move |n| n.live(now).map(|(v, _)| v)).chain(pair.into_iter().flatten())
+    }
+
+    /// Whether a worker's call found the failover pair's primary down: the client
+    /// waits for a promotion there, which the stepper does not follow.
+    pub fn unfollowed(&self) -> bool {
+        self.pair.as_ref().is_some_and(|pair| pair.unfollowed)
+    }
+
+    /// `WAIT 1` on the failover pair's primary: whether the replica has it all.
+    pub fn wait_replica(&mut self) -> bool {
+        self.pair.as_mut().is_some_and(Pair::wait_replica)
     }
 
     /// Take the lock for `worker`: a token, or how long the current lease has left.
     pub fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
+        if let Some(pair) = &mut self.pair {
+            return pair.acquire(now, value, ttl_ms, &mut self.fence);
+        }
         if let Some(queue) = &mut self.queue {
             return queue.acquire(now, worker, value);
         }
@@ -327,6 +365,9 @@ impl<'a> Db<'a> {
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
     pub fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
+        if let Some(pair) = &mut self.pair {
+            return pair.release(now, value, mode);
+        }
         if let Some(queue) = &mut self.queue {
             return queue.release(worker);
         }
@@ -348,6 +389,9 @@ impl<'a> Db<'a> {
         value: Value,
         (ttl_ms, mode): (u64, RenewMode),
     ) -> bool {
+        if let Some(pair) = &mut self.pair {
+            return pair.renew(now, value, ttl_ms, mode);
+        }
         if let Some(zk) = &mut self.zookeeper {
             return zk.renew(now, worker);
         }
@@ -361,6 +405,19 @@ impl<'a> Db<'a> {
             .filter_map(|n| n.renew(now, value, ttl_ms, mode).then_some(()))
             .count();
         votes >= quorum
+    }
+
+    /// A fault on node `node` (counting from 0): Redlock's kill, restart and clock
+    /// jump, or the failover pair's kill, detach and promote.
+    pub fn node_fault(&mut self, node: usize, kind: FaultKind, now: u64, ms: u64) {
+        if let Some(pair) = &mut self.pair {
+            return pair.fault(node, kind);
+        }
+        match kind {
+            FaultKind::Kill => self.kill(node),
+            FaultKind::Restart => self.restart(node),
+            _ => self.jump_clock(node, now, ms),
+        }
     }
 
     /// A node is killed (it comes back empty: nothing is kept on disk) or restarted.

@@ -31,6 +31,10 @@ enum At {
     PauseEnd,
     /// In a `work` step, until `until`.
     WorkEnd,
+    /// In a `wait-replicas` step whose replica will not answer, until its timeout
+    /// (`until`); a pause fault waits for it, as the engine's worker takes one only
+    /// between calls.
+    Replicating,
     /// Waiting for the lock until `until` (or a release, when listening).
     Waiting,
     /// Woken from waiting: it asks again once the instant's other tasks have run.
@@ -149,7 +153,7 @@ impl<'a> Worker<'a> {
                 }
                 At::Step => self.step(cx),
                 At::Retry => self.try_acquire(cx),
-                At::Start | At::PauseEnd | At::WorkEnd | At::Waiting => {
+                At::Start | At::PauseEnd | At::WorkEnd | At::Waiting | At::Replicating => {
                     let listening = self.at == At::Waiting && self.attempt.listening;
                     let heard = listening && cx.db.released(cx.now, self.index, self.heard);
                     if !heard && self.until > cx.now {
@@ -173,6 +177,14 @@ impl<'a> Worker<'a> {
                             self.next(cx);
                         }
                         At::WorkEnd => self.next(cx),
+                        At::Replicating => {
+                            self.emit(cx, WorkerEvent::Replicated { acked: 0, wanted: 1 });
+                            let stop = matches!(
+                                self.spec.steps.get(self.pc),
+                                Some(Step::WaitReplicas { stop_if_missing: true, .. })
+                            );
+                            self.go_on_unless(cx, stop);
+                        }
                         _ => {
                             // Let every task woken at this instant run first, as the
                             // engine's waiter does with `yield_now`.
@@ -282,6 +294,14 @@ impl<'a> Worker<'a> {
                 let extended = cx.db.renew(now, self.index, value, renew);
                 self.emit(cx, WorkerEvent::Renewed { extended });
                 self.go_on_unless(cx, *stop_if_lost && !extended);
+            }
+            Step::WaitReplicas { timeout_ms, .. } => {
+                if cx.db.wait_replica() {
+                    self.emit(cx, WorkerEvent::Replicated { acked: 1, wanted: 1 });
+                    self.next(cx);
+                } else {
+                    (self.at, self.until) = (At::Replicating, now + (*timeout_ms).max(1));
+                }
             }
             Step::Crash => self.stop(cx, WorkerEvent::Crashed),
             // `supports` keeps every other step out.

@@ -69,7 +69,13 @@ fn compared(
 
 /// The difference between the two runs of `scenario`, if any.
 fn difference(scenario: &Scenario, fencing: bool) -> Option<String> {
-    compared(scenario, fencing, &sim_run(scenario, fencing), &stepper::run(scenario, fencing, 0))
+    let Some(stepped) = stepper::run(scenario, fencing, 0) else {
+        return Some(format!(
+            "{} (fencing {fencing}): the stepper did not follow it",
+            scenario.name
+        ));
+    };
+    compared(scenario, fencing, &sim_run(scenario, fencing), &stepped)
 }
 
 #[test]
@@ -95,6 +101,7 @@ fn the_stepper_runs_every_scenario_it_supports_as_the_simulator_does() {
 fn the_comparison_tells_two_different_runs_apart() {
     let gc_pause = builtin("gc-pause").unwrap().unwrap();
     let (off, on) = (stepper::run(&gc_pause, false, 0), stepper::run(&gc_pause, true, 0));
+    let (off, on) = (off.unwrap(), on.unwrap());
     assert!(compared(&gc_pause, false, &sim_run(&gc_pause, false), &on).is_some());
     assert!(compared(&gc_pause, false, &sim_run(&gc_pause, false), &off).is_none());
 }
@@ -109,7 +116,7 @@ fn a_stepped_run_prints_the_simulators_transcript() {
     };
     let pause_fault = all_scenarios().into_iter().find(|s| s.name == "pause-fault").unwrap();
     for fencing in [false, true] {
-        let stepped = text(&stepper::run(&pause_fault, fencing, 0));
+        let stepped = text(&stepper::run(&pause_fault, fencing, 0).unwrap());
         assert_eq!(stepped, text(&sim_run(&pause_fault, fencing)));
         assert!(stepped.iter().any(|l| l.contains("paused")), "{stepped:#?}");
     }
@@ -174,6 +181,8 @@ struct Tally {
     compared: usize,
     /// Runs that did not end by themselves.
     stuck: usize,
+    /// Runs the stepper left to the simulator.
+    unfollowed: usize,
     undecided: Vec<String>,
     differences: Vec<String>,
 }
@@ -191,7 +200,11 @@ impl Tally {
         let trials = Trials::new().unwrap();
         for fencing in [false, true] {
             self.compared += 1;
-            let stepped = stepper::run(s, fencing, 0);
+            // A call to a failover pair whose primary is down: the simulator's.
+            let Some(stepped) = stepper::run(s, fencing, 0) else {
+                self.unfollowed += 1;
+                continue;
+            };
             // A run that never ends by itself (a consumer left waiting once the
             // queue's jobs are done) is stopped where the simulator's watchdog stops
             // it.
@@ -229,11 +242,17 @@ impl Tally {
     fn assert_agreed(self) {
         assert!(self.differences.is_empty(), "{}", self.differences.join("\n\n"));
         eprintln!(
-            "{} runs compared ({} stopped, not ended); the simulator itself varied on {}: {:#?}",
+            "{} runs compared ({} stopped, not ended; {} left to the simulator); the simulator itself varied on {}: {:#?}",
             self.compared,
             self.stuck,
+            self.unfollowed,
             self.undecided.len(),
             self.undecided
+        );
+        assert!(
+            self.unfollowed * 2 < self.compared,
+            "the stepper left most runs: {}",
+            self.unfollowed
         );
         assert!(
             self.undecided.len() * 20 < self.compared,
@@ -256,6 +275,7 @@ fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
         "kubernetes-lease",
         "zookeeper",
         "queue",
+        "failover",
     ];
     let redlock = ["redlock-pause", "redlock-clock-jump"];
     for name in names.into_iter().chain(redlock) {
@@ -273,6 +293,56 @@ fn the_stepper_agrees_with_the_simulator_on_random_pause_faults() {
             tally.judge(name, &s);
         }
     }
+    tally.assert_agreed();
+}
+
+/// Lesson 14's failover (the replica cut off, or a third of the time not, the primary
+/// killed at 0.5 s, the replica promoted at 1.2 s) with one or two pauses around it, so that calls land before,
+/// during and after the outage: the stepper plays every run as the simulator does,
+/// but for those where a worker calls while the primary is down, which it leaves to
+/// the simulator, as a search's trial does then.
+#[test]
+fn the_stepper_agrees_with_the_simulator_on_pauses_around_a_failover() {
+    let mut rng = fastrand::Rng::with_seed(14);
+    let failover = builtin("failover").unwrap().unwrap();
+    let trials = Trials::new().unwrap();
+    let mut tally = Tally::default();
+    for variant in failover.planned_runs(&[false]) {
+        for _ in 0..40 {
+            let mut s = variant.scenario.clone();
+            let pause = |worker: &str, at_ms, ms| Fault {
+                at_ms,
+                node: None,
+                worker: Some(worker.to_string()),
+                ms: Some(ms),
+                kind: FaultKind::Pause,
+                on: None,
+            };
+            // A third of the time the replica is never cut off: it has what the
+            // primary had when it died.
+            if rng.usize(..3) == 0 {
+                s.faults.retain(|f| f.kind != FaultKind::Detach);
+            }
+            // Half the time A is frozen before its acquire (at 0.1 s), past the kill.
+            if rng.bool() {
+                s.faults.push(pause("A", rng.u64(0..100), rng.u64(400..=1500)));
+            }
+            for _ in 0..rng.usize(1..=2) {
+                let worker = ["A", "B"][rng.usize(..2)];
+                s.faults.push(pause(worker, rng.u64(0..=1500), rng.u64(1..=2000)));
+            }
+            tally.judge("failover", &s);
+            if stepper::run(&s, variant.fencing, 0).is_none() {
+                let events = trials.trial(&s, variant.fencing).unwrap();
+                let Some(EventKind::RunStarted { backend, .. }) = events.first().map(|e| &e.kind)
+                else {
+                    panic!("a log starts with run_started")
+                };
+                assert_ne!(backend, stepper::BACKEND, "{:?}", s.faults);
+            }
+        }
+    }
+    assert!(tally.unfollowed >= 10, "too few calls during the outage: {}", tally.unfollowed);
     tally.assert_agreed();
 }
 
@@ -348,5 +418,28 @@ fn every_lesson_on_one_redis_moved_onto_a_queue_runs_as_on_the_simulator() {
             (format!("a queue, {wait:?}"), Scenario { lock, wait, ..scenario.clone() })
         };
         vec![onto(WaitStrategy::Ttl), onto(WaitStrategy::Poll)]
+    });
+}
+
+/// The course has one lesson on the failover pair; every lesson on one Redis moved
+/// onto it, as it is and with lesson 14's failover (the primary killed at 0.5 s, the
+/// replica, never cut off, promoted at 1.2 s: it has what the primary had), runs as on
+/// the simulator, but for runs with a call while the primary is down, which the
+/// stepper leaves to the simulator.
+#[test]
+fn every_lesson_on_one_redis_moved_onto_the_failover_pair_runs_as_on_the_simulator() {
+    let failover = builtin("failover").unwrap().unwrap();
+    let outage: Vec<Fault> =
+        failover.faults.iter().filter(|f| f.kind != FaultKind::Detach).cloned().collect();
+    moved_lessons_run_as_on_the_simulator(14, 30, |scenario| {
+        let lock = LockShape::Replicated;
+        let wait = match scenario.wait {
+            WaitStrategy::Notify => WaitStrategy::Ttl,
+            wait => wait,
+        };
+        let moved = Scenario { lock, wait, ..scenario.clone() };
+        let mut failing = moved.clone();
+        failing.faults.extend(outage.iter().cloned());
+        vec![("the pair".to_string(), moved), ("the pair failing over".to_string(), failing)]
     });
 }
