@@ -49,15 +49,27 @@ pub fn parse_kinds(list: &str) -> Result<Vec<FaultKind>, SpaceError> {
     Ok(kinds)
 }
 
+/// Whether a searched fault of `kind` can happen to `scenario`'s lock servers. A
+/// searched kill is a server down for a while, then back empty: a lock whose servers
+/// come back only when the next run resets them (the failover pair's) has none.
+fn searchable_on(scenario: &Scenario, kind: FaultKind) -> bool {
+    let lock = scenario.lock;
+    lock.can(kind) && (kind != FaultKind::Kill || lock.can(FaultKind::Restart))
+}
+
 /// Why `scenario` cannot suffer a fault of `kind` (None: it can).
 fn impossible(scenario: &Scenario, kind: FaultKind) -> Option<String> {
     match kind {
         FaultKind::Pause => None,
         FaultKind::Delay => scenario.link_faults_refused(),
-        _ if scenario.lock.can(kind) => None,
+        _ if searchable_on(scenario, kind) => None,
+        FaultKind::Kill if scenario.lock.can(kind) => Some(format!(
+            "a searched kill is a server down for a while, then restarted empty, and the servers of {} do not restart (its own kills stay in the design)",
+            scenario.lock.name()
+        )),
         _ => {
-            let can: Vec<&str> =
-                SEARCHABLE.iter().filter(|&&k| scenario.lock.can(k)).map(|k| k.name()).collect();
+            let searchable = SEARCHABLE.iter().filter(|&&k| searchable_on(scenario, k));
+            let can: Vec<&str> = searchable.map(|k| k.name()).collect();
             Some(format!(
                 "{} has no such servers to fail ({} does: {})",
                 scenario.lock.name(),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
-use fencelab::engine::log::{EventKind, WorkerEvent};
+use fencelab::engine::log::{EventKind, RunOutcome, WorkerEvent};
 use fencelab::scenario::LockShape;
 use fencelab::scenario::{FaultKind, ViolationKind, builtin};
 use fencelab::search::real::RealTrials;
@@ -137,6 +137,41 @@ fn delay_is_searched_by_default_where_the_links_can_fail() {
         let delays = kinds(&scenario).contains(&FaultKind::Delay);
         assert_eq!(delays, scenario.links_can_fail(), "{name}");
     }
+}
+
+/// Every fault `break` searches by default on a built-in design is one its servers
+/// can take: one of each kind, on each target, runs to its end on the simulator (the
+/// failover pair's servers never restart, so a kill, which the search restarts after
+/// its length, is not searched there: its own kill stays in the design).
+#[test]
+fn every_searched_fault_on_every_built_in_design_is_one_its_servers_take() {
+    let trials = Trials::new().unwrap();
+    let failover = builtin("failover").unwrap().unwrap();
+    assert!(!kinds_for(&failover, None).unwrap().contains(&FaultKind::Kill));
+    let asked = kinds_for(&failover, Some(&[FaultKind::Kill])).unwrap_err().to_string();
+    assert!(asked.contains("do not restart"), "{asked}");
+    let mut tried = 0;
+    for name in fencelab::scenario::builtin_names() {
+        let scenario = builtin(&name).unwrap().unwrap();
+        let kinds = kinds_for(&scenario, None).unwrap();
+        let design = design(&scenario, &kinds);
+        let space = fencelab::search::space::Space::new(&design, &kinds, 2000);
+        let lengths = space.length.len() as u64 * space.start.count();
+        for first in (0..space.singles()).step_by(lengths as usize) {
+            let one = space.single(first + lengths / 2);
+            let events = trials.trial(&apply(&design, std::slice::from_ref(&one)), false).unwrap();
+            let ended = events.last().map(|e| &e.kind);
+            assert!(
+                !matches!(
+                    ended,
+                    Some(EventKind::RunEnded { outcome: RunOutcome::Failed { .. }, .. })
+                ),
+                "{name}: {one}: {ended:?}"
+            );
+            tried += 1;
+        }
+    }
+    assert!(tried >= 60, "{tried}");
 }
 
 /// The reply delay that once passed for a break, as `break --real` runs a trial, on a
