@@ -14,7 +14,7 @@
 //! marked [`Pair::unfollowed`], and the run is given to the simulator.
 
 use super::Value;
-use super::redis::Node;
+use super::node::Node;
 use crate::backend::AcquireReply;
 use crate::scenario::{FaultKind, ReleaseMode, RenewMode};
 

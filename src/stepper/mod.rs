@@ -53,6 +53,7 @@
 mod etcd;
 mod failover;
 mod k8s_lease;
+mod node;
 mod observer;
 mod queue;
 mod redis;

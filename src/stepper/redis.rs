@@ -12,6 +12,7 @@ use super::Value;
 use super::etcd::Etcd;
 use super::failover::Pair;
 use super::k8s_lease::Lease;
+use super::node::Node;
 use super::queue::Queue;
 use super::zookeeper::ZooKeeper;
 use crate::backend::key_rules::{self, Held};
@@ -22,47 +23,6 @@ use crate::scenario::{FaultKind, LockShape, ReleaseMode, RenewMode, Scenario, To
 /// One accepted write: the writer's index, its token, its value (the step's own, but
 /// on a queue, where `{id}` names the job).
 pub(super) type Stored<'a> = (usize, Option<u64>, Cow<'a, str>);
-
-/// One Redis server of the lock: whether it is up, and its lock key with its
-/// deadline (None: the key never expires). A server that is down answers nothing.
-#[derive(Clone, Copy)]
-pub(super) struct Node {
-    pub up: bool,
-    pub lock: Option<Held<Value, u64>>,
-}
-
-impl Node {
-    pub const EMPTY: Node = Node { up: true, lock: None };
-
-    /// The key at `now`, expired lazily; a server that is down answers nothing.
-    pub fn live(&mut self, now: u64) -> Option<(Value, Option<u64>)> {
-        let up = self.up;
-        key_rules::live(&mut self.lock, now).map(|held| (held.value, held.deadline)).filter(|_| up)
-    }
-
-    /// `PTTL`: -2 no key (or down), -1 no expiry, else ms left.
-    pub fn pttl(&mut self, now: u64) -> i64 {
-        match self.live(now) {
-            None => -2,
-            Some((_, None)) => -1,
-            Some((_, Some(d))) => d.saturating_sub(now) as i64,
-        }
-    }
-
-    pub fn set_nx(&mut self, now: u64, value: Value, ttl_ms: u64) -> bool {
-        let deadline = (ttl_ms > 0).then_some(now + ttl_ms);
-        self.up && key_rules::set_nx(&mut self.lock, now, value, deadline)
-    }
-
-    pub fn release(&mut self, now: u64, value: Value, mode: ReleaseMode) -> bool {
-        self.up && key_rules::release(&mut self.lock, now, &value, mode)
-    }
-
-    pub fn renew(&mut self, now: u64, value: Value, ttl_ms: u64, mode: RenewMode) -> bool {
-        let after = |ms| now + ms;
-        self.up && key_rules::renew(&mut self.lock, now, value, (ttl_ms, after), mode)
-    }
-}
 
 /// A lock on etcd: the etcd lock's lease and key, or the Kubernetes-style Lease. Each
 /// call goes to the one the run has, so `Db` asks this in one place per call.

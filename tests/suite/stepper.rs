@@ -377,6 +377,19 @@ fn moved_lessons_run_as_on_the_simulator(
     tally.assert_agreed();
 }
 
+/// A lesson moved onto `lock`, once with each of `waits` (None: the lesson's own).
+fn onto(
+    lock: LockShape,
+    name: &'static str,
+    waits: [Option<WaitStrategy>; 2],
+) -> impl Fn(&Scenario) -> Vec<(String, Scenario)> {
+    move |scenario| {
+        let moved = |wait: WaitStrategy| Scenario { lock, wait, ..scenario.clone() };
+        let waits = waits.iter().map(|w| w.unwrap_or(scenario.wait));
+        waits.map(|wait| (format!("{name}, {wait:?}"), moved(wait))).collect()
+    }
+}
+
 /// The course has one lesson on etcd and one on the Lease; every lesson on one Redis
 /// moved onto each (release by delete, renewals by keep-alive or a blind put, a lock
 /// with no lease, waiters polling) runs as on the simulator.
@@ -394,13 +407,8 @@ fn every_lesson_on_one_redis_moved_onto_etcd_runs_as_on_the_simulator() {
 /// random pauses, which is where sessions expire.
 #[test]
 fn every_lesson_on_one_redis_moved_onto_zookeeper_runs_as_on_the_simulator() {
-    moved_lessons_run_as_on_the_simulator(26, 30, |scenario| {
-        let onto = |wait| {
-            let lock = LockShape::ZooKeeper;
-            (format!("ZooKeeper, {wait:?}"), Scenario { lock, wait, ..scenario.clone() })
-        };
-        vec![onto(scenario.wait), onto(WaitStrategy::Notify)]
-    });
+    let waits = [None, Some(WaitStrategy::Notify)];
+    moved_lessons_run_as_on_the_simulator(26, 30, onto(LockShape::ZooKeeper, "ZooKeeper", waits));
 }
 
 /// The course has one lesson on a queue; every lesson on one Redis without a renewal
@@ -412,13 +420,8 @@ fn every_lesson_on_one_redis_moved_onto_zookeeper_runs_as_on_the_simulator() {
 /// done, which both stop a minute past the run's longest end.
 #[test]
 fn every_lesson_on_one_redis_moved_onto_a_queue_runs_as_on_the_simulator() {
-    moved_lessons_run_as_on_the_simulator(27, 40, |scenario| {
-        let onto = |wait| {
-            let lock = LockShape::Stream;
-            (format!("a queue, {wait:?}"), Scenario { lock, wait, ..scenario.clone() })
-        };
-        vec![onto(WaitStrategy::Ttl), onto(WaitStrategy::Poll)]
-    });
+    let waits = [Some(WaitStrategy::Ttl), Some(WaitStrategy::Poll)];
+    moved_lessons_run_as_on_the_simulator(27, 40, onto(LockShape::Stream, "a queue", waits));
 }
 
 /// The course has one lesson on the failover pair; every lesson on one Redis moved
