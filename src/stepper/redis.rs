@@ -24,70 +24,29 @@ use crate::scenario::{FaultKind, LockShape, ReleaseMode, RenewMode, Scenario, To
 /// on a queue, where `{id}` names the job).
 pub(super) type Stored<'a> = (usize, Option<u64>, Cow<'a, str>);
 
-/// A lock on etcd: the etcd lock's lease and key, or the Kubernetes-style Lease. Each
-/// call goes to the one the run has, so `Db` asks this in one place per call.
-enum OnEtcd {
-    Lock(Etcd),
+/// Where the lock lives when it is not on the Redis nodes: each of `Db`'s calls goes
+/// to the one the run has, in one `match`.
+enum Service {
+    /// The etcd lock's leases and key.
+    Etcd(Etcd),
+    /// The Kubernetes-style Lease on etcd.
     Lease(Lease),
-}
-
-impl OnEtcd {
-    fn token(&self) -> u64 {
-        match self {
-            OnEtcd::Lock(etcd) => etcd.token(),
-            OnEtcd::Lease(lease) => lease.token(),
-        }
-    }
-
-    fn holder(&mut self, now: u64) -> Option<Value> {
-        match self {
-            OnEtcd::Lock(etcd) => etcd.holder(now),
-            OnEtcd::Lease(lease) => lease.holder(),
-        }
-    }
-
-    fn pttl(&mut self, now: u64) -> Option<u64> {
-        match self {
-            OnEtcd::Lock(etcd) => etcd.pttl(now),
-            // Nothing on the server expires a Lease: each contender judges that.
-            OnEtcd::Lease(_) => None,
-        }
-    }
-
-    fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
-        match self {
-            OnEtcd::Lock(etcd) => etcd.acquire(now, worker, value, ttl_ms),
-            OnEtcd::Lease(lease) => lease.acquire(now, worker, value, ttl_ms),
-        }
-    }
-
-    fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
-        match self {
-            OnEtcd::Lock(etcd) => etcd.release(now, worker, value, mode),
-            OnEtcd::Lease(lease) => lease.release(worker, mode),
-        }
-    }
-
-    fn renew(&mut self, now: u64, worker: usize, value: Value, ttl: (u64, RenewMode)) -> bool {
-        match self {
-            OnEtcd::Lock(etcd) => etcd.renew(now, worker, value, ttl.0, ttl.1),
-            OnEtcd::Lease(lease) => lease.renew(worker, value, ttl.0, ttl.1),
-        }
-    }
+    ZooKeeper(ZooKeeper),
+    /// A queue on a Redis Stream.
+    Queue(Queue),
+    /// The failover pair: a primary and its replica.
+    Pair(Pair),
 }
 
 /// The lock's servers and the storage. With one node it is the article's one Redis
 /// (the acquire script: `SET NX PX`, then `INCR` beside the key); with several it is
 /// Redlock (`backend/lock/redlock.rs`): a majority of the nodes up grants, the token
 /// comes from the storage's counter, a refusal gives back the votes it got. With
-/// the lock on etcd (`etcd.rs`, `k8s_lease.rs`), ZooKeeper (`zookeeper.rs`) or a
-/// queue on a Redis Stream (`queue.rs`), the nodes stand unused.
+/// the lock on another [`Service`] (`etcd.rs`, `k8s_lease.rs`, `zookeeper.rs`,
+/// `queue.rs`, `failover.rs`), the nodes stand unused.
 pub(super) struct Db<'a> {
     nodes: Vec<Node>,
-    on_etcd: Option<OnEtcd>,
-    zookeeper: Option<ZooKeeper>,
-    queue: Option<Queue>,
-    pair: Option<Pair>,
+    service: Option<Service>,
     /// The token counter: the lock's `INCR`, or the storage's under Redlock.
     pub fence: u64,
     /// The highest token the fenced storage accepted.
@@ -105,11 +64,8 @@ impl<'a> Db<'a> {
     /// One Redis (`nodes == 1`), or Redlock on `nodes`.
     pub fn new(nodes: usize) -> Self {
         Db {
-            nodes: vec![Node { up: true, lock: None }; nodes.max(1)],
-            on_etcd: None,
-            zookeeper: None,
-            queue: None,
-            pair: None,
+            nodes: vec![Node::EMPTY; nodes.max(1)],
+            service: None,
             fence: 0,
             highest: 0,
             published: 0,
@@ -119,28 +75,22 @@ impl<'a> Db<'a> {
     }
 
     /// The servers `scenario`'s lock lives on: one Redis, Redlock's nodes, etcd,
-    /// ZooKeeper, or a stream of jobs (the storage on Redis as ever).
+    /// ZooKeeper, a stream of jobs or the failover pair (the storage on Redis as ever).
     pub fn of(scenario: &Scenario) -> Self {
-        let on_etcd = match scenario.lock {
-            LockShape::Stream => {
-                let queue = Queue::new(scenario.workers.len(), scenario.ttl_ms);
-                return Db { queue: Some(queue), ..Db::new(1) };
-            }
-            LockShape::Replicated => {
-                let pair = Pair::new(scenario.token_source() == TokenSource::Storage);
-                return Db { pair: Some(pair), ..Db::new(1) };
-            }
-            LockShape::ZooKeeper => {
-                let zookeeper = ZooKeeper::new(scenario.workers.len(), scenario.ttl_ms);
-                return Db { zookeeper: Some(zookeeper), ..Db::new(1) };
-            }
-            LockShape::Etcd => OnEtcd::Lock(Etcd::new(scenario.workers.len())),
+        let workers = scenario.workers.len();
+        let service = match scenario.lock {
+            LockShape::Etcd => Service::Etcd(Etcd::new(workers)),
             LockShape::K8sLease => {
-                OnEtcd::Lease(Lease::new(scenario.workers.iter().map(|w| w.clock_rate)))
+                Service::Lease(Lease::new(scenario.workers.iter().map(|w| w.clock_rate)))
+            }
+            LockShape::ZooKeeper => Service::ZooKeeper(ZooKeeper::new(workers, scenario.ttl_ms)),
+            LockShape::Stream => Service::Queue(Queue::new(workers, scenario.ttl_ms)),
+            LockShape::Replicated => {
+                Service::Pair(Pair::new(scenario.token_source() == TokenSource::Storage))
             }
             lock => return Db::new(lock.nodes()),
         };
-        Db { on_etcd: Some(on_etcd), ..Db::new(1) }
+        Db { service: Some(service), ..Db::new(1) }
     }
 
     /// The token counter as the observer reads it: the lock's (or under Redlock the
@@ -148,46 +98,64 @@ impl<'a> Db<'a> {
     /// the last change to ZooKeeper's queue of znodes counted from the lock path's (a
     /// stream queue has none: nobody `INCR`s the storage's counter).
     pub fn counter(&self) -> u64 {
-        if let Some(pair) = &self.pair {
-            return pair.counter().unwrap_or(self.fence);
+        match &self.service {
+            Some(Service::Etcd(etcd)) => etcd.token(),
+            Some(Service::Lease(lease)) => lease.token(),
+            Some(Service::ZooKeeper(zk)) => zk.counter(),
+            Some(Service::Pair(pair)) => pair.counter().unwrap_or(self.fence),
+            Some(Service::Queue(_)) | None => self.fence,
         }
-        if let Some(zk) = &self.zookeeper {
-            return zk.counter();
+    }
+
+    fn zookeeper(&mut self) -> Option<&mut ZooKeeper> {
+        match &mut self.service {
+            Some(Service::ZooKeeper(zk)) => Some(zk),
+            _ => None,
         }
-        self.on_etcd.as_ref().map_or(self.fence, OnEtcd::token)
+    }
+
+    fn pair(&mut self) -> Option<&mut Pair> {
+        match &mut self.service {
+            Some(Service::Pair(pair)) => Some(pair),
+            _ => None,
+        }
     }
 
     /// How many changes a ZooKeeper watcher has seen happen (none elsewhere).
     pub fn changes(&self) -> u64 {
-        self.zookeeper.as_ref().map_or(0, ZooKeeper::changes)
+        match &self.service {
+            Some(Service::ZooKeeper(zk)) => zk.changes(),
+            _ => 0,
+        }
     }
 
     /// Whether a waiter listening for releases has one to act on: on Redis a message
     /// published since it last heard (`heard`), on ZooKeeper the znode it watches gone.
     pub fn released(&mut self, now: u64, worker: usize, heard: u64) -> bool {
-        match &mut self.zookeeper {
-            Some(zk) => zk.released(now, worker),
-            None => self.published > heard,
-        }
+        let published = self.published;
+        self.zookeeper().map_or(published > heard, |zk| zk.released(now, worker))
     }
 
     /// When a listening waiter looks again though nothing changed: on ZooKeeper, when
     /// the next silent session may expire.
     pub fn next_expiry(&self) -> Option<u64> {
-        self.zookeeper.as_ref().and_then(ZooKeeper::next_expiry)
+        match &self.service {
+            Some(Service::ZooKeeper(zk)) => zk.next_expiry(),
+            _ => None,
+        }
     }
 
     /// A worker stops (or starts again) sending heartbeats: on ZooKeeper its session
     /// goes silent.
     pub fn set_paused(&mut self, now: u64, worker: usize, paused: bool) {
-        if let Some(zk) = &mut self.zookeeper {
+        if let Some(zk) = self.zookeeper() {
             zk.set_paused(now, worker, paused);
         }
     }
 
     /// A worker's script ended and its client with it: on ZooKeeper its session closes.
     pub fn close(&mut self, now: u64, worker: usize) {
-        if let Some(zk) = &mut self.zookeeper {
+        if let Some(zk) = self.zookeeper() {
             zk.close_client(now, worker);
         }
     }
@@ -203,20 +171,14 @@ impl<'a> Db<'a> {
     /// The value a majority of the nodes up holds (`GET lock` on one Redis), as
     /// `worker`'s client or the observer (None) asks.
     pub fn holder(&mut self, now: u64, worker: Option<usize>) -> Option<Value> {
-        if let Some(pair) = &mut self.pair {
-            return match worker {
-                Some(_) => pair.holder(now),
-                None => pair.observe(now).holder,
-            };
-        }
-        if let Some(queue) = &self.queue {
-            return queue.holder(worker);
-        }
-        if let Some(zk) = &mut self.zookeeper {
-            return zk.holder(now, worker);
-        }
-        if let Some(lock) = &mut self.on_etcd {
-            return lock.holder(now);
+        match &mut self.service {
+            Some(Service::Etcd(etcd)) => return etcd.holder(now),
+            Some(Service::Lease(lease)) => return lease.holder(),
+            Some(Service::ZooKeeper(zk)) => return zk.holder(now, worker),
+            Some(Service::Queue(queue)) => return queue.holder(worker),
+            Some(Service::Pair(pair)) if worker.is_some() => return pair.holder(now),
+            Some(Service::Pair(pair)) => return pair.observe(now).holder,
+            None => {}
         }
         let quorum = self.quorum();
         for node in &mut self.nodes {
@@ -234,18 +196,14 @@ impl<'a> Db<'a> {
     /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires;
     /// on a stream queue the claim threshold minus the oldest pending job's idle time.
     pub fn pttl(&mut self, now: u64) -> Option<u64> {
-        if let Some(pair) = &mut self.pair {
-            return pair.observe(now).pttl;
-        }
-        if let Some(queue) = &self.queue {
-            return queue.pttl(now);
-        }
-        if let Some(lock) = &mut self.on_etcd {
-            return lock.pttl(now);
-        }
-        // A session's time left is the server's own: nobody reads it.
-        if self.zookeeper.is_some() {
-            return None;
+        match &mut self.service {
+            Some(Service::Etcd(etcd)) => return etcd.pttl(now),
+            // Nothing on the server expires a Lease: each contender judges that. A
+            // session's time left is ZooKeeper's own: nobody reads it.
+            Some(Service::Lease(_) | Service::ZooKeeper(_)) => return None,
+            Some(Service::Queue(queue)) => return queue.pttl(now),
+            Some(Service::Pair(pair)) => return pair.observe(now).pttl,
+            None => {}
         }
         let holder = self.holder(now, None)?;
         let quorum = self.quorum();
@@ -261,7 +219,7 @@ impl<'a> Db<'a> {
     /// Each node's holder, for Redlock's truth and the failover pair's (none for one
     /// Redis).
     pub fn node_holders(&mut self, now: u64) -> impl Iterator<Item = Option<Value>> + '_ {
-        let pair = self.pair.as_mut().map(|pair| pair.observe(now).nodes);
+        let pair = self.pair().map(|pair| pair.observe(now).nodes);
         let redlock = self.redlock();
         let nodes = self.nodes.iter_mut().filter(move |_| redlock);
         nodes.map(move |n| n.live(now).map(|(v, _)| v)).chain(pair.into_iter().flatten())
@@ -270,27 +228,23 @@ impl<'a> Db<'a> {
     /// Whether a worker's call found the failover pair's primary down: the client
     /// waits for a promotion there, which the stepper does not follow.
     pub fn unfollowed(&self) -> bool {
-        self.pair.as_ref().is_some_and(|pair| pair.unfollowed)
+        matches!(&self.service, Some(Service::Pair(pair)) if pair.unfollowed)
     }
 
     /// `WAIT 1` on the failover pair's primary: whether the replica has it all.
     pub fn wait_replica(&mut self) -> bool {
-        self.pair.as_mut().is_some_and(Pair::wait_replica)
+        self.pair().is_some_and(Pair::wait_replica)
     }
 
     /// Take the lock for `worker`: a token, or how long the current lease has left.
     pub fn acquire(&mut self, now: u64, worker: usize, value: Value, ttl_ms: u64) -> AcquireReply {
-        if let Some(pair) = &mut self.pair {
-            return pair.acquire(now, value, ttl_ms, &mut self.fence);
-        }
-        if let Some(queue) = &mut self.queue {
-            return queue.acquire(now, worker, value);
-        }
-        if let Some(zk) = &mut self.zookeeper {
-            return zk.acquire(now, worker, value);
-        }
-        if let Some(lock) = &mut self.on_etcd {
-            return lock.acquire(now, worker, value, ttl_ms);
+        match &mut self.service {
+            Some(Service::Etcd(etcd)) => return etcd.acquire(now, worker, value, ttl_ms),
+            Some(Service::Lease(lease)) => return lease.acquire(now, worker, value, ttl_ms),
+            Some(Service::ZooKeeper(zk)) => return zk.acquire(now, worker, value),
+            Some(Service::Queue(queue)) => return queue.acquire(now, worker, value),
+            Some(Service::Pair(pair)) => return pair.acquire(now, value, ttl_ms, &mut self.fence),
+            None => {}
         }
         if !self.redlock() {
             let node = &mut self.nodes[0];
@@ -325,17 +279,13 @@ impl<'a> Db<'a> {
 
     /// Compare-and-delete, or a plain `DEL`, on every node up; whether any deleted.
     pub fn release(&mut self, now: u64, worker: usize, value: Value, mode: ReleaseMode) -> bool {
-        if let Some(pair) = &mut self.pair {
-            return pair.release(now, value, mode);
-        }
-        if let Some(queue) = &mut self.queue {
-            return queue.release(worker);
-        }
-        if let Some(zk) = &mut self.zookeeper {
-            return zk.release(now, worker);
-        }
-        if let Some(lock) = &mut self.on_etcd {
-            return lock.release(now, worker, value, mode);
+        match &mut self.service {
+            Some(Service::Etcd(etcd)) => return etcd.release(now, worker, value, mode),
+            Some(Service::Lease(lease)) => return lease.release(worker, mode),
+            Some(Service::ZooKeeper(zk)) => return zk.release(now, worker),
+            Some(Service::Queue(queue)) => return queue.release(worker),
+            Some(Service::Pair(pair)) => return pair.release(now, value, mode),
+            None => {}
         }
         self.nodes.iter_mut().fold(false, |any, n| n.release(now, value, mode) | any)
     }
@@ -349,14 +299,15 @@ impl<'a> Db<'a> {
         value: Value,
         (ttl_ms, mode): (u64, RenewMode),
     ) -> bool {
-        if let Some(pair) = &mut self.pair {
-            return pair.renew(now, value, ttl_ms, mode);
-        }
-        if let Some(zk) = &mut self.zookeeper {
-            return zk.renew(now, worker);
-        }
-        if let Some(lock) = &mut self.on_etcd {
-            return lock.renew(now, worker, value, (ttl_ms, mode));
+        match &mut self.service {
+            Some(Service::Etcd(etcd)) => return etcd.renew(now, worker, value, ttl_ms, mode),
+            Some(Service::Lease(lease)) => return lease.renew(worker, value, ttl_ms, mode),
+            Some(Service::ZooKeeper(zk)) => return zk.renew(now, worker),
+            // A consumer holds its job until it is claimed: it has nothing to renew
+            // (`supports` keeps renewals away from queues).
+            Some(Service::Queue(_)) => return false,
+            Some(Service::Pair(pair)) => return pair.renew(now, value, ttl_ms, mode),
+            None => {}
         }
         let quorum = self.quorum();
         let votes = self
@@ -370,7 +321,7 @@ impl<'a> Db<'a> {
     /// A fault on node `node` (counting from 0): Redlock's kill, restart and clock
     /// jump, or the failover pair's kill, detach and promote.
     pub fn node_fault(&mut self, node: usize, kind: FaultKind, now: u64, ms: u64) {
-        if let Some(pair) = &mut self.pair {
+        if let Some(pair) = self.pair() {
             return pair.fault(node, kind);
         }
         match kind {
@@ -382,7 +333,7 @@ impl<'a> Db<'a> {
 
     /// A node is killed (it comes back empty: nothing is kept on disk) or restarted.
     pub fn kill(&mut self, node: usize) {
-        self.nodes[node] = Node { up: false, lock: None };
+        self.nodes[node] = Node { up: false, ..Node::EMPTY };
     }
 
     pub fn restart(&mut self, node: usize) {
