@@ -170,32 +170,43 @@ impl Judge<'_> {
         Ok(judged.collect())
     }
 
-    /// Whether it breaks; counts harmless violations and failed runs on the way.
-    fn breaks(&mut self, schedule: &[space::Move]) -> anyhow::Result<bool> {
-        let (events, violations) = self.run(schedule)?;
-        Ok(self.verdict(schedule, &events, &violations))
-    }
-
-    /// [`Judge::breaks`] for each schedule, their runs side by side.
+    /// Whether each schedule breaks (counting harmless violations and failed runs on
+    /// the way), their runs side by side.
     fn break_all(&mut self, schedules: &[Schedule]) -> anyhow::Result<Vec<bool>> {
         let runs = self.run_all(schedules)?;
         let judged = schedules.iter().zip(runs);
         Ok(judged.map(|(schedule, (events, v))| self.verdict(schedule, &events, &v)).collect())
     }
 
-    /// Whether `schedule` breaks in each of `times` runs: side by side when `at_once`
-    /// allows, else one after another until one does not.
-    fn breaks_every(
+    /// Whether `schedule` breaks in each of `times` runs, every one with the same
+    /// outcome (storage and kinds of violation, what a saved file's `expect` holds):
+    /// side by side when `at_once` allows, else one after another until one does not.
+    fn breaks_alike(
         &mut self,
         schedule: &Schedule,
         times: usize,
         at_once: usize,
     ) -> anyhow::Result<bool> {
+        let mut first: Option<Expectation> = None;
+        let mut alike = |judge: &mut Self, events: &[Event], violations: &[Violation]| {
+            if !judge.verdict(schedule, events, violations) {
+                return false;
+            }
+            let outcome = expectation(events, violations);
+            first.get_or_insert_with(|| outcome.clone()) == &outcome
+        };
         if at_once >= times {
-            return Ok(self.break_all(&vec![schedule.clone(); times])?.into_iter().all(|b| b));
+            let runs = self.run_all(&vec![schedule.clone(); times])?;
+            let mut all = true;
+            for (events, violations) in &runs {
+                // Every run judged, as a search's batch is: its harmless ones counted.
+                all &= alike(self, events, violations);
+            }
+            return Ok(all);
         }
         for _ in 0..times {
-            if !self.breaks(schedule)? {
+            let (events, violations) = self.run(schedule)?;
+            if !alike(self, &events, &violations) {
                 return Ok(false);
             }
         }
@@ -305,7 +316,7 @@ pub fn search_with(
     }
     let (space, placed) = match placement {
         Placement::Grid => (Space::new(&design, &kinds, end_ms(&clean_events)), Vec::new()),
-        Placement::Moments => {
+        Placement::Moments { .. } => {
             let space = Space::coarse(&design, &kinds, end_ms(&clean_events));
             let placed = moments::pauses(&design, &clean_events, &space);
             (space, placed)
@@ -376,14 +387,15 @@ pub fn search_with(
     if let Some(original) = first {
         let runs_before = judge.runs;
         // A real run races the scheduler: there a smaller story counts only when it
-        // breaks twice running, and a start at the workers' own moment stays put
-        // (later starts on a coarse grid mostly miss, each at the cost of a run).
+        // breaks the same way twice running (the way its saved file will say it
+        // breaks), and a start at the workers' own moment stays put (later starts on
+        // a coarse grid mostly miss, each at the cost of a run).
         let (repeats, real) = match placement {
-            Placement::Grid => (1, false),
-            Placement::Moments => (2, true),
+            Placement::Grid => (1, None),
+            Placement::Moments { time_scale } => (2, Some(time_scale)),
         };
         let shrunk = shrink::shrink(&original, &space, real, |s| {
-            judge.breaks_every(s, repeats, side_by_side)
+            judge.breaks_alike(s, repeats, side_by_side)
         })?;
         // The run shown and saved is one that breaks: a real run that does not (it
         // raced the scheduler) is run again, and a schedule that never breaks again is
@@ -446,6 +458,16 @@ fn next_schedule(
 /// The design with the schedule as `[[faults]]`, and the simulator's outcome stated
 /// as its expectation, so the file passes `--check` and says what real servers must
 /// show.
+/// A run's outcome as a scenario's `expect` states it: the storage, and each kind of
+/// violation once, sorted.
+fn expectation(events: &[Event], violations: &[Violation]) -> Expectation {
+    let storage = crate::check::stored(events);
+    let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
+    kinds.sort();
+    kinds.dedup();
+    Expectation { storage, violations: kinds }
+}
+
 fn counterexample(
     original: &Scenario,
     design: &Scenario,
@@ -464,11 +486,7 @@ fn counterexample(
     } else {
         format!("Found by fencelab break: {}.", space::and_list(&story))
     };
-    let storage = crate::check::stored(events);
-    let mut kinds: Vec<ViolationKind> = violations.iter().map(Violation::kind).collect();
-    kinds.sort();
-    kinds.dedup();
-    let expectation = Some(Expectation { storage, violations: kinds });
+    let expectation = Some(expectation(events, violations));
     s.expect = Default::default();
     if design.fencing {
         s.expect.fencing_on = expectation;

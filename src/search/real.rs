@@ -204,7 +204,7 @@ impl Runner for RealTrials<'_> {
     }
 
     fn placement(&self) -> Placement {
-        Placement::Moments
+        Placement::Moments { time_scale: self.time_scale }
     }
 
     /// Where runs may share the servers, as side by side: a program's interpreter

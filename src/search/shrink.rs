@@ -10,6 +10,12 @@
 //! the best on the grid sits on the edge too (a pause that starts the very millisecond
 //! the worker's work ends, and lands before its write only on the simulator, where
 //! the two tie): it gets its room off the grid, the least room, when that still breaks.
+//!
+//! On real servers the room is counted in real time: at a time scale of 0.25 a
+//! scenario's 100 ms pass in 25 ms, within a Python program's scheduling jitter, and a
+//! pause 100 scenario ms past the shortest one ends as another worker is granted the
+//! lock: its write lands before or after theirs, run by run. There the room is 100 ms
+//! of real time, 400 scenario ms.
 
 use super::space::{Move, Schedule, Space};
 
@@ -21,13 +27,14 @@ const START_ROOM_MS: u64 = 50;
 /// Passes over the faults: a later start can make a shorter length break again.
 const PASSES: usize = 2;
 
-/// `real`: each trial is a run on real servers, seconds long: a fault's start stays at
-/// the moment the search chose on purpose, and its shortest length is found by halving
-/// the candidates (a pause longer than one that breaks breaks too), not one by one.
+/// `real`: each trial is a run on real servers, seconds long, at this time scale (real
+/// time per scenario time): a fault's start stays at the moment the search chose on
+/// purpose, its shortest length is found by halving the candidates (a pause longer than
+/// one that breaks breaks too), not one by one, and its room is counted in real time.
 pub fn shrink(
     original: &Schedule,
     space: &Space,
-    real: bool,
+    real: Option<f64>,
     mut breaks: impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<Schedule> {
     let mut s = original.clone();
@@ -44,12 +51,12 @@ pub fn shrink(
         }
     }
     // A later start can make a shorter length break again; real runs keep their starts.
-    let passes = if real { 1 } else { PASSES };
+    let passes = if real.is_some() { 1 } else { PASSES };
     for _ in 0..passes {
         let before = s.clone();
         for i in 0..s.len() {
             shortest(&mut s, i, space, real, &mut breaks)?;
-            if !real {
+            if real.is_none() {
                 latest(&mut s, i, space, &mut breaks)?;
             }
         }
@@ -60,18 +67,23 @@ pub fn shrink(
     Ok(s)
 }
 
-/// The `i`-th fault at the shortest grid length that breaks, plus some room.
+/// The `i`-th fault at the shortest grid length that breaks, plus some room (`real`:
+/// runs on real servers at that time scale, the room counted in real time).
 fn shortest(
     s: &mut Schedule,
     i: usize,
     space: &Space,
-    halving: bool,
+    real: Option<f64>,
     breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let (current, room) = (s[i].ms, room(space.length_step, LENGTH_ROOM_MS));
+    // A scenario's ms take `time_scale` real ms: the room's real ms in scenario ms.
+    let least = real.map_or(LENGTH_ROOM_MS, |scale| {
+        (LENGTH_ROOM_MS as f64 / scale).ceil().max(LENGTH_ROOM_MS as f64) as u64
+    });
+    let current = s[i].ms;
     let mut lengths: Vec<u64> =
         space.length.iter().copied().take_while(|&ms| ms < current).collect();
-    if halving {
+    if real.is_some() {
         // The shortest length that breaks, by halving: a pause longer than one that
         // breaks breaks too. What is left to try is that one length.
         let (mut low, mut high) = (0, lengths.len());
@@ -83,14 +95,14 @@ fn shortest(
         }
         lengths = lengths.get(low..).and_then(|l| l.first()).copied().into_iter().collect();
     }
-    let lengths = lengths.into_iter();
     let toward = Toward {
         field: length_of,
         better: |a, b| a < b,
-        back: |v: u64| v + room,
-        edge: |v: u64| v + LENGTH_ROOM_MS,
+        back: |v, room| v + room,
+        room: room(space.length_step, least),
+        edge_room: least,
     };
-    toward.improve(s, i, lengths, breaks)
+    toward.improve(s, i, lengths.into_iter(), breaks)
 }
 
 /// The `i`-th fault at the latest grid start that still breaks, less some room.
@@ -100,13 +112,14 @@ fn latest(
     space: &Space,
     breaks: &mut impl FnMut(&Schedule) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let (current, room) = (s[i].at_ms, room(space.start.step, START_ROOM_MS));
+    let current = s[i].at_ms;
     let starts = space.start.values().rev().take_while(|&at| at > current);
     let toward = Toward {
         field: start_of,
         better: |a, b| a > b,
-        back: |v: u64| v.saturating_sub(room),
-        edge: |v: u64| v.saturating_sub(START_ROOM_MS),
+        back: u64::saturating_sub,
+        room: room(space.start.step, START_ROOM_MS),
+        edge_room: START_ROOM_MS,
     };
     toward.improve(s, i, starts, breaks)
 }
@@ -120,20 +133,17 @@ fn start_of(m: &mut Move) -> &mut u64 {
 }
 
 /// Which value of a fault to improve, which way is better, and how to step back
-/// from the best toward where it was, for room: on the grid, or (`edge`) by the least
-/// room when the value it has is the best already.
-struct Toward<B, R> {
+/// from the best toward where it was, for room: by `room` (whole grid steps), or by
+/// `edge_room` (the least room) when the value it has is the best already.
+struct Toward {
     field: fn(&mut Move) -> &mut u64,
-    better: B,
-    back: R,
-    edge: fn(u64) -> u64,
+    better: fn(u64, u64) -> bool,
+    back: fn(u64, u64) -> u64,
+    room: u64,
+    edge_room: u64,
 }
 
-impl<B, R> Toward<B, R>
-where
-    B: Fn(u64, u64) -> bool,
-    R: Fn(u64) -> u64,
-{
+impl Toward {
     /// Take the first of `candidates` (best first, all better than the current value)
     /// that still breaks, stepped back by the room when that breaks too; the current
     /// value when the room reaches it. When none breaks, the current value is the
@@ -152,7 +162,7 @@ where
             if !breaks(&tried)? {
                 continue;
             }
-            let roomy_value = (self.back)(value);
+            let roomy_value = (self.back)(value, self.room);
             if !(self.better)(roomy_value, current) {
                 // The value it had is within the room already: keep it.
                 return Ok(());
@@ -163,7 +173,7 @@ where
             return Ok(());
         }
         let mut roomy = s.clone();
-        *(self.field)(&mut roomy[i]) = (self.edge)(current);
+        *(self.field)(&mut roomy[i]) = (self.back)(current, self.edge_room);
         if roomy != *s && breaks(&roomy)? {
             *s = roomy;
         }
@@ -186,9 +196,9 @@ mod tests {
         Move { kind: FaultKind::Pause, target: Target::Worker(who.into()), at_ms, ms, on: None }
     }
 
-    /// Trials on the simulator, or real runs.
-    const SIM: bool = false;
-    const REAL: bool = true;
+    /// Trials on the simulator, or real runs at full speed.
+    const SIM: Option<f64> = None;
+    const REAL: Option<f64> = Some(1.0);
 
     fn space() -> Space {
         Space {
@@ -253,6 +263,17 @@ mod tests {
         .unwrap();
         assert_eq!(shrunk, vec![pause("A", 100, 2100)]);
         assert!(trials <= 12, "{trials} trials");
+    }
+
+    /// At four times real speed a scenario's 100 ms pass in 25 ms: the room kept is
+    /// 100 ms of real time, 400 scenario ms.
+    #[test]
+    fn on_real_servers_sped_up_the_room_is_counted_in_real_time() {
+        let shrunk = shrink(&vec![pause("A", 100, 4800)], &space(), Some(0.25), toy).unwrap();
+        assert_eq!(shrunk, vec![pause("A", 100, 2400)]);
+        // Slowed down, the room stays what it is at full speed.
+        let shrunk = shrink(&vec![pause("A", 100, 4800)], &space(), Some(2.0), toy).unwrap();
+        assert_eq!(shrunk, vec![pause("A", 100, 2100)]);
     }
 
     #[test]

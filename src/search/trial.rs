@@ -49,13 +49,15 @@ pub trait Runner {
 }
 
 /// How schedules are placed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Placement {
     /// A trial costs microseconds: a fine grid, every point of it in a seeded order.
     Grid,
     /// A trial is a real run of seconds: first a pause at each of the workers' own
     /// moments seen in the fault-free run (`super::moments`), then a coarse grid.
-    Moments,
+    /// `time_scale` is the real time a scenario's millisecond takes: the room a
+    /// shrunk story keeps is counted in real time (`super::shrink`).
+    Moments { time_scale: f64 },
 }
 
 impl Runner for Trials {

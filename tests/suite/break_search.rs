@@ -12,7 +12,7 @@ use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
 use fencelab::engine::log::{EventKind, RunOutcome, WorkerEvent};
 use fencelab::scenario::LockShape;
-use fencelab::scenario::{FaultKind, ViolationKind, builtin};
+use fencelab::scenario::{FaultKind, Step, ViolationKind, builtin};
 use fencelab::search::real::RealTrials;
 use fencelab::search::space::{Move, Target, apply, design, kinds_for};
 use fencelab::search::trial::{Runner, Trials};
@@ -463,7 +463,7 @@ impl Runner for Batched {
     }
 
     fn placement(&self) -> fencelab::search::trial::Placement {
-        fencelab::search::trial::Placement::Moments
+        fencelab::search::trial::Placement::Moments { time_scale: 1.0 }
     }
 }
 
@@ -504,4 +504,67 @@ fn trials_side_by_side_find_the_break_one_at_a_time_finds() {
         batches.len(),
         one_by_one.len()
     );
+}
+
+/// The simulator's trials with a race put in, as real servers have them: a pause of A
+/// that ends before `settled_ms` ends, on every other run, with B slow to write, so A's
+/// write lands first on one run and second on the next. Both runs break, in two ways.
+struct Racing {
+    sim: Trials,
+    runs: u64,
+    settled_ms: u64,
+}
+
+impl Runner for Racing {
+    fn trial(
+        &mut self,
+        scenario: &fencelab::scenario::Scenario,
+        fencing: bool,
+    ) -> anyhow::Result<Vec<fencelab::engine::log::Event>> {
+        self.runs += 1;
+        let racing = |f: &fencelab::scenario::Fault| {
+            f.worker.as_deref() == Some("A") && f.at_ms + f.ms.unwrap_or(0) < self.settled_ms
+        };
+        let mut scenario = scenario.clone();
+        if self.runs.is_multiple_of(2) && scenario.faults.iter().any(racing) {
+            let b = scenario.workers.iter_mut().find(|w| w.name == "B").unwrap();
+            let write = b.steps.iter().position(|s| matches!(s, Step::Write { .. })).unwrap();
+            // B takes the lock as A's 2 s lease ends: it writes at the settled moment.
+            b.steps.insert(write, Step::Work { ms: self.settled_ms - 2000 });
+        }
+        self.sim.trial(&scenario, fencing)
+    }
+
+    fn placement(&self) -> fencelab::search::trial::Placement {
+        fencelab::search::trial::Placement::Moments { time_scale: 1.0 }
+    }
+}
+
+/// On real servers a story is shrunk only as far as it breaks the same way twice
+/// running: the way its saved file says it breaks, and `run FILE --check` checks. A
+/// shorter pause whose runs break now one way, now the other, is no such story.
+#[test]
+fn a_real_search_shrinks_only_to_a_story_that_breaks_the_same_way_twice() {
+    let scenario = builtin("gc-pause").unwrap().unwrap();
+    let options = Options {
+        kinds: Some(vec![FaultKind::Pause]),
+        budget: Budget::Schedules(60),
+        seed: 3,
+        fencing: None,
+    };
+    let shrunk = |settled_ms| {
+        let mut runner = Racing { sim: Trials::new().unwrap(), runs: 0, settled_ms };
+        let cancel = CancellationToken::new();
+        let outcome =
+            fencelab::search::search_with(&mut runner, &scenario, &options, &cancel, |_| {})
+                .unwrap();
+        let found = outcome.found.expect("gc-pause breaks");
+        let [pause] = &found.shrunk[..] else { panic!("one pause: {:?}", found.shrunk) };
+        pause.clone()
+    };
+    let settled_ms = 3500;
+    let (calm, racing) = (shrunk(0), shrunk(settled_ms));
+    assert!(racing.at_ms + racing.ms >= settled_ms, "{racing} ends while the race is on");
+    // With no race it shrinks further: the race is what kept it long.
+    assert!(calm.at_ms + calm.ms < settled_ms, "{calm} with no race");
 }
