@@ -185,7 +185,7 @@ impl Observer {
         let clock = self.log.clock();
         let now_ms = clock.now_ms();
         let reading = to_reading(&sample, clock.scenario_ms(1.0), &self.holders);
-        if let Some((reading, expired)) = self.recorder.record(now_ms, reading) {
+        if let Some(expired) = self.recorder.record(now_ms, &reading) {
             let Reading { holder, fence, highest, nodes, ttl_ms } = reading;
             let (fence_counter, storage_highest) = (fence, highest);
             let truth = Truth { holder, ttl_ms, fence_counter, storage_highest, nodes, expired };

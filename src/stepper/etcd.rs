@@ -101,6 +101,11 @@ impl Etcd {
         self.revision - START
     }
 
+    /// Until when (included) no lease ends: the store changes only by calls till then.
+    pub fn quiet_until(&self) -> u64 {
+        self.leases.iter().map(|l| l.deadline).min().unwrap_or(u64::MAX)
+    }
+
     /// The key's value, as `get` reads it.
     pub fn holder(&mut self, now: u64) -> Option<Value> {
         self.expire(now);

@@ -130,7 +130,7 @@ pub fn supports(scenario: &Scenario) -> bool {
         }
         _ => false,
     };
-    nodes <= 64
+    nodes <= redis::MAX_NODES
         && scenario.storage == StorageKind::Redis
         && scenario.acquire == AcquireMode::Script
         // Only a Lease's contenders read their own clocks (to judge the holder gone).

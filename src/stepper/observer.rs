@@ -11,21 +11,47 @@ use crate::engine::recording::{IDLE_READ_MS, Reading, Recorder};
 #[derive(Default)]
 pub(super) struct Observer<'a> {
     recorder: Recorder<&'a str>,
+    /// Each node's holder, as last read: kept for its room, a reading every 100 ms.
+    nodes: Vec<Option<&'a str>>,
+    /// After a reading on Redis, Redlock, etcd or the Lease: the log's length then, the instant until
+    /// which the lock reads the same while the log stays so (`Db::quiet_until`: every
+    /// call and fault that changes the lock is logged), and the lease's end that
+    /// reading set the next one for. A reading within those would be the same one, and
+    /// records nothing: it only sets the next, as it would have. Most readings of a
+    /// run are such idle ones, 100 ms apart.
+    quiet: Option<Quiet>,
+}
+
+#[derive(Clone, Copy)]
+struct Quiet {
+    log_len: usize,
+    until: u64,
+    at_expiry: u64,
 }
 
 impl<'a> Observer<'a> {
     /// One reading; the next is set on the schedule.
     pub fn read(&mut self, cx: &mut Cx<'a>) {
         let now = cx.now;
+        if let Some(q) = self.quiet
+            && q.log_len == cx.log.events.len()
+            && now <= q.until
+            && now < q.at_expiry
+        {
+            cx.sched.sleep(OBSERVER, q.at_expiry.min(now + IDLE_READ_MS));
+            return;
+        }
         let holder = cx.db.holder(now, None).map(|v| cx.name(v));
         let names = &cx.names;
         let name = |v: Value| names.get(v.worker).copied().unwrap_or("");
-        let nodes: Vec<Option<&'a str>> = cx.db.node_holders(now).map(|v| v.map(name)).collect();
+        let mut nodes = std::mem::take(&mut self.nodes);
+        nodes.clear();
+        nodes.extend(cx.db.node_holders(now).map(|v| v.map(name)));
         let pttl = cx.db.pttl(now);
         let (fence, highest) = (cx.db.counter(), cx.db.highest);
         let ttl_ms = pttl.map(|ms| ms as f64);
         let reading = Reading { holder, fence, highest, nodes, ttl_ms };
-        if let Some((reading, expired)) = self.recorder.record(now as f64, reading) {
+        if let Some(expired) = self.recorder.record(now as f64, &reading) {
             let truth = Truth {
                 holder: reading.holder.map(str::to_string),
                 ttl_ms,
@@ -36,9 +62,12 @@ impl<'a> Observer<'a> {
             };
             cx.log.push(now, EventKind::Truth(truth));
         }
+        self.nodes = reading.nodes;
         // A session it found expired woke the watchers.
         cx.settle(None);
         let at_expiry = pttl.map_or(u64::MAX, |ms| now + ms + 1);
+        let log_len = cx.log.events.len();
+        self.quiet = cx.db.quiet_until().map(|until| Quiet { log_len, until, at_expiry });
         cx.sched.sleep(OBSERVER, at_expiry.min(now + IDLE_READ_MS));
     }
 }

@@ -20,6 +20,9 @@ use crate::backend::lock::redlock;
 use crate::backend::{AcquireReply, WriteCheck};
 use crate::scenario::{FaultKind, LockShape, ReleaseMode, RenewMode, Scenario, TokenSource};
 
+/// The most Redlock nodes the stepper models (`supports` sends more to the simulator).
+pub const MAX_NODES: usize = 64;
+
 /// One accepted write: the writer's index, its token, its value (the step's own, but
 /// on a queue, where `{id}` names the job).
 pub(super) type Stored<'a> = (usize, Option<u64>, Cow<'a, str>);
@@ -121,6 +124,24 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// Until when (that instant included) the observer's reading of the lock stays
+    /// what it is unless a worker's call or a fault changes it: on one Redis and on
+    /// Redlock the first key's deadline (a key lives until `now > deadline`), on etcd
+    /// the first lease's, and a Lease record changes only when it is written. None on
+    /// the other services, which the observer reads every time (a ZooKeeper session
+    /// that a reading finds expired wakes its watchers then).
+    pub fn quiet_until(&self) -> Option<u64> {
+        match &self.service {
+            None => {
+                let deadlines = self.nodes.iter().filter_map(|n| n.lock?.deadline);
+                Some(deadlines.min().unwrap_or(u64::MAX))
+            }
+            Some(Service::Etcd(etcd)) => Some(etcd.quiet_until()),
+            Some(Service::Lease(_)) => Some(u64::MAX),
+            Some(Service::ZooKeeper(_) | Service::Queue(_) | Service::Pair(_)) => None,
+        }
+    }
+
     /// How many changes a ZooKeeper watcher has seen happen (none elsewhere).
     pub fn changes(&self) -> u64 {
         match &self.service {
@@ -207,11 +228,17 @@ impl<'a> Db<'a> {
         }
         let holder = self.holder(now, None)?;
         let quorum = self.quorum();
-        let mut left: Vec<i64> = self
-            .nodes
-            .iter_mut()
-            .filter_map(|n| n.live(now).is_some_and(|(v, _)| v == holder).then(|| n.pttl(now)))
-            .collect();
+        // On the stack: the observer reads every 100 ms of every run, and `supports`
+        // keeps the stepper to at most [`MAX_NODES`] nodes.
+        let mut left = [0_i64; MAX_NODES];
+        let mut held = 0;
+        for node in &mut self.nodes {
+            if node.live(now).is_some_and(|(v, _)| v == holder) {
+                left[held] = node.pttl(now);
+                held += 1;
+            }
+        }
+        let left = &mut left[..held];
         left.sort_unstable_by(|a, b| b.cmp(a));
         left.get(quorum - 1).and_then(|p| u64::try_from(*p).ok())
     }
