@@ -251,7 +251,17 @@ impl Refusals {
     /// Log the count of a flood's last refusals, not logged yet.
     fn flush(&mut self, log: &EventLog, student: &str) {
         if let Some(why) = self.unlogged.take() {
+            self.logged_at = Some(tokio::time::Instant::now());
             log.append(EventKind::Refused { student: student.into(), why, total: self.total });
+        }
+    }
+
+    /// A second after the last line, while refusals wait to be counted on screen: a
+    /// flood that stops shows its whole count then, not when the next one comes.
+    async fn line_due(&self) {
+        match (self.unlogged.is_some(), self.logged_at) {
+            (true, Some(at)) => tokio::time::sleep_until(at + Duration::from_secs(1)).await,
+            _ => std::future::pending().await,
         }
     }
 }
@@ -367,6 +377,7 @@ impl Student {
                     };
                     self.controller.send(&control).await?;
                 }
+                () = refusals.line_due() => refusals.flush(&log, &self.name),
                 () = cancel.cancelled() => {
                     self.controller.send(&Control::Stop { student: self.name.clone() }).await?;
                     break 'run;
