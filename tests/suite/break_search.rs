@@ -432,6 +432,23 @@ fn the_fencing_flag_chooses_the_design_searched() {
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
 
+/// A search of gc-pause for pauses (60 schedules, seed 3), its trials run by `runner`.
+fn gc_pause_searched_by(runner: &mut dyn Runner) -> Outcome {
+    let scenario = builtin("gc-pause").unwrap().unwrap();
+    let options = Options {
+        kinds: Some(vec![FaultKind::Pause]),
+        budget: Budget::Schedules(60),
+        seed: 3,
+        fencing: None,
+    };
+    let cancel = CancellationToken::new();
+    fencelab::search::search_with(runner, &scenario, &options, &cancel, |_| {}).unwrap()
+}
+
+/// As real servers place a search's schedules, at full speed.
+const AS_REAL: fencelab::search::trial::Placement =
+    fencelab::search::trial::Placement::Moments { time_scale: 1.0 };
+
 /// The simulator's trials, taken in batches as real ones are: each batch's size noted.
 struct Batched {
     sim: Trials,
@@ -463,7 +480,7 @@ impl Runner for Batched {
     }
 
     fn placement(&self) -> fencelab::search::trial::Placement {
-        fencelab::search::trial::Placement::Moments { time_scale: 1.0 }
+        AS_REAL
     }
 }
 
@@ -473,20 +490,9 @@ impl Runner for Batched {
 /// the shown run's three tries at once.
 #[test]
 fn trials_side_by_side_find_the_break_one_at_a_time_finds() {
-    let scenario = builtin("gc-pause").unwrap().unwrap();
-    let options = Options {
-        kinds: Some(vec![FaultKind::Pause]),
-        budget: Budget::Schedules(60),
-        seed: 3,
-        fencing: None,
-    };
     let search = |at_once| {
         let mut runner = Batched { sim: Trials::new().unwrap(), at_once, batches: Vec::new() };
-        let cancel = CancellationToken::new();
-        let outcome =
-            fencelab::search::search_with(&mut runner, &scenario, &options, &cancel, |_| {})
-                .unwrap();
-        (outcome, runner.batches)
+        (gc_pause_searched_by(&mut runner), runner.batches)
     };
     let (alone, one_by_one) = search(1);
     let (together, batches) = search(3);
@@ -536,7 +542,7 @@ impl Runner for Racing {
     }
 
     fn placement(&self) -> fencelab::search::trial::Placement {
-        fencelab::search::trial::Placement::Moments { time_scale: 1.0 }
+        AS_REAL
     }
 }
 
@@ -545,20 +551,9 @@ impl Runner for Racing {
 /// shorter pause whose runs break now one way, now the other, is no such story.
 #[test]
 fn a_real_search_shrinks_only_to_a_story_that_breaks_the_same_way_twice() {
-    let scenario = builtin("gc-pause").unwrap().unwrap();
-    let options = Options {
-        kinds: Some(vec![FaultKind::Pause]),
-        budget: Budget::Schedules(60),
-        seed: 3,
-        fencing: None,
-    };
     let shrunk = |settled_ms| {
         let mut runner = Racing { sim: Trials::new().unwrap(), runs: 0, settled_ms };
-        let cancel = CancellationToken::new();
-        let outcome =
-            fencelab::search::search_with(&mut runner, &scenario, &options, &cancel, |_| {})
-                .unwrap();
-        let found = outcome.found.expect("gc-pause breaks");
+        let found = gc_pause_searched_by(&mut runner).found.expect("gc-pause breaks");
         let [pause] = &found.shrunk[..] else { panic!("one pause: {:?}", found.shrunk) };
         pause.clone()
     };

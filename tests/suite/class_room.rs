@@ -276,15 +276,20 @@ async fn after_a_script_flush_a_student_is_told_and_the_instructor_loads_them_ag
 /// alice's `join`, the room id and alice's join URL, and the instructor's output
 /// from then on (read as it comes).
 fn class_under_way(admin: &str, lease_ms: u64) -> (Child, Child, String, String, Output) {
-    class_with(admin, lease_ms, true)
+    class_with(admin, lease_ms, true, "playground")
 }
 
 /// The same, with or without the room's janitor (`class::janitor`): without, what a
 /// room whose instructor vanished leaves to its lease and to the sweeps.
-fn class_with(admin: &str, lease_ms: u64, janitor: bool) -> (Child, Child, String, String, Output) {
+fn class_with(
+    admin: &str,
+    lease_ms: u64,
+    janitor: bool,
+    scenario: &str,
+) -> (Child, Child, String, String, Output) {
     use std::io::{BufRead, BufReader};
     let mut instructor = support::bin()
-        .args(["class", "playground", "--students", "alice", "--headless", "--redis", admin])
+        .args(["class", scenario, "--students", "alice", "--headless", "--redis", admin])
         .env(LEASE_VAR, lease_ms.to_string())
         .env("FENCELAB_ROOM_JANITOR", if janitor { "on" } else { "off" })
         .stdin(Stdio::piped())
@@ -354,7 +359,7 @@ fn a_sigkilled_instructors_room_keys_expire_and_a_live_class_removes_its_users()
     let rt = tokio::runtime::Runtime::new().unwrap();
     let lease = Duration::from_millis(2000);
     let other = rt.block_on(Room::open_leased(&admin, "other", &names(&["bob"]), lease)).unwrap();
-    let (mut instructor, mut join, id, alice, _) = class_with(&admin, 2000, false);
+    let (mut instructor, mut join, id, alice, _) = class_with(&admin, 2000, false, "playground");
     assert!(!room_keys(&mut a, &id).is_empty());
     kill_and_see_the_room_go(&mut instructor, &mut a, &id, &alice, Duration::from_secs(30));
     // The live class keeps its own.
@@ -427,7 +432,16 @@ fn refused_so_far(output: &Output) -> u64 {
 fn a_10_mb_entry_and_a_flood_are_refused_and_counted_with_the_instructors_memory_bounded() {
     const FLOOD: u64 = 100_000;
     let (_server, admin) = server(&[]);
-    let (mut instructor, mut join, id, alice, output) = class_under_way(&admin, 60_000);
+    // Alice's run goes on past the flood however slowly a loaded machine posts it: the
+    // roll stops reading her stream when her run ends, and the flood's entries come
+    // after her `finished` in it.
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.toml");
+    let playground = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/scenarios/playground.toml");
+    let playground = std::fs::read_to_string(playground).unwrap();
+    std::fs::write(&long, playground.replace("ms = 2500", "ms = 600000")).unwrap();
+    let (mut instructor, mut join, id, alice, output) =
+        class_with(&admin, 60_000, true, &long.display().to_string());
     let stream = RoomKeys::new(&id).stream("alice");
     let mut c = con(&alice);
     let before = peak_rss_kib(instructor.id()).expect("the instructor runs");
@@ -477,7 +491,7 @@ fn a_sigkilled_instructors_student_finds_nothing_after_the_lease_and_doctor_remo
     let (_server, admin) = server(&[]);
     let mut a = con(&admin);
     let _: () = cmd(&["SET", "not:the:room", "kept"]).query(&mut a).unwrap();
-    let (mut instructor, mut join, id, alice, _) = class_with(&admin, 2000, false);
+    let (mut instructor, mut join, id, alice, _) = class_with(&admin, 2000, false, "playground");
     instructor.kill().unwrap();
     instructor.wait().unwrap();
     let _ = join.kill();
