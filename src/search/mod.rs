@@ -455,9 +455,6 @@ fn next_schedule(
     }
 }
 
-/// The design with the schedule as `[[faults]]`, and the simulator's outcome stated
-/// as its expectation, so the file passes `--check` and says what real servers must
-/// show.
 /// A run's outcome as a scenario's `expect` states it: the storage, and each kind of
 /// violation once, sorted.
 fn expectation(events: &[Event], violations: &[Violation]) -> Expectation {
@@ -468,6 +465,9 @@ fn expectation(events: &[Event], violations: &[Violation]) -> Expectation {
     Expectation { storage, violations: kinds }
 }
 
+/// The design with the schedule as `[[faults]]`, and the simulator's outcome stated
+/// as its expectation, so the file passes `--check` and says what real servers must
+/// show.
 fn counterexample(
     original: &Scenario,
     design: &Scenario,
