@@ -57,14 +57,26 @@ async function main() {
   let lock = null;
   let token;
 
+  /** The lock key's create_revision while the key is on `lease`, else undefined. */
+  async function revisionOn(lease) {
+    const kv = (await client.get(hello.key).exec()).kvs[0];
+    return kv !== undefined && kv.lease === lease ? Number(kv.create_revision) : undefined;
+  }
+
   const steps = {
     async acquire() {
       let told = false;
+      let lease;
       for (;;) {
         lock = client.lock(hello.key).ttl(ttl);
         try {
           await lock.acquire();
-          break;
+          // Whose the key is: etcd3 stores nothing in it, its lease names the holder.
+          lease = await lock.leaseId();
+          // Fenced, the grant's token is its key's create_revision, read while the
+          // key is still on our lease; a grant lost before that is taken again.
+          token = fenced ? await revisionOn(lease) : undefined;
+          if (!fenced || token !== undefined) break;
         } catch (e) {
           if (!(e instanceof EtcdLockFailedError)) throw e;
           if (!told) say({ event: "waiting" });
@@ -72,18 +84,11 @@ async function main() {
           await sleep(50);
         }
       }
-      // Whose the key is: etcd3 stores nothing in it, its lease names the holder.
-      const lease = await lock.leaseId();
       let once = false;
       lock.lease.on("lost", (e) => {
         if (!once) say({ event: "lost", reason: `etcd3's lease said: ${e.message}` });
         once = true;
       });
-      token = undefined;
-      if (fenced) {
-        const kv = (await client.get(hello.key).exec()).kvs[0];
-        token = Number(kv.create_revision);
-      }
       say(token === undefined ? { event: "acquired", value: lease } : { event: "acquired", value: lease, token });
     },
     async write(step) {

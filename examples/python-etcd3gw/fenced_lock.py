@@ -10,9 +10,14 @@ import lock
 
 
 def create_revision(client, held):
-    """The revision that created the lock's key: this grant's fencing token."""
-    ((_, meta),) = client.get(held.key, metadata=True)
-    return int(meta["create_revision"])
+    """The revision that created the lock's key, while the key is still this grant's
+    (it holds our uuid): its fencing token. None when the lease ran out before it was
+    read (the key gone, or another's by now): the grant is lost, and `lock.run` takes
+    the lock again rather than write with a token that is not its own."""
+    for value, meta in client.get(held.key, metadata=True):
+        if value == held.uuid.encode("latin-1"):
+            return int(meta["create_revision"])
+    return None
 
 
 if __name__ == "__main__":

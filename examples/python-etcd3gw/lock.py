@@ -23,9 +23,28 @@ def say(**event):
     print(json.dumps(event), flush=True)
 
 
+def take(lock, client, fencing_token):
+    """Acquire the lock, waiting for it. The fenced twin then reads its grant's token,
+    and takes the lock again when the grant was lost before the token could be read
+    (`fencing_token` answers None). The token, or None unfenced."""
+    waiting = False
+    while True:
+        while not lock.acquire():
+            if not waiting:
+                say(event="waiting")
+                waiting = True
+            time.sleep(0.05)
+        if fencing_token is None:
+            return None
+        token = fencing_token(client, lock)
+        if token is not None:
+            return token
+
+
 def run(fencing_token=None):
     """Serve fencelab's steps; `fencing_token(client, lock)` (the fenced twin) returns
-    a token to send with each write of the current grant."""
+    a token to send with each write of the current grant, or None when the grant was
+    lost before it could be read."""
     hello = json.loads(sys.stdin.readline())
     etcd = urlparse(hello["servers"]["etcd"])
     client = Etcd3Client(host=etcd.hostname, port=etcd.port, timeout=10)
@@ -44,11 +63,7 @@ def run(fencing_token=None):
             continue
         step = order["step"]
         if step == "acquire":
-            if not lock.acquire():
-                say(event="waiting")
-                while not lock.acquire():
-                    time.sleep(0.05)
-            token = fencing_token(client, lock) if fencing_token else None
+            token = take(lock, client, fencing_token)
             grant = {"token": token} if token is not None else {}
             say(event="acquired", value=lock.uuid, **grant)
         elif step == "write":
