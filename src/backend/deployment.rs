@@ -189,6 +189,29 @@ pub fn deploy(targets: &Targets, shape: Shape) -> Result<Deployment, SelectError
     }
 }
 
+/// `n` more deployments of `shape` on `targets`, each on private servers of its own,
+/// started side by side: for the trials of a lock service whose runs cannot share a
+/// server ([`LockService::shared_by_runs`]), which then run at once, one on each. None
+/// where the lock service is on a server the user named (it is theirs, not fencelab's
+/// to multiply) or on the simulator; one that fails to start is left out, and the
+/// trials take turns on the rest.
+pub fn deploy_apart(targets: &Targets, shape: Shape, n: usize) -> Vec<Deployment> {
+    let private = match shape.lock.spec().home {
+        Home::OneRedis => targets.redis.is_none(),
+        Home::OwnRedis | Home::ZooKeeper => true,
+        Home::Etcd => targets.etcd.is_none(),
+        Home::Postgres => targets.postgres.is_none(),
+    };
+    if targets.sim || !private {
+        return Vec::new();
+    }
+    std::thread::scope(|scope| {
+        let starting: Vec<_> = (0..n).map(|_| scope.spawn(|| deploy(targets, shape))).collect();
+        let started = starting.into_iter().filter_map(|s| s.join().ok()?.ok());
+        started.filter(|d| !d.simulated()).collect()
+    })
+}
+
 /// The server programs [`deploy`] starts private servers of for `shape` on `targets`
 /// (none for a server the user named, none on the simulator): what must be installed
 /// for the run to be on real servers. It falls back to the simulator when one is not

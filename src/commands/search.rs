@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
-use crate::backend::deployment::{Deployment, Shape, deploy};
+use crate::backend::deployment::{Deployment, Shape, deploy, deploy_apart};
 use crate::check::{check, compare, lock_of};
 use crate::cli::{BackendArgs, BreakArgs};
 use crate::engine::RunOptions;
@@ -129,8 +129,17 @@ impl One<'_> {
         // The simulator cannot run a foreign program: its trials are real runs, on
         // servers started once for the whole search.
         let real = self.args.real || has_programs(scenario);
-        let deployment =
-            real.then(|| deploy(&self.backend.targets(), Shape::of(scenario))).transpose()?;
+        let (targets, shape) = (self.backend.targets(), Shape::of(scenario));
+        let deployment = real.then(|| deploy(&targets, shape)).transpose()?;
+        // Runs that cannot share a server each get one: trials side by side on
+        // deployments apart, where fencelab starts the lock service's servers.
+        let apart = match &deployment {
+            Some(d) if !d.lock().shared_by_runs() => {
+                deploy_apart(&targets, shape, real::SIDE_BY_SIDE - 1)
+            }
+            _ => Vec::new(),
+        };
+        let apart_count = apart.len();
         let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
         let bar = progress_bar(options.budget);
         let started = std::time::Instant::now();
@@ -157,7 +166,8 @@ impl One<'_> {
         let outcome = match &deployment {
             Some(deployment) => {
                 RealTrials::new(deployment, self.rt, self.cancel.clone(), time_scale).and_then(
-                    |mut trials| {
+                    |trials| {
+                        let mut trials = trials.apart(apart);
                         search::search_with(&mut trials, scenario, options, self.cancel, progress)
                     },
                 )
@@ -171,8 +181,14 @@ impl One<'_> {
         say(&report::design_line(&outcome));
         if let Some(deployment) = &deployment {
             say(&format!(
-                "every trial a real run on {} at {time_scale}x real time per scenario time",
-                deployment.describe()
+                "every trial a real run on {}{} at {time_scale}x real time per scenario time",
+                deployment.describe(),
+                match outcome.at_once {
+                    n if n > 1 && apart_count > 0 => {
+                        format!(" ({n} side by side, each on servers of its own)")
+                    }
+                    _ => String::new(),
+                }
             ));
         }
         for line in report::summary(&outcome) {

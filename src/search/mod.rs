@@ -123,6 +123,8 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// Every run it made: the fault-free one, each schedule's, shrinking's.
     pub runs: u64,
+    /// How many of the search's trials ran side by side (one: one after another).
+    pub at_once: usize,
     /// Runs that ended with an error, not judged: how many, and the first one's
     /// schedule and error.
     pub failed: (u64, Option<String>),
@@ -338,6 +340,7 @@ pub fn search_with(
         interrupted: false,
         elapsed: Duration::ZERO,
         runs: 0,
+        at_once: 1,
         failed: (0, None),
     };
     // A design that breaks with no fault at all is its own smallest story: its run
@@ -358,6 +361,7 @@ pub fn search_with(
         true => 1,
         false => judge.runner.side_by_side().max(1),
     };
+    outcome.at_once = side_by_side;
     let mut last_report = Instant::now();
     while first.is_none() && within(outcome.tried()) {
         if cancel.is_cancelled() {

@@ -9,7 +9,9 @@
 //! Where runs may share the servers, runs of the searched design are made ready
 //! while the trials run (their programs started and `ready`), and each trial takes
 //! one and gives it its pauses: an interpreter and its libraries take longer to start
-//! than many a run lasts.
+//! than many a run lasts. Where they may not (etcd's tokens count from a revision each
+//! run notes, ZooKeeper's from zxids every run's calls take), runs side by side each
+//! get servers of their own: deployments apart, started once as the first one was.
 
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
@@ -37,9 +39,14 @@ pub const SIDE_BY_SIDE: usize = 3;
 /// How long past twice its longest possible end a real trial may go on.
 const STUCK_GRACE: Duration = Duration::from_secs(5);
 
-/// Real runs, one after another, on one deployment and one runtime.
+/// Real runs, one after another or side by side, on one deployment (and the ones
+/// apart from it) and one runtime.
 pub struct RealTrials<'a> {
     deployment: &'a Deployment,
+    /// Deployments like `deployment` on private servers of their own, for a lock
+    /// service whose runs cannot share one: the second run of a batch runs on the
+    /// first of them, and so on.
+    apart: Vec<Deployment>,
     runtime: &'a Runtime,
     cancel: CancellationToken,
     time_scale: f64,
@@ -82,6 +89,7 @@ impl<'a> RealTrials<'a> {
         let (design, spares) = (None, Vec::new());
         Ok(RealTrials {
             deployment,
+            apart: Vec::new(),
             runtime,
             cancel,
             time_scale,
@@ -96,23 +104,47 @@ impl<'a> RealTrials<'a> {
         self.at_once = n.max(1);
         self
     }
+
+    /// Deployments like this one's, on servers of their own
+    /// ([`deploy_apart`](crate::backend::deployment::deploy_apart)): where runs cannot
+    /// share a server, trials run side by side on them.
+    pub fn apart(mut self, apart: Vec<Deployment>) -> Self {
+        self.apart = apart;
+        self
+    }
 }
 
 impl RealTrials<'_> {
-    /// Prepare a run of `scenario` on a task of its own: its connections opened, its
-    /// programs started and `ready`.
-    fn prepare(&self, scenario: &Scenario, fencing: bool) -> Spare {
+    /// The deployment the `slot`th run of a batch runs on: the one, where runs share
+    /// it.
+    fn slot(&self, slot: usize) -> &Deployment {
+        match slot.checked_sub(1) {
+            Some(apart) if !self.deployment.lock().shared_by_runs() => &self.apart[apart],
+            _ => self.deployment,
+        }
+    }
+
+    /// Prepare a run of `scenario` on a task of its own, on the `slot`th deployment:
+    /// its connections opened, its programs started and `ready`.
+    fn prepare(&self, scenario: &Scenario, fencing: bool, slot: usize) -> Spare {
         let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) };
-        let (lock, storage) = (self.deployment.lock().clone(), self.deployment.storage().clone());
+        let on = self.slot(slot);
+        let (lock, storage) = (on.lock().clone(), on.storage().clone());
         let (cancel, scenario) = (self.cancel.clone(), scenario.clone());
         self.runtime.spawn(async move {
             engine::prepare(lock.as_ref(), storage.as_ref(), &scenario, options, &cancel).await
         })
     }
 
-    /// A run for `scenario`: a spare of the design's given its faults, or (for
-    /// another design, or a fault no spare can take on) one starting now.
-    async fn ready(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Ready> {
+    /// A run for `scenario`, the `slot`th of its batch: a spare of the design's given
+    /// its faults, or (for another design, or a fault no spare can take on) one
+    /// starting now.
+    async fn ready(
+        &mut self,
+        scenario: &Scenario,
+        fencing: bool,
+        slot: usize,
+    ) -> anyhow::Result<Ready> {
         let design = self.design.as_ref().filter(|d| d.fencing == fencing);
         if design.is_some() && !self.spares.is_empty() {
             let mut spare = self.spares.remove(0).await??;
@@ -122,7 +154,7 @@ impl RealTrials<'_> {
                 Err(_) => self.spares.insert(0, self.runtime.spawn(async { Ok(spare) })),
             }
         }
-        Ok(Ready::Starting(self.prepare(scenario, fencing)))
+        Ok(Ready::Starting(self.prepare(scenario, fencing, slot)))
     }
 
     /// Run a prepared run of `scenario`, its clock started now, stopped (and judged as
@@ -151,8 +183,8 @@ impl RealTrials<'_> {
         fencing: bool,
     ) -> anyhow::Result<Vec<Vec<Event>>> {
         let mut ready = Vec::with_capacity(scenarios.len());
-        for scenario in scenarios {
-            ready.push(self.ready(scenario, fencing).await?);
+        for (slot, scenario) in scenarios.iter().enumerate() {
+            ready.push(self.ready(scenario, fencing, slot).await?);
         }
         // Those starting now start side by side.
         let mut prepared = Vec::with_capacity(ready.len());
@@ -165,7 +197,7 @@ impl RealTrials<'_> {
         if let Some(design) = &self.design {
             let wanted = self.side_by_side().saturating_sub(self.spares.len());
             let more: Vec<Spare> =
-                (0..wanted).map(|_| self.prepare(design, design.fencing)).collect();
+                (0..wanted).map(|_| self.prepare(design, design.fencing, 0)).collect();
             self.spares.extend(more);
         }
         let (this, mut runs) = (&*self, Vec::with_capacity(prepared.len()));
@@ -191,16 +223,26 @@ impl Runner for RealTrials<'_> {
         Ok(logs.remove(0))
     }
 
-    /// The runs side by side, each with its own run id and so its own keys.
+    /// The runs side by side, each with its own run id and so its own keys (and,
+    /// where runs cannot share a server, on a deployment of its own): as many at once
+    /// as [`Runner::side_by_side`] says.
     fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
         let runtime = self.runtime;
-        runtime.block_on(self.run_batch(scenarios, fencing))
+        let mut logs = Vec::with_capacity(scenarios.len());
+        for batch in scenarios.chunks(self.side_by_side()) {
+            logs.extend(runtime.block_on(self.run_batch(batch, fencing))?);
+        }
+        Ok(logs)
     }
 
     /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its
-    /// keys.
+    /// keys; else one per deployment.
     fn side_by_side(&self) -> usize {
-        if self.deployment.lock().shared_by_runs() { self.at_once } else { 1 }
+        if self.deployment.lock().shared_by_runs() {
+            self.at_once
+        } else {
+            self.at_once.min(1 + self.apart.len())
+        }
     }
 
     fn placement(&self) -> Placement {
