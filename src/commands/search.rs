@@ -132,9 +132,11 @@ impl One<'_> {
         let (targets, shape) = (self.backend.targets(), Shape::of(scenario));
         let deployment = real.then(|| deploy(&targets, shape)).transpose()?;
         // Runs that cannot share a server each get one: trials side by side on
-        // deployments apart, where fencelab starts the lock service's servers.
+        // deployments apart, where fencelab starts the lock service's servers (not
+        // for a scripted fault on a server: its trials go one at a time anyway).
+        let on_a_server = scenario.faults.iter().any(|f| f.kind.needs().node);
         let apart = match &deployment {
-            Some(d) if !d.lock().shared_by_runs() => {
+            Some(d) if !d.lock().shared_by_runs() && !on_a_server => {
                 deploy_apart(&targets, shape, real::SIDE_BY_SIDE - 1)
             }
             _ => Vec::new(),
