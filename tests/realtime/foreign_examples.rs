@@ -23,14 +23,24 @@ use crate::turn;
 /// One real run of `scenario` on the private servers it asks for (a redis-server, or
 /// Redlock's nodes).
 fn real_run(scenario: &Scenario, fencing: bool) -> Vec<Event> {
+    real_runs(&[(scenario, fencing)]).remove(0)
+}
+
+/// Real runs side by side in one turn, each on private servers of its own (nothing
+/// of one can reach the other: a run mostly waits for its pauses and leases).
+fn real_runs(runs: &[(&Scenario, bool)]) -> Vec<Vec<Event>> {
     let _turn = turn();
-    let deployment = support::deployment_for(scenario, false);
+    let deployments: Vec<_> =
+        runs.iter().map(|(scenario, _)| support::deployment_for(scenario, false)).collect();
     let runtime = fencelab::runtime::build(false).unwrap();
-    let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
-    let options = RunOptions::new(fencing);
     let cancel = CancellationToken::new();
-    let log = runtime.block_on(run(lock, storage, scenario, options, &cancel));
-    log.unwrap().snapshot()
+    let all = runs.iter().zip(&deployments).map(|((scenario, fencing), deployment)| {
+        let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+        let options = RunOptions::new(*fencing);
+        run(lock, storage, scenario, options, &cancel)
+    });
+    let logs = runtime.block_on(futures_util::future::join_all(all));
+    logs.into_iter().map(|log| log.unwrap().snapshot()).collect()
 }
 
 fn worker_events<'a>(
@@ -121,6 +131,11 @@ fn example(dir: &str, program: Option<&str>, fencing: bool) -> Vec<Event> {
 
 /// `examples/DIR/FILE`, the same way.
 fn example_file(dir: &str, file: &str, program: Option<&str>, fencing: bool) -> Vec<Event> {
+    real_run(&example_scenario(dir, file, program), fencing)
+}
+
+/// `examples/DIR/FILE`'s scenario, its workers all `program` when given (run in DIR).
+fn example_scenario(dir: &str, file: &str, program: Option<&str>) -> Scenario {
     let path = format!("examples/{dir}/{file}");
     let mut scenario = load(&path).unwrap().scenario;
     if let Some(program) = program {
@@ -131,7 +146,7 @@ fn example_file(dir: &str, file: &str, program: Option<&str>, fencing: bool) -> 
             w.program = Some(program.clone());
         }
     }
-    real_run(&scenario, fencing)
+    scenario
 }
 
 /// A library's lock under the pause: its stale write lands (B's write, then A's), and
@@ -141,7 +156,11 @@ fn stale_then_fenced(dir: &str, fenced: &str, call: &str) {
 }
 
 fn stale_then_fenced_in(dir: &str, file: &str, fenced: &str, call: &str) {
-    let events = example_file(dir, file, None, false);
+    // The two runs side by side, on servers of their own.
+    let (plain, twin) =
+        (example_scenario(dir, file, None), example_scenario(dir, file, Some(fenced)));
+    let [events, fenced_events] =
+        <[Vec<Event>; 2]>::try_from(real_runs(&[(&plain, false), (&twin, true)])).unwrap();
     assert_eq!(storage(&events), ["B:-", "A:-"], "{}", digest(&events));
     // The inspector shows the library's own calls, decoded from its proxy's bytes.
     let shown = events.iter().any(|e| {
@@ -150,7 +169,7 @@ fn stale_then_fenced_in(dir: &str, file: &str, fenced: &str, call: &str) {
     });
     assert!(shown, "no {call:?} of A's in the inspector:\n{}", digest(&events));
     assert!(violations(&events).contains(&ViolationKind::StaleWrite), "{}", digest(&events));
-    let events = example_file(dir, file, Some(fenced), true);
+    let events = fenced_events;
     let stored = storage(&events);
     assert!(stored.len() == 1 && stored[0].starts_with("B:"), "{stored:?}\n{}", digest(&events));
     let refused = worker_events(&events, "A").any(|(_, w)| {
