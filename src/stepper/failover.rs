@@ -122,6 +122,12 @@ impl Pair {
         !self.detached && self.nodes[self.replica()].up
     }
 
+    /// Until when (included) neither node's key can expire: the pair changes only by
+    /// calls and faults till then (replication copies at each of them).
+    pub fn quiet_until(&self) -> u64 {
+        self.nodes.iter().filter_map(|n| n.lock?.deadline).min().unwrap_or(u64::MAX)
+    }
+
     /// The primary's counter as the observer reads it (None: down, or no key).
     pub fn counter(&self) -> Option<u64> {
         self.fence[self.primary].filter(|_| self.nodes[self.primary].up)

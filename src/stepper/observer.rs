@@ -13,12 +13,12 @@ pub(super) struct Observer<'a> {
     recorder: Recorder<&'a str>,
     /// Each node's holder, as last read: kept for its room, a reading every 100 ms.
     nodes: Vec<Option<&'a str>>,
-    /// After a reading on Redis, Redlock, etcd or the Lease: the log's length then, the instant until
-    /// which the lock reads the same while the log stays so (`Db::quiet_until`: every
-    /// call and fault that changes the lock is logged), and the lease's end that
-    /// reading set the next one for. A reading within those would be the same one, and
-    /// records nothing: it only sets the next, as it would have. Most readings of a
-    /// run are such idle ones, 100 ms apart.
+    /// After a reading (on any lock but ZooKeeper): the log's length then, the
+    /// instant until which the lock reads the same while the log stays so
+    /// (`Db::quiet_until`: every call and fault that changes the lock is logged), and
+    /// the lease's end that reading set the next one for. A reading within those would
+    /// be the same one, and records nothing: it only sets the next, as it would have.
+    /// Most readings of a run are such idle ones, 100 ms apart.
     quiet: Option<Quiet>,
 }
 

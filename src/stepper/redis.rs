@@ -126,10 +126,11 @@ impl<'a> Db<'a> {
 
     /// Until when (that instant included) the observer's reading of the lock stays
     /// what it is unless a worker's call or a fault changes it: on one Redis and on
-    /// Redlock the first key's deadline (a key lives until `now > deadline`), on etcd
-    /// the first lease's, and a Lease record changes only when it is written. None on
-    /// the other services, which the observer reads every time (a ZooKeeper session
-    /// that a reading finds expired wakes its watchers then).
+    /// Redlock the first key's deadline (a key lives until `now > deadline`), on the
+    /// failover pair either node's, on etcd the first lease's; a Lease record changes
+    /// only when it is written, and the queue's pending jobs only by calls (an idle
+    /// one is claimed by a call). None on ZooKeeper, which the observer reads every
+    /// time (a session that a reading finds expired wakes its watchers then).
     pub fn quiet_until(&self) -> Option<u64> {
         match &self.service {
             None => {
@@ -137,8 +138,9 @@ impl<'a> Db<'a> {
                 Some(deadlines.min().unwrap_or(u64::MAX))
             }
             Some(Service::Etcd(etcd)) => Some(etcd.quiet_until()),
-            Some(Service::Lease(_)) => Some(u64::MAX),
-            Some(Service::ZooKeeper(_) | Service::Queue(_) | Service::Pair(_)) => None,
+            Some(Service::Pair(pair)) => Some(pair.quiet_until()),
+            Some(Service::Lease(_) | Service::Queue(_)) => Some(u64::MAX),
+            Some(Service::ZooKeeper(_)) => None,
         }
     }
 

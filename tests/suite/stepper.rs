@@ -446,3 +446,36 @@ fn every_lesson_on_one_redis_moved_onto_the_failover_pair_runs_as_on_the_simulat
         vec![("the pair".to_string(), moved), ("the pair failing over".to_string(), failing)]
     });
 }
+
+/// The failover pair with its replica cut off: A renews on the primary, so the
+/// replica's copy of the key ends first, at its own deadline, with no call logged.
+/// The observer's reading of the nodes changes then; the stepper's idle readings
+/// (`Db::quiet_until`, either node's key) must not skip past it.
+#[test]
+fn a_cut_off_replicas_key_ends_on_its_own_and_the_stepper_reads_it_then() {
+    let src = r#"
+name = "cut-off-replica"
+title = "a replica's key ends before the primary's"
+ttl_ms = 1000
+replica = true
+
+[[workers]]
+name = "A"
+steps = [
+  { do = "acquire" },
+  { do = "work", ms = 300 },
+  { do = "renew" },
+  { do = "work", ms = 1500 },
+  { do = "release" },
+]
+
+[[faults]]
+at_ms = 100
+node = 2
+do = "detach"
+"#;
+    let s = fencelab::scenario::parse_scenario(src, "cut-off-replica.toml").unwrap();
+    let mut tally = Tally::default();
+    tally.judge("cut-off-replica", &s);
+    tally.assert_agreed();
+}
