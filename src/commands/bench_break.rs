@@ -19,11 +19,11 @@ use crate::engine::log::Event;
 use crate::runtime::{self, Shutdown};
 use crate::scenario::{Scenario, builtin};
 use crate::search::real::{RealTrials, SIDE_BY_SIDE};
-use crate::search::trial::{Placement, Runner, Trials};
+use crate::search::trial::{Feed, Placement, Runner, Trials};
 use crate::search::{Budget, Options, Progress, search_with};
 
-/// A runner that times the trials of the one it wraps: each trial's own wall time
-/// (for trials side by side, their batch's), and the wall time they took in all.
+/// A runner that times the trials of the one it wraps: each trial's own wall time,
+/// from its start to its end, and the wall time they took in all.
 struct Timed<'r> {
     inner: &'r mut dyn Runner,
     trials: Vec<f64>,
@@ -34,15 +34,22 @@ impl Runner for Timed<'_> {
     fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let started = Instant::now();
         let events = self.inner.trial(scenario, fencing);
-        self.took(started, 1);
+        self.busy += started.elapsed();
+        self.trials.push(started.elapsed().as_secs_f64() * 1000.0);
         events
     }
 
-    fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
-        let started = Instant::now();
-        let logs = self.inner.trials(scenarios, fencing);
-        self.took(started, scenarios.len());
-        logs
+    fn pipeline(
+        &mut self,
+        fencing: bool,
+        at_once: usize,
+        feed: &mut dyn Feed,
+    ) -> anyhow::Result<()> {
+        let began = Instant::now();
+        let mut timed = TimedFeed { feed, started: Vec::new(), trials: &mut self.trials };
+        let done = self.inner.pipeline(fencing, at_once, &mut timed);
+        self.busy += began.elapsed();
+        done
     }
 
     fn side_by_side(&self) -> usize {
@@ -58,11 +65,25 @@ impl Runner for Timed<'_> {
     }
 }
 
-impl Timed<'_> {
-    fn took(&mut self, started: Instant, trials: usize) {
-        let took = started.elapsed();
-        self.busy += took;
-        self.trials.extend(std::iter::repeat_n(took.as_secs_f64() * 1000.0, trials));
+/// The feed of a [`Timed`] pipeline: when each trial started, and how long it took.
+struct TimedFeed<'f> {
+    feed: &'f mut dyn Feed,
+    started: Vec<Instant>,
+    trials: &'f mut Vec<f64>,
+}
+
+impl Feed for TimedFeed<'_> {
+    fn next(&mut self) -> Option<Scenario> {
+        let next = self.feed.next();
+        if next.is_some() {
+            self.started.push(Instant::now());
+        }
+        next
+    }
+
+    fn done(&mut self, index: usize, events: Vec<Event>) -> bool {
+        self.trials.push(self.started[index].elapsed().as_secs_f64() * 1000.0);
+        self.feed.done(index, events)
     }
 }
 
@@ -179,7 +200,7 @@ pub fn bench(
         measured.row(path, searches);
     }
     println!(
-        "(ms: median / p90 / p99; trials/s by the searches' wall time; a trial's ms is its run's, or for runs at once their batch's; the program: {program})"
+        "(ms: median / p90 / p99; trials/s by the searches' wall time; a trial's ms is its own, from its start to its end, side by side or not; the program: {program})"
     );
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(ExitCode::SUCCESS)

@@ -24,7 +24,7 @@ use crate::engine::log::Event;
 use crate::scenario::spec::LockSpec;
 use crate::scenario::{Expectation, FaultKind, Scenario};
 use space::{Schedule, Space};
-use trial::{Placement, Runner, Trials};
+use trial::{Feed, Placement, Runner, Trials};
 
 /// How far the search may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +139,11 @@ impl Outcome {
 /// The design breaks under `schedule` (with its run), as the scenario's fencing says.
 struct Judge<'a> {
     runner: &'a mut dyn Runner,
+    tally: Tally<'a>,
+}
+
+/// The verdicts so far: on which runs, and what they found short of a break.
+struct Tally<'a> {
     design: &'a Scenario,
     fencing: bool,
     harmless: BTreeMap<ViolationKind, u64>,
@@ -161,23 +166,15 @@ impl Judge<'_> {
         &mut self,
         schedules: &[Schedule],
     ) -> anyhow::Result<Vec<(Vec<Event>, Vec<Violation>)>> {
-        self.runs += schedules.len() as u64;
+        self.tally.runs += schedules.len() as u64;
         let scenarios: Vec<Scenario> =
-            schedules.iter().map(|s| space::apply(self.design, s)).collect();
-        let logs = self.runner.trials(&scenarios, self.fencing)?;
+            schedules.iter().map(|s| space::apply(self.tally.design, s)).collect();
+        let logs = self.runner.trials(&scenarios, self.tally.fencing)?;
         let judged = logs.into_iter().map(|events| {
             let violations = check(&events);
             (events, violations)
         });
         Ok(judged.collect())
-    }
-
-    /// Whether each schedule breaks (counting harmless violations and failed runs on
-    /// the way), their runs side by side.
-    fn break_all(&mut self, schedules: &[Schedule]) -> anyhow::Result<Vec<bool>> {
-        let runs = self.run_all(schedules)?;
-        let judged = schedules.iter().zip(runs);
-        Ok(judged.map(|(schedule, (events, v))| self.verdict(schedule, &events, &v)).collect())
     }
 
     /// Whether `schedule` breaks in each of `times` runs, every one with the same
@@ -190,8 +187,8 @@ impl Judge<'_> {
         at_once: usize,
     ) -> anyhow::Result<bool> {
         let mut first: Option<Expectation> = None;
-        let mut alike = |judge: &mut Self, events: &[Event], violations: &[Violation]| {
-            if !judge.verdict(schedule, events, violations) {
+        let mut alike = |tally: &mut Tally, events: &[Event], violations: &[Violation]| {
+            if !tally.verdict(schedule, events, violations) {
                 return false;
             }
             let outcome = expectation(events, violations);
@@ -201,20 +198,22 @@ impl Judge<'_> {
             let runs = self.run_all(&vec![schedule.clone(); times])?;
             let mut all = true;
             for (events, violations) in &runs {
-                // Every run judged, as a search's batch is: its harmless ones counted.
-                all &= alike(self, events, violations);
+                // Every run judged, as the search's are: its harmless ones counted.
+                all &= alike(&mut self.tally, events, violations);
             }
             return Ok(all);
         }
         for _ in 0..times {
             let (events, violations) = self.run(schedule)?;
-            if !alike(self, &events, &violations) {
+            if !alike(&mut self.tally, &events, &violations) {
                 return Ok(false);
             }
         }
         Ok(true)
     }
+}
 
+impl Tally<'_> {
     /// The verdict on one run of `schedule`.
     fn verdict(
         &mut self,
@@ -238,6 +237,63 @@ impl Judge<'_> {
             for k in kinds {
                 *self.harmless.entry(k).or_default() += 1;
             }
+        }
+        broke
+    }
+}
+
+/// The search proper, as a [`Feed`] of its runner's pipeline: each next schedule in
+/// the search's order while the budget lasts, each run judged as it ends, and no new
+/// one started once one broke (those under way end, and the first in the search's
+/// order that broke is the one kept, as one at a time would find).
+struct Sweep<'s, 'd, P> {
+    outcome: &'s mut Outcome,
+    tally: &'s mut Tally<'d>,
+    placed: &'s [space::Move],
+    order: &'s [u64],
+    space: &'s Space,
+    rng: fastrand::Rng,
+    budget: Budget,
+    started: Instant,
+    cancel: &'s CancellationToken,
+    progress: &'s mut P,
+    last_report: Instant,
+    /// The schedules started, in the order they were.
+    schedules: Vec<Schedule>,
+    /// The earliest of them that broke.
+    first: Option<usize>,
+}
+
+impl<P: FnMut(Progress)> Feed for Sweep<'_, '_, P> {
+    fn next(&mut self) -> Option<Scenario> {
+        let within = match self.budget {
+            Budget::Schedules(n) => self.outcome.tried() < n,
+            Budget::Time(limit) => self.started.elapsed() < limit,
+        };
+        if self.first.is_some() || !within {
+            return None;
+        }
+        if self.cancel.is_cancelled() {
+            self.outcome.interrupted = true;
+            return None;
+        }
+        if self.last_report.elapsed() > Duration::from_millis(100) {
+            self.last_report = Instant::now();
+            (self.progress)(Progress { tried: self.outcome.tried(), violations: 0 });
+        }
+        let schedule =
+            next_schedule(self.outcome, self.placed, self.order, self.space, &mut self.rng)?;
+        let scenario = space::apply(self.tally.design, &schedule);
+        self.schedules.push(schedule);
+        self.tally.runs += 1;
+        Some(scenario)
+    }
+
+    fn done(&mut self, index: usize, events: Vec<Event>) -> bool {
+        let violations = check(&events);
+        let broke = self.tally.verdict(&self.schedules[index], &events, &violations);
+        if broke {
+            self.first = Some(self.first.map_or(index, |first| first.min(index)));
         }
         broke
     }
@@ -305,11 +361,13 @@ pub fn search_with(
     }
     let mut judge = Judge {
         runner,
-        design: &design,
-        fencing: design.fencing,
-        harmless: BTreeMap::new(),
-        runs: 0,
-        failed: (0, None),
+        tally: Tally {
+            design: &design,
+            fencing: design.fencing,
+            harmless: BTreeMap::new(),
+            runs: 0,
+            failed: (0, None),
+        },
     };
     let (clean_events, clean_violations) = judge.run(&[])?;
     // A design that cannot even run without a fault has nothing to search.
@@ -346,14 +404,10 @@ pub fn search_with(
     // A design that breaks with no fault at all is its own smallest story: its run
     // without faults, judged.
     let mut first: Option<Schedule> =
-        judge.verdict(&[], &clean_events, &clean_violations).then(Vec::new);
-    let mut rng = fastrand::Rng::with_seed(options.seed);
+        judge.tally.verdict(&[], &clean_events, &clean_violations).then(Vec::new);
     let mut order: Vec<u64> = (0..space.singles()).collect();
+    let mut rng = fastrand::Rng::with_seed(options.seed);
     rng.shuffle(&mut order);
-    let within = |tried: u64| match options.budget {
-        Budget::Schedules(n) => tried < n,
-        Budget::Time(limit) => started.elapsed() < limit,
-    };
     // Real runs where the servers can take them at once go side by side; a design
     // with a fault that hits a server (a kill, a promotion, a clock jump), scripted
     // or searched, keeps to one, as that server is every run's.
@@ -362,34 +416,29 @@ pub fn search_with(
         false => judge.runner.side_by_side().max(1),
     };
     outcome.at_once = side_by_side;
-    let mut last_report = Instant::now();
-    while first.is_none() && within(outcome.tried()) {
-        if cancel.is_cancelled() {
-            outcome.interrupted = true;
-            break;
-        }
-        let mut batch = Vec::new();
-        while batch.len() < side_by_side && within(outcome.tried()) {
-            match next_schedule(&mut outcome, &placed, &order, &space, &mut rng) {
-                Some(schedule) => batch.push(schedule),
-                None => break,
-            }
-        }
-        if batch.is_empty() {
-            break;
-        }
-        // The first in the search's order that breaks, as one at a time would find.
-        let broke = judge.break_all(&batch)?;
-        first = batch.into_iter().zip(broke).find_map(|(s, broke)| broke.then_some(s));
-        if last_report.elapsed() > Duration::from_millis(100) {
-            last_report = Instant::now();
-            progress(Progress { tried: outcome.tried(), violations: 0 });
-        }
+    if first.is_none() {
+        let mut sweep = Sweep {
+            outcome: &mut outcome,
+            tally: &mut judge.tally,
+            placed: &placed,
+            order: &order,
+            space: &space,
+            rng,
+            budget: options.budget,
+            started,
+            cancel,
+            progress: &mut progress,
+            last_report: Instant::now(),
+            schedules: Vec::new(),
+            first: None,
+        };
+        judge.runner.pipeline(design.fencing, side_by_side, &mut sweep)?;
+        first = sweep.first.map(|i| sweep.schedules.swap_remove(i));
     }
     progress(Progress { tried: outcome.tried(), violations: u64::from(first.is_some()) });
-    outcome.harmless = std::mem::take(&mut judge.harmless);
+    outcome.harmless = std::mem::take(&mut judge.tally.harmless);
     if let Some(original) = first {
-        let runs_before = judge.runs;
+        let runs_before = judge.tally.runs;
         // A real run races the scheduler: there a smaller story counts only when it
         // breaks the same way twice running (the way its saved file will say it
         // breaks), and a start at the workers' own moment stays put (later starts on
@@ -417,7 +466,7 @@ pub fn search_with(
                 break;
             }
         }
-        let shrink_trials = judge.runs - runs_before;
+        let shrink_trials = judge.tally.runs - runs_before;
         match shown {
             Some((events, violations)) => {
                 let scenario = counterexample(scenario, &design, &shrunk, &events, &violations);
@@ -427,8 +476,8 @@ pub fn search_with(
         }
     }
     outcome.elapsed = started.elapsed();
-    outcome.runs = judge.runs;
-    outcome.failed = judge.failed;
+    outcome.runs = judge.tally.runs;
+    outcome.failed = judge.tally.failed;
     Ok(outcome)
 }
 
@@ -532,5 +581,76 @@ mod tests {
             seq: 4,
         };
         assert!(!harmful(&overlap, false, &REDIS));
+    }
+}
+
+#[cfg(test)]
+mod pipeline_tests {
+    use super::*;
+    use trial::Feed;
+
+    /// The simulator's trials, taken `at_once` at a time from the feed and handed back
+    /// last first: real runs side by side end in any order. Sixteen at once, so that
+    /// a window where the search breaks holds more than one schedule that breaks.
+    struct LastFirst(Trials);
+
+    impl Runner for LastFirst {
+        fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+            self.0.trial(scenario, fencing)
+        }
+
+        fn side_by_side(&self) -> usize {
+            16
+        }
+
+        fn pipeline(
+            &mut self,
+            fencing: bool,
+            at_once: usize,
+            feed: &mut dyn Feed,
+        ) -> anyhow::Result<()> {
+            let mut started = 0;
+            loop {
+                let window: Vec<Scenario> = (0..at_once).map_while(|_| feed.next()).collect();
+                if window.is_empty() {
+                    return Ok(());
+                }
+                let mut stop = false;
+                for (i, scenario) in window.iter().enumerate().rev() {
+                    stop |= feed.done(started + i, self.0.trial(scenario, fencing)?);
+                }
+                started += window.len();
+                if stop {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Whatever order runs side by side end in, the break kept is the first in the
+    /// search's order: the one a search one run at a time finds (and so the one the
+    /// same seed finds on every machine).
+    #[test]
+    fn the_break_kept_is_the_first_in_the_searchs_order_whatever_order_runs_end_in() {
+        let design = crate::scenario::builtin("gc-pause").unwrap().unwrap();
+        let cancel = CancellationToken::new();
+        let mut found = Vec::new();
+        let mut ends_at_once = Vec::new();
+        for runner in
+            [&mut Trials::new().unwrap() as &mut dyn Runner, &mut LastFirst(Trials::new().unwrap())]
+        {
+            for seed in 1..=8 {
+                let options =
+                    Options { kinds: None, budget: Budget::Schedules(500), seed, fencing: None };
+                let outcome = search_with(runner, &design, &options, &cancel, |_| {}).unwrap();
+                let first = outcome.found.map(|f| f.original);
+                assert!(first.is_some(), "seed {seed}: gc-pause breaks");
+                found.push((seed, first));
+            }
+            ends_at_once.push(runner.side_by_side());
+        }
+        assert_eq!(ends_at_once, [1, 16]);
+        let (one_at_a_time, last_first) = found.split_at(8);
+        assert_eq!(one_at_a_time, last_first);
     }
 }

@@ -14,12 +14,12 @@
 //! get servers of their own: deployments apart, started once as the first one was.
 
 use tokio::runtime::Runtime;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use std::time::Duration;
 
-use super::trial::{Placement, Runner};
+use super::trial::{Feed, Placement, Runner};
 use crate::backend::BackendError;
 use crate::backend::deployment::Deployment;
 use crate::engine::log::Event;
@@ -44,7 +44,7 @@ const STUCK_GRACE: Duration = Duration::from_secs(5);
 pub struct RealTrials<'a> {
     deployment: &'a Deployment,
     /// Deployments like `deployment` on private servers of their own, for a lock
-    /// service whose runs cannot share one: the second run of a batch runs on the
+    /// service whose runs cannot share one: the run in the second place runs on the
     /// first of them, and so on.
     apart: Vec<Deployment>,
     runtime: &'a Runtime,
@@ -115,7 +115,7 @@ impl<'a> RealTrials<'a> {
 }
 
 impl RealTrials<'_> {
-    /// The deployment the `slot`th run of a batch runs on: the one, where runs share
+    /// The deployment the run in the `slot`th place runs on: the one, where runs share
     /// it.
     fn slot(&self, slot: usize) -> &Deployment {
         match slot.checked_sub(1) {
@@ -136,7 +136,7 @@ impl RealTrials<'_> {
         })
     }
 
-    /// A run for `scenario`, the `slot`th of its batch: a spare of the design's given
+    /// A run for `scenario`, in the `slot`th place: a spare of the design's given
     /// its faults, or (for another design, or a fault no spare can take on) one
     /// starting now.
     async fn ready(
@@ -157,55 +157,85 @@ impl RealTrials<'_> {
         Ok(Ready::Starting(self.prepare(scenario, fencing, slot)))
     }
 
-    /// Run a prepared run of `scenario`, its clock started now, stopped (and judged as
-    /// it stands) at twice its longest possible end plus [`STUCK_GRACE`]: a program
-    /// waiting for a job another worker has already done (a queue's: nobody will free
-    /// it) asks its server on and on, so its own silence never ends it.
-    async fn execute(&self, scenario: &Scenario, prepared: PreparedRun) -> Vec<Event> {
-        let longest = policy::longest_ms(scenario) as f64 * 2.0 * self.time_scale / 1000.0;
-        let limit = Duration::from_secs_f64(longest) + STUCK_GRACE;
-        prepared.restart_clock();
-        let (log, control) = (prepared.log(), prepared.control());
-        let watchdog = tokio::spawn(async move {
-            tokio::time::sleep(limit).await;
-            control.stop();
-        });
-        prepared.execute().await;
-        watchdog.abort();
-        log.snapshot()
+    /// Run `feed`'s trials, up to `at_once` (and the places there are) side by side:
+    /// each started on a place as soon as one is free, the design's spares topped up
+    /// as each starts (the next trial takes one ready).
+    async fn run_pipeline(
+        &mut self,
+        fencing: bool,
+        at_once: usize,
+        feed: &mut dyn Feed,
+    ) -> anyhow::Result<()> {
+        // Free places: the slots of `slot`, the lowest taken first.
+        let mut free: Vec<usize> = (0..at_once.clamp(1, self.side_by_side())).rev().collect();
+        let mut running = JoinSet::new();
+        let (mut started, mut feeding) = (0, true);
+        loop {
+            while feeding && let Some(slot) = free.pop() {
+                let Some(scenario) = feed.next() else {
+                    feeding = false;
+                    free.push(slot);
+                    break;
+                };
+                let ready = self.ready(&scenario, fencing, slot).await?;
+                let (index, time_scale) = (started, self.time_scale);
+                running.spawn_on(
+                    async move {
+                        let prepared = match ready {
+                            Ready::Now(run) => Ok(*run),
+                            Ready::Starting(spare) => {
+                                spare.await.map_err(anyhow::Error::from).and_then(|run| Ok(run?))
+                            }
+                        };
+                        let events = match prepared {
+                            Ok(run) => Ok(execute(time_scale, &scenario, run).await),
+                            Err(error) => Err(error),
+                        };
+                        (index, slot, events)
+                    },
+                    self.runtime.handle(),
+                );
+                started += 1;
+                self.top_up_spares();
+            }
+            let Some(ended) = running.join_next().await else {
+                return Ok(());
+            };
+            let (index, slot, events) = ended?;
+            free.push(slot);
+            if feed.done(index, events?) {
+                feeding = false;
+            }
+        }
     }
 
-    /// Run each of `scenarios` side by side; once they are ready, spares of the design
-    /// are made ready for the trials after them.
-    async fn run_batch(
-        &mut self,
-        scenarios: &[Scenario],
-        fencing: bool,
-    ) -> anyhow::Result<Vec<Vec<Event>>> {
-        let mut ready = Vec::with_capacity(scenarios.len());
-        for (slot, scenario) in scenarios.iter().enumerate() {
-            ready.push(self.ready(scenario, fencing, slot).await?);
-        }
-        // Those starting now start side by side.
-        let mut prepared = Vec::with_capacity(ready.len());
-        for run in ready {
-            prepared.push(match run {
-                Ready::Now(run) => Ok(*run),
-                Ready::Starting(spare) => spare.await?,
-            });
-        }
+    /// Spares of the design made ready up to one per place, while the trials run.
+    fn top_up_spares(&mut self) {
         if let Some(design) = &self.design {
             let wanted = self.side_by_side().saturating_sub(self.spares.len());
             let more: Vec<Spare> =
                 (0..wanted).map(|_| self.prepare(design, design.fencing, 0)).collect();
             self.spares.extend(more);
         }
-        let (this, mut runs) = (&*self, Vec::with_capacity(prepared.len()));
-        for (scenario, prepared) in scenarios.iter().zip(prepared) {
-            runs.push(async move { Ok(this.execute(scenario, prepared?).await) });
-        }
-        futures_util::future::join_all(runs).await.into_iter().collect()
     }
+}
+
+/// Run a prepared run of `scenario`, its clock started now, at `time_scale`, stopped
+/// (and judged as it stands) at twice its longest possible end plus [`STUCK_GRACE`]: a
+/// program waiting for a job another worker has already done (a queue's: nobody will
+/// free it) asks its server on and on, so its own silence never ends it.
+async fn execute(time_scale: f64, scenario: &Scenario, prepared: PreparedRun) -> Vec<Event> {
+    let longest = policy::longest_ms(scenario) as f64 * 2.0 * time_scale / 1000.0;
+    let limit = Duration::from_secs_f64(longest) + STUCK_GRACE;
+    prepared.restart_clock();
+    let (log, control) = (prepared.log(), prepared.control());
+    let watchdog = tokio::spawn(async move {
+        tokio::time::sleep(limit).await;
+        control.stop();
+    });
+    prepared.execute().await;
+    watchdog.abort();
+    log.snapshot()
 }
 
 impl Drop for RealTrials<'_> {
@@ -223,16 +253,16 @@ impl Runner for RealTrials<'_> {
         Ok(logs.remove(0))
     }
 
-    /// The runs side by side, each with its own run id and so its own keys (and,
-    /// where runs cannot share a server, on a deployment of its own): as many at once
-    /// as [`Runner::side_by_side`] says.
-    fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
+    /// The trials side by side, each with its own run id and so its own keys (and,
+    /// where runs cannot share a server, on a deployment of its own).
+    fn pipeline(
+        &mut self,
+        fencing: bool,
+        at_once: usize,
+        feed: &mut dyn Feed,
+    ) -> anyhow::Result<()> {
         let runtime = self.runtime;
-        let mut logs = Vec::with_capacity(scenarios.len());
-        for batch in scenarios.chunks(self.side_by_side()) {
-            logs.extend(runtime.block_on(self.run_batch(batch, fencing))?);
-        }
-        Ok(logs)
+        runtime.block_on(self.run_pipeline(fencing, at_once, feed))
     }
 
     /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its

@@ -26,7 +26,32 @@ pub trait Runner {
     /// Run each of `scenarios` to its end, as many side by side as
     /// [`Runner::side_by_side`] says; their events, in the order given.
     fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
-        scenarios.iter().map(|s| self.trial(s, fencing)).collect()
+        let mut listed = Listed { scenarios: scenarios.iter(), logs: vec![None; scenarios.len()] };
+        let at_once = self.side_by_side();
+        self.pipeline(fencing, at_once, &mut listed)?;
+        let logs = listed.logs.into_iter().map(|log| log.unwrap_or_default());
+        Ok(logs.collect())
+    }
+
+    /// Run `feed`'s trials until it gives no more: up to `at_once` at a time, the
+    /// next one started as soon as one ends (the default: one after another), each
+    /// handed back to `feed` as it ends. A batch of runs side by side would wait for
+    /// its longest; a pipeline keeps every place busy.
+    fn pipeline(
+        &mut self,
+        fencing: bool,
+        _at_once: usize,
+        feed: &mut dyn Feed,
+    ) -> anyhow::Result<()> {
+        let mut index = 0;
+        while let Some(scenario) = feed.next() {
+            let events = self.trial(&scenario, fencing)?;
+            if feed.done(index, events) {
+                break;
+            }
+            index += 1;
+        }
+        Ok(())
     }
 
     /// How many trials may run at once, where no fault hits a server they share. One,
@@ -46,6 +71,32 @@ pub trait Runner {
     /// its connections) makes runs of it ready while others run, and gives each the
     /// faults of the trial it becomes.
     fn expect(&mut self, _design: &Scenario) {}
+}
+
+/// Where a [`Runner::pipeline`]'s trials come from, and go.
+pub trait Feed {
+    /// The next trial to start; None: start no more.
+    fn next(&mut self) -> Option<Scenario>;
+    /// The `index`th trial started (from 0) ended with `events`; true: start no more
+    /// (the ones under way still end, and are handed back).
+    fn done(&mut self, index: usize, events: Vec<Event>) -> bool;
+}
+
+/// A feed of a list of scenarios, their logs kept in the list's order.
+struct Listed<'s> {
+    scenarios: std::slice::Iter<'s, Scenario>,
+    logs: Vec<Option<Vec<Event>>>,
+}
+
+impl Feed for Listed<'_> {
+    fn next(&mut self) -> Option<Scenario> {
+        self.scenarios.next().cloned()
+    }
+
+    fn done(&mut self, index: usize, events: Vec<Event>) -> bool {
+        self.logs[index] = Some(events);
+        false
+    }
 }
 
 /// How schedules are placed.
