@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{EXIT_INTERRUPTED, say};
 use super::scenario_ref;
-use crate::backend::deployment::{Deployment, Shape, deploy, deploy_apart};
+use crate::backend::deployment::{Deployment, Shape, deploy};
 use crate::check::{check, compare, lock_of};
 use crate::cli::{BackendArgs, BreakArgs};
 use crate::engine::RunOptions;
@@ -131,17 +131,6 @@ impl One<'_> {
         let real = self.args.real || has_programs(scenario);
         let (targets, shape) = (self.backend.targets(), Shape::of(scenario));
         let deployment = real.then(|| deploy(&targets, shape)).transpose()?;
-        // Runs that cannot share a server each get one: trials side by side on
-        // deployments apart, where fencelab starts the lock service's servers (not
-        // for a scripted fault on a server: its trials go one at a time anyway).
-        let on_a_server = scenario.faults.iter().any(|f| f.kind.needs().node);
-        let apart = match &deployment {
-            Some(d) if !d.lock().shared_by_runs() && !on_a_server => {
-                deploy_apart(&targets, shape, real::SIDE_BY_SIDE - 1)
-            }
-            _ => Vec::new(),
-        };
-        let apart_count = apart.len();
         let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
         let bar = progress_bar(options.budget);
         let started = std::time::Instant::now();
@@ -168,8 +157,10 @@ impl One<'_> {
         let outcome = match &deployment {
             Some(deployment) => {
                 RealTrials::new(deployment, self.rt, self.cancel.clone(), time_scale).and_then(
+                    // Runs that cannot share a server each get one, where fencelab
+                    // starts the lock service's servers.
                     |trials| {
-                        let mut trials = trials.apart(apart);
+                        let mut trials = trials.apart_on(targets, shape);
                         search::search_with(&mut trials, scenario, options, self.cancel, progress)
                     },
                 )
@@ -186,7 +177,7 @@ impl One<'_> {
                 "every trial a real run on {}{} at {time_scale}x real time per scenario time",
                 deployment.describe(),
                 match outcome.at_once {
-                    n if n > 1 && apart_count > 0 => {
+                    n if n > 1 && !deployment.lock().shared_by_runs() => {
                         format!(" ({n} side by side, each on servers of its own)")
                     }
                     _ => String::new(),

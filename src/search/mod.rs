@@ -434,6 +434,8 @@ pub fn search_with(
         };
         judge.runner.pipeline(design.fencing, side_by_side, &mut sweep)?;
         first = sweep.first.map(|i| sweep.schedules.swap_remove(i));
+        // Fewer places than asked for, where servers of their own failed to start.
+        outcome.at_once = side_by_side.min(judge.runner.side_by_side());
     }
     progress(Progress { tried: outcome.tried(), violations: u64::from(first.is_some()) });
     outcome.harmless = std::mem::take(&mut judge.tally.harmless);

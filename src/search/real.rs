@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use super::trial::{Feed, Placement, Runner};
 use crate::backend::BackendError;
-use crate::backend::deployment::Deployment;
+use crate::backend::deployment::{Deployment, Shape, Targets, deploy_apart};
 use crate::engine::log::Event;
 use crate::engine::{self, PreparedRun, RunOptions, policy};
 use crate::scenario::Scenario;
@@ -47,6 +47,9 @@ pub struct RealTrials<'a> {
     /// service whose runs cannot share one: the run in the second place runs on the
     /// first of them, and so on.
     apart: Vec<Deployment>,
+    /// Where to start those, and in what shape, when trials first run side by side
+    /// ([`RealTrials::apart_on`]); None when started, or not asked for.
+    apart_on: Option<(Targets<'a>, Shape)>,
     runtime: &'a Runtime,
     cancel: CancellationToken,
     time_scale: f64,
@@ -90,6 +93,7 @@ impl<'a> RealTrials<'a> {
         Ok(RealTrials {
             deployment,
             apart: Vec::new(),
+            apart_on: None,
             runtime,
             cancel,
             time_scale,
@@ -105,11 +109,14 @@ impl<'a> RealTrials<'a> {
         self
     }
 
-    /// Deployments like this one's, on servers of their own
-    /// ([`deploy_apart`](crate::backend::deployment::deploy_apart)): where runs cannot
-    /// share a server, trials run side by side on them.
-    pub fn apart(mut self, apart: Vec<Deployment>) -> Self {
-        self.apart = apart;
+    /// Where runs cannot share a server, trials side by side each get one: deployments
+    /// like this one's, each on private servers of its own ([`deploy_apart`] on
+    /// `targets`), started when trials first run side by side. A search that keeps to
+    /// one at a time (a fault on a server) starts none.
+    pub fn apart_on(mut self, targets: Targets<'a>, shape: Shape) -> Self {
+        if !self.deployment.lock().shared_by_runs() {
+            self.apart_on = Some((targets, shape));
+        }
         self
     }
 }
@@ -261,14 +268,19 @@ impl Runner for RealTrials<'_> {
         at_once: usize,
         feed: &mut dyn Feed,
     ) -> anyhow::Result<()> {
+        if at_once.min(self.at_once) > 1
+            && let Some((targets, shape)) = self.apart_on.take()
+        {
+            self.apart = deploy_apart(&targets, shape, self.at_once - 1);
+        }
         let runtime = self.runtime;
         runtime.block_on(self.run_pipeline(fencing, at_once, feed))
     }
 
     /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its
-    /// keys; else one per deployment.
+    /// keys, or its deployments apart are yet to start; else one per deployment.
     fn side_by_side(&self) -> usize {
-        if self.deployment.lock().shared_by_runs() {
+        if self.deployment.lock().shared_by_runs() || self.apart_on.is_some() {
             self.at_once
         } else {
             self.at_once.min(1 + self.apart.len())

@@ -27,7 +27,7 @@ pub trait Runner {
     /// [`Runner::side_by_side`] says; their events, in the order given.
     fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
         let mut listed = Listed { scenarios: scenarios.iter(), logs: vec![None; scenarios.len()] };
-        let at_once = self.side_by_side();
+        let at_once = self.side_by_side().min(scenarios.len());
         self.pipeline(fencing, at_once, &mut listed)?;
         let logs = listed.logs.into_iter().map(|log| log.unwrap_or_default());
         Ok(logs.collect())

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use fencelab::backend::deployment::{Shape, Targets, deploy, deploy_apart};
+use fencelab::backend::deployment::{Shape, Targets, deploy};
 use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
 use fencelab::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
@@ -568,7 +568,7 @@ fn a_real_search_shrinks_only_to_a_story_that_breaks_the_same_way_twice() {
 
 /// Runs of etcd's lease lock cannot share a server (each counts its tokens from the
 /// revision it notes at its start, which another run's calls move): side by side, as
-/// `break` runs them, each is on a private etcd of its own (`deploy_apart`), and each
+/// `break` runs them, each is on a private etcd of its own (`apart_on`), and each
 /// ends as the same run alone does.
 #[test]
 fn real_trials_of_etcd_side_by_side_run_on_servers_of_their_own_and_end_as_alone() {
@@ -576,15 +576,13 @@ fn real_trials_of_etcd_side_by_side_run_on_servers_of_their_own_and_end_as_alone
     let (targets, shape) = (Targets::PRIVATE, Shape::of(&scenario));
     let deployment = deploy(&targets, shape).unwrap();
     assert!(!deployment.simulated(), "this test needs etcd: apt-get install -y etcd-server");
-    let apart = deploy_apart(&targets, shape, 2);
-    assert_eq!(apart.len(), 2, "two more private etcd servers");
     let runtime = fencelab::runtime::build(false).unwrap();
     let trials = RealTrials::new(&deployment, &runtime, CancellationToken::new(), 0.5).unwrap();
-    let mut trials = trials.apart(apart);
-    assert_eq!(trials.side_by_side(), 3);
+    let mut trials = trials.apart_on(targets, shape);
     let alone = trials.trial(&scenario, true).unwrap();
     let runs =
         trials.trials(&[scenario.clone(), scenario.clone(), scenario.clone()], true).unwrap();
+    assert_eq!(trials.side_by_side(), 3, "two more private etcd servers");
     let backend = |events: &[Event]| match &events[0].kind {
         EventKind::RunStarted { backend, .. } => backend.clone(),
         other => panic!("a run starts with RunStarted: {other:?}"),
