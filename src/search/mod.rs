@@ -258,10 +258,13 @@ struct Sweep<'s, 'd, P> {
     cancel: &'s CancellationToken,
     progress: &'s mut P,
     last_report: Instant,
-    /// The schedules started, in the order they were.
-    schedules: Vec<Schedule>,
-    /// The earliest of them that broke.
-    first: Option<usize>,
+    /// The schedules under way, by the index of their start (only those: a search on
+    /// the stepper for a while starts millions).
+    under_way: BTreeMap<usize, Schedule>,
+    /// How many have started.
+    started_runs: usize,
+    /// The earliest to start of those that broke, and its index.
+    first: Option<(usize, Schedule)>,
 }
 
 impl<P: FnMut(Progress)> Feed for Sweep<'_, '_, P> {
@@ -284,16 +287,18 @@ impl<P: FnMut(Progress)> Feed for Sweep<'_, '_, P> {
         let schedule =
             next_schedule(self.outcome, self.placed, self.order, self.space, &mut self.rng)?;
         let scenario = space::apply(self.tally.design, &schedule);
-        self.schedules.push(schedule);
+        self.under_way.insert(self.started_runs, schedule);
+        self.started_runs += 1;
         self.tally.runs += 1;
         Some(scenario)
     }
 
     fn done(&mut self, index: usize, events: Vec<Event>) -> bool {
         let violations = check(&events);
-        let broke = self.tally.verdict(&self.schedules[index], &events, &violations);
-        if broke {
-            self.first = Some(self.first.map_or(index, |first| first.min(index)));
+        let schedule = self.under_way.remove(&index).unwrap_or_default();
+        let broke = self.tally.verdict(&schedule, &events, &violations);
+        if broke && self.first.as_ref().is_none_or(|(first, _)| index < *first) {
+            self.first = Some((index, schedule));
         }
         broke
     }
@@ -429,11 +434,12 @@ pub fn search_with(
             cancel,
             progress: &mut progress,
             last_report: Instant::now(),
-            schedules: Vec::new(),
+            under_way: BTreeMap::new(),
+            started_runs: 0,
             first: None,
         };
         judge.runner.pipeline(design.fencing, side_by_side, &mut sweep)?;
-        first = sweep.first.map(|i| sweep.schedules.swap_remove(i));
+        first = sweep.first.map(|(_, schedule)| schedule);
         // Fewer places than asked for, where servers of their own failed to start.
         outcome.at_once = side_by_side.min(judge.runner.side_by_side());
     }

@@ -11,7 +11,8 @@
 //! one and gives it its pauses: an interpreter and its libraries take longer to start
 //! than many a run lasts. Where they may not (etcd's tokens count from a revision each
 //! run notes, ZooKeeper's from zxids every run's calls take), runs side by side each
-//! get servers of their own: deployments apart, started once as the first one was.
+//! get servers of their own: deployments apart, started once, when trials first run
+//! side by side. Trials go as a pipeline: the next starts as soon as one ends.
 
 use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, JoinSet};
@@ -188,17 +189,14 @@ impl RealTrials<'_> {
                 let (index, time_scale) = (started, self.time_scale);
                 running.spawn_on(
                     async move {
-                        let prepared = match ready {
-                            Ready::Now(run) => Ok(*run),
-                            Ready::Starting(spare) => {
-                                spare.await.map_err(anyhow::Error::from).and_then(|run| Ok(run?))
-                            }
+                        let events = async {
+                            let run = match ready {
+                                Ready::Now(run) => *run,
+                                Ready::Starting(spare) => spare.await??,
+                            };
+                            anyhow::Ok(execute(time_scale, &scenario, run).await)
                         };
-                        let events = match prepared {
-                            Ok(run) => Ok(execute(time_scale, &scenario, run).await),
-                            Err(error) => Err(error),
-                        };
-                        (index, slot, events)
+                        (index, slot, events.await)
                     },
                     self.runtime.handle(),
                 );
