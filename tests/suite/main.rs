@@ -14,6 +14,7 @@
 mod support;
 
 mod acl;
+mod advisory_sessions;
 mod architecture;
 mod break_search;
 mod class;

@@ -2,6 +2,8 @@
 //! after the server ended one (idle too long). Every statement has the storage's
 //! deadline (`PgStorage::call`).
 
+use std::pin::Pin;
+
 use tokio_postgres::Client;
 
 use super::{Holder, Session, Sessions};
@@ -58,6 +60,9 @@ fn ended(e: &BackendError) -> bool {
     text.contains("idle-session timeout") || text.contains("connection closed")
 }
 
+/// A statement's future, borrowing only the session's connection.
+type Statement<'c, T> = Pin<Box<dyn Future<Output = Result<T, tokio_postgres::Error>> + Send + 'c>>;
+
 impl PgSession {
     /// The session, opened again if the server ended it.
     async fn client(&mut self) -> Result<&Client, BackendError> {
@@ -65,6 +70,29 @@ impl PgSession {
             self.client = Some(self.server.session(self.idle_ms).await?);
         }
         self.client.as_ref().ok_or_else(|| BackendError::Unsupported("no session".into()))
+    }
+
+    /// `statement` on the session, opened again if the server had ended it; once more
+    /// if it turns out to have ended only as the statement was sent. A session idle
+    /// past its timeout is ended by the server at any moment, and a client hears of it
+    /// only when it next speaks: that is the lease at work, never an error of the run.
+    async fn on_session<T>(
+        &mut self,
+        what: &str,
+        statement: impl for<'c> Fn(&'c Client) -> Statement<'c, T>,
+    ) -> Result<T, BackendError> {
+        for _ in 0..2 {
+            let server = self.server.clone();
+            let client = self.client().await?;
+            let outcome = server.call(what, statement(client)).await;
+            if let Some(value) = self.gone(outcome)? {
+                return Ok(value);
+            }
+        }
+        Err(BackendError::Service {
+            service: "PostgreSQL",
+            message: format!("the server ended two sessions in a row, each at {what}"),
+        })
     }
 
     /// `outcome` of a statement on the session: a session the server ended is no
@@ -86,22 +114,13 @@ const HOLDS: &str = "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'adv
 
 impl Session for PgSession {
     async fn try_lock(&mut self, id: i64, name: &str) -> Result<bool, BackendError> {
-        // A session the server ended is opened again: once, if it turns out to have
-        // ended only as this statement was sent.
-        for _ in 0..2 {
-            let server = self.server.clone();
-            let client = self.client().await?;
-            let sql = "SELECT set_config('application_name', $1, false), pg_try_advisory_lock($2)";
-            let row =
-                server.call("pg_try_advisory_lock", client.query_one(sql, &[&name, &id])).await;
-            if let Some(got) = self.gone(row.map(|r| r.get::<_, bool>(1)))? {
-                return Ok(got);
-            }
-        }
-        Err(BackendError::Service {
-            service: "PostgreSQL",
-            message: "the server ended two sessions in a row as they took the advisory lock".into(),
+        let sql = "SELECT set_config('application_name', $1, false), pg_try_advisory_lock($2)";
+        let name = name.to_string();
+        self.on_session("pg_try_advisory_lock", |client| {
+            let name = name.clone();
+            Box::pin(async move { Ok(client.query_one(sql, &[&name, &id]).await?.get(1)) })
         })
+        .await
     }
 
     async fn unlock(&mut self, id: i64) -> Result<bool, BackendError> {
@@ -129,16 +148,20 @@ impl Session for PgSession {
         Ok(self.gone(row.map(|r| r.get::<_, bool>(0)))?.unwrap_or(false))
     }
 
+    /// Read on a new session when the server had ended this one: who holds the lock
+    /// is the server's to say, whichever session asks.
     async fn holder(&mut self, id: i64) -> Result<Option<Holder>, BackendError> {
-        let server = self.server.clone();
-        let client = self.client().await?;
         let (classid, objid) = split(id);
         let sql = "SELECT a.application_name, a.pid, a.state LIKE 'idle%', \
              (EXTRACT(EPOCH FROM clock_timestamp() - a.state_change) * 1000)::float8 \
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
              WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 \
              AND l.objid = $2 AND l.objsubid = 1";
-        let rows = server.call("reading pg_locks", client.query(sql, &[&classid, &objid])).await?;
+        let rows = self
+            .on_session("reading pg_locks", |client| {
+                Box::pin(async move { client.query(sql, &[&classid, &objid]).await })
+            })
+            .await?;
         Ok(rows.first().map(|row| {
             let (name, pid): (String, i32) = (row.get(0), row.get(1));
             let idle: bool = row.get(2);
