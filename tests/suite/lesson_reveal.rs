@@ -333,3 +333,73 @@ async fn no_question_of_the_course_shows_anything_later_than_its_moment_on_real_
     assert!(asked >= 19, "only {asked} questions were asked");
     assert!(past >= asked * 2 / 3, "the runs went past only {past} of {asked} questions");
 }
+
+/// A loaded laptop answers late. Lesson 29's runs as the simulator logs them, but with
+/// everything after A wakes at 4 s logged `LATE_MS` later (its write's verdict among
+/// it), fed to the app as a run on real servers reaches it, 10 ms a tick: each
+/// narration step, once drawn, finds what it says happened on screen. With a fixed
+/// settle of 100 ms the third run's "A's write ... rejected" was drawn at 4.1 s, its
+/// rejection not yet there (as a loaded suite once saw on real PostgreSQL).
+#[test]
+fn a_step_whose_answers_come_late_is_drawn_once_they_are_on_screen() {
+    const LATE_MS: f64 = 250.0;
+    let lesson = fencelab::lesson::course()
+        .unwrap()
+        .into_iter()
+        .find(|l| l.scenario.name == "advisory-lock")
+        .unwrap();
+    let mut app = app_for(&lesson, false);
+    let runs = lesson.scenario.planned_runs(&lesson.scenario.expect.modes()).len();
+    let mut drawn_late = 0;
+    for run in 0..runs {
+        if run > 0 {
+            app.update(Action::Compare);
+        }
+        app.update(Msg::RunStarting);
+        let (scenario, fencing) = app.next_run();
+        let mut log = support::sim_run(&scenario, fencing);
+        let woke = log
+            .iter()
+            .position(|e| {
+                matches!(&e.kind, EventKind::Worker { worker, what: WorkerEvent::Resumed } if worker == "A")
+            })
+            .unwrap();
+        assert_eq!(log[woke].t_ms, 4000.0, "A wakes at 4 s");
+        for e in &mut log[woke + 1..] {
+            e.t_ms += LATE_MS;
+        }
+        let (mut reached, mut given) = (0.0, 0);
+        for _ in 0..5000 {
+            reached += 10.0;
+            let upto = log.partition_point(|e| e.t_ms <= reached);
+            app.update(Msg::Logged(log[given..upto].to_vec()));
+            given = upto;
+            app.update(Msg::Clock { reached_ms: reached, real_ms: 10.0 });
+            let state = app.lesson().cloned().unwrap();
+            if let Some((_, c)) = state.open_checkpoint() {
+                app.update(Action::PauseWorker(c.answer - 1));
+                app.update(Action::Continue);
+            } else if state.hold.is_some() && app.settling() {
+                // Not drawn yet.
+            } else if state.hold.is_some() {
+                let step = state.current().unwrap();
+                let view = app.view_ms();
+                let cut: Vec<Event> =
+                    app.log().iter().filter(|e| e.t_ms <= view).cloned().collect();
+                let missing = unshown_outcomes(step, &cut);
+                assert!(
+                    missing.is_empty(),
+                    "{} : step {:?} drawn at {view} ms speaks of {missing:?}, not on screen",
+                    app.run_label(),
+                    step.title
+                );
+                drawn_late += usize::from(step.at_ms == 4000 && view >= 4000.0 + LATE_MS);
+                app.update(Action::Continue);
+            } else if !app.live() && state.finished() && app.run().ended.is_some() {
+                break;
+            }
+        }
+        assert!(app.run().ended.is_some(), "run {} did not end", run + 1);
+    }
+    assert!(drawn_late >= 2, "the steps at A's wake were drawn at its late answers: {drawn_late}");
+}

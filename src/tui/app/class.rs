@@ -146,6 +146,7 @@ impl App {
                 // past it, it goes back there).
                 let at = posed.at_ms as f64;
                 self.cursor.hold_at = Some(at);
+                self.cursor.settle = None;
                 self.cursor.cursor_ms = self.cursor.cursor_ms.min(at);
                 self.cursor.following = false;
                 self.cursor.moment = None;

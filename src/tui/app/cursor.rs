@@ -16,6 +16,9 @@ pub struct Cursor {
     pub(super) pace: f64,
     /// Where an open lesson hold keeps the cursor.
     pub(super) hold_at: Option<f64>,
+    /// A narration step's hold on real servers: how far it may move for its moment's
+    /// late answers (`settle.rs`).
+    pub(super) settle: Option<super::settle::Settle>,
     /// The cursor was standing still (a hold, a paused replay): the wall time since
     /// the last tick is not time the cursor should make up.
     pub(super) resumed: bool,
@@ -36,6 +39,7 @@ impl Cursor {
             following: true,
             pace,
             hold_at: None,
+            settle: None,
             resumed: false,
             moment: None,
             window_ms: super::DEFAULT_WINDOW_MS,

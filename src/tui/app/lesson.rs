@@ -2,6 +2,7 @@
 //! their moments, and the lesson's own keys.
 
 use super::lesson_state::LessonState;
+use super::settle::{STEP_SETTLE_CAP_MS, Settle, settle_point};
 use super::{App, ClassSeat, DEFAULT_WINDOW_MS, Effect, Mode, PaceChange};
 use crate::engine::log::EventKind;
 use crate::service::quiz::{Posed, QuizStep};
@@ -67,11 +68,12 @@ impl App {
             .map(|c| c.at_ms as f64)
             .filter(|q| *q >= at)
             .fold(f64::INFINITY, f64::min);
-        self.cursor.hold_at = Some(if question || self.setup.simulated {
-            at
-        } else {
-            (at + STEP_SETTLE_MS).min(next_question)
-        });
+        let settles = !question && !self.setup.simulated;
+        self.cursor.hold_at =
+            Some(if settles { (at + STEP_SETTLE_MS).min(next_question) } else { at });
+        // Its moment's answers that come later still (a loaded machine) hold it longer.
+        self.cursor.settle = settles
+            .then(|| Settle { from_ms: at, cap_ms: (at + STEP_SETTLE_CAP_MS).min(next_question) });
         self.cursor.moment = None;
         let mut effects = Vec::new();
         if let Some((i, posed)) = posed
@@ -175,7 +177,23 @@ impl App {
         let step = self.lesson().is_some_and(|l| l.open_checkpoint().is_none());
         // A run that ended before the settle point has nothing more to show.
         let end = self.log_ended().unwrap_or(f64::INFINITY);
-        step && self.cursor.hold_at.is_some_and(|h| self.cursor.cursor_ms < h.min(end))
+        let awaited = self.settle_point().is_some_and(|(_, pending)| pending);
+        step && (awaited || self.cursor.hold_at.is_some_and(|h| self.cursor.cursor_ms < h.min(end)))
+    }
+
+    /// A narration step's hold on real servers, raised to its moment's answers that
+    /// came late, and whether one is still out (`settle.rs`).
+    fn settle_point(&self) -> Option<(f64, bool)> {
+        let (settle, hold) = (self.cursor.settle?, self.cursor.hold_at?);
+        let live = self.log_ended().is_none() && self.cursor.reached_ms < settle.cap_ms;
+        Some(settle_point(&self.shown.log, settle, hold, live))
+    }
+
+    /// Move a settling step's hold to the late answers of its moment that are in.
+    pub(super) fn settle_hold(&mut self) {
+        if let Some((hold, _)) = self.settle_point() {
+            self.cursor.hold_at = Some(hold);
+        }
     }
 
     /// Whether a lesson question not yet answered has `word` in its right answer (before

@@ -11,6 +11,7 @@ pub mod lesson_state;
 mod playground;
 mod replay;
 mod runs;
+mod settle;
 mod setup;
 mod shown;
 mod view;
@@ -534,6 +535,7 @@ impl App {
             // The hold released itself (a reading-time hold): go on from it.
             effects = self.resume_after_hold();
         }
+        self.settle_hold();
         let mut to = if self.cursor.following || self.settling() {
             // While a step settles the view follows the run up to the settle point.
             self.cursor.reached_ms
@@ -583,6 +585,7 @@ impl App {
     fn resume_after_hold(&mut self) -> Vec<Effect> {
         self.cursor.moment = None;
         self.cursor.hold_at = None;
+        self.cursor.settle = None;
         self.cursor.resumed = true;
         // From where it stopped, at the run's pace (the clock catches up).
         self.cursor.following = self.cursor.cursor_ms >= self.cursor.reached_ms;
@@ -779,6 +782,7 @@ impl App {
         self.cursor.following = true;
         self.cursor.pace = self.setup.speed;
         self.cursor.hold_at = None;
+        self.cursor.settle = None;
         self.cursor.moment = None;
         self.view.error = None;
         self.setup.sim_playing = true;
