@@ -29,6 +29,14 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+#[cfg(test)]
+impl Event {
+    /// `worker`'s event `what` at `t_ms` (numbered 0): a log written by hand in a test.
+    pub fn of_worker(t_ms: f64, worker: &str, what: WorkerEvent) -> Event {
+        Event { seq: 0, t_ms, kind: EventKind::Worker { worker: worker.into(), what } }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {

@@ -169,10 +169,6 @@ pub fn changed_by(
 mod tests {
     use super::*;
 
-    fn at(t_ms: f64, worker: &str, what: WorkerEvent) -> Event {
-        Event { seq: 0, t_ms, kind: EventKind::Worker { worker: worker.into(), what } }
-    }
-
     fn wrote(token: u64) -> WorkerEvent {
         WorkerEvent::Wrote {
             value: String::new(),
@@ -188,10 +184,10 @@ mod tests {
     /// Lesson 3's story: A granted token 1, B token 2 at 2 s and writes; A writes at 3 s.
     fn reference() -> Vec<Event> {
         vec![
-            at(0.0, "A", WorkerEvent::Acquired { token: 1 }),
-            at(2000.0, "B", WorkerEvent::Acquired { token: 2 }),
-            at(2001.0, "B", wrote(2)),
-            at(3000.0, "A", wrote(1)),
+            Event::of_worker(0.0, "A", WorkerEvent::Acquired { token: 1 }),
+            Event::of_worker(2000.0, "B", WorkerEvent::Acquired { token: 2 }),
+            Event::of_worker(2001.0, "B", wrote(2)),
+            Event::of_worker(3000.0, "A", wrote(1)),
         ]
     }
 
@@ -199,9 +195,9 @@ mod tests {
     fn a_learners_pause_that_changes_the_facts_marks_the_steps_after_it() {
         // The learner paused B at 0.1 s for 4 s: B neither took the lock nor wrote by 2.1 s.
         let live = vec![
-            at(0.0, "A", WorkerEvent::Acquired { token: 1 }),
-            at(100.0, "B", WorkerEvent::Paused { ms: Some(4000), by_user: true }),
-            at(3000.0, "A", wrote(1)),
+            Event::of_worker(0.0, "A", WorkerEvent::Acquired { token: 1 }),
+            Event::of_worker(100.0, "B", WorkerEvent::Paused { ms: Some(4000), by_user: true }),
+            Event::of_worker(3000.0, "A", wrote(1)),
         ];
         assert_eq!(changed_by(&live, &reference(), 50.0, 100.0), None, "before the pause");
         let said = changed_by(&live, &reference(), 2100.0, 100.0).unwrap();
@@ -214,13 +210,16 @@ mod tests {
     fn a_run_the_learner_did_not_touch_or_that_came_out_the_same_is_not_marked() {
         // A few ms late on a real server: within the settle.
         let late = vec![
-            at(0.4, "A", WorkerEvent::Acquired { token: 1 }),
-            at(2030.0, "B", WorkerEvent::Acquired { token: 2 }),
-            at(2040.0, "B", wrote(2)),
+            Event::of_worker(0.4, "A", WorkerEvent::Acquired { token: 1 }),
+            Event::of_worker(2030.0, "B", WorkerEvent::Acquired { token: 2 }),
+            Event::of_worker(2040.0, "B", wrote(2)),
         ];
         assert_eq!(changed_by(&late, &reference(), 2100.0, 100.0), None, "no act of the learner");
         let mut paused = late.clone();
-        paused.insert(1, at(1.0, "A", WorkerEvent::Paused { ms: Some(10), by_user: true }));
+        paused.insert(
+            1,
+            Event::of_worker(1.0, "A", WorkerEvent::Paused { ms: Some(10), by_user: true }),
+        );
         assert_eq!(changed_by(&paused, &reference(), 2030.0, 100.0), None, "the same facts");
         // Fencing switched on with nothing refused yet: the facts are the same.
         let mut fenced = late;

@@ -167,10 +167,6 @@ mod tests {
     use super::*;
     use crate::search::space::Grid;
 
-    fn event(t_ms: f64, worker: &str, what: WorkerEvent) -> Event {
-        Event { seq: 0, t_ms, kind: EventKind::Worker { worker: worker.into(), what } }
-    }
-
     fn command(t_ms: f64, worker: &str) -> Event {
         let kind = EventKind::Command {
             worker: worker.into(),
@@ -185,11 +181,11 @@ mod tests {
     #[test]
     fn pauses_land_after_the_grant_renewal_and_check_and_before_the_write() {
         let events = vec![
-            event(10.2, "A", WorkerEvent::Acquired { token: 1 }),
-            event(700.0, "A", WorkerEvent::Renewed { extended: true }),
-            event(800.5, "A", WorkerEvent::Checked { still_owner: true }),
+            Event::of_worker(10.2, "A", WorkerEvent::Acquired { token: 1 }),
+            Event::of_worker(700.0, "A", WorkerEvent::Renewed { extended: true }),
+            Event::of_worker(800.5, "A", WorkerEvent::Checked { still_owner: true }),
             command(850.0, "A"),
-            event(
+            Event::of_worker(
                 900.0,
                 "A",
                 WorkerEvent::Wrote {
@@ -202,7 +198,7 @@ mod tests {
                     own: false,
                 },
             ),
-            event(950.0, "B", WorkerEvent::Checked { still_owner: false }),
+            Event::of_worker(950.0, "B", WorkerEvent::Checked { still_owner: false }),
         ];
         let mut design = crate::scenario::builtin("gc-pause").unwrap().unwrap();
         design.ttl_ms = 1000;

@@ -228,17 +228,7 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
                 // The step is not drawn yet: the view is catching up with its moment.
             } else if state.hold.is_some() {
                 // The step is on screen now: what it says happened is in the model.
-                let step = state.current().unwrap();
-                let view = app.view_ms();
-                let cut: Vec<Event> =
-                    app.log().iter().filter(|e| e.t_ms <= view).cloned().collect();
-                let missing = unshown_outcomes(step, &cut);
-                assert!(
-                    missing.is_empty(),
-                    "{name} ({}): step {:?} at {view} ms speaks of {missing:?}, not on screen",
-                    app.run_label(),
-                    step.title
-                );
+                assert_step_shown(&name, &app, &state);
                 app.update(Action::Continue);
                 keys.push(Action::Continue);
             } else if !app.live() && state.finished() && app.run().ended.is_some() {
@@ -253,6 +243,22 @@ async fn follow(lesson: &Lesson, shared: Arc<Deployment>) -> (usize, usize) {
     // Servers stop off the runtime's threads (PostgreSQL's shutdown blocks).
     tokio::task::spawn_blocking(move || drop(deployment)).await.unwrap();
     questions
+}
+
+/// The narration step drawn now finds what it says happened in the model on screen;
+/// the step, and the moment on screen.
+fn assert_step_shown(name: &str, app: &App, state: &LessonState) -> (NarrationStep, f64) {
+    let step = state.current().unwrap();
+    let view = app.view_ms();
+    let cut: Vec<Event> = app.log().iter().filter(|e| e.t_ms <= view).cloned().collect();
+    let missing = unshown_outcomes(step, &cut);
+    assert!(
+        missing.is_empty(),
+        "{name} ({}): step {:?} at {view} ms speaks of {missing:?}, not on screen",
+        app.run_label(),
+        step.title
+    );
+    (step.clone(), view)
 }
 
 /// The screen speaks of the lesson's own system: no lock words in the SQL lessons,
@@ -382,17 +388,7 @@ fn a_step_whose_answers_come_late_is_drawn_once_they_are_on_screen() {
             } else if state.hold.is_some() && app.settling() {
                 // Not drawn yet.
             } else if state.hold.is_some() {
-                let step = state.current().unwrap();
-                let view = app.view_ms();
-                let cut: Vec<Event> =
-                    app.log().iter().filter(|e| e.t_ms <= view).cloned().collect();
-                let missing = unshown_outcomes(step, &cut);
-                assert!(
-                    missing.is_empty(),
-                    "{} : step {:?} drawn at {view} ms speaks of {missing:?}, not on screen",
-                    app.run_label(),
-                    step.title
-                );
+                let (step, view) = assert_step_shown("advisory-lock", &app, &state);
                 drawn_late += usize::from(step.at_ms == 4000 && view >= 4000.0 + LATE_MS);
                 app.update(Action::Continue);
             } else if !app.live() && state.finished() && app.run().ended.is_some() {

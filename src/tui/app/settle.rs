@@ -78,10 +78,6 @@ fn calls_next(what: &WorkerEvent) -> bool {
 mod tests {
     use super::*;
 
-    fn worker(t_ms: f64, worker: &str, what: WorkerEvent) -> Event {
-        Event { seq: 0, t_ms, kind: EventKind::Worker { worker: worker.into(), what } }
-    }
-
     fn wrote(accepted: bool) -> WorkerEvent {
         WorkerEvent::Wrote {
             value: "report from A".into(),
@@ -98,7 +94,7 @@ mod tests {
     /// later; B waits throughout.
     fn late(answer_ms: f64) -> Vec<Event> {
         vec![
-            worker(
+            Event::of_worker(
                 3900.0,
                 "B",
                 WorkerEvent::Waiting {
@@ -107,14 +103,14 @@ mod tests {
                     wait: Default::default(),
                 },
             ),
-            worker(4000.0, "A", WorkerEvent::Resumed),
-            worker(answer_ms, "A", wrote(false)),
-            worker(
+            Event::of_worker(4000.0, "A", WorkerEvent::Resumed),
+            Event::of_worker(answer_ms, "A", wrote(false)),
+            Event::of_worker(
                 answer_ms + 1.0,
                 "A",
                 WorkerEvent::Released { deleted: false, unsafe_del: false },
             ),
-            worker(answer_ms + 1.0, "A", WorkerEvent::Finished),
+            Event::of_worker(answer_ms + 1.0, "A", WorkerEvent::Finished),
         ]
     }
 
@@ -144,8 +140,10 @@ mod tests {
 
     #[test]
     fn a_worker_that_acted_before_the_steps_moment_is_not_waited_for() {
-        let log =
-            vec![worker(3990.0, "A", WorkerEvent::Resumed), worker(4250.0, "A", wrote(false))];
+        let log = vec![
+            Event::of_worker(3990.0, "A", WorkerEvent::Resumed),
+            Event::of_worker(4250.0, "A", wrote(false)),
+        ];
         assert_eq!(settle_point(&log, SETTLE, 4100.0, true), (4100.0, false));
     }
 }
