@@ -2,8 +2,7 @@
 //! after the server ended one (idle too long). Every statement has the storage's
 //! deadline (`PgStorage::call`).
 
-use std::pin::Pin;
-
+use futures_util::future::BoxFuture;
 use tokio_postgres::Client;
 
 use super::{Holder, Session, Sessions};
@@ -61,7 +60,7 @@ fn ended(e: &BackendError) -> bool {
 }
 
 /// A statement's future, borrowing only the session's connection.
-type Statement<'c, T> = Pin<Box<dyn Future<Output = Result<T, tokio_postgres::Error>> + Send + 'c>>;
+type Statement<'c, T> = BoxFuture<'c, Result<T, tokio_postgres::Error>>;
 
 impl PgSession {
     /// The session, opened again if the server ended it.
