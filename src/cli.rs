@@ -557,8 +557,8 @@ pub enum BenchWhat {
     },
     /// What `fencelab break` costs on real servers: the same search (gc-pause, fencing
     /// off) with a program as the workers (redis-py's example), with fencelab's own
-    /// workers on real Redis, and on the stepper; trials per second, time per trial and
-    /// to the first counterexample (median, p90, p99).
+    /// workers on real Redis, and on the stepper; trials per second, time per trial, to
+    /// the first counterexample and per search, shrunk and shown (median, p90, p99).
     Break {
         /// How many searches per path.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
