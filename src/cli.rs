@@ -555,21 +555,23 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 4_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
         engine_runs: u32,
     },
-    /// What `fencelab break` costs on real servers: the same search (gc-pause, fencing
-    /// off) with a program as the workers (redis-py's example), with fencelab's own
-    /// workers on real Redis, and on the stepper; trials per second, time per trial, to
-    /// the first counterexample and per search, shrunk and shown (median, p90, p99).
+    /// What `fencelab break` costs on real servers: the same search (gc-pause, or an
+    /// example's scenario, fencing off) with a program as the workers (redis-py's
+    /// example, or the scenario's own), with fencelab's own workers on the real servers,
+    /// and on the stepper; trials per second, time per trial, to the first
+    /// counterexample and per search, shrunk and shown (median, p90, p99).
     Break {
         /// How many searches per path.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
         searches: u32,
-        /// The program ("CMD ARGS", run in the current folder).
-        #[arg(
-            long,
-            value_name = "\"CMD ARGS\"",
-            default_value = "python3 examples/python-redis-py/lock.py"
-        )]
-        program: String,
+        /// The design searched: a built-in scenario or a scenario file (an example's:
+        /// `examples/python-kazoo/pause.toml`), with fencing off.
+        #[arg(long, value_name = "SCENARIO", default_value = "gc-pause")]
+        scenario: String,
+        /// The program ("CMD ARGS", run in the current folder). Default: the
+        /// scenario's own, or redis-py's example where it names none.
+        #[arg(long, value_name = "\"CMD ARGS\"")]
+        program: Option<String>,
         /// Real time per scenario time on real servers.
         #[arg(long, value_name = "X", default_value_t = 0.25)]
         time_scale: f64,

@@ -27,8 +27,9 @@ pub fn bench(args: &BenchArgs, backend_args: &BackendArgs) -> anyhow::Result<Exi
             std::time::Duration::from_millis(pace_ms.into()),
         ),
         BenchWhat::Sim { runs, engine_runs } => super::bench_sim::bench(runs, engine_runs),
-        BenchWhat::Break { searches, ref program, time_scale } => {
-            super::bench_break::bench(searches, program, time_scale, backend_args)
+        BenchWhat::Break { searches, ref scenario, ref program, time_scale } => {
+            let design = (scenario.as_str(), program.as_deref());
+            super::bench_break::bench(searches, design, time_scale, backend_args)
         }
     }
 }

@@ -1,27 +1,28 @@
 //! `fencelab bench break`: what `fencelab break` costs on real servers against the
-//! stepper, for one design (gc-pause, fencing off): the same search run several times
-//! with a foreign program as the workers (redis-py's example: every trial a real
-//! run), with fencelab's own workers on real servers (`--real`), and with fencelab's
-//! own workers on the stepper. Per path: trials per second, the time per trial, the
+//! stepper, for one design (gc-pause, or an example's scenario; fencing off): the same
+//! search run several times with a foreign program as the workers (redis-py's example,
+//! or the scenario's own: every trial a real run), with fencelab's own workers on real
+//! servers (`--real`), and with fencelab's own workers on the stepper (the simulator,
+//! where the stepper cannot model the design). Per path: trials per second, the time per trial, the
 //! time to the first counterexample (before shrinking), and the time a search takes in
 //! all (what a user waits for: the story shrunk and shown), median / p90 / p99.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use super::scenario_ref::with_program;
+use super::scenario_ref::{load, with_program};
 use super::stats::{median, percentile};
 use crate::backend::deployment::{Shape, deploy};
 use crate::cli::BackendArgs;
 use crate::engine::log::Event;
 use crate::runtime::{self, Shutdown};
-use crate::scenario::{Scenario, builtin};
+use crate::scenario::{Program, Scenario};
 use crate::search::real::{RealTrials, SIDE_BY_SIDE};
 use crate::search::trial::{Feed, Placement, Runner, Trials};
 use crate::search::{Budget, Options, Progress, search_with};
+use crate::stepper;
 
 /// A runner that times the trials of the one it wraps: each trial's own wall time,
 /// from its start to its end, and the wall time they took in all.
@@ -138,7 +139,7 @@ impl Measured {
         };
         let per_s = self.trial_ms.len() as f64 / self.busy.as_secs_f64().max(1e-9);
         println!(
-            "{path:<34} {:>7} {:>10.1} {:>22} {:>22} {:>22} {:>6}/{searches}",
+            "{path:<40} {:>7} {:>10.1} {:>22} {:>22} {:>22} {:>6}/{searches}",
             self.trial_ms.len(),
             per_s,
             cells(&mut self.trial_ms),
@@ -160,52 +161,95 @@ fn ms(v: f64) -> String {
     }
 }
 
+/// The program a design runs where neither it nor `--program` names one.
+const DEFAULT_PROGRAM: &str = "python3 examples/python-redis-py/lock.py";
+
+/// `design`: the scenario searched (fencing off), and the program its workers run
+/// (None: the scenario's own, or [`DEFAULT_PROGRAM`] where it names none).
 pub fn bench(
     searches: u32,
-    program: &str,
+    (scenario, program): (&str, Option<&str>),
     time_scale: f64,
     backend: &BackendArgs,
 ) -> anyhow::Result<ExitCode> {
-    let design = builtin("gc-pause").context("gc-pause is built in")?.context("gc-pause")?;
-    let foreign = with_program(design.clone(), Some(program))?;
+    let mut design = load(scenario)?.scenario;
+    design.fencing = false;
+    let named = design.workers.iter().any(|w| w.program.is_some());
+    let foreign = match program {
+        None if named => design.clone(),
+        program => {
+            with_program(fencelabs_workers(design.clone()), program.or(Some(DEFAULT_PROGRAM)))?
+        }
+    };
+    let design = fencelabs_workers(design);
     let rt = runtime::build(false)?;
     let shutdown = Shutdown::on_signals()?;
     let cancel = shutdown.token().clone();
-    let deployment = deploy(&backend.targets(), Shape::of(&design))?;
+    let (targets, shape) = (backend.targets(), Shape::of(&design));
+    let deployment = deploy(&targets, shape)?;
     println!(
-        "fencelab break on gc-pause (fencing off), {searches} searches per path; real runs on {} at {time_scale}x real time",
+        "fencelab break on {} (fencing off), {searches} {} per path; real runs on {} at {time_scale}x real time",
+        design.name,
+        if searches == 1 { "search" } else { "searches" },
         deployment.describe()
     );
     println!(
-        "{:<34} {:>7} {:>10} {:>22} {:>22} {:>22} {:>9}",
+        "{:<40} {:>7} {:>10} {:>22} {:>22} {:>22} {:>9}",
         "path", "trials", "trials/s", "ms per trial", "ms to first break", "ms per search", "broke"
     );
-    let mut stepper = Measured::default();
+    // Where the stepper cannot model the design, the search's trials run on the
+    // simulator: the row says which.
+    let mut modelled = Measured::default();
     for seed in 1..=u64::from(searches) {
-        stepper.search(&mut Trials::new()?, &design, seed, &cancel)?;
+        modelled.search(&mut Trials::new()?, &design, seed, &cancel)?;
     }
-    stepper.row("fencelab's workers, stepper", searches);
-    let at_once = format!("the program, real Redis, {SIDE_BY_SIDE} at once");
+    let model = if stepper::supports(&design) { "stepper" } else { "simulator" };
+    modelled.row(&format!("fencelab's workers, {model}"), searches);
+    let service = design.lock.spec().home.server();
+    let at_once = format!("the program, real {service}, {SIDE_BY_SIDE} at once");
     let paths = [
-        ("fencelab's workers, real Redis", &design, 1),
-        ("the program, real Redis", &foreign, 1),
-        (at_once.as_str(), &foreign, SIDE_BY_SIDE),
+        (format!("fencelab's workers, real {service}"), &design, 1),
+        (format!("the program, real {service}"), &foreign, 1),
+        (at_once, &foreign, SIDE_BY_SIDE),
     ];
     for (path, scenario, at_once) in paths {
         let mut measured = Measured::default();
-        let mut real =
-            RealTrials::new(&deployment, &rt, cancel.clone(), time_scale)?.at_once(at_once);
+        let mut real = RealTrials::new(&deployment, &rt, cancel.clone(), time_scale)?
+            .at_once(at_once)
+            .apart_on(targets, shape);
         for seed in 1..=u64::from(searches) {
             if cancel.is_cancelled() {
                 break;
             }
             measured.search(&mut real, scenario, seed, &cancel)?;
         }
-        measured.row(path, searches);
+        measured.row(&path, searches);
     }
+    let mut programs: Vec<String> =
+        foreign.workers.iter().filter_map(|w| w.program.as_ref()).map(shown).collect();
+    programs.dedup();
     println!(
-        "(ms: median / p90 / p99; trials/s by the searches' wall time; a trial's ms is its own, from its start to its end, side by side or not; a search's, to its story shrunk and shown; the program: {program})"
+        "(ms: median / p90 / p99; trials/s by the searches' wall time; a trial's ms is its own, from its start to its end, side by side or not; a search's, to its story shrunk and shown; the program: {})",
+        programs.join(", ")
     );
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(ExitCode::SUCCESS)
+}
+
+/// A program as a user would type it, with the folder it runs in when that is not
+/// the current one (a scenario file's).
+fn shown(program: &Program) -> String {
+    let argv = program.argv.join(" ");
+    match program.dir.as_deref().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => format!("{argv} in {}", dir.display()),
+        None => argv,
+    }
+}
+
+/// `scenario` with fencelab's own workers: any program its file names left out.
+fn fencelabs_workers(mut scenario: Scenario) -> Scenario {
+    for worker in &mut scenario.workers {
+        worker.program = None;
+    }
+    scenario
 }

@@ -104,8 +104,10 @@ fn every_printing_subcommand_ends_quietly_after_head_1() {
     }
 }
 
+/// Numeric flags out of range, and a design `bench break` cannot run, are refused
+/// before anything starts.
 #[test]
-fn numeric_flags_out_of_range_are_one_clear_error() {
+fn flags_out_of_range_are_one_clear_error() {
     for (args, code, needle) in [
         (&["break", "gc-pause", "--time", "1e20"][..], 1, "at most 86400"),
         (&["break", "gc-pause", "--time", "inf"][..], 1, "at most 86400"),
@@ -126,6 +128,8 @@ fn numeric_flags_out_of_range_are_one_clear_error() {
         (&["bench", "handover", "--runs", "0"][..], 2, "--runs <RUNS>"),
         (&["bench", "sim", "--runs", "4294967296"][..], 2, "--runs <RUNS>"),
         (&["bench", "class", "--students", "100000"][..], 2, "--students <STUDENTS>"),
+        (&["bench", "break", "--scenario", "no-such"][..], 1, "no scenario named \"no-such\""),
+        (&["bench", "break", "--scenario", "failover"][..], 1, "which a program cannot use"),
     ] {
         let out = fencelab(args).stdout(Stdio::piped()).output().unwrap();
         no_panic(args, &out);
