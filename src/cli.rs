@@ -569,7 +569,7 @@ pub enum BenchWhat {
         #[arg(long, value_name = "SCENARIO", default_value = "gc-pause")]
         scenario: String,
         /// The program ("CMD ARGS", run in the current folder). Default: the
-        /// scenario's own, or redis-py's example where it names none.
+        /// scenario's own, or redis-py's example where it names none (on one Redis).
         #[arg(long, value_name = "\"CMD ARGS\"")]
         program: Option<String>,
         /// Real time per scenario time on real servers.

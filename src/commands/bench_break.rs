@@ -10,6 +10,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::bail;
 use tokio_util::sync::CancellationToken;
 
 use super::scenario_ref::{load, with_program};
@@ -18,6 +19,7 @@ use crate::backend::deployment::{Shape, deploy};
 use crate::cli::BackendArgs;
 use crate::engine::log::Event;
 use crate::runtime::{self, Shutdown};
+use crate::scenario::spec::Home;
 use crate::scenario::{Program, Scenario};
 use crate::search::real::{RealTrials, SIDE_BY_SIDE};
 use crate::search::trial::{Feed, Placement, Runner, Trials};
@@ -161,7 +163,7 @@ fn ms(v: f64) -> String {
     }
 }
 
-/// The program a design runs where neither it nor `--program` names one.
+/// The program a design on one Redis runs where neither it nor `--program` names one.
 const DEFAULT_PROGRAM: &str = "python3 examples/python-redis-py/lock.py";
 
 /// `design`: the scenario searched (fencing off), and the program its workers run
@@ -175,8 +177,15 @@ pub fn bench(
     let mut design = load(scenario)?.scenario;
     design.fencing = false;
     let named = design.workers.iter().any(|w| w.program.is_some());
+    let spec = design.lock.spec();
     let foreign = match program {
         None if named => design.clone(),
+        // redis-py's example takes its lock on the one Redis its hello names.
+        None if spec.home != Home::OneRedis => bail!(
+            "{} names no program of its own, and redis-py's example takes its lock on one Redis, not on {}: give one with --program \"CMD ARGS\"",
+            design.name,
+            spec.name
+        ),
         program => {
             with_program(fencelabs_workers(design.clone()), program.or(Some(DEFAULT_PROGRAM)))?
         }

@@ -129,7 +129,12 @@ fn flags_out_of_range_are_one_clear_error() {
         (&["bench", "sim", "--runs", "4294967296"][..], 2, "--runs <RUNS>"),
         (&["bench", "class", "--students", "100000"][..], 2, "--students <STUDENTS>"),
         (&["bench", "break", "--scenario", "no-such"][..], 1, "no scenario named \"no-such\""),
-        (&["bench", "break", "--scenario", "failover"][..], 1, "which a program cannot use"),
+        (&["bench", "break", "--scenario", "failover"][..], 1, "names no program of its own"),
+        (
+            &["bench", "break", "--scenario", "failover", "--program", "python3 x.py"][..],
+            1,
+            "which a program cannot use",
+        ),
     ] {
         let out = fencelab(args).stdout(Stdio::piped()).output().unwrap();
         no_panic(args, &out);
