@@ -16,7 +16,6 @@ mod exercises;
 mod foreign_examples;
 mod lesson_marks;
 mod lesson_rerun;
-mod searches;
 
 /// Real-time races take their turn alone; searches whose pauses land at a program's
 /// own calls (`break`, `check`) are robust to a busier machine, and take theirs two at
