@@ -3,9 +3,10 @@
 //! search run several times with a foreign program as the workers (redis-py's example,
 //! or the scenario's own: every trial a real run), with fencelab's own workers on real
 //! servers (`--real`), and with fencelab's own workers on the stepper (the simulator,
-//! where the stepper cannot model the design). Per path: trials per second, the time per trial, the
-//! time to the first counterexample (before shrinking), and the time a search takes in
-//! all (what a user waits for: the story shrunk and shown), median / p90 / p99.
+//! where the stepper cannot model the design). Per path: trials per second, the time
+//! per trial, the time to the first counterexample (before shrinking), and the time a
+//! search takes in all (what a user waits for: the story shrunk and shown), median /
+//! p90 / p99.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -214,7 +215,7 @@ pub fn bench(
     }
     let model = if stepper::supports(&design) { "stepper" } else { "simulator" };
     modelled.row(&format!("fencelab's workers, {model}"), searches);
-    let service = design.lock.spec().home.server();
+    let service = spec.home.server();
     let at_once = format!("the program, real {service}, {SIDE_BY_SIDE} at once");
     let paths = [
         (format!("fencelab's workers, real {service}"), &design, 1),
