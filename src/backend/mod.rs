@@ -354,6 +354,12 @@ pub trait LockClient: Send {
         Vec::new()
     }
 
+    /// Whether `observe` tells what is left of a lease only in whole seconds (a real
+    /// etcd): a lease then reads as due now for its whole last second.
+    fn whole_seconds(&self) -> bool {
+        false
+    }
+
     /// `GET lock`: the value of whoever holds the lock now.
     async fn holder(&mut self) -> Result<Option<String>, BackendError>;
 

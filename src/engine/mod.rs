@@ -265,7 +265,7 @@ async fn prepare_placed(
         time_scale: options.time_scale,
     });
     let fencing = Arc::new(AtomicBool::new(options.fencing));
-    let settings = WorkerSettings::of(scenario, fencing.clone());
+    let settings = WorkerSettings::of(scenario, fencing.clone(), holders.clone());
     let mut senders = BTreeMap::new();
     let mut workers: Vec<WorkerRun> = Vec::new();
     for (spec, (lock, storage)) in own().zip(clients) {

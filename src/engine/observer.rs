@@ -32,6 +32,9 @@ pub const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 
 /// Longest gap between two readings, in scenario ms.
 const IDLE_READ_MS: f64 = super::recording::IDLE_READ_MS as f64;
+/// Gap between readings while a lease told in whole seconds is due (no time left, the
+/// key still there), in scenario ms: far finer than a transcript's tenths.
+const EXPIRY_REREAD_MS: f64 = IDLE_READ_MS / 20.0;
 
 /// Which worker a lock value stands for. fencelab's own workers put their name in
 /// front of the value (`A:…`); a foreign program's library picks its own (a UUID), and
@@ -49,6 +52,11 @@ pub struct Holders {
     /// The run's workers: a value of fencelab's own (`name:…`, named in front) is
     /// never waited for, and no program can claim it.
     workers: std::collections::HashSet<String>,
+    /// Workers whose release has gone out since they last got the lock. Where the
+    /// service tells what is left of a lease in whole seconds (etcd), the lease's clock
+    /// cannot tell a release in the lease's last second from its expiry: a key that
+    /// goes away while its holder gives it back went with the release.
+    giving_back: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// How long (real time) a value nobody has claimed is kept out of the truth lane.
@@ -76,6 +84,25 @@ impl Holders {
         }
         known.insert(value.to_string(), worker.to_string());
         true
+    }
+
+    /// `worker` is about to send its release: what it holds goes away by its own hand.
+    pub fn giving_back(&self, worker: &str) {
+        if let Ok(mut giving) = self.giving_back.lock() {
+            giving.insert(worker.to_string());
+        }
+    }
+
+    /// `worker` got the lock again: a key of its that goes away may be an expiry again.
+    pub fn holds_again(&self, worker: &str) {
+        if let Ok(mut giving) = self.giving_back.lock() {
+            giving.remove(worker);
+        }
+    }
+
+    /// Whether `worker`'s release has gone out since it last got the lock.
+    fn gave_back(&self, worker: &str) -> bool {
+        self.giving_back.lock().is_ok_and(|giving| giving.contains(worker))
     }
 
     /// A value one of fencelab's own workers stores (named in front).
@@ -186,6 +213,10 @@ impl Observer {
         let now_ms = clock.now_ms();
         let reading = to_reading(&sample, clock.scenario_ms(1.0), &self.holders);
         if let Some(expired) = self.recorder.record(now_ms, &reading) {
+            // Told in whole seconds, a lease's end is not known to the millisecond: a
+            // key gone while its holder was giving it back went with that release.
+            let coarse = self.lock.whole_seconds();
+            let expired = expired.filter(|old| !(coarse && self.holders.gave_back(old)));
             let Reading { holder, fence, highest, nodes, ttl_ms } = reading;
             let (fence_counter, storage_highest) = (fence, highest);
             let truth = Truth { holder, ttl_ms, fence_counter, storage_highest, nodes, expired };
@@ -194,7 +225,15 @@ impl Observer {
         let idle = Instant::now() + clock.real(IDLE_READ_MS);
         // Read again just after the lease is due to run out (Redis expires a key once
         // its deadline has passed), so the truth lane shows the expiry when it happens.
-        let at_expiry = sample.pttl_ms.map(|ms| Instant::now() + Duration::from_millis(ms + 1));
+        // A real etcd tells what is left in whole seconds, and drops a lease up to half
+        // a second after its end: its lease is "due now" for up to 1.5 s, read again a
+        // moment later each time, not back to back.
+        let soon = match self.lock.whole_seconds() {
+            true => clock.real(EXPIRY_REREAD_MS),
+            false => Duration::ZERO,
+        };
+        let at_expiry =
+            sample.pttl_ms.map(|ms| Instant::now() + Duration::from_millis(ms + 1).max(soon));
         Ok(at_expiry.map_or(idle, |t| t.min(idle)))
     }
 }

@@ -17,6 +17,7 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::log::{EventKind, EventLog, Refusal, WorkerEvent};
+use super::observer::Holders;
 use super::policy::{self, Ms, WritePolicy};
 use crate::backend::sql::{CAS_TRIES, SqlOp, SqlReply};
 use crate::backend::{
@@ -50,11 +51,14 @@ pub struct WorkerSettings {
     /// The lock lives on Redis, so a call its client did not spell itself is spelled
     /// in Redis's commands (`wire.rs`); any other lock's client says what it sent.
     pub redis_lock: bool,
+    /// The run's observer learns here whose release has gone out.
+    pub holders: Arc<Holders>,
 }
 
 impl WorkerSettings {
-    /// What a scenario's workers share, with fencing switchable through `fencing`.
-    pub fn of(scenario: &Scenario, fencing: Arc<AtomicBool>) -> Self {
+    /// What a scenario's workers share, with fencing switchable through `fencing`,
+    /// telling the run's observer through `holders`.
+    pub fn of(scenario: &Scenario, fencing: Arc<AtomicBool>, holders: Arc<Holders>) -> Self {
         WorkerSettings {
             ttl_ms: scenario.ttl_ms,
             acquire: scenario.acquire,
@@ -67,6 +71,7 @@ impl WorkerSettings {
             wait: scenario.wait,
             poll_ms: policy::poll_ms(scenario),
             redis_lock: matches!(scenario.lock.spec().home, Home::OneRedis | Home::OwnRedis),
+            holders,
         }
     }
 }
@@ -230,6 +235,7 @@ impl Worker {
             Step::Release => {
                 let value = self.value.take().unwrap_or_default();
                 let mode = self.settings.release;
+                self.settings.holders.giving_back(&self.spec.name);
                 let started = Instant::now();
                 let (deleted, shown) = if self.settings.wait == WaitStrategy::Notify {
                     let deleted = self.lock.release_announcing(&value, mode).await?;
@@ -337,6 +343,7 @@ impl Worker {
             self.calls(started, wire::acquire(&self.keys, &value, ttl, mode, &reply));
             let pttl_ms = match reply {
                 AcquireReply::Granted { token } => {
+                    self.settings.holders.holds_again(&self.spec.name);
                     self.value = Some(value);
                     self.token = Some(token);
                     self.emit(WorkerEvent::Acquired { token });

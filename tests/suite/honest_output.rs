@@ -1,7 +1,9 @@
 //! Output that never lies: every printing subcommand on a full disk (`/dev/full`) is
 //! an error, and on a closed pipe ends quietly; numeric flags out of range are one
 //! clear error, never a panic; a saved log's absurdly long line is refused in bounded
-//! memory; an interrupted run says what became of its keys; `export` stays linear.
+//! memory; an interrupted run says what became of its keys; `export` stays linear; on a
+//! real etcd, which tells what is left of a lease in whole seconds, a release is never
+//! told as its lease's expiry, and an expiry is always told.
 
 use crate::support;
 
@@ -312,6 +314,58 @@ fn a_run_that_never_ends_is_told_in_its_own_values() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("(ttl_ms = 2000)") && !err.contains("ttl_ms = 0"), "{err}");
     assert!(err.contains("a worker waits for a job and none is left"), "{err}");
+}
+
+/// A transcript on a private etcd: each worker whose lease is named as expired, with
+/// `fencelab run ARGS --fencing off`.
+fn etcd_expiries(args: &[&str]) -> Vec<String> {
+    let out = support::bin().arg("run").args(args).args(["--fencing", "off"]).output().unwrap();
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{args:?}: {said}{}", text(&out.stderr));
+    assert!(
+        said.contains(" on private etcd "),
+        "etcd is missing (apt-get install etcd-server): {said}"
+    );
+    let expired = said.lines().filter(|l| l.starts_with("~ ") && l.contains("'s lease expired"));
+    expired.map(|l| l.split(": ").nth(1).unwrap().split('\'').next().unwrap().to_string()).collect()
+}
+
+/// etcd says "1" for a lease with 1.0-1.99 s left, and "0" for one in its last second
+/// or already over; fencelab's truth lane used to take the key going away then for
+/// the lease's end. Each run below on a private etcd, side by side:
+/// - link-delay-etcd: A releases in its renewed lease's last second, and no lease ends;
+/// - lesson 15 at speed 4: B takes the lock on a 1 s lease and releases it at once;
+/// - lesson 15: A's lease runs out while it is paused (the lesson's moment), and
+///   etcd drops the lease a moment before its key.
+#[test]
+fn on_etcd_a_release_is_never_told_as_an_expiry_and_an_expiry_always_is() {
+    // (file, speed, whose expiry it must tell, whose it may tell or not)
+    let runs = [
+        ("tests/scenarios/link-delay-etcd.toml", None, vec![], None),
+        // At speed 4, A's release and its lease's end come together: either is true.
+        ("lessons/15-etcd-lease.toml", Some("4"), vec![], Some("A")),
+        ("lessons/15-etcd-lease.toml", None, vec!["A"], None),
+    ];
+    std::thread::scope(|scope| {
+        let told: Vec<_> = runs
+            .iter()
+            .map(|(file, speed, _, _)| {
+                scope.spawn(move || {
+                    let mut args = vec![*file];
+                    args.extend(speed.iter().flat_map(|s| ["--speed", s]));
+                    etcd_expiries(&args)
+                })
+            })
+            .collect();
+        for ((file, speed, expected, either), told) in runs.iter().zip(told) {
+            let mut told = told.join().unwrap();
+            told.retain(|w| Some(w.as_str()) != *either);
+            assert_eq!(
+                told, *expected,
+                "{file} at speed {speed:?}: whose lease was told as expired"
+            );
+        }
+    });
 }
 
 /// stderr on a full disk (`2>/dev/full`): the error line, the notices and the progress

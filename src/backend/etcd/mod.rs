@@ -26,6 +26,10 @@ pub struct KeyState {
 
 /// The etcd calls the lock uses: one client's connection to the cluster.
 pub trait LeaseKv: Send + 'static {
+    /// Whether `time_to_live_ms` is in whole seconds (etcd's own answer, rounded
+    /// down), not to the millisecond (the simulator's).
+    const WHOLE_SECONDS: bool = false;
+
     /// `LeaseGrant`: a new lease of `ttl_s` seconds.
     fn grant(&mut self, ttl_s: i64) -> impl Future<Output = Result<i64, BackendError>> + Send;
     /// A compare-and-swap transaction: if `key`'s mod revision is still `mod_revision`,

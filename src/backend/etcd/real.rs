@@ -308,6 +308,8 @@ fn put_request(key: &str, value: &str, lease: i64) -> Value {
 }
 
 impl LeaseKv for EtcdHttp {
+    const WHOLE_SECONDS: bool = true;
+
     async fn grant(&mut self, ttl_s: i64) -> Result<i64, BackendError> {
         const PATH: &str = "/v3/lease/grant";
         let answer = self.call(PATH, json!({ "TTL": ttl_s.to_string() })).await?;

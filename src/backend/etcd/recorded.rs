@@ -89,6 +89,8 @@ fn lease_part(lease: i64) -> String {
 }
 
 impl<K: LeaseKv> LeaseKv for Recorded<K> {
+    const WHOLE_SECONDS: bool = K::WHOLE_SECONDS;
+
     async fn grant(&mut self, ttl_s: i64) -> Result<i64, BackendError> {
         let started = Instant::now();
         let result = self.kv.grant(ttl_s).await;

@@ -159,6 +159,10 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
         self.kv.take_sent()
     }
 
+    fn whole_seconds(&self) -> bool {
+        K::WHOLE_SECONDS
+    }
+
     async fn holder(&mut self) -> Result<Option<String>, BackendError> {
         Ok(self.kv.get(&self.keys.lock).await?.map(holder_value))
     }
@@ -167,8 +171,10 @@ impl<K: LeaseKv> LockClient for EtcdClient<K> {
     /// the next token's predecessor.
     async fn observe(&mut self) -> Result<LockTruth, BackendError> {
         let key = self.kv.get(&self.keys.lock).await?;
+        // A key whose lease is gone is on its way out: etcd drops an expired lease a
+        // moment before the keys on it, and that key has no time left, not "no expiry".
         let pttl_ms = match key.as_ref().map(|k| k.lease) {
-            Some(lease) if lease != 0 => self.kv.time_to_live_ms(lease).await?,
+            Some(lease) if lease != 0 => Some(self.kv.time_to_live_ms(lease).await?.unwrap_or(0)),
             _ => None,
         };
         let revision = self.kv.revision().await?;

@@ -200,6 +200,8 @@ impl<C: StorageClient> StorageClient for Linked<C> {
 
 /// etcd's calls: each one HTTP request and its answer, as through the real gateway.
 impl<K: LeaseKv> LeaseKv for Linked<K> {
+    const WHOLE_SECONDS: bool = K::WHOLE_SECONDS;
+
     async fn grant(&mut self, ttl_s: i64) -> Result<i64, BackendError> {
         over!(self, grant(ttl_s))
     }

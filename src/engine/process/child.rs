@@ -70,7 +70,9 @@ pub async fn serve(
     let worker = Worker::new(
         spec,
         (lock, storage, keys),
-        WorkerSettings::of(&scenario, fencing),
+        // No observer in this process to tell: its lock is on Redis, whose leases the
+        // parent's observer reads to the millisecond.
+        WorkerSettings::of(&scenario, fencing, Arc::default()),
         log.clone(),
         cancel,
         commands,

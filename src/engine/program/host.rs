@@ -227,7 +227,10 @@ impl Run {
                 (StepName::Acquire, None, false)
             }
             Step::Write { value } => (StepName::Write, Some(value.clone()), false),
-            Step::Release => (StepName::Release, None, false),
+            Step::Release => {
+                self.bench.holders.giving_back(&self.program.spec.name);
+                (StepName::Release, None, false)
+            }
             Step::Renew { stop_if_lost } => (StepName::Renew, None, *stop_if_lost),
             Step::Check { stop_if_lost } => (StepName::Check, None, *stop_if_lost),
             Step::Pause { ms } => {
@@ -410,6 +413,7 @@ impl Run {
             belief => {
                 if let Report::Acquired { value, .. } = &belief {
                     self.claim(value);
+                    self.bench.holders.holds_again(&self.program.spec.name);
                 }
                 self.lost |=
                     matches!(belief, Report::Lost { .. } | Report::Checked { owner: false });
