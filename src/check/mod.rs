@@ -109,7 +109,7 @@ impl Violation {
                 )
             }
             Violation::OverlappingBelief { first, second, from_ms, to_ms: None, .. } => format!(
-                "{first} and {second} both believe they hold the {grant}: {first} since {}, {lost}",
+                "{first} still believes it holds the {grant} {second} took: {first} since {}, {lost}",
                 secs(*from_ms)
             ),
             Violation::StaleWrite { worker, after_worker, at_ms, by_grant: true, .. } => format!(

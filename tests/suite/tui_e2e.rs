@@ -331,7 +331,10 @@ steps = [{ do = "acquire" }, { do = "write", value = "b" }, { do = "release" }]
     tmux.keys(&["n"]);
     // A capture can fall between the header and the panels of one frame: wait for each.
     tmux.wait_for("‖ REPLAY 2.001 s", 10);
-    tmux.wait_for("both believe they hold the lock: A for 0.0 s so far, after its lease ended", 10);
+    tmux.wait_for(
+        "still believes it holds the lock B took; A for 0.0 s so far, after its lease ended",
+        10,
+    );
     tmux.keys(&["n"]);
     tmux.wait_for("‖ REPLAY 3.000 s", 10);
     tmux.wait_for("STALE", 10);

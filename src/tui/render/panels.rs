@@ -506,14 +506,19 @@ fn said(v: &Violation, app: &App, view: f64) -> String {
     let grant = words.grant;
     match v {
         Violation::OverlappingBelief { first, second, from_ms, to_ms, .. } => {
-            let (tense, lasted) = match to_ms {
-                Some(to) => ("both believed they held", secs(to - from_ms)),
-                None => ("both believe they hold", format!("{} so far", secs(view - from_ms))),
-            };
-            format!(
-                "{first} and {second} {tense} the {grant}: {first} for {lasted}, {}",
-                words.lost
-            )
+            // While the first still believes, the second may have let go already (a
+            // quick holder, or an expiry told late): only the first's belief is sure.
+            let lost = words.lost;
+            match to_ms {
+                Some(to) => format!(
+                    "{first} and {second} both believed they held the {grant}: {first} for {}, {lost}",
+                    secs(to - from_ms)
+                ),
+                None => format!(
+                    "{first} still believes it holds the {grant} {second} took; {first} for {} so far, {lost}",
+                    secs(view - from_ms)
+                ),
+            }
         }
         Violation::StaleWrite {
             worker, token, after_worker, after_token, by_grant: false, ..
@@ -686,7 +691,7 @@ mod tests {
         let said_now = said(&overlap(None), &app("gc-pause"), 2040.0);
         assert_eq!(
             said_now,
-            "A and B both believe they hold the lock: A for 1.0 s so far, after its lease ended"
+            "A still believes it holds the lock B took; A for 1.0 s so far, after its lease ended"
         );
         let queue = said(&overlap(Some(2900.0)), &app("queue"), 4000.0);
         assert_eq!(
