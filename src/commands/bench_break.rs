@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use tokio_util::sync::CancellationToken;
 
+use super::run::EXIT_INTERRUPTED;
 use super::scenario_ref::{load, with_program};
 use super::stats::{median, percentile};
 use crate::backend::deployment::{Shape, deploy};
@@ -99,6 +100,8 @@ struct Measured {
     first_ms: Vec<f64>,
     search_ms: Vec<f64>,
     busy: Duration,
+    /// Searches that ran to their end: one stopped by a signal measured nothing whole.
+    searches_done: u32,
     searches_broke: u32,
 }
 
@@ -122,6 +125,10 @@ impl Measured {
             }
         };
         let outcome = search_with(&mut timed, design, &options, cancel, progress)?;
+        if cancel.is_cancelled() {
+            return Ok(());
+        }
+        self.searches_done += 1;
         self.search_ms.push(started.elapsed().as_secs_f64() * 1000.0);
         self.busy += timed.busy;
         self.trial_ms.extend(timed.trials);
@@ -132,6 +139,8 @@ impl Measured {
         Ok(())
     }
 
+    /// The path's row: "broke" counts the searches that ran to their end, and a path a
+    /// signal stopped says how many of those asked for did.
     fn row(&mut self, path: &str, searches: u32) {
         let cells = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
@@ -142,14 +151,18 @@ impl Measured {
         };
         let per_s = self.trial_ms.len() as f64 / self.busy.as_secs_f64().max(1e-9);
         println!(
-            "{path:<40} {:>7} {:>10.1} {:>22} {:>22} {:>22} {:>6}/{searches}",
+            "{path:<40} {:>7} {:>10.1} {:>22} {:>22} {:>22} {:>6}/{}",
             self.trial_ms.len(),
             per_s,
             cells(&mut self.trial_ms),
             cells(&mut self.first_ms),
             cells(&mut self.search_ms),
-            self.searches_broke
+            self.searches_broke,
+            self.searches_done
         );
+        if self.searches_done < searches {
+            println!("  (stopped: {} of {searches} searches ran to their end)", self.searches_done);
+        }
     }
 }
 
@@ -243,7 +256,10 @@ pub fn bench(
         programs.join(", ")
     );
     rt.shutdown_timeout(Duration::from_secs(1));
-    Ok(ExitCode::SUCCESS)
+    Ok(match cancel.is_cancelled() {
+        true => ExitCode::from(EXIT_INTERRUPTED),
+        false => ExitCode::SUCCESS,
+    })
 }
 
 /// A program as a user would type it, with the folder it runs in when that is not

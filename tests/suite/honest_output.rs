@@ -296,6 +296,35 @@ fn an_interrupted_run_says_what_became_of_its_keys() {
     }
 }
 
+/// `bench break` stopped by SIGTERM once its first row is out (the stepper's): it ends
+/// at once with 130, and each path on the real server says that none of its searches
+/// ran to its end, not "0/1 broke" as if one had and found nothing.
+#[test]
+fn bench_break_stopped_by_a_signal_says_which_searches_ran() {
+    let mut child = fencelab(&["bench", "break", "--searches", "1"])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok);
+    let first = lines.by_ref().find(|l| l.starts_with("fencelab's workers, "));
+    assert!(first.as_deref().is_some_and(|l| l.ends_with("1/1")), "the stepper's row: {first:?}");
+    let stopped_at = Instant::now();
+    // SAFETY: kill(2) on our own child, not reaped yet.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let rest: Vec<String> = lines.collect();
+    let out = child.wait_with_output().unwrap();
+    assert!(stopped_at.elapsed() < Duration::from_secs(5), "took {:?}", stopped_at.elapsed());
+    assert_eq!(out.status.code(), Some(130), "{rest:?} {}", text(&out.stderr));
+    let rows: Vec<_> = rest.iter().filter(|l| l.contains(", real ")).collect();
+    assert_eq!(rows.len(), 3, "{rest:#?}");
+    for row in rows {
+        assert!(row.ends_with("0/0"), "{row}");
+    }
+    let stopped = rest.iter().filter(|l| l.contains("(stopped: 0 of 1 searches ran to their end)"));
+    assert_eq!(stopped.count(), 3, "{rest:#?}");
+}
+
 /// Lesson 27 with its pause made 0.1 s of work (the design `break` searches): A
 /// finishes the queue's only job, and B waits for a job that never comes. The
 /// message names the real lease, 2000, not a lock without one.
