@@ -212,10 +212,11 @@ impl Observer {
         let clock = self.log.clock();
         let now_ms = clock.now_ms();
         let reading = to_reading(&sample, clock.scenario_ms(1.0), &self.holders);
+        // A real etcd tells what is left of a lease in whole seconds.
+        let coarse = self.lock.whole_seconds();
         if let Some(expired) = self.recorder.record(now_ms, &reading) {
             // Told in whole seconds, a lease's end is not known to the millisecond: a
             // key gone while its holder was giving it back went with that release.
-            let coarse = self.lock.whole_seconds();
             let expired = expired.filter(|old| !(coarse && self.holders.gave_back(old)));
             let Reading { holder, fence, highest, nodes, ttl_ms } = reading;
             let (fence_counter, storage_highest) = (fence, highest);
@@ -225,10 +226,10 @@ impl Observer {
         let idle = Instant::now() + clock.real(IDLE_READ_MS);
         // Read again just after the lease is due to run out (Redis expires a key once
         // its deadline has passed), so the truth lane shows the expiry when it happens.
-        // A real etcd tells what is left in whole seconds, and drops a lease up to half
-        // a second after its end: its lease is "due now" for up to 1.5 s, read again a
-        // moment later each time, not back to back.
-        let soon = match self.lock.whole_seconds() {
+        // Told in whole seconds (etcd, which also drops a lease up to half a second
+        // after its end), a lease is "due now" for up to 1.5 s: read again a moment
+        // later each time, not back to back.
+        let soon = match coarse {
             true => clock.real(EXPIRY_REREAD_MS),
             false => Duration::ZERO,
         };
