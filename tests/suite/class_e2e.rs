@@ -33,7 +33,12 @@ fn until(socket: &str, window: &str, needle: &str) -> String {
         Duration::from_millis(50),
         Duration::from_secs(20),
         || Some(screen(socket, window)).filter(|text| text.contains(needle)),
-        || format!("{window} never showed {needle:?}:\n{}", screen(socket, window)),
+        || {
+            // The projector steers every screen: a student's stuck screen needs it too.
+            let teacher = (window != "teacher").then(|| screen(socket, "teacher"));
+            let teacher = teacher.map_or(String::new(), |t| format!("\nteacher's screen:\n{t}"));
+            format!("{window} never showed {needle:?}:\n{}{teacher}", screen(socket, window))
+        },
     )
 }
 
@@ -267,6 +272,12 @@ fn students_join_over_ssh_with_nothing_installed_answer_and_are_stopped_by_the_i
     key(&socket, "teacher", "Enter");
     // The lesson's pause, sent by the instructor's fencelab: alice's worker, a process
     // on the instructor's machine (a child of the class), is stopped by the kernel.
+    // The intro holds the run ~0.1 s in, where on a loaded machine alice's worker may
+    // not have the lock yet: the instructor goes on to the next hold, at 1 s.
+    until(&socket, "teacher", "In this class alice plays A");
+    until(&socket, "teacher", "Timeline · held for the lesson · Enter goes on");
+    key(&socket, "teacher", "Enter");
+    until(&socket, "teacher", "The lease drains");
     until(&socket, "alice", "you are frozen; you still hold the lock (token 1)");
     let class = programs_in(&socket, "teacher");
     let stopped = support::wait_for("a stopped worker under the class", || {
