@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use super::super::app::App;
 use super::super::app::lesson_state::{Hold, LessonState};
 use super::super::theme::Theme;
+use super::fit::{cut, title_room, width};
 use super::markdown::wrapped;
 use crate::lesson::tally::{answer_named, verdict};
 use crate::scenario::Checkpoint;
@@ -26,10 +27,12 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
         (false, true) => " ↓ PgDn ",
         (false, false) => "",
     };
+    // The lesson's name cut before the keys to scroll are: those say there is more.
+    let title = format!(" Lesson · {} ", app.scenario().title);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border)
-        .title(format!(" Lesson · {} ", app.scenario().title))
+        .title(cut(&title, title_room(area).saturating_sub(width(more))))
         .title(Line::from(more).right_aligned())
         .title_style(t.title);
     let inner = block.inner(area);

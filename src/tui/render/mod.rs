@@ -15,6 +15,7 @@
 //!  footer: the main keys
 //! ```
 
+mod fit;
 mod lesson;
 pub mod lobby;
 pub mod markdown;

@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::super::app::{App, ClassSeat, violation_time};
 use super::super::keys::{Action, BINDINGS, Binding, InReplay};
+use super::fit::{cut, first_fitting, title_room, width};
 use super::timeline::secs;
 use crate::check::Violation;
 use crate::engine::log::{Refusal, RunOutcome};
@@ -16,11 +17,12 @@ use crate::scenario::StorageKind;
 use crate::scenario::spec::SQL_WORDS;
 use crate::view_model::{Belief, at};
 
-fn block<'a>(title: &'a str, app: &App) -> Block<'a> {
+/// A bordered panel in `area`, its title cut to fit.
+fn block(title: &str, area: Rect, app: &App) -> Block<'static> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(app.theme().border)
-        .title(title)
+        .title(cut(title, title_room(area)))
         .title_style(app.theme().title)
 }
 
@@ -111,11 +113,6 @@ pub fn header(area: Rect, buf: &mut Buffer, app: &App) {
     Paragraph::new(Line::from(spans)).style(t.base).render(area, buf);
 }
 
-/// Columns a string takes on screen.
-fn width(s: &str) -> usize {
-    Span::raw(s).width()
-}
-
 /// The backend's description in at most `room` columns: without its socket path or
 /// address first, then cut.
 fn short_backend(label: &str, room: usize) -> String {
@@ -159,22 +156,6 @@ fn without_addresses(label: &str) -> String {
         }
     }
     words.join(" ")
-}
-
-/// `text` in at most `room` columns: whole, or cut with a `…`.
-fn cut(text: &str, room: usize) -> String {
-    if width(text) <= room {
-        return text.to_string();
-    }
-    let mut cut = String::new();
-    for c in text.chars() {
-        if width(&cut) + 2 > room {
-            break;
-        }
-        cut.push(c);
-    }
-    cut.push('…');
-    cut
 }
 
 pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
@@ -223,7 +204,7 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
         ]));
     }
     let title = super::token_name(app).map_or(" Tokens ".into(), |t| format!(" Tokens · {t} "));
-    Paragraph::new(lines).block(block(&title, app)).render(area, buf);
+    Paragraph::new(lines).block(block(&title, area, app)).render(area, buf);
 }
 
 pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
@@ -281,7 +262,7 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
         })
         .collect();
     let lines = if lines.is_empty() { vec![Line::styled("no writes yet", t.dim)] } else { lines };
-    Paragraph::new(lines).block(block(" Storage (newest last) ", app)).render(area, buf);
+    Paragraph::new(lines).block(block(" Storage (newest last) ", area, app)).render(area, buf);
 }
 
 /// One line under the timeline: the inspected moment, the last status message, or
@@ -289,7 +270,8 @@ pub fn storage(area: Rect, buf: &mut Buffer, app: &App) {
 pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
     let t = &app.theme();
     let run = &app.run();
-    let (text, style) = if let Some(m) = app.moment() {
+    // Each line with shorter forms for a narrow screen, longest first.
+    let (forms, style): (Vec<String>, Style) = if let Some(m) = app.moment() {
         let mut parts = vec![format!("at {:.3} s:", m / 1000.0)];
         for l in &run.lanes {
             let b = at(&l.spans, m).unwrap_or(Belief::Idle);
@@ -299,50 +281,65 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
             let holder = run.holder_at(m).unwrap_or("nobody");
             parts.push(format!("· {}: {holder}", app.service_name()));
         }
-        (parts.join("  "), t.title)
+        (vec![parts.join("  ")], t.title)
     } else if app.posed().is_some_and(|p| p.is_open()) {
         // While a class's question waits, nothing here may comment on what comes
         // next; a student's answer, sent, is said.
-        (app.status().clone().unwrap_or_default(), t.title)
+        (vec![app.status().clone().unwrap_or_default()], t.title)
     } else if app.lesson().is_some_and(|l| l.open_checkpoint().is_some()) {
         // While a question waits, nothing here may comment on what comes next.
-        (String::new(), t.dim)
-    } else if let Some((text, danger)) = yours(app) {
-        (text, if danger { t.danger } else { t.title })
-    } else if let Some(text) = danger(app) {
-        (text, t.danger)
+        (Vec::new(), t.dim)
+    } else if let Some((forms, danger)) = yours(app) {
+        (forms, if danger { t.danger } else { t.title })
+    } else if let Some(forms) = danger(app) {
+        (forms, t.danger)
     } else if let Some(status) = &app.status() {
         // The answer to the learner's last key comes before the paused worker's note.
-        (status.clone(), t.title)
+        (vec![status.clone()], t.title)
     } else if let Some(text) = paused(app) {
-        (text, t.danger)
+        (vec![text], t.danger)
     } else if let Some(text) = room_notes(app) {
-        (text, t.danger)
+        (vec![text], t.danger)
     } else if run.ended.is_some() && app.class_seat().is_some() {
-        ("Run over. ← → to inspect any moment, q quits.".to_string(), t.dim)
+        (vec!["Run over. ← → to inspect any moment, q quits.".to_string()], t.dim)
     } else if app.class_seat() == Some(&ClassSeat::Instructor) {
         let keys = "↑↓ a student · space freezes (SIGSTOP) or thaws their worker";
-        (format!("{keys} · x crash · f fencing"), t.dim)
+        let short = "↑↓ a student · space freezes or thaws · x crash · f fencing";
+        (vec![format!("{keys} · x crash · f fencing"), short.to_string()], t.dim)
     } else if run.ended.is_some() {
-        let next = match app.replay() {
-            Some(_) => String::new(),
-            None => format!("c to run \"{}\" below this one, ", app.compare_label()),
-        };
-        (format!("Run over. ← → to inspect any moment, {next}r to restart, ? for help."), t.dim)
+        (run_over(app), t.dim)
     } else if app.lesson().is_some()
         || app.class_seat().is_some()
         || !app.uses_lock()
         || run.lanes.is_empty()
     {
-        (String::new(), t.dim)
+        (Vec::new(), t.dim)
     } else {
-        (
-            "Press 1 to pause A mid-lease (like a GC pause), f to switch fencing, ? for help."
-                .to_string(),
-            t.dim,
-        )
+        let long =
+            "Press 1 to pause A mid-lease (like a GC pause), f to switch fencing, ? for help.";
+        let short = "1 pauses A mid-lease (a GC pause), f switches fencing, ? help";
+        (vec![long.to_string(), short.to_string()], t.dim)
     };
+    let forms: Vec<&str> = forms.iter().map(String::as_str).collect();
+    let text = first_fitting(&forms, usize::from(area.width).saturating_sub(1));
     Paragraph::new(Line::styled(format!(" {text}"), style)).render(area, buf);
+}
+
+/// What the keys do once the run is over, in as many words as fit.
+fn run_over(app: &App) -> Vec<String> {
+    let Some(label) = app.replay().is_none().then(|| app.compare_label()) else {
+        return vec![
+            "Run over. ← → to inspect any moment, r to restart, ? for help.".into(),
+            "Run over. ← → inspect, r restarts.".into(),
+        ];
+    };
+    vec![
+        format!(
+            "Run over. ← → to inspect any moment, c to run \"{label}\" below this one, r to restart, ? for help."
+        ),
+        format!("Run over. ← → to inspect, c runs \"{label}\" below, r restarts."),
+        format!("Run over. c runs \"{label}\" below, r restarts."),
+    ]
 }
 
 /// On the projector: who left the class and what the room refused of whom, counted
@@ -363,7 +360,7 @@ fn room_notes(app: &App) -> Option<String> {
 /// A student's own situation in a class, said to them (and whether it is the danger):
 /// the point of the class is that, seen from inside, a frozen worker still holds the
 /// lock, before, while and after it is frozen.
-fn yours(app: &App) -> Option<(String, bool)> {
+fn yours(app: &App) -> Option<(Vec<String>, bool)> {
     let Some(ClassSeat::Student(me)) = app.class_seat() else { return None };
     let me = me.as_str();
     let lane = app.run().lanes.iter().find(|l| l.name == me)?;
@@ -377,9 +374,11 @@ fn yours(app: &App) -> Option<(String, bool)> {
             let state = if frozen { "you are frozen, and " } else { "" };
             let service = app.service_name();
             let next = format!("{service} says {truth}: your next write is stale");
-            let text =
-                format!("⚠ {me}: {state}you still hold the lock ({}); {next}", token_words(token));
-            return Some((text, true));
+            let token = token_words(token);
+            let text = format!("⚠ {me}: {state}you still hold the lock ({token}); {next}");
+            let short =
+                format!("⚠ {me}: you still hold the lock ({token}): your next write is stale");
+            return Some((vec![text, short], true));
         }
         (Some(token), true) => {
             format!("you are frozen; you still hold the lock ({})", token_words(token))
@@ -392,14 +391,14 @@ fn yours(app: &App) -> Option<(String, bool)> {
             _ => return None,
         },
     };
-    Some((format!("{me}: {text}"), false))
+    Some((vec![format!("{me}: {text}")], false))
 }
 
 /// A worker that believes what the servers no longer say: what a learner must notice.
-fn danger(app: &App) -> Option<String> {
+fn danger(app: &App) -> Option<Vec<String>> {
     let run = &app.run();
     if let Some((_, lost)) = &run.lost {
-        return Some(format!("✖ {lost}"));
+        return Some(vec![format!("✖ {lost}")]);
     }
     if run.ended.is_some() {
         return None;
@@ -413,10 +412,9 @@ fn danger(app: &App) -> Option<String> {
             if app.lock().queue {
                 let now =
                     holder.map_or("it is no longer pending".into(), |h| format!("{h} has it"));
-                return Some(format!(
-                    "⚠ {} still believes job {job} is its own, but {now}.",
-                    l.name
-                ));
+                let name = &l.name;
+                let text = format!("⚠ {name} still believes job {job} is its own, but {now}.");
+                return Some(vec![text, format!("⚠ {name} still believes job {job} is its own")]);
             }
             let (service, words) = (app.service_name(), &app.lock().words);
             // In the system's own words where it has them: "etcd's key is B's".
@@ -425,10 +423,13 @@ fn danger(app: &App) -> Option<String> {
                 (what, Some(h)) => format!("{service}'s {what} is {h}'s"),
                 (what, None) => format!("{service} lists no {what}"),
             };
-            return Some(format!(
-                "⚠ {} still believes it holds the {}, but {says}: its next write is stale.",
-                l.name, words.grant
-            ));
+            let (name, grant) = (&l.name, words.grant);
+            return Some(vec![
+                format!(
+                    "⚠ {name} still believes it holds the {grant}, but {says}: its next write is stale."
+                ),
+                format!("⚠ {name} still believes it holds the {grant}: its next write is stale."),
+            ]);
         }
     }
     None
@@ -495,7 +496,7 @@ pub fn monitor(area: Rect, buf: &mut Buffer, app: &App) {
             .collect()
     };
     let title = format!(" Safety monitor · {} found · n: jump to next ", violations.len());
-    Paragraph::new(lines).block(block(&title, app)).render(area, buf);
+    Paragraph::new(lines).block(block(&title, area, app)).render(area, buf);
 }
 
 /// A violation as the screen says it: the exact moment is the line's first column, so
@@ -576,7 +577,7 @@ pub fn inspector(area: Rect, buf: &mut Buffer, app: &App) {
     };
     // A lock on one server and the storage on another: both are in the list.
     let title = format!(" Commands sent (i to close) · {}{real} ", app.servers_in_words());
-    Paragraph::new(lines).block(block(&title, app)).render(area, buf);
+    Paragraph::new(lines).block(block(&title, area, app)).render(area, buf);
 }
 
 pub fn footer(area: Rect, buf: &mut Buffer, app: &App) {

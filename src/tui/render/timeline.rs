@@ -13,6 +13,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::super::app::{App, ClassSeat};
 use super::super::theme::Theme;
+use super::fit::{first_fitting, title_room};
 use crate::view_model::{Belief, RunModel, at};
 
 /// Width of the label column on the left of each lane.
@@ -227,22 +228,38 @@ fn window(app: &App) -> (f64, f64) {
 
 pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
     let theme = &app.theme();
-    let title = match app.moment() {
+    // Each title with a shorter form for a narrow timeline: what to press stays.
+    let moment;
+    let forms: &[&str] = match app.moment() {
         Some(m) => {
-            format!(" Timeline · frozen at {:.3} s · ←/→ move · Esc back ", m / 1000.0)
+            let at = format!("{:.3} s", m / 1000.0);
+            moment = [
+                format!(" Timeline · frozen at {at} · ←/→ move · Esc back "),
+                format!(" {at} · ←/→ · Esc "),
+            ];
+            &[&moment[0], &moment[1]]
         }
         None if app.held() => match (app.class_seat(), app.posed()) {
             (Some(ClassSeat::Instructor), Some(p)) if p.is_open() => {
-                " Timeline · held for the question ".into()
+                &[" Timeline · held for the question ", " held for the question "]
             }
-            (Some(ClassSeat::Instructor), Some(_)) => {
-                " Timeline · held for the question · Enter goes on ".into()
+            (Some(ClassSeat::Instructor), Some(_)) => &[
+                " Timeline · held for the question · Enter goes on ",
+                " Timeline · held · Enter goes on ",
+                " held · Enter goes on ",
+            ],
+            (Some(ClassSeat::Student(_)), _) => {
+                &[" Timeline · held until the reveal ", " held until the reveal "]
             }
-            (Some(ClassSeat::Student(_)), _) => " Timeline · held until the reveal ".into(),
-            _ => " Timeline · held for the lesson · Enter goes on ".to_string(),
+            _ => &[
+                " Timeline · held for the lesson · Enter goes on ",
+                " Timeline · held · Enter goes on ",
+                " held · Enter goes on ",
+            ],
         },
-        None => " Timeline · now at the right edge ".to_string(),
+        None => &[" Timeline · now at the right edge ", " Timeline · now on the right "],
     };
+    let title = first_fitting(forms, title_room(area));
     Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border)
