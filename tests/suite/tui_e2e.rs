@@ -332,7 +332,7 @@ steps = [{ do = "acquire" }, { do = "write", value = "b" }, { do = "release" }]
     // A capture can fall between the header and the panels of one frame: wait for each.
     tmux.wait_for("‖ REPLAY 2.001 s", 10);
     tmux.wait_for(
-        "still believes it holds the lock B took; A for 0.0 s so far, after its lease ended",
+        "still believes it holds the lock B took, for 0.0 s so far, after its lease ended",
         10,
     );
     tmux.keys(&["n"]);

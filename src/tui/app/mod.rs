@@ -615,7 +615,7 @@ impl App {
     }
 
     /// When the run itself ended (it may still be ahead of the view).
-    fn log_ended(&self) -> Option<f64> {
+    pub fn log_ended(&self) -> Option<f64> {
         self.shown
             .log
             .last()

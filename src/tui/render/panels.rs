@@ -164,7 +164,10 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
     let view = app.view_ms();
     let accepts = match (run.fencing, run.highest_accepted()) {
         (true, Some(h)) => format!("tokens ≥ {h} only"),
-        (true, None) => "any token, then only higher".to_string(),
+        (true, None) => {
+            let room = title_room(area).saturating_sub(width("storage takes  "));
+            first_fitting(&["any token, then only higher", "then only higher"], room)
+        }
         (false, _) => "any token (no check)".to_string(),
     };
     let mut lines = vec![
@@ -191,17 +194,17 @@ pub fn tokens(area: Rect, buf: &mut Buffer, app: &App) {
             Some(tk) => super::token_cell(Some(tk).filter(|tk| *tk != 0)),
         };
         let grant = app.lock().words.grant;
+        let name = format!("{:<3} {token:<9} ", l.name);
+        let room = title_room(area).saturating_sub(width(&name));
         let (what, style) = match belief.held_token() {
             Some(_) if run.holder_at(view) != Some(l.name.as_str()) => {
-                (format!("believes it holds the {grant} ⚠"), t.danger)
+                let believes = format!("believes it holds the {grant} ⚠");
+                (first_fitting(&[&believes, "believes it holds it ⚠"], room), t.danger)
             }
             Some(_) => (format!("holds the {grant}"), t.holding),
             None => (String::new(), t.dim),
         };
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:<3} {token:<9} ", l.name), t.base),
-            Span::styled(what, style),
-        ]));
+        lines.push(Line::from(vec![Span::styled(name, t.base), Span::styled(what, style)]));
     }
     let title = super::token_name(app).map_or(" Tokens ".into(), |t| format!(" Tokens · {t} "));
     Paragraph::new(lines).block(block(&title, area, app)).render(area, buf);
@@ -300,6 +303,9 @@ pub fn hint(area: Rect, buf: &mut Buffer, app: &App) {
         (vec![text], t.danger)
     } else if let Some(text) = room_notes(app) {
         (vec![text], t.danger)
+    } else if app.held() {
+        // Held at a step: the run may be over in the log, not on the screen yet.
+        (Vec::new(), t.dim)
     } else if run.ended.is_some() && app.class_seat().is_some() {
         (vec!["Run over. ← → to inspect any moment, q quits.".to_string()], t.dim)
     } else if app.class_seat() == Some(&ClassSeat::Instructor) {
@@ -491,7 +497,8 @@ pub fn monitor(area: Rect, buf: &mut Buffer, app: &App) {
                     t.danger
                 };
                 let said = said(v, app, view);
-                Line::styled(format!("⚠ {:>7.3} s  {said}", violation_time(v) / 1000.0), style)
+                let row = format!("⚠ {:>7.3} s  {said}", violation_time(v) / 1000.0);
+                Line::styled(cut(&row, title_room(area)), style)
             })
             .collect()
     };
@@ -516,7 +523,7 @@ fn said(v: &Violation, app: &App, view: f64) -> String {
                     secs(to - from_ms)
                 ),
                 None => format!(
-                    "{first} still believes it holds the {grant} {second} took; {first} for {} so far, {lost}",
+                    "{first} still believes it holds the {grant} {second} took, for {} so far, {lost}",
                     secs(view - from_ms)
                 ),
             }
@@ -692,7 +699,7 @@ mod tests {
         let said_now = said(&overlap(None), &app("gc-pause"), 2040.0);
         assert_eq!(
             said_now,
-            "A still believes it holds the lock B took; A for 1.0 s so far, after its lease ended"
+            "A still believes it holds the lock B took, for 1.0 s so far, after its lease ended"
         );
         let queue = said(&overlap(Some(2900.0)), &app("queue"), 4000.0);
         assert_eq!(

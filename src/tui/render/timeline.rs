@@ -251,12 +251,19 @@ pub fn render(area: Rect, buf: &mut Buffer, app: &App) {
             (Some(ClassSeat::Student(_)), _) => {
                 &[" Timeline · held until the reveal ", " held until the reveal "]
             }
+            // A lesson's question waits for its answer, not for Enter.
+            _ if app.lesson().is_some_and(|l| l.open_checkpoint().is_some()) => {
+                &[" Timeline · held for the question ", " held for the question "]
+            }
             _ => &[
                 " Timeline · held for the lesson · Enter goes on ",
                 " Timeline · held · Enter goes on ",
                 " held · Enter goes on ",
             ],
         },
+        None if app.log_ended().is_some_and(|end| app.view_ms() >= end) => {
+            &[" Timeline · the run is over · ←/→ inspect a moment ", " Timeline · run over "]
+        }
         None => &[" Timeline · now at the right edge ", " Timeline · now on the right "],
     };
     let title = first_fitting(forms, title_room(area));
