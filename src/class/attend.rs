@@ -207,7 +207,8 @@ pub async fn attend(
                 // Said first, so the room names who left (the verdict, the lane) and
                 // does not read the crash that follows as the instructor's.
                 let why = "they quit their screen".to_string();
-                desk.post(&EventKind::Left { student: me.clone(), why }).await?;
+                let left = EventKind::Left { student: me.clone(), why, gone_since_ms: None };
+                desk.post(&left).await?;
                 let _ = commands.send(WorkerCommand::Crash);
             }
             () = done.cancelled(), if linger.is_none() => {

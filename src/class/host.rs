@@ -337,14 +337,18 @@ impl Student {
                 _ = roll_call.tick() => {
                     if roll.present(&self.name).await? {
                         gone_since = None;
-                    } else if gone_since.get_or_insert_with(tokio::time::Instant::now).elapsed()
-                        >= LEAVE_AFTER
-                    {
+                        continue;
+                    }
+                    // The first roll call that missed them: when the run's clock said so.
+                    let (since, since_ms) = *gone_since
+                        .get_or_insert_with(|| (tokio::time::Instant::now(), log.clock().now_ms()));
+                    if since.elapsed() >= LEAVE_AFTER {
                         let why = format!(
                             "their fencelab join has not been connected for {} s",
                             LEAVE_AFTER.as_secs()
                         );
-                        log.append(EventKind::Left { student: self.name.clone(), why });
+                        let student = self.name.clone();
+                        log.append(EventKind::Left { student, why, gone_since_ms: Some(since_ms) });
                         log.append(EventKind::Worker {
                             worker: self.name.clone(),
                             what: WorkerEvent::Crashed,

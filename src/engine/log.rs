@@ -114,7 +114,16 @@ pub enum EventKind {
     },
     /// A class's student left mid-run (their `fencelab join` ended or lost the room):
     /// their worker counts as crashed from here, its lease expiring as a crash's does.
-    Left { student: String, why: String },
+    Left {
+        student: String,
+        why: String,
+        /// When the room first found them gone, where it found it (no connection for a
+        /// while) rather than being told: their part had ended by then, though this
+        /// event is logged only once the room gave up on them. None: they said they
+        /// were leaving, at this event's time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gone_since_ms: Option<f64>,
+    },
     /// The last event.
     RunEnded {
         /// The storage contents, read back from the store at the end.

@@ -131,8 +131,12 @@ impl Transcript {
             EventKind::Refused { student, why, total } => {
                 vec![format!("! {at} room: refused from {student}: {why} ({total} refused so far)")]
             }
-            EventKind::Left { student, why } => {
-                vec![format!("! {at} room: {student} left the class ({why}): counted as crashed")]
+            EventKind::Left { student, why, gone_since_ms } => {
+                let since = gone_since_ms
+                    .map_or(String::new(), |ms| format!("; gone since {:.1}s", ms / 1000.0));
+                vec![format!(
+                    "! {at} room: {student} left the class ({why}{since}): counted as crashed"
+                )]
             }
             EventKind::Signal { worker, signal, pid } => {
                 use crate::engine::log::KernelSignal;
@@ -422,13 +426,17 @@ pub fn who_left(events: &[Event]) -> Vec<String> {
     let mut said: Vec<&str> = Vec::new();
     let mut lines = Vec::new();
     for e in events {
-        if let EventKind::Left { student, why } = &e.kind
+        if let EventKind::Left { student, why, gone_since_ms } = &e.kind
             && !said.contains(&student.as_str())
         {
             said.push(student);
-            let at = e.t_ms / 1000.0;
+            // Found gone at a roll call, they had left by then; or they said so, then.
+            let when = match gone_since_ms {
+                Some(ms) => format!("was gone by {:.1}s", ms / 1000.0),
+                None => format!("left the class at {:.1}s", e.t_ms / 1000.0),
+            };
             lines.push(format!(
-                "room: {student} left the class at {at:.1}s ({why}): their part ended there, as a crash"
+                "room: {student} {when} ({why}): their part ended there, as a crash"
             ));
         }
     }

@@ -1142,8 +1142,10 @@ fn a_student_quitting_mid_run_ends_their_part_and_the_run_goes_on_to_its_verdict
     assert!(projector.contains("alice's lease expired"), "{projector}");
     assert!(projector.contains("bob: write ACCEPTED"), "{projector}");
     assert!(projector.contains("storage writes: ['bob(token 2)'"), "{projector}");
-    // The verdict names her too, beside the checker's lines.
-    assert!(projector.contains("room: alice left the class at"), "{projector}");
+    // The verdict names her too, beside the checker's lines: killed, she said
+    // nothing, so the room's roll call found her gone (and says since when).
+    assert!(projector.contains("room: alice was gone by"), "{projector}");
+    assert!(projector.contains("s; gone since "), "{projector}");
 }
 
 #[test]
@@ -1562,7 +1564,10 @@ async fn a_student_who_quits_is_named_and_the_narration_claims_nothing_of_their_
     // The projector names him, and so does the verdict.
     assert!(end.contains("bob left"), "{end}");
     let verdict = fencelab::output::transcript::who_left(&events).join("\n");
-    assert!(verdict.contains("bob left the class at"), "{verdict}");
+    // Said by his fencelab as it quit, or found by the room's roll call (a loaded
+    // machine: his quit came before his start reached him, and he said nothing).
+    let named = ["bob left the class at", "bob was gone by"];
+    assert!(named.iter().any(|n| verdict.contains(n)), "{verdict}");
     control.stop();
     cancel.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(5), run).await;
@@ -1705,4 +1710,84 @@ fn a_student_who_joins_after_the_run_started_is_told_and_watches_it_to_its_end()
     assert!(screen.contains("storage writes: ["), "to its end: {screen}");
     let run = projector.split("the run starts").nth(1).unwrap_or_default();
     assert!(!run.contains("carol"), "carol plays no part:\n{projector}");
+}
+
+/// A student the roll call found gone (their quit came before their start reached
+/// them, so they said nothing) is gone from the first roll call that missed them,
+/// not from when the room gave up on them 3 s later: the projector's steps between
+/// the two that name their part say it did not happen.
+#[test]
+fn a_student_the_roll_call_found_gone_is_gone_from_its_first_miss_in_the_narration() {
+    use fencelab::engine::log::{Event, LOG_FORMAT_VERSION};
+    use fencelab::tui::app::{App, ClassSeat, Msg};
+    use fencelab::tui::keys::Action;
+    use fencelab::tui::theme::Theme;
+
+    let students = names(&["alice", "bob"]);
+    let lesson = fencelab::lesson::find("gc-pause").unwrap().unwrap();
+    let scenario = fencelab::class::for_students(&lesson.scenario, &students);
+    let mut app = App::new(scenario.clone(), false, 1.0, false, "class".into(), Theme::DEFAULT)
+        .in_class(ClassSeat::Instructor);
+    let told = fencelab::tui::class::class_lesson(&lesson, &students, &app.run_label());
+    app = app.with_lesson(told);
+    app.update(Msg::RunStarting);
+    // alice takes the lock and is frozen; bob never starts, and the room, missing him
+    // at its roll call at 0.5 s, gives up on him at 3.5 s.
+    let kinds = [
+        (
+            0.0,
+            EventKind::RunStarted {
+                version: LOG_FORMAT_VERSION,
+                run_id: "0badcafe".into(),
+                scenario: Box::new(scenario.clone()),
+                fencing: false,
+                label: app.run_label(),
+                backend: "class".into(),
+                time_scale: 1.0,
+            },
+        ),
+        (1.0, EventKind::Worker { worker: "alice".into(), what: WorkerEvent::Started }),
+        (
+            2.0,
+            EventKind::Worker { worker: "alice".into(), what: WorkerEvent::Acquired { token: 1 } },
+        ),
+        (
+            3.0,
+            EventKind::Worker {
+                worker: "alice".into(),
+                what: WorkerEvent::Paused { ms: Some(3000), by_user: false },
+            },
+        ),
+        (
+            3500.0,
+            EventKind::Left {
+                student: "bob".into(),
+                why: "their fencelab join has not been connected for 3 s".into(),
+                gone_since_ms: Some(500.0),
+            },
+        ),
+    ];
+    let events: Vec<Event> = (kinds.into_iter().enumerate())
+        .map(|(seq, (t_ms, kind))| Event { seq: seq as u64, t_ms, kind })
+        .collect();
+    app.update(Msg::Logged(events));
+    let mut written = None;
+    for _ in 0..400 {
+        app.update(Msg::Clock { reached_ms: 3600.0, real_ms: 20.0 });
+        let screen = support::drawn(&app, 100, 30);
+        if screen.contains("▶ B has written") {
+            written = Some(screen);
+            break;
+        }
+        // The question there first: asked, revealed, closed, each with Enter.
+        if app.held() || app.posed().is_some() {
+            app.update(Msg::Key(Action::Continue));
+        }
+    }
+    let written = written.unwrap_or_else(|| {
+        panic!("never at 'B has written' (2.1 s):\n{}", support::drawn(&app, 100, 30))
+    });
+    assert!(written.contains("had bob stayed"), "{written}");
+    assert!(written.contains("bob left the class at 0.5 s"), "{written}");
+    assert!(written.contains("did not happen"), "{written}");
 }

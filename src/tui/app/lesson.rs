@@ -42,7 +42,11 @@ impl App {
         if !lesson.cast.is_empty() {
             let gone: Vec<(String, f64)> = (self.shown.log.iter())
                 .filter_map(|e| match &e.kind {
-                    EventKind::Left { student, .. } => Some((student.clone(), e.t_ms)),
+                    // Gone since the roll call that first missed them, where that is
+                    // how the room found out: the steps after it were not theirs.
+                    EventKind::Left { student, gone_since_ms, .. } => {
+                        Some((student.clone(), gone_since_ms.unwrap_or(e.t_ms)))
+                    }
                     _ => None,
                 })
                 .collect();
