@@ -1104,3 +1104,27 @@ fn the_header_keeps_the_lessons_name_on_a_projector() {
         }
     }
 }
+
+/// Inspecting moment after moment at 80 columns, the marker of the moment never
+/// lands inside a time label ("│▼s" for "│2s"): a label it would cut is left out.
+#[test]
+fn the_inspected_moments_marker_never_cuts_a_time_label() {
+    let events = playground_log(false, Some(1200.0));
+    let mut app = app_at(&events, 20_000.0, false);
+    // A whole label: "2s", "0.5s"; or nothing.
+    let whole =
+        |s: &str| s.is_empty() || s.strip_suffix('s').is_some_and(|n| n.parse::<f64>().is_ok());
+    let mut seen = 0;
+    for _ in 0..200 {
+        app.update(Action::MomentBack);
+        let drawn = text(screen(&app, 80, 24).backend().buffer());
+        let axis = drawn.lines().find(|l| l.contains("time ")).unwrap().to_string();
+        let Some((before, after)) = axis.split_once('▼') else { continue };
+        seen += 1;
+        let label = |s: &str| s.chars().take_while(|c| !matches!(c, ' ' | '│')).collect::<String>();
+        let left: String = label(&before.chars().rev().collect::<String>()).chars().rev().collect();
+        let right = label(after);
+        assert!(whole(&left) && whole(&right), "a label cut by the marker: {axis}");
+    }
+    assert!(seen > 20, "the marker was on the axis only {seen} times");
+}

@@ -45,6 +45,7 @@ pub fn narration(area: Rect, buf: &mut Buffer, app: &App) {
             true => format!("PgDn: more below · {prompt}"),
             false => prompt.to_string(),
         };
+        let prompt = cut(&prompt, usize::from(row.width));
         Paragraph::new(Line::styled(prompt, t.key)).render(row, buf);
     }
 }
@@ -127,7 +128,9 @@ fn hold_prompt(lesson: &LessonState) -> Option<String> {
     }
     match lesson.hold {
         Some(Hold::Step(_)) => Some("Enter: continue".to_string()),
-        Some(Hold::Reading { .. }) => Some("Enter: go on (the run waits while you read)".into()),
+        // The hold ends by itself after a reading time: the prompt must not promise
+        // that the run waits for Enter.
+        Some(Hold::Reading { .. }) => Some("Enter: go on (it goes on by itself once read)".into()),
         _ => None,
     }
 }

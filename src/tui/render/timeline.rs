@@ -382,6 +382,7 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .find(|t| t / self.ms_per_col >= 8.0)
             .unwrap_or(60_000.0);
+        let marker = self.app.moment().and_then(|m| self.column_of(m));
         let mut t = (self.start / tick).ceil() * tick;
         while let Some(c) = self.column_of(t) {
             let label = if tick < 1000.0 {
@@ -389,13 +390,18 @@ impl<'a> Ctx<'a> {
             } else {
                 format!("│{:.0}s", t / 1000.0)
             };
+            // A label the inspected moment's marker would land inside ("│▼s") is left
+            // out: the marker on its own reads, a label missing a digit misleads.
+            let width = label.chars().count() as u16;
+            if marker.is_some_and(|m| m > c && m < c + width) {
+                t += tick;
+                continue;
+            }
             let room = (self.plot.right() - (self.plot.x + c)) as usize;
             self.buf.set_stringn(self.plot.x + c, y, label, room, self.theme.dim);
             t += tick;
         }
-        if let Some(m) = self.app.moment()
-            && let Some(c) = self.column_of(m)
-        {
+        if let Some(c) = marker {
             self.buf.set_string(self.plot.x + c, y, "▼", self.theme.title);
         }
     }
