@@ -1128,3 +1128,24 @@ fn the_inspected_moments_marker_never_cuts_a_time_label() {
     }
     assert!(seen > 20, "the marker was on the axis only {seen} times");
 }
+
+/// On a real etcd the lease row's count is etcd's, in whole seconds rounded down (a
+/// 2 s lease reads 1 s a tenth of a second in): the row says so whatever it reads.
+/// The simulator counts to the ms, and the row says nothing of it.
+#[test]
+fn an_etcd_lease_count_says_it_is_in_whole_seconds_on_a_real_etcd_only() {
+    let lesson = fencelab::lesson::find("etcd-lease").unwrap().unwrap();
+    let events = sim_events(&lesson.scenario, false);
+    let row = |simulated: bool| {
+        let label = if simulated { "SIMULATOR" } else { "private etcd" };
+        let mut app =
+            App::new(lesson.scenario.clone(), false, 1.0, simulated, label.into(), Theme::DEFAULT);
+        show_at(&mut app, &events, 500.0);
+        let drawn = text(screen(&app, 160, 48).backend().buffer());
+        drawn.lines().find(|l| l.contains(" etcd lease ")).unwrap().to_string()
+    };
+    let real = row(false);
+    assert!(real.contains("left of 2.0 s (etcd counts whole seconds)"), "{real}");
+    let sim = row(true);
+    assert!(sim.contains("left of 2.0 s") && !sim.contains("whole seconds"), "{sim}");
+}

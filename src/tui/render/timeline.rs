@@ -664,8 +664,11 @@ impl<'a> Ctx<'a> {
             Some((holder, Some(left))) if run.ttl_ms > 0 => {
                 let service = self.app.service_name();
                 let text = format!(" {} left of {}", secs(left), secs(ttl));
-                // Counted out, still held: why, in the server's words.
-                let text = match lock.words.overdue.filter(|_| left <= 0.0) {
+                // A count a real server rounds: said so, in its words, whatever it
+                // reads (a 2 s etcd lease reads "1.4 s left" a tenth of a second in).
+                // The simulator counts to the ms, and is said only at 0.
+                let rounds = !self.app.simulated() || left <= 0.0;
+                let text = match lock.words.rounded.filter(|_| rounds) {
                     Some(why) => vec![format!("{text} ({why})"), text],
                     None => vec![text],
                 };
