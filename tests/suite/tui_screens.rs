@@ -1149,3 +1149,13 @@ fn an_etcd_lease_count_says_it_is_in_whole_seconds_on_a_real_etcd_only() {
     let sim = row(true);
     assert!(sim.contains("left of 2.0 s") && !sim.contains("whole seconds"), "{sim}");
 }
+
+/// The monitor says "so far" only while more of the run is to come on screen.
+#[test]
+fn a_clean_run_over_has_no_violation_in_this_run_not_so_far() {
+    let events = playground_log(false, None);
+    let during = text(screen(&app_at(&events, 500.0, false), 160, 48).backend().buffer());
+    assert!(during.contains("✓ no safety violation so far"), "{during}");
+    let over = text(screen(&app_at(&events, 20_000.0, false), 160, 48).backend().buffer());
+    assert!(over.contains("✓ no safety violation in this run"), "{over}");
+}
