@@ -89,11 +89,14 @@ pub struct Words {
     pub lease_setting: &'static str,
     /// After "held by {holder}", when nothing on the server counts its lease down.
     pub unexpiring: Option<&'static str>,
-    /// Why the lease row's count is only as fine as the server tells it (etcd tells
-    /// a lease's time left in whole seconds, rounded down, and revokes it on its own
-    /// round): said beside the count, which can read up to a second short of the
-    /// lease and reach 0 while the server still lists the holder.
-    pub rounded: Option<&'static str>,
+    /// Why the lease row's count can reach 0 while the server still lists the holder
+    /// (etcd tells a lease's time left in whole seconds, and revokes it on its own
+    /// round): said beside "0.0 s left".
+    pub overdue: Option<&'static str>,
+    /// Whether a real server tells the count rounded down to whole seconds (etcd: a
+    /// 2 s lease reads 1 s a tenth of a second in): then `overdue`, which says so, is
+    /// said beside every count, not only at 0.
+    pub rounded: bool,
     /// A token as a lane abbreviates it ("tok 3", "zxid 5", "job 1").
     pub tok: &'static str,
     /// The title of the timeline's row of who the server lists, when the server's
@@ -124,7 +127,8 @@ pub const SQL_WORDS: Words = Words {
     lease_row: " lease (TTL)",
     lease_setting: "the lease",
     unexpiring: None,
-    rounded: None,
+    overdue: None,
+    rounded: false,
     tok: "ver",
     truth_row: None,
     lost: "after another transaction changed the row",
@@ -240,7 +244,8 @@ const REDIS_WORDS: Words = Words {
     lease_row: " lease (TTL)",
     lease_setting: "the lease",
     unexpiring: None,
-    rounded: None,
+    overdue: None,
+    rounded: false,
     tok: "tok",
     truth_row: None,
     lost: "after its lease ended",
@@ -323,7 +328,8 @@ pub const ETCD: LockSpec = LockSpec {
         lease_setting: "etcd's lease",
         tok: "rev",
         truth_row: Some(" etcd key"),
-        rounded: Some("etcd counts whole seconds"),
+        overdue: Some("etcd counts whole seconds"),
+        rounded: true,
         lost: "after its etcd lease expired",
         unnoticed: "its etcd lease running out",
         ..REDIS_WORDS
@@ -352,7 +358,8 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         lease_row: " Lease",
         lease_setting: "the Lease's duration",
         unexpiring: Some("each contender's clock decides"),
-        rounded: None,
+        overdue: None,
+        rounded: false,
         renewed: Some("renewTime"),
         expired: "{who}'s lease expired",
         release_check: "compare-and-delete",
@@ -422,7 +429,8 @@ pub const STREAM: LockSpec = LockSpec {
         lease_row: " job idle",
         lease_setting: "the claim threshold, XAUTOCLAIM's min-idle-time",
         unexpiring: None,
-        rounded: None,
+        overdue: None,
+        rounded: false,
         tok: "job",
         truth_row: Some(" pending for"),
         lost: "after XAUTOCLAIM gave its job to another consumer",
@@ -515,7 +523,8 @@ pub const PGBOSS: LockSpec = LockSpec {
         lease_row: " job expiry",
         lease_setting: "the job's expireInSeconds",
         unexpiring: None,
-        rounded: Some("pg-boss's maintenance puts an expired job back only on its next round"),
+        rounded: false,
+        overdue: Some("pg-boss's maintenance puts an expired job back only on its next round"),
         tok: "try",
         truth_row: Some(" active job"),
         lost: "after pg-boss expired its job and gave it to another fetch",

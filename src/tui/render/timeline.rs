@@ -667,8 +667,8 @@ impl<'a> Ctx<'a> {
                 // A count a real server rounds: said so, in its words, whatever it
                 // reads (a 2 s etcd lease reads "1.4 s left" a tenth of a second in).
                 // The simulator counts to the ms, and is said only at 0.
-                let rounds = !self.app.simulated() || left <= 0.0;
-                let text = match lock.words.rounded.filter(|_| rounds) {
+                let rounds = (lock.words.rounded && !self.app.simulated()) || left <= 0.0;
+                let text = match lock.words.overdue.filter(|_| rounds) {
                     Some(why) => vec![format!("{text} ({why})"), text],
                     None => vec![text],
                 };
