@@ -136,7 +136,7 @@ pub async fn attend(
         return Ok(());
     };
     let orders = Orders {
-        scenario: *scenario,
+        scenario: std::sync::Arc::unwrap_or_clone(scenario),
         worker: me.clone(),
         run_id: desk.keys.id.clone(),
         expire_ms: desk.keys.run.expire_ms,

@@ -39,6 +39,7 @@ pub mod room;
 pub mod server;
 pub mod vetted;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -152,7 +153,7 @@ pub enum Control {
     /// Run `scenario`'s worker named after the student.
     Start {
         student: String,
-        scenario: Box<Scenario>,
+        scenario: Arc<Scenario>,
         fencing: bool,
     },
     Pause {

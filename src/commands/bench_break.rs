@@ -9,6 +9,7 @@
 //! p90 / p99.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
@@ -37,7 +38,7 @@ struct Timed<'r> {
 }
 
 impl Runner for Timed<'_> {
-    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+    fn trial(&mut self, scenario: &Arc<Scenario>, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let started = Instant::now();
         let events = self.inner.trial(scenario, fencing);
         self.busy += started.elapsed();
@@ -79,7 +80,7 @@ struct TimedFeed<'f> {
 }
 
 impl Feed for TimedFeed<'_> {
-    fn next(&mut self) -> Option<Scenario> {
+    fn next(&mut self) -> Option<Arc<Scenario>> {
         let next = self.feed.next();
         if next.is_some() {
             self.started.push(Instant::now());

@@ -7,6 +7,7 @@
 //! lesson: the stepper where it models the kind, beside the simulator.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -155,7 +156,7 @@ fn stale_write(events: &[Event]) -> bool {
 }
 
 /// The schedules one thread tries: the lesson with one `pause` fault more each.
-fn schedules(lesson: &Scenario, seed: u64) -> Vec<Scenario> {
+fn schedules(lesson: &Scenario, seed: u64) -> Vec<Arc<Scenario>> {
     let mut rng = fastrand::Rng::with_seed(seed);
     (0..SCHEDULES)
         .map(|_| {
@@ -169,7 +170,7 @@ fn schedules(lesson: &Scenario, seed: u64) -> Vec<Scenario> {
                 kind: FaultKind::Pause,
                 on: None,
             });
-            s
+            Arc::new(s)
         })
         .collect()
 }
@@ -210,7 +211,7 @@ fn measure<S>(
     lesson: &Scenario,
     runs: u32,
     state: impl Fn() -> anyhow::Result<S> + Sync,
-    one: impl Fn(&mut S, &Scenario, bool) -> anyhow::Result<bool> + Sync,
+    one: impl Fn(&mut S, &Arc<Scenario>, bool) -> anyhow::Result<bool> + Sync,
 ) -> anyhow::Result<Measured> {
     let per_thread = (runs as usize).div_ceil(THREADS);
     let started = Instant::now();

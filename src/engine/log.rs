@@ -4,8 +4,8 @@
 //! the TUI, the checker) reads. Appending takes the timestamp under the same lock
 //! that orders the events, so log order and time order always agree.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -44,7 +44,9 @@ pub enum EventKind {
     RunStarted {
         version: u32,
         run_id: String,
-        scenario: Box<Scenario>,
+        /// Shared, not copied: a search hands each trial's schedule on as it is, and
+        /// every copy of the log (snapshots, views) points at the one scenario.
+        scenario: Arc<Scenario>,
         fencing: bool,
         /// What the run is called ("fencing tokens: off", a lesson's variant).
         #[serde(default)]
@@ -428,7 +430,9 @@ impl EventLog {
     /// nothing else has happened; what `change` returns (false when it cannot).
     pub fn restate_start(&self, change: impl FnOnce(&mut Scenario) -> bool) -> bool {
         match self.lock().as_mut_slice() {
-            [Event { kind: EventKind::RunStarted { scenario, .. }, .. }] => change(scenario),
+            [Event { kind: EventKind::RunStarted { scenario, .. }, .. }] => {
+                change(Arc::make_mut(scenario))
+            }
             _ => false,
         }
     }

@@ -258,7 +258,7 @@ async fn prepare_placed(
     log.append(EventKind::RunStarted {
         version: LOG_FORMAT_VERSION,
         run_id,
-        scenario: Box::new(scenario.clone()),
+        scenario: Arc::new(scenario.clone()),
         fencing: options.fencing,
         label: options.label.clone(),
         backend,

@@ -35,7 +35,8 @@ impl References {
         let trials = crate::search::trial::Trials::new()?;
         let mut runs = BTreeMap::new();
         for run in scenario.planned_runs(&[scenario.fencing, !scenario.fencing]) {
-            runs.insert(run.label.clone(), trials.trial(&run.scenario, run.fencing)?);
+            let events = trials.trial(&std::sync::Arc::new(run.scenario), run.fencing)?;
+            runs.insert(run.label, events);
         }
         Ok(References { runs })
     }

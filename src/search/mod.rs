@@ -15,6 +15,7 @@ pub mod space;
 pub mod trial;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -167,8 +168,8 @@ impl Judge<'_> {
         schedules: &[Schedule],
     ) -> anyhow::Result<Vec<(Vec<Event>, Vec<Violation>)>> {
         self.tally.runs += schedules.len() as u64;
-        let scenarios: Vec<Scenario> =
-            schedules.iter().map(|s| space::apply(self.tally.design, s)).collect();
+        let scenarios: Vec<Arc<Scenario>> =
+            schedules.iter().map(|s| Arc::new(space::apply(self.tally.design, s))).collect();
         let logs = self.runner.trials(&scenarios, self.tally.fencing)?;
         let judged = logs.into_iter().map(|events| {
             let violations = check(&events);
@@ -268,7 +269,7 @@ struct Sweep<'s, 'd, P> {
 }
 
 impl<P: FnMut(Progress)> Feed for Sweep<'_, '_, P> {
-    fn next(&mut self) -> Option<Scenario> {
+    fn next(&mut self) -> Option<Arc<Scenario>> {
         let within = match self.budget {
             Budget::Schedules(n) => self.outcome.tried() < n,
             Budget::Time(limit) => self.started.elapsed() < limit,
@@ -290,7 +291,7 @@ impl<P: FnMut(Progress)> Feed for Sweep<'_, '_, P> {
         self.under_way.insert(self.started_runs, schedule);
         self.started_runs += 1;
         self.tally.runs += 1;
-        Some(scenario)
+        Some(Arc::new(scenario))
     }
 
     fn done(&mut self, index: usize, events: Vec<Event>) -> bool {
@@ -603,7 +604,7 @@ mod pipeline_tests {
     struct LastFirst(Trials);
 
     impl Runner for LastFirst {
-        fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+        fn trial(&mut self, scenario: &Arc<Scenario>, fencing: bool) -> anyhow::Result<Vec<Event>> {
             self.0.trial(scenario, fencing)
         }
 
@@ -619,7 +620,7 @@ mod pipeline_tests {
         ) -> anyhow::Result<()> {
             let mut started = 0;
             loop {
-                let window: Vec<Scenario> = (0..at_once).map_while(|_| feed.next()).collect();
+                let window: Vec<Arc<Scenario>> = (0..at_once).map_while(|_| feed.next()).collect();
                 if window.is_empty() {
                     return Ok(());
                 }

@@ -18,6 +18,7 @@ use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::trial::{Feed, Placement, Runner};
@@ -253,7 +254,7 @@ impl Drop for RealTrials<'_> {
 }
 
 impl Runner for RealTrials<'_> {
-    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+    fn trial(&mut self, scenario: &Arc<Scenario>, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let mut logs = self.trials(std::slice::from_ref(scenario), fencing)?;
         Ok(logs.remove(0))
     }

@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::deployment::{Shape, Targets, deploy};
 use crate::engine::log::Event;
 use crate::engine::{RunOptions, policy, prepare};
+use std::sync::Arc;
+
 use crate::scenario::Scenario;
 use crate::stepper;
 
@@ -21,11 +23,15 @@ use crate::stepper;
 /// the simulator cannot run (`super::real`: foreign programs).
 pub trait Runner {
     /// Run `scenario` to its end; its events, in log order.
-    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>>;
+    fn trial(&mut self, scenario: &Arc<Scenario>, fencing: bool) -> anyhow::Result<Vec<Event>>;
 
     /// Run each of `scenarios` to its end, as many side by side as
     /// [`Runner::side_by_side`] says; their events, in the order given.
-    fn trials(&mut self, scenarios: &[Scenario], fencing: bool) -> anyhow::Result<Vec<Vec<Event>>> {
+    fn trials(
+        &mut self,
+        scenarios: &[Arc<Scenario>],
+        fencing: bool,
+    ) -> anyhow::Result<Vec<Vec<Event>>> {
         let mut listed = Listed { scenarios: scenarios.iter(), logs: vec![None; scenarios.len()] };
         let at_once = self.side_by_side().min(scenarios.len());
         self.pipeline(fencing, at_once, &mut listed)?;
@@ -76,7 +82,7 @@ pub trait Runner {
 /// Where a [`Runner::pipeline`]'s trials come from, and go.
 pub trait Feed {
     /// The next trial to start; None: start no more.
-    fn next(&mut self) -> Option<Scenario>;
+    fn next(&mut self) -> Option<Arc<Scenario>>;
     /// The `index`th trial started (from 0) ended with `events`; true: start no more
     /// (the ones under way still end, and are handed back).
     fn done(&mut self, index: usize, events: Vec<Event>) -> bool;
@@ -84,12 +90,12 @@ pub trait Feed {
 
 /// A feed of a list of scenarios, their logs kept in the list's order.
 struct Listed<'s> {
-    scenarios: std::slice::Iter<'s, Scenario>,
+    scenarios: std::slice::Iter<'s, Arc<Scenario>>,
     logs: Vec<Option<Vec<Event>>>,
 }
 
 impl Feed for Listed<'_> {
-    fn next(&mut self) -> Option<Scenario> {
+    fn next(&mut self) -> Option<Arc<Scenario>> {
         self.scenarios.next().cloned()
     }
 
@@ -112,7 +118,7 @@ pub enum Placement {
 }
 
 impl Runner for Trials {
-    fn trial(&mut self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+    fn trial(&mut self, scenario: &Arc<Scenario>, fencing: bool) -> anyhow::Result<Vec<Event>> {
         Trials::trial(self, scenario, fencing)
     }
 }
@@ -128,7 +134,7 @@ impl Trials {
     }
 
     /// Run `scenario` on the simulator with its seed; the events, in log order.
-    pub fn trial(&self, scenario: &Scenario, fencing: bool) -> anyhow::Result<Vec<Event>> {
+    pub fn trial(&self, scenario: &Arc<Scenario>, fencing: bool) -> anyhow::Result<Vec<Event>> {
         let stepped = stepper::supports(scenario)
             .then(|| stepper::run(scenario, fencing, scenario.seed_or_default()))
             .flatten();

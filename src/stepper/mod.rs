@@ -61,6 +61,7 @@ mod worker;
 mod zookeeper;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::backend::StoredWrite;
 use crate::backend::keys::new_run_id;
@@ -145,7 +146,7 @@ pub fn supports(scenario: &Scenario) -> bool {
 /// the run id, as the simulator's seed does. None when the run went where the stepper
 /// does not follow (a worker's call to a failover pair whose primary is down waits
 /// for a promotion): run it on the simulator.
-pub fn run(scenario: &Scenario, fencing: bool, seed: u64) -> Option<Vec<Event>> {
+pub fn run(scenario: &Arc<Scenario>, fencing: bool, seed: u64) -> Option<Vec<Event>> {
     let mut run = Run::new(scenario, fencing, seed);
     run.play();
     (!run.cx.db.unfollowed()).then(|| run.finish())
@@ -353,7 +354,7 @@ enum Hit {
 }
 
 struct Run<'a> {
-    scenario: &'a Scenario,
+    scenario: &'a Arc<Scenario>,
     fencing: bool,
     seed: u64,
     cx: Cx<'a>,
@@ -365,7 +366,7 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(scenario: &'a Scenario, fencing: bool, seed: u64) -> Self {
+    fn new(scenario: &'a Arc<Scenario>, fencing: bool, seed: u64) -> Self {
         let names: Vec<&str> = scenario.workers.iter().map(|w| w.name.as_str()).collect();
         let mut faults: Vec<Injected> = scenario
             .faults
@@ -421,7 +422,7 @@ impl<'a> Run<'a> {
             EventKind::RunStarted {
                 version: LOG_FORMAT_VERSION,
                 run_id,
-                scenario: Box::new(self.scenario.clone()),
+                scenario: Arc::clone(self.scenario),
                 fencing: self.fencing,
                 label,
                 backend: BACKEND.to_string(),
@@ -582,17 +583,20 @@ mod tests {
     #[test]
     fn a_call_to_a_primary_that_is_down_is_left_to_the_simulator() {
         let failover = builtin("failover").unwrap().unwrap();
-        assert!(run(&failover, false, 0).is_some(), "nobody calls while node 1 is down");
+        assert!(
+            run(&Arc::new(failover.clone()), false, 0).is_some(),
+            "nobody calls while node 1 is down"
+        );
         let mut late = failover.clone();
         late.workers[0].start_ms = 600;
         assert!(supports(&late));
-        assert!(run(&late, false, 0).is_none(), "A asks at 0.6 s: node 1 died at 0.5 s");
+        assert!(run(&Arc::new(late), false, 0).is_none(), "A asks at 0.6 s: node 1 died at 0.5 s");
     }
 
     #[test]
     fn a_frozen_holder_writes_after_its_lease_ended_and_fencing_refuses_it() {
         let writes = |fencing| {
-            let events = run(&gc_pause(), fencing, 0).unwrap();
+            let events = run(&Arc::new(gc_pause()), fencing, 0).unwrap();
             let Some(EventKind::RunEnded { storage, outcome }) = events.last().map(|e| &e.kind)
             else {
                 panic!("the log ends with run_ended");
@@ -610,7 +614,7 @@ mod tests {
     fn a_slow_clock_waits_four_leases_and_its_run_is_not_cut_short() {
         let mut s = gc_pause();
         (s.lock, s.ttl_ms, s.workers[1].clock_rate) = (LockShape::K8sLease, 120_000, 0.25);
-        let events = run(&s, false, 0).unwrap();
+        let events = run(&Arc::new(s.clone()), false, 0).unwrap();
         let last = events.last().unwrap();
         assert!(
             matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Completed, .. }),
@@ -624,7 +628,7 @@ mod tests {
         let mut s = gc_pause();
         s.ttl_ms = 0;
         s.workers[0].steps.truncate(1);
-        let events = run(&s, false, 0).unwrap();
+        let events = run(&Arc::new(s.clone()), false, 0).unwrap();
         let last = events.last().unwrap();
         assert!(
             matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Interrupted, .. }),

@@ -7,6 +7,7 @@ use crate::support;
 
 use std::collections::BTreeSet;
 use std::process::{Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fencelab::backend::deployment::{Shape, Targets, deploy};
@@ -161,7 +162,8 @@ fn every_searched_fault_on_every_built_in_design_is_one_its_servers_take() {
         let lengths = space.length.len() as u64 * space.start.count();
         for first in (0..space.singles()).step_by(lengths as usize) {
             let one = space.single(first + lengths / 2);
-            let events = trials.trial(&apply(&design, std::slice::from_ref(&one)), false).unwrap();
+            let events =
+                trials.trial(&Arc::new(apply(&design, std::slice::from_ref(&one))), false).unwrap();
             let ended = events.last().map(|e| &e.kind);
             assert!(
                 !matches!(
@@ -197,7 +199,7 @@ fn a_delayed_reply_after_a_later_write_is_no_break_on_real_redis() {
     let runtime = fencelab::runtime::build(false).unwrap();
     let cancel = CancellationToken::new();
     let mut trials = RealTrials::new(&deployment, &runtime, cancel, 0.5).unwrap();
-    let events = trials.trial(&scenario, true).unwrap();
+    let events = trials.trial(&Arc::new(scenario.clone()), true).unwrap();
     let writes: Vec<(&str, Option<u64>, Option<u64>)> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -361,7 +363,7 @@ fn on_a_queue_a_duplicate_delivery_is_harmful_only_as_a_second_effect() {
     let mut judged = Vec::new();
     for run in queue.planned_runs(&[false]) {
         let design = design(&run.scenario, &[FaultKind::Pause]);
-        let events = trials.trial(&apply(&design, &schedule), false).unwrap();
+        let events = trials.trial(&Arc::new(apply(&design, &schedule)), false).unwrap();
         let violations = check(&events);
         let kinds: Vec<ViolationKind> = violations.iter().map(|v| v.kind()).collect();
         assert!(kinds.contains(&ViolationKind::WriteByNonHolder), "{}: {kinds:?}", run.label);
@@ -461,7 +463,7 @@ struct Batched {
 impl Runner for Batched {
     fn trial(
         &mut self,
-        scenario: &fencelab::scenario::Scenario,
+        scenario: &Arc<fencelab::scenario::Scenario>,
         fencing: bool,
     ) -> anyhow::Result<Vec<fencelab::engine::log::Event>> {
         self.batches.push(1);
@@ -470,7 +472,7 @@ impl Runner for Batched {
 
     fn trials(
         &mut self,
-        scenarios: &[fencelab::scenario::Scenario],
+        scenarios: &[Arc<fencelab::scenario::Scenario>],
         fencing: bool,
     ) -> anyhow::Result<Vec<Vec<fencelab::engine::log::Event>>> {
         self.batches.push(scenarios.len());
@@ -526,21 +528,21 @@ struct Racing {
 impl Runner for Racing {
     fn trial(
         &mut self,
-        scenario: &fencelab::scenario::Scenario,
+        scenario: &Arc<fencelab::scenario::Scenario>,
         fencing: bool,
     ) -> anyhow::Result<Vec<fencelab::engine::log::Event>> {
         self.runs += 1;
         let racing = |f: &fencelab::scenario::Fault| {
             f.worker.as_deref() == Some("A") && f.at_ms + f.ms.unwrap_or(0) < self.settled_ms
         };
-        let mut scenario = scenario.clone();
+        let mut scenario = fencelab::scenario::Scenario::clone(scenario);
         if self.runs.is_multiple_of(2) && scenario.faults.iter().any(racing) {
             let b = scenario.workers.iter_mut().find(|w| w.name == "B").unwrap();
             let write = b.steps.iter().position(|s| matches!(s, Step::Write { .. })).unwrap();
             // B takes the lock as A's 2 s lease ends: it writes at the settled moment.
             b.steps.insert(write, Step::Work { ms: self.settled_ms - 2000 });
         }
-        self.sim.trial(&scenario, fencing)
+        self.sim.trial(&Arc::new(scenario), fencing)
     }
 
     fn placement(&self) -> fencelab::search::trial::Placement {
@@ -579,6 +581,7 @@ fn real_trials_of_etcd_side_by_side_run_on_servers_of_their_own_and_end_as_alone
     let runtime = fencelab::runtime::build(false).unwrap();
     let trials = RealTrials::new(&deployment, &runtime, CancellationToken::new(), 0.5).unwrap();
     let mut trials = trials.apart_on(targets, shape);
+    let scenario = Arc::new(scenario);
     let alone = trials.trial(&scenario, true).unwrap();
     let runs =
         trials.trials(&[scenario.clone(), scenario.clone(), scenario.clone()], true).unwrap();

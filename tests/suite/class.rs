@@ -1739,7 +1739,7 @@ fn a_student_the_roll_call_found_gone_is_gone_from_its_first_miss_in_the_narrati
             EventKind::RunStarted {
                 version: LOG_FORMAT_VERSION,
                 run_id: "0badcafe".into(),
-                scenario: Box::new(scenario.clone()),
+                scenario: std::sync::Arc::new(scenario.clone()),
                 fencing: false,
                 label: app.run_label(),
                 backend: "class".into(),

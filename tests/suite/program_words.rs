@@ -95,7 +95,7 @@ fn events(steps: &[Step]) -> Vec<Event> {
     let mut kinds = vec![EventKind::RunStarted {
         version: 1,
         run_id: "r".into(),
-        scenario: Box::new(scenario),
+        scenario: std::sync::Arc::new(scenario),
         fencing: true,
         label: "fencing tokens: on".into(),
         backend: "private redis-server".into(),

@@ -4,6 +4,8 @@
 //! simulator is held to real Redis by `tests/differential.rs`, so this chains the
 //! stepper to real servers.
 
+use std::sync::Arc;
+
 use crate::support;
 
 use fencelab::check::{Violation, check};
@@ -69,7 +71,7 @@ fn compared(
 
 /// The difference between the two runs of `scenario`, if any.
 fn difference(scenario: &Scenario, fencing: bool) -> Option<String> {
-    let Some(stepped) = stepper::run(scenario, fencing, 0) else {
+    let Some(stepped) = stepper::run(&Arc::new(scenario.clone()), fencing, 0) else {
         return Some(format!(
             "{} (fencing {fencing}): the stepper did not follow it",
             scenario.name
@@ -100,6 +102,7 @@ fn the_stepper_runs_every_scenario_it_supports_as_the_simulator_does() {
 #[test]
 fn the_comparison_tells_two_different_runs_apart() {
     let gc_pause = builtin("gc-pause").unwrap().unwrap();
+    let gc_pause = Arc::new(gc_pause);
     let (off, on) = (stepper::run(&gc_pause, false, 0), stepper::run(&gc_pause, true, 0));
     let (off, on) = (off.unwrap(), on.unwrap());
     assert!(compared(&gc_pause, false, &sim_run(&gc_pause, false), &on).is_some());
@@ -116,7 +119,7 @@ fn a_stepped_run_prints_the_simulators_transcript() {
     };
     let pause_fault = all_scenarios().into_iter().find(|s| s.name == "pause-fault").unwrap();
     for fencing in [false, true] {
-        let stepped = text(&stepper::run(&pause_fault, fencing, 0).unwrap());
+        let stepped = text(&stepper::run(&Arc::new(pause_fault.clone()), fencing, 0).unwrap());
         assert_eq!(stepped, text(&sim_run(&pause_fault, fencing)));
         assert!(stepped.iter().any(|l| l.contains("paused")), "{stepped:#?}");
     }
@@ -201,7 +204,7 @@ impl Tally {
         for fencing in [false, true] {
             self.compared += 1;
             // A call to a failover pair whose primary is down: the simulator's.
-            let Some(stepped) = stepper::run(s, fencing, 0) else {
+            let Some(stepped) = stepper::run(&Arc::new(s.clone()), fencing, 0) else {
                 self.unfollowed += 1;
                 continue;
             };
@@ -332,6 +335,7 @@ fn the_stepper_agrees_with_the_simulator_on_pauses_around_a_failover() {
                 s.faults.push(pause(worker, rng.u64(0..=1500), rng.u64(1..=2000)));
             }
             tally.judge("failover", &s);
+            let s = Arc::new(s);
             if stepper::run(&s, variant.fencing, 0).is_none() {
                 let events = trials.trial(&s, variant.fencing).unwrap();
                 let Some(EventKind::RunStarted { backend, .. }) = events.first().map(|e| &e.kind)

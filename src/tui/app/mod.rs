@@ -1048,7 +1048,7 @@ mod tests {
         let started = EventKind::RunStarted {
             version: 1,
             run_id: "t".into(),
-            scenario: Box::new(scenario),
+            scenario: std::sync::Arc::new(scenario),
             fencing: false,
             label: "fencing tokens: off".into(),
             backend: "test".into(),
@@ -1351,7 +1351,7 @@ mod tests {
         let started = EventKind::RunStarted {
             version: 1,
             run_id: "t".into(),
-            scenario: Box::new(scenario.clone()),
+            scenario: std::sync::Arc::new(scenario.clone()),
             fencing,
             label: "fencing tokens: off".into(),
             backend: "test".into(),
@@ -1407,7 +1407,7 @@ mod tests {
         let kind = EventKind::RunStarted {
             version: 1,
             run_id: "t".into(),
-            scenario: Box::new(started.0),
+            scenario: std::sync::Arc::new(started.0),
             fencing: started.1,
             label: "fencing tokens: off".into(),
             backend: "test".into(),

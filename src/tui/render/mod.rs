@@ -283,7 +283,7 @@ mod token_tests {
         let started = EventKind::RunStarted {
             version: 1,
             run_id: "r".into(),
-            scenario: Box::new(scenario),
+            scenario: std::sync::Arc::new(scenario),
             fencing: false,
             label: "t".into(),
             backend: "test".into(),

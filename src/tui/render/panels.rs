@@ -749,7 +749,7 @@ mod tests {
             let started = crate::engine::log::EventKind::RunStarted {
                 version: 1,
                 run_id: "t".into(),
-                scenario: Box::new(scenario),
+                scenario: std::sync::Arc::new(scenario),
                 fencing: false,
                 label: String::new(),
                 backend: "Redis".into(),
