@@ -314,6 +314,17 @@ impl Sched {
         Some(task)
     }
 
+    /// When `task`'s timer is due, if it has one.
+    pub fn due(&self, task: usize) -> Option<u64> {
+        self.timers[task].map(|(at, _)| at)
+    }
+
+    /// The earliest timer of any task but `task` (None: no other is set).
+    pub fn first_due_but(&self, task: usize) -> Option<u64> {
+        let others = self.timers.iter().enumerate().filter(|&(t, _)| t != task);
+        others.filter_map(|(_, timer)| timer.map(|(at, _)| at)).min()
+    }
+
     /// Move the clock to the next timer and wake what is due then, in the order the
     /// timers were set; None when no timer is left.
     fn advance(&mut self) -> Option<u64> {
@@ -445,6 +456,7 @@ impl<'a> Run<'a> {
             if self.workers.iter().all(Worker::done) || self.cx.db.unfollowed() {
                 return;
             }
+            self.observer.skip_idle(&mut self.cx, bound);
             match self.cx.sched.advance() {
                 Some(at) if at < bound => self.cx.now = at,
                 // Stopped where the simulator's watchdog stops it.

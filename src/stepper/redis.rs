@@ -129,8 +129,10 @@ impl<'a> Db<'a> {
     /// Redlock the first key's deadline (a key lives until `now > deadline`), on the
     /// failover pair either node's, on etcd the first lease's; a Lease record changes
     /// only when it is written, and the queue's pending jobs only by calls (an idle
-    /// one is claimed by a call). None on ZooKeeper, which the observer reads every
-    /// time (a session that a reading finds expired wakes its watchers then).
+    /// one is claimed by a call). On ZooKeeper, until just before a silent session's
+    /// end (a reading then finds it expired, and wakes its watchers); there a call can
+    /// change the queue unlogged (a waiter's znode made again), which [`Db::changes`]
+    /// counts, so a reading is the same one only while those stay as they were too.
     pub fn quiet_until(&self) -> Option<u64> {
         match &self.service {
             None => {
@@ -140,7 +142,7 @@ impl<'a> Db<'a> {
             Some(Service::Etcd(etcd)) => Some(etcd.quiet_until()),
             Some(Service::Pair(pair)) => Some(pair.quiet_until()),
             Some(Service::Lease(_) | Service::Queue(_)) => Some(u64::MAX),
-            Some(Service::ZooKeeper(_)) => None,
+            Some(Service::ZooKeeper(zk)) => Some(zk.quiet_until()),
         }
     }
 

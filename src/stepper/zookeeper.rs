@@ -221,6 +221,12 @@ impl ZooKeeper {
         silent.map(|since| since + self.timeout).min()
     }
 
+    /// The last moment a reading finds every session as it is: just before the
+    /// first silent one's timeout is out.
+    pub fn quiet_until(&self) -> u64 {
+        self.next_expiry().map_or(u64::MAX, |at| at.saturating_sub(1))
+    }
+
     /// The worker's client stops (or starts again) sending heartbeats.
     pub fn set_paused(&mut self, now: u64, worker: usize, paused: bool) {
         self.expire(now);

@@ -483,3 +483,47 @@ do = "detach"
     tally.judge("cut-off-replica", &s);
     tally.assert_agreed();
 }
+
+/// On ZooKeeper a call can change the queue with nothing logged: B, polling, is
+/// paused past its session's timeout (its znode goes with the session), resumes, and
+/// its next try makes a new znode behind A's while A still holds the lock, so B has
+/// nothing new to announce. The observer must read the new znode's zxid then, as the
+/// simulator's does, not take it for an idle reading (`Db::changes` is in the check).
+#[test]
+fn a_znode_made_again_with_nothing_logged_is_read_at_once() {
+    let src = r#"
+name = "znode-again"
+title = "a waiter's session expires while it is paused"
+ttl_ms = 1000
+lock = "zookeeper"
+wait = "poll"
+poll_ms = 100
+
+[[workers]]
+name = "A"
+steps = [
+  { do = "acquire" },
+  { do = "work", ms = 4000 },
+  { do = "release" },
+]
+
+[[workers]]
+name = "B"
+start_ms = 100
+steps = [
+  { do = "acquire" },
+  { do = "write", value = "report from B" },
+  { do = "release" },
+]
+
+[[faults]]
+at_ms = 300
+worker = "B"
+ms = 2000
+do = "pause"
+"#;
+    let s = fencelab::scenario::parse_scenario(src, "znode-again.toml").unwrap();
+    let mut tally = Tally::default();
+    tally.judge("znode-again", &s);
+    tally.assert_agreed();
+}
