@@ -99,7 +99,12 @@ impl StaleRule {
 
     /// `worker` was granted the lock by the event numbered `seq`.
     pub fn granted(&mut self, worker: &str, seq: u64) {
-        self.granted.insert(worker.to_string(), seq);
+        match self.granted.get_mut(worker) {
+            Some(grant) => *grant = seq,
+            None => {
+                self.granted.insert(worker.to_string(), seq);
+            }
+        }
     }
 
     /// The storage accepted `worker`'s write with `token`, as its `order`-th write
@@ -240,12 +245,12 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
     // A foreign program whose library hands out no tokens writes without one: its
     // write is judged by the order of its grant (the n-th grant of the run), which is
     // what a token would have said.
-    let (mut grants, mut grant_of) = (0u64, std::collections::HashMap::new());
+    let (mut grants, mut grant_of) = (0u64, BTreeMap::new());
     // A program's grant is ordered where its server gave it (the reply its proxy saw):
     // a program frozen as that reply reached it reports `acquired` only after it wakes,
     // later than a grant the server gave another after its lease ran out. Its report
     // then names the same grant, not a new one.
-    let mut granted_by_server = std::collections::HashSet::new();
+    let mut granted_by_server = std::collections::BTreeSet::new();
     // Each accepted write's event, its writer, the token it is judged by, and whether
     // that was its grant's number: by the event's seq, the rule's id for it.
     let mut writes = BTreeMap::new();
