@@ -145,7 +145,7 @@ fn long_run_bench() {
                     seq: events.len() as u64 + 1,
                     t_ms: n as f64 * 50.0 + i as f64,
                     kind: EventKind::Worker {
-                        worker: name.clone(),
+                        worker: name.as_str().into(),
                         what: WorkerEvent::Working { ms: 50 },
                     },
                 });

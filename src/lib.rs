@@ -34,6 +34,7 @@ pub mod commands;
 pub mod engine;
 pub mod lesson;
 pub mod output;
+pub mod name;
 pub mod platform;
 pub mod runtime;
 pub mod scenario;

@@ -278,16 +278,16 @@ impl RunModel {
                 self.apply_worker(t, worker, what)
             }
             EventKind::Truth(truth) => {
-                self.set_holder(t, truth.holder.clone());
+                self.set_holder(t, truth.holder.as_deref().map(str::to_string));
                 self.last_truth = Some((t, truth.clone()));
                 for (i, holder) in truth.nodes.iter().enumerate() {
-                    self.set_node(t, i, |now| now.map(|_| holder.clone()));
+                    self.set_node(t, i, |now| now.map(|_| holder.as_deref().map(str::to_string)));
                 }
             }
             EventKind::Command { worker, command, reply, latency_ms, .. } => {
                 self.commands.push(CommandRow {
                     t_ms: t,
-                    worker: worker.clone(),
+                    worker: worker.to_string(),
                     command: command.clone(),
                     reply: Some(reply.clone()),
                     latency_ms: *latency_ms,
@@ -298,7 +298,7 @@ impl RunModel {
             // A program's own log line, in the inspector among its commands.
             EventKind::Stderr { worker, line } => self.commands.push(CommandRow {
                 t_ms: t,
-                worker: worker.clone(),
+                worker: worker.to_string(),
                 command: format!("stderr: {line}"),
                 reply: None,
                 latency_ms: 0.0,
@@ -350,9 +350,9 @@ impl RunModel {
             }
             EventKind::Link { worker, kind, ms } => {
                 if *kind == crate::scenario::FaultKind::Delay {
-                    self.late.insert(worker.clone());
+                    self.late.insert(worker.to_string());
                 } else {
-                    self.late.remove(worker);
+                    self.late.remove(worker.as_str());
                 }
                 let i = self.lane_index(worker);
                 self.mark(t, i, link_mark(*kind, *ms));
@@ -427,7 +427,7 @@ impl RunModel {
                     own: *own,
                 });
                 // Who the lock service listed right after the write: a reading too.
-                self.told_holder(t, worker, redis_holder.clone());
+                self.told_holder(t, worker, redis_holder.as_deref().map(str::to_string));
                 if redis_holder.as_deref() == Some(worker) {
                     return;
                 }

@@ -172,7 +172,7 @@ impl TruthSample {
 /// One write as the storage keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredWrite {
-    pub worker: String,
+    pub worker: crate::name::Name,
     /// The fencing token the writer held (None: it wrote without ever getting the lock).
     pub token: Option<u64>,
     pub value: String,

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::log::{Event, EventKind, Said, WorkerEvent};
+use crate::engine::log::{Event, EventKind, Name, Said, WorkerEvent};
 // The kinds are named by scenarios' expectations, so they live with the scenario.
 pub use crate::scenario::ViolationKind;
 use crate::scenario::{Expectation, LockSpec, spec};
@@ -35,8 +35,8 @@ pub enum Violation {
     /// lease ended (`from_ms`) until it learned otherwise (`to_ms`), while `second`
     /// took the lock.
     OverlappingBelief {
-        first: String,
-        second: String,
+        first: Name,
+        second: Name,
         from_ms: f64,
         /// None while the first still believes it (a run still going).
         to_ms: Option<f64>,
@@ -44,9 +44,9 @@ pub enum Violation {
         seq: u64,
     },
     StaleWrite {
-        worker: String,
+        worker: Name,
         token: u64,
-        after_worker: String,
+        after_worker: Name,
         after_token: u64,
         at_ms: f64,
         seq: u64,
@@ -57,17 +57,17 @@ pub enum Violation {
         by_grant: bool,
     },
     WriteByNonHolder {
-        worker: String,
+        worker: Name,
         token: Option<u64>,
-        redis_holder: Option<String>,
+        redis_holder: Option<Name>,
         at_ms: f64,
         seq: u64,
     },
     DoneTwice {
         /// What happened twice ("sold 1 (stock was 1)").
         result: String,
-        first: String,
-        second: String,
+        first: Name,
+        second: Name,
         at_ms: f64,
         seq: u64,
     },
@@ -178,7 +178,7 @@ fn done_twice(events: &[Event]) -> Vec<Violation> {
         match first_by.get(result.as_str()) {
             Some(first) => found.push(Violation::DoneTwice {
                 result: result.clone(),
-                first: first.to_string(),
+                first: (*first).into(),
                 second: worker.clone(),
                 at_ms: e.t_ms,
                 seq: e.seq,
@@ -339,8 +339,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             let from_ms = first.lease_end.map_or(b.start.t_ms, |t| t.min(b.start.t_ms));
             let from_ms = from_ms.max(first.start.t_ms);
             found.push(Violation::OverlappingBelief {
-                first: first.worker.to_string(),
-                second: second.worker.to_string(),
+                first: first.worker.into(),
+                second: second.worker.into(),
                 from_ms,
                 to_ms: first.end.map(|e| e.t_ms),
                 seq: b.start.seq,
@@ -420,7 +420,7 @@ mod tests {
         bad_writes(events)
             .into_iter()
             .filter_map(|v| match v {
-                Violation::StaleWrite { worker, token, .. } => Some((worker, token)),
+                Violation::StaleWrite { worker, token, .. } => Some((worker.to_string(), token)),
                 _ => None,
             })
             .collect()
@@ -573,7 +573,7 @@ mod tests {
         let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
         let truth = |holder: Option<&str>| {
             EventKind::Truth(crate::engine::log::Truth {
-                holder: holder.map(str::to_string),
+                holder: holder.map(Name::from),
                 ttl_ms: None,
                 fence_counter: 1,
                 storage_highest: 0,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::{Violation, lease_and_scale, lock_of};
-use crate::engine::log::{Event, EventKind, WorkerEvent};
+use crate::engine::log::{Event, EventKind, Name, WorkerEvent};
 use crate::scenario::LockSpec;
 
 /// Which accepted writes are stale, judged in the order the storage took them (each
@@ -23,7 +23,7 @@ pub struct StaleRule {
     jobs: bool,
     /// When each worker's current grant was handed out (its `Acquired` event's seq):
     /// between two writes with the same token, the older grant's is the stale one.
-    granted: BTreeMap<String, u64>,
+    granted: BTreeMap<Name, u64>,
     /// Every accepted write so far, in the storage's order.
     taken: BTreeMap<Place, Taken>,
     /// The judgment of `taken`, walked in order up to its last write.
@@ -42,26 +42,26 @@ type Place = (u64, u64);
 struct Taken {
     /// The caller's name for it, returned when it is found stale.
     id: u64,
-    worker: String,
+    worker: Name,
     token: u64,
     /// The writer's grant when it wrote (the `Acquired` event's seq).
     grant: Option<u64>,
     /// Found stale: the write it came after (its writer and token).
-    after: Option<(String, u64)>,
+    after: Option<(Name, u64)>,
 }
 
 /// What the writes taken so far, in storage order, say of the next one.
 #[derive(Debug, Clone, Default)]
 struct Walk {
     /// The highest token accepted so far: its first write's writer, token and grant.
-    highest: Option<(String, u64, Option<u64>)>,
+    highest: Option<(Name, u64, Option<u64>)>,
     /// On a queue: which worker's write of each job the storage took first.
-    first_of_job: BTreeMap<u64, String>,
+    first_of_job: BTreeMap<u64, Name>,
 }
 
 impl Walk {
     /// Take `w` in: the write it is stale after, if it is.
-    fn take(&mut self, w: &Taken, jobs: bool) -> Option<(String, u64)> {
+    fn take(&mut self, w: &Taken, jobs: bool) -> Option<(Name, u64)> {
         if jobs {
             let first = self.first_of_job.entry(w.token).or_insert_with(|| w.worker.clone());
             return (*first != w.worker).then(|| (first.clone(), w.token));
@@ -81,7 +81,7 @@ impl Walk {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stale {
     pub id: u64,
-    pub after_worker: String,
+    pub after_worker: Name,
     pub after_token: u64,
 }
 
@@ -102,7 +102,7 @@ impl StaleRule {
         match self.granted.get_mut(worker) {
             Some(grant) => *grant = seq,
             None => {
-                self.granted.insert(worker.to_string(), seq);
+                self.granted.insert(worker.into(), seq);
             }
         }
     }
@@ -123,7 +123,7 @@ impl StaleRule {
         self.latest = self.latest.max(order);
         let place = (order, self.taken.len() as u64);
         let grant = self.granted.get(worker).copied();
-        let w = Taken { id, worker: worker.to_string(), token, grant, after: None };
+        let w = Taken { id, worker: worker.into(), token, grant, after: None };
         let in_order = self.taken.last_key_value().is_none_or(|(last, _)| *last < place);
         self.taken.insert(place, w);
         if in_order {
@@ -293,11 +293,11 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
                 let (first, at_ms, seq) = (stale.after_worker, e.t_ms, e.seq);
                 found.push(if rule.counts_jobs() {
                     let (second, result) = (worker.clone(), format!("job {token}"));
-                    Violation::DoneTwice { result, first, second, at_ms, seq }
+                    Violation::DoneTwice { result, first, second: second.clone(), at_ms, seq }
                 } else {
                     let (worker, after_token) = (worker.clone(), stale.after_token);
                     Violation::StaleWrite {
-                        worker,
+                        worker: worker.clone(),
                         token,
                         after_worker: first,
                         after_token,
@@ -313,7 +313,7 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
                 worker: worker.clone(),
                 // The write's own token: a grant's number stands in only for ordering.
                 token: written,
-                redis_holder: redis_holder.map(str::to_string),
+                redis_holder: redis_holder.map(Name::from),
                 at_ms: e.t_ms,
                 seq: e.seq,
             });

@@ -501,7 +501,7 @@ const WRITES: [&str; 6] = ["SET", "RPUSH", "SADD", "XADD", "PUBLISH", "EVALSHA"]
 /// The writer a storage entry names (`{"worker": NAME, ...}`), None when it is none.
 fn entry_of(arg: &[u8]) -> Option<String> {
     let entry: crate::backend::StoredWrite = serde_json::from_slice(arg).ok()?;
-    Some(entry.worker)
+    Some(entry.worker.into())
 }
 
 /// A range read names `COUNT n`, `n` at most [`MAX_COUNT`].

@@ -350,7 +350,7 @@ impl Student {
                         let student = self.name.clone();
                         log.append(EventKind::Left { student, why, gone_since_ms: Some(since_ms) });
                         log.append(EventKind::Worker {
-                            worker: self.name.clone(),
+                            worker: self.name.as_str().into(),
                             what: WorkerEvent::Crashed,
                         });
                         break 'run;

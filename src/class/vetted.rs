@@ -79,7 +79,7 @@ fn accounted(stored: Vec<Result<StoredWrite, String>>, log: &EventLog) -> Vec<St
             EventKind::Worker {
                 worker,
                 what: WorkerEvent::Wrote { value, token, accepted: true, .. },
-            } => Some(StoredWrite { worker, token, value }),
+            } => Some(StoredWrite { worker: worker.clone(), token, value }),
             _ => None,
         })
         .collect();

@@ -122,7 +122,7 @@ fn measure(names: &[String], events: u32, pace: Duration, path: Path) -> anyhow:
                 tokio::time::sleep(pace * i as u32 / students).await;
                 for _ in 0..events {
                     let kind = EventKind::Command {
-                        worker: desk.name.clone(),
+                        worker: desk.name.as_str().into(),
                         command: "bench".into(),
                         reply: monotonic_ns().to_string(),
                         latency_ms: 0.0,
@@ -179,7 +179,10 @@ fn frame_ms(names: &[String], received: &[(f64, String)]) -> f64 {
         .map(|(seq, (t_ms, name))| Event {
             seq: seq as u64 + 1,
             t_ms: *t_ms,
-            kind: EventKind::Worker { worker: name.clone(), what: WorkerEvent::Working { ms: 50 } },
+            kind: EventKind::Worker {
+                worker: name.as_str().into(),
+                what: WorkerEvent::Working { ms: 50 },
+            },
         })
         .collect();
     let end = events.last().map_or(0.0, |e| e.t_ms);

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::backend::StoredWrite;
+pub use crate::name::Name;
 use crate::scenario::{Scenario, WaitStrategy};
 
 /// Version of the event format, written in the first event of every log.
@@ -56,19 +57,19 @@ pub enum EventKind {
         time_scale: f64,
     },
     /// What a worker did or learned: its belief.
-    Worker { worker: String, what: WorkerEvent },
+    Worker { worker: Name, what: WorkerEvent },
     /// What Redis itself holds: the observer's reading.
     Truth(Truth),
     /// A foreign program's lock value is `worker`'s: its `acquired` report, or its
     /// server's OK to its `SET ... NX` (seen by its proxy), said so. The observer names
     /// the holder it reads by it; in a class it travels with the student's events.
-    Claimed { worker: String, value: String },
+    Claimed { worker: Name, value: String },
     /// A line a foreign program wrote on its stderr (its own log: shown, bounded,
     /// never parsed).
-    Stderr { worker: String, line: String },
+    Stderr { worker: Name, line: String },
     /// One call a worker made, as the commands sent and the reply, for the inspector.
     Command {
-        worker: String,
+        worker: Name,
         command: String,
         reply: String,
         latency_ms: f64,
@@ -92,7 +93,7 @@ pub enum EventKind {
     /// A worker's link to its servers changed, as the scenario said: delayed by `ms`
     /// (scenario ms), partitioned, or healed.
     Link {
-        worker: String,
+        worker: Name,
         kind: crate::scenario::FaultKind,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
@@ -103,7 +104,7 @@ pub enum EventKind {
     ServerLost { server: String, reason: String },
     /// The kernel was told to stop, continue or kill a worker that runs as its own
     /// process (`--processes`): a pause nothing inside the worker had a say in.
-    Signal { worker: String, signal: KernelSignal, pid: u32 },
+    Signal { worker: Name, signal: KernelSignal, pid: u32 },
     /// A class's room refused something a student posted (an event in another's name,
     /// events that never arrived): shown, and kept out of the worker's lane.
     /// `total`: how many of this student's posts the room has refused so far (a flood
@@ -155,7 +156,7 @@ pub enum WorkerEvent {
     /// `wait = "notify"` a release wakes it sooner. `retry_in_ms` is None when the
     /// lease never expires.
     Waiting {
-        holder: Option<String>,
+        holder: Option<Name>,
         retry_in_ms: Option<f64>,
         /// Absent in logs of `ttl` waiters (all logs before waiting strategies).
         #[serde(default, skip_serializing_if = "WaitStrategy::is_default")]
@@ -187,7 +188,7 @@ pub enum WorkerEvent {
         value: String,
         token: Option<u64>,
         accepted: bool,
-        redis_holder: Option<String>,
+        redis_holder: Option<Name>,
         /// An accepted write's place in the storage's own order (its n-th entry,
         /// counted by the storage in the same atomic step as the write): the checker
         /// judges writes in this order, not in the order their replies were logged,
@@ -301,18 +302,18 @@ impl Refusal {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Truth {
     /// The worker Redis lists as holder (from the lock value), if any.
-    pub holder: Option<String>,
+    pub holder: Option<Name>,
     /// Remaining lease in scenario ms (None: no holder, or no expiry).
     pub ttl_ms: Option<f64>,
     pub fence_counter: u64,
     pub storage_highest: u64,
     /// Redlock: who each node lists (None: nobody, or the node is down).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nodes: Vec<Option<String>>,
+    pub nodes: Vec<Option<Name>>,
     /// Set when the previous holder lost the key because its lease ran out (its
     /// deadline had passed), as opposed to deleting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expired: Option<String>,
+    pub expired: Option<Name>,
 }
 
 /// A signal sent to a worker's process, as `kill(1)` names it.

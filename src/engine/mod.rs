@@ -497,7 +497,11 @@ async fn inject(
             }
             (Some(worker), _) => {
                 // Logged first: what the fault does to the worker's calls comes after it.
-                log.append(EventKind::Link { worker: worker.clone(), kind: f.kind, ms: f.ms });
+                log.append(EventKind::Link {
+                    worker: worker.as_str().into(),
+                    kind: f.kind,
+                    ms: f.ms,
+                });
                 links.apply(worker, f.kind, log.clock().real(f.ms.unwrap_or(0) as f64));
             }
             (None, Some(client)) => {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use tokio::time::{Duration, Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 
-use super::log::{EventKind, EventLog, Truth};
+use super::log::{EventKind, EventLog, Name, Truth};
 use super::recording::{Reading, Recorder};
 use crate::backend::{BackendError, LockClient, StorageClient, TruthSample, holder_name};
 
@@ -220,6 +220,8 @@ impl Observer {
             let expired = expired.filter(|old| !(coarse && self.holders.gave_back(old)));
             let Reading { holder, fence, highest, nodes, ttl_ms } = reading;
             let (fence_counter, storage_highest) = (fence, highest);
+            let (holder, expired) = (holder.map(Name::from), expired.map(Name::from));
+            let nodes = nodes.into_iter().map(|n| n.map(Name::from)).collect();
             let truth = Truth { holder, ttl_ms, fence_counter, storage_highest, nodes, expired };
             self.log.append(EventKind::Truth(truth));
         }

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use super::log::{EventKind, EventLog, Refusal, WorkerEvent};
+use super::log::{EventKind, EventLog, Name, Refusal, WorkerEvent};
 use super::observer::Holders;
 use super::policy::{self, Ms, WritePolicy};
 use crate::backend::sql::{CAS_TRIES, SqlOp, SqlReply};
@@ -211,8 +211,11 @@ impl Worker {
             }
             Step::Write { value } => {
                 let value = self.settings.writes.value(value, self.token).into_owned();
-                let write =
-                    StoredWrite { worker: self.spec.name.clone(), token: self.token, value };
+                let write = StoredWrite {
+                    worker: self.spec.name.as_str().into(),
+                    token: self.token,
+                    value,
+                };
                 let check =
                     self.settings.writes.check(self.settings.fencing.load(Ordering::SeqCst));
                 let started = Instant::now();
@@ -221,7 +224,7 @@ impl Worker {
                 let storage = self.settings.storage;
                 let shown = wire::write(&self.keys, storage, self.token, check, accepted);
                 self.command(started, shown);
-                let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
+                let redis_holder = self.get_holder().await?.map(|v| holder_name(&v).into());
                 self.emit(WorkerEvent::Wrote {
                     value: write.value,
                     token: self.token,
@@ -330,7 +333,7 @@ impl Worker {
         let clock = self.log.clock();
         let give_up_at = give_up_ms.map(|ms| Instant::now() + clock.real(ms as f64));
         let value = holder_value(&self.spec.name, &mut self.rng);
-        let mut announced: Option<Option<String>> = None;
+        let mut announced: Option<Option<Name>> = None;
         let mut listening = false;
         loop {
             let (ttl, mode) = (self.real_ttl(), self.settings.acquire);
@@ -365,7 +368,7 @@ impl Worker {
                 Ms::Scenario(ms) => clock.real(ms as f64),
                 Ms::Server(ms) => std::time::Duration::from_millis(ms),
             };
-            let holder = self.get_holder().await?.map(|v| holder_name(&v).to_string());
+            let holder: Option<Name> = self.get_holder().await?.map(|v| holder_name(&v).into());
             if announced.as_ref() != Some(&holder) {
                 let retry_in_ms =
                     policy::announced_retry(strategy, poll_ms, pttl_ms).map(|ms| match ms {
@@ -542,7 +545,7 @@ impl Worker {
     fn command_took(&self, (command, reply): (String, String), took: std::time::Duration) {
         let latency_ms = took.as_secs_f64() * 1000.0;
         self.log.append(EventKind::Command {
-            worker: self.spec.name.clone(),
+            worker: self.spec.name.as_str().into(),
             command,
             reply,
             latency_ms: (latency_ms * 1000.0).round() / 1000.0,
@@ -607,7 +610,7 @@ impl Worker {
     }
 
     fn emit(&self, what: WorkerEvent) {
-        self.log.append(EventKind::Worker { worker: self.spec.name.clone(), what });
+        self.log.append(EventKind::Worker { worker: self.spec.name.as_str().into(), what });
     }
 }
 

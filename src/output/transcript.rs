@@ -15,7 +15,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::check::{Violation, ViolationKind};
-use crate::engine::log::{Event, EventKind, Refusal, RunOutcome, Said, WorkerEvent};
+use crate::engine::log::{Event, EventKind, Name, Refusal, RunOutcome, Said, WorkerEvent};
 use crate::scenario::{LockSpec, WaitStrategy};
 
 /// Turns events into transcript lines, remembering what it needs across events.
@@ -27,7 +27,7 @@ pub struct Transcript {
     lock: &'static LockSpec,
     /// Foreign programs' lock values and whose they are (`Claimed`): a waiter told
     /// the holder's raw value (a library's UUID) is shown whose it is.
-    claims: HashMap<String, String>,
+    claims: HashMap<String, Name>,
     /// The run's workers: a holder the lock service lists that is none of them is a
     /// value nobody has claimed yet, and said so, never named as if it were a worker.
     workers: Vec<String>,
@@ -70,9 +70,9 @@ impl Transcript {
                 let named;
                 let what = match what {
                     WorkerEvent::Waiting { holder: Some(value), retry_in_ms, wait }
-                        if self.claims.contains_key(value) =>
+                        if self.claims.contains_key(value.as_str()) =>
                     {
-                        let holder = self.claims.get(value).cloned();
+                        let holder = self.claims.get(value.as_str()).cloned();
                         named =
                             WorkerEvent::Waiting { holder, retry_in_ms: *retry_in_ms, wait: *wait };
                         &named
@@ -203,7 +203,7 @@ impl Transcript {
             return holder.to_string();
         }
         match self.claims.get(holder) {
-            Some(worker) => worker.clone(),
+            Some(worker) => worker.to_string(),
             None => {
                 let short: String = holder.chars().take(12).collect();
                 let cut = if short.len() < holder.len() { "…" } else { "" };
@@ -598,7 +598,7 @@ mod tests {
         let late = |holder: Option<&str>| Violation::WriteByNonHolder {
             worker: "A".into(),
             token: None,
-            redis_holder: holder.map(str::to_string),
+            redis_holder: holder.map(Name::from),
             at_ms: 3000.0,
             seq: 7,
         };

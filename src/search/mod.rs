@@ -568,7 +568,7 @@ mod tests {
         Violation::WriteByNonHolder {
             worker: "B".into(),
             token: None,
-            redis_holder: redis_holder.map(str::to_string),
+            redis_holder: redis_holder.map(crate::engine::log::Name::from),
             at_ms: 5226.0,
             seq: 9,
         }

@@ -68,9 +68,9 @@ fn moments(design: &Scenario, events: &[Event]) -> Vec<(u64, String, Option<Mome
             {
                 let (on, grant) = calls.take(worker, call, call_name(command));
                 if let Some(grant) = grant {
-                    found.push((after(e.t_ms), worker.clone(), Some(grant)));
+                    found.push((after(e.t_ms), worker.to_string(), Some(grant)));
                 }
-                calls.last.insert(worker.clone(), (e.t_ms, on));
+                calls.last.insert(worker.to_string(), (e.t_ms, on));
                 continue;
             }
             EventKind::Worker { worker, what } if programs.contains(&worker.as_str()) => {
@@ -80,8 +80,8 @@ fn moments(design: &Scenario, events: &[Event]) -> Vec<(u64, String, Option<Mome
                         | WorkerEvent::Checked { still_owner: true }
                         | WorkerEvent::Wrote { .. }
                 );
-                if let Some((t, on)) = calls.last.remove(worker).filter(|_| moment) {
-                    found.push((after(t), worker.clone(), Some(on)));
+                if let Some((t, on)) = calls.last.remove(worker.as_str()).filter(|_| moment) {
+                    found.push((after(t), worker.to_string(), Some(on)));
                 }
                 continue;
             }

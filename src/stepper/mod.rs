@@ -218,7 +218,7 @@ impl<'a> Cx<'a> {
     /// Log what worker `index` did; the observer wakes, as the log grew.
     pub fn emit(&mut self, index: usize, what: WorkerEvent) {
         self.settle(Some(index));
-        let worker = self.names[index].to_string();
+        let worker = self.names[index].into();
         self.log.push(self.now, EventKind::Worker { worker, what });
         self.sched.wake(OBSERVER);
     }
@@ -509,7 +509,7 @@ impl<'a> Run<'a> {
         let storage = std::mem::take(&mut self.cx.db.storage)
             .into_iter()
             .map(|(worker, token, value)| StoredWrite {
-                worker: self.cx.names[worker].to_string(),
+                worker: self.cx.names[worker].into(),
                 token,
                 value: value.into_owned(),
             })

@@ -5,7 +5,7 @@
 
 use super::Value;
 use super::{Cx, OBSERVER};
-use crate::engine::log::{EventKind, Truth};
+use crate::engine::log::{EventKind, Name, Truth};
 use crate::engine::recording::{IDLE_READ_MS, Reading, Recorder};
 
 #[derive(Default)]
@@ -82,12 +82,12 @@ impl<'a> Observer<'a> {
         let reading = Reading { holder, fence, highest, nodes, ttl_ms };
         if let Some(expired) = self.recorder.record(now as f64, &reading) {
             let truth = Truth {
-                holder: reading.holder.map(str::to_string),
+                holder: reading.holder.map(Name::from),
                 ttl_ms,
                 fence_counter: fence,
                 storage_highest: highest,
-                nodes: reading.nodes.iter().map(|n| n.map(str::to_string)).collect(),
-                expired: expired.map(str::to_string),
+                nodes: reading.nodes.iter().map(|n| n.map(Name::from)).collect(),
+                expired: expired.map(Name::from),
             };
             cx.log.push(now, EventKind::Truth(truth));
         }

@@ -5,7 +5,7 @@
 use super::Value;
 use super::{Cx, OBSERVER};
 use crate::backend::{AcquireReply, WriteCheck};
-use crate::engine::log::{Refusal, WorkerEvent};
+use crate::engine::log::{Name, Refusal, WorkerEvent};
 use crate::engine::policy::{self, Ms, WritePolicy};
 use crate::scenario::{ReleaseMode, RenewMode, Scenario, Step, WaitStrategy, WorkerSpec};
 
@@ -258,7 +258,7 @@ impl<'a> Worker<'a> {
                 let order =
                     cx.db.write((self.index, self.token, value.clone()), self.settings.check);
                 let redis_holder =
-                    cx.db.holder(now, Some(self.index)).map(|v| cx.name(v).to_string());
+                    cx.db.holder(now, Some(self.index)).map(|v| Name::from(cx.name(v)));
                 let (token, accepted) = (self.token, order.is_some());
                 let value = value.into_owned();
                 let refused = if accepted { None } else { Refusal::of(self.settings.check, token) };
@@ -357,7 +357,7 @@ impl<'a> Worker<'a> {
         if self.attempt.announced != Some(holder) {
             let retry_in = policy::announced_retry(wait, self.settings.poll_ms, pttl);
             let retry_in_ms = retry_in.map(|retry| ms(retry) as f64);
-            let holder_name = holder.map(str::to_string);
+            let holder_name = holder.map(Name::from);
             self.emit(cx, WorkerEvent::Waiting { holder: holder_name, retry_in_ms, wait });
             self.attempt.announced = Some(holder);
         }

@@ -22,6 +22,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
     (
         "domain",
         &[
+            "name",
             "scenario",
             "backend",
             "engine",

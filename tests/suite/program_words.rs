@@ -101,7 +101,7 @@ fn events(steps: &[Step]) -> Vec<Event> {
         backend: "private redis-server".into(),
         time_scale: 1.0,
     }];
-    let worker = |w: usize, what: WorkerEvent| EventKind::Worker { worker: name(w), what };
+    let worker = |w: usize, what: WorkerEvent| EventKind::Worker { worker: name(w).into(), what };
     for step in steps {
         kinds.push(match step.clone() {
             Step::Report(w, r) => match belief(r) {
@@ -109,14 +109,16 @@ fn events(steps: &[Step]) -> Vec<Event> {
                 None => continue,
             },
             Step::Truth { holder, ttl_ms, expired } => EventKind::Truth(Truth {
-                holder: holder.map(name),
+                holder: holder.map(|w| name(w).into()),
                 ttl_ms,
                 fence_counter: 3,
                 storage_highest: 2,
                 nodes: Vec::new(),
-                expired: expired.map(name),
+                expired: expired.map(|w| name(w).into()),
             }),
-            Step::Claim(w, v) => EventKind::Claimed { worker: name(w), value: VALUES[v].into() },
+            Step::Claim(w, v) => {
+                EventKind::Claimed { worker: name(w).into(), value: VALUES[v].into() }
+            }
             Step::Write { worker: w, token, refused } => worker(
                 w,
                 WorkerEvent::Wrote {

@@ -108,7 +108,7 @@ fn the_lessons_inspector_shows_the_claim_and_both_acknowledgements() {
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Command { worker, command, reply, .. } => {
-                Some((worker.clone(), command.clone(), reply.clone()))
+                Some((worker.to_string(), command.clone(), reply.clone()))
             }
             _ => None,
         })

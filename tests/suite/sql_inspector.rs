@@ -15,7 +15,7 @@ fn the_inspector_shows_the_update_and_its_row_count() {
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Command { worker, command, reply, .. } if command.starts_with("UPDATE") => {
-                Some((worker.clone(), command.clone(), reply.clone()))
+                Some((worker.to_string(), command.clone(), reply.clone()))
             }
             _ => None,
         })
@@ -46,7 +46,7 @@ fn sql_rows(events: &[fencelab::engine::log::Event]) -> Vec<(String, String, Str
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Command { worker, command, reply, .. } => {
-                Some((worker.clone(), command.clone(), reply.clone()))
+                Some((worker.to_string(), command.clone(), reply.clone()))
             }
             _ => None,
         })
@@ -103,7 +103,7 @@ fn write_orders(events: &[fencelab::engine::log::Event]) -> Vec<(String, Option<
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Worker { worker, what: WorkerEvent::Wrote { order, .. } } => {
-                Some((worker.clone(), *order))
+                Some((worker.to_string(), *order))
             }
             _ => None,
         })

@@ -107,7 +107,7 @@ pub fn outcomes(events: &[Event]) -> BTreeMap<String, Vec<String>> {
             WorkerEvent::Renewed { extended } => format!("renewed extended={extended}"),
             other => format!("{other:?}"),
         };
-        per_worker.entry(worker.clone()).or_default().push(text);
+        per_worker.entry(worker.to_string()).or_default().push(text);
     }
     per_worker
 }

@@ -406,8 +406,7 @@ impl StorageClient for SimStorageClient {
         let mut db = self.0.sim.db();
         let reply = db.tables.entry(self.0.keys.prefix.clone()).or_default().apply(self.0.id, op);
         if let Some(result) = &reply.result {
-            let write =
-                StoredWrite { worker: worker.to_string(), token: None, value: result.clone() };
+            let write = StoredWrite { worker: worker.into(), token: None, value: result.clone() };
             let entry =
                 serde_json::to_string(&write).map_err(|e| BackendError::sim(e.to_string()))?;
             db.lists.entry(self.0.keys.storage.clone()).or_default().push(entry);

@@ -585,8 +585,11 @@ impl StorageClient for PgClient {
         self.ready().await?;
         let token = as_sql_token(write.token);
         let statement = self.statement(check);
-        let params: [(&(dyn ToSql + Sync), Type); 3] =
-            [(&write.worker, Type::TEXT), (&token, Type::INT8), (&write.value, Type::TEXT)];
+        let params: [(&(dyn ToSql + Sync), Type); 3] = [
+            (&write.worker.as_str(), Type::TEXT),
+            (&token, Type::INT8),
+            (&write.value, Type::TEXT),
+        ];
         let call = async { self.client.query_typed(&statement, &params).await.map_err(sql_error) };
         let rows = self.over("a write", call).await?;
         Ok(rows.first().and_then(|r| u64::try_from(r.get::<_, i64>(0)).ok()))
@@ -608,7 +611,7 @@ impl StorageClient for PgClient {
         Ok(rows
             .iter()
             .map(|r| StoredWrite {
-                worker: r.get(0),
+                worker: r.get::<_, &str>(0).into(),
                 token: r.get::<_, Option<i64>>(1).and_then(|t| u64::try_from(t).ok()),
                 value: r.get(2),
             })

@@ -283,11 +283,11 @@ impl WorkerProcess {
     }
 
     fn signal_event(&self, signal: KernelSignal) -> EventKind {
-        EventKind::Signal { worker: self.name.clone(), signal, pid: self.pid }
+        EventKind::Signal { worker: self.name.as_str().into(), signal, pid: self.pid }
     }
 
     fn worker_event(&self, what: WorkerEvent) -> EventKind {
-        EventKind::Worker { worker: self.name.clone(), what }
+        EventKind::Worker { worker: self.name.as_str().into(), what }
     }
 
     async fn send(&mut self, message: &ToChild) -> Result<(), ProcessError> {

@@ -21,7 +21,9 @@ use crate::backend::{
     BackendError, Keys, LockClient, StorageClient, StoredWrite, WriteCheck, wire,
 };
 use crate::engine::host::{WorkerHost, WorkerRun};
-use crate::engine::log::{EventKind, EventLog, KernelSignal, ProgramCall, Refusal, WorkerEvent};
+use crate::engine::log::{
+    EventKind, EventLog, KernelSignal, Name, ProgramCall, Refusal, WorkerEvent,
+};
 use crate::engine::observer::Holders;
 use crate::engine::policy::WritePolicy;
 use crate::engine::worker::{WorkerCommand, sleep_until_opt};
@@ -100,7 +102,7 @@ impl WorkerHost for ProgramHost {
             // Its last words (an exit's traceback) are in the log before its failure.
             while let Ok(line) = run.program.said.try_recv() {
                 let worker = run.program.spec.name.clone();
-                run.log.append(EventKind::Stderr { worker, line });
+                run.log.append(EventKind::Stderr { worker: worker.into(), line });
             }
             if let Err(e) = &result {
                 run.emit(WorkerEvent::Failed { error: e.to_string() });
@@ -319,7 +321,7 @@ impl Run {
                 }
                 Some(line) = self.program.said.recv() => {
                     let worker = self.program.spec.name.clone();
-                    self.log.append(EventKind::Stderr { worker, line });
+                    self.log.append(EventKind::Stderr { worker: worker.into(), line });
                 }
                 Some(tapped) = self.program.taps.recv() => {
                     // A program talking to its server is not silent.
@@ -380,7 +382,7 @@ impl Run {
             }
             let pause = self.program.armed.reply(call_name(&call.command), grant);
             self.log.append(EventKind::Command {
-                worker: self.program.spec.name.clone(),
+                worker: self.program.spec.name.as_str().into(),
                 command: call.command,
                 reply: call.reply,
                 latency_ms: (call.latency_ms * 1000.0).round() / 1000.0,
@@ -436,7 +438,7 @@ impl Run {
     ) -> Result<(), BackendError> {
         let fencing = self.fencing.load(Ordering::SeqCst);
         let check = self.bench.policy.check(fencing);
-        let write = StoredWrite { worker: self.program.spec.name.clone(), token, value };
+        let write = StoredWrite { worker: self.program.spec.name.as_str().into(), token, value };
         let started = Instant::now();
         let no_token = matches!(check, WriteCheck::Fencing(_)) && token.is_none();
         let (order, reason) = if no_token {
@@ -453,7 +455,7 @@ impl Run {
             let (command, reply) =
                 wire::write(&self.bench.keys, self.bench.storage_kind, token, check, accepted);
             self.log.append(EventKind::Command {
-                worker: write.worker.clone(),
+                worker: write.worker.as_str().into(),
                 command,
                 reply,
                 latency_ms: (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0,
@@ -540,6 +542,7 @@ impl Run {
         reason: Option<String>,
     ) -> Result<(), BackendError> {
         let accepted = order.is_some();
+        let redis_holder = redis_holder.map(Name::from);
         let wrote =
             WorkerEvent::Wrote { value, token, accepted, redis_holder, order, refused, own };
         self.emit(wrote);
@@ -600,7 +603,11 @@ impl Run {
     }
 
     fn signal(&self, signal: KernelSignal) -> EventKind {
-        EventKind::Signal { worker: self.program.spec.name.clone(), signal, pid: self.program.pid }
+        EventKind::Signal {
+            worker: self.program.spec.name.as_str().into(),
+            signal,
+            pid: self.program.pid,
+        }
     }
 
     /// The lock value `value` is this program's: named so here and, through the log,
@@ -608,12 +615,12 @@ impl Run {
     fn claim(&self, value: &str) {
         let worker = self.program.spec.name.clone();
         if self.bench.holders.insert(value, &worker) {
-            self.log.append(EventKind::Claimed { worker, value: value.to_string() });
+            self.log.append(EventKind::Claimed { worker: worker.into(), value: value.to_string() });
         }
     }
 
     fn emit(&self, what: WorkerEvent) {
-        self.log.append(EventKind::Worker { worker: self.program.spec.name.clone(), what });
+        self.log.append(EventKind::Worker { worker: self.program.spec.name.as_str().into(), what });
     }
 }
 

@@ -1310,7 +1310,7 @@ mod tests {
     fn n_jumps_where_the_panels_show_the_violation_and_never_past_the_cursor() {
         let mut app = app();
         let holder = |h: Option<&str>| crate::engine::log::Truth {
-            holder: h.map(str::to_string),
+            holder: h.map(crate::engine::log::Name::from),
             ttl_ms: None,
             fence_counter: 0,
             storage_highest: 0,

@@ -300,7 +300,7 @@ impl App {
                 WorkerEvent::Crashed if !scripted_crash(worker) => WorkerCommand::Crash,
                 _ => continue,
             };
-            out.push((e.t_ms, worker.clone(), command));
+            out.push((e.t_ms, worker.to_string(), command));
         }
         out
     }

@@ -291,7 +291,7 @@ mod token_tests {
         };
         let truth = |holder: &str| {
             let (ttl_ms, nodes, expired) = (Some(3000.0), Vec::new(), None);
-            let holder = Some(holder.to_string());
+            let holder = Some(holder.into());
             EventKind::Truth(Truth {
                 holder,
                 ttl_ms,
