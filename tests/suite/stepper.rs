@@ -478,9 +478,15 @@ at_ms = 100
 node = 2
 do = "detach"
 "#;
-    let s = fencelab::scenario::parse_scenario(src, "cut-off-replica.toml").unwrap();
+    agrees_as_written("cut-off-replica", src);
+}
+
+/// The scenario `src`, written out, runs on the stepper as on the simulator, with
+/// fencing off and on.
+fn agrees_as_written(name: &str, src: &str) {
+    let s = fencelab::scenario::parse_scenario(src, &format!("{name}.toml")).unwrap();
     let mut tally = Tally::default();
-    tally.judge("cut-off-replica", &s);
+    tally.judge(name, &s);
     tally.assert_agreed();
 }
 
@@ -522,8 +528,5 @@ worker = "B"
 ms = 2000
 do = "pause"
 "#;
-    let s = fencelab::scenario::parse_scenario(src, "znode-again.toml").unwrap();
-    let mut tally = Tally::default();
-    tally.judge("znode-again", &s);
-    tally.assert_agreed();
+    agrees_as_written("znode-again", src);
 }
