@@ -6,7 +6,8 @@
 //! real servers, which is what makes it trustworthy, and about 6,000 runs a second,
 //! most of it building runtimes, spawning tasks and formatting commands. This module
 //! is the same run written as a loop over instants, on one thread, with no runtime,
-//! no tasks, no channels and no shared pointers: a few `Vec`s per run.
+//! no tasks and no channels: a few `Vec`s per run, and the scenario it is handed,
+//! shared with the run's log rather than copied into it.
 //!
 //! Why it is shaped like tokio's scheduler rather than like "every worker, in order":
 //! where two things happen at one instant (a waiter retrying the moment a lease ends,
@@ -626,7 +627,7 @@ mod tests {
     fn a_slow_clock_waits_four_leases_and_its_run_is_not_cut_short() {
         let mut s = gc_pause();
         (s.lock, s.ttl_ms, s.workers[1].clock_rate) = (LockShape::K8sLease, 120_000, 0.25);
-        let events = run(&Arc::new(s.clone()), false, 0).unwrap();
+        let events = run(&Arc::new(s), false, 0).unwrap();
         let last = events.last().unwrap();
         assert!(
             matches!(&last.kind, EventKind::RunEnded { outcome: RunOutcome::Completed, .. }),

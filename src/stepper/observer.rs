@@ -16,9 +16,10 @@ pub(super) struct Observer<'a> {
     /// After a reading: the log's length and ZooKeeper's count of changes then, the
     /// instant until which the lock reads the same while those stay so
     /// (`Db::quiet_until`: every call and fault that changes the lock is logged, or on
-    /// ZooKeeper counted), and the lease's end that reading set the next one for. A reading within those would
-    /// be the same one, and records nothing: it only sets the next, as it would have.
-    /// Most readings of a run are such idle ones, 100 ms apart.
+    /// ZooKeeper counted), and the lease's end that reading set the next one for. A
+    /// reading within those would be the same one, and records nothing: it only sets
+    /// the next, as it would have. Most readings of a run are such idle ones, 100 ms
+    /// apart.
     quiet: Option<Quiet>,
 }
 
