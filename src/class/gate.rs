@@ -26,11 +26,12 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -88,10 +89,11 @@ impl LockValues {
 }
 
 /// Open the gate on address `listen` (on a port of the system's choosing), in front of
-/// the Redis at `upstream`, for room `keys` and its `students`.
+/// the Redis listening on the unix socket `upstream`, for room `keys` and its
+/// `students`.
 pub async fn open(
     listen: &str,
-    upstream: SocketAddr,
+    upstream: &Path,
     keys: &RoomKeys,
     students: &[String],
 ) -> std::io::Result<Gate> {
@@ -107,6 +109,7 @@ pub async fn open(
         written: Mutex::new(HashMap::new()),
     });
     let (cancel, tracker) = (stop.clone(), tasks.clone());
+    let upstream: Arc<Path> = upstream.into();
     tasks.spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -114,7 +117,7 @@ pub async fn open(
                 accepted = listener.accept() => accepted,
             };
             let Ok((client, _)) = accepted else { return };
-            let (rules, cancel) = (rules.clone(), cancel.clone());
+            let (rules, cancel, upstream) = (rules.clone(), cancel.clone(), upstream.clone());
             tracker.spawn(async move {
                 tokio::select! {
                     () = cancel.cancelled() => {}
@@ -148,8 +151,8 @@ enum Answer {
 
 /// One student's connection: read, vet and pass on its commands; copy back, in order,
 /// Redis's replies and the gate's refusals.
-async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
-    let Ok(server) = TcpStream::connect(upstream).await else { return };
+async fn serve(client: TcpStream, upstream: Arc<Path>, rules: Arc<Rules>) {
+    let Ok(server) = UnixStream::connect(&*upstream).await else { return };
     let _ = client.set_nodelay(true);
     let (mut from_client, to_client) = client.into_split();
     let (from_server, mut to_server) = server.into_split();
@@ -236,51 +239,65 @@ async fn serve(client: TcpStream, upstream: SocketAddr, rules: Arc<Rules>) {
     seat.leave();
 }
 
-/// Write what waits in `out` to Redis, and empty it.
-async fn flush(
-    to_server: &mut tokio::net::tcp::OwnedWriteHalf,
-    out: &mut Vec<u8>,
-) -> std::io::Result<()> {
+/// Write what waits in `out` (to Redis, or back to the student), and empty it.
+async fn flush(to: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>) -> std::io::Result<()> {
     if !out.is_empty() {
-        to_server.write_all(out).await?;
+        to.write_all(out).await?;
         out.clear();
     }
     Ok(())
 }
 
 /// Copy back each command's answer in order: one whole reply of Redis's, or the
-/// gate's refusal; after a subscription, all Redis sends.
+/// gate's refusal; after a subscription, all Redis sends. The answers of a pipeline go
+/// back in one write, as Redis's own would: they are gathered while the next answer is
+/// already due and its reply already here, and written before anything waits.
 async fn answer(
     mut queue: mpsc::Receiver<Answer>,
-    mut from_server: tokio::net::tcp::OwnedReadHalf,
-    mut to_client: tokio::net::tcp::OwnedWriteHalf,
+    mut from_server: impl AsyncRead + Unpin,
+    mut to_client: impl AsyncWrite + Unpin,
 ) {
     let mut pending: Vec<u8> = Vec::new();
+    let mut out: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
-    while let Some(answer) = queue.recv().await {
-        match answer {
-            Answer::Refused(why) => {
-                let line =
-                    format!("-ERR fencelab's class gate: {}\r\n", why.replace(['\r', '\n'], " "));
-                if to_client.write_all(line.as_bytes()).await.is_err() {
+    loop {
+        let answer = match queue.try_recv() {
+            Ok(answer) => answer,
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+            Err(mpsc::error::TryRecvError::Empty) => {
+                if flush(&mut to_client, &mut out).await.is_err() {
                     return;
                 }
+                match queue.recv().await {
+                    Some(answer) => answer,
+                    None => break,
+                }
+            }
+        };
+        match answer {
+            Answer::Refused(why) => {
+                let why = why.replace(['\r', '\n'], " ");
+                out.extend_from_slice(format!("-ERR fencelab's class gate: {why}\r\n").as_bytes());
             }
             Answer::Redis => {
-                if relay(&mut pending, &mut chunk, &mut from_server, &mut to_client).await.is_none()
-                {
+                let relayed =
+                    relay(&mut pending, &mut out, &mut chunk, &mut from_server, &mut to_client);
+                if relayed.await.is_none() {
                     return;
                 }
             }
             Answer::Auth(told) => {
-                let first = relay(&mut pending, &mut chunk, &mut from_server, &mut to_client).await;
+                let relayed =
+                    relay(&mut pending, &mut out, &mut chunk, &mut from_server, &mut to_client);
+                let first = relayed.await;
                 let _ = told.send(first.is_some_and(|b| b != b'-'));
                 if first.is_none() {
                     return;
                 }
             }
             Answer::Subscribed => {
-                if to_client.write_all(&pending).await.is_err() {
+                out.append(&mut pending);
+                if flush(&mut to_client, &mut out).await.is_err() {
                     return;
                 }
                 let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
@@ -288,23 +305,27 @@ async fn answer(
             }
         }
     }
+    let _ = flush(&mut to_client, &mut out).await;
 }
 
-/// Copy one whole reply of Redis's to the client; its first byte (`-`: an error), None
-/// when either side has gone.
+/// Move one whole reply of Redis's from `pending` to `out`, reading more when it is not
+/// all there (what `out` holds is written first: its reader may be waiting for it);
+/// its first byte (`-`: an error), None when either side has gone.
 async fn relay(
     pending: &mut Vec<u8>,
+    out: &mut Vec<u8>,
     chunk: &mut [u8],
-    from_server: &mut tokio::net::tcp::OwnedReadHalf,
-    to_client: &mut tokio::net::tcp::OwnedWriteHalf,
+    from_server: &mut (impl AsyncRead + Unpin),
+    to_client: &mut (impl AsyncWrite + Unpin),
 ) -> Option<u8> {
     loop {
         if let Some(n) = reply_length(pending) {
-            to_client.write_all(&pending[..n]).await.ok()?;
+            out.extend_from_slice(&pending[..n]);
             let first = pending.first().copied();
             pending.drain(..n);
             return first;
         }
+        flush(to_client, out).await.ok()?;
         match from_server.read(chunk).await {
             Ok(n) if n > 0 => pending.extend(&chunk[..n]),
             _ => return None,
@@ -664,5 +685,75 @@ mod tests {
         assert_eq!(reply_length(b"*2\r\n$1\r\na\r\n:1\r\n"), Some(15));
         assert_eq!(reply_length(b"*2\r\n$1\r\na\r\n"), None);
         assert_eq!(reply_length(b"$-1\r\n"), Some(5));
+    }
+
+    /// A student's side of the gate that keeps each write apart, as the kernel got it.
+    #[derive(Clone, Default)]
+    struct Writes(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl Writes {
+        fn taken(&self) -> Vec<String> {
+            let writes = self.0.lock().unwrap();
+            writes.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect()
+        }
+    }
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.0.lock().unwrap().push(buf.to_vec());
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pipelines_answers_go_back_in_one_write_and_none_waits_for_a_later_reply() {
+        // Two replies of Redis's and a refusal, all due at once: one write.
+        let (answers, queue) = mpsc::channel(IN_FLIGHT);
+        for answer in [Answer::Redis, Answer::Redis, Answer::Refused("no".into())] {
+            answers.try_send(answer).unwrap();
+        }
+        drop(answers);
+        let client = Writes::default();
+        answer(queue, &b"+OK\r\n:1\r\n"[..], client.clone()).await;
+        let whole = "+OK\r\n:1\r\n-ERR fencelab's class gate: no\r\n";
+        assert_eq!(client.taken(), [whole]);
+
+        // The second reply is late: the first goes back without waiting for it.
+        let (answers, queue) = mpsc::channel(IN_FLIGHT);
+        answers.try_send(Answer::Redis).unwrap();
+        answers.try_send(Answer::Redis).unwrap();
+        let (mut redis, from_server) = tokio::io::duplex(64);
+        let client = Writes::default();
+        let gate = tokio::spawn(answer(queue, from_server, client.clone()));
+        redis.write_all(b"+OK\r\n").await.unwrap();
+        let first = async {
+            while client.taken().is_empty() {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), first).await.unwrap();
+        assert_eq!(client.taken(), ["+OK\r\n"]);
+        redis.write_all(b":1\r\n").await.unwrap();
+        drop(answers);
+        gate.await.unwrap();
+        assert_eq!(client.taken(), ["+OK\r\n", ":1\r\n"]);
     }
 }

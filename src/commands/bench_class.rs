@@ -104,7 +104,7 @@ fn measure(names: &[String], events: u32, pace: Duration, path: Path) -> anyhow:
         let keys = crate::class::RoomKeys::new(&id);
         let (room, _gate) = match path {
             Path::Gate => {
-                let gate = crate::class::gate::open("127.0.0.1", upstream, &keys, names).await?;
+                let gate = crate::class::gate::open("127.0.0.1", &upstream, &keys, names).await?;
                 let students_url = format!("redis://127.0.0.1:{}", gate.addr.port());
                 (Room::open_behind(&admin, &students_url, &id, names).await?, Some(gate))
             }

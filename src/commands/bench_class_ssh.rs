@@ -121,7 +121,7 @@ fn measure(
     let runtime = crate::runtime::build(false)?;
     let measured = runtime.block_on(async {
         let id = new_room_id()?;
-        let gate = gate::open("127.0.0.1", upstream, &RoomKeys::new(&id), names).await?;
+        let gate = gate::open("127.0.0.1", &upstream, &RoomKeys::new(&id), names).await?;
         let students_url = format!("redis://127.0.0.1:{}", gate.addr.port());
         let room = Room::open_behind(&admin, &students_url, &id, names).await?;
         let mut room = room.with_lock_values(gate.values.clone());

@@ -84,7 +84,7 @@ pub fn class(args: &ClassArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
         let (room, _gate) = match &private {
             Some((_, upstream, host)) => {
                 let keys = crate::class::RoomKeys::new(&id);
-                let gate = crate::class::gate::open(&args.listen, *upstream, &keys, &args.students).await?;
+                let gate = crate::class::gate::open(&args.listen, upstream, &keys, &args.students).await?;
                 let students_url = format!("redis://{host}:{}", gate.addr.port());
                 note!(
                     "the class uses a private redis-server; students reach it through fencelab's gate on {}:{}",

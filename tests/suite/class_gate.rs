@@ -19,7 +19,7 @@ async fn room() -> (impl Drop, Gate, String, url::Url, RoomKeys, Room) {
     let id = fencelab::class::new_room_id().unwrap();
     let keys = RoomKeys::new(&id);
     let names = ["mallory".to_string(), "alice".to_string()];
-    let gate = gate::open("127.0.0.1", upstream, &keys, &names).await.unwrap();
+    let gate = gate::open("127.0.0.1", &upstream, &keys, &names).await.unwrap();
     let students_url = format!("redis://127.0.0.1:{}", gate.addr.port());
     let room = Room::open_behind(&admin, &students_url, &id, &names).await.unwrap();
     let mallory = url::Url::parse(room.seats()[0].join_url()).unwrap();

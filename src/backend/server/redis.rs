@@ -94,6 +94,11 @@ impl PrivateRedis {
         format!("unix://{}", self.socket.display())
     }
 
+    /// Its unix socket's path.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     /// The server's process id (tests check it is gone after drop).
     pub fn pid(&self) -> u32 {
         self.child.id()
