@@ -140,13 +140,23 @@ fn lesson_20s_c_runs_every_variant_on_the_same_redlock_nodes_and_fencing_rejects
 }
 
 /// The other lessons whose faults kill or restart servers: Redlock's nodes (11, 13) and
-/// the failover pair's primary (14).
+/// the failover pair's primary (14). The three side by side, each on servers of its
+/// own and a thread and runtime of its own (a lesson's servers start blocking, which
+/// must not hold up another lesson's learner), as their runs mostly wait: 15 s in all,
+/// the longest lesson's, instead of 25 s one after another.
 #[test]
 fn lessons_with_node_faults_run_again_and_again_on_the_same_servers() {
     let _turn = crate::turn();
-    for name in ["redlock-node-dies", "redlock-restart", "failover"] {
-        let lesson = fencelab::lesson::find(name).unwrap().unwrap();
-        let screens = runtime().block_on(every_run(&lesson));
-        assert!(screens.len() >= 3, "{name}: only {} runs", screens.len());
-    }
+    std::thread::scope(|scope| {
+        let lessons = ["redlock-node-dies", "redlock-restart", "failover"].map(|name| {
+            scope.spawn(move || {
+                let lesson = fencelab::lesson::find(name).unwrap().unwrap();
+                (name, runtime().block_on(every_run(&lesson)))
+            })
+        });
+        for lesson in lessons {
+            let (name, screens) = lesson.join().unwrap();
+            assert!(screens.len() >= 3, "{name}: only {} runs", screens.len());
+        }
+    });
 }
