@@ -9,11 +9,29 @@ use std::process::Output;
 
 /// One check at a time: each is a race on real servers against the scheduler.
 fn check(exercise: &str, program: &str) -> (Output, String) {
+    checks(&[(exercise, program)]).remove(0)
+}
+
+/// Checks of one test side by side, in one turn, each on private servers of its own
+/// (a check mostly waits for its leases and pauses).
+fn checks(which: &[(&str, &str)]) -> Vec<(Output, String)> {
     let _turn = crate::turn();
-    let out = support::bin().args(["check", exercise, "--program", program]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let all = format!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    (out, all)
+    std::thread::scope(|scope| {
+        let running: Vec<_> = which
+            .iter()
+            .map(|(exercise, program)| {
+                let mut command = support::bin();
+                command.args(["check", exercise, "--program", program]);
+                scope.spawn(move || command.output().unwrap())
+            })
+            .collect();
+        let said = |out: Output| {
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let all = format!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+            (out, all)
+        };
+        running.into_iter().map(|check| said(check.join().unwrap())).collect()
+    })
 }
 
 #[test]
@@ -55,10 +73,15 @@ fn a_compare_and_delete_release_in_node_holds() {
 /// lets A's retry after its pause pay a second time; the job's own key pays once.
 #[test]
 fn a_fresh_key_per_attempt_pays_twice_and_the_jobs_key_pays_once() {
-    let (out, text) = check("idempotency-key", "python3 examples/exercises/starter.py");
+    let [starter, solution] = <[_; 2]>::try_from(checks(&[
+        ("idempotency-key", "python3 examples/exercises/starter.py"),
+        ("idempotency-key", "node examples/exercises/solutions/lock.js"),
+    ]))
+    .unwrap();
+    let (out, text) = starter;
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("the storage took writes from [B, A], the safe run's are [B]"), "{text}");
-    let (out, text) = check("idempotency-key", "node examples/exercises/solutions/lock.js");
+    let (out, text) = solution;
     assert!(out.status.success(), "{text}");
     // A key pays once whatever the pause: break's search finds no schedule that pays twice.
     assert!(text.contains("fencelab break found no break in 4 real runs"), "{text}");
