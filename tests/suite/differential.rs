@@ -20,6 +20,16 @@ use tokio::task::JoinSet;
 /// few enough that timing stays far inside every scenario's margins.
 const PARALLEL_REAL_RUNS: usize = 4;
 
+/// The most runs that may disagree among the runs at once and be tried again alone.
+/// A real run keeps to real time: on a machine whose two cores the other tests of
+/// the suite fill, a run's thread can be held off the CPU for longer than a
+/// scenario's margin (a reply 1 s late, a waiter retrying after the lease it waited
+/// for), and then that run is not the scenario it was meant to be. Such a run is
+/// run again, alone, and must agree then: a difference in the engine, the simulator
+/// or the scenario comes out the same every time, and fails. More than this many
+/// disagreeing is no longer a machine's stall, and fails at once.
+const MOST_RUNS_AGAIN: usize = 3;
+
 fn sim_events(planned: &PlannedRun) -> Vec<Event> {
     support::sim_run(&planned.scenario, planned.fencing)
 }
@@ -71,7 +81,8 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
         tasks.spawn(async move {
             let _permit = limit.acquire().await.unwrap();
             let deployment = own.as_ref().unwrap_or(&redis);
-            let real = support::run_events(deployment, &planned.scenario, planned.fencing).await;
+            let real =
+                support::try_run_events(deployment, &planned.scenario, planned.fencing).await;
             // Stopping servers blocks (PostgreSQL takes a moment to shut down): that
             // happens after every run, not on a thread other runs' timers need.
             (planned, real, own)
@@ -79,29 +90,67 @@ async fn every_run_has_the_same_outcomes_on_the_simulator_and_on_redis_and_the_e
     }
     let mut compared = 0;
     let mut finished_servers = Vec::new();
+    let mut disagreed = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         let (planned, real, own) = joined.unwrap();
         finished_servers.push(own);
-        let p = planned.clone();
-        let sim = tokio::task::spawn_blocking(move || sim_events(&p)).await.unwrap();
-        let what = format!("{} / {}", planned.scenario.name, planned.label);
-        assert_eq!(
-            support::outcomes(&sim),
-            support::outcomes(&real),
-            "{what}: outcomes differ; the Redis run:\n{}",
-            support::digest(&real)
-        );
-        assert_eq!(support::storage(&sim), support::storage(&real), "{what}: storage differs");
-        if let Some(expected) = &planned.expect {
-            for (backend, events) in [("simulator", &sim), ("redis", &real)] {
-                let diffs = compare(expected, events, &check(events));
-                assert!(diffs.is_empty(), "{what} on {backend}: {}", diffs.join("; "));
-            }
+        if let Err(why) = agrees(&planned, real).await {
+            disagreed.push((planned, why));
         }
         compared += 1;
     }
     assert!(compared >= 25, "only {compared} runs were compared");
     tokio::task::spawn_blocking(move || drop(finished_servers)).await.unwrap();
+    let all: Vec<&str> = disagreed.iter().map(|(_, why)| why.as_str()).collect();
+    assert!(disagreed.len() <= MOST_RUNS_AGAIN, "{} runs disagree:\n{}", all.len(), all.join("\n"));
+    for (planned, why) in disagreed {
+        let own = Shape::of(&planned.scenario) != Shape::SINGLE;
+        let scenario = planned.scenario.clone();
+        let servers = tokio::task::spawn_blocking(move || {
+            own.then(|| Arc::new(support::deployment_for(&scenario, false)))
+        })
+        .await
+        .unwrap();
+        let deployment = servers.as_ref().unwrap_or(&redis);
+        let real = support::try_run_events(deployment, &planned.scenario, planned.fencing).await;
+        if let Err(again) = agrees(&planned, real).await {
+            panic!("{why}\nand run again, alone: {again}");
+        }
+        eprintln!("run again alone, it agreed; among {PARALLEL_REAL_RUNS} at once: {why}");
+        tokio::task::spawn_blocking(move || drop(servers)).await.unwrap();
+    }
+}
+
+/// Whether a real run came out as the same run on the simulator did, and as the
+/// scenario expects on both; why not, when it did not.
+async fn agrees(planned: &PlannedRun, real: anyhow::Result<Vec<Event>>) -> Result<(), String> {
+    let what = format!("{} / {}", planned.scenario.name, planned.label);
+    let real = real.map_err(|e| format!("{what}: the run did not start on real servers: {e:#}"))?;
+    let p = planned.clone();
+    let sim = tokio::task::spawn_blocking(move || sim_events(&p)).await.unwrap();
+    if support::outcomes(&sim) != support::outcomes(&real) {
+        return Err(format!(
+            "{what}: outcomes differ\nthe simulator's: {:?}\nRedis's: {:?}\nthe Redis run:\n{}",
+            support::outcomes(&sim),
+            support::outcomes(&real),
+            support::digest(&real)
+        ));
+    }
+    let (on_sim, on_real) = (support::storage(&sim), support::storage(&real));
+    if on_sim != on_real {
+        return Err(format!(
+            "{what}: storage differs: {on_sim:?} on the simulator, {on_real:?} on Redis"
+        ));
+    }
+    if let Some(expected) = &planned.expect {
+        for (backend, events) in [("simulator", &sim), ("redis", &real)] {
+            let diffs = compare(expected, events, &check(events));
+            if !diffs.is_empty() {
+                return Err(format!("{what} on {backend}: {}", diffs.join("; ")));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[test]

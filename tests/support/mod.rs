@@ -30,13 +30,21 @@ pub fn sync_con(server: &PrivateRedis) -> redis::Connection {
 
 /// Run a scenario to the end and return its events.
 pub async fn run_events(deployment: &Deployment, scenario: &Scenario, fencing: bool) -> Vec<Event> {
+    try_run_events(deployment, scenario, fencing).await.expect("the run starts")
+}
+
+/// [`run_events`], with a run that could not start (a server that did not answer in
+/// time) as an error, not a panic.
+pub async fn try_run_events(
+    deployment: &Deployment,
+    scenario: &Scenario,
+    fencing: bool,
+) -> anyhow::Result<Vec<Event>> {
     let options =
         RunOptions { seed: deployment.simulated().then_some(0), ..RunOptions::new(fencing) };
     let (lock, storage) = (deployment.lock().as_ref(), deployment.storage().as_ref());
-    let log = run(lock, storage, scenario, options, &CancellationToken::new())
-        .await
-        .expect("the run starts");
-    log.snapshot()
+    let log = run(lock, storage, scenario, options, &CancellationToken::new()).await?;
+    Ok(log.snapshot())
 }
 
 /// One simulated Redis holding the lock and the storage.
