@@ -10,8 +10,12 @@
 //!   its timeout.
 //!
 //! A worker's call while the primary is down waits, polling, for a promotion (a
-//! Sentinel-aware client's way): that the stepper does not follow. The call is
-//! marked [`Pair::unfollowed`], and the run is given to the simulator.
+//! Sentinel-aware client's way): the worker does that (`At::Failover` in
+//! `worker.rs`), and calls once the new primary is up. What the stepper does not
+//! follow is marked [`Pair::unfollowed`], and the run is given to the simulator: a
+//! wait that gives up (no promotion within `FAILOVER_WAIT`), and a write's question
+//! to the lock after the storage took it, which would leave a change to the storage
+//! unlogged while the worker waits.
 
 use super::Value;
 use super::node::Node;
@@ -26,7 +30,8 @@ pub(super) struct Pair {
     detached: bool,
     /// Tokens come from the storage's counter, not the primary's.
     tokens_from_storage: bool,
-    /// A worker called while the primary was down.
+    /// A worker called while the primary was down, where the stepper does not
+    /// follow the wait.
     pub unfollowed: bool,
 }
 
@@ -53,6 +58,11 @@ impl Pair {
             self.nodes[r].lock = self.nodes[p].lock;
             self.fence[r] = self.fence[p];
         }
+    }
+
+    /// Whether the primary is down: a worker's call waits for a promotion.
+    pub fn primary_down(&self) -> bool {
+        !self.nodes[self.primary].up
     }
 
     /// The primary, for a worker's call (marked unfollowed when it is down).

@@ -591,19 +591,32 @@ mod tests {
         assert!(!supports(&s), "a fault on a worker the scenario does not have");
     }
 
-    /// A worker that calls while the pair's primary is down waits for the promotion:
-    /// the stepper leaves that run to the simulator.
+    /// A worker that calls while the pair's primary is down waits for the promotion,
+    /// looking every 10 ms, and calls the new primary; a wait that would give up is
+    /// left to the simulator.
     #[test]
-    fn a_call_to_a_primary_that_is_down_is_left_to_the_simulator() {
+    fn a_call_to_a_primary_that_is_down_waits_for_the_promotion() {
         let failover = builtin("failover").unwrap().unwrap();
-        assert!(
-            run(&Arc::new(failover.clone()), false, 0).is_some(),
-            "nobody calls while node 1 is down"
-        );
         let mut late = failover.clone();
         late.workers[0].start_ms = 600;
         assert!(supports(&late));
-        assert!(run(&Arc::new(late), false, 0).is_none(), "A asks at 0.6 s: node 1 died at 0.5 s");
+        let events = run(&Arc::new(late.clone()), false, 0).expect("the stepper follows the wait");
+        let acquired = events.iter().find_map(|e| match &e.kind {
+            EventKind::Worker { worker, what: WorkerEvent::Acquired { token } }
+                if worker == "A" =>
+            {
+                Some((e.t_ms, *token))
+            }
+            _ => None,
+        });
+        assert_eq!(
+            acquired,
+            Some((1200.0, 1)),
+            "A asks at 0.6 s (node 1 died at 0.5 s) and gets node 2's first token as it is promoted"
+        );
+        let mut never = late;
+        never.faults.retain(|f| f.kind != FaultKind::Promote);
+        assert!(run(&Arc::new(never), false, 0).is_none(), "no promotion: the wait gives up");
     }
 
     #[test]

@@ -256,10 +256,22 @@ impl<'a> Db<'a> {
         nodes.map(move |n| n.live(now).map(|(v, _)| v)).chain(pair.into_iter().flatten())
     }
 
-    /// Whether a worker's call found the failover pair's primary down: the client
-    /// waits for a promotion there, which the stepper does not follow.
+    /// Whether a worker's call went where the stepper does not follow it (on the
+    /// failover pair: to a primary that is down, but for the waits `worker.rs` plays).
     pub fn unfollowed(&self) -> bool {
         matches!(&self.service, Some(Service::Pair(pair)) if pair.unfollowed)
+    }
+
+    /// Whether the failover pair's primary is down: a worker's call to the lock waits.
+    pub fn primary_down(&self) -> bool {
+        matches!(&self.service, Some(Service::Pair(pair)) if pair.primary_down())
+    }
+
+    /// A worker's wait for a new primary gave up: the run is the simulator's.
+    pub fn unfollow(&mut self) {
+        if let Some(pair) = self.pair() {
+            pair.unfollowed = true;
+        }
     }
 
     /// `WAIT 1` on the failover pair's primary: whether the replica has it all.

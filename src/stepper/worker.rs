@@ -2,8 +2,11 @@
 //! the engine's worker awaits, this one returns, leaving in `at` where to go on from
 //! when it is polled again.
 
+use std::time::Duration;
+
 use super::Value;
 use super::{Cx, OBSERVER};
+use crate::backend::lock::failover::{FAILOVER_POLL, FAILOVER_WAIT};
 use crate::backend::{AcquireReply, WriteCheck};
 use crate::engine::log::{Name, Refusal, WorkerEvent};
 use crate::engine::policy::{self, Ms, WritePolicy};
@@ -39,6 +42,14 @@ enum At {
     Waiting,
     /// Woken from waiting: it asks again once the instant's other tasks have run.
     Retry,
+    /// In a call to the failover pair whose primary is down (since `since`): it looks
+    /// again at `until`, and makes the call (the step, or the acquire's retry) once a
+    /// new primary is up. A pause fault waits for the call's end, as in `Replicating`,
+    /// and does not wake it.
+    Failover {
+        since: u64,
+        retry: bool,
+    },
     Done,
 }
 
@@ -119,7 +130,7 @@ impl<'a> Worker<'a> {
             return false;
         }
         self.stall = Some(ms);
-        true
+        !matches!(self.at, At::Failover { .. })
     }
 
     /// Run until the worker waits again (or ends). A worker whose script ended drops
@@ -151,8 +162,31 @@ impl<'a> Worker<'a> {
                 {
                     self.freeze(cx);
                 }
+                At::Step | At::Retry
+                    if cx.db.primary_down() && (self.at == At::Retry || self.calls_the_lock()) =>
+                {
+                    let retry = self.at == At::Retry;
+                    (self.at, self.until) = (At::Failover { since: cx.now, retry }, cx.now);
+                }
                 At::Step => self.step(cx),
                 At::Retry => self.try_acquire(cx),
+                At::Failover { since, retry } => {
+                    if self.until > cx.now {
+                        return cx.sched.sleep(task, self.until);
+                    }
+                    if cx.db.primary_down() {
+                        if cx.now >= since + ms(FAILOVER_WAIT) {
+                            cx.db.unfollow();
+                            return cx.sched.cancel(task);
+                        }
+                        self.until = cx.now + ms(FAILOVER_POLL);
+                        return cx.sched.sleep(task, self.until);
+                    }
+                    match retry {
+                        true => self.try_acquire(cx),
+                        false => self.step(cx),
+                    }
+                }
                 At::Start | At::PauseEnd | At::WorkEnd | At::Waiting | At::Replicating => {
                     let listening = self.at == At::Waiting && self.attempt.listening;
                     let heard = listening && cx.db.released(cx.now, self.index, self.heard);
@@ -195,6 +229,21 @@ impl<'a> Worker<'a> {
                 }
             }
         }
+    }
+
+    /// Whether the step at hand calls the lock service (the failover pair's primary).
+    /// A write asks it too, after the storage: that wait is left to the simulator.
+    fn calls_the_lock(&self) -> bool {
+        matches!(
+            self.spec.steps.get(self.pc),
+            Some(
+                Step::Acquire { .. }
+                    | Step::Release
+                    | Step::Renew { .. }
+                    | Step::Check { .. }
+                    | Step::WaitReplicas { .. }
+            )
+        )
     }
 
     /// Obey the fault: frozen for its length, wherever the worker is.
@@ -379,4 +428,9 @@ impl<'a> Worker<'a> {
     fn emit(&self, cx: &mut Cx<'a>, what: WorkerEvent) {
         cx.emit(self.index, what);
     }
+}
+
+/// A client's wait in scenario ms: the stepper's runs are at real speed.
+fn ms(wait: Duration) -> u64 {
+    wait.as_millis() as u64
 }

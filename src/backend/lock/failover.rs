@@ -24,7 +24,10 @@ use crate::backend::{
 use crate::scenario::{AcquireMode, ReleaseMode, RenewMode};
 
 /// How long a worker waits for a new primary while the old one is down.
-const FAILOVER_WAIT: Duration = Duration::from_secs(3);
+pub const FAILOVER_WAIT: Duration = Duration::from_secs(3);
+
+/// How often a worker waiting for a new primary looks again.
+pub const FAILOVER_POLL: Duration = Duration::from_millis(10);
 
 /// How long a node may take to answer the observer.
 const NODE_TIMEOUT: Duration = Duration::from_millis(50);
@@ -191,7 +194,7 @@ impl<P: Pair> FailoverClient<P> {
                     message: format!("the primary (node {}) is down", primary + 1),
                 });
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(FAILOVER_POLL).await;
         }
     }
 }
