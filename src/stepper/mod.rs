@@ -35,8 +35,9 @@
 //! not), crash, and `pause` faults; Redlock on N nodes (tokens from the storage,
 //! `ttl` and `poll` waiters) with `kill`, `restart` and `clock-jump` faults; the
 //! failover pair (a replica copying its primary until cut off, `kill`, `detach` and
-//! `promote` faults, `WAIT`, tokens from the primary's counter or the storage's) as
-//! long as no worker calls while the primary is down; and the
+//! `promote` faults, `WAIT`, tokens from the primary's counter or the storage's, a
+//! call while the primary is down waiting for the promotion) but for a wait that
+//! gives up and a write whose question to the lock would wait; and the
 //! etcd lock (a lease, the key created on it if absent, the revision as the token)
 //! and the Kubernetes-style Lease on etcd (a record swapped on its revision, each
 //! contender judging the holder gone by its own clock, at its worker's `clock_rate`),
@@ -145,8 +146,8 @@ pub fn supports(scenario: &Scenario) -> bool {
 /// Run `scenario` (which [`supports`] accepts) with fencing on or off, and return the
 /// events the engine would log on the simulator, `Command` events aside. `seed` makes
 /// the run id, as the simulator's seed does. None when the run went where the stepper
-/// does not follow (a worker's call to a failover pair whose primary is down waits
-/// for a promotion): run it on the simulator.
+/// does not follow (on the failover pair, a wait for a promotion that gives up, or a
+/// write made while the primary is down): run it on the simulator.
 pub fn run(scenario: &Arc<Scenario>, fencing: bool, seed: u64) -> Option<Vec<Event>> {
     let mut run = Run::new(scenario, fencing, seed);
     run.play();
