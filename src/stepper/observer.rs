@@ -71,13 +71,12 @@ impl<'a> Observer<'a> {
             cx.sched.sleep(OBSERVER, q.at_expiry.min(now + IDLE_READ_MS));
             return;
         }
-        let holder = cx.db.holder(now, None).map(|v| cx.name(v));
         let names = &cx.names;
         let name = |v: Value| names.get(v.worker).copied().unwrap_or("");
         let mut nodes = std::mem::take(&mut self.nodes);
         nodes.clear();
-        nodes.extend(cx.db.node_holders(now).map(|v| v.map(name)));
-        let pttl = cx.db.pttl(now);
+        let (holder, pttl) = cx.db.read(now, |v| nodes.push(v.map(name)));
+        let holder = holder.map(name);
         let (fence, highest) = (cx.db.counter(), cx.db.highest);
         let ttl_ms = pttl.map(|ms| ms as f64);
         let reading = Reading { holder, fence, highest, nodes, ttl_ms };

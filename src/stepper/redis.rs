@@ -217,10 +217,33 @@ impl<'a> Db<'a> {
             .find(|v| nodes.iter().filter(|n| held(n) == Some(*v)).count() >= quorum)
     }
 
-    /// The holder's lease left as the observer reads it: on one Redis the key's
+    /// What the observer reads at `now`: the holder and its lease left, and each
+    /// node's holder, handed to `node` in order (Redlock's nodes, or the failover
+    /// pair's; none for one Redis). The pair is read once for all three, and the
+    /// majority's holder is found once: the observer reads every 100 ms of every run.
+    pub fn read(
+        &mut self,
+        now: u64,
+        mut node: impl FnMut(Option<Value>),
+    ) -> (Option<Value>, Option<u64>) {
+        if let Some(pair) = self.pair() {
+            let seen = pair.observe(now);
+            seen.nodes.into_iter().for_each(node);
+            return (seen.holder, seen.pttl);
+        }
+        let holder = self.holder(now, None);
+        if self.redlock() {
+            for n in &mut self.nodes {
+                node(n.live(now).map(|(v, _)| v));
+            }
+        }
+        (holder, self.pttl(now, holder))
+    }
+
+    /// The lease `holder` (the observer's reading) has left: on one Redis the key's
     /// `PTTL`; under Redlock when the quorum-th longest of the majority's keys expires;
     /// on a stream queue the claim threshold minus the oldest pending job's idle time.
-    pub fn pttl(&mut self, now: u64) -> Option<u64> {
+    fn pttl(&mut self, now: u64, holder: Option<Value>) -> Option<u64> {
         match &mut self.service {
             Some(Service::Etcd(etcd)) => return etcd.pttl(now),
             // Nothing on the server expires a Lease: each contender judges that. A
@@ -230,7 +253,7 @@ impl<'a> Db<'a> {
             Some(Service::Pair(pair)) => return pair.observe(now).pttl,
             None => {}
         }
-        let holder = self.holder(now, None)?;
+        let holder = holder?;
         let quorum = self.quorum();
         // On the stack: the observer reads every 100 ms of every run, and `supports`
         // keeps the stepper to at most [`MAX_NODES`] nodes.
@@ -245,15 +268,6 @@ impl<'a> Db<'a> {
         let left = &mut left[..held];
         left.sort_unstable_by(|a, b| b.cmp(a));
         left.get(quorum - 1).and_then(|p| u64::try_from(*p).ok())
-    }
-
-    /// Each node's holder, for Redlock's truth and the failover pair's (none for one
-    /// Redis).
-    pub fn node_holders(&mut self, now: u64) -> impl Iterator<Item = Option<Value>> + '_ {
-        let pair = self.pair().map(|pair| pair.observe(now).nodes);
-        let redlock = self.redlock();
-        let nodes = self.nodes.iter_mut().filter(move |_| redlock);
-        nodes.map(move |n| n.live(now).map(|(v, _)| v)).chain(pair.into_iter().flatten())
     }
 
     /// Whether a worker's call went where the stepper does not follow it (on the
@@ -422,6 +436,13 @@ mod tests {
     const A: Value = Value { worker: 0, grant: 1 };
     const B: Value = Value { worker: 1, grant: 1 };
 
+    /// The observer's reading: each node's holder, and the holder's lease left.
+    fn read(db: &mut Db, now: u64) -> (Vec<Option<Value>>, Option<u64>) {
+        let mut nodes = Vec::new();
+        let (_, pttl) = db.read(now, |n| nodes.push(n));
+        (nodes, pttl)
+    }
+
     fn granted(reply: AcquireReply) -> Option<u64> {
         match reply {
             AcquireReply::Granted { token } => Some(token),
@@ -434,7 +455,7 @@ mod tests {
         let mut db = Db::new(1);
         assert_eq!(granted(db.acquire(0, 0, A, 2000)), Some(1));
         assert_eq!(granted(db.acquire(2000, 1, B, 2000)), None, "at the deadline the key exists");
-        assert_eq!(db.pttl(1500), Some(500));
+        assert_eq!(read(&mut db, 1500).1, Some(500));
         assert_eq!(granted(db.acquire(2001, 1, B, 2000)), Some(2));
     }
 
@@ -450,11 +471,11 @@ mod tests {
         db.restart(0);
         db.restart(1);
         assert!(matches!(db.acquire(20, 1, B, 2000), AcquireReply::Busy { pttl_ms: Some(1980) }));
-        assert_eq!(db.node_holders(20).collect::<Vec<_>>(), [None, None, None, Some(A), Some(A)]);
+        assert_eq!(read(&mut db, 20).0, [None, None, None, Some(A), Some(A)]);
         db.jump_clock(3, 20, 1000);
-        assert_eq!(db.pttl(20), None, "A has no majority");
+        assert_eq!(read(&mut db, 20).1, None, "A has no majority");
         db.jump_clock(4, 20, 5000);
-        assert_eq!(db.node_holders(20).collect::<Vec<_>>(), [None, None, None, Some(A), None]);
+        assert_eq!(read(&mut db, 20).0, [None, None, None, Some(A), None]);
     }
 
     #[test]
