@@ -179,8 +179,10 @@ struct HolderAtWrite<'a> {
     /// When each worker sent its first call since its last event (scenario ms): a
     /// write's, when the event is its `Wrote`.
     sent: BTreeMap<&'a str, f64>,
-    /// Each reading of the lock service's holder, in time order.
-    readings: Vec<(f64, Option<&'a str>)>,
+    /// Each reading of the lock service's holder, in time order; kept only where a
+    /// link delays a worker's replies (nothing else reads them, and most runs, a
+    /// search's hundred thousand a second among them, have none).
+    readings: Option<Vec<(f64, Option<&'a str>)>>,
 }
 
 impl<'a> HolderAtWrite<'a> {
@@ -197,7 +199,15 @@ impl<'a> HolderAtWrite<'a> {
             _ => None,
         });
         let time_scale = lease_and_scale(events).1;
-        HolderAtWrite { time_scale, programs: programs.unwrap_or_default(), ..Self::default() }
+        let delayed = events.iter().any(|e| {
+            matches!(e.kind, EventKind::Link { kind: crate::scenario::FaultKind::Delay, .. })
+        });
+        HolderAtWrite {
+            time_scale,
+            programs: programs.unwrap_or_default(),
+            readings: delayed.then(Vec::new),
+            ..Self::default()
+        }
     }
 
     /// Take in `e` (every event, in log order).
@@ -212,7 +222,11 @@ impl<'a> HolderAtWrite<'a> {
             EventKind::Link { worker, .. } => {
                 self.late.remove(worker.as_str());
             }
-            EventKind::Truth(truth) => self.readings.push((e.t_ms, truth.holder.as_deref())),
+            EventKind::Truth(truth) => {
+                if let Some(readings) = &mut self.readings {
+                    readings.push((e.t_ms, truth.holder.as_deref()));
+                }
+            }
             EventKind::Command { worker, latency_ms, .. } => {
                 let at = e.t_ms - latency_ms / self.time_scale;
                 self.sent.entry(worker).or_insert(at);
@@ -228,8 +242,9 @@ impl<'a> HolderAtWrite<'a> {
         let Some(sent) = sent.filter(|_| self.late.contains(worker)) else {
             return redis_holder;
         };
-        let before = self.readings.partition_point(|(t, _)| *t <= sent);
-        before.checked_sub(1).map_or(redis_holder, |last| self.readings[last].1)
+        let readings = self.readings.as_deref().unwrap_or_default();
+        let before = readings.partition_point(|(t, _)| *t <= sent);
+        before.checked_sub(1).map_or(redis_holder, |last| readings[last].1)
     }
 
     /// `worker` did something else: its next calls are a new step's.
@@ -253,7 +268,7 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
     let mut granted_by_server = std::collections::BTreeSet::new();
     // Each accepted write's event, its writer, the token it is judged by, and whether
     // that was its grant's number: by the event's seq, the rule's id for it.
-    let mut writes = BTreeMap::new();
+    let mut writes = Vec::new();
     for e in events {
         holders.see(e);
         let (worker, token, redis_holder, order) = match &e.kind {
@@ -285,11 +300,13 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
         };
         let (by_grant, written) = (token.is_none(), *token);
         if let Some(token) = token.or_else(|| grant_of.get(worker.as_str()).copied()) {
-            writes.insert(e.seq, (e, worker, token, by_grant));
+            // Pushed in log order, so in the order of their seq.
+            writes.push((e, worker, token, by_grant));
             for stale in rule.accepted(e.seq, worker, token, *order) {
-                let Some(&(e, worker, token, by_grant)) = writes.get(&stale.id) else {
+                let Ok(at) = writes.binary_search_by_key(&stale.id, |(e, ..)| e.seq) else {
                     continue;
                 };
+                let (e, worker, token, by_grant) = writes[at];
                 let (first, at_ms, seq) = (stale.after_worker, e.t_ms, e.seq);
                 found.push(if rule.counts_jobs() {
                     let (second, result) = (worker.clone(), format!("job {token}"));
