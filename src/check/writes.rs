@@ -24,8 +24,9 @@ pub struct StaleRule {
     /// When each worker's current grant was handed out (its `Acquired` event's seq):
     /// between two writes with the same token, the older grant's is the stale one.
     granted: BTreeMap<Name, u64>,
-    /// Every accepted write so far, in the storage's order.
-    taken: BTreeMap<Place, Taken>,
+    /// Every accepted write so far, in the storage's order: a write almost always
+    /// goes at the end, so a sorted `Vec` (no node to allocate per check).
+    taken: Vec<(Place, Taken)>,
     /// The judgment of `taken`, walked in order up to its last write.
     walk: Walk,
     /// The highest storage order given so far: a write logged without one (a log from
@@ -124,16 +125,15 @@ impl StaleRule {
         let place = (order, self.taken.len() as u64);
         let grant = self.granted.get(worker).copied();
         let w = Taken { id, worker: worker.into(), token, grant, after: None };
-        let in_order = self.taken.last_key_value().is_none_or(|(last, _)| *last < place);
-        self.taken.insert(place, w);
-        if in_order {
+        let at = self.taken.partition_point(|(p, _)| *p < place);
+        self.taken.insert(at, (place, w));
+        if at + 1 == self.taken.len() {
             // The usual case: the storage's latest write, judged on what came before.
-            let range = self.taken.range_mut(place..);
-            return judge(&mut self.walk, range.map(|(_, w)| w), self.jobs);
+            return judge(&mut self.walk, self.taken[at..].iter_mut().map(|(_, w)| w), self.jobs);
         }
         // Taken before writes already judged: walk them all again.
         self.walk = Walk::default();
-        judge(&mut self.walk, self.taken.values_mut(), self.jobs)
+        judge(&mut self.walk, self.taken.iter_mut().map(|(_, w)| w), self.jobs)
     }
 
     /// The highest token accepted so far.
