@@ -44,8 +44,8 @@ enum At {
     Retry,
     /// In a call to the failover pair whose primary is down (since `since`): it looks
     /// again at `until`, and makes the call (the step, or the acquire's retry) once a
-    /// new primary is up. A pause fault waits for the call's end, as in `Replicating`,
-    /// and does not wake it.
+    /// new primary is up. A pause fault waits for the call's end (the engine's worker
+    /// takes commands only between steps), and does not wake it.
     Failover {
         since: u64,
         retry: bool,
