@@ -194,15 +194,15 @@ impl<'a> Db<'a> {
     }
 
     /// The value a majority of the nodes up holds (`GET lock` on one Redis), as
-    /// `worker`'s client or the observer (None) asks.
+    /// `worker`'s client or the observer (None) asks. On the failover pair, a worker's
+    /// `GET` on the primary: the observer reads the pair in [`Db::read`].
     pub fn holder(&mut self, now: u64, worker: Option<usize>) -> Option<Value> {
         match &mut self.service {
             Some(Service::Etcd(etcd)) => return etcd.holder(now),
             Some(Service::Lease(lease)) => return lease.holder(),
             Some(Service::ZooKeeper(zk)) => return zk.holder(now, worker),
             Some(Service::Queue(queue)) => return queue.holder(worker),
-            Some(Service::Pair(pair)) if worker.is_some() => return pair.holder(now),
-            Some(Service::Pair(pair)) => return pair.observe(now).holder,
+            Some(Service::Pair(pair)) => return pair.holder(now),
             None => {}
         }
         let quorum = self.quorum();
@@ -247,10 +247,10 @@ impl<'a> Db<'a> {
         match &mut self.service {
             Some(Service::Etcd(etcd)) => return etcd.pttl(now),
             // Nothing on the server expires a Lease: each contender judges that. A
-            // session's time left is ZooKeeper's own: nobody reads it.
-            Some(Service::Lease(_) | Service::ZooKeeper(_)) => return None,
+            // session's time left is ZooKeeper's own: nobody reads it. The pair's
+            // comes with its holder, from `read`'s one look at it.
+            Some(Service::Lease(_) | Service::ZooKeeper(_) | Service::Pair(_)) => return None,
             Some(Service::Queue(queue)) => return queue.pttl(now),
-            Some(Service::Pair(pair)) => return pair.observe(now).pttl,
             None => {}
         }
         let holder = holder?;
