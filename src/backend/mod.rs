@@ -259,7 +259,8 @@ pub trait LockService: Send + Sync + 'static {
     }
 
     /// Bring every server back to the scenario's starting state (servers a previous
-    /// run killed are restarted, replication is restored). Called before each run.
+    /// run killed are restarted, replication is restored), or see that it answers.
+    /// Called before each run is made ready.
     async fn reset(&self) -> Result<(), BackendError> {
         Ok(())
     }
@@ -271,6 +272,14 @@ pub trait LockService: Send + Sync + 'static {
     /// zxid).
     fn shared_by_runs(&self) -> bool {
         true
+    }
+
+    /// Whether a run may be made ready (connected, its programs started) while
+    /// another runs on the same servers, to begin when that one has ended: true where
+    /// runs share them, and where only what a run does after it begins is its own
+    /// (etcd's revisions, counted from [`LockClient::begin`]).
+    fn ready_beside_a_run(&self) -> bool {
+        self.shared_by_runs()
     }
 }
 
@@ -368,6 +377,14 @@ pub trait LockClient: Send {
 
     /// Delete the lock's keys of this run (and nothing else).
     async fn cleanup(&mut self) -> Result<(), BackendError>;
+
+    /// The run begins now (its clock starts): a lock whose tokens count from the
+    /// server's state at the run's start (etcd's revision) notes it, for every client
+    /// of the run. Not at connecting: a run may be made ready while another still
+    /// runs on the same servers.
+    async fn begin(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
 
     /// `WAIT replicas timeout_ms`: how many replicas acknowledged this client's writes
     /// within the timeout. Only a lock with replicas supports it (the scenario's

@@ -379,6 +379,12 @@ impl PreparedRun {
             // Held until the end so the workers' command channels stay open.
             handle,
         } = self;
+        // Before anything of the run happens, as the run's clock has just started. A
+        // run that cannot begin ends at once, cleaned up as any other.
+        let mut failure: Option<String> = lock_keeper.begin().await.err().map(|e| e.to_string());
+        if failure.is_some() {
+            cancel.cancel();
+        }
         let stop_observer = CancellationToken::new();
         let observer = tokio::spawn({
             let (stop, cancel) = (stop_observer.clone(), cancel.clone());
@@ -409,7 +415,6 @@ impl PreparedRun {
         for w in workers {
             tasks.spawn(w);
         }
-        let mut failure: Option<String> = None;
         while let Some(joined) = tasks.join_next().await {
             let error = match joined {
                 Ok(Ok(())) => continue,

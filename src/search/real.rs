@@ -6,13 +6,14 @@
 //! run has a fresh run id and so a fresh key prefix (nothing one trial left can touch
 //! the next), and a time scale below 1 makes leases, pauses and work short in real
 //! time while the scenario's clock, the schedules and the story stay in scenario ms.
-//! Where runs may share the servers, runs of the searched design are made ready
-//! while the trials run (their programs started and `ready`), and each trial takes
-//! one and gives it its pauses: an interpreter and its libraries take longer to start
-//! than many a run lasts. Where they may not (etcd's tokens count from a revision each
-//! run notes, ZooKeeper's from zxids every run's calls take), runs side by side each
-//! get servers of their own: deployments apart, started once, when trials first run
-//! side by side. Trials go as a pipeline: the next starts as soon as one ends.
+//! Where runs may share the servers, runs side by side share them. Where they may not
+//! (etcd's tokens count from the revision a run begins at, ZooKeeper's from zxids every
+//! run's calls take), they each get servers of their own: deployments apart, started
+//! once, when trials first run side by side. Runs of the searched design are made
+//! ready while the trials run (their programs started and `ready`), where that
+//! disturbs no run under way (not ZooKeeper's), one per place, and each trial takes one
+//! and gives it its pauses: an interpreter and its libraries take longer to start than
+//! many a run lasts. Trials go as a pipeline: the next starts as soon as one ends.
 
 use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, JoinSet};
@@ -57,13 +58,13 @@ pub struct RealTrials<'a> {
     time_scale: f64,
     /// The most runs side by side: [`SIDE_BY_SIDE`] unless told.
     at_once: usize,
-    /// The design every trial is a schedule of (`Runner::expect`), where runs share
-    /// the servers: runs of it are made ready ahead.
+    /// The design every trial is a schedule of (`Runner::expect`), where runs may be
+    /// made ready beside another: runs of it are made ready ahead.
     design: Option<Scenario>,
-    /// Runs of the design being made ready: their programs starting, then `ready`,
-    /// with their clocks not yet running. Each becomes a trial of the design's
-    /// (`PreparedRun::retarget`).
-    spares: Vec<Spare>,
+    /// Runs of the design being made ready, each with the place it is on: their
+    /// programs starting, then `ready`, with their clocks not yet running. Each becomes
+    /// a trial of the design's (`PreparedRun::retarget`) on its place.
+    spares: Vec<(usize, Spare)>,
 }
 
 type Spare = JoinHandle<Result<PreparedRun, BackendError>>;
@@ -116,7 +117,7 @@ impl<'a> RealTrials<'a> {
     /// `targets`), started when trials first run side by side. A search that keeps to
     /// one at a time (a fault on a server) starts none.
     pub fn apart_on(mut self, targets: Targets<'a>, shape: Shape) -> Self {
-        if !self.deployment.lock().shared_by_runs() {
+        if !self.shared() {
             self.apart_on = Some((targets, shape));
         }
         self
@@ -128,9 +129,18 @@ impl RealTrials<'_> {
     /// it.
     fn slot(&self, slot: usize) -> &Deployment {
         match slot.checked_sub(1) {
-            Some(apart) if !self.deployment.lock().shared_by_runs() => &self.apart[apart],
+            Some(apart) if !self.shared() => &self.apart[apart],
             _ => self.deployment,
         }
+    }
+
+    fn shared(&self) -> bool {
+        self.deployment.lock().shared_by_runs()
+    }
+
+    /// The place a run for the `slot`th is prepared on: any, where runs share it.
+    fn place(&self, slot: usize) -> usize {
+        if self.shared() { 0 } else { slot }
     }
 
     /// Prepare a run of `scenario` on a task of its own, on the `slot`th deployment:
@@ -155,12 +165,16 @@ impl RealTrials<'_> {
         slot: usize,
     ) -> anyhow::Result<Ready> {
         let design = self.design.as_ref().filter(|d| d.fencing == fencing);
-        if design.is_some() && !self.spares.is_empty() {
-            let mut spare = self.spares.remove(0).await??;
+        let place = self.place(slot);
+        let ours = self.spares.iter().position(|(on, _)| *on == place);
+        if let Some(ours) = ours.filter(|_| design.is_some()) {
+            let mut spare = self.spares.remove(ours).1.await??;
             match spare.retarget(scenario) {
                 Ok(()) => return Ok(Ready::Now(Box::new(spare))),
                 // Kept for a trial it fits.
-                Err(_) => self.spares.insert(0, self.runtime.spawn(async { Ok(spare) })),
+                Err(_) => {
+                    self.spares.insert(ours, (place, self.runtime.spawn(async { Ok(spare) })))
+                }
             }
         }
         Ok(Ready::Starting(self.prepare(scenario, fencing, slot)))
@@ -217,12 +231,17 @@ impl RealTrials<'_> {
 
     /// Spares of the design made ready up to one per place, while the trials run.
     fn top_up_spares(&mut self) {
-        if let Some(design) = &self.design {
-            let wanted = self.side_by_side().saturating_sub(self.spares.len());
-            let more: Vec<Spare> =
-                (0..wanted).map(|_| self.prepare(design, design.fencing, 0)).collect();
-            self.spares.extend(more);
-        }
+        let Some(design) = &self.design else { return };
+        let places = match self.shared() {
+            true => vec![0; self.side_by_side().saturating_sub(self.spares.len())],
+            // Only places whose servers are up.
+            false => (0..self.side_by_side().min(1 + self.apart.len()))
+                .filter(|place| self.spares.iter().all(|(on, _)| on != place))
+                .collect(),
+        };
+        let more: Vec<_> =
+            places.into_iter().map(|on| (on, self.prepare(design, design.fencing, on))).collect();
+        self.spares.extend(more);
     }
 }
 
@@ -247,7 +266,7 @@ async fn execute(time_scale: f64, scenario: &Scenario, prepared: PreparedRun) ->
 impl Drop for RealTrials<'_> {
     /// Spares no trial took are given up: their programs are killed with them.
     fn drop(&mut self) {
-        for spare in &self.spares {
+        for (_, spare) in &self.spares {
             spare.abort();
         }
     }
@@ -279,7 +298,7 @@ impl Runner for RealTrials<'_> {
     /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its
     /// keys, or its deployments apart are yet to start; else one per deployment.
     fn side_by_side(&self) -> usize {
-        if self.deployment.lock().shared_by_runs() || self.apart_on.is_some() {
+        if self.shared() || self.apart_on.is_some() {
             self.at_once
         } else {
             self.at_once.min(1 + self.apart.len())
@@ -290,12 +309,12 @@ impl Runner for RealTrials<'_> {
         Placement::Moments { time_scale: self.time_scale }
     }
 
-    /// Where runs may share the servers, as side by side: a program's interpreter
-    /// starting takes longer than many a run.
+    /// Where a run may be made ready beside another, as many as run side by side: a
+    /// program's interpreter starting takes longer than many a run.
     fn expect(&mut self, design: &Scenario) {
-        if self.deployment.lock().shared_by_runs() {
+        if self.deployment.lock().ready_beside_a_run() {
             self.design = Some(design.clone());
-            for spare in self.spares.drain(..) {
+            for (_, spare) in self.spares.drain(..) {
                 spare.abort();
             }
         }

@@ -27,6 +27,7 @@ mod clock_jump;
 mod cluster;
 mod controls;
 mod differential;
+mod etcd_tokens;
 mod exercises;
 mod export;
 mod failover_tokens;

@@ -8,7 +8,9 @@
 mod real;
 mod recorded;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 pub use real::RealEtcd;
 pub use recorded::{Recorded, short_value};
@@ -93,32 +95,48 @@ pub fn lease_seconds(ttl_ms: u64) -> i64 {
     i64::try_from(ttl_ms.div_ceil(1000).max(1)).unwrap_or(i64::MAX)
 }
 
-/// An etcd as the locks over it use it for runs: its clients, and the store's
-/// revision when the current run began.
+/// An etcd as the locks over it use it for runs: its clients, and where each run's
+/// tokens count from.
 pub struct RunEtcd<C> {
     cluster: C,
-    start_revision: AtomicI64,
+    /// Each run's starting revision, shared by its clients and noted when the run
+    /// begins ([`Revisions::begin`]), not when it connects: a run made ready while
+    /// another still runs on the same etcd (a search's next trial) must not count
+    /// that one's last revisions as its own. Weak: a run's entry goes with its clients.
+    starts: Mutex<HashMap<String, Weak<AtomicI64>>>,
 }
 
 impl<C: EtcdCluster> RunEtcd<C> {
     pub fn new(cluster: C) -> Self {
-        RunEtcd { cluster, start_revision: AtomicI64::new(0) }
+        RunEtcd { cluster, starts: Mutex::default() }
     }
 
-    /// Before each run: note the revision the run's tokens are counted from.
-    pub async fn reset(&self) -> Result<(), BackendError> {
-        let revision = self.cluster.connect(None).await?.revision().await?;
-        self.start_revision.store(revision, Ordering::SeqCst);
-        Ok(())
+    /// Before each run is made ready: etcd answers, so that one that does not is an
+    /// error before the run, not a server lost in the middle of it.
+    pub async fn check(&self) -> Result<(), BackendError> {
+        self.cluster.connect(None).await?.revision().await.map(drop)
     }
 
-    /// A new client (through `link`, if given), and how it turns revisions into tokens.
+    /// A new client of run `run_id` (through `link`, if given), and how it turns
+    /// revisions into tokens: as every other client of that run does.
     pub async fn connect(
         &self,
+        run_id: &str,
         link: Option<&WorkerLink>,
     ) -> Result<(C::Kv, Revisions), BackendError> {
-        let start = self.start_revision.load(Ordering::SeqCst);
-        Ok((self.cluster.connect(link).await?, Revisions { start }))
+        let kv = self.cluster.connect(link).await?;
+        let mut starts = self.starts.lock().unwrap_or_else(|e| e.into_inner());
+        let start = match starts.get(run_id).and_then(Weak::upgrade) {
+            Some(start) => start,
+            None => {
+                // Runs whose clients are all gone leave with this one's arrival.
+                starts.retain(|_, start| start.strong_count() > 0);
+                let start = Arc::new(AtomicI64::new(0));
+                starts.insert(run_id.to_string(), Arc::downgrade(&start));
+                start
+            }
+        };
+        Ok((kv, Revisions { start }))
     }
 
     pub fn describe(&self) -> String {
@@ -131,14 +149,21 @@ impl<C: EtcdCluster> RunEtcd<C> {
 }
 
 /// Revisions as fencing tokens, counted from the revision at the start of the run,
-/// so runs read alike however long the server has been up.
-#[derive(Debug, Clone, Copy)]
+/// so runs read alike however long the server has been up. Every client of a run
+/// shares one start; until the run begins it is 0 (tokens are revisions).
+#[derive(Debug, Clone)]
 pub struct Revisions {
-    start: i64,
+    start: Arc<AtomicI64>,
 }
 
 impl Revisions {
-    pub fn token(self, revision: i64) -> u64 {
-        u64::try_from(revision - self.start).unwrap_or(0)
+    pub fn token(&self, revision: i64) -> u64 {
+        u64::try_from(revision - self.start.load(Ordering::SeqCst)).unwrap_or(0)
+    }
+
+    /// The run begins: its tokens count from `kv`'s current revision.
+    pub async fn begin(&self, kv: &mut impl LeaseKv) -> Result<(), BackendError> {
+        self.start.store(kv.revision().await?, Ordering::SeqCst);
+        Ok(())
     }
 }

@@ -105,12 +105,19 @@ impl<C: EtcdCluster> LockService for K8sLeaseBackend<C> {
     }
 
     async fn reset(&self) -> Result<(), BackendError> {
-        self.etcd.reset().await
+        self.etcd.check().await
     }
 
-    /// Each run counts its tokens from the revision `reset` notes.
+    /// Each run counts its tokens from the revision when it begins: another run's
+    /// writes at the same time would take some of them.
     fn shared_by_runs(&self) -> bool {
         false
+    }
+
+    /// Connecting and a program's start write nothing: the revisions are the run's
+    /// from its beginning on.
+    fn ready_beside_a_run(&self) -> bool {
+        true
     }
 }
 
@@ -121,7 +128,7 @@ impl<C: EtcdCluster> K8sLeaseBackend<C> {
         keys: &Keys,
         link: Option<&WorkerLink>,
     ) -> Result<Box<dyn LockClient>, BackendError> {
-        let (kv, revisions) = self.etcd.connect(link).await?;
+        let (kv, revisions) = self.etcd.connect(&keys.run_id, link).await?;
         Ok(Box::new(K8sLeaseClient {
             kv: Recorded::new(kv).showing(LeaseRecord::shown),
             keys: keys.clone(),
@@ -308,6 +315,13 @@ impl<K: LeaseKv> LockClient for K8sLeaseClient<K> {
 
     async fn cleanup(&mut self) -> Result<(), BackendError> {
         self.kv.delete(&self.keys.lock, None).await?;
+        self.kv.take_sent();
+        Ok(())
+    }
+
+    /// The run's tokens count from here, for all its clients.
+    async fn begin(&mut self) -> Result<(), BackendError> {
+        self.revisions.begin(&mut self.kv).await?;
         self.kv.take_sent();
         Ok(())
     }
