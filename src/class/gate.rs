@@ -24,7 +24,7 @@
 //! instructor names (`--redis`) has no gate: `fencelab class` says what that leaves
 //! open.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -32,7 +32,6 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixStream};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -139,104 +138,202 @@ struct Rules {
     written: Mutex<HashMap<String, usize>>,
 }
 
-/// What goes back to the student for a command: Redis's reply, or the gate's refusal.
+/// What the gate owes a student for a command, in the order the commands came.
 enum Answer {
     Redis,
-    /// Redis's reply to the password: whether it took it goes back to the reader.
-    Auth(tokio::sync::oneshot::Sender<bool>),
+    /// Redis's reply to the password: the seat is the student's only if Redis took it.
+    Auth,
     Refused(String),
-    /// From here on Redis speaks when it likes (a subscription): copy everything.
+    /// From here on Redis speaks when it likes (a subscription): all it says goes on.
     Subscribed,
 }
 
-/// One student's connection: read, vet and pass on its commands; copy back, in order,
-/// Redis's replies and the gate's refusals.
-async fn serve(client: TcpStream, upstream: Arc<Path>, rules: Arc<Rules>) {
-    let Ok(server) = UnixStream::connect(&*upstream).await else { return };
+/// One student's connection: the gate's side of it, and its own of Redis.
+async fn serve(mut client: TcpStream, upstream: Arc<Path>, rules: Arc<Rules>) {
+    let Ok(mut server) = UnixStream::connect(&*upstream).await else { return };
     let _ = client.set_nodelay(true);
-    let (mut from_client, to_client) = client.into_split();
-    let (from_server, mut to_server) = server.into_split();
-    let (answers, queue) = mpsc::channel::<Answer>(IN_FLIGHT);
-    let writer = tokio::spawn(answer(queue, from_server, to_client));
-    let mut seat = Seat { rules: rules.clone(), student: None };
-    let mut buffer = Vec::new();
-    // Vetted commands not yet written to Redis: written together, once per read from
-    // the client, or before anything that waits (a pipeline costs one write, not one
-    // per command).
-    let mut out = Vec::new();
-    let mut chunk = vec![0u8; 16 * 1024];
-    let mut window = (Instant::now(), 0u32);
-    'reading: loop {
-        // Every whole command in the buffer, vetted, in order.
-        loop {
-            let parsed = match next_command(&buffer, MAX_ARGS, MAX_ARG_BYTES) {
+    let mut seat = Seat { rules, student: None };
+    let (from_client, to_client) = client.split();
+    let (from_server, to_server) = server.split();
+    link(from_client, to_client, from_server, to_server, &mut seat).await;
+    seat.leave();
+}
+
+/// Read, vet and pass on a student's commands; copy back, in order, Redis's replies
+/// and the gate's refusals. One task does both ways: a command's round trip through
+/// the gate wakes it twice (the command, the reply), where a reading task that handed
+/// each answer to a writing task woke them three times. And a subscription no longer
+/// stops the reading: the writing task then took no more answers, so the gate read
+/// nothing from the student after eight more commands, and refused them in silence.
+///
+/// What waits to be written goes out once per turn, all of it: a pipeline's commands
+/// to Redis in one write, their answers back in one, as Redis's own would be; an
+/// answer whose reply is here never waits for a later one's.
+async fn link(
+    mut from_client: impl AsyncRead + Unpin,
+    mut to_client: impl AsyncWrite + Unpin,
+    mut from_server: impl AsyncRead + Unpin,
+    mut to_server: impl AsyncWrite + Unpin,
+    seat: &mut Seat,
+) {
+    let mut link = Link::new(seat);
+    let (mut client_chunk, mut server_chunk) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    loop {
+        // An answer may make room for a command already read (below IN_FLIGHT again,
+        // or the password taken): vet and answer until neither moves.
+        link.take_commands();
+        while link.give_answers() {
+            link.take_commands();
+        }
+        link.relay_messages();
+        if flush(&mut to_server, &mut link.to_redis).await.is_err()
+            || flush(&mut to_client, &mut link.to_student).await.is_err()
+            || (!link.reading && link.owed.is_empty())
+        {
+            return;
+        }
+        let more = link.may_take();
+        let paused = link.paused;
+        tokio::select! {
+            read = from_client.read(&mut client_chunk), if more => match read {
+                Ok(n) if n > 0 => link.asked.extend_from_slice(&client_chunk[..n]),
+                _ => link.reading = false,
+            },
+            read = from_server.read(&mut server_chunk) => match read {
+                Ok(n) if n > 0 => link.replies.extend_from_slice(&server_chunk[..n]),
+                _ => return,
+            },
+            () = tokio::time::sleep_until(paused.unwrap_or_else(Instant::now)), if paused.is_some() => {
+                link.paused = None;
+            }
+        }
+    }
+}
+
+/// What one student's connection has on its way through the gate, either way.
+struct Link<'a> {
+    seat: &'a mut Seat,
+    /// Bytes from the student not yet a whole command, and vetted ones not yet sent.
+    asked: Vec<u8>,
+    to_redis: Vec<u8>,
+    /// Bytes from Redis not yet a whole reply, and answers not yet sent back.
+    replies: Vec<u8>,
+    to_student: Vec<u8>,
+    /// An answer for each command taken and not yet answered, in order.
+    owed: VecDeque<Answer>,
+    /// When this second began, and the commands taken in it; past MAX_RATE, nothing
+    /// more is taken until `paused` is over.
+    window: (Instant, u32),
+    paused: Option<Instant>,
+    /// The student may still send.
+    reading: bool,
+    /// A password is out: nothing after it is vetted until Redis says if it took it.
+    seating: bool,
+    subscribed: bool,
+}
+
+impl Link<'_> {
+    fn new(seat: &mut Seat) -> Link<'_> {
+        Link {
+            seat,
+            asked: Vec::new(),
+            to_redis: Vec::new(),
+            replies: Vec::new(),
+            to_student: Vec::new(),
+            owed: VecDeque::new(),
+            window: (Instant::now(), 0),
+            paused: None,
+            reading: true,
+            seating: false,
+            subscribed: false,
+        }
+    }
+
+    /// Whether another command may be taken: at most IN_FLIGHT go unanswered (the gate
+    /// reads no more from a student who does not read).
+    fn may_take(&self) -> bool {
+        self.reading && !self.seating && self.paused.is_none() && self.owed.len() < IN_FLIGHT
+    }
+
+    /// Vet every whole command read that may go now, in order.
+    fn take_commands(&mut self) {
+        while self.may_take() {
+            let (args, used) = match next_command(&self.asked, MAX_ARGS, MAX_ARG_BYTES) {
                 Ok(Some(parsed)) => parsed,
-                Ok(None) => break,
+                Ok(None) => return,
                 Err(why) => {
-                    let _ = flush(&mut to_server, &mut out).await;
-                    let _ = answers.send(Answer::Refused(why)).await;
-                    break 'reading;
+                    self.owed.push_back(Answer::Refused(why));
+                    self.reading = false;
+                    return;
                 }
             };
-            let (args, used) = parsed;
             let now = Instant::now();
-            if now.duration_since(window.0) >= Duration::from_secs(1) {
-                window = (now, 0);
+            if now.duration_since(self.window.0) >= Duration::from_secs(1) {
+                self.window = (now, 0);
             }
-            window.1 += 1;
-            if window.1 > MAX_RATE {
-                if flush(&mut to_server, &mut out).await.is_err() {
-                    break 'reading;
-                }
-                tokio::time::sleep_until(window.0 + Duration::from_secs(1)).await;
+            if self.window.1 >= MAX_RATE {
+                self.paused = Some(self.window.0 + Duration::from_secs(1));
+                return;
             }
-            let seating = seat.student.is_none();
-            let answer = match seat.vet(&args) {
+            self.window.1 += 1;
+            let unseated = self.seat.student.is_none();
+            let answer = match self.seat.vet(&args) {
                 Ok(subscribes) => {
-                    out.extend_from_slice(&buffer[..used]);
-                    if seating && seat.student.is_some() {
-                        // The seat is the student's only once Redis took the password:
-                        // a wrong one must not use up another student's connections.
-                        let (told, heard) = tokio::sync::oneshot::channel();
-                        if flush(&mut to_server, &mut out).await.is_err()
-                            || answers.send(Answer::Auth(told)).await.is_err()
-                        {
-                            break 'reading;
-                        }
-                        buffer.drain(..used);
-                        if heard.await != Ok(true) {
-                            seat.leave();
-                        }
-                        continue;
+                    self.to_redis.extend_from_slice(&self.asked[..used]);
+                    if unseated && self.seat.student.is_some() {
+                        self.seating = true;
+                        Answer::Auth
+                    } else if subscribes {
+                        Answer::Subscribed
+                    } else {
+                        Answer::Redis
                     }
-                    if subscribes { Answer::Subscribed } else { Answer::Redis }
                 }
                 Err(why) => Answer::Refused(why),
             };
-            buffer.drain(..used);
-            // Waits while IN_FLIGHT answers are unread (no more is read meanwhile):
-            // what waits to be written goes first, or its answers never come.
-            let answer = match answers.try_send(answer) {
-                Ok(()) => continue,
-                Err(mpsc::error::TrySendError::Closed(_)) => break 'reading,
-                Err(mpsc::error::TrySendError::Full(answer)) => answer,
-            };
-            if flush(&mut to_server, &mut out).await.is_err() || answers.send(answer).await.is_err()
-            {
-                break 'reading;
-            }
-        }
-        if flush(&mut to_server, &mut out).await.is_err() {
-            break;
-        }
-        match from_client.read(&mut chunk).await {
-            Ok(n) if n > 0 => buffer.extend_from_slice(&chunk[..n]),
-            _ => break,
+            self.owed.push_back(answer);
+            self.asked.drain(..used);
         }
     }
-    drop(answers);
-    let _ = writer.await;
-    seat.leave();
+
+    /// Every answer that is due and here, in order; whether there was one.
+    fn give_answers(&mut self) -> bool {
+        let owing = self.owed.len();
+        while let Some(next) = self.owed.front() {
+            match next {
+                Answer::Refused(why) => {
+                    let why = why.replace(['\r', '\n'], " ");
+                    let refusal = format!("-ERR fencelab's class gate: {why}\r\n");
+                    self.to_student.extend_from_slice(refusal.as_bytes());
+                }
+                // Redis's messages are then no answers to count (`relay_messages`).
+                _ if self.subscribed => {}
+                answer => {
+                    let Some(n) = reply_length(&self.replies) else { break };
+                    if matches!(answer, Answer::Auth) {
+                        // A wrong password must not use up the student's connections.
+                        if self.replies.first() == Some(&b'-') {
+                            self.seat.leave();
+                        }
+                        self.seating = false;
+                    }
+                    self.subscribed = matches!(answer, Answer::Subscribed);
+                    self.to_student.extend(self.replies.drain(..n));
+                }
+            }
+            self.owed.pop_front();
+        }
+        self.owed.len() < owing
+    }
+
+    /// Subscribed, every whole message of Redis's goes on as it comes.
+    fn relay_messages(&mut self) {
+        while self.subscribed
+            && let Some(n) = reply_length(&self.replies)
+        {
+            self.to_student.extend(self.replies.drain(..n));
+        }
+    }
 }
 
 /// Write what waits in `out` (to Redis, or back to the student), and empty it.
@@ -246,91 +343,6 @@ async fn flush(to: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>) -> std::io
         out.clear();
     }
     Ok(())
-}
-
-/// Copy back each command's answer in order: one whole reply of Redis's, or the
-/// gate's refusal; after a subscription, all Redis sends. The answers of a pipeline go
-/// back in one write, as Redis's own would: they are gathered while the next answer is
-/// already due and its reply already here, and written before anything waits.
-async fn answer(
-    mut queue: mpsc::Receiver<Answer>,
-    mut from_server: impl AsyncRead + Unpin,
-    mut to_client: impl AsyncWrite + Unpin,
-) {
-    let mut pending: Vec<u8> = Vec::new();
-    let mut out: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 16 * 1024];
-    loop {
-        let answer = match queue.try_recv() {
-            Ok(answer) => answer,
-            Err(mpsc::error::TryRecvError::Disconnected) => break,
-            Err(mpsc::error::TryRecvError::Empty) => {
-                if flush(&mut to_client, &mut out).await.is_err() {
-                    return;
-                }
-                match queue.recv().await {
-                    Some(answer) => answer,
-                    None => break,
-                }
-            }
-        };
-        match answer {
-            Answer::Refused(why) => {
-                let why = why.replace(['\r', '\n'], " ");
-                out.extend_from_slice(format!("-ERR fencelab's class gate: {why}\r\n").as_bytes());
-            }
-            Answer::Redis => {
-                let relayed =
-                    relay(&mut pending, &mut out, &mut chunk, &mut from_server, &mut to_client);
-                if relayed.await.is_none() {
-                    return;
-                }
-            }
-            Answer::Auth(told) => {
-                let relayed =
-                    relay(&mut pending, &mut out, &mut chunk, &mut from_server, &mut to_client);
-                let first = relayed.await;
-                let _ = told.send(first.is_some_and(|b| b != b'-'));
-                if first.is_none() {
-                    return;
-                }
-            }
-            Answer::Subscribed => {
-                out.append(&mut pending);
-                if flush(&mut to_client, &mut out).await.is_err() {
-                    return;
-                }
-                let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
-                return;
-            }
-        }
-    }
-    let _ = flush(&mut to_client, &mut out).await;
-}
-
-/// Move one whole reply of Redis's from `pending` to `out`, reading more when it is not
-/// all there (what `out` holds is written first: its reader may be waiting for it);
-/// its first byte (`-`: an error), None when either side has gone.
-async fn relay(
-    pending: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-    chunk: &mut [u8],
-    from_server: &mut (impl AsyncRead + Unpin),
-    to_client: &mut (impl AsyncWrite + Unpin),
-) -> Option<u8> {
-    loop {
-        if let Some(n) = reply_length(pending) {
-            out.extend_from_slice(&pending[..n]);
-            let first = pending.first().copied();
-            pending.drain(..n);
-            return first;
-        }
-        flush(to_client, out).await.ok()?;
-        match from_server.read(chunk).await {
-            Ok(n) if n > 0 => pending.extend(&chunk[..n]),
-            _ => return None,
-        }
-    }
 }
 
 /// A student's connection, once it has said who it is.
@@ -725,35 +737,64 @@ mod tests {
 
     #[tokio::test]
     async fn a_pipelines_answers_go_back_in_one_write_and_none_waits_for_a_later_reply() {
-        // Two replies of Redis's and a refusal, all due at once: one write.
-        let (answers, queue) = mpsc::channel(IN_FLIGHT);
-        for answer in [Answer::Redis, Answer::Redis, Answer::Refused("no".into())] {
-            answers.try_send(answer).unwrap();
-        }
-        drop(answers);
+        let pipeline = [resp(&[b"PING"]), resp(&[b"PING"]), resp(&[b"GET", b"x"])].concat();
+        // Two replies of Redis's and a refusal (nobody has said who she is), all due at
+        // once: one write.
         let client = Writes::default();
-        answer(queue, &b"+OK\r\n:1\r\n"[..], client.clone()).await;
-        let whole = "+OK\r\n:1\r\n-ERR fencelab's class gate: no\r\n";
+        let mut unseated = seat(None);
+        // Redis stays connected: the link ends as the student leaves, all answered.
+        let (mut redis, replies) = tokio::io::duplex(64);
+        redis.write_all(b"+PONG\r\n+PONG\r\n").await.unwrap();
+        link(&pipeline[..], client.clone(), replies, tokio::io::sink(), &mut unseated).await;
+        let whole = "+PONG\r\n+PONG\r\n-ERR fencelab's class gate: say who you are first (AUTH user password)\r\n";
         assert_eq!(client.taken(), [whole]);
 
         // The second reply is late: the first goes back without waiting for it.
-        let (answers, queue) = mpsc::channel(IN_FLIGHT);
-        answers.try_send(Answer::Redis).unwrap();
-        answers.try_send(Answer::Redis).unwrap();
+        let pipeline = [resp(&[b"PING"]), resp(&[b"PING"])].concat();
         let (mut redis, from_server) = tokio::io::duplex(64);
         let client = Writes::default();
-        let gate = tokio::spawn(answer(queue, from_server, client.clone()));
-        redis.write_all(b"+OK\r\n").await.unwrap();
+        let gate = tokio::spawn({
+            let client = client.clone();
+            async move {
+                let mut seat = seat(None);
+                link(&pipeline[..], client, from_server, tokio::io::sink(), &mut seat).await;
+            }
+        });
+        redis.write_all(b"+PONG\r\n").await.unwrap();
         let first = async {
             while client.taken().is_empty() {
                 tokio::task::yield_now().await;
             }
         };
         tokio::time::timeout(Duration::from_secs(5), first).await.unwrap();
-        assert_eq!(client.taken(), ["+OK\r\n"]);
-        redis.write_all(b":1\r\n").await.unwrap();
-        drop(answers);
+        assert_eq!(client.taken(), ["+PONG\r\n"]);
+        redis.write_all(b"+PONG\r\n").await.unwrap();
         gate.await.unwrap();
-        assert_eq!(client.taken(), ["+OK\r\n", ":1\r\n"]);
+        assert_eq!(client.taken(), ["+PONG\r\n", "+PONG\r\n"]);
+    }
+
+    #[tokio::test]
+    async fn a_subscribed_student_hears_every_message_and_may_go_on_sending() {
+        let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).unwrap();
+        let mut passed = resp(&[b"SUBSCRIBE", b"ch"]);
+        for _ in 0..10 {
+            passed.extend(resp(&[b"PING"]));
+        }
+        let asked = [passed.clone(), resp(&[b"KEYS", b"*"])].concat();
+        // Redis's confirmation, then a message for each PING (as RESP 2 answers one).
+        let subscribed = text(&resp(&[b"subscribe", b"ch", b"1"]));
+        let pong = text(&resp(&[b"pong", b""]));
+        let (mut redis, replies) = tokio::io::duplex(4096);
+        redis.write_all(format!("{subscribed}{}", pong.repeat(10)).as_bytes()).await.unwrap();
+        let (client, server) = (Writes::default(), Writes::default());
+        let mut seat = seat(Some("alice"));
+        let linked = link(&asked[..], client.clone(), replies, server.clone(), &mut seat);
+        tokio::time::timeout(Duration::from_secs(5), linked).await.expect("the link went on");
+        assert_eq!(server.taken().concat(), text(&passed));
+        let heard = client.taken().concat();
+        assert!(heard.starts_with(&subscribed), "{heard}");
+        assert_eq!(heard.matches(&pong).count(), 10, "{heard}");
+        let refused = "-ERR fencelab's class gate: KEYS is not a student's command\r\n";
+        assert!(heard.contains(refused), "{heard}");
     }
 }

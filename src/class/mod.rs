@@ -118,7 +118,6 @@ async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, ClassEr
     }
 }
 
-/// Run one Redis call with the class's deadline.
 /// A subscription to `channel` on `url`'s Redis, within [`DEADLINE`].
 async fn subscribe(url: &str, channel: &str) -> Result<redis::aio::PubSubStream, ClassError> {
     let unreachable = |reason: String| ClassError::Unreachable {
@@ -131,6 +130,7 @@ async fn subscribe(url: &str, channel: &str) -> Result<redis::aio::PubSubStream,
     Ok(pubsub.into_on_message())
 }
 
+/// Run one Redis call with the class's deadline.
 async fn deadline<T>(call: impl Future<Output = redis::RedisResult<T>>) -> Result<T, ClassError> {
     deadline_after(Duration::ZERO, call).await
 }
