@@ -36,6 +36,9 @@ struct Measured {
     refused: Vec<String>,
     log: Vec<(f64, String)>,
     took: f64,
+    /// CPU seconds spent from the first post to the last read, by this process and by
+    /// redis-server (None where either could not say).
+    cpu: Option<(f64, f64)>,
 }
 
 /// `pace`: the time between two posts of one student. Measures the gate's path, then
@@ -49,11 +52,12 @@ pub fn bench(students: u32, events: u32, pace: Duration) -> anyhow::Result<ExitC
     );
     let mut lost = None;
     let mut gated_log = Vec::new();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for (path, label) in
         [(Path::Gate, "through the class gate"), (Path::Direct, "straight to Redis (--redis)")]
     {
-        let before = crate::platform::usage();
-        let Measured { mut latencies, refused, log, took } = measure(&names, events, pace, path)?;
+        let Measured { mut latencies, refused, log, took, cpu } =
+            measure(&names, events, pace, path)?;
         latencies.sort_by(f64::total_cmp);
         let at = |q: f64| {
             latencies
@@ -70,12 +74,15 @@ pub fn bench(students: u32, events: u32, pace: Duration) -> anyhow::Result<ExitC
             at(0.99),
             at(1.0)
         );
-        if let (Some(before), Some(after)) = (before, crate::platform::usage()) {
-            // The whole room is this process: the instructor's roll, the gate, every desk.
+        // The whole room is this process: the instructor's roll, the gate, every desk;
+        // Redis is a process of its own. Both share this machine's cores: where their
+        // sum nears all of them, what is measured is a machine that is full.
+        if let (Some((room, redis)), Some(usage)) = (cpu, crate::platform::usage()) {
             out!(
-                "    this process (the room, every desk, the roll): peak RSS {:.1} MiB, CPU {:.1} % of one core",
-                after.peak_rss_kib as f64 / 1024.0,
-                (after.cpu_s - before.cpu_s) / took * 100.0
+                "    CPU while posting and reading, of one core ({cores} here): this process (the room, every desk, the roll) {:.0} %, redis-server {:.0} %; peak RSS {:.1} MiB",
+                room / took * 100.0,
+                redis / took * 100.0,
+                usage.peak_rss_kib as f64 / 1024.0,
             );
         }
         if latencies.len() != wanted || !refused.is_empty() {
@@ -121,6 +128,10 @@ fn measure(names: &[String], events: u32, pace: Duration, path: Path) -> anyhow:
         for seat in room.seats() {
             desks.push(Desk::join(seat.join_url()).await?);
         }
+        let client = redis::Client::open(admin.as_str())?;
+        let connecting = client.get_multiplexed_async_connection();
+        let mut redis = tokio::time::timeout(Duration::from_secs(5), connecting).await??;
+        let cpu_before = cpu_now(&mut redis).await;
         let started = Instant::now();
         for (i, mut desk) in desks.into_iter().enumerate() {
             tokio::spawn(async move {
@@ -158,12 +169,28 @@ fn measure(names: &[String], events: u32, pace: Duration, path: Path) -> anyhow:
             }
         }
         let took = started.elapsed().as_secs_f64();
+        let cpu = match (cpu_before, cpu_now(&mut redis).await) {
+            (Some(before), Some(after)) => Some((after.0 - before.0, after.1 - before.1)),
+            _ => None,
+        };
         room.close().await?;
-        anyhow::Ok(Measured { latencies, refused, log, took })
+        anyhow::Ok(Measured { latencies, refused, log, took, cpu })
     };
     let measured = runtime.block_on(runtime.spawn(room)).unwrap_or_else(|e| Err(e.into()));
     runtime.shutdown_background();
     measured
+}
+
+/// The CPU seconds this process and the Redis of `con` have used so far.
+async fn cpu_now(con: &mut redis::aio::MultiplexedConnection) -> Option<(f64, f64)> {
+    let mut cmd = redis::cmd("INFO");
+    let info = cmd.arg("cpu").query_async::<String>(con);
+    let info = tokio::time::timeout(Duration::from_secs(5), info).await.ok()?.ok()?;
+    let field = |name: &str| -> Option<f64> {
+        info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
+    };
+    let redis = field("used_cpu_user")? + field("used_cpu_sys")?;
+    Some((crate::platform::usage()?.cpu_s, redis))
 }
 
 /// The median time to draw the run at 160x48: a lane per student, each with its
