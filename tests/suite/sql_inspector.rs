@@ -127,7 +127,9 @@ fn postgres_gives_each_accepted_write_its_place_in_the_storages_order() {
         };
         let expected: Vec<(String, Option<u64>)> =
             expected.iter().map(|(w, o)| (w.to_string(), *o)).collect();
-        assert_eq!(real, expected, "fencing {}", run.fencing);
+        // A run that failed (under a loaded machine, six tests at a time) says why.
+        let failed = fencelab::search::failure(&events);
+        assert_eq!(real, expected, "fencing {}, failed: {failed:?}", run.fencing);
         assert_eq!(write_orders(&support::sim_run(&run.scenario, run.fencing)), expected);
     }
 }
