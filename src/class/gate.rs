@@ -140,12 +140,15 @@ struct Rules {
 
 /// What the gate owes a student for a command, in the order the commands came.
 enum Answer {
-    Redis,
+    /// Redis's replies to a command passed on: one, or one per channel it names
+    /// (`SUBSCRIBE a b`).
+    Redis(usize),
     /// Redis's reply to the password: the seat is the student's only if Redis took it.
     Auth,
     Refused(String),
-    /// From here on Redis speaks when it likes (a subscription): all it says goes on.
-    Subscribed,
+    /// Once Redis takes it, Redis also speaks when it likes (a subscription's
+    /// messages), between the replies: each goes on as it comes, and answers nothing.
+    Subscribed(usize),
 }
 
 /// One student's connection: the gate's side of it, and its own of Redis.
@@ -284,9 +287,9 @@ impl Link<'_> {
                         self.seating = true;
                         Answer::Auth
                     } else if subscribes {
-                        Answer::Subscribed
+                        Answer::Subscribed(replies_to(&args))
                     } else {
-                        Answer::Redis
+                        Answer::Redis(replies_to(&args))
                     }
                 }
                 Err(why) => Answer::Refused(why),
@@ -296,44 +299,98 @@ impl Link<'_> {
         }
     }
 
-    /// Every answer that is due and here, in order; whether there was one.
+    /// Every answer that is due and here, in order; whether one was given. A
+    /// subscription's messages go on as they come, answering nothing: what is owed
+    /// still waits for its replies, so the IN_FLIGHT bound holds while subscribed.
     fn give_answers(&mut self) -> bool {
         let owing = self.owed.len();
-        while let Some(next) = self.owed.front() {
-            match next {
+        while let Some(next) = self.owed.front_mut() {
+            let replies = match next {
                 Answer::Refused(why) => {
                     let why = why.replace(['\r', '\n'], " ");
                     let refusal = format!("-ERR fencelab's class gate: {why}\r\n");
                     self.to_student.extend_from_slice(refusal.as_bytes());
+                    self.owed.pop_front();
+                    continue;
                 }
-                // Redis's messages are then no answers to count (`relay_messages`).
-                _ if self.subscribed => {}
-                answer => {
-                    let Some(n) = reply_length(&self.replies) else { break };
-                    if matches!(answer, Answer::Auth) {
-                        // A wrong password must not use up the student's connections.
-                        if self.replies.first() == Some(&b'-') {
-                            self.seat.leave();
-                        }
-                        self.seating = false;
-                    }
-                    self.subscribed = matches!(answer, Answer::Subscribed);
-                    self.to_student.extend(self.replies.drain(..n));
-                }
+                Answer::Auth => &mut 1,
+                Answer::Redis(replies) | Answer::Subscribed(replies) => replies,
+            };
+            let Some(n) = reply_length(&self.replies) else { break };
+            let reply = &self.replies[..n];
+            if self.subscribed && is_message(reply) {
+                self.to_student.extend(self.replies.drain(..n));
+                continue;
             }
-            self.owed.pop_front();
+            let refused = reply.first() == Some(&b'-');
+            *replies = replies.saturating_sub(1);
+            let answered = *replies == 0;
+            match next {
+                // A wrong password must not use up the student's connections.
+                Answer::Auth => {
+                    if refused {
+                        self.seat.leave();
+                    }
+                    self.seating = false;
+                }
+                Answer::Subscribed(_) if !refused => self.subscribed = true,
+                _ => {}
+            }
+            if self.subscribed && unsubscribed_from_all(reply) {
+                self.subscribed = false;
+            }
+            self.to_student.extend(self.replies.drain(..n));
+            if answered {
+                self.owed.pop_front();
+            }
         }
         self.owed.len() < owing
     }
 
-    /// Subscribed, every whole message of Redis's goes on as it comes.
+    /// Subscribed with nothing owed, what Redis says goes on as it comes.
     fn relay_messages(&mut self) {
         while self.subscribed
+            && self.owed.is_empty()
             && let Some(n) = reply_length(&self.replies)
         {
             self.to_student.extend(self.replies.drain(..n));
         }
     }
+}
+
+/// How many replies Redis gives `args`: one, but for a (un)subscription, one for each
+/// channel it names (a bare `UNSUBSCRIBE` counts one; a student may listen to two).
+fn replies_to(args: &[Vec<u8>]) -> usize {
+    let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    let per_channel = [&b"SUBSCRIBE"[..], b"UNSUBSCRIBE", b"PSUBSCRIBE", b"PUNSUBSCRIBE"];
+    let names_channels = per_channel.iter().any(|n| name == *n || name == [b"S", *n].concat());
+    if names_channels { args.len().saturating_sub(1).max(1) } else { 1 }
+}
+
+/// Whether a whole reply of Redis's is a subscription's message (`message`, `pmessage`
+/// or `smessage` first, RESP 2 or 3), which answers no command.
+fn is_message(reply: &[u8]) -> bool {
+    let kinds = [&b"$7\r\nmessage\r\n"[..], b"$8\r\npmessage\r\n", b"$8\r\nsmessage\r\n"];
+    first_item(reply).is_some_and(|first| kinds.iter().any(|k| first.starts_with(k)))
+}
+
+/// Whether a reply says the connection listens to no channel any more (an
+/// unsubscription's count is 0): Redis's replies are then answers only.
+fn unsubscribed_from_all(reply: &[u8]) -> bool {
+    let kinds =
+        [&b"$11\r\nunsubscribe\r\n"[..], b"$12\r\npunsubscribe\r\n", b"$12\r\nsunsubscribe\r\n"];
+    let first = first_item(reply);
+    first.is_some_and(|first| kinds.iter().any(|k| first.starts_with(k)))
+        && reply.ends_with(b":0\r\n")
+}
+
+/// The bytes from a reply's first item on, when it is an array or a push.
+fn first_item(reply: &[u8]) -> Option<&[u8]> {
+    if !matches!(reply.first(), Some(b'*' | b'>')) {
+        return None;
+    }
+    let end = reply.windows(2).position(|w| w == b"\r\n")?;
+    reply.get(end + 2..)
 }
 
 /// Write what waits in `out` (to Redis, or back to the student), and empty it.
@@ -781,20 +838,46 @@ mod tests {
             passed.extend(resp(&[b"PING"]));
         }
         let asked = [passed.clone(), resp(&[b"KEYS", b"*"])].concat();
-        // Redis's confirmation, then a message for each PING (as RESP 2 answers one).
+        // Redis's confirmation, a message of its own, then a reply for each PING (as
+        // RESP 2 answers one while subscribed).
         let subscribed = text(&resp(&[b"subscribe", b"ch", b"1"]));
+        let message = text(&resp(&[b"message", b"ch", b"released"]));
         let pong = text(&resp(&[b"pong", b""]));
+        let said = format!("{subscribed}{message}{}", pong.repeat(10));
         let (mut redis, replies) = tokio::io::duplex(4096);
-        redis.write_all(format!("{subscribed}{}", pong.repeat(10)).as_bytes()).await.unwrap();
+        redis.write_all(said.as_bytes()).await.unwrap();
         let (client, server) = (Writes::default(), Writes::default());
         let mut seat = seat(Some("alice"));
         let linked = link(&asked[..], client.clone(), replies, server.clone(), &mut seat);
         tokio::time::timeout(Duration::from_secs(5), linked).await.expect("the link went on");
         assert_eq!(server.taken().concat(), text(&passed));
-        let heard = client.taken().concat();
-        assert!(heard.starts_with(&subscribed), "{heard}");
-        assert_eq!(heard.matches(&pong).count(), 10, "{heard}");
+        // In order: the refusal after the replies to what came before it.
         let refused = "-ERR fencelab's class gate: KEYS is not a student's command\r\n";
-        assert!(heard.contains(refused), "{heard}");
+        assert_eq!(client.taken().concat(), format!("{said}{refused}"));
+    }
+
+    /// A subscription Redis refused (a channel the student's ACL does not name) leaves
+    /// the connection as it was: a list that reads like a message is a reply, and at
+    /// most IN_FLIGHT commands go unanswered.
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_subscription_leaves_replies_as_replies_and_the_bound_on_them() {
+        let mut asked =
+            [resp(&[b"SUBSCRIBE", b"other"]), resp(&[b"LRANGE", b"k", b"0", b"2"])].concat();
+        for _ in 0..20 {
+            asked.extend(resp(&[b"PING"]));
+        }
+        let refusal = "-NOPERM no permissions to access the 'other' channel\r\n";
+        let list = String::from_utf8(resp(&[b"message", b"from", b"a list"])).unwrap();
+        let (mut redis, replies) = tokio::io::duplex(4096);
+        redis.write_all(format!("{refusal}{list}").as_bytes()).await.unwrap();
+        let (client, server) = (Writes::default(), Writes::default());
+        let mut seat = seat(Some("alice"));
+        let linked = link(&asked[..], client.clone(), replies, server.clone(), &mut seat);
+        // Redis answers no PING: the link waits for it, with IN_FLIGHT unanswered.
+        let waiting = tokio::time::timeout(Duration::from_secs(5), linked).await;
+        assert!(waiting.is_err(), "the link ended");
+        assert_eq!(client.taken().concat(), format!("{refusal}{list}"));
+        let pings = server.taken().concat().matches("PING").count();
+        assert_eq!(pings, IN_FLIGHT, "{:?}", server.taken());
     }
 }
