@@ -158,7 +158,7 @@ pub struct RunModel {
     pub marks: Vec<Mark>,
     pub violations: Vec<Violation>,
     pub ended: Option<(f64, RunOutcome)>,
-    /// A server that stopped answering or went away: when, and "<server> <reason>".
+    /// A server that stopped answering or went away: when, and `"<server> <reason>"`.
     pub lost: Option<(f64, String)>,
     /// Time of the latest event.
     pub last_ms: f64,

@@ -4,7 +4,7 @@
 //! Redis words a refusal three ways: `NOPERM ... run the 'evalsha' command` for a
 //! command sent directly, "no permissions to access one of the keys" for a key pattern
 //! the user lacks, and, for a call inside a Lua script, only the script's SHA and the
-//! line ("can't run this command ... script: <sha>, on @user_script:16"). The scripts
+//! line ("can't run this command ... script: `<sha>`, on @user_script:16"). The scripts
 //! are ours (`scripts.rs`), so the line names the `redis.call` that was refused.
 
 use super::BackendError;

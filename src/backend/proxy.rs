@@ -117,7 +117,7 @@ pub async fn listen(
 }
 
 /// [`listen`], copying every request and (when delivered) every reply to `tap`; with
-/// `password`, a Redis client must give it first ([`authenticate`]).
+/// `password`, a Redis client must give it first (`authenticate`).
 pub async fn listen_tapped(
     upstream: Upstream,
     condition: watch::Receiver<LinkCondition>,

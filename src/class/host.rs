@@ -60,7 +60,7 @@ pub async fn prepare_class(
 const END_READ_GRACE: Duration = Duration::from_millis(500);
 
 /// Mirror the log (but the inspector's commands) to the room, in order, to its end
-/// and [`END_READ_GRACE`] after it: the students' screens show the run as the
+/// and `END_READ_GRACE` after it: the students' screens show the run as the
 /// instructor's does, its end included.
 pub async fn mirror(log: Arc<EventLog>, mut room: Controller) {
     let mut grown = log.subscribe();

@@ -8,7 +8,7 @@
 //! the environment), then keeps the pipe open. Closing the room writes `closed`: the
 //! janitor leaves without touching anything. End of file without it means the
 //! instructor is gone: the janitor deletes the room's users and keys, within
-//! [`BUDGET`], and exits. So it outlives fencelab by seconds, as the guard of
+//! `BUDGET`, and exits. So it outlives fencelab by seconds, as the guard of
 //! `platform::tie_to_parent` does, and never longer. It runs in a process group of its
 //! own, so the terminal's Ctrl-C (which the instructor handles by closing the room)
 //! does not take it first.

@@ -13,7 +13,7 @@
 //!   value the lease in ms) is what joining reads: no lease, no room.
 //! - **Users**: removed by whoever next holds admin rights on that Redis and sees the
 //!   lease gone: every live room's keeper, each renewal, and every class that opens
-//!   ([`sweep`]). A dead room's users are therefore gone one renewal after its lease
+//!   (`sweep`). A dead room's users are therefore gone one renewal after its lease
 //!   lapses when any class is live on that Redis, and otherwise when the next one
 //!   starts or `fencelab doctor --redis` runs there with admin rights
 //!   ([`sweep_lapsed`]); until then they reach only that room's keys, which have

@@ -339,7 +339,7 @@ impl Space {
         Space::with_parts(design, kinds, end_ms, GRID_PARTS)
     }
 
-    /// The same space on grids of about [`COARSE_PARTS`] steps: for trials on real
+    /// The same space on grids of about `COARSE_PARTS` steps: for trials on real
     /// servers, each a run of seconds, and for their shrinking.
     pub fn coarse(design: &Scenario, kinds: &[FaultKind], end_ms: u64) -> Space {
         Space::with_parts(design, kinds, end_ms, COARSE_PARTS)

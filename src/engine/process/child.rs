@@ -1,7 +1,7 @@
 //! `fencelab worker`: one worker in a process of its own, driven by its scenario's
 //! steps and connected to the lock service and the storage itself.
 //!
-//! It runs the very [`Worker`] the in-process engine runs, on a log of its own whose
+//! It runs the very `Worker` the in-process engine runs, on a log of its own whose
 //! events it copies to stdout as they are appended, in order. Pauses, resumes and
 //! crashes never arrive as messages: the parent sends signals, and the kernel does the
 //! rest. When stdin closes (the parent is gone, or the run was stopped) the worker

@@ -1,4 +1,4 @@
-//! Workers as their own OS processes (`--processes`): the same [`Worker`](super::worker)
+//! Workers as their own OS processes (`--processes`): the same `Worker` (`engine::worker`)
 //! code, run by `fencelab worker` in a child, so that a pause can be a real one.
 //!
 //! A GC pause, a slow disk or a VM steal freezes a *process*; nothing inside it gets a
@@ -19,7 +19,7 @@
 //! ```
 //!
 //! The parent side ([`parent`]) turns pause, resume and crash into signals and
-//! records them as [`EventKind::Signal`](super::log::EventKind::Signal); the child
+//! records them as [`EventKind::Signal`]; the child
 //! side ([`child`]) is the `fencelab worker` command.
 
 pub mod child;
