@@ -360,10 +360,18 @@ impl Link<'_> {
 
 /// How many replies Redis gives `args`: one, but for a (un)subscription, one for each
 /// channel it names (a bare `UNSUBSCRIBE` counts one; a student may listen to two).
+/// It runs for every command a student sends: it compares, and allocates nothing.
 fn replies_to(args: &[Vec<u8>]) -> usize {
-    let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+    let name = args.first().map_or(&[][..], Vec::as_slice);
+    // SSUBSCRIBE and SUNSUBSCRIBE too (a shard channel's).
+    let unsharded = match name.split_first() {
+        Some((s, rest)) if s.eq_ignore_ascii_case(&b's') => rest,
+        _ => name,
+    };
     let per_channel = [&b"SUBSCRIBE"[..], b"UNSUBSCRIBE", b"PSUBSCRIBE", b"PUNSUBSCRIBE"];
-    let names_channels = per_channel.iter().any(|n| name == *n || name == [b"S", *n].concat());
+    let names_channels = per_channel
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n) || unsharded.eq_ignore_ascii_case(n));
     if names_channels { args.len().saturating_sub(1).max(1) } else { 1 }
 }
 
@@ -879,5 +887,17 @@ mod tests {
         assert_eq!(client.taken().concat(), format!("{refusal}{list}"));
         let pings = server.taken().concat().matches("PING").count();
         assert_eq!(pings, IN_FLIGHT, "{:?}", server.taken());
+    }
+
+    #[test]
+    fn a_subscription_is_owed_a_reply_for_each_channel_it_names() {
+        let args = |words: &[&str]| -> Vec<Vec<u8>> {
+            words.iter().map(|w| w.as_bytes().to_vec()).collect()
+        };
+        assert_eq!(replies_to(&args(&["subscribe", "a", "b"])), 2);
+        assert_eq!(replies_to(&args(&["SSUBSCRIBE", "a", "b", "c"])), 3);
+        assert_eq!(replies_to(&args(&["PUNSUBSCRIBE"])), 1, "a bare one counts one");
+        assert_eq!(replies_to(&args(&["SET", "k", "v"])), 1);
+        assert_eq!(replies_to(&args(&["SUNION", "a", "b"])), 1);
     }
 }

@@ -97,7 +97,7 @@ impl From<redis::RedisError> for ClassError {
 
 /// A connection to the class's Redis. The crate's own response timeout is off: every
 /// call here has a deadline of its own, longer for `XREAD BLOCK`.
-async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, ClassError> {
+pub(crate) async fn connect(url: &str) -> Result<redis::aio::MultiplexedConnection, ClassError> {
     let unreachable = |reason: String| ClassError::Unreachable {
         url: crate::backend::redis::redact_url(url),
         reason,

@@ -128,9 +128,7 @@ fn measure(names: &[String], events: u32, pace: Duration, path: Path) -> anyhow:
         for seat in room.seats() {
             desks.push(Desk::join(seat.join_url()).await?);
         }
-        let client = redis::Client::open(admin.as_str())?;
-        let connecting = client.get_multiplexed_async_connection();
-        let mut redis = tokio::time::timeout(Duration::from_secs(5), connecting).await??;
+        let mut redis = crate::class::connect(&admin).await?;
         let cpu_before = cpu_now(&mut redis).await;
         let started = Instant::now();
         for (i, mut desk) in desks.into_iter().enumerate() {
