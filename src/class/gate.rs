@@ -305,17 +305,13 @@ impl Link<'_> {
     fn give_answers(&mut self) -> bool {
         let owing = self.owed.len();
         while let Some(next) = self.owed.front_mut() {
-            let replies = match next {
-                Answer::Refused(why) => {
-                    let why = why.replace(['\r', '\n'], " ");
-                    let refusal = format!("-ERR fencelab's class gate: {why}\r\n");
-                    self.to_student.extend_from_slice(refusal.as_bytes());
-                    self.owed.pop_front();
-                    continue;
-                }
-                Answer::Auth => &mut 1,
-                Answer::Redis(replies) | Answer::Subscribed(replies) => replies,
-            };
+            if let Answer::Refused(why) = next {
+                let why = why.replace(['\r', '\n'], " ");
+                let refusal = format!("-ERR fencelab's class gate: {why}\r\n");
+                self.to_student.extend_from_slice(refusal.as_bytes());
+                self.owed.pop_front();
+                continue;
+            }
             let Some(n) = reply_length(&self.replies) else { break };
             let reply = &self.replies[..n];
             if self.subscribed && is_message(reply) {
@@ -323,8 +319,14 @@ impl Link<'_> {
                 continue;
             }
             let refused = reply.first() == Some(&b'-');
-            *replies = replies.saturating_sub(1);
-            let answered = *replies == 0;
+            // The command is answered with its last reply (one per channel it names).
+            let answered = match next {
+                Answer::Redis(left) | Answer::Subscribed(left) => {
+                    *left = left.saturating_sub(1);
+                    *left == 0
+                }
+                _ => true,
+            };
             match next {
                 // A wrong password must not use up the student's connections.
                 Answer::Auth => {
