@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::log::{Event, EventKind, Name, Said, WorkerEvent};
+use crate::engine::log::{Event, EventKind, Name, Said, Truth, WorkerEvent};
 // The kinds are named by scenarios' expectations, so they live with the scenario.
 pub use crate::scenario::ViolationKind;
 use crate::scenario::{Expectation, LockSpec, spec};
@@ -32,14 +32,17 @@ pub use writes::{Stale, StaleRule};
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Violation {
     /// The danger window: `first` went on believing it held the lock from when its
-    /// lease ended (`from_ms`) until it learned otherwise (`to_ms`), while `second`
-    /// took the lock.
+    /// lease ended, or `second` took the lock if that was later (`from_ms`), until it
+    /// learned otherwise (`to_ms`).
     OverlappingBelief {
         first: Name,
         second: Name,
         from_ms: f64,
         /// None while the first still believes it (a run still going).
         to_ms: Option<f64>,
+        /// What the log says ended the first's grant by then.
+        #[serde(default)]
+        lapse: Lapse,
         /// The event where the two beliefs began to overlap (the second's grant).
         seq: u64,
     },
@@ -73,6 +76,33 @@ pub enum Violation {
     },
 }
 
+/// What ended an outdated holder's grant, as far as the log tells: the checker says
+/// only this, never a reason the log does not show.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lapse {
+    /// Its lease ran out (its deadline passed), or the lock service said it expired.
+    Ended,
+    /// The lock service listed someone else, or nobody, while its lease still ran: a
+    /// failover lost its key, another's release deleted it, a node's clock ran ahead.
+    Dropped,
+    /// Neither, or not yet: the service still listed it when the other's grant came.
+    #[default]
+    Unknown,
+}
+
+impl Lapse {
+    /// Said after the overlap's times ("after its lease ended"), in the lock kind's
+    /// words; None when the log shows no reason.
+    pub fn said(self, lock: &LockSpec) -> Option<&'static str> {
+        match self {
+            Lapse::Ended => Some(lock.words.lost),
+            Lapse::Dropped => Some(lock.words.dropped),
+            Lapse::Unknown => None,
+        }
+    }
+}
+
 impl Violation {
     pub fn kind(&self) -> ViolationKind {
         match self {
@@ -99,19 +129,25 @@ impl Violation {
     /// "job", "job number 1", "after XAUTOCLAIM gave its job to another consumer"),
     /// at its exact moment: the transcript's and `break`'s line for it.
     pub fn said(&self, lock: &LockSpec) -> String {
-        let (grant, lost) = (lock.words.grant, lock.words.lost);
+        let grant = lock.words.grant;
         match self {
-            Violation::OverlappingBelief { first, second, from_ms, to_ms: Some(to), .. } => {
+            Violation::OverlappingBelief {
+                first, second, from_ms, to_ms: Some(to), lapse, ..
+            } => {
                 format!(
-                    "{first} and {second} both believed they held the {grant}: {first} from {} to {}, {lost}",
+                    "{first} and {second} both believed they held the {grant}: {first} from {} to {}{}",
                     secs(*from_ms),
-                    secs(*to)
+                    secs(*to),
+                    because(*lapse, lock)
                 )
             }
-            Violation::OverlappingBelief { first, second, from_ms, to_ms: None, .. } => format!(
-                "{first} still believes it holds the {grant} {second} took: {first} since {}, {lost}",
-                secs(*from_ms)
-            ),
+            Violation::OverlappingBelief { first, second, from_ms, to_ms: None, lapse, .. } => {
+                format!(
+                    "{first} still believes it holds the {grant} {second} took: {first} since {}{}",
+                    secs(*from_ms),
+                    because(*lapse, lock)
+                )
+            }
             Violation::StaleWrite { worker, after_worker, at_ms, by_grant: true, .. } => format!(
                 "stale write accepted at {}: {worker}'s write after {after_worker}'s, though {worker}'s grant came first (no tokens)",
                 secs(*at_ms)
@@ -138,6 +174,11 @@ impl Violation {
             ),
         }
     }
+}
+
+/// ", after its lease ended", or nothing when the log shows no reason.
+pub fn because(lapse: Lapse, lock: &LockSpec) -> String {
+    lapse.said(lock).map(|why| format!(", {why}")).unwrap_or_default()
 }
 
 /// Violations name exact moments: an overlap can last a single millisecond.
@@ -198,6 +239,9 @@ struct Belief<'a> {
     start: &'a Event,
     end: Option<&'a Event>,
     lease_end: Option<f64>,
+    /// Whether the lock service stopped listing it while it believed (or said its
+    /// lease expired).
+    dropped: bool,
     /// When it gave the lock back: its release was sent (the `Released` event is
     /// logged once the reply is back, and a waiter told by the release itself, `wait =
     /// "notify"`, may log its grant in between).
@@ -207,15 +251,48 @@ struct Belief<'a> {
 /// What is known of one worker's current lease while it believes it holds the lock.
 struct Lease<'a> {
     start: &'a Event,
-    /// When the lease runs out unless renewed (None: it never expires).
-    deadline: Option<f64>,
     /// When the lock service first listed someone else, or said the lease expired.
     lost_at: Option<f64>,
+    lapses: Lapses,
+}
+
+/// What the log shows of a lease's end, since its grant or last renewal.
+#[derive(Clone, Copy, Default)]
+struct Lapses {
+    /// When the lease runs out unless renewed (None: it never expires).
+    deadline: Option<f64>,
+    /// The lock service said it expired.
+    expired: bool,
+    /// The lock service listed someone else, or nobody after listing it.
+    dropped: bool,
+    /// Whether a reading has listed the holder since its grant: a reading of nobody
+    /// taken before the grant landed, and logged after it, drops nothing.
+    listed: bool,
+}
+
+impl Lapses {
+    /// Whether the lease had ended by `at_ms`, by its deadline or the lock service's
+    /// word: asked when another worker's grant comes, as a renewal later moves both.
+    fn ended_by(&self, at_ms: f64) -> bool {
+        self.expired || self.deadline.is_some_and(|d| d <= at_ms)
+    }
+
+    /// Takes in one reading of the lock service, for `worker`'s lease.
+    fn read(&mut self, truth: &Truth, worker: &str) {
+        let holder = truth.holder.as_deref();
+        if truth.expired.as_deref() == Some(worker) {
+            self.expired = true;
+        } else if holder == Some(worker) {
+            self.listed = true;
+        } else if self.listed || holder.is_some() {
+            self.dropped = true;
+        }
+    }
 }
 
 impl Lease<'_> {
     fn ended(&self) -> Option<f64> {
-        match (self.deadline, self.lost_at) {
+        match (self.lapses.deadline, self.lost_at) {
             (Some(d), Some(l)) => Some(d.min(l)),
             (d, l) => d.or(l),
         }
@@ -242,6 +319,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     let mut last_call: BTreeMap<&str, f64> = BTreeMap::new();
     let mut open: BTreeMap<&str, Lease> = BTreeMap::new();
     let mut beliefs: Vec<Belief> = Vec::new();
+    let mut ended_by_grant: Vec<(u64, &str)> = Vec::new();
     for e in events {
         if let EventKind::Truth(truth) = &e.kind {
             for (worker, lease) in open.iter_mut() {
@@ -250,6 +328,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 if (other || expired) && lease.lost_at.is_none() {
                     lease.lost_at = Some(e.t_ms);
                 }
+                lease.lapses.read(truth, worker);
             }
             continue;
         }
@@ -264,7 +343,15 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             WorkerEvent::Acquired { .. } => {
                 let granted = e.t_ms - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
                 let deadline = ttl.map(|ttl| granted + ttl);
-                open.insert(worker, Lease { start: e, deadline, lost_at: None });
+                let lapses = Lapses { deadline, ..Lapses::default() };
+                // Whose leases had ended by this grant, this one's own included (a
+                // reply heard after its lease's end).
+                let ended = open.iter().filter(|(_, lease)| lease.lapses.ended_by(e.t_ms));
+                ended_by_grant.extend(ended.map(|(w, _)| (e.seq, *w)));
+                if lapses.ended_by(e.t_ms) {
+                    ended_by_grant.push((e.seq, worker));
+                }
+                open.insert(worker, Lease { start: e, lost_at: None, lapses });
                 false
             }
             WorkerEvent::Checked { still_owner } => !still_owner,
@@ -275,8 +362,9 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 // Still the owner: the lease starts over, and an earlier reading that
                 // seemed to say otherwise was a race.
                 if let Some(lease) = open.get_mut(worker.as_str()) {
-                    lease.deadline = ttl.map(|ttl| e.t_ms + ttl);
                     lease.lost_at = None;
+                    let (deadline, listed) = (ttl.map(|ttl| e.t_ms + ttl), lease.lapses.listed);
+                    lease.lapses = Lapses { deadline, listed, ..Lapses::default() };
                 }
                 false
             }
@@ -295,7 +383,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             let released_at = matches!(what, WorkerEvent::Released { .. })
                 .then(|| e.t_ms - last_call.get(worker.as_str()).copied().unwrap_or(0.0));
             let (start, end) = (lease.start, Some(e));
-            beliefs.push(Belief { worker, start, end, lease_end, released_at });
+            let dropped = lease.lapses.dropped || lease.lapses.expired;
+            beliefs.push(Belief { worker, start, end, lease_end, dropped, released_at });
         }
     }
     beliefs.extend(open.into_iter().map(|(worker, lease)| Belief {
@@ -303,6 +392,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         start: lease.start,
         end: None,
         lease_end: lease.ended(),
+        dropped: lease.lapses.dropped || lease.lapses.expired,
         released_at: None,
     }));
 
@@ -343,6 +433,11 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 second: second.worker.into(),
                 from_ms,
                 to_ms: first.end.map(|e| e.t_ms),
+                lapse: match ended_by_grant.contains(&(b.start.seq, first.worker)) {
+                    true => Lapse::Ended,
+                    false if first.dropped => Lapse::Dropped,
+                    false => Lapse::Unknown,
+                },
                 seq: b.start.seq,
             });
         }
@@ -452,6 +547,77 @@ mod tests {
         let overlaps = |events: &[Event]| overlapping_beliefs(events).len();
         assert_eq!(overlaps(&log(10.7)), 0);
         assert_eq!(overlaps(&log(9.5)), 1);
+    }
+
+    /// A holds a 1 s lease from 0 s; B is granted the lock at 0.6 s. Why A's grant was
+    /// no longer good is said only as the log shows it: its lease had ended (by its
+    /// deadline, or the server's word), the server had stopped listing it with its
+    /// lease still running (a failover lost the key), or nothing is said.
+    #[test]
+    fn an_overlap_gives_only_the_reason_the_log_shows() {
+        let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
+        let act = |who: &str, what: WorkerEvent| EventKind::Worker { worker: who.into(), what };
+        let truth = |holder: Option<&str>, expired: Option<&str>| {
+            EventKind::Truth(crate::engine::log::Truth {
+                holder: holder.map(Name::from),
+                ttl_ms: None,
+                fence_counter: 1,
+                storage_highest: 0,
+                nodes: Vec::new(),
+                expired: expired.map(Name::from),
+            })
+        };
+        let started = |ttl_ms: u64| {
+            let mut scenario = crate::lesson::find("gc-pause").unwrap().unwrap().scenario;
+            scenario.ttl_ms = ttl_ms;
+            EventKind::RunStarted {
+                version: 1,
+                run_id: "r".into(),
+                scenario: std::sync::Arc::new(scenario),
+                fencing: false,
+                label: String::new(),
+                backend: "Redis".into(),
+                time_scale: 1.0,
+            }
+        };
+        let log = |ttl_ms: u64, read: Vec<EventKind>, renewed: bool| {
+            let mut events = vec![
+                at(0, 0.0, started(ttl_ms)),
+                at(1, 0.0, act("A", WorkerEvent::Acquired { token: 1 })),
+                at(2, 0.1, truth(Some("A"), None)),
+            ];
+            events.extend(read.into_iter().map(|kind| at(0, 0.5, kind)));
+            events.push(at(0, 600.0, act("B", WorkerEvent::Acquired { token: 2 })));
+            if renewed {
+                events.push(at(0, 700.0, act("A", WorkerEvent::Renewed { extended: true })));
+            }
+            events.push(at(0, 800.0, act("A", WorkerEvent::Checked { still_owner: false })));
+            for (seq, e) in events.iter_mut().enumerate() {
+                e.seq = seq as u64;
+            }
+            events
+        };
+        let said = |events: Vec<Event>| {
+            let found = overlapping_beliefs(&events);
+            assert_eq!(found.len(), 1, "{found:?}");
+            found[0].said(&spec::REDIS)
+        };
+        let ended = "A and B both believed they held the lock: A from 0.500s to 0.800s, after its lease ended";
+        // A 0.5 s lease: its deadline had passed, even though A renewed it (too late)
+        // after B's grant.
+        assert_eq!(said(log(500, vec![], false)), ended);
+        assert_eq!(said(log(500, vec![], true)), ended.replace("0.500s", "0.600s"));
+        // The server said A's lease expired.
+        let expired = vec![truth(None, Some("A"))];
+        assert!(said(log(1000, expired, false)).ends_with(", after its lease ended"));
+        // The key went with A's lease still running (the primary died).
+        let dropped = said(log(1000, vec![truth(None, None)], false));
+        assert!(
+            dropped.ends_with("0.800s, though its lease had not ended: Redis no longer listed it"),
+            "{dropped}"
+        );
+        // Nothing in the log says: no reason.
+        assert!(said(log(1000, vec![], false)).ends_with("to 0.800s"));
     }
 
     /// A program frozen as its server's OK reached it reports `acquired` only after it

@@ -105,6 +105,11 @@ pub struct Words {
     /// How the safety monitor says a grant was lost, after "A went on for 1.0 s "
     /// ("after its lease ended", "after its session expired").
     pub lost: &'static str,
+    /// How it says a grant was lost when the lease had not ended: the lock service
+    /// stopped listing the holder first (a failover lost its key, another's release
+    /// deleted it, a node's clock ran ahead). Said where `lost` would be, which would
+    /// be untrue then.
+    pub dropped: &'static str,
     /// What a paused worker cannot notice, after "so it cannot notice".
     pub unnoticed: &'static str,
     /// The record's field for a holder's last renewal, which the lease row shows
@@ -132,6 +137,7 @@ pub const SQL_WORDS: Words = Words {
     tok: "ver",
     truth_row: None,
     lost: "after another transaction changed the row",
+    dropped: "after another transaction changed the row",
     unnoticed: "the row changing",
     renewed: None,
     expired: "{who}'s lease expired",
@@ -249,6 +255,7 @@ const REDIS_WORDS: Words = Words {
     tok: "tok",
     truth_row: None,
     lost: "after its lease ended",
+    dropped: "though its lease had not ended: Redis no longer listed it",
     unnoticed: "its lease running out",
     renewed: None,
     expired: "{who}'s lease expired",
@@ -281,7 +288,11 @@ pub const REDLOCK: LockSpec = LockSpec {
     program_name: "redlock",
     label: "Redlock on {nodes} Redis servers",
     home: Home::OwnRedis,
-    words: Words { lease_setting: "Redlock's TTL", ..REDIS_WORDS },
+    words: Words {
+        lease_setting: "Redlock's TTL",
+        dropped: "though its lease had not ended: no majority listed it",
+        ..REDIS_WORDS
+    },
     token: Token { sources: &[TokenSource::Storage], ..REDIS.token },
     can: Can {
         faults: &[FaultKind::Kill, FaultKind::Restart, FaultKind::ClockJump],
@@ -310,6 +321,10 @@ pub const REPLICATED: LockSpec = LockSpec {
         replica: true,
         ..REDIS_CAN
     },
+    words: Words {
+        dropped: "though its lease had not ended: the primary no longer listed it",
+        ..REDIS_WORDS
+    },
     nodes: 2,
     ..REDIS
 };
@@ -331,6 +346,7 @@ pub const ETCD: LockSpec = LockSpec {
         overdue: Some("etcd counts whole seconds"),
         rounded: true,
         lost: "after its etcd lease expired",
+        dropped: "though its etcd lease had not expired: its key was no longer first",
         unnoticed: "its etcd lease running out",
         ..REDIS_WORDS
     },
@@ -366,6 +382,7 @@ pub const K8S_LEASE: LockSpec = LockSpec {
         tok: "ver",
         truth_row: Some(" holderIdentity"),
         lost: "after its renewTime was older than the Lease's duration",
+        dropped: "though its renewTime was still fresh by a true clock: the Lease no longer named it",
         unnoticed: "its renewTime growing old on the other contenders' clocks",
     },
     can: Can { worker_clocks: true, programs: false, ..ELSEWHERE_CAN },
@@ -394,6 +411,7 @@ pub const ZOOKEEPER: LockSpec = LockSpec {
         tok: "zxid",
         truth_row: Some(" first znode"),
         lost: "after its session expired and its znode went",
+        dropped: "though its session had not expired: its znode was no longer the first",
         unnoticed: "its session timing out",
         ..REDIS_WORDS
     },
@@ -434,6 +452,7 @@ pub const STREAM: LockSpec = LockSpec {
         tok: "job",
         truth_row: Some(" pending for"),
         lost: "after XAUTOCLAIM gave its job to another consumer",
+        dropped: "though its job had not been idle long enough: the stream listed another consumer",
         unnoticed: "its job going idle long enough to be claimed",
         renewed: None,
         expired: "{who}'s lease expired",
@@ -484,6 +503,7 @@ pub const ADVISORY: LockSpec = LockSpec {
         unexpiring: Some("its session lives as long as its connection"),
         truth_row: Some(" lock's session"),
         lost: "after the server ended its idle session",
+        dropped: "though its session had not been idle too long: the server no longer held the lock for it",
         unnoticed: "its session's idle timeout running out",
         expired: "the server ended {who}'s idle session, and its lock with it",
         release_check: "pg_advisory_unlock: its session no longer held it",
@@ -528,6 +548,7 @@ pub const PGBOSS: LockSpec = LockSpec {
         tok: "try",
         truth_row: Some(" active job"),
         lost: "after pg-boss expired its job and gave it to another fetch",
+        dropped: "though its job had not expired: pg-boss no longer listed it",
         unnoticed: "its job expiring",
         renewed: None,
         expired: "pg-boss expired {who}'s job and put it back in the queue",

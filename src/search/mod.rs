@@ -587,6 +587,7 @@ mod tests {
             second: "B".into(),
             from_ms: 2000.0,
             to_ms: Some(3000.0),
+            lapse: crate::check::Lapse::Ended,
             seq: 4,
         };
         assert!(!harmful(&overlap, false, &REDIS));

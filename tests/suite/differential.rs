@@ -1,6 +1,6 @@
 //! The simulator is a model of Redis, so every run of every scenario (the built-ins,
 //! every lesson and its variants, tests/scenarios/*.toml) must come out the same on
-//! both: who got which token, which writes were accepted, what the storage holds.
+//! both: who got which token, which writes were accepted, what the storage holds, and why each overlap happened.
 //! And each must show its expected outcome on both: this is `--check` for the whole
 //! course, on the simulator and on a real redis-server.
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use fencelab::backend::deployment::{Deployment, Shape};
 use fencelab::backend::redis::RedisBackend;
-use fencelab::check::{check, compare};
+use fencelab::check::{Lapse, Violation, check, compare};
 use fencelab::engine::log::Event;
 use fencelab::scenario::PlannedRun;
 use tokio::sync::Semaphore;
@@ -142,6 +142,15 @@ async fn agrees(planned: &PlannedRun, real: anyhow::Result<Vec<Event>>) -> Resul
             "{what}: storage differs: {on_sim:?} on the simulator, {on_real:?} on Redis"
         ));
     }
+    // What the checker gives as each overlap's reason ("after its lease ended"), which
+    // the transcript and `break` say: read off the log, it must not depend on the server.
+    let (why_sim, why_real) = (reasons(&sim), reasons(&real));
+    if why_sim != why_real {
+        return Err(format!(
+            "{what}: the overlaps' reasons differ: {why_sim:?} on the simulator, {why_real:?} on Redis\nthe Redis run:\n{}",
+            support::digest(&real)
+        ));
+    }
     if let Some(expected) = &planned.expect {
         for (backend, events) in [("simulator", &sim), ("redis", &real)] {
             let diffs = compare(expected, events, &check(events));
@@ -151,6 +160,15 @@ async fn agrees(planned: &PlannedRun, real: anyhow::Result<Vec<Event>>) -> Resul
         }
     }
     Ok(())
+}
+
+/// Each overlap's reason, in log order.
+fn reasons(events: &[Event]) -> Vec<Lapse> {
+    let overlaps = check(events).into_iter().filter_map(|v| match v {
+        Violation::OverlappingBelief { lapse, .. } => Some(lapse),
+        _ => None,
+    });
+    overlaps.collect()
 }
 
 #[test]

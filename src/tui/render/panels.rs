@@ -520,17 +520,17 @@ fn said(v: &Violation, app: &App, view: f64) -> String {
     let words = &app.lock().words;
     let grant = words.grant;
     match v {
-        Violation::OverlappingBelief { first, second, from_ms, to_ms, .. } => {
+        Violation::OverlappingBelief { first, second, from_ms, to_ms, lapse, .. } => {
             // While the first still believes, the second may have let go already (a
             // quick holder, or an expiry told late): only the first's belief is sure.
-            let lost = words.lost;
+            let why = crate::check::because(*lapse, app.lock());
             match to_ms {
                 Some(to) => format!(
-                    "{first} and {second} both believed they held the {grant}: {first} for {}, {lost}",
+                    "{first} and {second} both believed they held the {grant}: {first} for {}{why}",
                     secs(to - from_ms)
                 ),
                 None => format!(
-                    "{first} still believes it holds the {grant} {second} took, for {} so far, {lost}",
+                    "{first} still believes it holds the {grant} {second} took, for {} so far{why}",
                     secs(view - from_ms)
                 ),
             }
@@ -687,28 +687,33 @@ fn token_words(token: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::Lapse;
 
     /// The monitor's sentence gives how long in the screen's "1.0 s", the moment being
     /// its first column ("A since 1.002s" read unlike the rest of the screen).
     #[test]
     fn an_overlap_is_said_in_the_screen_s_own_seconds_and_the_system_s_words() {
-        let overlap = |to_ms| Violation::OverlappingBelief {
+        let overlap = |to_ms, lapse| Violation::OverlappingBelief {
             first: "A".into(),
             second: "B".into(),
             from_ms: 1002.0,
             to_ms,
+            lapse,
             seq: 1,
         };
         let app = |name: &str| {
             let scenario = crate::lesson::find(name).unwrap().unwrap().scenario;
             App::new(scenario, false, 1.0, true, "t".into(), crate::tui::theme::Theme::DEFAULT)
         };
-        let said_now = said(&overlap(None), &app("gc-pause"), 2040.0);
+        let said_now = said(&overlap(None, Lapse::Ended), &app("gc-pause"), 2040.0);
         assert_eq!(
             said_now,
             "A still believes it holds the lock B took, for 1.0 s so far, after its lease ended"
         );
-        let queue = said(&overlap(Some(2900.0)), &app("queue"), 4000.0);
+        // No reason the log does not show.
+        let said_then = said(&overlap(Some(3000.0), Lapse::Unknown), &app("gc-pause"), 4000.0);
+        assert_eq!(said_then, "A and B both believed they held the lock: A for 2.0 s");
+        let queue = said(&overlap(Some(2900.0), Lapse::Ended), &app("queue"), 4000.0);
         assert_eq!(
             queue,
             "A and B both believed they held the job: A for 1.9 s, after XAUTOCLAIM gave its job to another consumer"
