@@ -187,7 +187,7 @@ pub async fn attend(
         let finished = done.is_cancelled();
         for event in log.since(posted) {
             show(Seen::Here, &event);
-            desk.post(&event.kind).await?;
+            desk.post_at(&event.kind, Some(event.t_ms)).await?;
             posted += 1;
         }
         if finished && (room_ended || !watching || leave.is_cancelled()) {

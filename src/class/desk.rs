@@ -60,8 +60,20 @@ impl Desk {
         self.seq
     }
 
-    /// Post one event of this student's worker; returns its number.
+    /// Post one event of this student's worker, undated (the class dates it when it
+    /// arrives); returns its number.
     pub async fn post(&mut self, kind: &EventKind) -> Result<u64, ClassError> {
+        self.post_at(kind, None).await
+    }
+
+    /// [`Desk::post`], with when it happened on the worker's run clock (`at_ms`):
+    /// the class dates it by that, not by when it arrives, which is later by however
+    /// many events were posted before it.
+    pub async fn post_at(
+        &mut self,
+        kind: &EventKind,
+        at_ms: Option<f64>,
+    ) -> Result<u64, ClassError> {
         let json = serde_json::to_string(kind).map_err(|e| ClassError::Redis(e.to_string()))?;
         let seq = self.seq + 1;
         let mut cmd = redis::cmd("XADD");
@@ -70,6 +82,9 @@ impl Desk {
         cmd.arg(self.keys.stream(&self.name)).arg("NOMKSTREAM").arg("MAXLEN").arg("~");
         cmd.arg(super::gate::MAX_STREAM).arg("*");
         cmd.arg("seq").arg(seq).arg("sender").arg(&self.name).arg("event").arg(json);
+        if let Some(at_ms) = at_ms {
+            cmd.arg("at").arg(format!("{at_ms:.3}"));
+        }
         // Then the roll's doorbell: it reads at once, not on its next look.
         let mut pipe = redis::pipe();
         pipe.add_command(cmd).cmd("PUBLISH").arg(self.keys.posted()).arg(&self.name).ignore();

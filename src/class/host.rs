@@ -266,6 +266,45 @@ impl Refusals {
     }
 }
 
+/// When a student's events happened, in the run's time: each arrives later than it
+/// happened, by however long its post took and the posts queued before it (a
+/// release's event behind its write's). Dated on arrival, a release could land after
+/// the grant it let through, and the checker would see two holders at once.
+///
+/// The student's run clock starts when the run's start reaches it, an unknown while
+/// after the class's. That offset is taken as the least delay seen (the event that
+/// came quickest), so no event is dated later than it arrived, nor before one the
+/// student sent earlier, nor more than [`MOST_BACKDATED_MS`] before it arrived (a
+/// student's clock, or what it says of it, cannot move its events far).
+#[derive(Default)]
+struct Dating {
+    /// The least (arrival - sent) seen, in ms.
+    offset: Option<f64>,
+    /// The last date given.
+    last: f64,
+}
+
+/// The most an event is dated before it arrived, in ms.
+const MOST_BACKDATED_MS: f64 = 1000.0;
+
+impl Dating {
+    /// When an event that arrived `now` happened, from when the student says it did
+    /// (`at`, on its clock).
+    fn date(&mut self, at: Option<f64>, now: f64) -> f64 {
+        let dated = match at {
+            Some(at) => {
+                let offset = self.offset.map_or(now - at, |o| o.min(now - at));
+                self.offset = Some(offset);
+                at + offset
+            }
+            None => now,
+        };
+        let earliest = self.last.max(now - MOST_BACKDATED_MS).min(now);
+        self.last = dated.clamp(earliest, now);
+        self.last
+    }
+}
+
 /// What an event is, in two words, for a refusal.
 fn what(kind: &EventKind) -> String {
     match kind {
@@ -315,18 +354,22 @@ impl Student {
         let mut roll_call = tokio::time::interval(ROLL_CALL);
         let mut gone_since = None;
         let mut refusals = Refusals::default();
+        let mut dating = Dating::default();
         'run: loop {
             tokio::select! {
                 arrived = roll.read_judged(READ_BLOCK, &mut judge) => for arrival in arrived? {
                     match arrival {
-                        Arrival::Event { kind, seq, .. } => {
+                        Arrival::Event { kind, seq, at_ms, .. } => {
                             if let Some(why) = unwritten(&kind, &log, storage.as_mut()).await? {
                                 roll.refused(&self.name, seq);
                                 refusals.refuse(&log, &self.name, why);
                                 continue;
                             }
                             let over = ends_the_worker(&kind);
-                            log.append(kind);
+                            // The student's clock runs at real time.
+                            let clock = log.clock();
+                            let at_ms = at_ms.map(|ms| clock.scenario_ms(ms));
+                            log.append_at(kind, dating.date(at_ms, clock.now_ms()));
                             if over {
                                 break 'run;
                             }
@@ -472,6 +515,28 @@ fn ends_the_worker(kind: &EventKind) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A student's clock starts 40 ms after the class's. Its first event comes 2 ms
+    /// after it happened; a release queued behind a write comes 9 ms late, after
+    /// another student's grant that came at once: dated where it happened, it is
+    /// before that grant again. No date is later than its arrival, earlier than the
+    /// student's last, or more than a second before its arrival.
+    #[test]
+    fn a_students_events_are_dated_where_they_happened_by_the_quickest_delay_seen() {
+        let mut dating = Dating::default();
+        assert_eq!(dating.date(Some(0.0), 42.0), 42.0);
+        assert_eq!(dating.date(Some(250.0), 299.0), 292.0);
+        // Quicker than any before: the offset shrinks, never a date past its arrival.
+        assert_eq!(dating.date(Some(300.0), 340.5), 340.5);
+        // A clock (or a student) that says its event was long ago: a second at most,
+        // and never before the student's last event.
+        assert_eq!(dating.date(Some(0.0), 400.0), 340.5);
+        let mut far = Dating::default();
+        far.date(Some(0.0), 10.0);
+        assert_eq!(far.date(Some(10.0), 5000.0), 4000.0);
+        // Undated (an older fencelab): its arrival.
+        assert_eq!(far.date(None, 5100.0), 5100.0);
+    }
 
     fn claim(worker: &str, value: &str) -> EventKind {
         EventKind::Claimed { worker: worker.into(), value: value.into() }

@@ -59,8 +59,9 @@ pub const MAX_EVENTS: u64 = 5000;
 /// What the roll found in a student's stream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arrival {
-    /// The next event of this student, checked.
-    Event { student: String, seq: u64, kind: EventKind },
+    /// The next event of this student, checked, and when it happened on the
+    /// student's run clock, if its desk said (ms).
+    Event { student: String, seq: u64, kind: EventKind, at_ms: Option<f64> },
     /// Something refused, with why: shown to the instructor, never in the log.
     Refused { student: String, why: String },
 }
@@ -377,5 +378,6 @@ fn check(
     if let Some(why) = position.over_bounds(posted_ms) {
         return refused(format!("event {seq}: {why}"));
     }
-    vec![Arrival::Event { student: student.to_string(), seq, kind }]
+    let at_ms = entry.get::<f64>("at").filter(|ms| ms.is_finite() && *ms >= 0.0);
+    vec![Arrival::Event { student: student.to_string(), seq, kind, at_ms }]
 }

@@ -449,6 +449,20 @@ impl EventLog {
         event
     }
 
+    /// Append an event that happened at scenario time `t_ms` by its sender's reckoning
+    /// (a student's worker, whose events reach the class later than they happened),
+    /// never later than now.
+    pub fn append_at(&self, kind: EventKind, t_ms: f64) -> Event {
+        let mut events = self.lock();
+        let t_ms = t_ms.min(self.clock().now_ms());
+        let event = Event { seq: events.len() as u64, t_ms, kind };
+        events.push(event.clone());
+        let n = events.len();
+        drop(events);
+        self.len.send_replace(n);
+        event
+    }
+
     /// Add an event as another log stamped it: a student's screen keeps a copy of the
     /// class's log, in the instructor's numbering and time.
     pub fn copy(&self, event: Event) {

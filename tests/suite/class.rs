@@ -181,7 +181,7 @@ async fn a_forged_event_is_refused_and_shown() {
     assert_eq!(arrived.len(), 3, "{arrived:?}");
     assert_eq!(
         arrived[0],
-        Arrival::Event { student: "alice".into(), seq: 1, kind: event("alice", 1) }
+        Arrival::Event { student: "alice".into(), seq: 1, kind: event("alice", 1), at_ms: None }
     );
     for forged in &arrived[1..] {
         let Arrival::Refused { student, why } = forged else { panic!("{forged:?} accepted") };
@@ -203,14 +203,23 @@ async fn the_roll_reads_on_the_doorbell_and_still_finds_an_event_that_rang_none(
         Roll::connect(&admin, room.keys.clone(), &names(&["alice", "bob"])).await.unwrap();
     assert!(roll.read(Duration::from_millis(20)).await.unwrap().is_empty());
     let mut desk = Desk::join(room.seats()[0].join_url()).await.unwrap();
-    desk.post(&event("alice", 1)).await.unwrap();
+    // Dated by the student's clock: the class dates it so, not by its arrival.
+    desk.post_at(&event("alice", 1), Some(12.5)).await.unwrap();
     let rung = roll.read(Duration::from_secs(5)).await.unwrap();
-    assert_eq!(rung, [Arrival::Event { student: "alice".into(), seq: 1, kind: event("alice", 1) }]);
+    let dated = Arrival::Event {
+        student: "alice".into(),
+        seq: 1,
+        kind: event("alice", 1),
+        at_ms: Some(12.5),
+    };
+    assert_eq!(rung, [dated]);
     let mut bob = con(room.seats()[1].join_url());
     let json = serde_json::to_string(&event("bob", 1)).unwrap();
     raw_post(&mut bob, &room.keys.stream("bob"), 1, "bob", &json);
     let looked = roll.read(Duration::from_secs(5)).await.unwrap();
-    assert_eq!(looked, [Arrival::Event { student: "bob".into(), seq: 1, kind: event("bob", 1) }]);
+    let undated =
+        Arrival::Event { student: "bob".into(), seq: 1, kind: event("bob", 1), at_ms: None };
+    assert_eq!(looked, [undated]);
     let _: i64 =
         redis::cmd("PUBLISH").arg(room.keys.posted()).arg("mallory").query(&mut bob).unwrap();
     assert!(roll.read(Duration::from_millis(100)).await.unwrap().is_empty());
