@@ -148,6 +148,7 @@ fn long_run_bench() {
                         worker: name.as_str().into(),
                         what: WorkerEvent::Working { ms: 50 },
                     },
+                    happened_ms: None,
                 });
             }
         }

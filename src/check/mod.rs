@@ -312,6 +312,8 @@ fn lease_and_scale(events: &[Event]) -> (Option<f64>, f64) {
     (ttl, started.map_or(1.0, |(_, scale)| scale))
 }
 
+/// Beliefs are timed by when their events happened ([`Event::happened`]): a class
+/// student's release can be logged after the grant it let through.
 fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     let (ttl, time_scale) = lease_and_scale(events);
     // How long each worker's last call took (scenario ms): a grant's lease started when
@@ -341,14 +343,14 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         };
         let ends = match what {
             WorkerEvent::Acquired { .. } => {
-                let granted = e.t_ms - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
+                let granted = e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
                 let deadline = ttl.map(|ttl| granted + ttl);
                 let lapses = Lapses { deadline, ..Lapses::default() };
                 // Whose leases had ended by this grant, this one's own included (a
                 // reply heard after its lease's end).
-                let ended = open.iter().filter(|(_, lease)| lease.lapses.ended_by(e.t_ms));
+                let ended = open.iter().filter(|(_, lease)| lease.lapses.ended_by(e.happened()));
                 ended_by_grant.extend(ended.map(|(w, _)| (e.seq, *w)));
-                if lapses.ended_by(e.t_ms) {
+                if lapses.ended_by(e.happened()) {
                     ended_by_grant.push((e.seq, worker));
                 }
                 open.insert(worker, Lease { start: e, lost_at: None, lapses });
@@ -363,7 +365,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 // seemed to say otherwise was a race.
                 if let Some(lease) = open.get_mut(worker.as_str()) {
                     lease.lost_at = None;
-                    let (deadline, listed) = (ttl.map(|ttl| e.t_ms + ttl), lease.lapses.listed);
+                    let (deadline, listed) =
+                        (ttl.map(|ttl| e.happened() + ttl), lease.lapses.listed);
                     lease.lapses = Lapses { deadline, listed, ..Lapses::default() };
                 }
                 false
@@ -379,9 +382,9 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             _ => false,
         };
         if ends && let Some(lease) = open.remove(worker.as_str()) {
-            let lease_end = lease.ended().filter(|t| *t <= e.t_ms);
+            let lease_end = lease.ended().filter(|t| *t <= e.happened());
             let released_at = matches!(what, WorkerEvent::Released { .. })
-                .then(|| e.t_ms - last_call.get(worker.as_str()).copied().unwrap_or(0.0));
+                .then(|| e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0));
             let (start, end) = (lease.start, Some(e));
             let dropped = lease.lapses.dropped || lease.lapses.expired;
             beliefs.push(Belief { worker, start, end, lease_end, dropped, released_at });
@@ -407,7 +410,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     for &later in &by_start {
         let b = &beliefs[later];
         active.retain(|&i| {
-            let given_back = beliefs[i].released_at.is_some_and(|t| t < b.start.t_ms);
+            let given_back = beliefs[i].released_at.is_some_and(|t| t < b.start.happened());
             beliefs[i].end.is_none_or(|end| end.seq > b.start.seq) && !given_back
         });
         // Several overlaps starting at one grant are listed in the order the beliefs
@@ -419,20 +422,20 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             let a = &beliefs[earlier];
             // The outdated one: the earlier holder, unless the other heard of its
             // grant only after that lease had ended (a late reply).
-            let late = |x: &Belief| x.lease_end.is_some_and(|end| end <= x.start.t_ms);
+            let late = |x: &Belief| x.lease_end.is_some_and(|end| end <= x.start.happened());
             let (first, second) = match (late(a), late(b)) {
                 (false, true) => (b, a),
                 _ => (a, b),
             };
             // The danger window: the outdated holder's belief after its lease ended
             // (it goes on believing while the other takes the lock).
-            let from_ms = first.lease_end.map_or(b.start.t_ms, |t| t.min(b.start.t_ms));
-            let from_ms = from_ms.max(first.start.t_ms);
+            let from_ms = first.lease_end.map_or(b.start.happened(), |t| t.min(b.start.happened()));
+            let from_ms = from_ms.max(first.start.happened());
             found.push(Violation::OverlappingBelief {
                 first: first.worker.into(),
                 second: second.worker.into(),
                 from_ms,
-                to_ms: first.end.map(|e| e.t_ms),
+                to_ms: first.end.map(|e| e.happened()),
                 lapse: match ended_by_grant.contains(&(b.start.seq, first.worker)) {
                     true => Lapse::Ended,
                     false if first.dropped => Lapse::Dropped,
@@ -490,7 +493,12 @@ mod tests {
     use super::*;
 
     fn worker(seq: u64, who: &str, what: WorkerEvent) -> Event {
-        Event { seq, t_ms: seq as f64, kind: EventKind::Worker { worker: who.into(), what } }
+        Event {
+            seq,
+            t_ms: seq as f64,
+            kind: EventKind::Worker { worker: who.into(), what },
+            happened_ms: None,
+        }
     }
 
     fn wrote(seq: u64, who: &str, token: u64) -> Event {
@@ -526,7 +534,8 @@ mod tests {
     /// given the lock back: no overlap. A grant before Q sent its release still is one.
     #[test]
     fn a_grant_logged_while_the_holders_release_reply_is_in_flight_is_no_overlap() {
-        let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
+        let at =
+            |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind, happened_ms: None };
         let act = |who: &str, what: WorkerEvent| EventKind::Worker { worker: who.into(), what };
         let call = |who: &str, latency_ms: f64| EventKind::Command {
             worker: who.into(),
@@ -555,7 +564,8 @@ mod tests {
     /// lease still running (a failover lost the key), or nothing is said.
     #[test]
     fn an_overlap_gives_only_the_reason_the_log_shows() {
-        let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
+        let at =
+            |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind, happened_ms: None };
         let act = |who: &str, what: WorkerEvent| EventKind::Worker { worker: who.into(), what };
         let truth = |holder: Option<&str>, expired: Option<&str>| {
             EventKind::Truth(crate::engine::log::Truth {
@@ -620,6 +630,35 @@ mod tests {
         assert!(said(log(1000, vec![], false)).ends_with("to 0.800s"));
     }
 
+    /// A class: Q's release happened at 284.9 ms (sent at 284.7), R's grant, which it
+    /// let through, at 287; Q's events came late, behind its write's, and were logged
+    /// at 291, after R's grant. Dated by when they happened, no overlap; logged as
+    /// they arrived, undated, the same log shows one.
+    #[test]
+    fn a_students_release_logged_after_the_grant_it_let_through_is_no_overlap() {
+        let act = |who: &str, what: WorkerEvent| EventKind::Worker { worker: who.into(), what };
+        let call = EventKind::Command {
+            worker: "Q".into(),
+            command: String::new(),
+            reply: String::new(),
+            latency_ms: 0.2,
+            program: None,
+        };
+        let released = act("Q", WorkerEvent::Released { deleted: true, unsafe_del: false });
+        let log = |dated: bool| {
+            let happened_ms = dated.then_some(284.9);
+            let at = |seq, t_ms, kind, happened_ms| Event { seq, t_ms, happened_ms, kind };
+            vec![
+                at(0, 0.0, act("Q", WorkerEvent::Acquired { token: 1 }), None),
+                at(1, 287.0, act("R", WorkerEvent::Acquired { token: 2 }), None),
+                at(2, 291.0, call.clone(), happened_ms),
+                at(3, 291.0, released.clone(), happened_ms),
+            ]
+        };
+        assert_eq!(overlapping_beliefs(&log(true)), []);
+        assert_eq!(overlapping_beliefs(&log(false)).len(), 1);
+    }
+
     /// A program frozen as its server's OK reached it reports `acquired` only after it
     /// wakes, after B's grant; its grant is still the older one, where the server gave
     /// it, so its write after B's is stale.
@@ -647,6 +686,7 @@ mod tests {
                 latency_ms: 0.1,
                 program: Some(crate::engine::log::ProgramCall { step: None, grant: true }),
             },
+            happened_ms: None,
         };
         let events = [
             granted(0, "A"),
@@ -736,7 +776,8 @@ mod tests {
     /// write, and the write is by a non-holder.
     #[test]
     fn a_delayed_writers_holder_is_the_one_listed_when_its_write_was_sent() {
-        let at = |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind };
+        let at =
+            |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind, happened_ms: None };
         let truth = |holder: Option<&str>| {
             EventKind::Truth(crate::engine::log::Truth {
                 holder: holder.map(Name::from),

@@ -268,8 +268,9 @@ impl Refusals {
 
 /// When a student's events happened, in the run's time: each arrives later than it
 /// happened, by however long its post took and the posts queued before it (a
-/// release's event behind its write's). Dated on arrival, a release could land after
-/// the grant it let through, and the checker would see two holders at once.
+/// release's event behind its write's). Timed by its arrival, a release could come
+/// after the grant it let through, and the checker would see two holders at once;
+/// the log keeps both times (`Event::happened_ms`).
 ///
 /// The student's run clock starts when the run's start reaches it, an unknown while
 /// after the class's. That offset is taken as the least delay seen (the event that
@@ -369,7 +370,7 @@ impl Student {
                             // The student's clock runs at real time.
                             let clock = log.clock();
                             let at_ms = at_ms.map(|ms| clock.scenario_ms(ms));
-                            log.append_at(kind, dating.date(at_ms, clock.now_ms()));
+                            log.append_happened(kind, dating.date(at_ms, clock.now_ms()));
                             if over {
                                 break 'run;
                             }

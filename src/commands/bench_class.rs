@@ -215,6 +215,7 @@ fn frame_ms(names: &[String], received: &[(f64, String)]) -> f64 {
                 worker: name.as_str().into(),
                 what: WorkerEvent::Working { ms: 50 },
             },
+            happened_ms: None,
         })
         .collect();
     let end = events.last().map_or(0.0, |e| e.t_ms);

@@ -26,15 +26,30 @@ pub struct Event {
     /// Scenario milliseconds since the run started (real time divided by the speed
     /// factor, so slow-motion runs have the same timestamps as normal ones).
     pub t_ms: f64,
+    /// When it happened, when that was before it was logged: a class student's
+    /// event, dated by the student's clock, reaches the class late (by its post, and
+    /// the posts queued before it). The log stays in `t_ms` order, which every view
+    /// reads; the checker orders grants and releases by [`Event::happened`], so a
+    /// release that arrived after the grant it let through is still before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub happened_ms: Option<f64>,
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+impl Event {
+    /// When it happened: when it was logged, unless its sender dated it earlier.
+    pub fn happened(&self) -> f64 {
+        self.happened_ms.map_or(self.t_ms, |ms| ms.min(self.t_ms))
+    }
 }
 
 #[cfg(test)]
 impl Event {
     /// `worker`'s event `what` at `t_ms` (numbered 0): a log written by hand in a test.
     pub fn of_worker(t_ms: f64, worker: &str, what: WorkerEvent) -> Event {
-        Event { seq: 0, t_ms, kind: EventKind::Worker { worker: worker.into(), what } }
+        let kind = EventKind::Worker { worker: worker.into(), what };
+        Event { seq: 0, t_ms, happened_ms: None, kind }
     }
 }
 
@@ -441,7 +456,8 @@ impl EventLog {
     /// Append an event stamped with the current scenario time.
     pub fn append(&self, kind: EventKind) -> Event {
         let mut events = self.lock();
-        let event = Event { seq: events.len() as u64, t_ms: self.clock().now_ms(), kind };
+        let t_ms = self.clock().now_ms();
+        let event = Event { seq: events.len() as u64, t_ms, happened_ms: None, kind };
         events.push(event.clone());
         let n = events.len();
         drop(events);
@@ -449,13 +465,14 @@ impl EventLog {
         event
     }
 
-    /// Append an event that happened at scenario time `t_ms` by its sender's reckoning
-    /// (a student's worker, whose events reach the class later than they happened),
-    /// never later than now.
-    pub fn append_at(&self, kind: EventKind, t_ms: f64) -> Event {
+    /// Append an event now that happened at scenario time `happened_ms` by its
+    /// sender's reckoning (a student's worker, whose events reach the class later
+    /// than they happened).
+    pub fn append_happened(&self, kind: EventKind, happened_ms: f64) -> Event {
         let mut events = self.lock();
-        let t_ms = t_ms.min(self.clock().now_ms());
-        let event = Event { seq: events.len() as u64, t_ms, kind };
+        let t_ms = self.clock().now_ms();
+        let happened_ms = Some(happened_ms).filter(|ms| *ms < t_ms);
+        let event = Event { seq: events.len() as u64, t_ms, happened_ms, kind };
         events.push(event.clone());
         let n = events.len();
         drop(events);

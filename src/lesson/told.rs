@@ -224,7 +224,15 @@ mod tests {
         assert_eq!(changed_by(&paused, &reference(), 2030.0, 100.0), None, "the same facts");
         // Fencing switched on with nothing refused yet: the facts are the same.
         let mut fenced = late;
-        fenced.insert(1, Event { seq: 0, t_ms: 5.0, kind: EventKind::FencingChanged { on: true } });
+        fenced.insert(
+            1,
+            Event {
+                seq: 0,
+                t_ms: 5.0,
+                kind: EventKind::FencingChanged { on: true },
+                happened_ms: None,
+            },
+        );
         assert_eq!(changed_by(&fenced, &reference(), 2100.0, 100.0), None);
     }
 }

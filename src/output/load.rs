@@ -27,9 +27,9 @@ pub enum LoadError {
     #[error("{file}:{line}: a log starts with a run_started event (is this a fencelab log?)")]
     NoStart { file: String, line: usize },
     #[error(
-        "{file}:{line}: t_ms is {t_ms}: times in a log are milliseconds from the run's start, never negative"
+        "{file}:{line}: {field} is {t_ms}: times in a log are milliseconds from the run's start, never negative"
     )]
-    NegativeTime { file: String, line: usize, t_ms: f64 },
+    NegativeTime { file: String, line: usize, field: &'static str, t_ms: f64 },
     #[error(
         "{file}:{line}: t_ms {t_ms} goes back in time (line {previous_line} was at {previous}): a log's events are in time order"
     )]
@@ -151,8 +151,12 @@ fn parse_lines(
         };
         let t_ms = event.t_ms;
         // NaN too, which JSON cannot hold but a lenient writer might put there.
-        if t_ms.is_nan() || t_ms < 0.0 {
-            return Err(LoadError::NegativeTime { file: file.to_string(), line: number, t_ms });
+        let times = [("t_ms", Some(t_ms)), ("happened_ms", event.happened_ms)];
+        for (field, time) in times {
+            if let Some(t_ms) = time.filter(|t| t.is_nan() || *t < 0.0) {
+                let file = file.to_string();
+                return Err(LoadError::NegativeTime { file, line: number, field, t_ms });
+            }
         }
         if matches!(event.kind, EventKind::RunStarted { .. }) {
             latest = None;

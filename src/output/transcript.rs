@@ -554,7 +554,7 @@ mod tests {
 
     #[test]
     fn a_waiter_told_a_programs_lock_value_is_shown_whose_it_is() {
-        let event = |seq, kind| Event { seq, t_ms: 0.0, kind };
+        let event = |seq, kind| Event { seq, t_ms: 0.0, kind, happened_ms: None };
         let waiting = |holder: &str| EventKind::Worker {
             worker: "bob".into(),
             what: WorkerEvent::Waiting {

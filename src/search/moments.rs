@@ -175,7 +175,7 @@ mod tests {
             latency_ms: 0.3,
             program: None,
         };
-        Event { seq: 0, t_ms, kind }
+        Event { seq: 0, t_ms, kind, happened_ms: None }
     }
 
     #[test]

@@ -240,7 +240,7 @@ impl Log {
 
     pub fn push(&mut self, now: u64, kind: EventKind) {
         let seq = self.events.len() as u64;
-        self.events.push(Event { seq, t_ms: now as f64, kind });
+        self.events.push(Event { seq, t_ms: now as f64, kind, happened_ms: None });
     }
 }
 

@@ -1777,7 +1777,7 @@ fn a_student_the_roll_call_found_gone_is_gone_from_its_first_miss_in_the_narrati
         ),
     ];
     let events: Vec<Event> = (kinds.into_iter().enumerate())
-        .map(|(seq, (t_ms, kind))| Event { seq: seq as u64, t_ms, kind })
+        .map(|(seq, (t_ms, kind))| Event { seq: seq as u64, t_ms, kind, happened_ms: None })
         .collect();
     app.update(Msg::Logged(events));
     let mut written = None;

@@ -95,6 +95,7 @@ fn a_fault_logged_before_sizes_existed_still_loads_and_a_jump_keeps_its_size() {
         seq: 6,
         t_ms: 600.0,
         kind: EventKind::Fault { node: 3, kind: FaultKind::ClockJump, ms: Some(4000) },
+        happened_ms: None,
     };
     let text = serde_json::to_string(&jump).unwrap();
     assert!(text.contains(r#""kind":"clock-jump","ms":4000"#), "{text}");

@@ -143,7 +143,12 @@ fn events(steps: &[Step]) -> Vec<Event> {
     kinds
         .into_iter()
         .enumerate()
-        .map(|(seq, kind)| Event { seq: seq as u64, t_ms: seq as f64 * 10.0, kind })
+        .map(|(seq, kind)| Event {
+            seq: seq as u64,
+            t_ms: seq as f64 * 10.0,
+            kind,
+            happened_ms: None,
+        })
         .collect()
 }
 

@@ -33,6 +33,15 @@ fn a_negative_time_is_refused_with_its_line() {
         error_of(&with_time(&lines, 3, "-5.0")),
         "run.jsonl:4: t_ms is -5: times in a log are milliseconds from the run's start, never negative"
     );
+    // When a class student's event happened, which may be before it was logged.
+    let mut event: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+    event["happened_ms"] = serde_json::json!(-2.5);
+    let mut dated = lines.clone();
+    dated[3] = event.to_string();
+    assert_eq!(
+        error_of(&dated),
+        "run.jsonl:4: happened_ms is -2.5: times in a log are milliseconds from the run's start, never negative"
+    );
 }
 
 #[test]

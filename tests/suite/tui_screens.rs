@@ -877,6 +877,7 @@ fn an_etcd_lease_counted_out_but_still_held_says_why() {
         seq: upto.len() as u64,
         t_ms,
         kind: fencelab::engine::log::EventKind::Truth(counted_out),
+        happened_ms: None,
     });
     let label = "SIMULATOR (virtual clock, no Redis)".to_string();
     let mut app = App::new(scenario, false, 1.0, true, label, Theme::DEFAULT);

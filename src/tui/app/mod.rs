@@ -1055,7 +1055,7 @@ mod tests {
             time_scale: 1.0,
         };
         app.update(Msg::RunStarting);
-        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind: started }]);
+        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind: started, happened_ms: None }]);
         app
     }
 
@@ -1067,7 +1067,12 @@ mod tests {
     }
 
     fn event(seq: u64, worker: &str, what: WorkerEvent) -> Event {
-        Event { seq, t_ms: seq as f64, kind: EventKind::Worker { worker: worker.into(), what } }
+        Event {
+            seq,
+            t_ms: seq as f64,
+            kind: EventKind::Worker { worker: worker.into(), what },
+            happened_ms: None,
+        }
     }
 
     #[test]
@@ -1124,7 +1129,7 @@ mod tests {
             storage: vec![],
             outcome: crate::engine::log::RunOutcome::Completed,
         };
-        log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended }]);
+        log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended, happened_ms: None }]);
         assert!(app.update(Action::CrashSelected).is_empty());
         assert!(app.view.status.as_deref().unwrap_or("").contains("r restarts it"));
     }
@@ -1203,7 +1208,12 @@ mod tests {
     }
 
     fn worker(seq: u64, t_ms: f64, name: &str, what: WorkerEvent) -> Event {
-        Event { seq, t_ms, kind: EventKind::Worker { worker: name.into(), what } }
+        Event {
+            seq,
+            t_ms,
+            kind: EventKind::Worker { worker: name.into(), what },
+            happened_ms: None,
+        }
     }
 
     fn lesson_app(simulated: bool) -> App {
@@ -1321,9 +1331,19 @@ mod tests {
             &mut app,
             vec![
                 worker(1, 0.0, "A", WorkerEvent::Acquired { token: 1 }),
-                Event { seq: 2, t_ms: 0.5, kind: EventKind::Truth(holder(Some("A"))) },
+                Event {
+                    seq: 2,
+                    t_ms: 0.5,
+                    kind: EventKind::Truth(holder(Some("A"))),
+                    happened_ms: None,
+                },
                 worker(3, 3000.0, "B", WorkerEvent::Acquired { token: 2 }),
-                Event { seq: 4, t_ms: 3000.5, kind: EventKind::Truth(holder(Some("B"))) },
+                Event {
+                    seq: 4,
+                    t_ms: 3000.5,
+                    kind: EventKind::Truth(holder(Some("B"))),
+                    happened_ms: None,
+                },
             ],
         );
         app.update(Action::NextViolation);
@@ -1357,13 +1377,13 @@ mod tests {
             backend: "test".into(),
             time_scale: 1.0,
         };
-        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind: started }]);
+        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind: started, happened_ms: None }]);
         assert!(app.update(Action::Break).is_empty(), "not while the run goes on");
         let ended = EventKind::RunEnded {
             storage: vec![],
             outcome: crate::engine::log::RunOutcome::Completed,
         };
-        log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended }]);
+        log(&mut app, vec![Event { seq: 1, t_ms: 5.0, kind: ended, happened_ms: None }]);
         assert_eq!(
             app.update(Action::Break),
             [Effect::Search(Box::new(scenario.clone()), fencing)]
@@ -1413,7 +1433,7 @@ mod tests {
             backend: "test".into(),
             time_scale: 1.0,
         };
-        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind }]);
+        log(&mut app, vec![Event { seq: 0, t_ms: 0.0, kind, happened_ms: None }]);
         assert_eq!(app.shown.run_label, names[0]);
         assert_eq!(app.compare_label(), names[1], "the end hint names what c runs");
         app.update(Action::Compare);

@@ -323,7 +323,12 @@ mod token_tests {
         ];
         let t = [0.0, 10.0, 11.0, 3100.0, 3101.0, 3150.0];
         let events = events.into_iter().zip(t).enumerate();
-        let events = events.map(|(seq, (kind, t_ms))| Event { seq: seq as u64, t_ms, kind });
+        let events = events.map(|(seq, (kind, t_ms))| Event {
+            seq: seq as u64,
+            t_ms,
+            kind,
+            happened_ms: None,
+        });
         let mut events: Vec<Event> = events.collect();
         let write = events.pop().unwrap();
         let screen = |app: &App| {

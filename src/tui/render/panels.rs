@@ -761,7 +761,8 @@ mod tests {
                 time_scale,
             };
             app.update(crate::tui::app::Msg::RunStarting);
-            let event = crate::engine::log::Event { seq: 1, t_ms: 0.0, kind: started };
+            let event =
+                crate::engine::log::Event { seq: 1, t_ms: 0.0, kind: started, happened_ms: None };
             app.update(crate::tui::app::Msg::Logged(vec![event]));
             let mut buf = Buffer::empty(Rect::new(0, 0, 100, 3));
             inspector(buf.area, &mut buf, &app);
