@@ -32,8 +32,8 @@ pub use writes::{Stale, StaleRule};
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Violation {
     /// The danger window: `first` went on believing it held the lock from when its
-    /// lease ended, or `second` took the lock if that was later (`from_ms`), until it
-    /// learned otherwise (`to_ms`).
+    /// lease ended, or `second` took the lock if that was earlier (`from_ms`), until
+    /// it learned otherwise (`to_ms`).
     OverlappingBelief {
         first: Name,
         second: Name,
@@ -81,12 +81,16 @@ pub enum Violation {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Lapse {
-    /// Its lease ran out (its deadline passed), or the lock service said it expired.
+    /// Its lease had run out when the other's grant came (its deadline had passed),
+    /// or the lock service said it expired, with its deadline (by the holder's
+    /// reckoning) all but reached.
     Ended,
-    /// The lock service listed someone else, or nobody, while its lease still ran: a
+    /// Its lease had not run out, and while it believed, the lock service listed
+    /// someone else, or nobody, or said its lease expired long before its deadline: a
     /// failover lost its key, another's release deleted it, a node's clock ran ahead.
     Dropped,
-    /// Neither, or not yet: the service still listed it when the other's grant came.
+    /// Neither: its lease had not run out, and no reading while it believed listed
+    /// anyone but it.
     #[default]
     Unknown,
 }
@@ -239,8 +243,9 @@ struct Belief<'a> {
     start: &'a Event,
     end: Option<&'a Event>,
     lease_end: Option<f64>,
-    /// Whether the lock service stopped listing it while it believed (or said its
-    /// lease expired).
+    /// Whether the lock service said its lease expired while it believed.
+    expired: bool,
+    /// Whether the lock service stopped listing it while it believed.
     dropped: bool,
     /// When it gave the lock back: its release was sent (the `Released` event is
     /// logged once the reply is back, and a waiter told by the release itself, `wait =
@@ -270,11 +275,33 @@ struct Lapses {
     listed: bool,
 }
 
+/// How near its deadline a lease may be (scenario ms) when the lock service says it
+/// expired, for the checker to take the service at its word: the holder's deadline
+/// is reckoned from its grant's reply, which can be a little after the lease began.
+/// Further off, the service's clock or a fault ended it early (a node's clock that
+/// jumped ahead), and "after its lease ended" would be untrue.
+const EXPIRY_SLACK_MS: f64 = 100.0;
+
+/// How far a lease was from its end when another worker's grant came.
+#[derive(Clone, Copy, PartialEq)]
+enum Due {
+    /// Its deadline had passed.
+    Passed,
+    /// Within [`EXPIRY_SLACK_MS`] of it, or it had none.
+    Near,
+    /// Further off.
+    Far,
+}
+
 impl Lapses {
-    /// Whether the lease had ended by `at_ms`, by its deadline or the lock service's
-    /// word: asked when another worker's grant comes, as a renewal later moves both.
-    fn ended_by(&self, at_ms: f64) -> bool {
-        self.expired || self.deadline.is_some_and(|d| d <= at_ms)
+    /// How near its end the lease was at `at_ms`: asked when another worker's grant
+    /// comes, as a later renewal moves the deadline.
+    fn due_by(&self, at_ms: f64) -> Due {
+        match self.deadline {
+            Some(d) if d <= at_ms => Due::Passed,
+            Some(d) if d > at_ms + EXPIRY_SLACK_MS => Due::Far,
+            _ => Due::Near,
+        }
     }
 
     /// Takes in one reading of the lock service, for `worker`'s lease.
@@ -321,7 +348,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     let mut last_call: BTreeMap<&str, f64> = BTreeMap::new();
     let mut open: BTreeMap<&str, Lease> = BTreeMap::new();
     let mut beliefs: Vec<Belief> = Vec::new();
-    let mut ended_by_grant: Vec<(u64, &str)> = Vec::new();
+    // How near its end each other lease was at each grant (the grant's seq, whose).
+    let mut due_at_grant: Vec<(u64, &str, Due)> = Vec::new();
     for e in events {
         if let EventKind::Truth(truth) = &e.kind {
             for (worker, lease) in open.iter_mut() {
@@ -348,11 +376,9 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 let lapses = Lapses { deadline, ..Lapses::default() };
                 // Whose leases had ended by this grant, this one's own included (a
                 // reply heard after its lease's end).
-                let ended = open.iter().filter(|(_, lease)| lease.lapses.ended_by(e.happened()));
-                ended_by_grant.extend(ended.map(|(w, _)| (e.seq, *w)));
-                if lapses.ended_by(e.happened()) {
-                    ended_by_grant.push((e.seq, worker));
-                }
+                let due = |lapses: &Lapses| lapses.due_by(e.happened());
+                due_at_grant.extend(open.iter().map(|(w, lease)| (e.seq, *w, due(&lease.lapses))));
+                due_at_grant.push((e.seq, worker, due(&lapses)));
                 open.insert(worker, Lease { start: e, lost_at: None, lapses });
                 false
             }
@@ -361,12 +387,13 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 redis_holder.as_deref() != Some(worker.as_str())
             }
             WorkerEvent::Renewed { extended: true } => {
-                // Still the owner: the lease starts over, and an earlier reading that
-                // seemed to say otherwise was a race.
+                // Still the owner: the lease starts over (when the service renewed
+                // it, as a grant's), and an earlier reading that seemed to say
+                // otherwise was a race.
+                let renewed = e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
                 if let Some(lease) = open.get_mut(worker.as_str()) {
                     lease.lost_at = None;
-                    let (deadline, listed) =
-                        (ttl.map(|ttl| e.happened() + ttl), lease.lapses.listed);
+                    let (deadline, listed) = (ttl.map(|ttl| renewed + ttl), lease.lapses.listed);
                     lease.lapses = Lapses { deadline, listed, ..Lapses::default() };
                 }
                 false
@@ -386,8 +413,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             let released_at = matches!(what, WorkerEvent::Released { .. })
                 .then(|| e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0));
             let (start, end) = (lease.start, Some(e));
-            let dropped = lease.lapses.dropped || lease.lapses.expired;
-            beliefs.push(Belief { worker, start, end, lease_end, dropped, released_at });
+            let Lapses { expired, dropped, .. } = lease.lapses;
+            beliefs.push(Belief { worker, start, end, lease_end, expired, dropped, released_at });
         }
     }
     beliefs.extend(open.into_iter().map(|(worker, lease)| Belief {
@@ -395,7 +422,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         start: lease.start,
         end: None,
         lease_end: lease.ended(),
-        dropped: lease.lapses.dropped || lease.lapses.expired,
+        expired: lease.lapses.expired,
+        dropped: lease.lapses.dropped,
         released_at: None,
     }));
 
@@ -403,15 +431,25 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     // order of their start, keeping those not yet ended: one belief per worker at a
     // time, so each start meets at most one per other worker (not every belief before
     // it, which made a long log quadratic).
+    // In the order things happened, which is the log's but for a class student's
+    // events, logged as they arrive.
+    let order = |e: &Event| (e.happened(), e.seq);
+    let before = |x: &Event, y: &Event| {
+        let ((tx, sx), (ty, sy)) = (order(x), order(y));
+        tx.total_cmp(&ty).then(sx.cmp(&sy)).is_lt()
+    };
     let mut by_start: Vec<usize> = (0..beliefs.len()).collect();
-    by_start.sort_by_key(|&i| beliefs[i].start.seq);
+    by_start.sort_by(|&i, &j| {
+        let (x, y) = (order(beliefs[i].start), order(beliefs[j].start));
+        x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
+    });
     let mut active: Vec<usize> = Vec::new();
     let mut found = Vec::new();
     for &later in &by_start {
         let b = &beliefs[later];
         active.retain(|&i| {
             let given_back = beliefs[i].released_at.is_some_and(|t| t < b.start.happened());
-            beliefs[i].end.is_none_or(|end| end.seq > b.start.seq) && !given_back
+            beliefs[i].end.is_none_or(|end| before(b.start, end)) && !given_back
         });
         // Several overlaps starting at one grant are listed in the order the beliefs
         // ended (the order `beliefs` holds them), as they always were.
@@ -436,17 +474,29 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 second: second.worker.into(),
                 from_ms,
                 to_ms: first.end.map(|e| e.happened()),
-                lapse: match ended_by_grant.contains(&(b.start.seq, first.worker)) {
-                    true => Lapse::Ended,
-                    false if first.dropped => Lapse::Dropped,
-                    false => Lapse::Unknown,
-                },
+                lapse: lapse(
+                    first,
+                    due_at_grant.iter().find_map(|&(seq, w, due)| {
+                        (seq == b.start.seq && w == first.worker).then_some(due)
+                    }),
+                ),
                 seq: b.start.seq,
             });
         }
         active.push(later);
     }
     found
+}
+
+/// Why `first`'s grant was no longer good when the other's came (`due`: how near its
+/// lease's end it was then), as far as the log shows.
+fn lapse(first: &Belief, due: Option<Due>) -> Lapse {
+    match due.unwrap_or(Due::Far) {
+        Due::Passed => Lapse::Ended,
+        Due::Near if first.expired => Lapse::Ended,
+        _ if first.expired || first.dropped => Lapse::Dropped,
+        _ => Lapse::Unknown,
+    }
 }
 
 /// What the storage held at the run's end, as expectations write it (`WORKER:TOKEN`).
@@ -617,9 +667,13 @@ mod tests {
         // after B's grant.
         assert_eq!(said(log(500, vec![], false)), ended);
         assert_eq!(said(log(500, vec![], true)), ended.replace("0.500s", "0.600s"));
-        // The server said A's lease expired.
-        let expired = vec![truth(None, Some("A"))];
-        assert!(said(log(1000, expired, false)).ends_with(", after its lease ended"));
+        // The server said A's lease expired, 50 ms before A's deadline by its own
+        // reckoning: taken at its word.
+        let expired = || vec![truth(None, Some("A"))];
+        assert!(said(log(650, expired(), false)).ends_with(", after its lease ended"));
+        // Said 400 ms before it (a node's clock that ran ahead): not a lease that ended.
+        let early = said(log(1000, expired(), false));
+        assert!(early.ends_with("though its lease had not ended: Redis no longer listed it"));
         // The key went with A's lease still running (the primary died).
         let dropped = said(log(1000, vec![truth(None, None)], false));
         assert!(
@@ -633,7 +687,9 @@ mod tests {
     /// A class: Q's release happened at 284.9 ms (sent at 284.7), R's grant, which it
     /// let through, at 287; Q's events came late, behind its write's, and were logged
     /// at 291, after R's grant. Dated by when they happened, no overlap; logged as
-    /// they arrived, undated, the same log shows one.
+    /// they arrived, undated, the same log shows one. So for any end of a belief (Q
+    /// learning it lost the lock), and for grants: the one that happened first is the
+    /// earlier holder, whichever was logged first.
     #[test]
     fn a_students_release_logged_after_the_grant_it_let_through_is_no_overlap() {
         let act = |who: &str, what: WorkerEvent| EventKind::Worker { worker: who.into(), what };
@@ -657,6 +713,28 @@ mod tests {
         };
         assert_eq!(overlapping_beliefs(&log(true)), []);
         assert_eq!(overlapping_beliefs(&log(false)).len(), 1);
+        let lost = act("Q", WorkerEvent::Checked { still_owner: false });
+        let mut checked = log(true);
+        checked[3].kind = lost.clone();
+        assert_eq!(overlapping_beliefs(&checked), []);
+        // S's grant happened at 100 and was logged at 110, after B's at 105; S learned
+        // it lost the lock at 400, B released at 500. S is the earlier holder.
+        let at = |seq, t_ms, kind, happened_ms| Event { seq, t_ms, happened_ms, kind };
+        let granted = |who: &str, token| act(who, WorkerEvent::Acquired { token });
+        let events = [
+            at(0, 105.0, granted("B", 2), None),
+            at(1, 110.0, granted("S", 1), Some(100.0)),
+            at(2, 400.0, act("S", WorkerEvent::Checked { still_owner: false }), None),
+            at(
+                3,
+                500.0,
+                act("B", WorkerEvent::Released { deleted: true, unsafe_del: false }),
+                None,
+            ),
+        ];
+        let found = overlapping_beliefs(&events);
+        let Violation::OverlappingBelief { first, to_ms, .. } = &found[0] else { panic!() };
+        assert_eq!((first.as_str(), *to_ms), ("S", Some(400.0)), "{found:?}");
     }
 
     /// A program frozen as its server's OK reached it reports `acquired` only after it

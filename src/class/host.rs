@@ -274,19 +274,27 @@ impl Refusals {
 ///
 /// The student's run clock starts when the run's start reaches it, an unknown while
 /// after the class's. That offset is taken as the least delay seen (the event that
-/// came quickest), so no event is dated later than it arrived, nor before one the
-/// student sent earlier, nor more than [`MOST_BACKDATED_MS`] before it arrived (a
-/// student's clock, or what it says of it, cannot move its events far).
+/// came quickest). A student's times are its own word, so they move nothing far: no
+/// event is dated later than it arrived, nor before one the student sent earlier,
+/// nor more than [`MOST_BACKDATED_MS`] before it arrived; and a clock that runs ahead
+/// of the class's (times that claim a delay ever shorter) moves the offset by
+/// [`AHEAD_MS`] at most.
 #[derive(Default)]
 struct Dating {
-    /// The least (arrival - sent) seen, in ms.
+    /// The first event's delay (arrival - sent), in ms.
+    first: Option<f64>,
+    /// The least delay seen since, no less than `first - AHEAD_MS`.
     offset: Option<f64>,
     /// The last date given.
     last: f64,
 }
 
-/// The most an event is dated before it arrived, in ms.
-const MOST_BACKDATED_MS: f64 = 1000.0;
+/// The most an event is dated before it arrived, in ms: a post held up behind a
+/// student's earlier ones is late by a few round trips; a quarter of a second covers
+/// a slow network, and bounds what a student can hide by dating its events early.
+const MOST_BACKDATED_MS: f64 = 250.0;
+/// How much quicker than the first any later event may seem to have come, in ms.
+const AHEAD_MS: f64 = 50.0;
 
 impl Dating {
     /// When an event that arrived `now` happened, from when the student says it did
@@ -294,7 +302,10 @@ impl Dating {
     fn date(&mut self, at: Option<f64>, now: f64) -> f64 {
         let dated = match at {
             Some(at) => {
-                let offset = self.offset.map_or(now - at, |o| o.min(now - at));
+                let delay = now - at;
+                let first = *self.first.get_or_insert(delay);
+                let least = self.offset.map_or(delay, |o| o.min(delay));
+                let offset = least.max(first - AHEAD_MS);
                 self.offset = Some(offset);
                 at + offset
             }
@@ -529,12 +540,18 @@ mod tests {
         assert_eq!(dating.date(Some(250.0), 299.0), 292.0);
         // Quicker than any before: the offset shrinks, never a date past its arrival.
         assert_eq!(dating.date(Some(300.0), 340.5), 340.5);
-        // A clock (or a student) that says its event was long ago: a second at most,
-        // and never before the student's last event.
+        // A clock (or a student) that says its event was long ago: a quarter of a
+        // second at most, and never before the student's last event.
         assert_eq!(dating.date(Some(0.0), 400.0), 340.5);
         let mut far = Dating::default();
         far.date(Some(0.0), 10.0);
-        assert_eq!(far.date(Some(10.0), 5000.0), 4000.0);
+        assert_eq!(far.date(Some(10.0), 5000.0), 4750.0);
+        // A time far ahead of the student's clock moves the offset by 50 ms at most:
+        // its next events are not all dated as early as they may be.
+        let mut ahead = Dating::default();
+        ahead.date(Some(0.0), 100.0);
+        assert_eq!(ahead.date(Some(1e9), 200.0), 200.0);
+        assert_eq!(ahead.date(Some(195.0), 300.0), 245.0);
         // Undated (an older fencelab): its arrival.
         assert_eq!(far.date(None, 5100.0), 5100.0);
     }

@@ -290,7 +290,7 @@ pub const REDLOCK: LockSpec = LockSpec {
     home: Home::OwnRedis,
     words: Words {
         lease_setting: "Redlock's TTL",
-        dropped: "though its lease had not ended: no majority listed it",
+        dropped: "though its lease had not ended by its own clock: no majority listed it",
         ..REDIS_WORDS
     },
     token: Token { sources: &[TokenSource::Storage], ..REDIS.token },
