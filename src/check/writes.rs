@@ -228,7 +228,7 @@ impl<'a> HolderAtWrite<'a> {
                 }
             }
             EventKind::Command { worker, latency_ms, .. } => {
-                let at = e.t_ms - latency_ms / self.time_scale;
+                let at = e.happened() - latency_ms / self.time_scale;
                 self.sent.entry(worker).or_insert(at);
             }
             _ => {}
