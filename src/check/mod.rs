@@ -551,6 +551,18 @@ mod tests {
         }
     }
 
+    /// A reading of the lock service: who it lists, and whose lease it saw expire.
+    fn truth(holder: Option<&str>, expired: Option<&str>) -> EventKind {
+        EventKind::Truth(crate::engine::log::Truth {
+            holder: holder.map(Name::from),
+            ttl_ms: None,
+            fence_counter: 1,
+            storage_highest: 0,
+            nodes: Vec::new(),
+            expired: expired.map(Name::from),
+        })
+    }
+
     fn wrote(seq: u64, who: &str, token: u64) -> Event {
         wrote_as(seq, who, token, None)
     }
@@ -617,16 +629,6 @@ mod tests {
         let at =
             |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind, happened_ms: None };
         let act = |who: &str, what: WorkerEvent| EventKind::Worker { worker: who.into(), what };
-        let truth = |holder: Option<&str>, expired: Option<&str>| {
-            EventKind::Truth(crate::engine::log::Truth {
-                holder: holder.map(Name::from),
-                ttl_ms: None,
-                fence_counter: 1,
-                storage_highest: 0,
-                nodes: Vec::new(),
-                expired: expired.map(Name::from),
-            })
-        };
         let started = |ttl_ms: u64| {
             let mut scenario = crate::lesson::find("gc-pause").unwrap().unwrap().scenario;
             scenario.ttl_ms = ttl_ms;
@@ -856,16 +858,7 @@ mod tests {
     fn a_delayed_writers_holder_is_the_one_listed_when_its_write_was_sent() {
         let at =
             |seq: u64, t_ms: f64, kind: EventKind| Event { seq, t_ms, kind, happened_ms: None };
-        let truth = |holder: Option<&str>| {
-            EventKind::Truth(crate::engine::log::Truth {
-                holder: holder.map(Name::from),
-                ttl_ms: None,
-                fence_counter: 1,
-                storage_highest: 0,
-                nodes: Vec::new(),
-                expired: None,
-            })
-        };
+        let truth = |holder| truth(holder, None);
         let call = |latency_ms: f64| EventKind::Command {
             worker: "A".into(),
             command: String::new(),
