@@ -212,13 +212,19 @@ impl RunModel {
 
     /// Take in new events, in log order.
     pub fn ingest(&mut self, new: &[Event]) {
-        let mut wrote = false;
+        let mut judged = false;
         for e in new {
             self.apply(e);
-            wrote |= matches!(&e.kind, EventKind::Worker { what, .. } if is_belief_change(what));
+            judged |= match &e.kind {
+                EventKind::Worker { what, .. } => is_belief_change(what),
+                // What the lock service listed: why a holder's grant lapsed, often read
+                // just after the grant that overlapped it.
+                EventKind::Truth(_) => true,
+                _ => false,
+            };
         }
         self.events.extend_from_slice(new);
-        if wrote {
+        if judged {
             // The checker is a pure function of the whole log: re-run it when a fact it
             // judges arrived, not on every event.
             self.violations = check(&self.events);
@@ -606,4 +612,44 @@ fn link_mark(kind: crate::scenario::FaultKind, ms: Option<u64>) -> String {
 pub fn at<T: Copy>(spans: &[Span<T>], t: f64) -> Option<T> {
     let i = spans.partition_point(|s| s.from_ms <= t);
     i.checked_sub(1).map(|i| spans[i].value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Lapse;
+    use crate::engine::log::Truth;
+
+    /// Why an overlap happened is often read just after the grant that made it (the
+    /// lock service listing the new holder): the model's verdicts take it in then.
+    #[test]
+    fn a_reading_after_an_overlapping_grant_gives_the_overlap_its_reason() {
+        let at = |seq: u64, kind| Event { seq, t_ms: seq as f64, happened_ms: None, kind };
+        let truth = |holder: &str| {
+            EventKind::Truth(Truth {
+                holder: Some(holder.into()),
+                ttl_ms: None,
+                fence_counter: 1,
+                storage_highest: 0,
+                nodes: Vec::new(),
+                expired: None,
+            })
+        };
+        let granted = |who: &str, token| EventKind::Worker {
+            worker: who.into(),
+            what: WorkerEvent::Acquired { token },
+        };
+        let mut model = RunModel::from_events(&[at(0, granted("A", 1)), at(1, truth("A"))]);
+        model.ingest(&[at(2, granted("B", 2))]);
+        let lapses = |model: &RunModel| -> Vec<Lapse> {
+            let overlaps = model.violations.iter().filter_map(|v| match v {
+                Violation::OverlappingBelief { lapse, .. } => Some(*lapse),
+                _ => None,
+            });
+            overlaps.collect()
+        };
+        assert_eq!(lapses(&model), [Lapse::Unknown]);
+        model.ingest(&[at(3, truth("B"))]);
+        assert_eq!(lapses(&model), [Lapse::Dropped]);
+    }
 }
