@@ -256,8 +256,6 @@ struct Belief<'a> {
 /// What is known of one worker's current lease while it believes it holds the lock.
 struct Lease<'a> {
     start: &'a Event,
-    /// When the lock service first listed someone else, or said the lease expired.
-    lost_at: Option<f64>,
     lapses: Lapses,
 }
 
@@ -266,6 +264,8 @@ struct Lease<'a> {
 struct Lapses {
     /// When the lease runs out unless renewed (None: it never expires).
     deadline: Option<f64>,
+    /// When the lock service first listed someone else, or said the lease expired.
+    lost_at: Option<f64>,
     /// The lock service said it expired.
     expired: bool,
     /// The lock service listed someone else, or nobody after listing it.
@@ -304,8 +304,8 @@ impl Lapses {
         }
     }
 
-    /// Takes in one reading of the lock service, for `worker`'s lease.
-    fn read(&mut self, truth: &Truth, worker: &str) {
+    /// Takes in one reading of the lock service, taken at `t_ms`, for `worker`'s lease.
+    fn read(&mut self, truth: &Truth, worker: &str, t_ms: f64) {
         let holder = truth.holder.as_deref();
         if truth.expired.as_deref() == Some(worker) {
             self.expired = true;
@@ -314,12 +314,14 @@ impl Lapses {
         } else if self.listed || holder.is_some() {
             self.dropped = true;
         }
+        if self.expired || holder.is_some_and(|h| h != worker) {
+            self.lost_at.get_or_insert(t_ms);
+        }
     }
-}
 
-impl Lease<'_> {
+    /// When the lease ended: its deadline, or the lock service's first word of it.
     fn ended(&self) -> Option<f64> {
-        match (self.lapses.deadline, self.lost_at) {
+        match (self.deadline, self.lost_at) {
             (Some(d), Some(l)) => Some(d.min(l)),
             (d, l) => d.or(l),
         }
@@ -353,12 +355,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     for e in events {
         if let EventKind::Truth(truth) = &e.kind {
             for (worker, lease) in open.iter_mut() {
-                let other = truth.holder.as_deref().is_some_and(|h| h != *worker);
-                let expired = truth.expired.as_deref() == Some(*worker);
-                if (other || expired) && lease.lost_at.is_none() {
-                    lease.lost_at = Some(e.t_ms);
-                }
-                lease.lapses.read(truth, worker);
+                lease.lapses.read(truth, worker, e.t_ms);
             }
             continue;
         }
@@ -369,17 +366,18 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         let EventKind::Worker { worker, what } = &e.kind else {
             continue;
         };
+        // When the call this event answers was sent: when the lock service acted.
+        let sent = e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
         let ends = match what {
             WorkerEvent::Acquired { .. } => {
-                let granted = e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
-                let deadline = ttl.map(|ttl| granted + ttl);
+                let deadline = ttl.map(|ttl| sent + ttl);
                 let lapses = Lapses { deadline, ..Lapses::default() };
-                // Whose leases had ended by this grant, this one's own included (a
-                // reply heard after its lease's end).
+                // How near its end each lease was at this grant, this one's own
+                // included (a reply heard after its lease's end).
                 let due = |lapses: &Lapses| lapses.due_by(e.happened());
                 due_at_grant.extend(open.iter().map(|(w, lease)| (e.seq, *w, due(&lease.lapses))));
                 due_at_grant.push((e.seq, worker, due(&lapses)));
-                open.insert(worker, Lease { start: e, lost_at: None, lapses });
+                open.insert(worker, Lease { start: e, lapses });
                 false
             }
             WorkerEvent::Checked { still_owner } => !still_owner,
@@ -390,10 +388,9 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 // Still the owner: the lease starts over (when the service renewed
                 // it, as a grant's), and an earlier reading that seemed to say
                 // otherwise was a race.
-                let renewed = e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0);
+                let deadline = ttl.map(|ttl| sent + ttl);
                 if let Some(lease) = open.get_mut(worker.as_str()) {
-                    lease.lost_at = None;
-                    let (deadline, listed) = (ttl.map(|ttl| renewed + ttl), lease.lapses.listed);
+                    let listed = lease.lapses.listed;
                     lease.lapses = Lapses { deadline, listed, ..Lapses::default() };
                 }
                 false
@@ -409,9 +406,8 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
             _ => false,
         };
         if ends && let Some(lease) = open.remove(worker.as_str()) {
-            let lease_end = lease.ended().filter(|t| *t <= e.happened());
-            let released_at = matches!(what, WorkerEvent::Released { .. })
-                .then(|| e.happened() - last_call.get(worker.as_str()).copied().unwrap_or(0.0));
+            let lease_end = lease.lapses.ended().filter(|t| *t <= e.happened());
+            let released_at = matches!(what, WorkerEvent::Released { .. }).then_some(sent);
             let (start, end) = (lease.start, Some(e));
             let Lapses { expired, dropped, .. } = lease.lapses;
             beliefs.push(Belief { worker, start, end, lease_end, expired, dropped, released_at });
@@ -421,7 +417,7 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
         worker,
         start: lease.start,
         end: None,
-        lease_end: lease.ended(),
+        lease_end: lease.lapses.ended(),
         expired: lease.lapses.expired,
         dropped: lease.lapses.dropped,
         released_at: None,
@@ -433,23 +429,17 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     // it, which made a long log quadratic).
     // In the order things happened, which is the log's but for a class student's
     // events, logged as they arrive.
-    let order = |e: &Event| (e.happened(), e.seq);
-    let before = |x: &Event, y: &Event| {
-        let ((tx, sx), (ty, sy)) = (order(x), order(y));
-        tx.total_cmp(&ty).then(sx.cmp(&sy)).is_lt()
-    };
+    let happened =
+        |x: &Event, y: &Event| x.happened().total_cmp(&y.happened()).then(x.seq.cmp(&y.seq));
     let mut by_start: Vec<usize> = (0..beliefs.len()).collect();
-    by_start.sort_by(|&i, &j| {
-        let (x, y) = (order(beliefs[i].start), order(beliefs[j].start));
-        x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
-    });
+    by_start.sort_by(|&i, &j| happened(beliefs[i].start, beliefs[j].start));
     let mut active: Vec<usize> = Vec::new();
     let mut found = Vec::new();
     for &later in &by_start {
         let b = &beliefs[later];
         active.retain(|&i| {
             let given_back = beliefs[i].released_at.is_some_and(|t| t < b.start.happened());
-            beliefs[i].end.is_none_or(|end| before(b.start, end)) && !given_back
+            beliefs[i].end.is_none_or(|end| happened(b.start, end).is_lt()) && !given_back
         });
         // Several overlaps starting at one grant are listed in the order the beliefs
         // ended (the order `beliefs` holds them), as they always were.
@@ -474,18 +464,21 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
                 second: second.worker.into(),
                 from_ms,
                 to_ms: first.end.map(|e| e.happened()),
-                lapse: lapse(
-                    first,
-                    due_at_grant.iter().find_map(|&(seq, w, due)| {
-                        (seq == b.start.seq && w == first.worker).then_some(due)
-                    }),
-                ),
+                lapse: lapse(first, due_at(&due_at_grant, b.start.seq, first.worker)),
                 seq: b.start.seq,
             });
         }
         active.push(later);
     }
     found
+}
+
+/// How near its end `worker`'s lease was at the grant logged as `seq` (the list is
+/// in log order).
+fn due_at(due_at_grant: &[(u64, &str, Due)], seq: u64, worker: &str) -> Option<Due> {
+    let from = due_at_grant.partition_point(|(s, ..)| *s < seq);
+    let at_grant = due_at_grant[from..].iter().take_while(|(s, ..)| *s == seq);
+    at_grant.into_iter().find_map(|&(_, w, due)| (w == worker).then_some(due))
 }
 
 /// Why `first`'s grant was no longer good when the other's came (`due`: how near its
