@@ -532,7 +532,7 @@ mod tests {
     /// after it happened; a release queued behind a write comes 9 ms late, after
     /// another student's grant that came at once: dated where it happened, it is
     /// before that grant again. No date is later than its arrival, earlier than the
-    /// student's last, or more than a second before its arrival.
+    /// student's last, or more than a quarter of a second before its arrival.
     #[test]
     fn a_students_events_are_dated_where_they_happened_by_the_quickest_delay_seen() {
         let mut dating = Dating::default();

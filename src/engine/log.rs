@@ -29,7 +29,7 @@ pub struct Event {
     /// When it happened, when that was before it was logged: a class student's
     /// event, dated by the student's clock, reaches the class late (by its post, and
     /// the posts queued before it). The log stays in `t_ms` order, which every view
-    /// reads; the checker orders grants and releases by [`Event::happened`], so a
+    /// reads; the checker orders and times beliefs by [`Event::happened`], so a
     /// release that arrived after the grant it let through is still before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub happened_ms: Option<f64>,
