@@ -141,7 +141,14 @@ impl Outcome {
 struct Judge<'a> {
     runner: &'a mut dyn Runner,
     tally: Tally<'a>,
+    /// The schedules shrinking found to break alike each time they ran, each with its
+    /// first run: the story it keeps is shown from that run, not from a run more (on
+    /// real servers, a round of runs of a second or more for an answer known).
+    alike: Vec<(Schedule, Run)>,
 }
+
+/// A run's events and what the checker found in them.
+type Run = (Vec<Event>, Vec<Violation>);
 
 /// The verdicts so far: on which runs, and what they found short of a break.
 struct Tally<'a> {
@@ -156,17 +163,14 @@ struct Tally<'a> {
 }
 
 impl Judge<'_> {
-    fn run(&mut self, schedule: &[space::Move]) -> anyhow::Result<(Vec<Event>, Vec<Violation>)> {
+    fn run(&mut self, schedule: &[space::Move]) -> anyhow::Result<Run> {
         let mut runs = self.run_all(&[schedule.to_vec()])?;
         Ok(runs.remove(0))
     }
 
     /// A run of each schedule, side by side where the runner runs them so: their
     /// events and violations, in the order given.
-    fn run_all(
-        &mut self,
-        schedules: &[Schedule],
-    ) -> anyhow::Result<Vec<(Vec<Event>, Vec<Violation>)>> {
+    fn run_all(&mut self, schedules: &[Schedule]) -> anyhow::Result<Vec<Run>> {
         self.tally.runs += schedules.len() as u64;
         let scenarios: Vec<Arc<Scenario>> =
             schedules.iter().map(|s| Arc::new(space::apply(self.tally.design, s))).collect();
@@ -195,20 +199,28 @@ impl Judge<'_> {
             let outcome = expectation(events, violations);
             first.get_or_insert_with(|| outcome.clone()) == &outcome
         };
+        let mut runs = Vec::new();
         if at_once >= times {
-            let runs = self.run_all(&vec![schedule.clone(); times])?;
+            runs = self.run_all(&vec![schedule.clone(); times])?;
             let mut all = true;
             for (events, violations) in &runs {
                 // Every run judged, as the search's are: its harmless ones counted.
                 all &= alike(&mut self.tally, events, violations);
             }
-            return Ok(all);
-        }
-        for _ in 0..times {
-            let (events, violations) = self.run(schedule)?;
-            if !alike(&mut self.tally, &events, &violations) {
+            if !all {
                 return Ok(false);
             }
+        } else {
+            for _ in 0..times {
+                let (events, violations) = self.run(schedule)?;
+                if !alike(&mut self.tally, &events, &violations) {
+                    return Ok(false);
+                }
+                runs.push((events, violations));
+            }
+        }
+        if let Some(run) = runs.into_iter().next() {
+            self.alike.push((schedule.clone(), run));
         }
         Ok(true)
     }
@@ -374,6 +386,7 @@ pub fn search_with(
             runs: 0,
             failed: (0, None),
         },
+        alike: Vec::new(),
     };
     let (clean_events, clean_violations) = judge.run(&[])?;
     // A design that cannot even run without a fault has nothing to search.
@@ -459,13 +472,15 @@ pub fn search_with(
         let shrunk = shrink::shrink(&original, &space, real, |s| {
             judge.breaks_alike(s, repeats, side_by_side)
         })?;
-        // The run shown and saved is one that breaks: a real run that does not (it
-        // raced the scheduler) is run again, and a schedule that never breaks again is
-        // no break to report.
-        let tries = repeats + 1;
+        // The run shown and saved is one that breaks: the first of the runs in which
+        // shrinking saw the story break alike, or else (the story is the search's own
+        // find, run once) a new one; a real run that does not break (it raced the
+        // scheduler) is run again, and a schedule that never breaks again is no break
+        // to report.
+        let mut shown = judge.alike.drain(..).find(|(s, _)| *s == shrunk).map(|(_, run)| run);
+        let tries = if shown.is_some() { 0 } else { repeats + 1 };
         let at_once = if side_by_side >= tries { tries } else { 1 };
-        let mut shown = None;
-        for _ in 0..tries / at_once {
+        for _ in 0..tries.checked_div(at_once).unwrap_or(0) {
             let runs = judge.run_all(&vec![shrunk.clone(); at_once])?;
             shown = runs.into_iter().find(|(events, violations)| {
                 let harm = |v: &Violation| harmful(v, design.fencing, design.lock.spec());

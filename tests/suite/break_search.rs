@@ -491,7 +491,7 @@ impl Runner for Batched {
 /// Trials side by side find what one at a time finds: the first schedule in the
 /// search's order that breaks, shrunk the same way, its story run as often. Only the
 /// batches differ: the search's in threes, each shrinking step's two runs together,
-/// the shown run's three tries at once.
+/// and no run after them: the story shown is one of the runs shrinking judged.
 #[test]
 fn trials_side_by_side_find_the_break_one_at_a_time_finds() {
     let search = |at_once| {
@@ -507,7 +507,7 @@ fn trials_side_by_side_find_the_break_one_at_a_time_finds() {
     assert!(n <= m && m < n + 3, "{n} schedules one at a time, {m} side by side");
     assert!(one_by_one.iter().all(|&n| n == 1), "{one_by_one:?}");
     assert!(batches.contains(&2), "shrinking's two runs together: {batches:?}");
-    assert_eq!(batches.last(), Some(&3), "the shown run's three tries at once: {batches:?}");
+    assert_eq!(batches.last(), Some(&2), "the shown run is shrinking's: {batches:?}");
     assert!(
         batches.len() < one_by_one.len(),
         "{} batches against {}",
@@ -548,6 +548,52 @@ impl Runner for Racing {
     fn placement(&self) -> fencelab::search::trial::Placement {
         AS_REAL
     }
+}
+
+/// The simulator's trials with the luck of a real run that raced the scheduler: the
+/// first run that breaks is the only one; every run after it has no fault.
+struct BrokeOnce {
+    sim: Trials,
+    broke: bool,
+    /// Each later run's pauses, as (start, length).
+    after: Vec<Vec<(u64, Option<u64>)>>,
+}
+
+impl Runner for BrokeOnce {
+    fn trial(
+        &mut self,
+        scenario: &Arc<fencelab::scenario::Scenario>,
+        fencing: bool,
+    ) -> anyhow::Result<Vec<fencelab::engine::log::Event>> {
+        if self.broke {
+            self.after.push(scenario.faults.iter().map(|f| (f.at_ms, f.ms)).collect());
+            let mut calm = fencelab::scenario::Scenario::clone(scenario);
+            calm.faults.clear();
+            return self.sim.trial(&Arc::new(calm), fencing);
+        }
+        let events = self.sim.trial(scenario, fencing)?;
+        self.broke = check(&events).iter().any(|v| v.kind() == ViolationKind::StaleWrite);
+        Ok(events)
+    }
+
+    fn placement(&self) -> fencelab::search::trial::Placement {
+        AS_REAL
+    }
+}
+
+/// A story shrinking never saw break again is shown from a run of its own, tried
+/// three times: when none breaks, it is no break, and the search says it raced.
+#[test]
+fn a_find_that_never_breaks_again_is_tried_three_times_and_called_unsteady() {
+    let mut runner = BrokeOnce { sim: Trials::new().unwrap(), broke: false, after: Vec::new() };
+    let outcome = gc_pause_searched_by(&mut runner);
+    assert!(outcome.found.is_none(), "{:?}", outcome.found.map(|f| f.shrunk));
+    let unsteady = outcome.unsteady.expect("the find that broke once");
+    let [pause] = &unsteady[..] else { panic!("one pause: {unsteady:?}") };
+    // Shrinking's runs of shorter pauses come first, then the three tries of the find.
+    let find = vec![(pause.at_ms, Some(pause.ms))];
+    let tries = runner.after.iter().rev().take_while(|faults| **faults == find).count();
+    assert_eq!(tries, 3, "{:?}", runner.after);
 }
 
 /// On real servers a story is shrunk only as far as it breaks the same way twice
