@@ -427,19 +427,16 @@ fn overlapping_beliefs(events: &[Event]) -> Vec<Violation> {
     // order of their start, keeping those not yet ended: one belief per worker at a
     // time, so each start meets at most one per other worker (not every belief before
     // it, which made a long log quadratic).
-    // In the order things happened, which is the log's but for a class student's
-    // events, logged as they arrive.
-    let happened =
-        |x: &Event, y: &Event| x.happened().total_cmp(&y.happened()).then(x.seq.cmp(&y.seq));
+    // In the order things happened (`Event::happened_order`).
     let mut by_start: Vec<usize> = (0..beliefs.len()).collect();
-    by_start.sort_by(|&i, &j| happened(beliefs[i].start, beliefs[j].start));
+    by_start.sort_by(|&i, &j| beliefs[i].start.happened_order(beliefs[j].start));
     let mut active: Vec<usize> = Vec::new();
     let mut found = Vec::new();
     for &later in &by_start {
         let b = &beliefs[later];
         active.retain(|&i| {
             let given_back = beliefs[i].released_at.is_some_and(|t| t < b.start.happened());
-            beliefs[i].end.is_none_or(|end| happened(b.start, end).is_lt()) && !given_back
+            beliefs[i].end.is_none_or(|end| b.start.happened_order(end).is_lt()) && !given_back
         });
         // Several overlaps starting at one grant are listed in the order the beliefs
         // ended (the order `beliefs` holds them), as they always were.
@@ -568,6 +565,21 @@ mod tests {
             accepted: true,
             redis_holder: Some(who.into()),
             order,
+            refused: None,
+            own: false,
+        };
+        worker(seq, who, what)
+    }
+
+    /// `who`'s accepted write without a token (a program whose library hands out
+    /// none), made while the lock service listed `holder`.
+    fn tokenless(seq: u64, who: &str, holder: Option<&str>) -> Event {
+        let what = WorkerEvent::Wrote {
+            value: String::new(),
+            token: None,
+            accepted: true,
+            redis_holder: holder.map(Into::into),
+            order: None,
             refused: None,
             own: false,
         };
@@ -737,18 +749,7 @@ mod tests {
     /// it, so its write after B's is stale.
     #[test]
     fn a_programs_grant_is_ordered_where_its_server_gave_it_not_where_it_reported_it() {
-        let tokenless = |seq, who: &str| {
-            let what = WorkerEvent::Wrote {
-                value: String::new(),
-                token: None,
-                accepted: true,
-                redis_holder: None,
-                order: None,
-                refused: None,
-                own: false,
-            };
-            worker(seq, who, what)
-        };
+        let tokenless = |seq, who: &str| tokenless(seq, who, None);
         let granted = |seq, who: &str| Event {
             seq,
             t_ms: seq as f64,
@@ -772,20 +773,31 @@ mod tests {
         assert_eq!(stale(&events), [("A".to_string(), 1)]);
     }
 
+    /// A class logs a student's grant as it arrives: A's, dated 100 ms, reached the log
+    /// after B's at 105. A's grant is still the first, so A's write after B's is stale.
+    #[test]
+    fn a_students_grant_logged_after_a_later_one_is_still_counted_first() {
+        let acquired = |seq, who: &str, happened_ms| Event {
+            seq,
+            t_ms: 100.0 + 5.0 * seq as f64,
+            kind: EventKind::Worker {
+                worker: who.into(),
+                what: WorkerEvent::Acquired { token: 0 },
+            },
+            happened_ms,
+        };
+        let events = [
+            acquired(1, "B", None),
+            acquired(2, "A", Some(100.0)),
+            tokenless(300, "B", None),
+            tokenless(400, "A", None),
+        ];
+        assert_eq!(stale(&events), [("A".to_string(), 1)]);
+    }
+
     #[test]
     fn a_token_less_stale_write_is_worded_by_the_order_of_grants() {
-        let tokenless = |seq, who: &str| {
-            let what = WorkerEvent::Wrote {
-                value: String::new(),
-                token: None,
-                accepted: true,
-                redis_holder: Some(who.into()),
-                order: None,
-                refused: None,
-                own: false,
-            };
-            worker(seq, who, what)
-        };
+        let tokenless = |seq, who| tokenless(seq, who, Some(who));
         let events = [
             worker(0, "A", WorkerEvent::Acquired { token: 0 }),
             worker(1, "B", WorkerEvent::Acquired { token: 0 }),

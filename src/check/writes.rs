@@ -253,6 +253,35 @@ impl<'a> HolderAtWrite<'a> {
     }
 }
 
+/// Each grant's number in the run (by the seq of the event that tells it), counted in
+/// the order the grants happened (`Event::happened_order`): a class logs a student's
+/// grant as it arrives, after a later grant of another's, perhaps.
+///
+/// A program's grant is where its server gave it (the reply its proxy saw): a program
+/// frozen as that reply reached it reports `acquired` only after it wakes, later than
+/// a grant the server gave another after its lease ran out. Its report then names the
+/// same grant, not a new one.
+fn grant_numbers(events: &[Event]) -> BTreeMap<u64, u64> {
+    let mut granted_by_server = std::collections::BTreeSet::new();
+    let mut grants: Vec<&Event> = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::Command { worker, program: Some(call), .. } if call.grant => {
+                granted_by_server.insert(worker.as_str());
+                grants.push(e);
+            }
+            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } }
+                if !granted_by_server.remove(worker.as_str()) =>
+            {
+                grants.push(e);
+            }
+            _ => {}
+        }
+    }
+    grants.sort_by(|a, b| a.happened_order(b));
+    grants.iter().zip(1..).map(|(e, n)| (e.seq, n)).collect()
+}
+
 pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
     let mut rule = StaleRule::for_lock(lock_of(events));
     let mut holders = HolderAtWrite::new(events);
@@ -260,34 +289,30 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
     // A foreign program whose library hands out no tokens writes without one: its
     // write is judged by the order of its grant (the n-th grant of the run), which is
     // what a token would have said.
-    let (mut grants, mut grant_of) = (0u64, BTreeMap::new());
-    // A program's grant is ordered where its server gave it (the reply its proxy saw):
-    // a program frozen as that reply reached it reports `acquired` only after it wakes,
-    // later than a grant the server gave another after its lease ran out. Its report
-    // then names the same grant, not a new one.
-    let mut granted_by_server = std::collections::BTreeSet::new();
+    let numbers = grant_numbers(events);
+    let mut grant_of = BTreeMap::new();
     // Each accepted write's event, its writer, the token it is judged by, and whether
     // that was its grant's number: by the event's seq, the rule's id for it.
     let mut writes = Vec::new();
     for e in events {
         holders.see(e);
-        let (worker, token, redis_holder, order) = match &e.kind {
-            EventKind::Command { worker, program: Some(call), .. } if call.grant => {
-                granted_by_server.insert(worker.as_str());
-                rule.granted(worker, e.seq);
-                grants += 1;
-                grant_of.insert(worker.as_str(), grants);
-                continue;
-            }
+        let granted = match &e.kind {
+            EventKind::Command { worker, program: Some(call), .. } if call.grant => Some(worker),
             EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
                 holders.next_step(worker);
-                if !granted_by_server.remove(worker.as_str()) {
-                    rule.granted(worker, e.seq);
-                    grants += 1;
-                    grant_of.insert(worker.as_str(), grants);
-                }
-                continue;
+                Some(worker)
             }
+            _ => None,
+        };
+        if let Some(worker) = granted {
+            // Not a program's report of a grant its server gave already (`grant_numbers`).
+            if let Some(&number) = numbers.get(&e.seq) {
+                rule.granted(worker, e.seq);
+                grant_of.insert(worker.as_str(), number);
+            }
+            continue;
+        }
+        let (worker, token, redis_holder, order) = match &e.kind {
             EventKind::Worker {
                 worker,
                 what: WorkerEvent::Wrote { token, accepted: true, redis_holder, order, .. },

@@ -42,6 +42,12 @@ impl Event {
     pub fn happened(&self) -> f64 {
         self.happened_ms.map_or(self.t_ms, |ms| ms.min(self.t_ms))
     }
+
+    /// Events in the order they happened: by [`Event::happened`], then as logged
+    /// (the log's own order but for a class student's events, logged as they arrive).
+    pub fn happened_order(&self, other: &Event) -> std::cmp::Ordering {
+        self.happened().total_cmp(&other.happened()).then(self.seq.cmp(&other.seq))
+    }
 }
 
 #[cfg(test)]
