@@ -253,33 +253,44 @@ impl<'a> HolderAtWrite<'a> {
     }
 }
 
-/// Each grant's number in the run (by the seq of the event that tells it), counted in
-/// the order the grants happened (`Event::happened_order`): a class logs a student's
-/// grant as it arrives, after a later grant of another's, perhaps.
+/// Each grant of the run, in log order: the seq of the event that tells it, and its
+/// number, counted in the order the grants happened (`Event::happened_order`): a class
+/// logs a student's grant as it arrives, after a later grant of another's, perhaps.
+/// One small `Vec`: the checker runs on each of a search's hundreds of thousands of
+/// runs a second, and in all but a class's the log's order is the order they happened.
 ///
 /// A program's grant is where its server gave it (the reply its proxy saw): a program
 /// frozen as that reply reached it reports `acquired` only after it wakes, later than
 /// a grant the server gave another after its lease ran out. Its report then names the
 /// same grant, not a new one.
-fn grant_numbers(events: &[Event]) -> BTreeMap<u64, u64> {
+fn grant_numbers(events: &[Event]) -> Vec<Grant<'_>> {
     let mut granted_by_server = std::collections::BTreeSet::new();
-    let mut grants: Vec<&Event> = Vec::new();
+    let mut grants = Vec::new();
     for e in events {
         match &e.kind {
             EventKind::Command { worker, program: Some(call), .. } if call.grant => {
                 granted_by_server.insert(worker.as_str());
-                grants.push(e);
             }
             EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } }
-                if !granted_by_server.remove(worker.as_str()) =>
-            {
-                grants.push(e);
-            }
-            _ => {}
+                if !granted_by_server.remove(worker.as_str()) => {}
+            _ => continue,
+        }
+        grants.push(Grant { event: e, number: grants.len() as u64 + 1 });
+    }
+    if !grants.is_sorted_by(|a, b| a.event.happened_order(b.event).is_lt()) {
+        let mut by_time: Vec<usize> = (0..grants.len()).collect();
+        by_time.sort_by(|&i, &j| grants[i].event.happened_order(grants[j].event));
+        for (i, number) in by_time.into_iter().zip(1..) {
+            grants[i].number = number;
         }
     }
-    grants.sort_by(|a, b| a.happened_order(b));
-    grants.iter().zip(1..).map(|(e, n)| (e.seq, n)).collect()
+    grants
+}
+
+/// A grant, and its number in the run.
+struct Grant<'a> {
+    event: &'a Event,
+    number: u64,
 }
 
 pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
@@ -306,7 +317,8 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
         };
         if let Some(worker) = granted {
             // Not a program's report of a grant its server gave already (`grant_numbers`).
-            if let Some(&number) = numbers.get(&e.seq) {
+            let found = numbers.binary_search_by_key(&e.seq, |g| g.event.seq);
+            if let Some(number) = found.ok().map(|at| numbers[at].number) {
                 rule.granted(worker, e.seq);
                 grant_of.insert(worker.as_str(), number);
             }
