@@ -21,8 +21,10 @@ pub struct StaleRule {
     /// write of a job is the violation (done twice), and a lower number is just an
     /// earlier job.
     jobs: bool,
-    /// When each worker's current grant was handed out (its `Acquired` event's seq):
-    /// between two writes with the same token, the older grant's is the stale one.
+    /// When each worker's current grant was handed out, as a number that orders the
+    /// grants (the run model's: its `Acquired` event's seq; the checker's: its place
+    /// among the run's grants, as they happened): between two writes with the same
+    /// token, the older grant's is the stale one.
     granted: BTreeMap<Name, u64>,
     /// Every accepted write so far, in the storage's order: a write almost always
     /// goes at the end, so a sorted `Vec` (no node to allocate per check).
@@ -45,7 +47,7 @@ struct Taken {
     id: u64,
     worker: Name,
     token: u64,
-    /// The writer's grant when it wrote (the `Acquired` event's seq).
+    /// The writer's grant when it wrote (its number, as [`StaleRule::granted`] had it).
     grant: Option<u64>,
     /// Found stale: the write it came after (its writer and token).
     after: Option<(Name, u64)>,
@@ -98,12 +100,13 @@ impl StaleRule {
         self.jobs
     }
 
-    /// `worker` was granted the lock by the event numbered `seq`.
-    pub fn granted(&mut self, worker: &str, seq: u64) {
+    /// `worker` was granted the lock, by the grant numbered `order` (any numbering that
+    /// orders a run's grants: the event's seq, say).
+    pub fn granted(&mut self, worker: &str, order: u64) {
         match self.granted.get_mut(worker) {
-            Some(grant) => *grant = seq,
+            Some(grant) => *grant = order,
             None => {
-                self.granted.insert(worker.into(), seq);
+                self.granted.insert(worker.into(), order);
             }
         }
     }
@@ -253,8 +256,7 @@ impl<'a> HolderAtWrite<'a> {
     }
 }
 
-/// Each grant of the run, in log order: the seq of the event that tells it, and its
-/// number, counted in the order the grants happened (`Event::happened_order`): a class
+/// Each grant of the run, in log order: the event that tells it, and its number, counted in the order the grants happened (`Event::happened_order`): a class
 /// logs a student's grant as it arrives, after a later grant of another's, perhaps.
 /// One small `Vec`: the checker runs on each of a search's hundreds of thousands of
 /// runs a second, and in all but a class's the log's order is the order they happened.
@@ -300,7 +302,9 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
     // A foreign program whose library hands out no tokens writes without one: its
     // write is judged by the order of its grant (the n-th grant of the run), which is
     // what a token would have said.
-    let numbers = grant_numbers(events);
+    let grants = grant_numbers(events);
+    // The next of `grants` in log order: found by the event itself, whatever its seq.
+    let mut next_grant = 0;
     let mut grant_of = BTreeMap::new();
     // Each accepted write's event, its writer, the token it is judged by, and whether
     // that was its grant's number: by the event's seq, the rule's id for it.
@@ -317,10 +321,11 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
         };
         if let Some(worker) = granted {
             // Not a program's report of a grant its server gave already (`grant_numbers`).
-            let found = numbers.binary_search_by_key(&e.seq, |g| g.event.seq);
-            if let Some(number) = found.ok().map(|at| numbers[at].number) {
-                rule.granted(worker, e.seq);
-                grant_of.insert(worker.as_str(), number);
+            if let Some(grant) = grants.get(next_grant).filter(|g| std::ptr::eq(g.event, e)) {
+                next_grant += 1;
+                // Its number orders it among grants as the rule asks: by when it happened.
+                rule.granted(worker, grant.number);
+                grant_of.insert(worker.as_str(), grant.number);
             }
             continue;
         }

@@ -91,7 +91,9 @@ pub struct Found {
     pub shrunk: Schedule,
     /// The design with the shrunk schedule as faults, its expectation stated.
     pub scenario: Scenario,
-    /// The shrunk schedule's run on the simulator.
+    /// A run of the shrunk schedule that broke the design (on the simulator or the
+    /// real servers the search ran on): the first of shrinking's when it ran the story
+    /// kept, else one of its own.
     pub events: Vec<Event>,
     /// How many trials shrinking took.
     pub shrink_trials: u64,

@@ -508,6 +508,15 @@ fn trials_side_by_side_find_the_break_one_at_a_time_finds() {
     assert!(one_by_one.iter().all(|&n| n == 1), "{one_by_one:?}");
     assert!(batches.contains(&2), "shrinking's two runs together: {batches:?}");
     assert_eq!(batches.last(), Some(&2), "the shown run is shrinking's: {batches:?}");
+    // And a run of the story kept, not of another that shrinking tried.
+    for found in [a, b] {
+        let ran = found.events.iter().find_map(|e| match &e.kind {
+            EventKind::RunStarted { scenario, .. } => Some(scenario.faults.clone()),
+            _ => None,
+        });
+        let kept = found.shrunk.iter().flat_map(fencelab::search::space::Move::faults);
+        assert_eq!(ran, Some(kept.collect()), "{:?}", found.shrunk);
+    }
     assert!(
         batches.len() < one_by_one.len(),
         "{} batches against {}",
@@ -590,7 +599,7 @@ fn a_find_that_never_breaks_again_is_tried_three_times_and_called_unsteady() {
     assert!(outcome.found.is_none(), "{:?}", outcome.found.map(|f| f.shrunk));
     let unsteady = outcome.unsteady.expect("the find that broke once");
     let [pause] = &unsteady[..] else { panic!("one pause: {unsteady:?}") };
-    // Shrinking's runs of shorter pauses come first, then the three tries of the find.
+    // Shrinking's runs of other lengths come first, then the three tries of the find.
     let find = vec![(pause.at_ms, Some(pause.ms))];
     let tries = runner.after.iter().rev().take_while(|faults| **faults == find).count();
     assert_eq!(tries, 3, "{:?}", runner.after);
