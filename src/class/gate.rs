@@ -149,6 +149,12 @@ enum Answer {
     /// Once Redis takes it, Redis also speaks when it likes (a subscription's
     /// messages), between the replies: each goes on as it comes, and answers nothing.
     Subscribed(usize),
+    /// A bare `UNSUBSCRIBE`: Redis replies once per channel the connection listens to,
+    /// a number the gate cannot know as the command goes (a `SUBSCRIBE` before it may
+    /// still be on its way). Its last reply is the one that says no channel is left:
+    /// a student subscribes to channels only (the gate refuses patterns and shards),
+    /// so the count in each reply is of channels.
+    UnsubscribedFromAll,
 }
 
 /// One student's connection: the gate's side of it, and its own of Redis.
@@ -288,6 +294,8 @@ impl Link<'_> {
                         Answer::Auth
                     } else if subscribes {
                         Answer::Subscribed(replies_to(&args))
+                    } else if args.len() == 1 && args[0].eq_ignore_ascii_case(b"UNSUBSCRIBE") {
+                        Answer::UnsubscribedFromAll
                     } else {
                         Answer::Redis(replies_to(&args))
                     }
@@ -325,6 +333,7 @@ impl Link<'_> {
                     *left = left.saturating_sub(1);
                     *left == 0
                 }
+                Answer::UnsubscribedFromAll => refused || unsubscribed_from_all(reply),
                 _ => true,
             };
             match next {
@@ -361,7 +370,8 @@ impl Link<'_> {
 }
 
 /// How many replies Redis gives `args`: one, but for a (un)subscription, one for each
-/// channel it names (a bare `UNSUBSCRIBE` counts one; a student may listen to two).
+/// channel it names (a bare one counts one; the gate answers a bare `UNSUBSCRIBE`,
+/// which may have more, by what its replies say: `Answer::UnsubscribedFromAll`).
 /// It runs for every command a student sends: it compares, and allocates nothing.
 fn replies_to(args: &[Vec<u8>]) -> usize {
     let name = args.first().map_or(&[][..], Vec::as_slice);
@@ -889,6 +899,34 @@ mod tests {
         assert_eq!(client.taken().concat(), format!("{refusal}{list}"));
         let pings = server.taken().concat().matches("PING").count();
         assert_eq!(pings, IN_FLIGHT, "{:?}", server.taken());
+    }
+
+    /// A bare UNSUBSCRIBE after listening to two channels has two replies: the gate
+    /// counts both as its own, so the PING after it gets its own reply too.
+    #[tokio::test]
+    async fn a_bare_unsubscribe_is_answered_by_a_reply_for_every_channel_left() {
+        let asked =
+            [resp(&[b"SUBSCRIBE", b"a", b"b"]), resp(&[b"UNSUBSCRIBE"]), resp(&[b"PING"])].concat();
+        // As Redis says it: the kind, the channel, and how many are left (an integer).
+        let reply = |kind: &str, channel: &str, left: u32| {
+            let (k, c) = (kind.len(), channel.len());
+            format!("*3\r\n${k}\r\n{kind}\r\n${c}\r\n{channel}\r\n:{left}\r\n")
+        };
+        let said = [
+            reply("subscribe", "a", 1),
+            reply("subscribe", "b", 2),
+            reply("unsubscribe", "a", 1),
+            reply("unsubscribe", "b", 0),
+            "+PONG\r\n".to_string(),
+        ]
+        .concat();
+        let (mut redis, replies) = tokio::io::duplex(4096);
+        redis.write_all(said.as_bytes()).await.unwrap();
+        let client = Writes::default();
+        let mut seat = seat(Some("alice"));
+        let linked = link(&asked[..], client.clone(), replies, tokio::io::sink(), &mut seat);
+        tokio::time::timeout(Duration::from_secs(5), linked).await.expect("the link ended");
+        assert_eq!(client.taken().concat(), said);
     }
 
     #[test]
