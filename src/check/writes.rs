@@ -256,9 +256,10 @@ impl<'a> HolderAtWrite<'a> {
     }
 }
 
-/// Each grant of the run, in log order: the event that tells it, and its number, counted in the order the grants happened (`Event::happened_order`): a class
-/// logs a student's grant as it arrives, after a later grant of another's, perhaps.
-/// One small `Vec`: the checker runs on each of a search's hundreds of thousands of
+/// Each grant of the run, in log order: the event that tells it, the worker, and its
+/// number, counted in the order the grants happened (`Event::happened_order`): a
+/// class logs a student's grant as it arrives, after a later grant of another's,
+/// perhaps. One small `Vec`: the checker runs on each of a search's hundreds of thousands of
 /// runs a second, and in all but a class's the log's order is the order they happened.
 ///
 /// A program's grant is where its server gave it (the reply its proxy saw): a program
@@ -269,15 +270,19 @@ fn grant_numbers(events: &[Event]) -> Vec<Grant<'_>> {
     let mut granted_by_server = std::collections::BTreeSet::new();
     let mut grants = Vec::new();
     for e in events {
-        match &e.kind {
+        let worker = match &e.kind {
             EventKind::Command { worker, program: Some(call), .. } if call.grant => {
                 granted_by_server.insert(worker.as_str());
+                worker
             }
             EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } }
-                if !granted_by_server.remove(worker.as_str()) => {}
+                if !granted_by_server.remove(worker.as_str()) =>
+            {
+                worker
+            }
             _ => continue,
-        }
-        grants.push(Grant { event: e, number: grants.len() as u64 + 1 });
+        };
+        grants.push(Grant { event: e, worker, number: grants.len() as u64 + 1 });
     }
     if !grants.is_sorted_by(|a, b| a.event.happened_order(b.event).is_lt()) {
         let mut by_time: Vec<usize> = (0..grants.len()).collect();
@@ -292,6 +297,7 @@ fn grant_numbers(events: &[Event]) -> Vec<Grant<'_>> {
 /// A grant, and its number in the run.
 struct Grant<'a> {
     event: &'a Event,
+    worker: &'a str,
     number: u64,
 }
 
@@ -311,23 +317,11 @@ pub(super) fn bad_writes(events: &[Event]) -> Vec<Violation> {
     let mut writes = Vec::new();
     for e in events {
         holders.see(e);
-        let granted = match &e.kind {
-            EventKind::Command { worker, program: Some(call), .. } if call.grant => Some(worker),
-            EventKind::Worker { worker, what: WorkerEvent::Acquired { .. } } => {
-                holders.next_step(worker);
-                Some(worker)
-            }
-            _ => None,
-        };
-        if let Some(worker) = granted {
-            // Not a program's report of a grant its server gave already (`grant_numbers`).
-            if let Some(grant) = grants.get(next_grant).filter(|g| std::ptr::eq(g.event, e)) {
-                next_grant += 1;
-                // Its number orders it among grants as the rule asks: by when it happened.
-                rule.granted(worker, grant.number);
-                grant_of.insert(worker.as_str(), grant.number);
-            }
-            continue;
+        if let Some(grant) = grants.get(next_grant).filter(|g| std::ptr::eq(g.event, e)) {
+            next_grant += 1;
+            // Its number orders it among grants as the rule asks: by when it happened.
+            rule.granted(grant.worker, grant.number);
+            grant_of.insert(grant.worker, grant.number);
         }
         let (worker, token, redis_holder, order) = match &e.kind {
             EventKind::Worker {

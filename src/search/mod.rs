@@ -480,17 +480,17 @@ pub fn search_with(
         // scheduler) is run again, and a schedule that never breaks again is no break
         // to report.
         let mut shown = judge.alike.drain(..).find(|(s, _)| *s == shrunk).map(|(_, run)| run);
-        let tries = if shown.is_some() { 0 } else { repeats + 1 };
+        let tries = repeats + 1;
         let at_once = if side_by_side >= tries { tries } else { 1 };
-        for _ in 0..tries.checked_div(at_once).unwrap_or(0) {
+        for _ in 0..tries / at_once {
+            if shown.is_some() {
+                break;
+            }
             let runs = judge.run_all(&vec![shrunk.clone(); at_once])?;
             shown = runs.into_iter().find(|(events, violations)| {
                 let harm = |v: &Violation| harmful(v, design.fencing, design.lock.spec());
                 failure(events).is_none() && violations.iter().any(harm)
             });
-            if shown.is_some() {
-                break;
-            }
         }
         let shrink_trials = judge.tally.runs - runs_before;
         match shown {
