@@ -18,6 +18,9 @@
 //! - at most [`IN_FLIGHT`] commands of one connection are unanswered at a time (the
 //!   gate reads no more from a student who does not read its replies), at most
 //!   [`MAX_RATE`] a second, and a student has at most [`MAX_CONNECTIONS`] open;
+//! - a connection that takes nothing the gate writes to it for [`WRITE_WITHIN`] is
+//!   closed, and its seat freed (a student who never reads its replies cannot hold
+//!   one, nor keep a password that Redis refused from being answered);
 //! - any other command is refused, in the reply's place.
 //!
 //! The instructor's own connections go to Redis directly, on loopback. A Redis the
@@ -58,6 +61,10 @@ pub const MAX_CONNECTIONS: usize = 16;
 /// Bytes one student may write in a room, all commands together (a run's events are
 /// a few hundred KB): what bounds the memory a class of N students may take.
 pub const STUDENT_BYTES: usize = 8 * 1024 * 1024;
+/// The longest one write of the gate's may wait for its reader, the student's or
+/// Redis's. Replies wait in the kernel's buffers (megabytes) while a student's
+/// program is paused, so only one who has stopped reading for good meets it.
+pub const WRITE_WITHIN: Duration = Duration::from_secs(30);
 
 /// The gate of one room: where students connect.
 pub struct Gate {
@@ -201,6 +208,9 @@ async fn link(
         {
             return;
         }
+        // A student who closed its side (EOF) is answered what it is owed, then its
+        // connection ends, subscribed or not: Redis closes a half-closed connection
+        // too, and its subscriptions with it.
         let more = link.may_take();
         let paused = link.paused;
         tokio::select! {
@@ -413,10 +423,13 @@ fn first_item(reply: &[u8]) -> Option<&[u8]> {
     reply.get(end + 2..)
 }
 
-/// Write what waits in `out` (to Redis, or back to the student), and empty it.
+/// Write what waits in `out` (to Redis, or back to the student), and empty it; an
+/// error when the reader has not taken it all within [`WRITE_WITHIN`]. One task
+/// serves both ways of a connection, so a write that waits on holds up Redis's
+/// replies too: a refused password among them would keep its seat taken.
 async fn flush(to: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>) -> std::io::Result<()> {
     if !out.is_empty() {
-        to.write_all(out).await?;
+        tokio::time::timeout(WRITE_WITHIN, to.write_all(out)).await??;
         out.clear();
     }
     Ok(())
@@ -927,6 +940,33 @@ mod tests {
         let linked = link(&asked[..], client.clone(), replies, tokio::io::sink(), &mut seat);
         tokio::time::timeout(Duration::from_secs(5), linked).await.expect("the link ended");
         assert_eq!(client.taken().concat(), said);
+    }
+
+    /// A student sends PING and then another's name with a wrong password, and reads
+    /// nothing: the gate's write of the PONG waits, and with it Redis's refusal of the
+    /// password. Until the write's deadline: then the link ends, and with it the seat
+    /// (`serve` leaves it), so nobody can hold another student's seats that way.
+    #[tokio::test(start_paused = true)]
+    async fn a_student_who_reads_nothing_is_let_go_with_her_seat() {
+        let asked = [resp(&[b"PING"]), resp(&[b"AUTH", b"fencelab-r1-bob", b"wrong"])].concat();
+        let (mut redis, replies) = tokio::io::duplex(4096);
+        // The student's end takes one byte and is never read.
+        let (_unread, student) = tokio::io::duplex(1);
+        let mut seat = seat(None);
+        let rules = seat.rules.clone();
+        let gate = tokio::spawn(async move {
+            link(&asked[..], student, replies, tokio::io::sink(), &mut seat).await;
+            seat.leave();
+        });
+        redis.write_all(b"+PONG\r\n").await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        redis.write_all(b"-WRONGPASS invalid username-password pair\r\n").await.unwrap();
+        let held = || rules.open.lock().unwrap().get("bob").copied().unwrap_or(0);
+        tokio::time::sleep(WRITE_WITHIN / 2).await;
+        assert_eq!(held(), 1, "the write to the student is still waiting");
+        let ended = tokio::time::timeout(WRITE_WITHIN, gate).await;
+        assert!(ended.is_ok(), "the link waited on past its deadline");
+        assert_eq!(held(), 0);
     }
 
     #[test]
