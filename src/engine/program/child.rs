@@ -366,9 +366,15 @@ impl Program {
         status
     }
 
-    /// Signal the process group our child leads (its pid is the group's id).
-    pub(super) fn kill_group(&self, signal: Signal) {
-        crate::platform::signal_group(self.pid, signal);
+    /// Signal the process group our child leads (its pid is the group's id), while the
+    /// child is not reaped: until then its pid, and so the group's id, is its own. Once
+    /// it is, the id may be another's (a program's group of a later run, in a long
+    /// search), so nothing is sent; what it left running is swept by its family's
+    /// tag as its tether is released (`platform::tie_family_to_parent`).
+    pub(super) fn kill_group(&mut self, signal: Signal) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            crate::platform::signal_group(self.pid, signal);
+        }
     }
 }
 
