@@ -211,6 +211,10 @@ pub fn bench(
     let cancel = shutdown.token().clone();
     let (targets, shape) = (backend.targets(), Shape::of(&design));
     let deployment = deploy(&targets, shape)?;
+    let (time_scale, refitted) = crate::search::real::time_scale_for(&design, time_scale);
+    if let Some(why) = refitted {
+        println!("{why}");
+    }
     println!(
         "fencelab break on {} (fencing off), {searches} {} per path; real runs on {} at {time_scale}x real time",
         design.name,

@@ -77,7 +77,10 @@ pub fn check(args: &CheckArgs, backend: &BackendArgs) -> anyhow::Result<ExitCode
     let rt = runtime::build(false)?;
     let shutdown = Shutdown::on_signals()?;
     let cancel = shutdown.token().clone();
-    let scale = args.time_scale;
+    let (scale, refitted) = crate::search::real::time_scale_for(&design, args.time_scale);
+    if let Some(why) = refitted {
+        say(&why);
+    }
     let mut trials = RealTrials::new(&deployment, &rt, cancel.clone(), scale)?;
     say(&format!(
         "{}: {} (lesson {}, fencing {})",

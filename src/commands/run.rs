@@ -131,9 +131,20 @@ async fn run_all(
         if i > 0 && !args.json {
             say("");
         }
+        let asked = args.speed.map_or(planned.scenario.time_scale.unwrap_or(1.0), |x| 1.0 / x);
+        let time_scale = match deployment.simulated() {
+            true => asked,
+            false => {
+                let (fitted, why) = crate::search::real::time_scale_for(&planned.scenario, asked);
+                if let Some(why) = why {
+                    note!("{why}");
+                }
+                fitted
+            }
+        };
         let options = RunOptions {
             seed: deployment.simulated().then_some(planned.scenario.seed_or_default()),
-            time_scale: args.speed.map_or(planned.scenario.time_scale.unwrap_or(1.0), |x| 1.0 / x),
+            time_scale,
             label: planned.label.clone(),
             processes: match (args.processes, deployment.simulated()) {
                 (true, simulated) => Some(crate::engine::process::worker_program(simulated)?),

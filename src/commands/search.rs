@@ -131,7 +131,14 @@ impl One<'_> {
         let real = self.args.real || has_programs(scenario);
         let (targets, shape) = (self.backend.targets(), Shape::of(scenario));
         let deployment = real.then(|| deploy(&targets, shape)).transpose()?;
-        let time_scale = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
+        let asked = self.args.time_scale.unwrap_or(real::DEFAULT_TIME_SCALE);
+        let (time_scale, refitted) = match real {
+            true => real::time_scale_for(scenario, asked),
+            false => (asked, None),
+        };
+        if let Some(why) = refitted {
+            say(&why);
+        }
         let bar = progress_bar(options.budget);
         let started = std::time::Instant::now();
         // Real trials take seconds each: their first report is said at once; the

@@ -221,6 +221,26 @@ impl Lease {
     pub fn allows(&self, ttl_ms: u64) -> bool {
         self.ms.contains(&ttl_ms) && ttl_ms.is_multiple_of(self.step_ms)
     }
+
+    /// The time scale nearest `asked`, and not below it, at which a lease of `ttl_ms`
+    /// is still one of these leases in real time. A lease counted in whole seconds
+    /// (etcd's) of 2 s at 0.25x would be 0.5 s, which the server makes 1 s: the run's
+    /// pauses would shrink four times and its lease only twice, and a pause that
+    /// outlasts the scenario's lease would no longer outlast the server's. So with a
+    /// lease shorter than the server grants (a ZooKeeper session under 200 ms). `asked`
+    /// itself where it fits, or where the lock never expires.
+    pub fn fit_scale(&self, ttl_ms: u64, asked: f64) -> f64 {
+        if ttl_ms == 0 {
+            return asked;
+        }
+        let (ttl, step) = (ttl_ms as f64, self.step_ms as f64);
+        let real = match self.step_ms {
+            0 | 1 => ttl * asked,
+            // A hair over a whole step is that step: 2000 x 0.5 may be 1000.0000001.
+            _ => (ttl * asked / step - 1e-6).ceil().max(1.0) * step,
+        };
+        asked.max(real.max(*self.ms.start() as f64) / ttl)
+    }
 }
 
 /// Any lease at all, 0 (no expiry) included.
@@ -626,6 +646,23 @@ mod tests {
         let why = ZOOKEEPER.lease.why;
         let (start, end) = (ZOOKEEPER_SESSION_MS.start(), ZOOKEEPER_SESSION_MS.end());
         assert!(why.contains(&format!("from {start} to {end} ms")), "{why}");
+    }
+
+    #[test]
+    fn a_time_scale_keeps_a_lease_one_the_server_grants() {
+        // etcd counts whole seconds: 2 s at 0.25x would be 0.5 s.
+        assert_eq!(ETCD.lease.fit_scale(2000, 0.25), 0.5);
+        assert_eq!(ETCD.lease.fit_scale(2000, 0.5), 0.5);
+        assert_eq!(ETCD.lease.fit_scale(2000, 2.0), 2.0);
+        let third = ETCD.lease.fit_scale(3000, 0.5);
+        assert!((3000.0 * third - 2000.0).abs() < 1e-6, "{third}");
+        // pg-boss's one second at least; a ZooKeeper session of 200 ms at least.
+        assert_eq!(PGBOSS.lease.fit_scale(1000, 0.5), 1.0);
+        assert_eq!(ZOOKEEPER.lease.fit_scale(200, 0.5), 1.0);
+        assert_eq!(ZOOKEEPER.lease.fit_scale(2000, 0.25), 0.25);
+        // Any lease in ms, and a lock that never expires, keep the scale asked.
+        assert_eq!(REDIS.lease.fit_scale(2000, 1.0 / 3.0), 1.0 / 3.0);
+        assert_eq!(ETCD.lease.fit_scale(0, 0.25), 0.25);
     }
 
     #[test]

@@ -34,6 +34,26 @@ use crate::scenario::Scenario;
 /// still have time to say `ready` well inside it).
 pub const DEFAULT_TIME_SCALE: f64 = 0.5;
 
+/// The time scale a run of `scenario` on real servers takes when `asked` for (a
+/// search's trials, `run --speed`), and, when it is another, why (said where the
+/// scale is): a lease the lock service counts in whole
+/// seconds is kept whole ([`crate::scenario::spec::Lease::fit_scale`]), so every
+/// duration of the run keeps its scenario's proportions.
+pub fn time_scale_for(scenario: &Scenario, asked: f64) -> (f64, Option<String>) {
+    let lease = &scenario.lock.spec().lease;
+    let fitted = lease.fit_scale(scenario.ttl_ms, asked);
+    let why = (fitted != asked).then(|| {
+        let secs = |ms: f64| super::space::secs(ms.round() as u64);
+        format!(
+            "at {asked}x real time, the {} lease would last {}, and {}: {fitted}x instead",
+            secs(scenario.ttl_ms as f64),
+            secs(scenario.ttl_ms as f64 * asked),
+            lease.why.split(", so").next().unwrap_or(lease.why)
+        )
+    });
+    (fitted, why)
+}
+
 /// How many real trials run at once, where they may. A trial mostly waits for its
 /// leases and pauses, so three take about as long as one; more would have the
 /// programs' interpreters starting together compete for two cores.
@@ -318,5 +338,26 @@ impl Runner for RealTrials<'_> {
                 spare.abort();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_scale_for;
+
+    #[test]
+    fn a_whole_second_lease_keeps_its_proportions_and_says_why() {
+        let etcd = crate::lesson::find("etcd-lease").unwrap().unwrap().scenario;
+        assert_eq!(etcd.ttl_ms, 2000);
+        let (scale, why) = time_scale_for(&etcd, 0.25);
+        assert_eq!(scale, 0.5);
+        let why = why.expect("the scale changed");
+        assert_eq!(
+            why,
+            "at 0.25x real time, the 2 s lease would last 0.5 s, and etcd leases last whole seconds: 0.5x instead"
+        );
+        assert_eq!(time_scale_for(&etcd, 0.5), (0.5, None));
+        let redis = crate::lesson::find("gc-pause").unwrap().unwrap().scenario;
+        assert_eq!(time_scale_for(&redis, 0.25), (0.25, None));
     }
 }
