@@ -18,8 +18,8 @@
 //! - at most [`IN_FLIGHT`] commands of one connection are unanswered at a time (the
 //!   gate reads no more from a student who does not read its replies), at most
 //!   [`MAX_RATE`] a second, and a student has at most [`MAX_CONNECTIONS`] open;
-//! - a connection that takes nothing the gate writes to it for [`WRITE_WITHIN`] is
-//!   closed, and its seat freed (a student who never reads its replies cannot hold
+//! - a connection that has not taken one of the gate's writes within [`WRITE_WITHIN`]
+//!   is closed, and its seat freed (a student who never reads its replies cannot hold
 //!   one, nor keep a password that Redis refused from being answered);
 //! - any other command is refused, in the reply's place.
 //!
@@ -62,8 +62,9 @@ pub const MAX_CONNECTIONS: usize = 16;
 /// a few hundred KB): what bounds the memory a class of N students may take.
 pub const STUDENT_BYTES: usize = 8 * 1024 * 1024;
 /// The longest one write of the gate's may wait for its reader, the student's or
-/// Redis's. Replies wait in the kernel's buffers (megabytes) while a student's
-/// program is paused, so only one who has stopped reading for good meets it.
+/// Redis's. A write is one turn's answers (at most [`IN_FLIGHT`] replies, and what a
+/// subscription heard meanwhile), and the kernel's buffers hold many of them while a
+/// student's program is paused: only one who has stopped reading for good meets it.
 pub const WRITE_WITHIN: Duration = Duration::from_secs(30);
 
 /// The gate of one room: where students connect.

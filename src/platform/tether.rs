@@ -116,8 +116,8 @@ const SWEEP_POLL: Duration = Duration::from_millis(5);
 impl Tether {
     /// The child is gone (reaped): stop watching it now, before its pid can be reused.
     /// A family's guard is told `done` and sweeps what the child left behind on its
-    /// own; the wait for it to end is the sweeps' thread's (below), so this never
-    /// sleeps on the thread that calls it.
+    /// own; the wait for it to end is the sweeps' thread's (below), so this does not
+    /// sleep on the thread that calls it (unless that thread could not be started).
     pub fn release(&mut self) {
         let Some(mut guard) = self.guard.take() else { return };
         if self.family && writeln!(self.pipe, "done").is_ok() {

@@ -223,23 +223,27 @@ impl Lease {
     }
 
     /// The time scale nearest `asked`, and not below it, at which a lease of `ttl_ms`
-    /// is still one of these leases in real time. A lease counted in whole seconds
-    /// (etcd's) of 2 s at 0.25x would be 0.5 s, which the server makes 1 s: the run's
-    /// pauses would shrink four times and its lease only twice, and a pause that
-    /// outlasts the scenario's lease would no longer outlast the server's. So with a
-    /// lease shorter than the server grants (a ZooKeeper session under 200 ms). `asked`
-    /// itself where it fits, or where the lock never expires.
+    /// is in real time one the server grants as it is: a whole number of `step_ms`,
+    /// and not under the least of `ms`. A lease counted in whole seconds (etcd's) of
+    /// 2 s at 0.25x would be 0.5 s, which the server makes 1 s: the run's pauses would
+    /// shrink four times and its lease only twice, and a pause that outlasts the
+    /// scenario's lease would no longer outlast the server's; a ZooKeeper session
+    /// under 200 ms is stretched alike. `asked` itself where the lease fits, where the
+    /// lock never expires, and where `asked` is no time scale (the caller refuses it).
+    /// Above the greatest of `ms` nothing can fit: the server refuses the lease.
     pub fn fit_scale(&self, ttl_ms: u64, asked: f64) -> f64 {
-        if ttl_ms == 0 {
+        if ttl_ms == 0 || !(asked > 0.0 && asked.is_finite()) {
             return asked;
         }
         let (ttl, step) = (ttl_ms as f64, self.step_ms as f64);
-        let real = match self.step_ms {
-            0 | 1 => ttl * asked,
+        let real = ttl * asked;
+        let whole = match self.step_ms {
+            0 | 1 => real,
             // A hair over a whole step is that step: 2000 x 0.5 may be 1000.0000001.
-            _ => (ttl * asked / step - 1e-6).ceil().max(1.0) * step,
+            _ => (real / step - 1e-6).ceil() * step,
         };
-        asked.max(real.max(*self.ms.start() as f64) / ttl)
+        let granted = whole.max(*self.ms.start() as f64);
+        if granted - real < 1e-6 { asked } else { granted / ttl }
     }
 }
 
@@ -660,9 +664,18 @@ mod tests {
         assert_eq!(PGBOSS.lease.fit_scale(1000, 0.5), 1.0);
         assert_eq!(ZOOKEEPER.lease.fit_scale(200, 0.5), 1.0);
         assert_eq!(ZOOKEEPER.lease.fit_scale(2000, 0.25), 0.25);
-        // Any lease in ms, and a lock that never expires, keep the scale asked.
-        assert_eq!(REDIS.lease.fit_scale(2000, 1.0 / 3.0), 1.0 / 3.0);
+        // Any lease in ms, and a lock that never expires, keep the scale asked, to
+        // the last bit (3000 x 0.7 / 3000 is not 0.7).
+        for (ttl, asked) in [(2000, 1.0 / 3.0), (3000, 1.0 / 0.7), (2000, 0.7), (777, 0.123)] {
+            assert_eq!(REDIS.lease.fit_scale(ttl, asked), asked, "{ttl} {asked}");
+            assert_eq!(ZOOKEEPER.lease.fit_scale(ttl, asked.max(0.3)), asked.max(0.3));
+        }
         assert_eq!(ETCD.lease.fit_scale(0, 0.25), 0.25);
+        // No time scale is left as it is, for the caller to refuse.
+        for asked in [0.0, -1.0] {
+            assert_eq!(ETCD.lease.fit_scale(2000, asked), asked);
+        }
+        assert!(ETCD.lease.fit_scale(2000, f64::NAN).is_nan());
     }
 
     #[test]

@@ -101,8 +101,11 @@ impl Runner {
         self.live = Some(if self.deployment.simulated() {
             start_sim(lock.clone(), storage.clone(), scenario.clone(), fencing, speed)?
         } else {
+            // A speed at which the server would round the lease runs slower (the
+            // speed shown is the run's own).
+            let (time_scale, _) = crate::search::real::time_scale_for(scenario, 1.0 / speed);
             let options = RunOptions {
-                time_scale: 1.0 / speed,
+                time_scale,
                 processes: crate::engine::process::for_scenario(self.processes.clone(), scenario),
                 ..RunOptions::new(fencing)
             };

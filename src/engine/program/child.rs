@@ -359,7 +359,11 @@ impl Program {
             Ok(Ok(status)) => Some(status),
             _ => None,
         };
-        self.kill_group(Signal::Kill);
+        // What it started in its group goes with it. Reaped a moment ago, its pid is
+        // not yet another's: an id is not given out again while a group bears it, and
+        // an empty group's only after every other pid has been (`kill_group` says no
+        // more once reaped).
+        crate::platform::signal_group(self.pid, Signal::Kill);
         if status.is_none() {
             let _ = self.child.wait().await;
         }
@@ -367,12 +371,12 @@ impl Program {
     }
 
     /// Signal the process group our child leads (its pid is the group's id), while the
-    /// child is not reaped: until then its pid, and so the group's id, is its own. Once
-    /// it is, the id may be another's (a program's group of a later run, in a long
-    /// search), so nothing is sent; what it left running is swept by its family's
-    /// tag as its tether is released (`platform::tie_family_to_parent`).
-    pub(super) fn kill_group(&mut self, signal: Signal) {
-        if matches!(self.child.try_wait(), Ok(None)) {
+    /// child is not reaped (tokio gives its id until then): its pid, and so the group's
+    /// id, is its own. Once it is, the group is signalled by [`Program::wait_exit`],
+    /// which reaped it, and no more: a group left empty gives its id up, and a later
+    /// program (a group leader too, in a long search) may be given it.
+    pub(super) fn kill_group(&self, signal: Signal) {
+        if self.child.id().is_some() {
             crate::platform::signal_group(self.pid, signal);
         }
     }
