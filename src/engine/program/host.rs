@@ -553,9 +553,14 @@ impl Run {
     /// what it wrote before, so the log has its last events before the pause.
     async fn freeze(&mut self, ms: Option<u64>, paused: WorkerEvent) -> Result<(), BackendError> {
         self.program.kill_group(Signal::Stop);
-        let pid = self.program.pid;
-        let stopped = tokio::task::spawn_blocking(move || crate::platform::wait_until_stopped(pid));
-        let _ = tokio::time::timeout(STOP_TIMEOUT, stopped).await;
+        // A program already reaped has nothing to stop, and its pid may be a newer
+        // child's, which `waitid` would wait on.
+        if self.program.child.id().is_some() {
+            let pid = self.program.pid;
+            let stopped =
+                tokio::task::spawn_blocking(move || crate::platform::wait_until_stopped(pid));
+            let _ = tokio::time::timeout(STOP_TIMEOUT, stopped).await;
+        }
         // Everything it wrote is in the pipe now: this is only the reactor's time.
         while let Ok(line) = tokio::time::timeout(DRAIN_GRACE, self.program.stdout.next()).await {
             match self.program.line(line)? {
