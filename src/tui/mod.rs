@@ -445,6 +445,21 @@ async fn start_run(app: &mut App, runner: &mut Runner) {
     let (scenario, fencing) = app.next_run();
     if let Err(e) = runner.start(&scenario, fencing, app.speed()).await {
         app.update(Msg::Failed(e.to_string()));
+        return;
+    }
+    // On real servers a speed at which the server would round the lease runs slower
+    // (the runner fits it): the status line says so, beside the speed asked.
+    let (scale, refitted) = crate::search::real::time_scale_for(&scenario, 1.0 / app.speed());
+    if !app.simulated() && refitted.is_some() {
+        let speed = |x: f64| {
+            let s = format!("{x:.2}");
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        };
+        let why = scenario.lock.spec().lease.why;
+        let why = why.split(", so").next().unwrap_or(why);
+        let said =
+            format!("runs at speed {}x, not {}x: {why}", speed(1.0 / scale), speed(app.speed()));
+        app.update(Msg::Notice(said));
     }
 }
 
