@@ -222,6 +222,12 @@ impl Lease {
         self.ms.contains(&ttl_ms) && ttl_ms.is_multiple_of(self.step_ms)
     }
 
+    /// What the server grants, said where a time scale is changed to fit it: `why`
+    /// without what it asks of `ttl_ms` ("etcd leases last whole seconds").
+    pub fn granted(&self) -> &'static str {
+        self.why.split(", so").next().unwrap_or(self.why)
+    }
+
     /// The time scale nearest `asked`, and not below it, at which a lease of `ttl_ms`
     /// is in real time one the server grants as it is: a whole number of `step_ms`,
     /// and not under the least of `ms`. A lease counted in whole seconds (etcd's) of

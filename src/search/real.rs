@@ -48,7 +48,7 @@ pub fn time_scale_for(scenario: &Scenario, asked: f64) -> (f64, Option<String>) 
             "at {asked}x real time, the {} lease would last {}, and {}: {fitted}x instead",
             secs(scenario.ttl_ms as f64),
             secs(scenario.ttl_ms as f64 * asked),
-            lease.why.split(", so").next().unwrap_or(lease.why)
+            lease.granted()
         )
     });
     (fitted, why)

@@ -102,7 +102,7 @@ impl Runner {
             start_sim(lock.clone(), storage.clone(), scenario.clone(), fencing, speed)?
         } else {
             // A speed at which the server would round the lease runs slower (the
-            // speed shown is the run's own).
+            // status line says so: `tui::start_run`).
             let (time_scale, _) = crate::search::real::time_scale_for(scenario, 1.0 / speed);
             let options = RunOptions {
                 time_scale,

@@ -455,8 +455,7 @@ async fn start_run(app: &mut App, runner: &mut Runner) {
             let s = format!("{x:.2}");
             s.trim_end_matches('0').trim_end_matches('.').to_string()
         };
-        let why = scenario.lock.spec().lease.why;
-        let why = why.split(", so").next().unwrap_or(why);
+        let why = scenario.lock.spec().lease.granted();
         let said =
             format!("runs at speed {}x, not {}x: {why}", speed(1.0 / scale), speed(app.speed()));
         app.update(Msg::Notice(said));
