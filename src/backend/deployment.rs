@@ -212,6 +212,60 @@ pub fn deploy_apart(targets: &Targets, shape: Shape, n: usize) -> Vec<Deployment
     })
 }
 
+/// Deployments apart ([`deploy_apart`]) starting on a thread of their own, so that
+/// something else goes on meanwhile (a search's first run, on the first deployment: a
+/// ZooKeeper takes most of a second to start, an etcd a quarter). Dropped before
+/// they are up, it waits for the thread, whose deployments then stop their servers.
+pub struct StartingApart {
+    up: tokio::sync::oneshot::Receiver<Vec<Deployment>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StartingApart {
+    /// Start `n` deployments apart of `shape` on `targets`, as [`deploy_apart`] does.
+    pub fn start(targets: &Targets, shape: Shape, n: usize) -> std::io::Result<Self> {
+        let owned = |url: Option<&str>| url.map(str::to_owned);
+        let (redis, etcd, postgres) =
+            (owned(targets.redis), owned(targets.etcd), owned(targets.postgres));
+        let sim = targets.sim;
+        let (tell, up) = tokio::sync::oneshot::channel();
+        let thread =
+            std::thread::Builder::new().name("fencelab-apart".into()).spawn(move || {
+                let targets = Targets {
+                    redis: redis.as_deref(),
+                    etcd: etcd.as_deref(),
+                    postgres: postgres.as_deref(),
+                    sim,
+                };
+                // No one waiting any more: they stop here.
+                let _ = tell.send(deploy_apart(&targets, shape, n));
+            })?;
+        Ok(StartingApart { up, thread: Some(thread) })
+    }
+
+    /// The deployments, when they are up (those that started).
+    pub async fn up(&mut self) -> Vec<Deployment> {
+        (&mut self.up).await.unwrap_or_default()
+    }
+
+    /// [`StartingApart::up`], blocking: not on an async runtime's thread.
+    pub fn wait(mut self) -> Vec<Deployment> {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        // Sent before the thread ended, unless it panicked.
+        self.up.try_recv().unwrap_or_default()
+    }
+}
+
+impl Drop for StartingApart {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// The server programs [`deploy`] starts private servers of for `shape` on `targets`
 /// (none for a server the user named, none on the simulator): what must be installed
 /// for the run to be on real servers. It falls back to the simulator when one is not

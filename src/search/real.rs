@@ -9,7 +9,7 @@
 //! Where runs may share the servers, runs side by side share them. Where they may not
 //! (etcd's tokens count from the revision a run begins at, ZooKeeper's from zxids every
 //! run's calls take), they each get servers of their own: deployments apart, started
-//! once, when trials first run side by side. Runs of the searched design are made
+//! once, beside the search's first run (the design without faults, alone). Runs of the searched design are made
 //! ready while the trials run (their programs started and `ready`), where that
 //! disturbs no run under way (not ZooKeeper's), one per place, and each trial takes one
 //! and gives it its pauses: an interpreter and its libraries take longer to start than
@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use super::trial::{Feed, Placement, Runner};
 use crate::backend::BackendError;
-use crate::backend::deployment::{Deployment, Shape, Targets, deploy_apart};
+use crate::backend::deployment::{Deployment, Shape, StartingApart, Targets, deploy_apart};
 use crate::engine::log::Event;
 use crate::engine::{self, PreparedRun, RunOptions, policy};
 use crate::scenario::Scenario;
@@ -73,6 +73,8 @@ pub struct RealTrials<'a> {
     /// Where to start those, and in what shape, when trials first run side by side
     /// ([`RealTrials::apart_on`]); None when started, or not asked for.
     apart_on: Option<(Targets<'a>, Shape)>,
+    /// Those, starting while the search's first run goes ([`Runner::expect`]).
+    starting: Option<StartingApart>,
     runtime: &'a Runtime,
     cancel: CancellationToken,
     time_scale: f64,
@@ -117,6 +119,7 @@ impl<'a> RealTrials<'a> {
             deployment,
             apart: Vec::new(),
             apart_on: None,
+            starting: None,
             runtime,
             cancel,
             time_scale,
@@ -238,7 +241,17 @@ impl RealTrials<'_> {
                 started += 1;
                 self.top_up_spares();
             }
-            let Some(ended) = running.join_next().await else {
+            let ended = match &mut self.starting {
+                Some(starting) => tokio::select! {
+                    ended = running.join_next() => ended,
+                    apart = starting.up() => {
+                        self.arrived(apart);
+                        continue;
+                    }
+                },
+                None => running.join_next().await,
+            };
+            let Some(ended) = ended else {
                 return Ok(());
             };
             let (index, slot, events) = ended?;
@@ -247,6 +260,14 @@ impl RealTrials<'_> {
                 feeding = false;
             }
         }
+    }
+
+    /// The deployments apart are up: their places get spares at once, while the run
+    /// under way goes on.
+    fn arrived(&mut self, apart: Vec<Deployment>) {
+        self.starting = None;
+        self.apart = apart;
+        self.top_up_spares();
     }
 
     /// Spares of the design made ready up to one per place, while the trials run.
@@ -306,10 +327,12 @@ impl Runner for RealTrials<'_> {
         at_once: usize,
         feed: &mut dyn Feed,
     ) -> anyhow::Result<()> {
-        if at_once.min(self.at_once) > 1
-            && let Some((targets, shape)) = self.apart_on.take()
-        {
-            self.apart = deploy_apart(&targets, shape, self.at_once - 1);
+        if at_once.min(self.at_once) > 1 {
+            if let Some(starting) = self.starting.take() {
+                self.apart = starting.wait();
+            } else if let Some((targets, shape)) = self.apart_on.take() {
+                self.apart = deploy_apart(&targets, shape, self.at_once - 1);
+            }
         }
         let runtime = self.runtime;
         runtime.block_on(self.run_pipeline(fencing, at_once, feed))
@@ -318,7 +341,7 @@ impl Runner for RealTrials<'_> {
     /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its
     /// keys, or its deployments apart are yet to start; else one per deployment.
     fn side_by_side(&self) -> usize {
-        if self.shared() || self.apart_on.is_some() {
+        if self.shared() || self.apart_on.is_some() || self.starting.is_some() {
             self.at_once
         } else {
             self.at_once.min(1 + self.apart.len())
@@ -330,12 +353,23 @@ impl Runner for RealTrials<'_> {
     }
 
     /// Where a run may be made ready beside another, as many as run side by side: a
-    /// program's interpreter starting takes longer than many a run.
+    /// program's interpreter starting takes longer than many a run. The deployments
+    /// apart, where runs need them, start now, beside the search's first run: its
+    /// trials will run side by side.
     fn expect(&mut self, design: &Scenario) {
         if self.deployment.lock().ready_beside_a_run() {
             self.design = Some(design.clone());
             for (_, spare) in self.spares.drain(..) {
                 spare.abort();
+            }
+        }
+        if self.at_once > 1
+            && let Some((targets, shape)) = self.apart_on.take()
+        {
+            match StartingApart::start(&targets, shape, self.at_once - 1) {
+                Ok(starting) => self.starting = Some(starting),
+                // Started when first needed, as without a search's first run.
+                Err(_) => self.apart_on = Some((targets, shape)),
             }
         }
     }

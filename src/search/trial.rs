@@ -75,7 +75,9 @@ pub trait Runner {
     /// Every trial from now on is `design` (its fencing included) with faults added.
     /// A runner whose trials start slowly (a program's interpreter, its libraries,
     /// its connections) makes runs of it ready while others run, and gives each the
-    /// faults of the trial it becomes.
+    /// faults of the trial it becomes. No fault of them hits a server the runs share,
+    /// so after the first they may run side by side: what they need for that (servers
+    /// of their own) may start now.
     fn expect(&mut self, _design: &Scenario) {}
 }
 

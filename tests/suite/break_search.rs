@@ -14,8 +14,8 @@ use fencelab::backend::deployment::{Shape, Targets, deploy};
 use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
 use fencelab::engine::log::{Event, EventKind, RunOutcome, WorkerEvent};
-use fencelab::scenario::LockShape;
 use fencelab::scenario::{FaultKind, Step, ViolationKind, builtin};
+use fencelab::scenario::{LockShape, Scenario};
 use fencelab::search::real::RealTrials;
 use fencelab::search::space::{Move, Target, apply, design, kinds_for};
 use fencelab::search::trial::{Runner, Trials};
@@ -626,7 +626,8 @@ fn a_real_search_shrinks_only_to_a_story_that_breaks_the_same_way_twice() {
 /// Runs of etcd's lease lock cannot share a server (each counts its tokens from the
 /// revision it notes at its start, which another run's calls move): side by side, as
 /// `break` runs them, each is on a private etcd of its own (`apart_on`), and each
-/// ends as the same run alone does.
+/// ends as the same run alone does: whether those servers start when trials first go
+/// side by side, or (as a search has them, `expect`) beside the first run, alone.
 #[test]
 fn real_trials_of_etcd_side_by_side_run_on_servers_of_their_own_and_end_as_alone() {
     let scenario = builtin("etcd-lease").unwrap().unwrap();
@@ -634,9 +635,18 @@ fn real_trials_of_etcd_side_by_side_run_on_servers_of_their_own_and_end_as_alone
     let deployment = deploy(&targets, shape).unwrap();
     assert!(!deployment.simulated(), "this test needs etcd: apt-get install -y etcd-server");
     let runtime = fencelab::runtime::build(false).unwrap();
-    let trials = RealTrials::new(&deployment, &runtime, CancellationToken::new(), 0.5).unwrap();
-    let mut trials = trials.apart_on(targets, shape);
-    let scenario = Arc::new(scenario);
+    for searched in [false, true] {
+        let trials = RealTrials::new(&deployment, &runtime, CancellationToken::new(), 0.5).unwrap();
+        let mut trials = trials.apart_on(targets, shape);
+        if searched {
+            trials.expect(&scenario);
+        }
+        side_by_side_end_as_alone(&mut trials, &scenario);
+    }
+}
+
+fn side_by_side_end_as_alone(trials: &mut RealTrials, scenario: &Scenario) {
+    let scenario = Arc::new(scenario.clone());
     let alone = trials.trial(&scenario, true).unwrap();
     let runs =
         trials.trials(&[scenario.clone(), scenario.clone(), scenario.clone()], true).unwrap();
