@@ -213,13 +213,20 @@ pub fn deploy_apart(targets: &Targets, shape: Shape, n: usize) -> Vec<Deployment
 }
 
 /// Deployments apart ([`deploy_apart`]) starting on a thread of their own, so that
-/// something else goes on meanwhile (a search's first run, on the first deployment: a
-/// ZooKeeper takes most of a second to start, an etcd a quarter). Dropped before
-/// they are up, it waits for the thread, whose deployments then stop their servers.
+/// something else goes on meanwhile (a search's first run made ready: a ZooKeeper takes
+/// most of a second to start, an etcd a quarter). Dropped before they are up (the
+/// program asked to end), it lets them finish starting, then stops them: a server left
+/// to the end of the program would outlive it by a second or two (until it hears its
+/// parent is gone). Not for more than [`STOP_WAIT`]: a server that never answers does
+/// not hold the end.
 pub struct StartingApart {
     up: tokio::sync::oneshot::Receiver<Vec<Deployment>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Disconnected when the thread has ended.
+    ended: std::sync::mpsc::Receiver<()>,
 }
+
+/// How long a [`StartingApart`] dropped waits for its servers to start, to stop them.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl StartingApart {
     /// Start `n` deployments apart of `shape` on `targets`, as [`deploy_apart`] does.
@@ -229,40 +236,32 @@ impl StartingApart {
             (owned(targets.redis), owned(targets.etcd), owned(targets.postgres));
         let sim = targets.sim;
         let (tell, up) = tokio::sync::oneshot::channel();
-        let thread =
-            std::thread::Builder::new().name("fencelab-apart".into()).spawn(move || {
-                let targets = Targets {
-                    redis: redis.as_deref(),
-                    etcd: etcd.as_deref(),
-                    postgres: postgres.as_deref(),
-                    sim,
-                };
-                // No one waiting any more: they stop here.
-                let _ = tell.send(deploy_apart(&targets, shape, n));
-            })?;
-        Ok(StartingApart { up, thread: Some(thread) })
+        let (ending, ended) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new().name("fencelab-apart".into()).spawn(move || {
+            let _ending = ending;
+            let targets = Targets {
+                redis: redis.as_deref(),
+                etcd: etcd.as_deref(),
+                postgres: postgres.as_deref(),
+                sim,
+            };
+            // With no one waiting any more, they are dropped here: their servers stop.
+            let _ = tell.send(deploy_apart(&targets, shape, n));
+        })?;
+        Ok(StartingApart { up, ended })
     }
 
-    /// The deployments, when they are up (those that started).
+    /// The deployments, when they are up (those that started). Awaited to its end
+    /// once only.
     pub async fn up(&mut self) -> Vec<Deployment> {
         (&mut self.up).await.unwrap_or_default()
-    }
-
-    /// [`StartingApart::up`], blocking: not on an async runtime's thread.
-    pub fn wait(mut self) -> Vec<Deployment> {
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        // Sent before the thread ended, unless it panicked.
-        self.up.try_recv().unwrap_or_default()
     }
 }
 
 impl Drop for StartingApart {
+    /// Blocks (up to [`STOP_WAIT`]): not on an async runtime's thread.
     fn drop(&mut self) {
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let _ = self.ended.recv_timeout(STOP_WAIT);
     }
 }
 

@@ -9,11 +9,11 @@
 //! Where runs may share the servers, runs side by side share them. Where they may not
 //! (etcd's tokens count from the revision a run begins at, ZooKeeper's from zxids every
 //! run's calls take), they each get servers of their own: deployments apart, started
-//! once, beside the search's first run (the design without faults, alone). Runs of the searched design are made
-//! ready while the trials run (their programs started and `ready`), where that
-//! disturbs no run under way (not ZooKeeper's), one per place, and each trial takes one
-//! and gives it its pauses: an interpreter and its libraries take longer to start than
-//! many a run lasts. Trials go as a pipeline: the next starts as soon as one ends.
+//! once, while the search's first run (the design without faults, alone) is made
+//! ready. Runs of the searched design are made ready while the trials run (their
+//! programs started and `ready`), where that disturbs no run under way (not
+//! ZooKeeper's), one per place, and each trial takes one and gives it its pauses: an
+//! interpreter and its libraries take longer to start than many a run lasts. Trials go as a pipeline: the next starts as soon as one ends.
 
 use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, JoinSet};
@@ -71,9 +71,9 @@ pub struct RealTrials<'a> {
     /// first of them, and so on.
     apart: Vec<Deployment>,
     /// Where to start those, and in what shape, when trials first run side by side
-    /// ([`RealTrials::apart_on`]); None when started, or not asked for.
+    /// ([`RealTrials::apart_on`]); None when started or starting, or not asked for.
     apart_on: Option<(Targets<'a>, Shape)>,
-    /// Those, starting while the search's first run goes ([`Runner::expect`]).
+    /// Those, starting while the search's first run is made ready ([`Runner::expect`]).
     starting: Option<StartingApart>,
     runtime: &'a Runtime,
     cancel: CancellationToken,
@@ -135,10 +135,17 @@ impl<'a> RealTrials<'a> {
         self
     }
 
+    /// How many deployments apart are up: the places beside the first one that runs
+    /// side by side have.
+    pub fn apart_up(&self) -> usize {
+        self.apart.len()
+    }
+
     /// Where runs cannot share a server, trials side by side each get one: deployments
     /// like this one's, each on private servers of its own ([`deploy_apart`] on
-    /// `targets`), started when trials first run side by side. A search that keeps to
-    /// one at a time (a fault on a server) starts none.
+    /// `targets`), started as a search's first run is made ready ([`Runner::expect`]),
+    /// else when trials first run side by side. A search that keeps to one at a time (a
+    /// fault on a server) starts none.
     pub fn apart_on(mut self, targets: Targets<'a>, shape: Shape) -> Self {
         if !self.shared() {
             self.apart_on = Some((targets, shape));
@@ -224,6 +231,18 @@ impl RealTrials<'_> {
                     break;
                 };
                 let ready = self.ready(&scenario, fencing, slot).await?;
+                if let Some(mut starting) = self.starting.take() {
+                    // The servers apart come up while this run is made ready, and
+                    // before its clock starts: a ZooKeeper starting (a JVM, on two
+                    // cores) beside the search's first run would be timed with it, and
+                    // that run places every pause. Places that did not start go.
+                    tokio::select! {
+                        apart = starting.up() => self.arrived(apart),
+                        // Dropped with these trials, off the runtime's threads.
+                        () = self.cancel.cancelled() => self.starting = Some(starting),
+                    }
+                    free.retain(|&place| place < self.side_by_side());
+                }
                 let (index, time_scale) = (started, self.time_scale);
                 running.spawn_on(
                     async move {
@@ -241,17 +260,7 @@ impl RealTrials<'_> {
                 started += 1;
                 self.top_up_spares();
             }
-            let ended = match &mut self.starting {
-                Some(starting) => tokio::select! {
-                    ended = running.join_next() => ended,
-                    apart = starting.up() => {
-                        self.arrived(apart);
-                        continue;
-                    }
-                },
-                None => running.join_next().await,
-            };
-            let Some(ended) = ended else {
+            let Some(ended) = running.join_next().await else {
                 return Ok(());
             };
             let (index, slot, events) = ended?;
@@ -262,10 +271,8 @@ impl RealTrials<'_> {
         }
     }
 
-    /// The deployments apart are up: their places get spares at once, while the run
-    /// under way goes on.
+    /// The deployments apart are up: their places get spares at once.
     fn arrived(&mut self, apart: Vec<Deployment>) {
-        self.starting = None;
         self.apart = apart;
         self.top_up_spares();
     }
@@ -327,19 +334,19 @@ impl Runner for RealTrials<'_> {
         at_once: usize,
         feed: &mut dyn Feed,
     ) -> anyhow::Result<()> {
-        if at_once.min(self.at_once) > 1 {
-            if let Some(starting) = self.starting.take() {
-                self.apart = starting.wait();
-            } else if let Some((targets, shape)) = self.apart_on.take() {
-                self.apart = deploy_apart(&targets, shape, self.at_once - 1);
-            }
+        if at_once.min(self.at_once) > 1
+            && let Some((targets, shape)) = self.apart_on.take()
+        {
+            self.apart = deploy_apart(&targets, shape, self.at_once - 1);
         }
         let runtime = self.runtime;
         runtime.block_on(self.run_pipeline(fencing, at_once, feed))
     }
 
     /// Up to [`SIDE_BY_SIDE`], where the lock service keeps nothing per run but its
-    /// keys, or its deployments apart are yet to start; else one per deployment.
+    /// keys, or its deployments apart are yet to start or still starting (as many as
+    /// are asked for: a place that does not start is left out when they are up); else
+    /// one per deployment.
     fn side_by_side(&self) -> usize {
         if self.shared() || self.apart_on.is_some() || self.starting.is_some() {
             self.at_once
@@ -354,8 +361,8 @@ impl Runner for RealTrials<'_> {
 
     /// Where a run may be made ready beside another, as many as run side by side: a
     /// program's interpreter starting takes longer than many a run. The deployments
-    /// apart, where runs need them, start now, beside the search's first run: its
-    /// trials will run side by side.
+    /// apart, where runs need them, start now, while the search's first run is made
+    /// ready (they are up before its clock starts): its later trials run side by side.
     fn expect(&mut self, design: &Scenario) {
         if self.deployment.lock().ready_beside_a_run() {
             self.design = Some(design.clone());

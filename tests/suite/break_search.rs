@@ -627,7 +627,8 @@ fn a_real_search_shrinks_only_to_a_story_that_breaks_the_same_way_twice() {
 /// revision it notes at its start, which another run's calls move): side by side, as
 /// `break` runs them, each is on a private etcd of its own (`apart_on`), and each
 /// ends as the same run alone does: whether those servers start when trials first go
-/// side by side, or (as a search has them, `expect`) beside the first run, alone.
+/// side by side, or (as a search has them, `expect`) while the first run, alone, is
+/// made ready, and are up when it ends.
 #[test]
 fn real_trials_of_etcd_side_by_side_run_on_servers_of_their_own_and_end_as_alone() {
     let scenario = builtin("etcd-lease").unwrap().unwrap();
@@ -641,13 +642,14 @@ fn real_trials_of_etcd_side_by_side_run_on_servers_of_their_own_and_end_as_alone
         if searched {
             trials.expect(&scenario);
         }
-        side_by_side_end_as_alone(&mut trials, &scenario);
+        let scenario = Arc::new(scenario.clone());
+        let alone = trials.trial(&scenario, true).unwrap();
+        assert_eq!(trials.apart_up(), if searched { 2 } else { 0 }, "searched: {searched}");
+        side_by_side_end_as_alone(&mut trials, &scenario, &alone);
     }
 }
 
-fn side_by_side_end_as_alone(trials: &mut RealTrials, scenario: &Scenario) {
-    let scenario = Arc::new(scenario.clone());
-    let alone = trials.trial(&scenario, true).unwrap();
+fn side_by_side_end_as_alone(trials: &mut RealTrials, scenario: &Arc<Scenario>, alone: &[Event]) {
     let runs =
         trials.trials(&[scenario.clone(), scenario.clone(), scenario.clone()], true).unwrap();
     assert_eq!(trials.side_by_side(), 3, "two more private etcd servers");
@@ -660,7 +662,7 @@ fn side_by_side_end_as_alone(trials: &mut RealTrials, scenario: &Scenario) {
     for events in &runs {
         assert_eq!(
             support::storage(events),
-            support::storage(&alone),
+            support::storage(alone),
             "{}",
             support::digest(events)
         );
