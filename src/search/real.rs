@@ -13,7 +13,8 @@
 //! ready. Runs of the searched design are made ready while the trials run (their
 //! programs started and `ready`), where that disturbs no run under way (not
 //! ZooKeeper's), one per place, and each trial takes one and gives it its pauses: an
-//! interpreter and its libraries take longer to start than many a run lasts. Trials go as a pipeline: the next starts as soon as one ends.
+//! interpreter and its libraries take longer to start than many a run lasts. Trials go
+//! as a pipeline: the next starts as soon as one ends.
 
 use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, JoinSet};
@@ -75,6 +76,10 @@ pub struct RealTrials<'a> {
     apart_on: Option<(Targets<'a>, Shape)>,
     /// Those, starting while the search's first run is made ready ([`Runner::expect`]).
     starting: Option<StartingApart>,
+    /// Those, when the search was ended while they started: they are stopped as these
+    /// trials are dropped (off the runtime's threads: it waits for them to start), and
+    /// no run goes on them.
+    given_up: Option<StartingApart>,
     runtime: &'a Runtime,
     cancel: CancellationToken,
     time_scale: f64,
@@ -120,6 +125,7 @@ impl<'a> RealTrials<'a> {
             apart: Vec::new(),
             apart_on: None,
             starting: None,
+            given_up: None,
             runtime,
             cancel,
             time_scale,
@@ -235,11 +241,12 @@ impl RealTrials<'_> {
                     // The servers apart come up while this run is made ready, and
                     // before its clock starts: a ZooKeeper starting (a JVM, on two
                     // cores) beside the search's first run would be timed with it, and
-                    // that run places every pause. Places that did not start go.
+                    // that run places every pause. Places that did not start go. (Up,
+                    // its thread has ended or is ending: dropped here, it waits for
+                    // nothing.)
                     tokio::select! {
-                        apart = starting.up() => self.arrived(apart),
-                        // Dropped with these trials, off the runtime's threads.
-                        () = self.cancel.cancelled() => self.starting = Some(starting),
+                        apart = starting.up() => self.apart = apart,
+                        () = self.cancel.cancelled() => self.given_up = Some(starting),
                     }
                     free.retain(|&place| place < self.side_by_side());
                 }
@@ -269,12 +276,6 @@ impl RealTrials<'_> {
                 feeding = false;
             }
         }
-    }
-
-    /// The deployments apart are up: their places get spares at once.
-    fn arrived(&mut self, apart: Vec<Deployment>) {
-        self.apart = apart;
-        self.top_up_spares();
     }
 
     /// Spares of the design made ready up to one per place, while the trials run.
