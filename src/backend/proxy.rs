@@ -102,6 +102,10 @@ pub type Tap = tokio::sync::mpsc::UnboundedSender<Tapped>;
 pub struct Tapping {
     pub tap: Tap,
     pub hold_replies: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the program has been greeted (its hello sent): until then a connection
+    /// it opens waits here, with what it sent, before it reaches the server. A program
+    /// started ahead of its run touches nothing on servers another run is using.
+    pub greeted: watch::Receiver<bool>,
     pub kind: super::ServerKind,
 }
 
@@ -201,6 +205,13 @@ async fn carry(
                 None => return,
             },
         };
+    }
+    if let Some((tapping, _)) = &tap {
+        let mut greeted = tapping.greeted.clone();
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            greeted = greeted.wait_for(|greeted| *greeted) => if greeted.is_err() { return },
+        }
     }
     let server = tokio::select! {
         () = cancel.cancelled() => return,

@@ -7,6 +7,8 @@
 //! observer and one for bookkeeping, so a dead or misconfigured server is reported
 //! before anything starts. [`PreparedRun::execute`] starts the clock-relative work,
 //! waits for every worker, reads the storage back, and deletes the run's keys.
+//! [`prepare`]'s first part, which touches no server, may go ahead on its own
+//! ([`stage`]): a search's next run on servers another run is using.
 
 pub mod host;
 pub mod log;
@@ -137,7 +139,7 @@ pub async fn prepare(
     options: RunOptions,
     cancel: &CancellationToken,
 ) -> Result<PreparedRun, BackendError> {
-    prepare_placed(lock, storage, scenario, options, None, cancel).await
+    stage(lock, storage, scenario, options, cancel).await?.prepare(lock, storage).await
 }
 
 /// The same with every worker run by `host` (elsewhere), on the keys of run `run_id`
@@ -150,20 +152,51 @@ pub async fn prepare_hosted(
     (run_id, host): (&str, Arc<dyn WorkerHost>),
     cancel: &CancellationToken,
 ) -> Result<PreparedRun, BackendError> {
-    prepare_placed(lock, storage, scenario, options, Some((run_id.to_string(), host)), cancel).await
+    let hosted = Some((run_id.to_string(), host));
+    let staged = stage_placed(lock, storage, scenario, options, hosted, cancel).await?;
+    staged.prepare(lock, storage).await
 }
 
-async fn prepare_placed(
+/// A run's first part, which touches no server: its id and keys chosen, and its
+/// programs started (their interpreters loading their libraries) but not greeted.
+/// A search stages the next run on servers another run is using while that one runs
+/// (ZooKeeper's, where every session and znode takes a number the tokens count),
+/// and [`Staged::prepare`]s it once that one has ended.
+pub struct Staged {
+    scenario: Scenario,
+    options: RunOptions,
+    hosted: Option<(String, Arc<dyn WorkerHost>)>,
+    cancel: CancellationToken,
+    rng: fastrand::Rng,
+    run_id: String,
+    keys: Keys,
+    links: Arc<Links>,
+    /// The run's faults, as its programs will be armed with them.
+    retold: watch::Sender<Vec<Fault>>,
+    programs: Option<program::Loading>,
+}
+
+/// [`stage_placed`] for a run whose workers run here.
+pub async fn stage(
+    lock: &dyn LockService,
+    storage: &dyn Storage,
+    scenario: &Scenario,
+    options: RunOptions,
+    cancel: &CancellationToken,
+) -> Result<Staged, BackendError> {
+    stage_placed(lock, storage, scenario, options, None, cancel).await
+}
+
+async fn stage_placed(
     lock: &dyn LockService,
     storage: &dyn Storage,
     scenario: &Scenario,
     options: RunOptions,
     hosted: Option<(String, Arc<dyn WorkerHost>)>,
     cancel: &CancellationToken,
-) -> Result<PreparedRun, BackendError> {
+) -> Result<Staged, BackendError> {
     let cancel = cancel.child_token();
     moments_on_programs(scenario)?;
-    lock.reset().await?;
     let mut rng = options.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let run_id = match &hosted {
         Some((run_id, _)) => run_id.clone(),
@@ -178,145 +211,198 @@ async fn prepare_placed(
         .expiring_after(longest.min(u64::MAX as f64) as u64)
         .with_lease(u64::try_from(lease_ms).unwrap_or(u64::MAX));
     let links = Arc::new(Links::new(&scenario.faults, |ms| scale.real(ms as f64), &cancel));
-    let mut clients = Vec::with_capacity(scenario.workers.len());
-    let mut children = Vec::new();
-    // The workers fencelab runs itself; a foreign program's are started below.
-    let own = || scenario.workers.iter().filter(|w| w.program.is_none());
-    match &options.processes {
-        _ if hosted.is_some() => {}
-        Some(_) if scenario.faults.iter().any(|f| f.kind.through_link()) => {
-            return Err(BackendError::Unsupported(
-                "link faults go through fencelab's own proxy, which worker processes do not use yet: run it without --processes".into(),
-            ));
-        }
-        Some(program) => {
-            let urls = lock
-                .redis_url_for_workers()
-                .zip(storage.redis_url_for_workers())
-                .filter(|_| scenario.lock.spec().can.processes);
-            let Some((lock_url, storage_url)) = urls else {
-                return Err(BackendError::Unsupported(format!(
-                    "workers run as processes on one Redis (lock and storage) only; this run uses {}: run it without --processes",
-                    crate::backend::describe(lock, storage)
-                )));
-            };
-            for spec in own() {
-                let orders = process::Orders {
-                    scenario: scenario.clone(),
-                    worker: spec.name.clone(),
-                    run_id: run_id.clone(),
-                    expire_ms: keys.expire_ms,
-                    lock_url: lock_url.clone(),
-                    storage_url: storage_url.clone(),
-                    fencing: options.fencing,
-                    time_scale: options.time_scale,
-                    seed: rng.u64(..),
-                };
-                children.push(process::parent::WorkerProcess::start(program, orders).await?);
-            }
-        }
-        None => {
-            for w in own() {
-                clients.push(match links.of(&w.name) {
-                    Some(link) => (
-                        lock.connect_via(&keys, link).await?,
-                        storage.connect_via(&keys, link).await?,
-                    ),
-                    None => connect(lock, storage, &keys).await?,
-                });
-            }
-        }
-    }
-    let holders = observer::Holders::default();
-    // A class's students may run programs of their own (`join --program`).
-    let programs = hosted.is_some() || scenario.workers.iter().any(|w| w.program.is_some());
-    let holders = Arc::new(match programs {
-        true => holders.with_programs(scenario.workers.iter().map(|w| w.name.as_str())),
-        false => holders,
-    });
     let (retold, faults) = watch::channel(scenario.faults.clone());
-    let started = program::start(
+    let programs = program::spawn(
         (lock, storage),
         scenario,
         (&keys, &links, faults),
         (options.fencing, options.time_scale),
-        &holders,
     )
     .await?;
-    // The observer reads the lock where the programs said it is.
-    let keys = started.as_ref().map_or(keys, |s| s.keys.clone());
-    let observer_clients = connect(lock, storage, &keys).await?;
-    let bookkeeper = connect(lock, storage, &keys).await?;
-    let fault_client = match scenario.faults.iter().any(|f| f.worker.is_none()) {
-        true => Some(lock.connect(&keys).await?),
-        false => None,
-    };
-    let backend = crate::backend::describe(lock, storage);
-    let names = (lock.describe(), storage.note().unwrap_or_else(|| lock.describe()));
-
-    let log = Arc::new(EventLog::new(RunClock::start_now(options.time_scale)));
-    log.append(EventKind::RunStarted {
-        version: LOG_FORMAT_VERSION,
-        run_id,
-        scenario: Arc::new(scenario.clone()),
-        fencing: options.fencing,
-        label: options.label.clone(),
-        backend,
-        time_scale: options.time_scale,
-    });
-    let fencing = Arc::new(AtomicBool::new(options.fencing));
-    let settings = WorkerSettings::of(scenario, fencing.clone(), holders.clone());
-    let mut senders = BTreeMap::new();
-    let mut workers: Vec<WorkerRun> = Vec::new();
-    for (spec, (lock, storage)) in own().zip(clients) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        senders.insert(spec.name.clone(), tx);
-        workers.push(Box::pin(
-            Worker::new(
-                spec.clone(),
-                (lock, storage, keys.clone()),
-                settings.clone(),
-                log.clone(),
-                cancel.clone(),
-                rx,
-                fastrand::Rng::with_seed(rng.u64(..)),
-            )
-            .run(),
-        ));
-    }
-    if let Some((_, host)) = &hosted {
-        for spec in &scenario.workers {
-            let (tx, rx) = mpsc::unbounded_channel();
-            senders.insert(spec.name.clone(), tx);
-            workers.push(host.run(&spec.name, log.clone(), rx, fencing.clone(), cancel.clone()));
-        }
-    }
-    if let Some(started) = &started {
-        for spec in scenario.workers.iter().filter(|w| w.program.is_some()) {
-            let (tx, rx) = mpsc::unbounded_channel();
-            senders.insert(spec.name.clone(), tx);
-            let host = &started.host;
-            workers.push(host.run(&spec.name, log.clone(), rx, fencing.clone(), cancel.clone()));
-        }
-    }
-    for (spec, child) in own().zip(children) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        senders.insert(spec.name.clone(), tx);
-        workers.push(Box::pin(child.run(log.clone(), rx, fencing.clone(), cancel.clone())));
-    }
-    let handle = RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
-    Ok(PreparedRun {
-        observer: Observer::new(observer_clients, names, log.clone(), holders),
-        log,
-        workers,
-        bookkeeper,
-        faults: scenario.faults.clone(),
-        program_faults: retold,
-        fault_client,
-        links,
+    Ok(Staged {
+        scenario: scenario.clone(),
+        options,
+        hosted,
         cancel,
-        handle,
+        rng,
+        run_id,
+        keys,
+        links,
+        retold,
+        programs,
     })
+}
+
+impl Staged {
+    /// Make this run, staged for `scenario`'s design with some of its workers' pauses,
+    /// one of the same design with others (as [`PreparedRun::retarget`]).
+    pub fn retarget(&mut self, scenario: &Scenario) -> Result<(), BackendError> {
+        moments_on_programs(scenario)?;
+        if !same_design(&self.scenario, scenario) {
+            return Err(other_design(scenario));
+        }
+        self.scenario = scenario.clone();
+        self.retold.send_replace(scenario.faults.clone());
+        Ok(())
+    }
+
+    /// Connect everything the run needs, greet its programs, and open its log: the
+    /// servers are touched from here on. Fails before the run starts if the lock
+    /// service or the storage does.
+    pub async fn prepare(
+        self,
+        lock: &dyn LockService,
+        storage: &dyn Storage,
+    ) -> Result<PreparedRun, BackendError> {
+        let Staged {
+            scenario,
+            options,
+            hosted,
+            cancel,
+            mut rng,
+            run_id,
+            keys,
+            links,
+            retold,
+            programs: loading,
+        } = self;
+        let scenario = &scenario;
+        lock.reset().await?;
+        let mut clients = Vec::with_capacity(scenario.workers.len());
+        let mut children = Vec::new();
+        // The workers fencelab runs itself; a foreign program's are started below.
+        let own = || scenario.workers.iter().filter(|w| w.program.is_none());
+        match &options.processes {
+            _ if hosted.is_some() => {}
+            Some(_) if scenario.faults.iter().any(|f| f.kind.through_link()) => {
+                return Err(BackendError::Unsupported(
+                "link faults go through fencelab's own proxy, which worker processes do not use yet: run it without --processes".into(),
+            ));
+            }
+            Some(program) => {
+                let urls = lock
+                    .redis_url_for_workers()
+                    .zip(storage.redis_url_for_workers())
+                    .filter(|_| scenario.lock.spec().can.processes);
+                let Some((lock_url, storage_url)) = urls else {
+                    return Err(BackendError::Unsupported(format!(
+                        "workers run as processes on one Redis (lock and storage) only; this run uses {}: run it without --processes",
+                        crate::backend::describe(lock, storage)
+                    )));
+                };
+                for spec in own() {
+                    let orders = process::Orders {
+                        scenario: scenario.clone(),
+                        worker: spec.name.clone(),
+                        run_id: run_id.clone(),
+                        expire_ms: keys.expire_ms,
+                        lock_url: lock_url.clone(),
+                        storage_url: storage_url.clone(),
+                        fencing: options.fencing,
+                        time_scale: options.time_scale,
+                        seed: rng.u64(..),
+                    };
+                    children.push(process::parent::WorkerProcess::start(program, orders).await?);
+                }
+            }
+            None => {
+                for w in own() {
+                    clients.push(match links.of(&w.name) {
+                        Some(link) => (
+                            lock.connect_via(&keys, link).await?,
+                            storage.connect_via(&keys, link).await?,
+                        ),
+                        None => connect(lock, storage, &keys).await?,
+                    });
+                }
+            }
+        }
+        let holders = observer::Holders::default();
+        // A class's students may run programs of their own (`join --program`).
+        let programs = hosted.is_some() || scenario.workers.iter().any(|w| w.program.is_some());
+        let holders = Arc::new(match programs {
+            true => holders.with_programs(scenario.workers.iter().map(|w| w.name.as_str())),
+            false => holders,
+        });
+        let started = match loading {
+            Some(loading) => Some(loading.greet((lock, storage), scenario, &holders).await?),
+            None => None,
+        };
+        // The observer reads the lock where the programs said it is.
+        let keys = started.as_ref().map_or(keys, |s| s.keys.clone());
+        let observer_clients = connect(lock, storage, &keys).await?;
+        let bookkeeper = connect(lock, storage, &keys).await?;
+        let fault_client = match scenario.faults.iter().any(|f| f.worker.is_none()) {
+            true => Some(lock.connect(&keys).await?),
+            false => None,
+        };
+        let backend = crate::backend::describe(lock, storage);
+        let names = (lock.describe(), storage.note().unwrap_or_else(|| lock.describe()));
+
+        let log = Arc::new(EventLog::new(RunClock::start_now(options.time_scale)));
+        log.append(EventKind::RunStarted {
+            version: LOG_FORMAT_VERSION,
+            run_id,
+            scenario: Arc::new(scenario.clone()),
+            fencing: options.fencing,
+            label: options.label.clone(),
+            backend,
+            time_scale: options.time_scale,
+        });
+        let fencing = Arc::new(AtomicBool::new(options.fencing));
+        let settings = WorkerSettings::of(scenario, fencing.clone(), holders.clone());
+        let mut senders = BTreeMap::new();
+        let mut workers: Vec<WorkerRun> = Vec::new();
+        for (spec, (lock, storage)) in own().zip(clients) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            senders.insert(spec.name.clone(), tx);
+            workers.push(Box::pin(
+                Worker::new(
+                    spec.clone(),
+                    (lock, storage, keys.clone()),
+                    settings.clone(),
+                    log.clone(),
+                    cancel.clone(),
+                    rx,
+                    fastrand::Rng::with_seed(rng.u64(..)),
+                )
+                .run(),
+            ));
+        }
+        // Workers run by a host: every one, by a class's room; a program, by this
+        // run's programs.
+        let hosts: [Option<(&dyn WorkerHost, bool)>; 2] = [
+            hosted.as_ref().map(|(_, host)| (host.as_ref(), true)),
+            started.as_ref().map(|s| (s.host.as_ref() as &dyn WorkerHost, false)),
+        ];
+        for (host, every) in hosts.into_iter().flatten() {
+            for spec in scenario.workers.iter().filter(|w| every || w.program.is_some()) {
+                let (tx, rx) = mpsc::unbounded_channel();
+                senders.insert(spec.name.clone(), tx);
+                let (log, fencing, cancel) = (log.clone(), fencing.clone(), cancel.clone());
+                workers.push(host.run(&spec.name, log, rx, fencing, cancel));
+            }
+        }
+        for (spec, child) in own().zip(children) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            senders.insert(spec.name.clone(), tx);
+            workers.push(Box::pin(child.run(log.clone(), rx, fencing.clone(), cancel.clone())));
+        }
+        let handle =
+            RunControl { workers: senders, fencing, log: log.clone(), cancel: cancel.clone() };
+        Ok(PreparedRun {
+            observer: Observer::new(observer_clients, names, log.clone(), holders),
+            log,
+            workers,
+            bookkeeper,
+            faults: scenario.faults.clone(),
+            program_faults: retold,
+            fault_client,
+            links,
+            cancel,
+            handle,
+        })
+    }
 }
 
 impl PreparedRun {
@@ -344,19 +430,14 @@ impl PreparedRun {
     pub fn retarget(&mut self, scenario: &Scenario) -> Result<(), BackendError> {
         moments_on_programs(scenario)?;
         let retold = self.log.restate_start(|started| {
-            let bare = |s: &Scenario| Scenario { faults: Vec::new(), ..s.clone() };
-            let faults = started.faults.iter().chain(&scenario.faults);
-            let fits = faults.clone().all(placed_at_start) && bare(started) == bare(scenario);
+            let fits = same_design(started, scenario);
             if fits {
                 *started = scenario.clone();
             }
             fits
         });
         if !retold {
-            return Err(BackendError::Unsupported(format!(
-                "a run prepared for another design, or a fault other than a worker's pause, cannot become {}",
-                scenario.name
-            )));
+            return Err(other_design(scenario));
         }
         self.faults = scenario.faults.clone();
         self.program_faults.send_replace(scenario.faults.clone());
@@ -545,6 +626,21 @@ fn moments_on_programs(scenario: &Scenario) -> Result<(), BackendError> {
 /// A fault a prepared run can take on before it starts: a worker's pause. Nothing of
 /// it is set up before the run starts (a link's fault needs its proxy, a server's
 /// the fault client).
+/// Whether a run made ready for `started` may become `scenario`: the same design, and
+/// every fault of both a worker's pause placed as the run starts.
+fn same_design(started: &Scenario, scenario: &Scenario) -> bool {
+    let bare = |s: &Scenario| Scenario { faults: Vec::new(), ..s.clone() };
+    let faults = started.faults.iter().chain(&scenario.faults);
+    faults.clone().all(placed_at_start) && bare(started) == bare(scenario)
+}
+
+fn other_design(scenario: &Scenario) -> BackendError {
+    BackendError::Unsupported(format!(
+        "a run prepared for another design, or a fault other than a worker's pause, cannot become {}",
+        scenario.name
+    ))
+}
+
 fn placed_at_start(f: &Fault) -> bool {
     f.kind == FaultKind::Pause && f.worker.is_some()
 }

@@ -11,10 +11,13 @@
 //! run's calls take), they each get servers of their own: deployments apart, started
 //! once, while the search's first run (the design without faults, alone) is made
 //! ready. Runs of the searched design are made ready while the trials run (their
-//! programs started and `ready`), where that disturbs no run under way (not
-//! ZooKeeper's), one per place, and each trial takes one and gives it its pauses: an
-//! interpreter and its libraries take longer to start than many a run lasts. Trials go
-//! as a pipeline: the next starts as soon as one ends.
+//! programs started and `ready`), one per place, and each trial takes one and gives
+//! it its pauses: an interpreter and its libraries take longer to start than many a
+//! run lasts. Where a run made ready would disturb one under way on its servers
+//! (ZooKeeper's: its sessions take zxids, which that run's tokens count), it is only
+//! staged ahead (its programs loading, not greeted, nothing on a server) and prepared
+//! when its place is free. Trials go as a pipeline: the next starts as soon as one
+//! ends.
 
 use tokio::runtime::Runtime;
 use tokio::task::{JoinHandle, JoinSet};
@@ -27,7 +30,7 @@ use super::trial::{Feed, Placement, Runner};
 use crate::backend::BackendError;
 use crate::backend::deployment::{Deployment, Shape, StartingApart, Targets, deploy_apart};
 use crate::engine::log::Event;
-use crate::engine::{self, PreparedRun, RunOptions, policy};
+use crate::engine::{self, PreparedRun, RunOptions, Staged, policy};
 use crate::scenario::Scenario;
 
 /// The time scale a search on real servers uses unless told: half of every duration,
@@ -89,17 +92,25 @@ pub struct RealTrials<'a> {
     /// made ready beside another: runs of it are made ready ahead.
     design: Option<Scenario>,
     /// Runs of the design being made ready, each with the place it is on: their
-    /// programs starting, then `ready`, with their clocks not yet running. Each becomes
-    /// a trial of the design's (`PreparedRun::retarget`) on its place.
+    /// programs starting, then `ready`, with their clocks not yet running (or, where
+    /// nothing may touch the servers beside a run, staged: their programs loading,
+    /// not greeted). Each becomes a trial of the design's (`retarget`) on its place.
     spares: Vec<(usize, Spare)>,
 }
 
-type Spare = JoinHandle<Result<PreparedRun, BackendError>>;
+type Spare = JoinHandle<Result<Ahead, BackendError>>;
+
+/// A run of the design made ready ahead, as far as its place allows.
+enum Ahead {
+    Ready(Box<PreparedRun>),
+    /// Its programs loading, not greeted: prepared when its place is free.
+    Staged(Box<Staged>),
+}
 
 /// A trial's run: a spare made its own, or one still starting.
 enum Ready {
     Now(Box<PreparedRun>),
-    Starting(Spare),
+    Starting(JoinHandle<Result<PreparedRun, BackendError>>),
 }
 
 impl<'a> RealTrials<'a> {
@@ -181,7 +192,12 @@ impl RealTrials<'_> {
 
     /// Prepare a run of `scenario` on a task of its own, on the `slot`th deployment:
     /// its connections opened, its programs started and `ready`.
-    fn prepare(&self, scenario: &Scenario, fencing: bool, slot: usize) -> Spare {
+    fn prepare(
+        &self,
+        scenario: &Scenario,
+        fencing: bool,
+        slot: usize,
+    ) -> JoinHandle<Result<PreparedRun, BackendError>> {
         let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) };
         let on = self.slot(slot);
         let (lock, storage) = (on.lock().clone(), on.storage().clone());
@@ -189,6 +205,38 @@ impl RealTrials<'_> {
         self.runtime.spawn(async move {
             engine::prepare(lock.as_ref(), storage.as_ref(), &scenario, options, &cancel).await
         })
+    }
+
+    /// A spare of `design` for the `slot`th place: prepared, where a run may be made
+    /// ready beside another on its servers; else staged, which touches no server.
+    fn spare(&self, design: &Scenario, slot: usize) -> Spare {
+        let beside = self.deployment.lock().ready_beside_a_run();
+        let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(design.fencing) };
+        let on = self.slot(slot);
+        let (lock, storage) = (on.lock().clone(), on.storage().clone());
+        let (cancel, design) = (self.cancel.clone(), design.clone());
+        self.runtime.spawn(async move {
+            let (lock, storage) = (lock.as_ref(), storage.as_ref());
+            Ok(match beside {
+                true => Ahead::Ready(Box::new(
+                    engine::prepare(lock, storage, &design, options, &cancel).await?,
+                )),
+                false => Ahead::Staged(Box::new(
+                    engine::stage(lock, storage, &design, options, &cancel).await?,
+                )),
+            })
+        })
+    }
+
+    /// Prepare a staged run on a task of its own, on the `slot`th deployment.
+    fn prepare_staged(
+        &self,
+        staged: Staged,
+        slot: usize,
+    ) -> JoinHandle<Result<PreparedRun, BackendError>> {
+        let on = self.slot(slot);
+        let (lock, storage) = (on.lock().clone(), on.storage().clone());
+        self.runtime.spawn(async move { staged.prepare(lock.as_ref(), storage.as_ref()).await })
     }
 
     /// A run for `scenario`, in the `slot`th place: a spare of the design's given
@@ -204,12 +252,21 @@ impl RealTrials<'_> {
         let place = self.place(slot);
         let ours = self.spares.iter().position(|(on, _)| *on == place);
         if let Some(ours) = ours.filter(|_| design.is_some()) {
-            let mut spare = self.spares.remove(ours).1.await??;
-            match spare.retarget(scenario) {
-                Ok(()) => return Ok(Ready::Now(Box::new(spare))),
-                // Kept for a trial it fits.
-                Err(_) => {
-                    self.spares.insert(ours, (place, self.runtime.spawn(async { Ok(spare) })))
+            match self.spares.remove(ours).1.await?? {
+                Ahead::Ready(mut spare) => match spare.retarget(scenario) {
+                    Ok(()) => return Ok(Ready::Now(spare)),
+                    // Kept for a trial it fits.
+                    Err(_) => {
+                        let kept = self.runtime.spawn(async { Ok(Ahead::Ready(spare)) });
+                        self.spares.insert(ours, (place, kept));
+                    }
+                },
+                // Its place is free: the run before it on these servers has ended.
+                // (One that does not fit goes: it has touched nothing.)
+                Ahead::Staged(mut staged) => {
+                    if staged.retarget(scenario).is_ok() {
+                        return Ok(Ready::Starting(self.prepare_staged(*staged, slot)));
+                    }
                 }
             }
         }
@@ -288,8 +345,7 @@ impl RealTrials<'_> {
                 .filter(|place| self.spares.iter().all(|(on, _)| on != place))
                 .collect(),
         };
-        let more: Vec<_> =
-            places.into_iter().map(|on| (on, self.prepare(design, design.fencing, on))).collect();
+        let more: Vec<_> = places.into_iter().map(|on| (on, self.spare(design, on))).collect();
         self.spares.extend(more);
     }
 }
@@ -360,16 +416,14 @@ impl Runner for RealTrials<'_> {
         Placement::Moments { time_scale: self.time_scale }
     }
 
-    /// Where a run may be made ready beside another, as many as run side by side: a
+    /// Runs of `design` made ready (or staged) ahead, as many as run side by side: a
     /// program's interpreter starting takes longer than many a run. The deployments
     /// apart, where runs need them, start now, while the search's first run is made
     /// ready (they are up before its clock starts): its later trials run side by side.
     fn expect(&mut self, design: &Scenario) {
-        if self.deployment.lock().ready_beside_a_run() {
-            self.design = Some(design.clone());
-            for (_, spare) in self.spares.drain(..) {
-                spare.abort();
-            }
+        self.design = Some(design.clone());
+        for (_, spare) in self.spares.drain(..) {
+            spare.abort();
         }
         if self.at_once > 1
             && let Some((targets, shape)) = self.apart_on.take()

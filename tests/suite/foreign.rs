@@ -9,7 +9,7 @@ use std::path::Path;
 use fencelab::backend::redis::RedisBackend;
 use fencelab::check::check;
 use fencelab::engine::log::{Event, EventKind, KernelSignal, RunOutcome, Said, WorkerEvent};
-use fencelab::engine::{RunOptions, prepare};
+use fencelab::engine::{RunOptions, prepare, stage};
 use fencelab::scenario::{Program, Scenario, ViolationKind, builtin, parse_scenario};
 use support::{digest, on_redis, redis, running, signals, storage, sync_con, wait_for};
 use tokio_util::sync::CancellationToken;
@@ -531,4 +531,60 @@ async fn a_run_made_ready_ahead_takes_its_trials_pause_and_starts_its_clock_when
     assert!(first.is_some_and(|e| e.t_ms < 300.0), "{first:?}");
     assert!(keys_left(&server, &run_id(&events)).is_empty());
     assert!(support::programs_of_run(&run_id(&events)).is_empty());
+}
+
+/// A run staged ahead (`engine::stage`: a search's next run on a ZooKeeper another
+/// run is using) has its programs started, and nothing of theirs reaches a server: a
+/// program that writes as soon as it starts, before its hello, is held at its proxy
+/// until the run is prepared and the program greeted. A staged run dropped unprepared
+/// leaves no process, and its held write never arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_staged_runs_program_reaches_its_server_only_once_greeted() {
+    let server = redis();
+    let dir = tempfile::tempdir().unwrap();
+    let src = r#"
+name = "eager"
+title = "a program that writes before its hello"
+ttl_ms = 2000
+[[workers]]
+name = "A"
+steps = []
+"#;
+    let deployment = on_redis(RedisBackend::open(&server.url(), "private redis-server").unwrap());
+    let (lock, storage_) = (deployment.lock().as_ref(), deployment.storage().as_ref());
+    let cancel = CancellationToken::new();
+    let written = |key: &str| -> Option<String> {
+        redis::Commands::get(&mut sync_con(&server), key).unwrap()
+    };
+    let stage_one = async |marker: &str| {
+        let marker = dir.path().join(marker).to_string_lossy().into_owned();
+        let mut scenario = parse_scenario(src, "eager.toml").unwrap();
+        scenario = with_program(scenario, &["python3", "tests/programs/eager.py", &marker]);
+        let options = RunOptions::new(false);
+        let staged = stage(lock, storage_, &scenario, options, &cancel).await.unwrap();
+        // The program has started and is sending its write: it waits at the proxy.
+        let key = wait_for("the program to send its write", || {
+            std::fs::read_to_string(&marker).ok().filter(|k| !k.is_empty())
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(written(&key), None, "the write went through before the hello");
+        (staged, key)
+    };
+    let (staged, key) = stage_one("greeted").await;
+    let prepared = staged.prepare(lock, storage_).await.unwrap();
+    assert_eq!(written(&key).as_deref(), Some("before the hello"), "greeted, it arrived");
+    let log = prepared.log();
+    prepared.execute().await;
+    let events = log.snapshot();
+    assert!(keys_left(&server, &run_id(&events)).is_empty(), "{}", digest(&events));
+
+    let (dropped, key) = stage_one("dropped").await;
+    let run = key.split(['{', '}']).nth(1).expect("a key names its run").to_string();
+    assert_eq!(support::programs_of_run(&run).len(), 1);
+    drop(dropped);
+    wait_for("the dropped run's program to end", || {
+        support::programs_of_run(&run).is_empty().then_some(())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(keys_left(&server, &run).is_empty(), "a dropped run's write arrived");
 }

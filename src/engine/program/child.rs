@@ -98,16 +98,31 @@ pub struct Program {
     faults: watch::Receiver<Vec<crate::scenario::Fault>>,
     /// Set while its proxy holds each reply until the run has looked at it.
     pub(super) hold_replies: Arc<AtomicBool>,
+    /// Opens its proxies' way to the servers (`proxy::Tapping::greeted`), once its
+    /// hello is sent; kept as long as the proxies are.
+    _greeted: watch::Sender<bool>,
+}
+
+/// A program started (its interpreter loading its libraries) and not yet greeted:
+/// its environment has the run's facts, but it has not got its hello, and its
+/// proxies carry nothing to a server until it has (a program that connects as it
+/// starts waits there). A search's next run on servers another run is using starts
+/// its programs so, ahead: what they do on the servers waits for that run's end.
+pub struct Loading {
+    program: Program,
+    hello: Order,
+    /// The run's id: the key its `ready` may name must contain it.
+    run: String,
 }
 
 impl Program {
-    /// Start `spec`'s program behind a proxy on the link `condition`, hand it the hello
-    /// line, and wait for its `ready`.
-    pub async fn start(
+    /// Start `spec`'s program behind a proxy on the link `condition`, with the run's
+    /// facts in its environment; [`Loading::greet`] hands it the hello line.
+    pub async fn spawn(
         spec: &WorkerSpec,
         setup: &Setup,
         (condition, clear): (watch::Receiver<LinkCondition>, Option<watch::Sender<LinkCondition>>),
-    ) -> Result<Self, BackendError> {
+    ) -> Result<Loading, BackendError> {
         let name = spec.name.as_str();
         let Some(program) = &spec.program else {
             return Err(failed(name, "has no program"));
@@ -117,8 +132,13 @@ impl Program {
         let (tap, taps) = mpsc::unbounded_channel();
         // Replies are held once the run starts (`Run::run`): before, nobody reads them.
         let hold_replies = Arc::new(AtomicBool::new(false));
-        let tapping =
-            proxy::Tapping { tap, hold_replies: hold_replies.clone(), kind: ServerKind::Redis };
+        let (greeted, greeted_rx) = watch::channel(false);
+        let tapping = proxy::Tapping {
+            tap,
+            hold_replies: hold_replies.clone(),
+            greeted: greeted_rx,
+            kind: ServerKind::Redis,
+        };
         let mut servers =
             protocol::Servers { password: setup.password.clone(), ..Default::default() };
         let mut redis = Vec::new();
@@ -206,7 +226,7 @@ impl Program {
         let stderr_flooded = Arc::new(AtomicBool::new(false));
         let (say, said) = mpsc::unbounded_channel();
         tokio::spawn(keep_stderr(stderr, (stderr_lines.clone(), say), stderr_flooded.clone()));
-        let mut program = Program {
+        let program = Program {
             spec: spec.clone(),
             child,
             pid,
@@ -227,7 +247,20 @@ impl Program {
             armed: Armed::default(),
             faults: setup.faults.clone(),
             hold_replies,
+            _greeted: greeted,
         };
+        Ok(Loading { program, hello, run: setup.keys.run_id.clone() })
+    }
+}
+
+impl Loading {
+    /// Hand the program its hello (and with it, its servers), and wait for its
+    /// `ready`.
+    pub async fn greet(self) -> Result<Program, BackendError> {
+        let Loading { mut program, hello, run } = self;
+        let name = program.spec.name.clone();
+        let name = name.as_str();
+        program._greeted.send_replace(true);
         program.send(&hello).await?;
         let ready = tokio::time::timeout(READY_TIMEOUT, program.stdout.next()).await;
         let line = match ready {
@@ -246,12 +279,11 @@ impl Program {
         match program.line(line)? {
             Some(Report::Ready { key }) => {
                 if let Some(key) = key {
-                    if !key.contains(&setup.keys.run_id) {
+                    if !key.contains(&run) {
                         return Err(failed(
                             name,
                             format!(
-                                "its ready names the key {key:?}, which is not this run's (it must contain {})",
-                                setup.keys.run_id
+                                "its ready names the key {key:?}, which is not this run's (it must contain {run})"
                             ),
                         ));
                     }
@@ -269,7 +301,9 @@ impl Program {
             None => Err(program.ended_early().await),
         }
     }
+}
 
+impl Program {
     /// Arm it with the pauses at its own moments the run has as it starts.
     pub(super) fn arm(&mut self) {
         self.armed = Armed::of(&self.spec.name, &self.faults.borrow());

@@ -35,9 +35,17 @@ pub struct Started {
     pub keys: Keys,
 }
 
+/// The programs of a run, started and not yet greeted: their interpreters load their
+/// libraries, and nothing of theirs reaches a server until [`Loading::greet`].
+pub struct Loading {
+    programs: Vec<child::Loading>,
+    /// The keys as the programs are told them.
+    keys: Keys,
+}
+
 /// Start every worker of `scenario` that is a program, each behind its own proxy to
-/// the lock's Redis, and connect each one's storage client. Fails (and kills what
-/// started) when a program cannot start or is not ready in time.
+/// the lock's Redis, greet each and connect each one's storage client. Fails (and
+/// kills what started) when a program cannot start or is not ready in time.
 pub async fn start(
     (lock, storage): (&dyn LockService, &dyn Storage),
     scenario: &Scenario,
@@ -45,6 +53,23 @@ pub async fn start(
     (fencing, time_scale): (bool, f64),
     holders: &Arc<Holders>,
 ) -> Result<Option<Started>, BackendError> {
+    let loading =
+        spawn((lock, storage), scenario, (keys, links, faults), (fencing, time_scale)).await?;
+    match loading {
+        Some(loading) => Ok(Some(loading.greet((lock, storage), scenario, holders).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Start every worker of `scenario` that is a program, each behind its own proxy to
+/// its servers, without its hello yet ([`Loading::greet`] hands it over). None where
+/// no worker is a program. Touches no server.
+pub async fn spawn(
+    (lock, storage): (&dyn LockService, &dyn Storage),
+    scenario: &Scenario,
+    (keys, links, faults): (&Keys, &Links, watch::Receiver<Vec<Fault>>),
+    (fencing, time_scale): (bool, f64),
+) -> Result<Option<Loading>, BackendError> {
     let specs: Vec<_> = scenario.workers.iter().filter(|w| w.program.is_some()).collect();
     if specs.is_empty() {
         return Ok(None);
@@ -88,9 +113,8 @@ pub async fn start(
         step_timeout: Duration::from_secs(5) + longest * 2,
         faults,
     };
-    // Side by side: most of a start is an interpreter loading its libraries. In turn
-    // where the lock kind asks (its library sets up the server as it starts). One
-    // that fails drops the others, which kills them.
+    // Side by side: most of a start is an interpreter loading its libraries. One that
+    // fails drops the others, which kills them.
     let starts = specs.into_iter().map(|spec| {
         // A link without faults never changes, but its sender must live as long as
         // the proxy: a proxy reads a closed channel as a cut.
@@ -101,41 +125,58 @@ pub async fn start(
                 (condition, Some(clear))
             }
         };
-        Program::start(spec, &setup, link)
+        Program::spawn(spec, &setup, link)
     });
-    let programs = match scenario.lock.spec().programs_start_in_turn {
-        false => futures_util::future::try_join_all(starts).await?,
-        true => {
-            let mut programs = Vec::new();
-            for start in starts {
-                programs.push(start.await?);
+    let programs = futures_util::future::try_join_all(starts).await?;
+    Ok(Some(Loading { programs, keys }))
+}
+
+impl Loading {
+    /// Greet each program (side by side, or in turn where the lock kind asks: its
+    /// library sets up the server as it starts) and wait for its `ready`, then
+    /// connect its bench: the clients fencelab checks and writes for it with.
+    pub async fn greet(
+        self,
+        (lock, storage): (&dyn LockService, &dyn Storage),
+        scenario: &Scenario,
+        holders: &Arc<Holders>,
+    ) -> Result<Started, BackendError> {
+        let Loading { programs, keys } = self;
+        let greetings = programs.into_iter().map(child::Loading::greet);
+        let programs = match scenario.lock.spec().programs_start_in_turn {
+            false => futures_util::future::try_join_all(greetings).await?,
+            true => {
+                let mut programs = Vec::new();
+                for greeting in greetings {
+                    programs.push(greeting.await?);
+                }
+                programs
             }
-            programs
-        }
-    };
-    let key = programs[0].key().to_string();
-    if let Some(other) = programs.iter().find(|p| p.key() != key) {
-        return Err(BackendError::Unsupported(format!(
-            "workers {} and {} use different keys ({key:?} and {:?}): one lock, one key",
-            programs[0].name(),
-            other.name(),
-            other.key()
-        )));
-    }
-    let keys = Keys { lock: key, ..keys.clone() };
-    let host = Arc::new(ProgramHost::default());
-    for program in programs {
-        let bench = Bench {
-            lock: lock.connect(&keys).await?,
-            storage: storage.connect(&keys).await?,
-            keys: keys.clone(),
-            storage_kind: scenario.storage,
-            policy: crate::engine::policy::WritePolicy::of(scenario),
-            holders: holders.clone(),
         };
-        host.add(program, bench);
+        let key = programs[0].key().to_string();
+        if let Some(other) = programs.iter().find(|p| p.key() != key) {
+            return Err(BackendError::Unsupported(format!(
+                "workers {} and {} use different keys ({key:?} and {:?}): one lock, one key",
+                programs[0].name(),
+                other.name(),
+                other.key()
+            )));
+        }
+        let keys = Keys { lock: key, ..keys.clone() };
+        let host = Arc::new(ProgramHost::default());
+        for program in programs {
+            let bench = Bench {
+                lock: lock.connect(&keys).await?,
+                storage: storage.connect(&keys).await?,
+                keys: keys.clone(),
+                storage_kind: scenario.storage,
+                policy: crate::engine::policy::WritePolicy::of(scenario),
+                holders: holders.clone(),
+            };
+            host.add(program, bench);
+        }
+        Ok(Started { host, keys })
     }
-    Ok(Some(Started { host, keys }))
 }
 
 /// The program of one worker of a run whose log is kept elsewhere: a class's student
