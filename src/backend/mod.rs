@@ -274,7 +274,7 @@ pub trait LockService: Send + Sync + 'static {
         true
     }
 
-    /// Whether a run may be made ready (connected, its programs started) while
+    /// Whether a run may be made ready (connected, its programs greeted) while
     /// another runs on the same servers, to begin when that one has ended: true where
     /// runs share them, and where only what a run does after it begins is its own
     /// (etcd's revisions, counted from [`LockClient::begin`]).

@@ -50,6 +50,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Bytes read at a time in each direction (Redis commands and replies are small).
 const CHUNK: usize = 16 * 1024;
 
+/// The most a program not yet greeted may send on a connection: more is no
+/// handshake, and the connection is dropped.
+const HELD_MAX: usize = 64 * CHUNK;
+
 /// Where the server listens.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Upstream {
@@ -206,11 +210,24 @@ async fn carry(
             },
         };
     }
+    // Not greeted yet: what the program sends is kept for the server, and a
+    // connection it gives up on meanwhile (a client's connect timeout) ends here,
+    // never reaching the server late.
     if let Some((tapping, _)) = &tap {
         let mut greeted = tapping.greeted.clone();
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            greeted = greeted.wait_for(|greeted| *greeted) => if greeted.is_err() { return },
+        let mut chunk = [0u8; CHUNK];
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                greeted = greeted.wait_for(|greeted| *greeted) => match greeted {
+                    Ok(_) => break,
+                    Err(_) => return,
+                },
+                read = client.read(&mut chunk) => match read {
+                    Ok(n) if n > 0 && first.len() < HELD_MAX => first.extend_from_slice(&chunk[..n]),
+                    _ => return,
+                },
+            }
         }
     }
     let server = tokio::select! {

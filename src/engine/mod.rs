@@ -623,9 +623,6 @@ fn moments_on_programs(scenario: &Scenario) -> Result<(), BackendError> {
     )))
 }
 
-/// A fault a prepared run can take on before it starts: a worker's pause. Nothing of
-/// it is set up before the run starts (a link's fault needs its proxy, a server's
-/// the fault client).
 /// Whether a run made ready for `started` may become `scenario`: the same design, and
 /// every fault of both a worker's pause placed as the run starts.
 fn same_design(started: &Scenario, scenario: &Scenario) -> bool {
@@ -641,6 +638,9 @@ fn other_design(scenario: &Scenario) -> BackendError {
     ))
 }
 
+/// A fault a prepared run can take on before it starts: a worker's pause. Nothing of
+/// it is set up before the run starts (a link's fault needs its proxy, a server's
+/// the fault client).
 fn placed_at_start(f: &Fault) -> bool {
     f.kind == FaultKind::Pause && f.worker.is_some()
 }

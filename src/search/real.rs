@@ -88,8 +88,8 @@ pub struct RealTrials<'a> {
     time_scale: f64,
     /// The most runs side by side: [`SIDE_BY_SIDE`] unless told.
     at_once: usize,
-    /// The design every trial is a schedule of (`Runner::expect`), where runs may be
-    /// made ready beside another: runs of it are made ready ahead.
+    /// The design every trial is a schedule of (`Runner::expect`): runs of it are made
+    /// ready (or staged) ahead.
     design: Option<Scenario>,
     /// Runs of the design being made ready, each with the place it is on: their
     /// programs starting, then `ready`, with their clocks not yet running (or, where
@@ -262,12 +262,14 @@ impl RealTrials<'_> {
                     }
                 },
                 // Its place is free: the run before it on these servers has ended.
-                // (One that does not fit goes: it has touched nothing.)
-                Ahead::Staged(mut staged) => {
-                    if staged.retarget(scenario).is_ok() {
-                        return Ok(Ready::Starting(self.prepare_staged(*staged, slot)));
+                Ahead::Staged(mut staged) => match staged.retarget(scenario) {
+                    Ok(()) => return Ok(Ready::Starting(self.prepare_staged(*staged, slot))),
+                    // Kept for a trial it fits.
+                    Err(_) => {
+                        let kept = self.runtime.spawn(async { Ok(Ahead::Staged(staged)) });
+                        self.spares.insert(ours, (place, kept));
                     }
-                }
+                },
             }
         }
         Ok(Ready::Starting(self.prepare(scenario, fencing, slot)))

@@ -536,8 +536,9 @@ async fn a_run_made_ready_ahead_takes_its_trials_pause_and_starts_its_clock_when
 /// A run staged ahead (`engine::stage`: a search's next run on a ZooKeeper another
 /// run is using) has its programs started, and nothing of theirs reaches a server: a
 /// program that writes as soon as it starts, before its hello, is held at its proxy
-/// until the run is prepared and the program greeted. A staged run dropped unprepared
-/// leaves no process, and its held write never arrives.
+/// until the run is prepared and the program greeted. A write it gave up on before
+/// then never arrives; nor does a staged run's that is dropped unprepared, which
+/// leaves no process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_staged_runs_program_reaches_its_server_only_once_greeted() {
     let server = redis();
@@ -556,10 +557,11 @@ steps = []
     let written = |key: &str| -> Option<String> {
         redis::Commands::get(&mut sync_con(&server), key).unwrap()
     };
-    let stage_one = async |marker: &str| {
+    let stage_one = async |marker: &str, how: &str| {
         let marker = dir.path().join(marker).to_string_lossy().into_owned();
         let mut scenario = parse_scenario(src, "eager.toml").unwrap();
-        scenario = with_program(scenario, &["python3", "tests/programs/eager.py", &marker]);
+        let argv = ["python3", "tests/programs/eager.py", &marker, how];
+        scenario = with_program(scenario, &argv);
         let options = RunOptions::new(false);
         let staged = stage(lock, storage_, &scenario, options, &cancel).await.unwrap();
         // The program has started and is sending its write: it waits at the proxy.
@@ -570,7 +572,7 @@ steps = []
         assert_eq!(written(&key), None, "the write went through before the hello");
         (staged, key)
     };
-    let (staged, key) = stage_one("greeted").await;
+    let (staged, key) = stage_one("greeted", "wait").await;
     let prepared = staged.prepare(lock, storage_).await.unwrap();
     assert_eq!(written(&key).as_deref(), Some("before the hello"), "greeted, it arrived");
     let log = prepared.log();
@@ -578,7 +580,18 @@ steps = []
     let events = log.snapshot();
     assert!(keys_left(&server, &run_id(&events)).is_empty(), "{}", digest(&events));
 
-    let (dropped, key) = stage_one("dropped").await;
+    // It hangs up 0.3 s after sending: greeted after that, nothing of it arrives.
+    let (staged, key) = stage_one("gave-up", "give-up").await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let prepared = staged.prepare(lock, storage_).await.unwrap();
+    // (Checked before the run ends: its cleanup deletes what is under its prefix.)
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(written(&key), None, "a write given up on arrived when greeted");
+    let log = prepared.log();
+    prepared.execute().await;
+    assert!(keys_left(&server, &run_id(&log.snapshot())).is_empty());
+
+    let (dropped, key) = stage_one("dropped", "wait").await;
     let run = key.split(['{', '}']).nth(1).expect("a key names its run").to_string();
     assert_eq!(support::programs_of_run(&run).len(), 1);
     drop(dropped);

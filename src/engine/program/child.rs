@@ -25,7 +25,8 @@ use crate::backend::{BackendError, Keys, ProgramServer, ServerKind};
 use crate::platform::{Signal, Tether};
 use crate::scenario::WorkerSpec;
 
-/// How long a program may take to start and say `ready`.
+/// How long a program may take to say `ready` once greeted (its hello sent: on a
+/// run prepared at once, as it starts).
 pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest line a program may write on stdout.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -68,7 +69,8 @@ pub struct Setup {
     pub faults: watch::Receiver<Vec<crate::scenario::Fault>>,
 }
 
-/// A program that has said `ready`, waiting for the run to start.
+/// A program's process: once greeted ([`Loading::greet`]), one that has said `ready`,
+/// waiting for the run to start.
 pub struct Program {
     pub(super) spec: WorkerSpec,
     pub(super) child: Child,
@@ -129,6 +131,9 @@ impl Program {
         };
         let mode = if spec.steps.is_empty() { Mode::Free } else { Mode::Driven };
         let (cancel, tasks) = (CancellationToken::new(), TaskTracker::new());
+        // Its proxies stop if it never becomes a `Program` (an error, or a spare
+        // aborted while it starts); then `Program`'s drop stops them.
+        let proxies = cancel.clone().drop_guard();
         let (tap, taps) = mpsc::unbounded_channel();
         // Replies are held once the run starts (`Run::run`): before, nobody reads them.
         let hold_replies = Arc::new(AtomicBool::new(false));
@@ -226,6 +231,7 @@ impl Program {
         let stderr_flooded = Arc::new(AtomicBool::new(false));
         let (say, said) = mpsc::unbounded_channel();
         tokio::spawn(keep_stderr(stderr, (stderr_lines.clone(), say), stderr_flooded.clone()));
+        proxies.disarm();
         let program = Program {
             spec: spec.clone(),
             child,
