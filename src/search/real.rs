@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::trial::{Feed, Placement, Runner};
-use crate::backend::BackendError;
 use crate::backend::deployment::{Deployment, Shape, StartingApart, Targets, deploy_apart};
+use crate::backend::{BackendError, LockService, Storage};
 use crate::engine::log::Event;
 use crate::engine::{self, PreparedRun, RunOptions, Staged, policy};
 use crate::scenario::Scenario;
@@ -198,9 +198,7 @@ impl RealTrials<'_> {
         fencing: bool,
         slot: usize,
     ) -> JoinHandle<Result<PreparedRun, BackendError>> {
-        let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) };
-        let on = self.slot(slot);
-        let (lock, storage) = (on.lock().clone(), on.storage().clone());
+        let ((lock, storage), options) = (self.servers(slot), self.options(fencing));
         let (cancel, scenario) = (self.cancel.clone(), scenario.clone());
         self.runtime.spawn(async move {
             engine::prepare(lock.as_ref(), storage.as_ref(), &scenario, options, &cancel).await
@@ -211,9 +209,7 @@ impl RealTrials<'_> {
     /// ready beside another on its servers; else staged, which touches no server.
     fn spare(&self, design: &Scenario, slot: usize) -> Spare {
         let beside = self.deployment.lock().ready_beside_a_run();
-        let options = RunOptions { time_scale: self.time_scale, ..RunOptions::new(design.fencing) };
-        let on = self.slot(slot);
-        let (lock, storage) = (on.lock().clone(), on.storage().clone());
+        let ((lock, storage), options) = (self.servers(slot), self.options(design.fencing));
         let (cancel, design) = (self.cancel.clone(), design.clone());
         self.runtime.spawn(async move {
             let (lock, storage) = (lock.as_ref(), storage.as_ref());
@@ -234,9 +230,19 @@ impl RealTrials<'_> {
         staged: Staged,
         slot: usize,
     ) -> JoinHandle<Result<PreparedRun, BackendError>> {
-        let on = self.slot(slot);
-        let (lock, storage) = (on.lock().clone(), on.storage().clone());
+        let (lock, storage) = self.servers(slot);
         self.runtime.spawn(async move { staged.prepare(lock.as_ref(), storage.as_ref()).await })
+    }
+
+    /// The lock service and storage of the `slot`th deployment, for a task of its own.
+    fn servers(&self, slot: usize) -> (Arc<dyn LockService>, Arc<dyn Storage>) {
+        let on = self.slot(slot);
+        (on.lock().clone(), on.storage().clone())
+    }
+
+    /// How every run of these trials is made: at their time scale.
+    fn options(&self, fencing: bool) -> RunOptions {
+        RunOptions { time_scale: self.time_scale, ..RunOptions::new(fencing) }
     }
 
     /// A run for `scenario`, in the `slot`th place: a spare of the design's given

@@ -102,7 +102,7 @@ pub struct Program {
     pub(super) hold_replies: Arc<AtomicBool>,
     /// Opens its proxies' way to the servers (`proxy::Tapping::greeted`), once its
     /// hello is sent; kept as long as the proxies are.
-    _greeted: watch::Sender<bool>,
+    greeted: watch::Sender<bool>,
 }
 
 /// A program started (its interpreter loading its libraries) and not yet greeted:
@@ -253,7 +253,7 @@ impl Program {
             armed: Armed::default(),
             faults: setup.faults.clone(),
             hold_replies,
-            _greeted: greeted,
+            greeted,
         };
         Ok(Loading { program, hello, run: setup.keys.run_id.clone() })
     }
@@ -266,7 +266,7 @@ impl Loading {
         let Loading { mut program, hello, run } = self;
         let name = program.spec.name.clone();
         let name = name.as_str();
-        program._greeted.send_replace(true);
+        program.greeted.send_replace(true);
         program.send(&hello).await?;
         let ready = tokio::time::timeout(READY_TIMEOUT, program.stdout.next()).await;
         let line = match ready {
